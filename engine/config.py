@@ -1,0 +1,265 @@
+"""Configuration objects: one training run (`TrainConfig`) and one study (`StudySpec`).
+
+Both are frozen dataclasses that validate themselves and serialise with ``asdict`` into the
+store, like nanoGPT's ``GPTConfig``. A study file (YAML) is parsed by `StudySpec.from_dict`,
+which names the offending field and the allowed values in every error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from engine.soft_labels import METHODS, MethodParams, check_method, grid_size
+
+TASK_CLASSES: dict[str, int] = {"KL": 5, "CPPD": 4}
+TASKS: tuple[str, ...] = tuple(TASK_CLASSES)
+DATASET_KINDS: tuple[str, ...] = ("phantom", "folder")
+MAX_BUDGET = 15  # the paper samples at most 15 configurations per (task, method, seed)
+
+
+class SpecError(ValueError):
+    """A study or run setting is invalid; the message names the field and allowed values."""
+
+
+def check_task(task: str) -> None:
+    """Raise SpecError naming the allowed tasks if ``task`` is unknown."""
+    if task not in TASK_CLASSES:
+        raise SpecError(f"tasks: unknown task {task!r}; allowed: {', '.join(TASKS)}")
+
+
+def check_device(device: str) -> None:
+    """Accept 'auto', 'cpu', 'cuda' or 'cuda:N'."""
+    ok = device in ("auto", "cpu", "cuda") or (device.startswith("cuda:") and device[5:].isdigit())
+    if not ok:
+        raise SpecError(f"device: {device!r} is not allowed; use auto, cpu, cuda or cuda:N")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything one training run needs; saved with the run and its checkpoint."""
+
+    task: str
+    method: str
+    lr: float
+    eta: float | None = None
+    alpha2: float | None = None
+    p: float | None = None
+    seed: int = 0
+    max_epochs: int = 100
+    patience: int = 40
+    batch_size: int = 128
+    image_size: int = 224
+    device: str = "cpu"
+    weights_path: str | None = None
+    fast: bool | None = None  # None: the fast path on CUDA, the plain path on CPU
+
+    def __post_init__(self) -> None:
+        check_task(self.task)
+        check_method(self.method)
+        _check_positive("max_epochs", self.max_epochs)
+        _check_positive("patience", self.patience)
+        _check_positive("batch_size", self.batch_size)
+        _check_range("image_size", self.image_size, 16, 1024)
+        if not self.lr > 0:
+            raise SpecError(f"lr: {self.lr=} must be > 0")
+        if self.eta is not None and not 0.0 <= self.eta <= 1.0:
+            raise SpecError(f"eta: {self.eta=} must be in [0, 1]")
+        check_device(self.device)
+
+    @property
+    def num_classes(self) -> int:
+        """Number of grades of the task: 5 for KL, 4 for CPPD."""
+        return TASK_CLASSES[self.task]
+
+    @property
+    def params(self) -> MethodParams:
+        """The method's hyper-parameters."""
+        return MethodParams(lr=self.lr, eta=self.eta, alpha2=self.alpha2, p=self.p)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable form, stored in ``runs.config``."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """Which images a study uses.
+
+    ``phantom``: the embedded synthetic knee phantom (``n_images``, ``n_joint``, ``seed``,
+    ``annotation_noise``, ``difficulty``). ``folder``: an imported folder of PNG/JPEG images with
+    a labels CSV (``path``, ``labels_csv``).
+    """
+
+    kind: str = "phantom"
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.kind not in DATASET_KINDS:
+            raise SpecError(
+                f"dataset.kind: unknown kind {self.kind!r}; allowed: {', '.join(DATASET_KINDS)}"
+            )
+        if self.kind == "folder" and "path" not in self.params:
+            raise SpecError("dataset.path: a folder dataset needs 'path' (the image folder)")
+
+    @classmethod
+    def from_value(cls, value: Any) -> DatasetSpec:
+        """Parse ``dataset: phantom`` or ``dataset: {kind: phantom, n_images: 200}``."""
+        if value is None:
+            raise SpecError(
+                "dataset: missing; name one, e.g. 'dataset: phantom' or "
+                "'dataset: {kind: folder, path: ..., labels_csv: ...}'"
+            )
+        if isinstance(value, str):
+            return cls(kind=value)
+        if not isinstance(value, dict):
+            raise SpecError(f"dataset: expected a name or a mapping, got {type(value).__name__}")
+        params = dict(value)
+        kind = params.pop("kind", "phantom")
+        return cls(kind=str(kind), params=params)
+
+    @property
+    def key(self) -> str:
+        """Stable identity: the same spec always maps to the same dataset in the store."""
+        items = ",".join(f"{k}={self.params[k]}" for k in sorted(self.params))
+        return f"{self.kind}({items})"
+
+
+@dataclass(frozen=True)
+class StudySpec:
+    """A study: every (task, method, seed) with a randomised search of ``budget`` configs."""
+
+    name: str
+    dataset: DatasetSpec
+    tasks: tuple[str, ...]
+    methods: tuple[str, ...]
+    seeds: tuple[int, ...]
+    budget: int = MAX_BUDGET
+    max_epochs: int = 100
+    patience: int = 40
+    image_size: int = 224
+    batch_size: int = 128
+    device: str = "auto"
+    weights_path: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_nonempty("tasks", self.tasks, TASKS)
+        for task in self.tasks:
+            check_task(task)
+        _check_nonempty("methods", self.methods, METHODS)
+        for method in self.methods:
+            if method not in METHODS:
+                raise SpecError(
+                    f"methods: unknown method {method!r}; allowed: {', '.join(METHODS)}"
+                )
+        if len(set(self.tasks)) != len(self.tasks) or len(set(self.methods)) != len(self.methods):
+            raise SpecError("tasks/methods: each may appear only once")
+        if not self.seeds:
+            raise SpecError("seeds: at least one seed is needed (a count like 20 or a list)")
+        if any(s < 0 for s in self.seeds) or len(set(self.seeds)) != len(self.seeds):
+            raise SpecError(f"seeds: {list(self.seeds)} must be distinct non-negative integers")
+        largest = max(grid_size(m) for m in self.methods)
+        if not isinstance(self.budget, int) or not 1 <= self.budget <= min(MAX_BUDGET, largest):
+            raise SpecError(
+                f"budget: {self.budget!r} must be a whole number from 1 to "
+                f"{min(MAX_BUDGET, largest)} (the paper samples at most {MAX_BUDGET} "
+                f"configurations; the largest grid among {', '.join(self.methods)} has {largest})"
+            )
+        _check_positive("max_epochs", self.max_epochs)
+        _check_positive("patience", self.patience)
+        _check_range("image_size", self.image_size, 16, 1024)
+        _check_positive("batch_size", self.batch_size)
+        check_device(self.device)
+        if not self.name.strip():
+            raise SpecError("name: must not be empty")
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> StudySpec:
+        """Parse a study file's mapping; unknown keys and wrong types are refused."""
+        if not isinstance(raw, dict):
+            raise SpecError("study file: expected a mapping of settings at the top level")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(raw) - known)
+        if unknown:
+            raise SpecError(f"{unknown[0]}: unknown setting; allowed: {', '.join(sorted(known))}")
+        for required in ("tasks", "methods", "seeds"):
+            if raw.get(required) in (None, [], ""):
+                raise SpecError(f"{required}: missing; it is required")
+        values = dict(raw)
+        values["dataset"] = DatasetSpec.from_value(raw.get("dataset"))
+        values["name"] = str(raw.get("name", "study"))
+        values["tasks"] = tuple(str(t) for t in _as_list("tasks", raw["tasks"]))
+        values["methods"] = tuple(str(m) for m in _as_list("methods", raw["methods"]))
+        values["seeds"] = _parse_seeds(raw["seeds"])
+        for key in ("budget", "max_epochs", "patience", "image_size", "batch_size"):
+            if key in raw:
+                values[key] = _as_int(key, raw[key])
+        if "device" in raw:
+            values["device"] = str(raw["device"])
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable form, stored in ``studies.spec`` and job params."""
+        out = asdict(self)
+        out["dataset"] = {"kind": self.dataset.kind, **self.dataset.params}
+        out["tasks"], out["methods"], out["seeds"] = (
+            list(self.tasks),
+            list(self.methods),
+            list(self.seeds),
+        )
+        return out
+
+    def train_config(
+        self, task: str, method: str, seed: int, params: MethodParams, device: str
+    ) -> TrainConfig:
+        """The run configuration of one search point of this study."""
+        return TrainConfig(
+            task=task,
+            method=method,
+            seed=seed,
+            device=device,
+            max_epochs=self.max_epochs,
+            patience=self.patience,
+            batch_size=self.batch_size,
+            image_size=self.image_size,
+            weights_path=self.weights_path,
+            **params.as_dict(),
+        )
+
+
+def _as_list(name: str, value: Any) -> list[Any]:
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    if isinstance(value, list | tuple):
+        return list(value)
+    raise SpecError(f"{name}: expected a list, got {value!r}")
+
+
+def _as_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value:
+        raise SpecError(f"{name}: expected a whole number, got {value!r}")
+    return int(value)
+
+
+def _parse_seeds(value: Any) -> tuple[int, ...]:
+    """``seeds: 20`` means seeds 0..19; a list names them."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 1:
+            raise SpecError(f"seeds: {value} must be >= 1 (a count) or a list of seeds")
+        return tuple(range(value))
+    return tuple(_as_int("seeds", v) for v in _as_list("seeds", value))
+
+
+def _check_nonempty(name: str, values: tuple[str, ...], allowed: tuple[str, ...]) -> None:
+    if not values:
+        raise SpecError(f"{name}: at least one is needed; allowed: {', '.join(allowed)}")
+
+
+def _check_positive(name: str, value: int) -> None:
+    if not isinstance(value, int) or value < 1:
+        raise SpecError(f"{name}: {value!r} must be a whole number >= 1")
+
+
+def _check_range(name: str, value: int, low: int, high: int) -> None:
+    if not isinstance(value, int) or not low <= value <= high:
+        raise SpecError(f"{name}: {value!r} must be a whole number from {low} to {high}")

@@ -1,0 +1,181 @@
+"""Datasets, splits and the tensors one (task, seed) trains on.
+
+A dataset is prepared once per image size: images are cropped to the knee, resized and cached
+as one ``(N, S, S)`` uint8 array file (``images.npy``) with ``meta.csv`` beside it. Training
+processes memory-map that file, so many slots share one copy in the page cache.
+
+Splits follow the paper (section "Models training"): per (dataset, seed) a stratified 70/30
+train/test holdout, then 30 % of train as validation. We stratify on the joint (KL, CPPD)
+label where both exist and keep both knees of one patient on the same side of every split, so
+one split serves every task and method of that seed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from engine.config import TASK_CLASSES, DatasetSpec
+
+log = logging.getLogger(__name__)
+
+TEST_FRACTION = 0.3
+VAL_FRACTION = 0.3
+LABEL_COLUMNS: dict[str, str] = {"KL": "kl", "CPPD": "cppd"}
+META_COLUMNS = ("image_id", "patient_id", "side", "kl", "kl_true", "cppd", "cppd_true")
+
+
+@dataclass(frozen=True)
+class PreparedDataset:
+    """A cached dataset: ``images`` (N, S, S) uint8 (memory-mapped) and one meta row each."""
+
+    images: np.ndarray
+    meta: pd.DataFrame
+    cache_dir: Path
+
+
+@dataclass(frozen=True)
+class TaskSplit:
+    """The tensors of one (task, seed): uint8 images (N, 1, S, S) and int64 grades (N,)."""
+
+    x_train: torch.Tensor
+    y_train: torch.Tensor
+    x_val: torch.Tensor
+    y_val: torch.Tensor
+    x_test: torch.Tensor
+    y_test: torch.Tensor
+    val_ids: list[str]
+    test_ids: list[str]
+    num_classes: int
+
+    def to(self, device: torch.device | str) -> TaskSplit:
+        """Copy every tensor to ``device`` (the fast path keeps the whole set on the GPU)."""
+        moved = {
+            name: getattr(self, name).to(device)
+            for name in ("x_train", "y_train", "x_val", "y_val", "x_test", "y_test")
+        }
+        return TaskSplit(
+            **moved, val_ids=self.val_ids, test_ids=self.test_ids, num_classes=self.num_classes
+        )
+
+
+def cache_dir_for(spec: DatasetSpec, image_size: int, root: Path) -> Path:
+    """Where the prepared arrays of ``spec`` at ``image_size`` live under ``root``."""
+    digest = hashlib.sha1(f"{spec.key}|{image_size}".encode()).hexdigest()[:12]
+    return root / f"{spec.kind}-{image_size}px-{digest}"
+
+
+def prepare_dataset(spec: DatasetSpec, image_size: int, root: Path) -> PreparedDataset:
+    """Build (or reuse) the cache of ``spec`` at ``image_size`` and open it.
+
+    Raises:
+        ValueError: The dataset's parameters or files are invalid (message says which).
+    """
+    out = cache_dir_for(spec, image_size, root)
+    if spec.kind == "phantom":
+        from engine.phantom import PhantomSpec, build_phantom_cache
+
+        build_phantom_cache(PhantomSpec(**spec.params), image_size, out)
+    else:
+        from engine.importing import build_folder_cache
+
+        build_folder_cache(spec.params, image_size, out)
+    return open_prepared(out)
+
+
+def open_prepared(cache_dir: Path) -> PreparedDataset:
+    """Open a complete cache: memory-mapped images and their meta rows."""
+    manifest = cache_dir / "manifest.json"
+    if not manifest.exists() or not json.loads(manifest.read_text()).get("complete"):
+        raise ValueError(f"{cache_dir} is not a complete dataset cache")
+    images = np.load(cache_dir / "images.npy", mmap_mode="r")
+    meta = pd.read_csv(cache_dir / "meta.csv", dtype={"image_id": str, "patient_id": str})
+    for col in ("kl", "kl_true", "cppd", "cppd_true"):
+        if col in meta:
+            meta[col] = meta[col].astype("Int64")
+    return PreparedDataset(images=images, meta=meta, cache_dir=cache_dir)
+
+
+def make_splits(meta: pd.DataFrame, seed: int) -> pd.Series:
+    """Assign every image to 'train', 'val' or 'test' for one seed.
+
+    Patients are the unit of assignment; a patient's stratum is the joint (KL, CPPD) label of
+    its first knee (or CPPD alone for CPPD-only patients). Within each stratum patients are
+    shuffled and the first share goes to test, carrying the rounding remainder from stratum
+    to stratum so the overall fraction is 30 % within one patient.
+
+    Returns:
+        image_id -> split, in ``meta`` order.
+    """
+    rng = np.random.default_rng(seed)
+    patients = meta.groupby("patient_id", sort=True).first()
+    strata = patients.apply(_stratum, axis=1)
+    test = _stratified_pick(strata, TEST_FRACTION, rng)
+    rest = strata[~strata.index.isin(test)]
+    val = _stratified_pick(rest, VAL_FRACTION, rng)
+    by_patient = pd.Series("train", index=patients.index)
+    by_patient[list(test)] = "test"
+    by_patient[list(val)] = "val"
+    return pd.Series(
+        meta["patient_id"].map(by_patient).to_numpy(),
+        index=meta["image_id"].to_numpy(),
+        name="split",
+    )
+
+
+def _stratum(row: pd.Series) -> str:
+    kl = row.get("kl")
+    cppd = row.get("cppd")
+    kl_part = "-" if pd.isna(kl) else str(int(kl))
+    cppd_part = "-" if pd.isna(cppd) else str(int(cppd))
+    return f"KL{kl_part}/CPPD{cppd_part}"
+
+
+def _stratified_pick(strata: pd.Series, fraction: float, rng: np.random.Generator) -> set[str]:
+    picked: set[str] = set()
+    carry = 0.0
+    for _, members in sorted(strata.groupby(strata).groups.items()):
+        ids = np.array(sorted(members))
+        rng.shuffle(ids)
+        want = len(ids) * fraction + carry
+        take = int(np.floor(want + 0.5))
+        carry = want - take
+        picked.update(ids[:take].tolist())
+    return picked
+
+
+def task_split(data: PreparedDataset, splits: pd.Series, task: str) -> TaskSplit:
+    """The images of ``task`` (those with its grade) divided by ``splits``."""
+    column = LABEL_COLUMNS[task]
+    meta = data.meta
+    has_grade = meta[column].notna().to_numpy()
+    split_of = splits.reindex(meta["image_id"]).to_numpy()
+    parts = {}
+    for name in ("train", "val", "test"):
+        rows = np.flatnonzero(has_grade & (split_of == name))
+        x = torch.from_numpy(np.ascontiguousarray(data.images[rows])).unsqueeze(1)
+        y = torch.from_numpy(meta[column].to_numpy()[rows].astype(np.int64))
+        parts[name] = (x, y, meta["image_id"].to_numpy()[rows].tolist())
+    if len(parts["train"][1]) == 0 or len(parts["val"][1]) == 0 or len(parts["test"][1]) == 0:
+        raise ValueError(
+            f"task {task}: the split left an empty train, validation or test set; "
+            "the dataset needs more images with this grade"
+        )
+    return TaskSplit(
+        x_train=parts["train"][0],
+        y_train=parts["train"][1],
+        x_val=parts["val"][0],
+        y_val=parts["val"][1],
+        x_test=parts["test"][0],
+        y_test=parts["test"][1],
+        val_ids=parts["val"][2],
+        test_ids=parts["test"][2],
+        num_classes=TASK_CLASSES[task],
+    )

@@ -1,0 +1,50 @@
+"""Expanding a study into runs: every (task, method, seed) × its sampled configurations.
+
+Run ids are derived from the study id and the run's place in the plan, so a resumed job
+recognises the runs it already finished and never redoes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.config import StudySpec, TrainConfig
+from engine.soft_labels import sample_configs
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One run of a study's plan."""
+
+    run_id: str
+    task: str
+    method: str
+    seed: int
+    config_index: int
+    config: TrainConfig
+
+    @property
+    def group(self) -> tuple[str, str, int]:
+        """The (task, method, seed) whose search this run belongs to."""
+        return (self.task, self.method, self.seed)
+
+
+def plan_runs(spec: StudySpec, study_id: str, device: str) -> list[PlannedRun]:
+    """Every run of ``spec`` in execution order: seed-major, so finished seeds come early
+    and a partial study already has complete seeds to compare."""
+    plan = []
+    for seed in spec.seeds:
+        for task in spec.tasks:
+            for method in spec.methods:
+                for index, params in enumerate(sample_configs(method, spec.budget, seed)):
+                    plan.append(
+                        PlannedRun(
+                            run_id=f"{study_id}-{task}-{method}-s{seed}-c{index}",
+                            task=task,
+                            method=method,
+                            seed=seed,
+                            config_index=index,
+                            config=spec.train_config(task, method, seed, params, device),
+                        )
+                    )
+    return plan

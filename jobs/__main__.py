@@ -1,0 +1,202 @@
+"""Command line: ``python -m jobs {run,submit,status,cancel,worker}``.
+
+- ``run STUDY.yaml``: validate, enqueue and run the study in the foreground.
+- ``submit STUDY.yaml``: validate and enqueue for a running worker.
+- ``status``: workers and jobs.
+- ``cancel JOB``: stop a job at its next epoch boundary, keeping finished runs.
+- ``worker``: the daemon (``--slots-per-gpu K``, ``--cpu-slots N``, ``--executor``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from engine.config import SpecError, StudySpec
+from store import jobs as store_jobs
+from store.db import StoreError, check_schema, default_store_path, init_schema
+
+log = logging.getLogger("jobs")
+
+
+def load_study(path: Path) -> StudySpec:
+    """Read and validate a study file; SpecError names the field at fault."""
+    if not path.is_file():
+        raise SpecError(f"study file {path} does not exist")
+    try:
+        raw: Any = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise SpecError(f"study file {path} is not valid YAML: {exc}") from exc
+    return StudySpec.from_dict(raw)
+
+
+def _open_store() -> Path:
+    path = default_store_path()
+    if path.exists():
+        check_schema(path)
+    init_schema(path)
+    return path
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    """Validate a study file and enqueue it."""
+    spec = load_study(Path(args.study))
+    path = _open_store()
+    job_id = store_jobs.enqueue_job(spec.to_dict(), request_id=str(uuid.uuid4()), path=path)
+    print(f"queued {job_id} ({spec.name}); a running worker will pick it up")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Validate, enqueue and run one study in the foreground; exit 1 unless it succeeds."""
+    from jobs.worker import make_worker
+
+    spec = load_study(Path(args.study))
+    path = _open_store()
+    job_id = store_jobs.enqueue_job(spec.to_dict(), request_id=str(uuid.uuid4()), path=path)
+    print(f"running {job_id} ({spec.name}) with store {path}")
+    worker = make_worker(
+        executor=args.executor,
+        device=spec.device,
+        slots_per_gpu=args.slots_per_gpu,
+        cpu_slots=args.cpu_slots,
+        address=None,
+    )
+    try:
+        while store_jobs.get_job(job_id, path=path).status in ("queued", "running"):
+            if not worker.run_once():
+                break
+    finally:
+        worker.close()
+    job = store_jobs.get_job(job_id, path=path)
+    print(_summary(job_id, path))
+    return 0 if job.status == "succeeded" else 1
+
+
+def _summary(job_id: str, path: Path) -> str:
+    from engine.compare import metrics_table, per_run_metrics
+    from store.runs import confusion_counts
+
+    job = store_jobs.get_job(job_id, path=path)
+    lines = [f"job {job_id}: {job.status}, {job.runs_done}/{job.runs_total} runs"]
+    per_run = per_run_metrics(confusion_counts([job.study_id], path=path))
+    if not per_run.empty:
+        table = metrics_table(per_run)
+        cols = ["task", "method", "n_seeds", "amae_mean", "amae_std", "qwk_mean", "mae_mean"]
+        lines.append("test metrics of the selected runs (mean over seeds):")
+        lines.append(table[cols].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    return "\n".join(lines)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """Print workers and jobs."""
+    path = default_store_path()
+    if not path.exists():
+        print(f"no store at {path} yet")
+        return 0
+    workers = store_jobs.list_workers(path=path)
+    alive = workers[workers["alive"]] if len(workers) else workers
+    print(f"store: {path}")
+    print(f"workers alive: {len(alive)}")
+    for _, w in alive.iterrows():
+        print(f"  {w.worker_id} pid {w.pid} on {w.hostname}: {w.slots} slot(s) {w.devices}")
+    jobs = store_jobs.list_jobs(path=path)
+    if jobs.empty:
+        print("no jobs")
+    for _, j in jobs.iterrows():
+        total = "?" if j.runs_total is None or j.runs_total != j.runs_total else int(j.runs_total)
+        print(f"{j.job_id}  {j.status:<10} {j.runs_done}/{total} runs  {j.study_name}")
+    return 0
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    """Request cancellation of a job."""
+    status = store_jobs.request_cancel(args.job, path=default_store_path())
+    if status == "running":
+        print(f"{args.job}: cancel requested; it stops at the next epoch boundary")
+    else:
+        print(f"{args.job}: {status}")
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    """Run the worker daemon until interrupted."""
+    from jobs.worker import make_worker
+
+    _open_store()
+    worker = make_worker(
+        executor=args.executor,
+        device=args.device,
+        slots_per_gpu=args.slots_per_gpu,
+        cpu_slots=args.cpu_slots,
+        address=args.address,
+    )
+    try:
+        worker.serve()
+    except KeyboardInterrupt:
+        log.info("worker stopped")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The CLI's argument parser."""
+    parser = argparse.ArgumentParser(
+        prog="python -m jobs",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, func, help_text in (
+        ("run", cmd_run, "run a study file in the foreground"),
+        ("submit", cmd_submit, "queue a study file for the worker"),
+    ):
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("study", help="study YAML file, e.g. studies/quick.yaml")
+        p.set_defaults(func=func)
+        if name == "run":
+            _add_executor_args(p, with_device=False)
+    sub.add_parser("status", help="show workers and jobs").set_defaults(func=cmd_status)
+    p = sub.add_parser("cancel", help="cancel a job (finished runs are kept)")
+    p.add_argument("job")
+    p.set_defaults(func=cmd_cancel)
+    p = sub.add_parser("worker", help="run the worker daemon")
+    _add_executor_args(p, with_device=True)
+    p.set_defaults(func=cmd_worker)
+    return parser
+
+
+def _add_executor_args(p: argparse.ArgumentParser, *, with_device: bool) -> None:
+    p.add_argument("--executor", choices=("local", "inline", "ray"), default="local")
+    p.add_argument(
+        "--slots-per-gpu",
+        type=int,
+        default=0,
+        help="slot processes per GPU (0: chosen from free GPU memory)",
+    )
+    p.add_argument("--cpu-slots", type=int, default=1, help="slot processes when no GPU")
+    if with_device:
+        p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+        p.add_argument("--address", default=None, help="Ray cluster address (--executor ray)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; bad input ends with one clear message and exit status 2."""
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (SpecError, StoreError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,204 @@
+"""Executors: where runs train. The worker submits `RunTask`s and polls for messages.
+
+- `LocalExecutor` (default): one long-lived process per slot, several slots per GPU allowed,
+  GPUs assigned through CUDA_VISIBLE_DEVICES, CPU slots when there is no GPU.
+- `InlineExecutor`: runs each task in the worker's own process (tests, debugging).
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing as mp
+import os
+import queue
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from jobs.slots import Message, RunTask, SlotState, execute_run, slot_main
+
+log = logging.getLogger(__name__)
+
+Handle = Callable[[Message], None]
+
+
+@dataclass(frozen=True)
+class SlotPlan:
+    """Where each slot trains: its device and, on a GPU, which one."""
+
+    device: str
+    visible_gpu: str | None
+
+
+def plan_slots(device: str, slots_per_gpu: int, cpu_slots: int = 1) -> list[SlotPlan]:
+    """Slots for ``device`` ('auto', 'cpu', 'cuda', 'cuda:N') on this machine."""
+    if slots_per_gpu < 1 or cpu_slots < 1:
+        raise ValueError(f"{slots_per_gpu=} and {cpu_slots=} must be >= 1")
+    use_cuda = device != "cpu" and torch.cuda.is_available()
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"device {device!r} asked for, but this machine has no CUDA GPU")
+    if not use_cuda:
+        return [SlotPlan("cpu", None) for _ in range(cpu_slots)]
+    gpus = (
+        [device.split(":")[1]]
+        if ":" in device
+        else [str(i) for i in range(torch.cuda.device_count())]
+    )
+    return [SlotPlan("cuda", gpu) for gpu in gpus for _ in range(slots_per_gpu)]
+
+
+class Executor(ABC):
+    """Runs `RunTask`s on slots and hands their messages to the worker."""
+
+    @property
+    @abstractmethod
+    def slots(self) -> int:
+        """How many runs may train at once."""
+
+    @property
+    @abstractmethod
+    def devices(self) -> list[str]:
+        """Device names, for the worker registry (e.g. ['cuda:0', 'cuda:0'] or ['cpu'])."""
+
+    @abstractmethod
+    def submit(self, task: RunTask) -> None:
+        """Start ``task`` on a free slot (call only while `free_slots` > 0)."""
+
+    @abstractmethod
+    def free_slots(self) -> int:
+        """Slots not training now."""
+
+    @abstractmethod
+    def poll(self, timeout_s: float, handle: Handle) -> None:
+        """Hand every message that arrives within ``timeout_s`` to ``handle``."""
+
+    def set_cancel(self, cancelled: bool) -> None:
+        """Ask every run in flight to stop at its next epoch boundary (or clear that)."""
+        if cancelled:
+            self.cancel.set()
+        else:
+            self.cancel.clear()
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Stop slots and release resources."""
+
+
+class InlineExecutor(Executor):
+    """One slot inside the worker process; `poll` trains the submitted run."""
+
+    def __init__(self, device: str = "cpu") -> None:
+        from engine.train import resolve_device
+
+        self.state = SlotState(device=resolve_device(device))
+        self.cancel = threading.Event()
+        self._task: RunTask | None = None
+
+    @property
+    def slots(self) -> int:  # noqa: D102
+        return 1
+
+    @property
+    def devices(self) -> list[str]:  # noqa: D102
+        return [str(self.state.device)]
+
+    def submit(self, task: RunTask) -> None:  # noqa: D102
+        self._task = task
+
+    def free_slots(self) -> int:  # noqa: D102
+        return 0 if self._task else 1
+
+    def poll(self, timeout_s: float, handle: Handle) -> None:  # noqa: D102
+        task, self._task = self._task, None
+        if task is not None:
+            execute_run(self.state, task, emit=handle, should_stop=self.cancel.is_set)
+
+
+class LocalExecutor(Executor):
+    """Long-lived slot processes on this machine (spawned, so CUDA is safe in each)."""
+
+    def __init__(self, plans: list[SlotPlan]) -> None:
+        ctx = mp.get_context("spawn")
+        self.cancel = ctx.Event()
+        self._outbox = ctx.Queue()
+        self._plans = plans
+        self._busy: dict[int, str | None] = {}
+        self._inboxes = []
+        self._procs = []
+        cpu_slots = sum(p.device == "cpu" for p in plans) or 1
+        threads = max(1, (os.cpu_count() or 1) // cpu_slots)
+        for slot_id, plan in enumerate(plans):
+            inbox = ctx.Queue()
+            proc = ctx.Process(
+                target=slot_main,
+                args=(
+                    slot_id,
+                    plan.device,
+                    plan.visible_gpu,
+                    inbox,
+                    self._outbox,
+                    self.cancel,
+                    os.getpid(),
+                    threads,
+                ),
+                name=f"softgrade-slot-{slot_id}",
+                daemon=True,
+            )
+            proc.start()
+            self._inboxes.append(inbox)
+            self._procs.append(proc)
+            self._busy[slot_id] = None
+
+    @property
+    def slots(self) -> int:  # noqa: D102
+        return len(self._plans)
+
+    @property
+    def devices(self) -> list[str]:  # noqa: D102
+        return [p.device if p.visible_gpu is None else f"cuda:{p.visible_gpu}" for p in self._plans]
+
+    def free_slots(self) -> int:  # noqa: D102
+        self._check_alive()
+        return sum(run is None for run in self._busy.values())
+
+    def submit(self, task: RunTask) -> None:  # noqa: D102
+        slot_id = next(s for s, run in self._busy.items() if run is None)
+        self._busy[slot_id] = task.run_id
+        self._inboxes[slot_id].put(task)
+
+    def poll(self, timeout_s: float, handle: Handle) -> None:  # noqa: D102
+        try:
+            message = self._outbox.get(timeout=timeout_s)
+        except queue.Empty:
+            return
+        while True:
+            if message["kind"] in ("done", "cancelled", "error"):
+                self._busy[message["slot"]] = None
+            if message["kind"] != "ready":
+                handle(message)
+            try:
+                message = self._outbox.get_nowait()
+            except queue.Empty:
+                return
+
+    def busy_runs(self) -> list[str]:
+        """Run ids in flight."""
+        return [run for run in self._busy.values() if run is not None]
+
+    def _check_alive(self) -> None:
+        for slot_id, proc in enumerate(self._procs):
+            if not proc.is_alive() and self._busy.get(slot_id) is not None:
+                raise RuntimeError(
+                    f"slot {slot_id} died (exit code {proc.exitcode}) while training "
+                    f"{self._busy[slot_id]}; out of memory is the usual cause"
+                )
+
+    def close(self) -> None:  # noqa: D102
+        for inbox in self._inboxes:
+            inbox.put(None)
+        for proc in self._procs:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.terminate()

@@ -1,0 +1,223 @@
+"""Finished runs, their predictions and epoch metrics: typed writes and reads.
+
+A run is written in one transaction together with every prediction and epoch row, so a run
+in the store is always complete. Reads return DataFrames; everything else (metrics,
+statistics, contingency tables) is derived from predictions by `engine/`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from store.db import StoreError, connect
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """A finished run as the worker hands it to the store."""
+
+    run_id: str
+    study_id: str
+    job_id: str | None
+    task: str
+    method: str
+    seed: int
+    config_index: int
+    config: dict[str, Any]
+    best_epoch: int
+    epochs_run: int
+    val_amae: float
+    device: str
+    duration_s: float
+    weights_init: str
+    checkpoint_path: str | None
+    predictions: pd.DataFrame  # image_id, split ('val'|'test'), y_true, y_pred, probs (list)
+    epochs: pd.DataFrame = field(default_factory=pd.DataFrame)  # epoch, train_loss, ...
+
+
+def record_run(run: RunRecord, *, path: Path | str | None = None) -> None:
+    """Insert a finished run with its predictions and epoch metrics in one transaction.
+
+    Raises:
+        StoreError: The run (or its study/task/method/seed/config slot) is already stored.
+    """
+    preds = run.predictions
+    missing = {"val", "test"} - set(preds["split"].unique())
+    if missing:
+        raise StoreError(f"run {run.run_id} has no {sorted(missing)} predictions; both are needed")
+    with connect(path) as con:
+        try:
+            con.execute(
+                """
+                INSERT INTO runs (run_id, study_id, job_id, task, method, seed, config_index,
+                    config, status, best_epoch, epochs_run, val_amae, device, duration_s,
+                    weights_init, checkpoint_path)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'succeeded', ?, ?, ?, ?, ?, ?, ?)
+                """,
+                [
+                    run.run_id,
+                    run.study_id,
+                    run.job_id,
+                    run.task,
+                    run.method,
+                    run.seed,
+                    run.config_index,
+                    json.dumps(run.config),
+                    run.best_epoch,
+                    run.epochs_run,
+                    run.val_amae,
+                    run.device,
+                    run.duration_s,
+                    run.weights_init,
+                    run.checkpoint_path,
+                ],
+            )
+        except duckdb.ConstraintException as exc:
+            raise StoreError(f"run {run.run_id} is already stored") from exc
+        frame = preds.assign(run_id=run.run_id)[
+            ["run_id", "image_id", "split", "y_true", "y_pred", "probs"]
+        ]
+        con.register("new_predictions", frame)
+        con.execute("INSERT INTO predictions SELECT * FROM new_predictions")
+        con.unregister("new_predictions")
+        if len(run.epochs):
+            epochs = run.epochs.assign(run_id=run.run_id)[
+                ["run_id", "epoch", "train_loss", "val_loss", "val_amae", "duration_s"]
+            ]
+            con.register("new_epochs", epochs)
+            con.execute("INSERT INTO epoch_metrics SELECT * FROM new_epochs")
+            con.unregister("new_epochs")
+
+
+def finished_run_ids(study_id: str, *, path: Path | str | None = None) -> set[str]:
+    """Ids of the runs of a study already in the store (resume skips these)."""
+    with connect(path, read_only=True) as con:
+        rows = con.execute("SELECT run_id FROM runs WHERE study_id = ?", [study_id]).fetchall()
+    return {r[0] for r in rows}
+
+
+def select_best_runs(study_id: str, *, path: Path | str | None = None) -> list[str]:
+    """Mark, per (task, method, seed), the run with the lowest validation AMAE as selected.
+
+    Ties go to the lower config index, so selection is deterministic. Returns the
+    checkpoint paths of runs that are not selected (the caller may delete those files).
+    """
+    with connect(path) as con:
+        con.execute(
+            """
+            UPDATE runs SET selected = (r.rank = 1)
+            FROM (SELECT run_id, row_number() OVER (
+                      PARTITION BY task, method, seed ORDER BY val_amae, config_index) AS rank
+                  FROM runs WHERE study_id = ?) r
+            WHERE runs.run_id = r.run_id
+            """,
+            [study_id],
+        )
+        rows = con.execute(
+            "SELECT checkpoint_path FROM runs WHERE study_id = ? AND NOT selected "
+            "AND checkpoint_path IS NOT NULL",
+            [study_id],
+        ).fetchall()
+        con.execute(
+            "UPDATE runs SET checkpoint_path = NULL WHERE study_id = ? AND NOT selected",
+            [study_id],
+        )
+    return [r[0] for r in rows]
+
+
+def list_studies(*, path: Path | str | None = None) -> pd.DataFrame:
+    """Every study with its job status and how many runs are stored, newest first."""
+    with connect(path, read_only=True) as con:
+        return con.execute(
+            """
+            SELECT s.study_id, s.name, s.dataset_id, s.spec, s.created_at, j.job_id, j.status,
+                   j.runs_total, count(r.run_id) AS runs_stored,
+                   count(r.run_id) FILTER (WHERE r.selected) AS runs_selected
+            FROM studies s
+            LEFT JOIN jobs j USING (study_id)
+            LEFT JOIN runs r USING (study_id)
+            GROUP BY ALL ORDER BY s.created_at DESC
+            """
+        ).df()
+
+
+def list_runs(
+    study_ids: list[str], *, selected_only: bool = False, path: Path | str | None = None
+) -> pd.DataFrame:
+    """Runs of the given studies, one row each (config as JSON text)."""
+    with connect(path, read_only=True) as con:
+        return con.execute(
+            f"""
+            SELECT run_id, study_id, task, method, seed, config_index, config, selected,
+                   best_epoch, epochs_run, val_amae, device, duration_s, weights_init,
+                   checkpoint_path, created_at
+            FROM runs WHERE study_id IN (SELECT unnest(?))
+            {"AND selected" if selected_only else ""}
+            ORDER BY task, method, seed, config_index
+            """,
+            [study_ids],
+        ).df()
+
+
+def confusion_counts(
+    study_ids: list[str], *, split: str = "test", path: Path | str | None = None
+) -> pd.DataFrame:
+    """Counts of (y_true, y_pred) per selected run: the input of every test-set metric.
+
+    Aggregating in DuckDB keeps this fast on millions of prediction rows.
+    """
+    with connect(path, read_only=True) as con:
+        return con.execute(
+            """
+            SELECT r.study_id, r.run_id, r.task, r.method, r.seed, p.y_true, p.y_pred,
+                   count(*) AS n
+            FROM runs r JOIN predictions p USING (run_id)
+            WHERE r.study_id IN (SELECT unnest(?)) AND r.selected AND p.split = ?
+            GROUP BY ALL
+            """,
+            [study_ids, split],
+        ).df()
+
+
+def selected_predictions(
+    study_ids: list[str], *, split: str = "test", path: Path | str | None = None
+) -> pd.DataFrame:
+    """Per-image predictions of the selected runs (no probabilities), with the image's
+    dataset, for the relationship analysis."""
+    with connect(path, read_only=True) as con:
+        return con.execute(
+            """
+            SELECT r.study_id, r.task, r.method, r.seed, p.image_id, p.y_true, p.y_pred
+            FROM runs r JOIN predictions p USING (run_id)
+            WHERE r.study_id IN (SELECT unnest(?)) AND r.selected AND p.split = ?
+            """,
+            [study_ids, split],
+        ).df()
+
+
+def run_predictions(run_id: str, *, path: Path | str | None = None) -> pd.DataFrame:
+    """All predictions of one run, probabilities included as an (N, J) array column."""
+    with connect(path, read_only=True) as con:
+        frame = con.execute(
+            "SELECT image_id, split, y_true, y_pred, probs FROM predictions WHERE run_id = ? "
+            "ORDER BY split, image_id",
+            [run_id],
+        ).df()
+    frame["probs"] = [np.asarray(p, dtype=np.float32) for p in frame["probs"]]
+    return frame
+
+
+def epoch_metrics(run_ids: list[str], *, path: Path | str | None = None) -> pd.DataFrame:
+    """Per-epoch training curves of the given runs."""
+    with connect(path, read_only=True) as con:
+        return con.execute(
+            "SELECT * FROM epoch_metrics WHERE run_id IN (SELECT unnest(?)) ORDER BY run_id, epoch",
+            [run_ids],
+        ).df()

@@ -1,0 +1,113 @@
+"""Shared fixtures: tiny synthetic data, a fresh store, a tiny phantom cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import torchvision
+
+from engine.config import DatasetSpec
+from store.db import init_schema
+
+TINY_PHANTOM = {"n_images": 60, "n_joint": 40, "seed": 3}
+
+
+@pytest.fixture
+def images() -> torch.Tensor:
+    """Eight random grey 32x32 uint8 images (N, 1, 32, 32)."""
+    return torch.randint(
+        0, 256, (8, 1, 32, 32), dtype=torch.uint8, generator=torch.Generator().manual_seed(0)
+    )
+
+
+@pytest.fixture
+def labels() -> torch.Tensor:
+    """Grades 0-3 for the eight images."""
+    return torch.tensor([0, 1, 2, 3, 0, 1, 2, 3])
+
+
+@pytest.fixture
+def resnet() -> torch.nn.Module:
+    """An untrained torchvision ResNet18 with four outputs."""
+    return torchvision.models.resnet18(weights=None, num_classes=4)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    """A fresh store file with the current schema."""
+    path = tmp_path / "test.duckdb"
+    init_schema(path)
+    return path
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """SOFTGRADE_HOME pointed at a temporary folder (store, caches, checkpoints)."""
+    monkeypatch.setenv("SOFTGRADE_HOME", str(tmp_path))
+    return tmp_path
+
+
+@pytest.fixture(scope="session")
+def tiny_phantom(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 60-film phantom cached at 32 px (built once per test session)."""
+    from engine.data import prepare_dataset
+
+    root = tmp_path_factory.mktemp("cache")
+    return prepare_dataset(DatasetSpec("phantom", dict(TINY_PHANTOM)), 32, root).cache_dir
+
+
+@pytest.fixture(params=["cpu", "cuda"])
+def device(request: pytest.FixtureRequest) -> str:
+    """Each device the machine has; CUDA cases skip where there is no GPU."""
+    if request.param == "cuda" and not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU on this machine")
+    return request.param
+
+
+def tiny_study(**overrides: object) -> dict:
+    """A study mapping small enough to train in seconds on a CPU."""
+    study = {
+        "name": "tiny",
+        "dataset": {"kind": "phantom", **TINY_PHANTOM},
+        "tasks": ["KL", "CPPD"],
+        "methods": ["nominal", "beta"],
+        "seeds": [0],
+        "budget": 1,
+        "max_epochs": 2,
+        "patience": 2,
+        "image_size": 32,
+        "batch_size": 16,
+        "device": "cpu",
+    }
+    study.update(overrides)
+    return study
+
+
+def meta_frame(n_patients: int = 40, seed: int = 0) -> pd.DataFrame:
+    """Synthetic image meta: two knees per patient, half jointly graded."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for p in range(n_patients):
+        joint = p % 2 == 0
+        for side in ("L", "R"):
+            kl = int(rng.integers(0, 5)) if joint else None
+            cppd = int(rng.integers(0, 4))
+            rows.append(
+                {
+                    "image_id": f"im{p:03d}{side}",
+                    "patient_id": f"p{p:03d}",
+                    "side": side,
+                    "kl": kl,
+                    "kl_true": kl,
+                    "cppd": cppd,
+                    "cppd_true": cppd,
+                }
+            )
+    frame = pd.DataFrame(rows)
+    for col in ("kl", "kl_true"):
+        frame[col] = frame[col].astype("Int64")
+    return frame

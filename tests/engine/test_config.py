@@ -1,0 +1,53 @@
+"""Study and run settings: parsing and one clear message per bad value."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.config import SpecError, StudySpec, TrainConfig
+from tests.conftest import tiny_study
+
+
+def test_tiny_study_parses_and_round_trips():
+    spec = StudySpec.from_dict(tiny_study())
+    assert spec.tasks == ("KL", "CPPD") and spec.seeds == (0,)
+    assert StudySpec.from_dict(spec.to_dict()) == spec
+
+
+def test_seed_count_means_seeds_zero_to_n_minus_one():
+    assert StudySpec.from_dict(tiny_study(seeds=3)).seeds == (0, 1, 2)
+
+
+@pytest.mark.parametrize(
+    ("override", "field", "allowed"),
+    [
+        (
+            {"methods": ["nominal", "gaussian"]},
+            "methods",
+            "nominal, binomial, beta, triangular, exponential",
+        ),
+        ({"budget": 16, "methods": ["nominal", "triangular"]}, "budget", "from 1 to 15"),
+        ({"methods": ["nominal"], "budget": 4}, "budget", "from 1 to 3"),
+        ({"max_epochs": -1}, "max_epochs", ">= 1"),
+        ({"dataset": None}, "dataset", "dataset: phantom"),
+        ({"tasks": []}, "tasks", "required"),
+        ({"tasks": ["KL", "hip"]}, "tasks", "KL, CPPD"),
+        ({"device": "tpu"}, "device", "auto, cpu, cuda or cuda:N"),
+        ({"dataset": {"kind": "dicom"}}, "dataset.kind", "phantom, folder"),
+        ({"epochs": 3}, "epochs", "allowed:"),
+        ({"image_size": 8}, "image_size", "from 16 to 1024"),
+    ],
+)
+def test_bad_study_values_name_field_and_allowed_values(override, field, allowed):
+    study = tiny_study(**override)
+    if override.get("dataset", "x") is None:
+        study.pop("dataset")
+    with pytest.raises(SpecError) as err:
+        StudySpec.from_dict(study)
+    message = str(err.value)
+    assert message.startswith(f"{field}:") and allowed in message
+
+
+def test_train_config_rejects_eta_outside_unit_interval():
+    with pytest.raises(SpecError, match="eta"):
+        TrainConfig(task="KL", method="beta", lr=1e-3, eta=1.5)

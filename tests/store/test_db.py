@@ -1,0 +1,86 @@
+"""Schema set-up, version checks and the lock-retry policy."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from store.db import (
+    LOCK_STATS,
+    RetryPolicy,
+    SchemaVersionError,
+    StoreLockedError,
+    check_schema,
+    connect,
+    init_schema,
+)
+
+SNAPSHOT = Path(__file__).parent / "snapshots" / "schema.txt"
+
+
+def _schema_text(path: Path) -> str:
+    with connect(path, read_only=True) as con:
+        rows = con.execute(
+            "SELECT table_name, column_name, data_type, is_nullable "
+            "FROM information_schema.columns ORDER BY table_name, ordinal_position"
+        ).fetchall()
+    return "\n".join(" ".join(map(str, r)) for r in rows) + "\n"
+
+
+def test_init_schema_is_idempotent_and_matches_snapshot(tmp_path):
+    path = tmp_path / "s.duckdb"
+    for _ in range(3):
+        init_schema(path)
+    assert _schema_text(path) == SNAPSHOT.read_text()
+
+
+def test_store_of_another_version_fails_with_a_remedy(store):
+    with connect(store) as con:
+        con.execute("UPDATE meta SET value = '999' WHERE key = 'schema_version'")
+    with pytest.raises(SchemaVersionError, match="schema version 999.*backup"):
+        check_schema(store)
+    with pytest.raises(SchemaVersionError):
+        init_schema(store)
+
+
+def test_unknown_job_status_is_rejected_by_the_schema(store):
+    with pytest.raises(duckdb.ConstraintException), connect(store) as con:
+        con.execute("INSERT INTO jobs (job_id, study_id, status) VALUES ('j', 's', 'exploded')")
+
+
+def test_failed_block_rolls_back_everything(store):
+    with pytest.raises(RuntimeError), connect(store) as con:
+        con.execute("INSERT INTO meta VALUES ('x', '1')")
+        raise RuntimeError("boom")
+    with connect(store, read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM meta WHERE key = 'x'").fetchone()[0] == 0
+
+
+def _hold_lock(path: str, ready, release) -> None:
+    con = duckdb.connect(path)
+    ready.set()
+    release.wait(30)
+    con.close()
+
+
+def test_connect_retries_while_another_process_holds_the_file(store):
+    ctx = mp.get_context("spawn")
+    ready, release = ctx.Event(), ctx.Event()
+    holder = ctx.Process(target=_hold_lock, args=(str(store), ready, release))
+    holder.start()
+    try:
+        assert ready.wait(30)
+        locked = pytest.raises(StoreLockedError, match="locked by another process")
+        with locked, connect(store, retry=RetryPolicy(max_wait_s=0.3)):
+            pass
+        before = LOCK_STATS.retries
+        release.set()
+        with connect(store, retry=RetryPolicy(max_wait_s=20)) as con:
+            assert con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        assert LOCK_STATS.retries >= before
+    finally:
+        release.set()
+        holder.join(10)
