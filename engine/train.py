@@ -161,7 +161,9 @@ def train_one_epoch(
     n = len(y)
     order = torch.randperm(n, generator=generator).to(x.device)
     flips = (torch.rand(n, generator=generator) < 0.5).to(x.device)
-    drop_last = fast and n > batch_size
+    # BatchNorm cannot train on a batch of one, so a lone leftover sample is skipped too
+    # (the order is reshuffled every epoch, so no image is left out systematically).
+    drop_last = (fast and n > batch_size) or (n % batch_size == 1 and n > 1)
     stop = n - n % batch_size if drop_last else n
     total, count = torch.zeros((), device=x.device), 0
     for start in range(0, stop, batch_size):

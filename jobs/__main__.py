@@ -5,6 +5,7 @@
 - ``status``: workers and jobs.
 - ``cancel JOB``: stop a job at its next epoch boundary, keeping finished runs.
 - ``worker``: the daemon (``--slots-per-gpu K``, ``--cpu-slots N``, ``--executor``).
+- ``up``: a worker (unless one is alive) and the Streamlit app on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -144,6 +145,34 @@ def cmd_worker(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_up(args: argparse.Namespace) -> int:
+    """Start a worker (unless one is alive) and the Streamlit app on 127.0.0.1."""
+    import subprocess
+
+    path = _open_store()
+    worker = None
+    alive = store_jobs.list_workers(path=path)
+    if not (len(alive) and alive["alive"].any()):
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "jobs", "worker", "--device", args.device,
+             "--cpu-slots", str(args.cpu_slots), "--slots-per-gpu", str(args.slots_per_gpu)]
+        )
+    app = Path(__file__).resolve().parent.parent / "app.py"
+    print(f"SoftGrade on http://127.0.0.1:{args.port} (store {path}); Ctrl+C stops both")
+    try:
+        return subprocess.call(
+            [sys.executable, "-m", "streamlit", "run", str(app), "--server.address", "127.0.0.1",
+             "--server.port", str(args.port), "--server.headless", "true",
+             "--browser.gatherUsageStats", "false"]
+        )
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        if worker is not None:
+            worker.terminate()
+            worker.wait(timeout=15)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The CLI's argument parser."""
     parser = argparse.ArgumentParser(
@@ -168,6 +197,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("worker", help="run the worker daemon")
     _add_executor_args(p, with_device=True)
     p.set_defaults(func=cmd_worker)
+    p = sub.add_parser("up", help="start the app and a worker")
+    _add_executor_args(p, with_device=True)
+    p.add_argument("--port", type=int, default=8501)
+    p.set_defaults(func=cmd_up)
     return parser
 
 

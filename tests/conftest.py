@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -111,3 +112,32 @@ def meta_frame(n_patients: int = 40, seed: int = 0) -> pd.DataFrame:
     for col in ("kl", "kl_true"):
         frame[col] = frame[col].astype("Int64")
     return frame
+
+
+@dataclass(frozen=True)
+class FinishedStudy:
+    """A tiny study trained for real into its own store (shared by page tests)."""
+
+    home: Path
+    store: Path
+    study_id: str
+    job_id: str
+
+
+@pytest.fixture(scope="session")
+def finished_study(tmp_path_factory: pytest.TempPathFactory) -> FinishedStudy:
+    """Three seeds × two tasks × three methods, two epochs each, at 32 px on the CPU."""
+    from engine.config import StudySpec
+    from jobs.executors import InlineExecutor
+    from jobs.runner import Worker
+    from store import jobs as store_jobs
+
+    home = tmp_path_factory.mktemp("finished-study")
+    store = home / "softgrade.duckdb"
+    init_schema(store)
+    spec = StudySpec.from_dict(tiny_study(seeds=[0, 1, 2], methods=["nominal", "beta", "triangular"]))
+    job_id = store_jobs.enqueue_job(spec.to_dict(), path=store)
+    Worker(InlineExecutor("cpu"), store_path=store, home=home).serve(stop_when_idle=True)
+    job = store_jobs.get_job(job_id, path=store)
+    assert job.status == "succeeded", job
+    return FinishedStudy(home=home, store=store, study_id=job.study_id, job_id=job_id)

@@ -119,3 +119,10 @@ def test_fast_path_learns_like_the_plain_path_on_cpu():
         )
         accuracies[fast] = float((result.test_probs.argmax(1) == y[80:].numpy()).mean())
     assert accuracies[False] >= 0.75 and accuracies[True] >= 0.75
+
+
+def test_a_leftover_batch_of_one_image_does_not_break_batch_norm(images, labels):
+    data = TaskSplit(images[:5], labels[:5], images[:4], labels[:4], images[4:], labels[4:],
+                     [str(i) for i in range(4)], [str(i) for i in range(4)], 4)
+    result = fit(_config(max_epochs=1, batch_size=4), data)
+    assert result.epochs_run == 1

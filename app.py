@@ -1,0 +1,29 @@
+"""SoftGrade: the Streamlit entrypoint. Page config, the shared sidebar and navigation.
+
+Start everything with ``python -m jobs up`` (app + worker), or the app alone with
+``streamlit run app.py``.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from pages._ui import render_sidebar
+
+st.set_page_config(page_title="SoftGrade", page_icon=":material/radiology:", layout="wide")
+
+PAGES = {
+    "Run studies": [
+        st.Page("pages/launch.py", title="Launch", icon=":material/rocket_launch:", default=True),
+        st.Page("pages/queue.py", title="Jobs", icon=":material/list_alt:"),
+        st.Page("pages/data.py", title="Data", icon=":material/photo_library:"),
+    ],
+    "Read results": [
+        st.Page("pages/compare.py", title="Compare methods", icon=":material/leaderboard:"),
+        st.Page("pages/relationship.py", title="KL × CPPD", icon=":material/grid_on:"),
+    ],
+}
+
+navigation = st.navigation(PAGES)
+render_sidebar()
+navigation.run()

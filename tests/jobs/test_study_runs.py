@@ -1,0 +1,96 @@
+"""A whole study through the worker: every run stored once, selection, resume."""
+
+from __future__ import annotations
+
+from engine.config import StudySpec
+from jobs.executors import InlineExecutor
+from jobs.runner import Worker
+from store import jobs as store_jobs
+from store import runs as store_runs
+from store.db import connect
+from tests.conftest import tiny_study
+
+
+def test_finished_study_stores_every_run_with_val_and_test_predictions(finished_study):
+    runs = store_runs.list_runs([finished_study.study_id], path=finished_study.store)
+    assert len(runs) == 3 * 2 * 3  # seeds x tasks x methods, budget 1
+    assert runs["selected"].all()
+    with connect(finished_study.store, read_only=True) as con:
+        splits = con.execute(
+            "SELECT DISTINCT run_id, split FROM predictions"
+        ).df().groupby("run_id")["split"].apply(set)
+    assert (splits == {"val", "test"}).all()
+
+
+def test_selection_keeps_lowest_validation_amae_and_its_checkpoint(tmp_path):
+    store = tmp_path / "softgrade.duckdb"
+    spec = StudySpec.from_dict(tiny_study(methods=["nominal"], tasks=["CPPD"], budget=3))
+    worker = Worker(InlineExecutor("cpu"), store_path=store, home=tmp_path)
+    store_jobs.enqueue_job(spec.to_dict(), path=store)
+    worker.serve(stop_when_idle=True)
+    study_id = store_runs.list_studies(path=store).study_id.iloc[0]
+    runs = store_runs.list_runs([study_id], path=store)
+    assert len(runs) == 3 and runs["selected"].sum() == 1
+    best = runs.sort_values(["val_amae", "config_index"]).iloc[0]
+    assert bool(best.selected)
+    assert runs.loc[~runs.selected, "checkpoint_path"].isna().all()
+    assert (tmp_path / "checkpoints" / study_id / f"{best.run_id}.pt").exists()
+    kept = list((tmp_path / "checkpoints" / study_id).glob("*.pt"))
+    assert len(kept) == 1
+
+
+class _DiesAfterFirstRun(Worker):
+    """A worker that stops dead (like a killed process) right after storing one run."""
+
+    def _record(self, state, msg):
+        super()._record(state, msg)
+        raise KeyboardInterrupt
+
+
+def test_a_job_resumes_without_redoing_finished_runs(tmp_path):
+    store = tmp_path / "softgrade.duckdb"
+    spec = StudySpec.from_dict(tiny_study(methods=["nominal", "beta"], tasks=["CPPD"]))
+    dying = _DiesAfterFirstRun(InlineExecutor("cpu"), store_path=store, home=tmp_path)
+    job_id = store_jobs.enqueue_job(spec.to_dict(), path=store)
+    try:
+        dying.run_once()
+    except KeyboardInterrupt:
+        pass
+    study_id = store_jobs.get_job(job_id, path=store).study_id
+    first = store_runs.list_runs([study_id], path=store)
+    assert len(first) == 1 and store_jobs.get_job(job_id, path=store).status == "running"
+
+    assert store_jobs.requeue_stale_jobs(0, path=store) == [job_id]
+    trained = []
+    worker = Worker(InlineExecutor("cpu"), store_path=store, home=tmp_path)
+    worker._handle = _spy(worker._handle, trained)
+    worker.run_once()
+    runs = store_runs.list_runs([study_id], path=store)
+    assert len(runs) == 2 and first.run_id.iloc[0] in set(runs.run_id)
+    assert first.run_id.iloc[0] not in trained
+    assert store_jobs.get_job(job_id, path=store).status == "succeeded"
+
+
+def _spy(handle, seen):
+    def wrapped(state, msg):
+        if msg["kind"] == "done":
+            seen.append(msg["run_id"])
+        return handle(state, msg)
+
+    return wrapped
+
+
+def test_a_raising_run_fails_the_job_with_its_traceback(tmp_path, monkeypatch):
+    import engine.train
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the GPU caught fire")
+
+    monkeypatch.setattr(engine.train.Trainer, "fit", broken)
+    store = tmp_path / "softgrade.duckdb"
+    worker = Worker(InlineExecutor("cpu"), store_path=store, home=tmp_path)
+    job_id = store_jobs.enqueue_job(StudySpec.from_dict(tiny_study()).to_dict(), path=store)
+    worker.serve(stop_when_idle=True)
+    job = store_jobs.list_jobs(path=store).set_index("job_id").loc[job_id]
+    assert job.status == "failed"
+    assert "RuntimeError: the GPU caught fire" in job.error and "Traceback" in job.error
