@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,7 +83,8 @@ def prepare_dataset(spec: DatasetSpec, image_size: int, root: Path) -> PreparedD
     if spec.kind == "phantom":
         from engine.phantom import PhantomSpec, build_phantom_cache
 
-        build_phantom_cache(PhantomSpec(**spec.params), image_size, out)
+        workers = max(1, min(8, os.cpu_count() or 1))
+        build_phantom_cache(PhantomSpec(**spec.params), image_size, out, workers=workers)
     else:
         from engine.importing import build_folder_cache
 

@@ -96,3 +96,14 @@ def test_crop_rejects_bad_arguments():
         crop_and_resize(film, (0, 0, 5, 5), 0)
     with pytest.raises(ValueError, match="margin"):
         crop_and_resize(film, (0, 0, 5, 5), 8, margin=-0.1)
+
+
+@pytest.mark.parametrize("film_size", [(160, 160), (512, 400)])
+def test_detector_works_at_other_film_sizes(film_size):
+    spec = PhantomSpec(n_images=12, n_joint=6, seed=2, film_size=film_size)
+    labels = phantom_labels(spec)
+    ious = []
+    for _, row in labels.iterrows():
+        film, _, box = render_film(spec, row)
+        ious.append(box_iou(detect_knee_box(film), box))
+    assert min(ious) > 0.5

@@ -249,7 +249,8 @@ def test_same_seed_gives_identical_cache(tmp_path):
     a = build_phantom_cache(TINY, 48, tmp_path / "a", workers=1)
     b = build_phantom_cache(TINY, 48, tmp_path / "b", workers=2)  # spawned workers
     assert _read_cache(a) == _read_cache(b)
-    c = build_phantom_cache(PhantomSpec(n_images=40, n_joint=20, seed=4), 48, tmp_path / "c", workers=1)
+    other_seed = PhantomSpec(n_images=40, n_joint=20, seed=4)
+    c = build_phantom_cache(other_seed, 48, tmp_path / "c", workers=1)
     assert _read_cache(c)["images.npy"] != _read_cache(a)["images.npy"]
 
 
@@ -261,8 +262,18 @@ def test_cache_holds_crops_masks_and_meta(tmp_path):
     assert images.shape == masks.shape == (40, 64, 64)
     assert images.dtype == masks.dtype == np.uint8
     assert len(meta) == 40
-    for col in ("image_id", "patient_id", "side", "kl", "kl_true", "cppd", "cppd_true",
-                "true_x0", "det_y1", "box_iou"):
+    for col in (
+        "image_id",
+        "patient_id",
+        "side",
+        "kl",
+        "kl_true",
+        "cppd",
+        "cppd_true",
+        "true_x0",
+        "det_y1",
+        "box_iou",
+    ):
         assert col in meta.columns
     assert meta.kl.isna().sum() == 20
     assert (meta.box_iou > 0.5).mean() > 0.9
@@ -319,7 +330,11 @@ def test_truth_detector_crops_to_the_true_box(tmp_path):
 
 @pytest.mark.parametrize(
     ("kwargs", "field"),
-    [({"image_size": 8}, "image_size"), ({"detector": "yolo9"}, "detector"), ({"workers": 0}, "workers")],
+    [
+        ({"image_size": 8}, "image_size"),
+        ({"detector": "yolo9"}, "detector"),
+        ({"workers": 0}, "workers"),
+    ],
 )
 def test_cache_rejects_bad_arguments(tmp_path, kwargs, field):
     args = {"image_size": 32, "detector": "classical", "workers": 1} | kwargs
