@@ -9,14 +9,43 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
 
+from store import datasets as store_datasets
 from store import jobs as store_jobs
 from store.db import StoreError, default_store_path, init_schema
 
 WORKER_ALIVE_WITHIN_S = 30.0
+SIDEBAR_REFRESH_S = 5.0
+STUDIES_DIR = Path(__file__).resolve().parent.parent / "studies"
+
+NO_WORKER_TITLE = "No worker is running: queued studies will wait."
+NO_WORKER_HOW = (
+    "Start one in a terminal, in the SoftGrade folder: `python -m jobs worker` "
+    "(or `python -m jobs up` starts the app and a worker together)."
+)
+
+
+def run_inside_shell() -> None:
+    """Rerun through ``app.py`` when Streamlit ran this page file on its own.
+
+    Until ``st.navigation`` has run once in a server process, Streamlit treats a folder named
+    ``pages/`` next to the entrypoint as its legacy multipage layout. So when the first
+    session of a fresh server opens a sub-page URL (a bookmark, or a tab reconnecting after a
+    restart), the page file runs alone: no sidebar, no page config, and a menu listing every
+    file in ``pages/``. Turning the legacy mode off and rerunning makes Streamlit run
+    ``app.py``, whose navigation opens the same page (both name it by its URL path). Every
+    page calls this first; it does nothing once the shell is in charge.
+    """
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if getattr(PagesManager, "uses_pages_directory", False):
+        PagesManager.uses_pages_directory = False
+        st.rerun()
 
 
 def store_path() -> Path:
@@ -39,10 +68,80 @@ def cached_jobs(path: str) -> pd.DataFrame:
     return store_jobs.list_jobs(path=path)
 
 
+@st.cache_data(ttl=2, show_spinner=False)
+def cached_job_log(path: str, job_id: str) -> pd.DataFrame:
+    """A job's log lines, oldest first."""
+    return store_jobs.job_log(job_id, path=path)
+
+
+@st.cache_data(ttl=10, show_spinner=False)
+def cached_datasets(path: str) -> pd.DataFrame:
+    """Registered datasets with their image and label counts."""
+    return store_datasets.list_datasets(path=path)
+
+
+@st.cache_data(ttl=30, show_spinner=False)
+def cached_dataset_labels(path: str, dataset_id: str) -> pd.DataFrame:
+    """One row per image of a dataset with its KL and CPPD grades."""
+    return store_datasets.dataset_labels(dataset_id, path=path)
+
+
+@st.cache_data(ttl=60, show_spinner=False)
+def load_preset(name: str) -> dict[str, Any]:
+    """The validated study of ``studies/<name>.yaml`` as a mapping (``StudySpec.to_dict``).
+
+    Raises:
+        SpecError: The preset file is missing or invalid.
+    """
+    from jobs.__main__ import load_study
+
+    return load_study(STUDIES_DIR / f"{name}.yaml").to_dict()
+
+
+def clear_job_caches() -> None:
+    """Forget cached job reads, after this session wrote a job or a cancel request."""
+    cached_jobs.clear()
+    cached_job_log.clear()
+
+
 def alive_workers(path: Path) -> pd.DataFrame:
     """Only the workers that beat recently."""
     workers = cached_workers(str(path))
     return workers[workers["alive"]] if len(workers) else workers
+
+
+def worker_has_gpu(path: Path) -> bool:
+    """Whether any live worker reports a CUDA device."""
+    try:
+        workers = alive_workers(path)
+    except StoreError:
+        return False
+    devices = [d for listed in workers["devices"] for d in json.loads(listed)]
+    return any(d.startswith("cuda") for d in devices)
+
+
+def warn_if_no_worker(path: Path) -> bool:
+    """Show a prominent 'no worker' message with how to start one; return whether one is alive."""
+    try:
+        alive = not alive_workers(path).empty
+    except StoreError as exc:
+        st.warning(f"Worker health cannot be read right now: {exc}")
+        return False
+    if not alive:
+        st.error(f"**{NO_WORKER_TITLE}** {NO_WORKER_HOW}", icon=":material/power_off:")
+    return alive
+
+
+def link_to_page(page: str, label: str, icon: str | None = None) -> None:
+    """A link to another page of the app; plain text where the page is not in the menu.
+
+    AppTest renders one page file alone, without ``app.py``'s navigation, so a page link
+    there has no target; the text fallback keeps the page usable in both cases.
+    """
+    try:
+        st.page_link(page, label=label, icon=icon)
+    except StreamlitAPIException:
+        st.caption(f"{label}: open it from the menu on the left.")
 
 
 def render_sidebar() -> None:
@@ -50,20 +149,28 @@ def render_sidebar() -> None:
     path = store_path()
     with st.sidebar:
         st.caption(f"Store: `{path}`")
-        try:
-            workers = alive_workers(path)
-            jobs = cached_jobs(str(path))
-        except StoreError as exc:
-            st.warning(f"The store cannot be read right now: {exc}")
-            return
-        if workers.empty:
-            st.error("No worker is running: queued studies will wait. Start one with "
-                     "`python -m jobs worker`.", icon=":material/power_off:")
-        else:
-            for _, w in workers.iterrows():
-                devices = ", ".join(json.loads(w.devices))
-                st.success(f"Worker alive · {w.slots} slot(s) on {devices} · last beat "
-                           f"{w.seconds_since_beat:.0f} s ago", icon=":material/bolt:")
-        queued = int((jobs["status"] == "queued").sum()) if len(jobs) else 0
-        running = int((jobs["status"] == "running").sum()) if len(jobs) else 0
-        st.metric("Jobs queued · running", f"{queued} · {running}")
+        _sidebar_status(str(path))
+
+
+@st.fragment(run_every=SIDEBAR_REFRESH_S)
+def _sidebar_status(path: str) -> None:
+    """Worker health and queue counts; reruns alone so they stay current on every page."""
+    try:
+        workers = alive_workers(Path(path))
+        jobs = cached_jobs(path)
+    except StoreError as exc:
+        st.warning(f"The store cannot be read right now: {exc}")
+        return
+    if workers.empty:
+        st.error(f"{NO_WORKER_TITLE} {NO_WORKER_HOW}", icon=":material/power_off:")
+    else:
+        for _, w in workers.iterrows():
+            devices = ", ".join(json.loads(w.devices))
+            st.success(
+                f"Worker alive · {w.slots} slot(s) on {devices} · last beat "
+                f"{w.seconds_since_beat:.0f} s ago",
+                icon=":material/bolt:",
+            )
+    queued = int((jobs["status"] == "queued").sum()) if len(jobs) else 0
+    running = int((jobs["status"] == "running").sum()) if len(jobs) else 0
+    st.metric("Jobs queued · running", f"{queued} · {running}")

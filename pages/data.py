@@ -1,0 +1,200 @@
+"""Data: what the synthetic knee phantom is, the datasets in the store and their grades,
+and a small gallery of phantom films per KL and CPPD grade with the lesion masks on top."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from engine import plots
+from pages._ui import cached_dataset_labels, cached_datasets, run_inside_shell, store_path
+from store.db import StoreError
+
+try:  # the phantom module draws the gallery; the page still works without it
+    from engine import phantom
+except ImportError:  # pragma: no cover - only while engine/phantom.py is absent
+    phantom = None
+
+KL_SIGNS = {
+    0: "normal joint space, smooth margins",
+    1: "doubtful narrowing, possible small osteophytic lipping",
+    2: "definite small osteophytes, possible narrowing",
+    3: "moderate osteophytes, definite narrowing, some sclerosis",
+    4: "large osteophytes, marked narrowing, severe sclerosis, deformity",
+}
+CPPD_SIGNS = {
+    0: "no deposits",
+    1: "a few small or sparse calcifications",
+    2: "evident calcifications over a larger area",
+    3: "extensive, clearly visible calcifications",
+}
+LAYER_NAMES = {
+    "joint_space": "joint space",
+    "osteophytes": "osteophytes",
+    "sclerosis": "sclerosis",
+    "calcifications": "calcifications",
+}
+GALLERY_PX = 256  # every crop is shown at this size so the rows line up
+GALLERY_FILMS = 900  # a phantom of this size has every grade; only the films shown are drawn
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def gallery_labels(seed: int) -> pd.DataFrame:
+    """The label rows of a gallery phantom (nothing is drawn yet)."""
+    return phantom.phantom_labels(
+        phantom.PhantomSpec(n_images=GALLERY_FILMS, n_joint=400, seed=seed)
+    )
+
+
+@st.cache_data(show_spinner=False, max_entries=128)
+def gallery_film(seed: int, film_index: int) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
+    """One drawn film of the gallery phantom: (film, mask, knee box)."""
+    spec = phantom.PhantomSpec(n_images=GALLERY_FILMS, n_joint=400, seed=seed)
+    row = gallery_labels(seed).iloc[film_index]
+    return phantom.render_film(spec, row)
+
+
+def render_gallery(examples: pd.DataFrame, column: str, *, seed: int, overlay: bool) -> None:
+    """One row of films, one per grade of ``column``."""
+    cols = st.columns(len(examples))
+    for col, (_, row) in zip(cols, examples.iterrows(), strict=True):
+        film, mask, box = gallery_film(seed, int(row["film_index"]))
+        image = plots.overlay_mask(film, mask, phantom.MASK_BITS) if overlay else film
+        image = plots.crop_to_box(image, box, size=GALLERY_PX)
+        grade = int(row[column])
+        other = "cppd" if column == "kl" else "kl"
+        other_text = "" if pd.isna(row[other]) else f" · {other.upper()} {int(row[other])}"
+        side = "left" if row["side"] == "L" else "right"
+        col.image(image, caption=f"{column.upper()} {grade}{other_text} · {side} knee")
+
+
+run_inside_shell()
+st.title("Data")
+st.markdown(
+    "The lab's radiographs are private, so SoftGrade ships a **synthetic knee phantom**: "
+    "anteroposterior knee films drawn from a seed, with known grades. Femur, tibia, fibula "
+    "and patella are drawn with a bright cortex and textured bone, placed at a random "
+    "position, size and slight tilt on a larger film, with varying exposure, blur and noise "
+    "and the odd side marker or collimation edge, which a model has to ignore."
+)
+left, right = st.columns(2, gap="large")
+with left:
+    st.markdown("**KL grade** (osteoarthritis) drives the bone signs")
+    st.dataframe(
+        pd.DataFrame({"KL": list(KL_SIGNS), "what the phantom draws": list(KL_SIGNS.values())}),
+        hide_index=True,
+        width="stretch",
+    )
+with right:
+    st.markdown("**CPPD grade** (chondrocalcinosis) drives calcium deposits")
+    st.dataframe(
+        pd.DataFrame(
+            {"CPPD": list(CPPD_SIGNS), "what the phantom draws": list(CPPD_SIGNS.values())}
+        ),
+        hide_index=True,
+        width="stretch",
+    )
+st.caption(
+    "Deposits are thin bright lines along the cartilage and fuzzy densities in the menisci. "
+    "Marked narrowing at high KL partly hides them, as in real films, and neighbouring grades "
+    "overlap. Grades follow the paper's KL × CPPD counts; about 10 % of recorded grades are "
+    "moved to an adjacent grade (annotation noise) and the true grade is kept as well."
+)
+
+st.subheader("Datasets in the store", divider="gray")
+path = store_path()
+try:
+    datasets = cached_datasets(str(path))
+except StoreError as exc:
+    st.error(f"The datasets cannot be read right now: {exc}")
+    datasets = pd.DataFrame()
+if datasets.empty:
+    st.info(
+        "No dataset is registered yet. The first study you launch registers its dataset "
+        "(the phantom by default), with every image and grade."
+    )
+else:
+    table = datasets.assign(
+        settings=datasets["params"].map(
+            lambda p: ", ".join(f"{k}={v}" for k, v in json.loads(p).items())
+        )
+    )[["dataset_id", "kind", "settings", "n_images", "n_kl", "n_cppd", "created_at"]]
+    st.dataframe(
+        table,
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "dataset_id": "dataset",
+            "n_images": st.column_config.NumberColumn("images"),
+            "n_kl": st.column_config.NumberColumn("KL grades"),
+            "n_cppd": st.column_config.NumberColumn("CPPD grades"),
+            "created_at": st.column_config.DatetimeColumn("registered", format="YYYY-MM-DD HH:mm"),
+        },
+    )
+    chosen = st.selectbox(
+        "Grades of dataset",
+        list(datasets["dataset_id"]),
+        format_func=lambda d: f"{d} ({datasets.set_index('dataset_id').at[d, 'kind']})",
+        key="data_dataset",
+    )
+    try:
+        labels = cached_dataset_labels(str(path), chosen)
+    except StoreError as exc:
+        st.error(f"The grades of {chosen} cannot be read right now: {exc}")
+    else:
+        counts_col, joint_col = st.columns([2, 3], gap="large")
+        with counts_col:
+            st.markdown("**Images per recorded grade**")
+            counts = plots.grade_counts(labels)
+            # CPPD has no grade 4: show a dash there rather than "None".
+            st.dataframe(counts.astype(object).where(counts.notna(), "—"), width="stretch")
+        with joint_col:
+            st.markdown("**KL × CPPD** (images graded for both)")
+            joint = plots.joint_table(labels)
+            st.dataframe(
+                joint.rename(columns=lambda c: f"CPPD {c}", index=lambda i: f"KL {i}"),
+                width="stretch",
+            )
+
+st.subheader("Phantom films by grade", divider="gray")
+if phantom is None:
+    st.info("The phantom module is not installed in this checkout, so no films can be drawn.")
+else:
+    c1, c2, c3 = st.columns([1, 1, 2], vertical_alignment="bottom")
+    show = c1.toggle("Show example films", value=True, key="data_gallery")
+    overlay = c2.toggle(
+        "Mark the lesions",
+        value=False,
+        key="data_mask_overlay",
+        help="Colour the areas the phantom drew each sign in (its ground-truth masks).",
+    )
+    seed = c3.number_input(
+        "Phantom seed",
+        min_value=0,
+        value=0,
+        step=1,
+        key="data_gallery_seed",
+        help="Another seed draws other films.",
+    )
+    if show:
+        if overlay:
+            st.markdown(
+                " ".join(
+                    f"<span style='color: rgb{plots.MASK_COLOURS[name]}'>■</span> {label}"
+                    for name, label in LAYER_NAMES.items()
+                ),
+                unsafe_allow_html=True,
+            )
+        labels = gallery_labels(int(seed))
+        st.markdown("**One film per KL grade**")
+        render_gallery(plots.pick_examples(labels, "kl"), "kl", seed=int(seed), overlay=overlay)
+        st.markdown("**One film per CPPD grade**")
+        render_gallery(plots.pick_examples(labels, "cppd"), "cppd", seed=int(seed), overlay=overlay)
+        st.caption(
+            "Zoomed to the knee box the phantom records (the detector finds it in training). "
+            "The films' grades are the recorded ones; each example is chosen where the recorded "
+            "grade equals the true one."
+        )

@@ -1,0 +1,180 @@
+"""Jobs: every queued, running and finished study with live progress, its log and cancel.
+
+The list is a fragment that reruns itself every few seconds, so progress moves without
+reloading the page (or losing what you scrolled to).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from engine import plots
+from pages._ui import (
+    NO_WORKER_HOW,
+    NO_WORKER_TITLE,
+    alive_workers,
+    cached_job_log,
+    cached_jobs,
+    clear_job_caches,
+    link_to_page,
+    run_inside_shell,
+    store_path,
+)
+from store import jobs as store_jobs
+from store.db import StoreError
+
+REFRESH_S = 2.0
+STATUS_BADGES = {
+    "queued": ("queued", "gray", ":material/schedule:"),
+    "running": ("running", "blue", ":material/sync:"),
+    "succeeded": ("succeeded", "green", ":material/check_circle:"),
+    "failed": ("failed", "red", ":material/error:"),
+    "cancelled": ("cancelled", "orange", ":material/cancel:"),
+}
+
+
+def _value(row: Any, name: str) -> Any:
+    """A column of a job row, with pandas' missing markers turned into None."""
+    value = getattr(row, name)
+    return None if value is None or pd.isna(value) else value
+
+
+def cancel(job_id: str) -> None:
+    """Button callback: ask the job to stop and say what happened."""
+    try:
+        status = store_jobs.request_cancel(job_id, path=store_path())
+    except StoreError as exc:
+        st.session_state["queue_message"] = ("error", f"Could not cancel {job_id}: {exc}")
+        return
+    finally:
+        clear_job_caches()
+    text = (
+        f"Job `{job_id}` was cancelled before it started."
+        if status == "cancelled"
+        else f"Cancel requested for `{job_id}`: it stops at the next epoch boundary and "
+        "keeps its finished runs."
+        if status == "running"
+        else f"Job `{job_id}` had already finished ({status})."
+    )
+    st.session_state["queue_message"] = ("info", text)
+
+
+def render_job(job: Any) -> None:
+    """One job: header, progress bar, live numbers, traceback, log and cancel."""
+    status = str(job.status)
+    runs_done = int(_value(job, "runs_done") or 0)
+    runs_total = _value(job, "runs_total")
+    elapsed = _value(job, "elapsed_s")
+    with st.container(border=True):
+        head, action = st.columns([5, 1], vertical_alignment="center")
+        label, colour, icon = STATUS_BADGES.get(status, (status, "gray", None))
+        head.markdown(f"**{job.study_name}** · `{job.job_id}`")
+        head.badge(label, color=colour, icon=icon)
+        if status in ("queued", "running"):
+            asked = bool(job.cancel_requested) and status == "running"
+            action.button(
+                "Stopping…" if asked else "Cancel",
+                key=f"queue_cancel_{job.job_id}",
+                on_click=cancel,
+                args=(job.job_id,),
+                icon=":material/stop_circle:",
+                disabled=asked,
+                help="A queued job is dropped; a running one stops at its next epoch "
+                "boundary and keeps the runs it finished.",
+            )
+
+        if runs_total:
+            st.progress(
+                min(1.0, runs_done / int(runs_total)),
+                text=f"{runs_done} / {int(runs_total)} runs finished",
+            )
+        elif status == "queued":
+            st.progress(0.0, text="waiting for a worker to pick it up")
+        elif status == "running":
+            st.progress(0.0, text="preparing the dataset and planning runs…")
+
+        eta = plots.eta_seconds(elapsed, runs_done, int(runs_total) if runs_total else None)
+        eta_text = "estimating…" if eta is None else plots.format_duration(eta)
+        amae = _value(job, "latest_val_amae")
+        epoch = _value(job, "current_epoch")
+        if status == "running":
+            stats = {
+                "Current run": plots.run_label(_value(job, "current_run"), job.study_id),
+                "Epoch": "—" if epoch is None else str(int(epoch)),
+                "Latest val AMAE": "—" if amae is None else f"{amae:.3f}",
+                "Elapsed": plots.format_duration(elapsed),
+                "Time left": eta_text,
+            }
+            st.markdown(" &nbsp;·&nbsp; ".join(f"{k}: **{v}**" for k, v in stats.items()))
+        elif status != "queued":
+            finished = _value(job, "finished_at")
+            when = f"finished {finished:%Y-%m-%d %H:%M}" if finished is not None else ""
+            ran = "never started" if elapsed is None else f"ran {plots.format_duration(elapsed)}"
+            st.caption(" · ".join(part for part in (ran, when) if part).capitalize())
+
+        if status == "failed":
+            st.error(
+                "This job failed. The traceback below says where; runs finished before the "
+                "error are kept.",
+                icon=":material/error:",
+            )
+            st.code(str(_value(job, "error") or "(no traceback was recorded)"), language="text")
+        elif status == "running" and bool(job.cancel_requested):
+            st.caption("Cancel requested: it stops at the next epoch boundary.")
+
+        log = st.expander("Log", key=f"queue_log_{job.job_id}", on_change="rerun")
+        if log.open:
+            with log:
+                try:
+                    lines = cached_job_log(str(store_path()), job.job_id)
+                except StoreError as exc:
+                    st.warning(f"The log cannot be read right now: {exc}")
+                else:
+                    st.dataframe(lines, hide_index=True, width="stretch")
+
+
+@st.fragment(run_every=REFRESH_S)
+def render_jobs() -> None:
+    """The live list; reruns alone every ``REFRESH_S`` seconds."""
+    path = store_path()
+    if message := st.session_state.pop("queue_message", None):
+        kind, text = message
+        (st.error if kind == "error" else st.info)(text)
+    try:
+        jobs = cached_jobs(str(path))
+        workers = alive_workers(path)
+    except StoreError as exc:
+        st.error(f"The job list cannot be read right now: {exc}")
+        return
+    if jobs.empty:
+        st.info("No jobs yet. Queue a study on the Launch page and it appears here.")
+        link_to_page("pages/launch.py", "Launch a study", ":material/rocket_launch:")
+        return
+    if workers.empty and jobs["status"].isin(["queued", "running"]).any():
+        st.error(f"**{NO_WORKER_TITLE}** {NO_WORKER_HOW}", icon=":material/power_off:")
+    counts = jobs["status"].value_counts()
+    st.caption(
+        " · ".join(f"{counts.get(s, 0)} {s}" for s in STATUS_BADGES if counts.get(s, 0))
+        + f" · refreshes every {REFRESH_S:.0f} s"
+    )
+    if st.session_state.get("queue_hide_finished"):
+        jobs = jobs[jobs["status"].isin(["queued", "running"])]
+        if jobs.empty:
+            st.caption("Nothing is queued or running.")
+    for job in jobs.itertuples():
+        render_job(job)
+
+
+run_inside_shell()
+st.title("Jobs")
+st.caption(
+    "Every study queued from this store, newest first, with live progress. Time left is the "
+    "elapsed time per finished run times the runs left. Latest val AMAE is the average mean "
+    "absolute error over grades on the validation films (lower is better). Cancelling keeps "
+    "the runs already finished."
+)
+st.toggle("Hide finished jobs", key="queue_hide_finished")
+render_jobs()

@@ -1,0 +1,60 @@
+"""The app shell: navigation over every page, and the sidebar's store and worker health."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from store import jobs as store_jobs
+from store.db import default_store_path, init_schema
+
+APP = Path(__file__).parents[2] / "app.py"
+PAGES = {"pages/launch.py": "Launch a study", "pages/queue.py": "Jobs", "pages/data.py": "Data"}
+
+
+def _app() -> AppTest:
+    return AppTest.from_file(str(APP), default_timeout=60)
+
+
+def test_shell_without_worker_warns_and_says_how_to_start_one(home):
+    at = _app().run()
+    assert not at.exception
+    warnings = [e.value for e in at.sidebar.error]
+    assert any("No worker is running" in w and "python -m jobs worker" in w for w in warnings)
+    assert [m.value for m in at.sidebar.metric] == ["0 · 0"]
+    assert any(str(home) in c.value for c in at.sidebar.caption)
+    assert at.title[0].value == "Launch a study"  # the default page
+
+
+def test_shell_with_alive_worker_shows_its_devices(home):
+    path = default_store_path()
+    init_schema(path)
+    store_jobs.register_worker(
+        hostname="lab-gpu",
+        pid=123,
+        executor="local",
+        devices=["cuda:0", "cuda:1"],
+        slots=4,
+        path=path,
+    )
+    store_jobs.enqueue_job({"name": "waiting"}, path=path)
+    at = _app().run()
+    assert not at.exception
+    assert not at.sidebar.error
+    alive = [s.value for s in at.sidebar.success]
+    assert len(alive) == 1 and "Worker alive · 4 slot(s) on cuda:0, cuda:1" in alive[0]
+    assert [m.value for m in at.sidebar.metric] == ["1 · 0"]
+
+
+@pytest.mark.parametrize(("page", "title"), PAGES.items())
+def test_every_page_opens_inside_the_shell(home, page, title):
+    # AppTest starts every run like a fresh server process, where Streamlit first runs a
+    # sub-page file alone (legacy pages/ mode); `run_inside_shell` must bring app.py back.
+    at = _app().run()
+    at.switch_page(page).run()
+    assert not at.exception
+    assert at.title[0].value == title
+    assert [m.label for m in at.sidebar.metric] == ["Jobs queued · running"]
+    assert any("No worker is running" in e.value for e in at.sidebar.error)
