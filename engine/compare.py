@@ -1,31 +1,90 @@
-"""Method comparison: per-run test metrics and the paper's Table 4 from confusion counts.
+"""Method comparison: per-run test metrics, the paper's Table 4, confusion matrices, exports.
 
 Input is a long frame of (run, y_true, y_pred, n) counts, as `store.runs.confusion_counts`
-returns, so metrics are computed for thousands of runs at once.
+returns, so metrics are computed for thousands of runs at once. Everything here is pandas /
+numpy and returns DataFrames or strings, so pages only render and tests check numbers.
+
+Conventions, shown next to the numbers in the UI:
+
+* **Table 4** (`summary_table`): mean and sample standard deviation (ddof = 1) over seeds of
+  each metric per (task, method). The "Average" row of a task is the mean of the methods'
+  means and the mean of their standard deviations, which is how the paper's Average rows
+  are computed (e.g. CPPD QWK: mean of 0.571, 0.771, 0.790, 0.796, 0.757 = 0.737 and mean of
+  the stds = 0.057).
+* **Best / second** (`rank_marks`): per task and metric, among the methods (never the Average
+  row or the paper's rows), on the values as displayed (rounded to ``digits``), highest for
+  QWK, MS, BA and lowest for MAE, AMAE, MMAE; ties share a mark, and
+  nothing is marked when all methods show the same value.
+* **Several studies**: a method run in more than one selected study is shown once per study,
+  as ``"<method> · <study name>"`` (`label_methods`); ``base_method`` keeps the plain name.
 """
 
 from __future__ import annotations
 
+import json
+import logging
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 import pandas as pd
+from pandas.io.formats.style import Styler
 
 from engine.config import TASK_CLASSES
-from engine.metrics import METRICS, confusion_matrices, metrics_from_confusion
+from engine.metrics import (
+    LOWER_IS_BETTER,
+    METRIC_LABELS,
+    METRICS,
+    confusion_matrices,
+    metrics_from_confusion,
+)
+from engine.soft_labels import METHODS, grid_size
+
+logger = logging.getLogger(__name__)
 
 RUN_KEYS = ["study_id", "run_id", "task", "method", "seed"]
+COUNT_COLUMNS = ("y_true", "y_pred", "n")
+# Column order of the paper's Table 4.
+TABLE4_METRICS: tuple[str, ...] = ("qwk", "mae", "ms", "ba", "amae", "mmae")
+TASK_ORDER: tuple[str, ...] = ("CPPD", "KL")  # the paper lists CPPD first
+AVERAGE = "Average"
+LABEL_SEPARATOR = " · "
+# ../shared/reference next to the repository, as the project lays it out.
+REFERENCE_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "reference"
+PUBLISHED_FILE = "paper_table4.csv"
+PUBLISHED_SEEDS = 20  # Table 4 reports 20 seeds
+
+# Kinds of Table 4 rows (the ``row`` column).
+ROW_METHOD = "method"
+ROW_AVERAGE = "average"
+ROW_PAPER = "paper"
+ROW_PAPER_AVERAGE = "paper average"
+
+
+# --------------------------------------------------------------------------------------------
+# Per-run metrics and method labels
+# --------------------------------------------------------------------------------------------
 
 
 def per_run_metrics(counts: pd.DataFrame) -> pd.DataFrame:
     """One row per run with the six test metrics.
 
     Args:
-        counts: Columns study_id, run_id, task, method, seed, y_true, y_pred, n.
+        counts: Columns study_id, run_id, task, method, seed, y_true, y_pred, n; any other
+            column constant within a run (e.g. ``base_method``) is carried through.
+
+    Returns:
+        The run columns plus one column per name in :data:`engine.metrics.METRICS`.
     """
+    run_columns = [c for c in counts.columns if c not in COUNT_COLUMNS]
     if counts.empty:
-        return pd.DataFrame(columns=[*RUN_KEYS, *METRICS])
+        return pd.DataFrame(columns=[*run_columns, *METRICS])
     frames = []
     for task, part in counts.groupby("task", sort=True):
-        runs = part[RUN_KEYS].drop_duplicates("run_id").reset_index(drop=True)
+        runs = part[run_columns].drop_duplicates("run_id").reset_index(drop=True)
         index = pd.Series(np.arange(len(runs)), index=runs["run_id"])
         cm = confusion_matrices(
             index[part["run_id"]].to_numpy(),
@@ -47,3 +106,933 @@ def metrics_table(per_run: pd.DataFrame) -> pd.DataFrame:
     table.columns = [f"{m}_{stat}" for m, stat in table.columns]
     table["n_seeds"] = grouped["seed"].nunique()
     return table.reset_index()
+
+
+def method_title(method: str) -> str:
+    """Display name of a method or label: ``"beta"`` → ``"Beta"``, study suffix kept."""
+    base, sep, rest = str(method).partition(LABEL_SEPARATOR)
+    return base[:1].upper() + base[1:] + sep + rest
+
+
+def method_sort_key(method: str) -> tuple[int, str]:
+    """Order methods as the paper does (nominal, binomial, beta, triangular, exponential)."""
+    base = str(method).partition(LABEL_SEPARATOR)[0].lower()  # "Beta" sorts as "beta"
+    rank = METHODS.index(base) if base in METHODS else len(METHODS)
+    return rank, str(method)
+
+
+def order_methods(methods: Iterable[str]) -> list[str]:
+    """Distinct methods (or labels) in the paper's order."""
+    if isinstance(methods, pd.Series):
+        methods = methods.unique()  # one pass in pandas, not a Python loop over every row
+    return sorted(dict.fromkeys(str(m) for m in methods), key=method_sort_key)
+
+
+def sort_by_method(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows reordered so methods come in the paper's order (stable within a method)."""
+    if frame.empty:
+        return frame
+    rank = {m: i for i, m in enumerate(order_methods(frame["method"].unique()))}
+    return frame.iloc[np.argsort(frame["method"].map(rank).to_numpy(), kind="stable")]
+
+
+def label_methods(frame: pd.DataFrame, study_names: Mapping[str, str]) -> pd.DataFrame:
+    """Tell apart a method that was run in more than one of the selected studies.
+
+    Args:
+        frame: any frame with columns ``study_id`` and ``method`` (counts, predictions).
+        study_names: study_id → name shown to people.
+
+    Returns:
+        A copy with ``base_method`` (the plain method) and ``method`` rewritten to
+        ``"<method> · <study name>"`` for methods present in several studies (the study id
+        is added when two studies share a name). Unchanged methods keep their plain name.
+    """
+    out = frame.copy()
+    out["base_method"] = out["method"].astype(str)
+    if out.empty:
+        return out
+    studies_per_method = out.groupby("base_method")["study_id"].nunique()
+    shared = set(studies_per_method[studies_per_method > 1].index)
+    if not shared:
+        return out
+    names = {sid: str(study_names.get(sid, sid)) for sid in out["study_id"].unique()}
+    if len(set(names.values())) < len(names):
+        names = {sid: f"{name} ({sid})" for sid, name in names.items()}
+    mask = out["base_method"].isin(shared)
+    out.loc[mask, "method"] = (
+        out.loc[mask, "base_method"] + LABEL_SEPARATOR + out.loc[mask, "study_id"].map(names)
+    )
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Finished seeds of running or stopped studies
+# --------------------------------------------------------------------------------------------
+
+
+def planned_runs(method: str, budget: int) -> int:
+    """Runs the search of one (task, method, seed) makes: ``min(budget, grid size)``."""
+    return min(int(budget), grid_size(method))
+
+
+def finished_seeds(group_counts: pd.DataFrame, spec: Mapping[str, Any]) -> list[int]:
+    """Seeds of one study whose every planned (task, method) search is stored in full.
+
+    The worker re-selects the best configuration after every run, so a seed whose search
+    is still going already has "selected" runs that may change. Only finished seeds are
+    safe to show, and only whole seeds keep the paired tests paired.
+
+    Args:
+        group_counts: `store.runs.run_group_counts` rows of this study (task, method, seed,
+            n_runs).
+        spec: the study's spec mapping (``tasks``, ``methods``, ``seeds``, ``budget``).
+
+    Returns:
+        Finished seeds, ascending.
+    """
+    stored = {
+        (str(r.task), str(r.method), int(r.seed)): int(r.n_runs)
+        for r in group_counts.itertuples(index=False)
+    }
+    tasks, methods = list(spec.get("tasks", [])), list(spec.get("methods", []))
+    budget = int(spec.get("budget", 1))
+    done = []
+    for seed in spec.get("seeds", []):
+        if (
+            tasks
+            and methods
+            and all(
+                stored.get((task, method, int(seed)), 0) >= planned_runs(method, budget)
+                for task in tasks
+                for method in methods
+            )
+        ):
+            done.append(int(seed))
+    return sorted(done)
+
+
+@dataclass(frozen=True)
+class StudyProgress:
+    """Which seeds of one study can be shown, and what to tell the reader about it.
+
+    Attributes:
+        study_id: the study.
+        name: its name.
+        status: its job's status (``succeeded``, ``running``, ...).
+        planned: the spec's seeds.
+        finished: seeds whose every (task, method) search is stored in full.
+        tasks: the spec's tasks.
+    """
+
+    study_id: str
+    name: str
+    status: str
+    planned: tuple[int, ...]
+    finished: tuple[int, ...]
+    tasks: tuple[str, ...] = ()
+
+    @property
+    def partial(self) -> bool:
+        """True unless the study succeeded: only its finished seeds are shown."""
+        return self.status != "succeeded"
+
+    def message(self) -> str | None:
+        """A plain sentence for a partial study, None for a finished one."""
+        if not self.partial:
+            return None
+        done = f"{len(self.finished)} of {len(self.planned)} seeds finished"
+        which = f" ({_seed_list(self.finished)})" if self.finished else ""
+        if self.status in ("running", "queued"):
+            state = "is still running" if self.status == "running" else "has not started yet"
+            if not self.finished:
+                return (
+                    f"Study “{self.name}” {state}: no seed has finished yet, so there is "
+                    "nothing to show for it. Figures appear as soon as its first seed is done."
+                )
+            return (
+                f"Study “{self.name}” {state}: {done}{which}. The figures use those seeds "
+                "only and are partial; they will change as more seeds finish."
+            )
+        return (
+            f"Study “{self.name}” {self.status} before the end: {done}{which}. The figures "
+            "use those seeds only."
+        )
+
+
+def study_progress(studies: pd.DataFrame, group_counts: pd.DataFrame) -> list[StudyProgress]:
+    """Finished seeds of every study in ``studies``.
+
+    Args:
+        studies: `store.runs.list_studies` rows (study_id, name, spec as JSON text or a
+            mapping, status).
+        group_counts: `store.runs.run_group_counts` of those studies.
+
+    Returns:
+        One :class:`StudyProgress` per study, in the order of ``studies``.
+    """
+    out = []
+    for row in studies.itertuples(index=False):
+        spec = row.spec if isinstance(row.spec, Mapping) else json.loads(row.spec or "{}")
+        mine = group_counts[group_counts["study_id"] == row.study_id]
+        status = str(row.status) if isinstance(row.status, str) else "unknown"
+        out.append(
+            StudyProgress(
+                study_id=str(row.study_id),
+                name=str(row.name),
+                status=status,
+                planned=tuple(int(s) for s in spec.get("seeds", [])),
+                finished=tuple(finished_seeds(mine, spec)),
+                tasks=tuple(str(t) for t in spec.get("tasks", [])),
+            )
+        )
+    return out
+
+
+def keep_finished_seeds(frame: pd.DataFrame, progress: Sequence[StudyProgress]) -> pd.DataFrame:
+    """Drop the rows of unfinished seeds of partial studies (finished studies keep all).
+
+    Args:
+        frame: any frame with ``study_id`` and ``seed`` columns.
+        progress: from :func:`study_progress`.
+    """
+    partial = {p.study_id: set(p.finished) for p in progress if p.partial}
+    if not partial or frame.empty:
+        return frame
+    keep = np.ones(len(frame), dtype=bool)
+    for study_id, seeds in partial.items():
+        in_study = (frame["study_id"] == study_id).to_numpy()
+        keep &= ~in_study | frame["seed"].isin(list(seeds)).to_numpy()
+    return frame[keep]
+
+
+def one_dataset(studies: pd.DataFrame, chosen: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Keep the chosen studies that share the first one's dataset.
+
+    Seeds of different datasets draw different images, so their runs cannot be paired or
+    pooled. Studies without a recorded dataset are kept.
+
+    Args:
+        studies: `store.runs.list_studies` rows (study_id, name, dataset_id).
+        chosen: study ids in the order picked.
+
+    Returns:
+        ``(kept ids in the chosen order, names of the studies left out)``.
+    """
+    rows = studies.set_index("study_id").loc[list(chosen)]
+    known = rows["dataset_id"].dropna()
+    if known.nunique() <= 1:
+        return list(chosen), []
+    first = known.iloc[0]
+    keep = rows["dataset_id"].isna() | (rows["dataset_id"] == first)
+    return list(rows.index[keep]), [str(n) for n in rows.loc[~keep, "name"]]
+
+
+def study_label(row: Mapping[str, Any]) -> str:
+    """How a study reads in a picker: name, status, seeds and date."""
+    spec = row["spec"] if isinstance(row["spec"], Mapping) else json.loads(row["spec"] or "{}")
+    seeds = len(spec.get("seeds", []))
+    created = pd.Timestamp(row["created_at"]).strftime("%Y-%m-%d %H:%M")
+    return f"{row['name']} · {row['status']} · {seeds} seed{'s' * (seeds != 1)} · {created}"
+
+
+# --------------------------------------------------------------------------------------------
+# Table 4
+# --------------------------------------------------------------------------------------------
+
+
+def summary_table(per_run: pd.DataFrame, *, average: bool = True) -> pd.DataFrame:
+    """The paper's Table 4 from per-run metrics: one row per (task, method), plus Averages.
+
+    Args:
+        per_run: from :func:`per_run_metrics`.
+        average: add one "Average" row per task (see the module docstring).
+
+    Returns:
+        Columns ``task``, ``method``, ``base_method``, ``row`` (``"method"`` or
+        ``"average"``), ``n_seeds`` and ``<metric>_mean`` / ``<metric>_std`` for every
+        metric; tasks in the paper's order (CPPD, KL), methods in the paper's order.
+    """
+    columns = _summary_columns()
+    if per_run.empty:
+        return pd.DataFrame(columns=columns)
+    table = metrics_table(per_run)
+    if "base_method" in per_run.columns:
+        bases = per_run.drop_duplicates("method").set_index("method")["base_method"]
+        table["base_method"] = table["method"].map(bases).astype(str)
+    else:
+        table["base_method"] = table["method"].astype(str)
+    table["row"] = ROW_METHOD
+    table["n_seeds"] = table["n_seeds"].astype(int)
+    parts = []
+    for task in task_order(table["task"]):
+        rows = table[table["task"] == task]
+        positions = sorted(range(len(rows)), key=lambda i: method_sort_key(rows["method"].iloc[i]))
+        rows = rows.iloc[positions]
+        parts.append(rows)
+        if average:
+            parts.append(average_row(rows, task))
+    return pd.concat(parts, ignore_index=True)[columns]
+
+
+def average_row(rows: pd.DataFrame, task: str, *, row: str = ROW_AVERAGE) -> pd.DataFrame:
+    """The Average row of one task: mean of the methods' means and of their stds.
+
+    Args:
+        rows: method rows of one task with ``<metric>_mean`` and ``<metric>_std`` columns.
+        task: the task named on the row.
+        row: the ``row`` kind written (``"average"``, or ``"paper average"``).
+
+    Returns:
+        A one-row frame in the :func:`summary_table` layout.
+    """
+    values: dict[str, Any] = {
+        "task": task,
+        "method": AVERAGE,
+        "base_method": AVERAGE,
+        "row": row,
+        "n_seeds": int(rows["n_seeds"].min()) if len(rows) else 0,
+    }
+    for metric in METRICS:
+        values[f"{metric}_mean"] = rows[f"{metric}_mean"].mean()
+        values[f"{metric}_std"] = rows[f"{metric}_std"].mean()
+    return pd.DataFrame([values], columns=_summary_columns())
+
+
+def published_table(path: Path | str | None = None) -> pd.DataFrame | None:
+    """The paper's Table 4 (``paper_table4.csv``), or None when the file is not there.
+
+    Args:
+        path: the CSV; defaults to ``../shared/reference/paper_table4.csv`` beside the repo.
+
+    Returns:
+        The :func:`summary_table` layout with ``row == "paper"`` and ``n_seeds`` = 20, or
+        None if the file is missing or unreadable (logged).
+    """
+    path = Path(path) if path is not None else REFERENCE_DIR / PUBLISHED_FILE
+    try:
+        raw = pd.read_csv(path)
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        logger.info("no published Table 4 at %s: %s", path, exc)
+        return None
+    needed = ["task", "method", *(f"{m}_{s}" for m in METRICS for s in ("mean", "std"))]
+    if any(column not in raw.columns for column in needed):
+        logger.warning("%s lacks some of the columns %s", path, needed)
+        return None
+    table = raw[needed].copy()
+    table["base_method"] = table["method"].astype(str)
+    table["row"] = ROW_PAPER
+    table["n_seeds"] = PUBLISHED_SEEDS
+    return table[_summary_columns()]
+
+
+def with_published(summary: pd.DataFrame, published: pd.DataFrame | None) -> pd.DataFrame:
+    """Put the paper's row under each of our method rows (same task and plain method).
+
+    The paper's Average row is added under ours only when the table shows exactly the
+    paper's five methods, so that it is the number printed in the paper.
+
+    Args:
+        summary: from :func:`summary_table`.
+        published: from :func:`published_table` (None: the summary is returned unchanged).
+
+    Returns:
+        The summary with ``row == "paper"`` / ``"paper average"`` rows interleaved.
+    """
+    if published is None or published.empty or summary.empty:
+        return summary
+    published = published.reset_index(drop=True)
+    lookup = {
+        (str(task), str(method)): i
+        for i, (task, method) in enumerate(
+            zip(published["task"], published["base_method"], strict=True)
+        )
+    }
+    records: list[dict[str, Any]] = []
+    for task in task_order(summary["task"]):
+        rows = summary[summary["task"] == task]
+        shown = sorted(rows.loc[rows["row"] == ROW_METHOD, "method"].astype(str))
+        for row in rows.to_dict("records"):
+            records.append(row)
+            key = (str(task), str(row["base_method"]))
+            if row["row"] == ROW_METHOD and key in lookup:
+                records.append(published.iloc[lookup[key]].to_dict())
+            if row["row"] == ROW_AVERAGE and shown == sorted(METHODS):
+                paper_rows = published[published["task"] == task]
+                records.extend(
+                    average_row(paper_rows, str(task), row=ROW_PAPER_AVERAGE).to_dict("records")
+                )
+    out = pd.DataFrame(records, columns=summary.columns)
+    out["n_seeds"] = out["n_seeds"].astype(int)
+    return out
+
+
+def rank_marks(
+    summary: pd.DataFrame, *, metrics: Sequence[str] = METRICS, digits: int = 3
+) -> pd.DataFrame:
+    """Which cells are best (bold) and second best (italics), direction-aware.
+
+    Args:
+        summary: from :func:`summary_table` (optionally :func:`with_published`).
+        metrics: metric names to rank.
+        digits: rounding applied before ranking, so cells that look equal share a mark.
+
+    Returns:
+        Same index as ``summary``, one column per metric holding ``"best"``, ``"second"``
+        or ``""``; only ``row == "method"`` rows are ranked, within their task.
+    """
+    marks = pd.DataFrame("", index=summary.index, columns=list(metrics))
+    ranked = summary[summary["row"] == ROW_METHOD]
+    for _, rows in ranked.groupby("task", sort=False):
+        for metric in metrics:
+            values = pd.to_numeric(rows[f"{metric}_mean"]).round(digits)
+            if metric in LOWER_IS_BETTER:
+                values = -values
+            distinct = sorted(values.dropna().unique(), reverse=True)
+            if len(distinct) < 2:
+                continue  # one method, or all equal: no method stands out
+            marks.loc[values.index[values == distinct[0]], metric] = "best"
+            marks.loc[values.index[values == distinct[1]], metric] = "second"
+    return marks
+
+
+def row_label(row: Mapping[str, Any]) -> str:
+    """The Method cell of a Table 4 row, e.g. ``"Beta"`` or ``"Beta — paper (20 seeds)"``."""
+    kind = row["row"]
+    if kind == ROW_PAPER:
+        return f"{method_title(row['base_method'])} — paper ({PUBLISHED_SEEDS} seeds)"
+    if kind == ROW_PAPER_AVERAGE:
+        return f"{AVERAGE} — paper"
+    return method_title(str(row["method"]))
+
+
+def format_summary(summary: pd.DataFrame, *, digits: int = 3) -> pd.DataFrame:
+    """Table 4 as text cells ``"0.571 ± 0.177"``, columns in the paper's order.
+
+    A missing std (one seed) shows as ``"0.571 ± –"``; a missing mean as ``"–"``.
+
+    Returns:
+        Columns ``Task``, ``Method``, ``Seeds``, then ``QWK ↑``, ``MAE ↓``, ... (the arrow
+        says which way is better); same index as ``summary``.
+    """
+    out = pd.DataFrame(index=summary.index)
+    out["Task"] = summary["task"].astype(str)
+    out["Method"] = [row_label(row) for _, row in summary.iterrows()]
+    out["Seeds"] = summary["n_seeds"].astype(int).astype(str)
+    for metric in TABLE4_METRICS:
+        out[metric_header(metric)] = [
+            mean_std_text(mean, std, digits)
+            for mean, std in zip(summary[f"{metric}_mean"], summary[f"{metric}_std"], strict=True)
+        ]
+    return out
+
+
+def metric_header(metric: str) -> str:
+    """Column header with the better direction, e.g. ``"AMAE ↓"``."""
+    return f"{METRIC_LABELS[metric]} {'↓' if metric in LOWER_IS_BETTER else '↑'}"
+
+
+def style_summary(summary: pd.DataFrame, marks: pd.DataFrame, *, digits: int = 3) -> Styler:
+    """A pandas Styler of :func:`format_summary`: best bold, second italic, paper rows grey.
+
+    Args:
+        summary: from :func:`summary_table` / :func:`with_published`.
+        marks: from :func:`rank_marks` on the same summary.
+        digits: decimals shown.
+    """
+    shown = format_summary(summary, digits=digits)
+    css = pd.DataFrame("", index=shown.index, columns=shown.columns)
+    for metric in TABLE4_METRICS:
+        column = metric_header(metric)
+        if metric in marks.columns:
+            css.loc[marks[metric] == "best", column] = "font-weight: bold"
+            css.loc[marks[metric] == "second", column] = "font-style: italic"
+    paper = summary["row"].isin([ROW_PAPER, ROW_PAPER_AVERAGE]).to_numpy()
+    average = (summary["row"] == ROW_AVERAGE).to_numpy()
+    css.loc[paper, :] = css.loc[paper, :] + "; color: #6b6b6b; background-color: #f3f3f3"
+    css.loc[average, :] = css.loc[average, :] + "; border-top: 1px solid #999"
+    styler = shown.style.apply(lambda _: css, axis=None).hide(axis="index")
+    # Keep "0.571 ± 0.177" on one line however narrow the page.
+    return styler.set_table_styles([{"selector": "td, th", "props": "white-space: nowrap;"}])
+
+
+def summary_csv(summary: pd.DataFrame) -> str:
+    """Table 4 as CSV with full-precision numbers.
+
+    ``row`` says what each line is: ``method`` (ours), ``average``, ``paper`` (the published
+    value for ``method``) or ``paper average``.
+    """
+    columns = ["task", "method", "row", "n_seeds"]
+    columns += [f"{m}_{s}" for m in TABLE4_METRICS for s in ("mean", "std")]
+    out = summary[columns].copy()
+    # Paper rows carry the plain method name; ``row`` tells them from ours.
+    out.loc[summary["row"] == ROW_PAPER, "method"] = summary["base_method"]
+    return out.to_csv(index=False)
+
+
+def summary_latex(
+    summary: pd.DataFrame,
+    marks: pd.DataFrame,
+    *,
+    digits: int = 3,
+    caption: str = (
+        r"Performance comparison ($Mean_{STD}$ over seeds) across soft-labelling strategies. "
+        r"The best results are shown in bold, whereas the second-best results are shown in "
+        r"italics."
+    ),
+    label: str = "tab:results",
+) -> str:
+    """Table 4 as a LaTeX ``table*`` in the paper's layout (booktabs).
+
+    Cells are ``$0.571_{0.177}$``; best is ``$\\mathbf{...}$`` and second ``$\\mathit{...}$``,
+    as in the paper (``\\textbf`` would not embolden the math-mode digits). Average rows
+    sit under a ``\\midrule``; the paper's rows, if present, say "(paper)".
+    """
+    header = ["Dataset", "Soft-labelling", *(METRIC_LABELS[m] for m in TABLE4_METRICS)]
+    lines = [
+        r"\begin{table*}[!htbp]",
+        r"\centering",
+        r"\tiny",
+        rf"\caption{{{caption}}}",
+        rf"\label{{{label}}}",
+        r"\begin{tabular}{ll" + "c" * len(TABLE4_METRICS) + "}",
+        r"\toprule\toprule",
+        " & ".join(header) + r" \\",
+        r"\midrule",
+    ]
+    previous_task = None
+    for index, row in summary.iterrows():
+        if previous_task is not None and row["task"] != previous_task:
+            lines.append(r"\midrule")
+        if row["row"] == ROW_AVERAGE:
+            lines.append(r"\midrule")
+        previous_task = row["task"]
+        name = row_label(row)
+        if row["row"] == ROW_PAPER:
+            name = f"{method_title(row['base_method'])} (paper)"
+        elif row["row"] == ROW_PAPER_AVERAGE:
+            name = f"{AVERAGE} (paper)"
+        cells = [_latex_escape(str(row["task"])), _latex_escape(name)]
+        for metric in TABLE4_METRICS:
+            mark = marks.at[index, metric] if metric in marks.columns else ""
+            cells.append(_latex_cell(row[f"{metric}_mean"], row[f"{metric}_std"], digits, mark))
+        lines.append(" & ".join(cells) + r" \\")
+    lines += [r"\bottomrule\bottomrule", r"\end{tabular}", r"\end{table*}"]
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------------------------
+# Scores for plots and statistics
+# --------------------------------------------------------------------------------------------
+
+
+def score_frame(
+    per_run: pd.DataFrame, metric: str, tasks: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """One metric per run in the long shape of `engine.stats` and the charts.
+
+    Args:
+        per_run: from :func:`per_run_metrics`.
+        metric: a name in :data:`engine.metrics.METRICS`.
+        tasks: keep only these tasks (all when None).
+
+    Returns:
+        Columns ``study_id``, ``task``, ``method``, ``seed``, ``value``, ordered by task,
+        method (paper's order) and seed.
+    """
+    if metric not in METRICS:
+        raise ValueError(f"{metric=} must be one of {METRICS}")
+    columns = ["study_id", "task", "method", "seed", "value"]
+    if per_run.empty:
+        return pd.DataFrame(columns=columns)
+    frame = per_run if tasks is None else per_run[per_run["task"].isin(list(tasks))]
+    out = frame.assign(value=frame[metric].astype(float))[columns]
+    # np.lexsort sorts by the last key first: task, method (paper's order), then seed.
+    order = np.lexsort(
+        (
+            out["seed"].to_numpy(),
+            out["method"].astype(str).to_numpy(),
+            [method_sort_key(m)[0] for m in out["method"]],
+            out["task"].astype(str).to_numpy(),
+        )
+    )
+    return out.iloc[order].reset_index(drop=True)
+
+
+def titled(scores: pd.DataFrame) -> pd.DataFrame:
+    """``scores`` in the paper's method order with display names in ``method``.
+
+    ``"beta"`` becomes ``"Beta"``, so the tests' one-line readings name methods as people
+    write them and list them in the paper's order.
+    """
+    out = sort_by_method(scores)
+    return out.assign(method=out["method"].map(method_title)).reset_index(drop=True)
+
+
+def best_method(
+    per_run: pd.DataFrame, task: str, metric: str = "amae", *, exclude: Iterable[str] = ()
+) -> str | None:
+    """The method with the best mean ``metric`` on ``task`` (direction-aware), or None."""
+    rows = per_run[(per_run["task"] == task) & ~per_run["method"].isin(list(exclude))]
+    means = rows.groupby("method")[metric].mean().dropna()
+    if means.empty:
+        return None
+    return str(means.idxmin() if metric in LOWER_IS_BETTER else means.idxmax())
+
+
+# --------------------------------------------------------------------------------------------
+# Confusion matrices (Fig. 6)
+# --------------------------------------------------------------------------------------------
+
+
+def method_confusion(
+    counts: pd.DataFrame, task: str, method: str, *, how: str = "sum"
+) -> tuple[np.ndarray, int]:
+    """One method's test confusion matrix over its seeds.
+
+    Args:
+        counts: `store.runs.confusion_counts` rows (one per run, y_true, y_pred).
+        task: ``"KL"`` or ``"CPPD"``.
+        method: the method (or label) as in ``counts["method"]``.
+        how: ``"sum"`` adds the seeds' matrices (every test image of every seed counted
+            once); ``"mean"`` divides that sum by the number of runs (a typical seed).
+
+    Returns:
+        ``((J, J) float array, n_runs)``: rows true grade, columns predicted; all zeros and
+        0 runs when the method has no predictions for the task.
+    """
+    if how not in ("sum", "mean"):
+        raise ValueError(f"{how=} must be 'sum' or 'mean'")
+    n_classes = TASK_CLASSES[task]
+    rows = counts[(counts["task"] == task) & (counts["method"] == method)]
+    cm = np.zeros((n_classes, n_classes))
+    if rows.empty:
+        return cm, 0
+    np.add.at(
+        cm,
+        (rows["y_true"].to_numpy(dtype=int), rows["y_pred"].to_numpy(dtype=int)),
+        rows["n"].to_numpy(dtype=float),
+    )
+    n_runs = int(rows["run_id"].nunique())
+    return (cm / n_runs if how == "mean" else cm), n_runs
+
+
+def confusion_frame(cm: np.ndarray) -> pd.DataFrame:
+    """A ``(J, J)`` confusion matrix in long form for the heatmap.
+
+    Returns:
+        Columns ``true``, ``predicted`` (grades), ``count`` and ``share`` (the row-normalised
+        value: fraction of images of that true grade predicted as ``predicted``; NaN for a
+        grade absent from the test set). One row per cell.
+    """
+    cm = np.asarray(cm, dtype=float)
+    totals = cm.sum(axis=1, keepdims=True)
+    share = np.divide(cm, totals, out=np.full_like(cm, np.nan), where=totals > 0)
+    grades = np.arange(cm.shape[0])
+    true, pred = np.meshgrid(grades, grades, indexing="ij")
+    return pd.DataFrame(
+        {
+            "true": true.ravel(),
+            "predicted": pred.ravel(),
+            "count": cm.ravel(),
+            "share": share.ravel(),
+        }
+    )
+
+
+def grid_frame(
+    table: np.ndarray, *, value: str = "value", rows: str = "KL", columns: str = "CPPD"
+) -> pd.DataFrame:
+    """A 2-D table (e.g. ``(5, 4)`` KL × CPPD) in long form: one row per cell.
+
+    Returns:
+        Columns ``rows`` (row index), ``columns`` (column index) and ``value``.
+    """
+    table = np.asarray(table, dtype=float)
+    r, c = np.meshgrid(np.arange(table.shape[0]), np.arange(table.shape[1]), indexing="ij")
+    return pd.DataFrame({rows: r.ravel(), columns: c.ravel(), value: table.ravel()})
+
+
+# --------------------------------------------------------------------------------------------
+# Statistics and relationship exports
+# --------------------------------------------------------------------------------------------
+
+
+def wilcoxon_seed_shortfall(table: pd.DataFrame, alpha: float = 0.05) -> str | None:
+    """Why no Wilcoxon p-value can be significant, or None when some pair can be.
+
+    The exact two-sided signed-rank test on ``n`` paired seeds cannot give a p-value below
+    ``2 / 2**n`` (every difference with the same sign), so with 5 seeds or fewer no pair
+    can reach ``p < 0.05`` whatever the data: numbers then would only mislead.
+
+    Args:
+        table: ``engine.stats.wilcoxon_pairwise(...).table`` (column ``n_seeds``).
+        alpha: significance level.
+
+    Returns:
+        A sentence saying how many seeds there are and how many are needed, or None.
+    """
+    if table.empty:
+        return None
+    most = int(table["n_seeds"].max())
+    if 2.0 / 2**most < alpha:
+        return None
+    needed = int(math.floor(math.log2(2.0 / alpha))) + 1
+    return (
+        f"With {most} paired seed{'s' * (most != 1)} the Wilcoxon signed-rank test cannot "
+        f"give p < {alpha:g} for any pair (the smallest possible p is {2.0 / 2**most:.3g}), "
+        f"so no p-values are shown. It needs at least {needed} seeds per method."
+    )
+
+
+def relationship_seed_frame(results: Sequence[Any]) -> pd.DataFrame:
+    """Per-seed KL × CPPD scores for export.
+
+    Args:
+        results: `engine.relationship.SeedRelationship` items.
+
+    Returns:
+        Columns ``method``, ``seed``, ``n_images``, ``kld``, ``mae`` and the 20 predicted
+        cells ``pred_kl<i>_cppd<j>``.
+    """
+    rows = []
+    for r in results:
+        row = {"method": r.method, "seed": r.seed, "n_images": r.n_images, "kld": r.kld}
+        row["mae"] = r.mae
+        table = np.asarray(r.table)
+        for i in range(table.shape[0]):
+            for j in range(table.shape[1]):
+                row[f"pred_kl{i}_cppd{j}"] = int(table[i, j])
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def relationship_summary_frame(summary: pd.DataFrame) -> pd.DataFrame:
+    """`engine.relationship.summarise_relationship` without its array columns (for CSV)."""
+    keep = ["method", "n_seeds", "kld_mean", "kld_std", "mae_mean", "mae_std"]
+    return summary[keep].copy() if not summary.empty else pd.DataFrame(columns=keep)
+
+
+def kld_tests_frame(shapiro: Any, kruskal: Any, wilcoxon: Any) -> pd.DataFrame:
+    """The paper's Table 7 from three `engine.stats.TestResult` objects.
+
+    Returns:
+        Columns ``test``, ``models``, ``statistic``, ``p`` (Wilcoxon: the adjusted p, the
+        correction named in ``test``); only tests that produced numbers.
+    """
+    rows = []
+    for r in shapiro.table.dropna(subset=["p"]).itertuples(index=False):
+        rows.append(
+            {
+                "test": "Normality (Shapiro–Wilk)",
+                "models": method_title(r.method),
+                "statistic": r.W,
+                "p": r.p,
+            }
+        )
+    for r in kruskal.table.itertuples(index=False):
+        rows.append(
+            {"test": "Global (Kruskal–Wallis)", "models": "All models", "statistic": r.H, "p": r.p}
+        )
+    for r in wilcoxon.table.itertuples(index=False):
+        rows.append(
+            {
+                "test": f"Pairwise (Wilcoxon, {r.correction})",
+                "models": f"{method_title(r.method_a)} vs. {method_title(r.method_b)}",
+                "statistic": r.statistic,
+                "p": r.p_adj,
+            }
+        )
+    return pd.DataFrame(rows, columns=["test", "models", "statistic", "p"])
+
+
+# Column headers of the statistics tables as shown on the pages.
+TEST_HEADERS: dict[str, str] = {
+    "method": "Method",
+    "n": "n",
+    "normal": "Looks normal",
+    "test": "Test",
+    "methods": "Methods",
+    "method_a": "Method A",
+    "method_b": "Method B",
+    "n_seeds": "Paired seeds",
+    "median_diff": "Median A − B",
+    "statistic": "Statistic",
+    "p_adj": "Adjusted p",
+    "correction": "Correction",
+    "significant": "Differ (α = 0.05)",
+    "factor": "Factor",
+    "group1": "Method A",
+    "group2": "Method B",
+    "meandiff": "Mean B − A",
+    "lower": "95% CI low",
+    "upper": "95% CI high",
+    "reject": "Differ (α = 0.05)",
+    "mean": "Mean",
+}
+P_COLUMNS = frozenset({"p", "p_adj"})
+
+
+def format_test_table(table: pd.DataFrame) -> pd.DataFrame:
+    """A statistics table as text for reading: p-values as ``"< 0.001"`` or 3 significant
+    digits, other numbers with 4 significant digits, yes/no for booleans, blanks for
+    missing cells, and plain-language headers (:data:`TEST_HEADERS`).
+    """
+    out = pd.DataFrame(index=table.index)
+    for column in table.columns:
+        values = table[column]
+        if column in P_COLUMNS:
+            text = [_p_text(v) for v in values]
+        elif values.dtype == bool or str(values.dtype) == "boolean":
+            text = ["" if _is_missing(v) else ("yes" if v else "no") for v in values]
+        elif pd.api.types.is_integer_dtype(values):
+            text = [str(int(v)) for v in values]
+        elif pd.api.types.is_numeric_dtype(values):
+            text = ["" if _is_missing(v) else f"{float(v):.4g}" for v in values]
+        else:
+            text = ["" if _is_missing(v) else str(v) for v in values]
+        out[TEST_HEADERS.get(str(column), str(column))] = text
+    return out
+
+
+def tables_csv(tables: Mapping[str, pd.DataFrame]) -> str:
+    """Several result tables in one CSV: a ``table`` column names each row's table."""
+    frames = [frame.assign(table=name) for name, frame in tables.items() if not frame.empty]
+    if not frames:
+        return "table\n"
+    out = pd.concat(frames, ignore_index=True)
+    return out[["table", *(c for c in out.columns if c != "table")]].to_csv(index=False)
+
+
+def frame_latex(
+    frame: pd.DataFrame,
+    *,
+    caption: str,
+    label: str,
+    digits: int = 3,
+    headers: Mapping[str, str] | None = None,
+) -> str:
+    """Any small results frame as a booktabs LaTeX ``table`` in the paper's style.
+
+    Numbers get ``digits`` decimals; p-values (columns named ``p``/``p_adj``/``p-value``)
+    are written ``$<0.001$`` or with 3 significant digits; missing cells are ``--``.
+
+    Args:
+        frame: the rows to print.
+        caption: table caption (LaTeX).
+        label: ``\\label`` key.
+        digits: decimals for other numbers.
+        headers: column → header text (defaults to the column names).
+    """
+    headers = dict(headers or {})
+    names = [_latex_escape(headers.get(c, str(c))) for c in frame.columns]
+    lines = [
+        r"\begin{table}[!htbp]",
+        r"\centering",
+        rf"\caption{{{caption}}}",
+        rf"\label{{{label}}}",
+        r"\begin{tabular}{l" + "c" * (len(frame.columns) - 1) + "}",
+        r"\toprule\toprule",
+        " & ".join(rf"\textbf{{{n}}}" for n in names) + r" \\",
+        r"\midrule",
+    ]
+    for _, row in frame.iterrows():
+        cells = [_latex_value(row[c], str(c), digits) for c in frame.columns]
+        lines.append(" & ".join(cells) + r" \\")
+    lines += [r"\bottomrule\bottomrule", r"\end{tabular}", r"\end{table}"]
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------------------------
+
+
+def _summary_columns() -> list[str]:
+    columns = ["task", "method", "base_method", "row", "n_seeds"]
+    return columns + [f"{m}_{s}" for m in METRICS for s in ("mean", "std")]
+
+
+def task_order(tasks: Iterable[str]) -> list[str]:
+    """Distinct tasks in the paper's order (CPPD, then KL)."""
+    present = list(dict.fromkeys(str(t) for t in tasks))
+    return sorted(present, key=lambda t: (TASK_ORDER.index(t) if t in TASK_ORDER else 99, t))
+
+
+def _is_missing(value: Any) -> bool:
+    try:
+        return value is None or value is pd.NA or math.isnan(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def _p_text(value: Any) -> str:
+    if _is_missing(value):
+        return ""
+    return "< 0.001" if float(value) < 0.001 else f"{float(value):.3g}"
+
+
+def mean_std_text(mean: Any, std: Any, digits: int) -> str:
+    """``"0.571 ± 0.177"``; ``"0.571 ± –"`` without a std (one seed), ``"–"`` without a mean."""
+    if _is_missing(mean):
+        return "–"
+    std_text = "–" if _is_missing(std) else f"{float(std):.{digits}f}"
+    return f"{float(mean):.{digits}f} ± {std_text}"
+
+
+def _latex_cell(mean: Any, std: Any, digits: int, mark: str) -> str:
+    if _is_missing(mean):
+        return "--"
+    body = f"{float(mean):.{digits}f}"
+    if not _is_missing(std):
+        body += f"_{{{float(std):.{digits}f}}}"
+    if mark == "best":
+        body = rf"\mathbf{{{body}}}"
+    elif mark == "second":
+        body = rf"\mathit{{{body}}}"
+    return f"${body}$"
+
+
+def _latex_value(value: Any, column: str, digits: int) -> str:
+    if isinstance(value, str):
+        return _latex_escape(value)
+    if isinstance(value, bool | np.bool_):
+        return "yes" if value else "no"
+    if _is_missing(value):
+        return "--"
+    if isinstance(value, int | np.integer):
+        return str(int(value))
+    number = float(value)
+    if column.lower() in ("p", "p_adj", "p-value", "p value"):
+        return r"$<0.001$" if number < 0.001 else f"${number:.3g}$"
+    return f"${number:.{digits}f}$"
+
+
+_LATEX_SPECIAL = {
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "\\": r"\textbackslash{}",
+    "×": r"$\times$",
+    "–": "--",
+    "—": "---",
+    "·": r"$\cdot$",
+    "±": r"$\pm$",
+    "α": r"$\alpha$",
+    "Š": r"\v{S}",
+}
+
+
+def _seed_list(seeds: Sequence[int]) -> str:
+    """``"seed 3"`` or ``"seeds 0, 1, 2"``."""
+    return ("seed " if len(seeds) == 1 else "seeds ") + ", ".join(str(s) for s in seeds)
+
+
+def _latex_escape(text: str) -> str:
+    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)

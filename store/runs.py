@@ -221,3 +221,66 @@ def epoch_metrics(run_ids: list[str], *, path: Path | str | None = None) -> pd.D
             "SELECT * FROM epoch_metrics WHERE run_id IN (SELECT unnest(?)) ORDER BY run_id, epoch",
             [run_ids],
         ).df()
+
+
+def run_group_counts(study_ids: list[str], *, path: Path | str | None = None) -> pd.DataFrame:
+    """Stored runs per (study, task, method, seed): how far each search has got.
+
+    A page compares ``n_runs`` with the study's planned configurations per group to tell
+    which seeds of a running (or stopped) study are finished.
+
+    Returns:
+        Columns study_id, task, method, seed, n_runs, n_selected; one row per group with at
+        least one stored run.
+    """
+    with connect(path, read_only=True) as con:
+        return con.execute(
+            """
+            SELECT study_id, task, method, seed, count(*) AS n_runs,
+                   count(*) FILTER (WHERE selected) AS n_selected
+            FROM runs WHERE study_id IN (SELECT unnest(?))
+            GROUP BY ALL ORDER BY study_id, task, method, seed
+            """,
+            [study_ids],
+        ).df()
+
+
+def joint_predictions(
+    study_ids: list[str], *, split: str = "test", path: Path | str | None = None
+) -> pd.DataFrame:
+    """KL and CPPD predictions of the same images, for the KL x CPPD relationship.
+
+    For every selected KL run and the selected CPPD run of the same study, method and seed,
+    one row per image that both runs graded in ``split``. Both runs of a seed share the
+    seed's split, so these are the seed's jointly annotated test images (a CPPD-only image
+    never reaches a KL test set). ``kl_true`` and ``cppd_true`` are the recorded grades
+    the models were scored on (``predictions.y_true``, i.e. ``labels.grade``).
+
+    Returns:
+        Columns study_id, method, seed, image_id, kl_true, cppd_true, kl_pred, cppd_pred
+        (grades as int8), ordered by study, method, seed, image.
+    """
+    with connect(path, read_only=True) as con:
+        return con.execute(
+            """
+            WITH chosen AS (
+                SELECT run_id, study_id, task, method, seed FROM runs
+                WHERE study_id IN (SELECT unnest(?)) AND selected
+            ),
+            graded AS (
+                SELECT c.study_id, c.task, c.method, c.seed, p.image_id, p.y_true, p.y_pred
+                FROM chosen c JOIN predictions p USING (run_id)
+                WHERE p.split = ?
+            )
+            SELECT k.study_id, k.method, k.seed, k.image_id,
+                   k.y_true AS kl_true, c.y_true AS cppd_true,
+                   k.y_pred AS kl_pred, c.y_pred AS cppd_pred
+            FROM graded k
+            JOIN graded c
+              ON c.study_id = k.study_id AND c.method = k.method AND c.seed = k.seed
+             AND c.image_id = k.image_id
+            WHERE k.task = 'KL' AND c.task = 'CPPD'
+            ORDER BY k.study_id, k.method, k.seed, k.image_id
+            """,
+            [study_ids, split],
+        ).df()

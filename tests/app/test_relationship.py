@@ -1,0 +1,69 @@
+"""The KL × CPPD page with real stored predictions (a tiny trained study) and with bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine import relationship
+from store import runs as store_runs
+from tests.app.test_compare import make_store, run_page, texts
+
+PAGE = "../../pages/relationship.py"
+
+
+def test_relationship_page_scores_every_method_of_a_trained_study(finished_study, monkeypatch):
+    at = run_page(finished_study.home, monkeypatch, PAGE)
+    summary = at.dataframe[0].value
+    assert list(summary["method"]) == ["Nominal", "Beta", "Triangular"]
+    assert set(summary["n_seeds"]) == {3}
+
+    # The numbers are the engine's, from the store's joint predictions.
+    joint = store_runs.joint_predictions([finished_study.study_id], path=finished_study.store)
+    _, results = relationship.relationship_by_seed(joint, eps=1e-6)
+    beta = [r.kld for r in results if r.method == "beta"]
+    assert summary.loc[summary["method"] == "Beta", "kld_mean"].iloc[0] == np.mean(beta)
+
+    captions = texts(at, "caption")
+    assert "ε = 1e-06" in captions and "over-estimation" in captions
+    assert len(at.get("vega_lite_chart")) >= 1 + 3 + 2 + 1  # truth, residuals, detail, KLD
+    assert "Shapiro–Wilk" in texts(at, "markdown")
+
+
+def test_relationship_page_widgets(finished_study, monkeypatch):
+    at = run_page(finished_study.home, monkeypatch, PAGE)
+    at.selectbox(key="rel_eps").set_value(1e-4).run()
+    assert "ε = 0.0001" in texts(at, "caption")
+    at.radio(key="rel_units").set_value("points").run()
+    at.selectbox(key="rel_method").set_value("triangular").run()
+    at.selectbox(key="rel_correction").set_value("none").run()
+    at.multiselect(key="rel_methods").set_value(["nominal", "beta"]).run()
+    assert not at.exception
+    assert list(at.dataframe[0].value["method"]) == ["Nominal", "Beta"]
+
+
+def test_relationship_page_with_kl_only_says_cppd_is_missing(tmp_path, monkeypatch):
+    make_store(tmp_path, tasks=("KL",))
+    at = run_page(tmp_path, monkeypatch, PAGE)
+    info = texts(at, "info")
+    assert "KL predictions only" in info and "CPPD" in info
+
+
+def test_relationship_page_with_one_seed_and_one_method(tmp_path, monkeypatch):
+    make_store(tmp_path, seeds=(0,), methods=("beta",))
+    at = run_page(tmp_path, monkeypatch, PAGE)
+    info = texts(at, "info")
+    assert "Shapiro–Wilk needs at least 3 seeds" in info
+    assert "Kruskal–Wallis needs at least 2 methods" in info
+    assert list(at.dataframe[0].value["method"]) == ["Beta"]
+
+
+def test_relationship_page_running_study_uses_finished_seeds(tmp_path, monkeypatch):
+    make_store(tmp_path, seeds=(0, 1, 2, 3), finished_seeds=2)
+    at = run_page(tmp_path, monkeypatch, PAGE)
+    assert "still running" in texts(at, "warning")
+    assert set(at.dataframe[0].value["n_seeds"]) == {2}
+
+
+def test_relationship_page_without_results(tmp_path, monkeypatch):
+    at = run_page(tmp_path, monkeypatch, PAGE)
+    assert "No study has finished runs yet" in texts(at, "info")

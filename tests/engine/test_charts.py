@@ -1,0 +1,126 @@
+"""engine.charts: every chart is a valid Vega-Lite spec showing the numbers it was given."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from engine import charts, compare
+
+
+def _spec(chart) -> dict:
+    return chart.to_dict()  # validates against the Vega-Lite schema
+
+
+def _layer_data(spec: dict, layer: dict) -> pd.DataFrame:
+    name = layer.get("data", spec.get("data", {})).get("name")
+    return pd.DataFrame(spec["datasets"][name])
+
+
+@pytest.fixture
+def scores() -> pd.DataFrame:
+    rng = np.random.default_rng(1)
+    frames = [
+        pd.DataFrame({"method": m, "seed": range(8), "value": rng.normal(mu, 0.05, 8)})
+        for m, mu in (("triangular", 0.45), ("nominal", 0.75), ("beta", 0.5))
+    ]
+    one = pd.DataFrame({"method": ["exponential"], "seed": [0], "value": [0.6]})
+    return pd.concat([*frames, one], ignore_index=True)
+
+
+def test_violin_box_shows_every_seed_and_the_right_summary(scores):
+    spec = _spec(charts.violin_box(scores, value_title="AMAE", title="KL"))
+    layers = spec["layer"]
+    points = _layer_data(spec, layers[-1])
+    assert len(points) == len(scores)
+    tooltip = {t["field"] for t in layers[-1]["encoding"]["tooltip"]}
+    assert {"seed", "value", "Method"} <= tooltip
+
+    rules = [layer for layer in layers if layer["mark"]["type"] == "rule"]
+    mean_rule = next(r for r in rules if r["encoding"]["y"]["field"] == "mean")
+    median_rule = next(r for r in rules if r["encoding"]["y"]["field"] == "median")
+    assert mean_rule["mark"]["color"] == charts.MEAN_COLOUR and mean_rule["mark"]["strokeDash"]
+    assert "strokeDash" not in median_rule["mark"]
+    summary = _layer_data(spec, median_rule).set_index("method")
+    for method, rows in scores.groupby("method"):
+        values = rows["value"].to_numpy()
+        assert summary.loc[method, "median"] == pytest.approx(np.median(values))
+        assert summary.loc[method, "mean"] == pytest.approx(values.mean())
+        assert summary.loc[method, "q1"] == pytest.approx(np.percentile(values, 25))
+        assert summary.loc[method, "q3"] == pytest.approx(np.percentile(values, 75))
+        assert summary.loc[method, "whisker_low"] >= values.min()
+
+    # Methods in the paper's order along x, labelled by name.
+    assert list(summary.sort_values("slot").index) == [
+        "nominal",
+        "beta",
+        "triangular",
+        "exponential",
+    ]
+    assert "Exponential" in layers[-1]["encoding"]["x"]["axis"]["labelExpr"]
+
+    violin = _layer_data(spec, layers[0])
+    assert layers[0]["mark"]["type"] == "area"
+    assert set(violin["method"]) == {"nominal", "beta", "triangular"}  # one seed: no violin
+    assert (violin["x"] <= violin["x2"]).all()
+
+
+def test_violin_box_without_violin_is_a_box_plot(scores):
+    spec = _spec(charts.violin_box(scores, value_title="KLD", violin=False))
+    assert all(layer["mark"]["type"] != "area" for layer in spec["layer"])
+
+
+def test_violin_box_survives_identical_values():
+    same = pd.DataFrame({"method": ["beta"] * 3, "seed": [0, 1, 2], "value": [0.5] * 3})
+    _spec(charts.violin_box(same, value_title="x"))
+
+
+def test_confusion_heatmap_counts_and_row_shares():
+    cm = np.array([[8, 2, 0], [1, 3, 0], [0, 0, 0]])
+    frame = compare.confusion_frame(cm)
+    spec = _spec(charts.confusion_heatmap(frame, normalised=False, title="t"))
+    data = _layer_data(spec, spec["layer"][1]).set_index(["true", "predicted"])
+    assert data.loc[(0, 0), "text"] == "8"
+    assert data.loc[(2, 2), "text"] == "0"
+    assert spec["layer"][0]["encoding"]["color"]["field"] == "value"
+
+    spec = _spec(charts.confusion_heatmap(frame, normalised=True, domain_max=1.0))
+    data = _layer_data(spec, spec["layer"][1]).set_index(["true", "predicted"])
+    assert data.loc[(0, 0), "text"] == "80%"
+    assert data.loc[(1, 1), "text"] == "75%"
+    assert data.loc[(2, 0), "text"] == "–"  # grade absent from the test set
+    assert spec["layer"][0]["encoding"]["color"]["scale"]["domain"] == [0, 1.0]
+
+
+def test_contingency_heatmap_prints_counts():
+    table = np.arange(20).reshape(5, 4)
+    spec = _spec(charts.contingency_heatmap(compare.grid_frame(table), title="truth"))
+    data = _layer_data(spec, spec["layer"][1]).set_index(["KL", "CPPD"])
+    assert data.loc[(4, 3), "text"] == "19"
+    assert spec["layer"][0]["encoding"]["y"]["field"] == "KL"
+
+
+def test_residual_heatmap_diverges_around_zero_red_for_over_estimation():
+    residual = np.zeros((5, 4))
+    residual[0, 0], residual[4, 3] = -3.0, 1.5
+    spec = _spec(charts.residual_heatmap(compare.grid_frame(residual), title="Beta", limit=4.0))
+    scale = spec["layer"][0]["encoding"]["color"]["scale"]
+    assert scale["domainMid"] == 0 and scale["domain"] == [-4.0, 4.0]
+    assert scale["scheme"] == "redblue" and scale["reverse"] is True  # high = red
+    data = _layer_data(spec, spec["layer"][1]).set_index(["KL", "CPPD"])
+    assert data.loc[(4, 3), "text"] == "+1.5"
+    assert data.loc[(0, 0), "text"] == "-3.0"
+    points = _spec(charts.residual_heatmap(compare.grid_frame(residual / 100), unit="points"))
+    assert (
+        _layer_data(points, points["layer"][1]).set_index(["KL", "CPPD"]).loc[(4, 3), "text"]
+        == "+1.5"
+    )
+
+
+def test_seed_tables_facet_one_table_per_seed():
+    frames = [compare.grid_frame(np.full((5, 4), s)).assign(seed=s) for s in range(3)]
+    spec = _spec(charts.seed_tables(pd.concat(frames, ignore_index=True)))
+    assert spec["facet"]["field"] == "seed"
+    data = pd.DataFrame(spec["datasets"][spec["data"]["name"]])
+    assert len(data) == 60
