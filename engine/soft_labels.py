@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
-from dlordinal.losses import BetaLoss, BinomialLoss, ExponentialLoss, TriangularLoss
-from torch import nn
+
+if TYPE_CHECKING:
+    from torch import nn
 
 METHODS: tuple[str, ...] = ("nominal", "binomial", "beta", "triangular", "exponential")
 
@@ -102,6 +103,8 @@ def soft_label_matrix(
 
     For soft methods this includes the ``eta`` mix with one-hot (eta defaults to 1).
     """
+    import torch
+
     loss = make_loss(method, num_classes, params or MethodParams(lr=1e-3))
     eye = torch.eye(num_classes)
     if method == "nominal":
@@ -112,6 +115,11 @@ def soft_label_matrix(
 
 def make_loss(method: str, num_classes: int, params: MethodParams) -> nn.Module:
     """The training loss of ``method``: dlordinal's class over ``nn.CrossEntropyLoss``."""
+    # torch and dlordinal load here, not at import: pages that only need the method list
+    # and grid sizes then open without paying ~2 s of imports.
+    from dlordinal.losses import BetaLoss, BinomialLoss, ExponentialLoss, TriangularLoss
+    from torch import nn
+
     check_method(method)
     if num_classes < 2:
         raise ValueError(f"{num_classes=} must be >= 2")

@@ -29,7 +29,7 @@ from torch import nn
 from engine.config import TrainConfig
 from engine.data import TaskSplit
 from engine.metrics import compute_metrics
-from engine.soft_labels import make_loss
+from engine.soft_labels import make_loss, soft_label_matrix
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +38,9 @@ log = logging.getLogger(__name__)
 GREY_MEAN = 0.449
 GREY_STD = 0.226
 EVAL_BATCH = 512
+# When the model is compiled (bench/train_throughput.py compares), CUDA graphs come from
+# `GraphedSteps`, so torch.compile must not add its own.
+COMPILE_MODE = "default"
 
 
 class RunCancelled(Exception):
@@ -186,18 +189,144 @@ def train_one_epoch(
 def evaluate(
     model: nn.Module, criterion: nn.Module, x: torch.Tensor, y: torch.Tensor, *, fast: bool
 ) -> tuple[float, torch.Tensor]:
-    """Mean loss and softmax probabilities (N, J) over a whole split."""
+    """Mean loss and softmax probabilities (N, J) over a whole split.
+
+    The fast path pads the last batch to ``EVAL_BATCH`` so a compiled model sees one shape
+    (in eval mode batch norm uses running statistics, so padding changes no output).
+    """
     model.eval()
     probs, total = [], torch.zeros((), device=x.device)
     for start in range(0, len(y), EVAL_BATCH):
         xb = x[start : start + EVAL_BATCH]
+        n = len(xb)
         if fast:
+            if n < EVAL_BATCH:
+                xb = torch.cat([xb, xb.new_zeros((EVAL_BATCH - n, *xb.shape[1:]))])
             xb = xb.contiguous(memory_format=torch.channels_last)
         with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=fast):
-            logits = model(xb).float()
-        total += criterion(logits, y[start : start + EVAL_BATCH]) * len(xb)
+            logits = model(xb)[:n].float()
+        total += criterion(logits, y[start : start + n]) * n
         probs.append(torch.softmax(logits, dim=1))
     return float(total) / max(len(y), 1), torch.cat(probs)
+
+
+def soft_target_cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy against probability targets (N, J): what ``nn.CrossEntropyLoss``
+    computes when dlordinal's ``CustomTargetsLoss`` hands it soft targets."""
+    return -(targets * torch.log_softmax(logits.float(), dim=1)).sum(dim=1).mean()
+
+
+class GraphedSteps:
+    """The whole training step (forward, soft-target loss, backward, fused Adam) and the
+    evaluation forward, each captured once as a CUDA graph and replayed for every batch of
+    every run.
+
+    Everything a run changes lives in tensors the graphs read: the batch buffers, the
+    (J, J) target matrix (dlordinal's soft labels mixed by eta), the learning rate and the
+    optimiser state, which `reset` rewrites in place. So one capture serves all methods and
+    configurations, with no recompilation and no launch overhead per kernel.
+    """
+
+    def __init__(self, model: nn.Module, num_classes: int, device: torch.device) -> None:
+        self.model = model
+        self.device = device
+        self.lr = torch.tensor(1e-3, device=device)
+        self.targets = torch.eye(num_classes, device=device)
+        self.optimizer = torch.optim.Adam(
+            model.parameters(), lr=self.lr, fused=True, capturable=True
+        )
+        self._train: dict[int, tuple[torch.cuda.CUDAGraph, dict[str, torch.Tensor]]] = {}
+        self._eval: tuple[torch.cuda.CUDAGraph, dict[str, torch.Tensor]] | None = None
+
+    def reset(self, lr: float, target_matrix: torch.Tensor) -> None:
+        """Zero the optimiser state and set this run's learning rate and targets in place."""
+        self.lr.fill_(lr)
+        self.targets.copy_(target_matrix)
+        for state in self.optimizer.state.values():
+            for value in state.values():
+                if torch.is_tensor(value):
+                    value.zero_()
+
+    def _train_graph(self, x: torch.Tensor) -> tuple[torch.cuda.CUDAGraph, dict[str, torch.Tensor]]:
+        batch = len(x)
+        if batch in self._train:
+            return self._train[batch]
+        static = {
+            "x": x.clone().contiguous(memory_format=torch.channels_last),
+            "y": torch.zeros(batch, dtype=torch.long, device=self.device),
+        }
+        snapshot = copy.deepcopy(self.model.state_dict())
+
+        def step() -> torch.Tensor:
+            # cache_enabled=False: cached weight casts must not outlive a captured step
+            with torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False):
+                logits = self.model(static["x"])
+            loss = soft_target_cross_entropy(logits, self.targets[static["y"]])
+            loss.backward()
+            self.optimizer.step()
+            self.optimizer.zero_grad(set_to_none=False)
+            return loss.detach()
+
+        self.model.train()
+        # Warm up on a side stream (creates optimiser state, lets cuDNN pick kernels), as
+        # torch.cuda.graphs asks, then capture one step.
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                step()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            static["loss"] = step()
+        # The warm-up steps trained the model; put weights and optimiser state back.
+        self.model.load_state_dict(snapshot)
+        self.reset(float(self.lr), self.targets.clone())
+        self._train[batch] = (graph, static)
+        return graph, static
+
+    def train_step(self, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+        """One optimiser step on a batch; returns the (graph-owned) loss tensor."""
+        graph, static = self._train_graph(xb)
+        static["x"].copy_(xb)
+        static["y"].copy_(yb)
+        graph.replay()
+        return static["loss"]
+
+    @torch.no_grad()
+    def predict_logits(self, x: torch.Tensor) -> torch.Tensor:
+        """Logits (N, J) of a whole split, in padded fixed-size batches through one graph."""
+        if self._eval is None:
+            static = {
+                "x": torch.zeros(
+                    (EVAL_BATCH, *x.shape[1:]), dtype=x.dtype, device=self.device
+                ).contiguous(memory_format=torch.channels_last)
+            }
+            self.model.eval()
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with (
+                torch.cuda.stream(side),
+                torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False),
+            ):
+                for _ in range(2):
+                    self.model(static["x"])
+            torch.cuda.current_stream().wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with (
+                torch.cuda.graph(graph),
+                torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False),
+            ):
+                static["logits"] = self.model(static["x"]).float()
+            self._eval = (graph, static)
+        graph, static = self._eval
+        out = []
+        for start in range(0, len(x), EVAL_BATCH):
+            xb = x[start : start + EVAL_BATCH]
+            static["x"][: len(xb)].copy_(xb)
+            graph.replay()
+            out.append(static["logits"][: len(xb)].clone())
+        return torch.cat(out)
 
 
 class Trainer:
@@ -211,6 +340,8 @@ class Trainer:
         fast: bool,
         weights_path: str | None = None,
         compile_model: bool | None = None,
+        compile_mode: str | None = None,
+        cuda_graphs: bool = True,
     ) -> None:
         self.device = device
         self.fast = fast
@@ -220,8 +351,23 @@ class Trainer:
             self.model.to(memory_format=torch.channels_last)
         # Pretrained weights are restored before each run; random init is re-drawn per seed.
         self._initial = copy.deepcopy(self.model.state_dict()) if weights_path else None
-        compile_model = fast if compile_model is None else compile_model
-        self.step_model: nn.Module = torch.compile(self.model) if compile_model else self.model
+        # Compiling fuses batch norm and activations (+45 % images/s on an H200, see
+        # bench/RESULTS.md) for ~30 s once per trainer; worth it for a slot that runs many.
+        compile_model = (fast and device.type == "cuda") if compile_model is None else compile_model
+        if fast and device.type == "cuda":
+            torch.backends.cudnn.benchmark = True
+        self.step_model: nn.Module = (
+            torch.compile(self.model, mode=compile_mode or COMPILE_MODE)
+            if compile_model
+            else self.model
+        )
+        # On CUDA the fast path replays CUDA graphs of whole steps; elsewhere it only
+        # switches precision and layout (so CPU tests can compare it with the plain path).
+        self.graphs = (
+            GraphedSteps(self.step_model, num_classes, device)
+            if fast and cuda_graphs and device.type == "cuda"
+            else None
+        )
 
     def reset(self, seed: int) -> None:
         """Re-initialise weights in place for a new run (no new model, no recompile)."""
@@ -257,9 +403,14 @@ class Trainer:
         self.reset(config.seed)
         data = data.to(self.device)
         criterion = make_loss(config.method, config.num_classes, config.params).to(self.device)
-        optimizer = torch.optim.Adam(
-            self.model.parameters(), lr=config.lr, fused=self.device.type == "cuda"
-        )
+        if self.graphs is not None:
+            matrix = soft_label_matrix(config.method, config.num_classes, config.params)
+            self.graphs.reset(config.lr, torch.as_tensor(matrix, device=self.device))
+            optimizer = self.graphs.optimizer
+        else:
+            optimizer = torch.optim.Adam(
+                self.model.parameters(), lr=config.lr, fused=self.device.type == "cuda"
+            )
         generator = torch.Generator().manual_seed(config.seed)
         best = _Best()
         history: list[EpochStats] = []
@@ -267,19 +418,8 @@ class Trainer:
             if should_stop is not None and should_stop():
                 raise RunCancelled(f"cancelled before epoch {epoch}")
             t0 = time.perf_counter()
-            train_loss = train_one_epoch(
-                self.step_model,
-                criterion,
-                optimizer,
-                data.x_train,
-                data.y_train,
-                batch_size=config.batch_size,
-                generator=generator,
-                fast=self.fast,
-            )
-            val_loss, val_probs = evaluate(
-                self.step_model, criterion, data.x_val, data.y_val, fast=self.fast
-            )
+            train_loss = self._train_epoch(criterion, optimizer, data, config, generator)
+            val_loss, val_probs = self._evaluate(criterion, data.x_val, data.y_val)
             val_amae = _amae(data.y_val, val_probs, config.num_classes)
             if val_loss < best.loss:
                 best.update(epoch, val_loss, self.model)
@@ -292,10 +432,8 @@ class Trainer:
             if epoch - best.epoch >= config.patience:
                 break
         self.model.load_state_dict(best.state)
-        _, val_probs = evaluate(self.step_model, criterion, data.x_val, data.y_val, fast=self.fast)
-        _, test_probs = evaluate(
-            self.step_model, criterion, data.x_test, data.y_test, fast=self.fast
-        )
+        _, val_probs = self._evaluate(criterion, data.x_val, data.y_val)
+        _, test_probs = self._evaluate(criterion, data.x_test, data.y_test)
         return FitResult(
             best_epoch=best.epoch,
             epochs_run=len(history),
@@ -307,6 +445,47 @@ class Trainer:
             weights_init=self.weights_init,
             state_dict={k: v.detach().cpu().clone() for k, v in best.state.items()},
         )
+
+    def _train_epoch(
+        self,
+        criterion: nn.Module,
+        optimizer: torch.optim.Optimizer,
+        data: TaskSplit,
+        config: TrainConfig,
+        generator: torch.Generator,
+    ) -> float:
+        if self.graphs is None:
+            return train_one_epoch(
+                self.step_model,
+                criterion,
+                optimizer,
+                data.x_train,
+                data.y_train,
+                batch_size=config.batch_size,
+                generator=generator,
+                fast=self.fast,
+            )
+        x, y = data.x_train, data.y_train
+        n = len(y)
+        batch = min(config.batch_size, n)
+        order = torch.randperm(n, generator=generator).to(self.device)
+        flips = (torch.rand(n, generator=generator) < 0.5).to(self.device)
+        total = torch.zeros((), device=self.device)
+        steps = n // batch  # static shapes: the last partial batch is dropped
+        for k in range(steps):
+            idx = order[k * batch : (k + 1) * batch]
+            xb = torch.where(flips[idx].view(-1, 1, 1, 1), x[idx].flip(-1), x[idx])
+            total += self.graphs.train_step(xb, y[idx])
+        return float(total) / max(steps, 1)
+
+    def _evaluate(
+        self, criterion: nn.Module, x: torch.Tensor, y: torch.Tensor
+    ) -> tuple[float, torch.Tensor]:
+        if self.graphs is None:
+            return evaluate(self.step_model, criterion, x, y, fast=self.fast)
+        logits = self.graphs.predict_logits(x)
+        loss = soft_target_cross_entropy(logits, self.graphs.targets[y])
+        return float(loss), torch.softmax(logits, dim=1)
 
 
 @dataclass
@@ -343,6 +522,5 @@ def fit(
         device=device,
         fast=fast,
         weights_path=config.weights_path,
-        compile_model=fast and device.type == "cuda",
     )
     return trainer.fit(config, data, on_epoch_end=on_epoch_end, should_stop=should_stop)

@@ -17,6 +17,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import yaml
 
 from engine.config import SpecError, StudySpec
@@ -111,7 +112,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     if jobs.empty:
         print("no jobs")
     for _, j in jobs.iterrows():
-        total = "?" if j.runs_total is None or j.runs_total != j.runs_total else int(j.runs_total)
+        total = "?" if pd.isna(j.runs_total) else int(j.runs_total)
         print(f"{j.job_id}  {j.status:<10} {j.runs_done}/{total} runs  {j.study_name}")
     return 0
 
@@ -128,6 +129,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 def cmd_worker(args: argparse.Namespace) -> int:
     """Run the worker daemon until interrupted."""
+    from jobs.runner import WorkerOptions
     from jobs.worker import make_worker
 
     _open_store()
@@ -137,6 +139,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         slots_per_gpu=args.slots_per_gpu,
         cpu_slots=args.cpu_slots,
         address=args.address,
+        options=WorkerOptions(beat_s=args.beat_s, stale_after_s=args.stale_after_s),
     )
     try:
         worker.serve()
@@ -154,16 +157,38 @@ def cmd_up(args: argparse.Namespace) -> int:
     alive = store_jobs.list_workers(path=path)
     if not (len(alive) and alive["alive"].any()):
         worker = subprocess.Popen(
-            [sys.executable, "-m", "jobs", "worker", "--device", args.device,
-             "--cpu-slots", str(args.cpu_slots), "--slots-per-gpu", str(args.slots_per_gpu)]
+            [
+                sys.executable,
+                "-m",
+                "jobs",
+                "worker",
+                "--device",
+                args.device,
+                "--cpu-slots",
+                str(args.cpu_slots),
+                "--slots-per-gpu",
+                str(args.slots_per_gpu),
+            ]
         )
     app = Path(__file__).resolve().parent.parent / "app.py"
     print(f"SoftGrade on http://127.0.0.1:{args.port} (store {path}); Ctrl+C stops both")
     try:
         return subprocess.call(
-            [sys.executable, "-m", "streamlit", "run", str(app), "--server.address", "127.0.0.1",
-             "--server.port", str(args.port), "--server.headless", "true",
-             "--browser.gatherUsageStats", "false"]
+            [
+                sys.executable,
+                "-m",
+                "streamlit",
+                "run",
+                str(app),
+                "--server.address",
+                "127.0.0.1",
+                "--server.port",
+                str(args.port),
+                "--server.headless",
+                "true",
+                "--browser.gatherUsageStats",
+                "false",
+            ]
         )
     except KeyboardInterrupt:
         return 0
@@ -196,6 +221,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_cancel)
     p = sub.add_parser("worker", help="run the worker daemon")
     _add_executor_args(p, with_device=True)
+    p.add_argument("--beat-s", type=float, default=5.0, help="heartbeat interval (seconds)")
+    p.add_argument(
+        "--stale-after-s",
+        type=float,
+        default=30.0,
+        help="requeue running jobs whose worker has not beaten for this long",
+    )
     p.set_defaults(func=cmd_worker)
     p = sub.add_parser("up", help="start the app and a worker")
     _add_executor_args(p, with_device=True)

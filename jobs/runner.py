@@ -11,6 +11,7 @@ a requeued job resumes at its first unfinished run.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import socket
@@ -32,7 +33,7 @@ from jobs.slots import Message, RunTask
 from store import datasets as store_datasets
 from store import jobs as store_jobs
 from store import runs as store_runs
-from store.db import default_store_path, init_schema, softgrade_home
+from store.db import LOCK_STATS, default_store_path, init_schema, softgrade_home
 from store.jobs import Job, JobStatus
 
 log = logging.getLogger(__name__)
@@ -93,6 +94,9 @@ class Worker:
         self._stop = threading.Event()
         self._beater = threading.Thread(target=self._beat_loop, name="heartbeat", daemon=True)
         self._beater.start()
+        # Stop the heartbeat thread before the interpreter tears down: a daemon thread caught
+        # inside DuckDB during finalisation aborts the process.
+        atexit.register(self._stop_beating)
         log.info(
             "worker %s up with %d slot(s) on %s",
             self.worker_id,
@@ -114,9 +118,15 @@ class Worker:
         finally:
             self.close()
 
+    def _stop_beating(self) -> None:
+        self._stop.set()
+        if self._beater.is_alive() and self._beater is not threading.current_thread():
+            self._beater.join(timeout=5)
+
     def close(self) -> None:
         """Stop heartbeats and slots; mark the worker stopped."""
-        self._stop.set()
+        self._stop_beating()
+        atexit.unregister(self._stop_beating)
         self.executor.close()
         store_jobs.beat_worker(self.worker_id, stopped=True, path=self.store_path)
 
@@ -185,6 +195,11 @@ class Worker:
 
     def _finish(self, state: _JobState) -> None:
         job = state.job
+        self._log(
+            job,
+            f"store lock retries in this worker so far: {LOCK_STATS.retries} "
+            f"({LOCK_STATS.waited_s:.2f} s waited)",
+        )
         if state.error is not None:
             store_jobs.fail_job(job.job_id, state.error, path=self.store_path)
         elif state.cancel:
@@ -234,6 +249,12 @@ class Worker:
         for lost in store_runs.select_best_runs(state.job.study_id, path=self.store_path):
             Path(lost).unlink(missing_ok=True)
         state.runs_done += 1
+        self._log(
+            state.job,
+            f"run {state.runs_done}/{state.runs_total} done: {run.task} {run.method} seed "
+            f"{run.seed} config {run.config_index}, val AMAE {msg['val_amae']:.3f}, best epoch "
+            f"{msg['best_epoch']}/{msg['epochs_run']}, {msg['duration_s']:.1f} s",
+        )
         self._progress(state, force=True, current_run=run.run_id, val_amae=msg["val_amae"])
 
     def _progress(
@@ -263,6 +284,18 @@ class Worker:
         )
         if cancel and not state.cancel:
             state.cancel = True
+            self.executor.set_cancel(True)
+            self._log(state.job, "cancel seen; stopping at the next epoch boundary")
+
+    def _beat_job(self, state: _JobState) -> None:
+        """Keep the job's heartbeat fresh (and notice a cancel) even while no epoch ends,
+        e.g. during dataset preparation or compilation. Leaves the progress throttle alone."""
+        cancel = store_jobs.update_progress(
+            state.job.job_id, worker_id=self.worker_id, path=self.store_path
+        )
+        if cancel and not state.cancel:
+            state.cancel = True
+            self.executor.set_cancel(True)
             self._log(state.job, "cancel seen; stopping at the next epoch boundary")
 
     def _beat_loop(self) -> None:
@@ -271,7 +304,7 @@ class Worker:
                 store_jobs.beat_worker(self.worker_id, path=self.store_path)
                 state = self._current
                 if state is not None:
-                    self._progress(state, force=True)
+                    self._beat_job(state)
             except Exception:  # noqa: BLE001 - a missed beat must not kill the worker
                 log.warning("heartbeat failed", exc_info=True)
 

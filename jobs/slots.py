@@ -74,7 +74,6 @@ class SlotState:
                 device=self.device,
                 fast=fast,
                 weights_path=config.weights_path,
-                compile_model=fast and self.device.type == "cuda",
             )
         return self.trainers[key]
 

@@ -7,7 +7,7 @@ import logging
 import torch
 
 from jobs.executors import Executor, InlineExecutor, LocalExecutor, plan_slots
-from jobs.runner import Worker
+from jobs.runner import Worker, WorkerOptions
 
 log = logging.getLogger(__name__)
 
@@ -39,13 +39,22 @@ def make_executor(
     if kind == "ray":
         from jobs.ray_executor import RayExecutor
 
-        return RayExecutor(address=address, device=device, slots_per_gpu=slots_per_gpu or 1)
+        # No free-memory probe here: the worker's machine need not have the cluster's GPUs.
+        return RayExecutor(
+            address=address, device=device, slots_per_gpu=slots_per_gpu or 1, cpu_slots=cpu_slots
+        )
     k = slots_per_gpu or auto_slots_per_gpu()
     return LocalExecutor(plan_slots(device, k, cpu_slots))
 
 
 def make_worker(
-    *, executor: str, device: str, slots_per_gpu: int, cpu_slots: int, address: str | None
+    *,
+    executor: str,
+    device: str,
+    slots_per_gpu: int,
+    cpu_slots: int,
+    address: str | None,
+    options: WorkerOptions | None = None,
 ) -> Worker:
     """A worker on the default store with the chosen executor."""
     return Worker(
@@ -57,4 +66,5 @@ def make_worker(
             address=address,
         ),
         executor_name=executor,
+        options=options,
     )

@@ -135,7 +135,9 @@ def finished_study(tmp_path_factory: pytest.TempPathFactory) -> FinishedStudy:
     home = tmp_path_factory.mktemp("finished-study")
     store = home / "softgrade.duckdb"
     init_schema(store)
-    spec = StudySpec.from_dict(tiny_study(seeds=[0, 1, 2], methods=["nominal", "beta", "triangular"]))
+    spec = StudySpec.from_dict(
+        tiny_study(seeds=[0, 1, 2], methods=["nominal", "beta", "triangular"])
+    )
     job_id = store_jobs.enqueue_job(spec.to_dict(), path=store)
     Worker(InlineExecutor("cpu"), store_path=store, home=home).serve(stop_when_idle=True)
     job = store_jobs.get_job(job_id, path=store)

@@ -92,9 +92,8 @@ def test_local_imagenet_weights_file_is_used_and_recorded(tmp_path):
         build_model(5, str(tmp_path / "missing.pth"))
 
 
-def test_fast_path_learns_like_the_plain_path_on_cpu():
-    """bf16 + channels-last (the fast recipe, without a GPU) reaches the plain path's
-    accuracy on a problem both can solve: the mean brightness gives the grade."""
+def _brightness_problem() -> tuple[TaskSplit, torch.Tensor]:
+    """Four grades that the mean brightness gives away: any working trainer learns it."""
     gen = torch.Generator().manual_seed(0)
     y = torch.arange(4).repeat(24)
     x = (y.view(-1, 1, 1, 1) * 60 + torch.randint(0, 30, (96, 1, 32, 32), generator=gen)).to(
@@ -111,18 +110,54 @@ def test_fast_path_learns_like_the_plain_path_on_cpu():
         [str(i) for i in range(16)],
         4,
     )
+    return data, y[80:]
+
+
+@pytest.mark.parametrize("method", ["nominal", "triangular"])
+def test_fast_path_learns_like_the_plain_path(device, method):
+    """bf16 + channels-last (+ CUDA graphs of whole steps on a GPU) reaches the plain path's
+    accuracy on the same problem."""
+    data, y_test = _brightness_problem()
     accuracies = {}
     for fast in (False, True):
-        result = fit(
-            _config(method="nominal", max_epochs=8, patience=8, batch_size=16, fast=fast, lr=1e-3),
-            data,
+        config = _config(
+            method=method,
+            max_epochs=8,
+            patience=8,
+            batch_size=16,
+            fast=fast,
+            lr=1e-3,
+            device=device,
         )
-        accuracies[fast] = float((result.test_probs.argmax(1) == y[80:].numpy()).mean())
+        result = fit(config, data)
+        accuracies[fast] = float((result.test_probs.argmax(1) == y_test.numpy()).mean())
     assert accuracies[False] >= 0.75 and accuracies[True] >= 0.75
 
 
+@pytest.mark.parametrize("method", ["nominal", "binomial", "beta", "triangular", "exponential"])
+def test_graph_loss_equals_dlordinal_loss(method):
+    from engine.soft_labels import MethodParams, make_loss, soft_label_matrix
+    from engine.train import soft_target_cross_entropy
+
+    params = MethodParams(lr=1e-3, eta=0.8, alpha2=0.05, p=1.5)
+    logits = torch.randn(32, 5, generator=torch.Generator().manual_seed(1))
+    y = torch.randint(0, 5, (32,), generator=torch.Generator().manual_seed(2))
+    matrix = torch.as_tensor(soft_label_matrix(method, 5, params))
+    expected = make_loss(method, 5, params)(logits, y)
+    torch.testing.assert_close(soft_target_cross_entropy(logits, matrix[y]), expected)
+
+
 def test_a_leftover_batch_of_one_image_does_not_break_batch_norm(images, labels):
-    data = TaskSplit(images[:5], labels[:5], images[:4], labels[:4], images[4:], labels[4:],
-                     [str(i) for i in range(4)], [str(i) for i in range(4)], 4)
+    data = TaskSplit(
+        images[:5],
+        labels[:5],
+        images[:4],
+        labels[:4],
+        images[4:],
+        labels[4:],
+        [str(i) for i in range(4)],
+        [str(i) for i in range(4)],
+        4,
+    )
     result = fit(_config(max_epochs=1, batch_size=4), data)
     assert result.epochs_run == 1

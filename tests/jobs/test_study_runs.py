@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from engine.config import StudySpec
 from jobs.executors import InlineExecutor
 from jobs.runner import Worker
@@ -16,9 +18,12 @@ def test_finished_study_stores_every_run_with_val_and_test_predictions(finished_
     assert len(runs) == 3 * 2 * 3  # seeds x tasks x methods, budget 1
     assert runs["selected"].all()
     with connect(finished_study.store, read_only=True) as con:
-        splits = con.execute(
-            "SELECT DISTINCT run_id, split FROM predictions"
-        ).df().groupby("run_id")["split"].apply(set)
+        splits = (
+            con.execute("SELECT DISTINCT run_id, split FROM predictions")
+            .df()
+            .groupby("run_id")["split"]
+            .apply(set)
+        )
     assert (splits == {"val", "test"}).all()
 
 
@@ -52,10 +57,9 @@ def test_a_job_resumes_without_redoing_finished_runs(tmp_path):
     spec = StudySpec.from_dict(tiny_study(methods=["nominal", "beta"], tasks=["CPPD"]))
     dying = _DiesAfterFirstRun(InlineExecutor("cpu"), store_path=store, home=tmp_path)
     job_id = store_jobs.enqueue_job(spec.to_dict(), path=store)
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         dying.run_once()
-    except KeyboardInterrupt:
-        pass
+    dying.close()
     study_id = store_jobs.get_job(job_id, path=store).study_id
     first = store_runs.list_runs([study_id], path=store)
     assert len(first) == 1 and store_jobs.get_job(job_id, path=store).status == "running"
@@ -65,6 +69,7 @@ def test_a_job_resumes_without_redoing_finished_runs(tmp_path):
     worker = Worker(InlineExecutor("cpu"), store_path=store, home=tmp_path)
     worker._handle = _spy(worker._handle, trained)
     worker.run_once()
+    worker.close()
     runs = store_runs.list_runs([study_id], path=store)
     assert len(runs) == 2 and first.run_id.iloc[0] in set(runs.run_id)
     assert first.run_id.iloc[0] not in trained

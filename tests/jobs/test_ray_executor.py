@@ -1,0 +1,198 @@
+"""The Ray executor on a local Ray instance (2 CPUs): a study, a dying actor, cancel."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from engine.config import StudySpec  # noqa: E402
+from engine.study import plan_runs  # noqa: E402
+from jobs.ray_executor import RayExecutor, SlotActor  # noqa: E402
+from jobs.runner import Worker, WorkerOptions  # noqa: E402
+from jobs.slots import RunTask  # noqa: E402
+from store import jobs as store_jobs  # noqa: E402
+from store import runs as store_runs  # noqa: E402
+from store.db import connect  # noqa: E402
+from tests.conftest import tiny_study  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def ray_local(request):
+    """One local Ray instance for the module; RayExecutor joins it instead of starting one."""
+    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
+    request.addfinalizer(ray.shutdown)
+
+
+class _Recording(Worker):
+    """A worker that keeps every message it handles."""
+
+    def __init__(self, *args, **kwargs):
+        self.messages: list[dict] = []
+        super().__init__(*args, **kwargs)
+
+    def _handle(self, state, msg):
+        self.messages.append(msg)
+        super()._handle(state, msg)
+
+
+def _run_study(worker: Worker, store: Path, **overrides) -> store_jobs.Job:
+    job_id = store_jobs.enqueue_job(
+        StudySpec.from_dict(tiny_study(**overrides)).to_dict(), path=store
+    )
+    worker.serve(stop_when_idle=True)
+    return store_jobs.get_job(job_id, path=store)
+
+
+def _row_counts(store: Path) -> tuple[int, int, int, int]:
+    """(runs, distinct run ids, prediction rows, distinct prediction keys)."""
+    with connect(store, read_only=True) as con:
+        runs, distinct = con.execute("SELECT count(*), count(DISTINCT run_id) FROM runs").fetchone()
+        preds, keys = con.execute(
+            "SELECT count(*), count(DISTINCT (run_id, split, image_id)) FROM predictions"
+        ).fetchone()
+    return runs, distinct, preds, keys
+
+
+def test_a_tiny_study_runs_on_ray_actors_and_stores_every_run_once(ray_local, tmp_path):
+    store = tmp_path / "softgrade.duckdb"
+    executor = RayExecutor(cpu_slots=2)
+    assert executor.slots == 2 and executor.devices == ["cpu", "cpu"]
+    assert all(d["pid"] != os.getpid() for d in executor._devices)
+    worker = _Recording(executor, store_path=store, home=tmp_path, executor_name="ray")
+
+    job = _run_study(worker, store)
+
+    assert job.status == "succeeded", job
+    runs = store_runs.list_runs([job.study_id], path=store)
+    assert len(runs) == 4  # 2 tasks x 2 methods, budget 1
+    runs_n, distinct, preds, keys = _row_counts(store)
+    assert runs_n == distinct == 4 and preds == keys > 0
+    assert (runs["device"] == "cpu").all()
+    epochs = [m for m in worker.messages if m["kind"] == "epoch"]
+    assert len(epochs) == 4 * 2  # progress came back from the actors, 2 epochs per run
+    assert {m["slot"] for m in worker.messages} == {0, 1}  # both actors trained
+
+
+def test_an_actor_dying_mid_run_is_replaced_and_the_run_stored_once(ray_local, tmp_path):
+    marker = tmp_path / "crashed-run"
+
+    class DiesOnceAfterAnEpoch(SlotActor):
+        """Kills its own process after the first epoch message of the whole test."""
+
+        def _emit(self, message):
+            super()._emit(message)
+            if message["kind"] != "epoch":
+                return
+            try:  # O_EXCL: exactly one actor of the two wins, exactly once
+                fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                return
+            os.write(fd, message["run_id"].encode())
+            os.close(fd)
+            ray.get(self._last_put)  # the worker sees the epoch, so this is truly mid-run
+            os._exit(1)
+
+    store = tmp_path / "softgrade.duckdb"
+    executor = RayExecutor(cpu_slots=2, actor_class=DiesOnceAfterAnEpoch)
+    worker = _Recording(executor, store_path=store, home=tmp_path, executor_name="ray")
+
+    job = _run_study(worker, store)
+
+    assert job.status == "succeeded", job
+    crashed = marker.read_text()
+    assert executor.restarts == 1
+    runs = store_runs.list_runs([job.study_id], path=store)
+    assert len(runs) == 4 and crashed in set(runs.run_id)
+    runs_n, distinct, preds, keys = _row_counts(store)
+    assert runs_n == distinct == 4 and preds == keys
+    done = pd.Series([m["run_id"] for m in worker.messages if m["kind"] == "done"])
+    assert done.is_unique and len(done) == 4
+    first_epochs = [m for m in worker.messages if m["kind"] == "epoch" and m["run_id"] == crashed]
+    assert [m["epoch"] for m in first_epochs] == [1, 1, 2]  # died after epoch 1, then retried
+
+
+class _CancelsDuringSecondRun(_Recording):
+    """Asks for cancel (as the Jobs page does) at the first epoch after a run was stored."""
+
+    requested = False
+
+    def _handle(self, state, msg):
+        if msg["kind"] == "epoch" and state.runs_done >= 1 and not self.requested:
+            self.requested = True
+            self.cancelled_run = msg["run_id"]
+            store_jobs.request_cancel(state.job.job_id, path=self.store_path)
+        super()._handle(state, msg)
+
+
+def test_cancel_reaches_a_running_ray_actor_and_keeps_finished_runs(ray_local, tmp_path):
+    store = tmp_path / "softgrade.duckdb"
+    max_epochs = 8
+    executor = RayExecutor(cpu_slots=1)
+    worker = _CancelsDuringSecondRun(
+        executor,
+        store_path=store,
+        home=tmp_path,
+        options=WorkerOptions(progress_every_s=0),  # see the cancel at the next epoch message
+        executor_name="ray",
+    )
+
+    job = _run_study(
+        worker,
+        store,
+        tasks=["CPPD"],
+        methods=["nominal", "beta", "triangular"],
+        max_epochs=max_epochs,
+        patience=max_epochs,
+    )
+
+    assert job.status == "cancelled", job
+    runs = store_runs.list_runs([job.study_id], path=store)
+    assert len(runs) == 1 and runs.epochs_run.iloc[0] == max_epochs  # the finished run is kept
+    stopped = worker.cancelled_run
+    finals = {m["run_id"]: m["kind"] for m in worker.messages if m["kind"] != "epoch"}
+    assert finals[stopped] == "cancelled"  # the actor itself stopped the run it was training
+    stopped_epochs = [
+        m["epoch"] for m in worker.messages if m["kind"] == "epoch" and m["run_id"] == stopped
+    ]
+    assert max(stopped_epochs) < max_epochs
+    assert len({m["run_id"] for m in worker.messages}) == 2  # the third run never started
+
+
+def test_a_cache_missing_on_the_node_fails_with_a_clear_message(ray_local, tmp_path):
+    config = plan_runs(StudySpec.from_dict(tiny_study()), "s", "cpu")[0].config
+    task = RunTask(
+        job_id="j",
+        run_id="r",
+        config=config,
+        cache_dir=str(tmp_path / "not-shared"),
+        splits=pd.Series(dtype=str),
+        checkpoint_path=None,
+    )
+    executor = RayExecutor(cpu_slots=1)
+    try:
+        executor.submit(task)
+        messages: list[dict] = []
+        deadline = time.monotonic() + 60
+        while not messages and time.monotonic() < deadline:
+            executor.poll(0.5, messages.append)
+        assert [m["kind"] for m in messages] == ["error"]
+        assert "not visible on Ray node" in messages[0]["traceback"]
+        assert "SOFTGRADE_HOME" in messages[0]["traceback"]
+        assert executor.free_slots() == 1
+
+        # The store-side guard: a second 'done' for one submission never reaches the worker.
+        seen: list[dict] = []
+        for _ in range(2):
+            executor._deliver({"kind": "done", "run_id": "r"}, seen.append)
+        assert len(seen) == 1
+    finally:
+        executor.close()
