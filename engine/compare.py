@@ -1036,3 +1036,13 @@ def _seed_list(seeds: Sequence[int]) -> str:
 
 def _latex_escape(text: str) -> str:
     return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
+
+
+def default_study_id(studies: pd.DataFrame) -> str:
+    """The study a page opens on: the newest finished one, else the newest with results.
+
+    Args:
+        studies: Rows newest first, with ``study_id`` and the job ``status``.
+    """
+    finished = studies[studies["status"] == "succeeded"]
+    return str((finished if len(finished) else studies)["study_id"].iloc[0])

@@ -8,6 +8,7 @@ which names the offending field and the allowed values in every error.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 from engine.soft_labels import METHODS, MethodParams, check_method, grid_size
@@ -99,8 +100,11 @@ class DatasetSpec:
             raise SpecError(
                 f"dataset.kind: unknown kind {self.kind!r}; allowed: {', '.join(DATASET_KINDS)}"
             )
-        if self.kind == "folder" and "path" not in self.params:
-            raise SpecError("dataset.path: a folder dataset needs 'path' (the image folder)")
+        if self.kind == "folder":
+            if "path" not in self.params:
+                raise SpecError("dataset.path: a folder dataset needs 'path' (the image folder)")
+            if not Path(str(self.params["path"])).expanduser().is_dir():
+                raise SpecError(f"dataset.path: {self.params['path']} is not a folder here")
 
     @classmethod
     def from_value(cls, value: Any) -> DatasetSpec:

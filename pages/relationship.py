@@ -123,7 +123,7 @@ labels = {row["study_id"]: compare.study_label(row) for _, row in studies.iterro
 chosen = st.multiselect(
     "Studies",
     options=list(labels),
-    default=[studies["study_id"].iloc[0]],
+    default=[compare.default_study_id(studies)],
     format_func=labels.get,
     key="rel_studies",
     help="Pick one study, or several run on the same dataset: a method run in more than "

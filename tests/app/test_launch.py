@@ -179,11 +179,13 @@ def test_paper_preset_fills_the_form(path):
     assert at.number_input(key="launch_image_size").value == 32
 
 
-def test_a_registered_dataset_can_be_chosen(path):
+def test_a_registered_dataset_can_be_chosen(path, tmp_path):
+    films = tmp_path / "films"
+    films.mkdir()
     dataset_id = store_datasets.register_dataset(
-        spec_key="folder(path=/films)",
+        spec_key=f"folder(path={films})",
         kind="folder",
-        params={"path": "/films"},
+        params={"path": str(films)},
         meta=meta_frame(),
         path=path,
     )
@@ -192,7 +194,7 @@ def test_a_registered_dataset_can_be_chosen(path):
     assert "launch_n_images" not in [n.key for n in at.number_input]
     _submit(at)
     (job,) = _jobs(path)
-    assert job.spec["dataset"] == {"kind": "folder", "path": "/films"}
+    assert job.spec["dataset"] == {"kind": "folder", "path": str(films)}
 
 
 def test_without_a_worker_the_page_says_how_to_start_one(path):

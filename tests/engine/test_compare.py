@@ -513,3 +513,14 @@ def test_one_dataset_keeps_the_studies_on_the_first_picked_dataset():
     )
     assert compare.one_dataset(studies, ["b", "a", "c", "d"]) == (["b", "d"], ["A", "C"])
     assert compare.one_dataset(studies, ["a", "c"]) == (["a", "c"], [])
+
+
+def test_pages_open_on_the_newest_finished_study():
+    from engine.compare import default_study_id
+
+    studies = pd.DataFrame(
+        {"study_id": ["new-running", "older-done", "oldest-done"],
+         "status": ["running", "succeeded", "succeeded"]}
+    )
+    assert default_study_id(studies) == "older-done"
+    assert default_study_id(studies.iloc[:1]) == "new-running"

@@ -1,0 +1,100 @@
+"""Importing real radiographs: a folder of PNG/JPEG/TIFF films and a labels CSV.
+
+The CSV has one row per film: ``image`` (file name inside the folder), ``patient_id``,
+optionally ``side`` (L/R), ``kl`` (0–4, empty for CPPD-only films) and ``cppd`` (0–3).
+Each film is read as grey, cropped to the knee by the classical detector
+(`engine.detect.detect_knee_box`), resized and written to the same cache layout as the
+phantom (``images.npy``, ``meta.csv``, then ``manifest.json`` last).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from PIL import Image
+
+from engine.detect import crop_and_resize, detect_knee_box
+
+log = logging.getLogger(__name__)
+
+REQUIRED_COLUMNS = ("image", "patient_id")
+GRADE_RANGES = {"kl": (0, 4), "cppd": (0, 3)}
+
+
+def read_labels(folder: Path, labels_csv: Path) -> pd.DataFrame:
+    """Read and check the labels CSV; ValueError names the first problem found."""
+    if not folder.is_dir():
+        raise ValueError(f"dataset.path: {folder} is not a folder")
+    if not labels_csv.is_file():
+        raise ValueError(f"dataset.labels_csv: {labels_csv} does not exist")
+    table = pd.read_csv(labels_csv, dtype={"image": str, "patient_id": str})
+    missing = [c for c in REQUIRED_COLUMNS if c not in table]
+    if missing:
+        raise ValueError(
+            f"dataset.labels_csv: column {missing[0]!r} is missing; needed: image, patient_id, "
+            "and kl and/or cppd (optional: side)"
+        )
+    if "kl" not in table and "cppd" not in table:
+        raise ValueError("dataset.labels_csv: needs a 'kl' or a 'cppd' column of grades")
+    for column, (low, high) in GRADE_RANGES.items():
+        if column not in table:
+            table[column] = pd.NA
+        grades = pd.to_numeric(table[column], errors="coerce").astype("Float64")
+        bad = table[column].notna() & (
+            grades.isna() | (grades < low) | (grades > high) | (grades % 1 != 0)
+        )
+        if bad.any():
+            row = int(np.flatnonzero(bad.to_numpy())[0])
+            raise ValueError(
+                f"dataset.labels_csv: row {row + 2} has {column}={table[column].iloc[row]!r}; "
+                f"allowed: whole numbers {low} to {high} or empty"
+            )
+        table[column] = grades.astype("Int64")
+        table[f"{column}_true"] = pd.array([pd.NA] * len(table), dtype="Int64")
+    absent = [name for name in table["image"] if not (folder / name).is_file()]
+    if absent:
+        raise ValueError(f"dataset.path: {len(absent)} listed films are missing, e.g. {absent[0]}")
+    if table["image"].duplicated().any():
+        raise ValueError("dataset.labels_csv: an image is listed twice")
+    table["side"] = table.get("side")
+    table["image_id"] = table["image"].map(lambda n: Path(n).stem)
+    table["source"] = table["image"].map(lambda n: str(folder / n))
+    return table
+
+
+def build_folder_cache(params: dict[str, Any], image_size: int, out_dir: Path) -> Path:
+    """Crop, resize and cache an imported folder (idempotent, manifest written last)."""
+    folder = Path(params["path"]).expanduser()
+    labels_csv = Path(params.get("labels_csv", folder / "labels.csv")).expanduser()
+    table = read_labels(folder, labels_csv)
+    digest = hashlib.sha1(
+        pd.util.hash_pandas_object(table[["image", "kl", "cppd"]]).values.tobytes()
+    ).hexdigest()
+    manifest = {
+        "kind": "folder",
+        "path": str(folder),
+        "image_size": image_size,
+        "labels_sha1": digest,
+        "complete": True,
+    }
+    out_dir.mkdir(parents=True, exist_ok=True)
+    manifest_path = out_dir / "manifest.json"
+    if manifest_path.exists() and json.loads(manifest_path.read_text()) == manifest:
+        return out_dir
+    manifest_path.unlink(missing_ok=True)
+    images = np.empty((len(table), image_size, image_size), dtype=np.uint8)
+    for i, source in enumerate(table["source"]):
+        film = np.asarray(Image.open(source).convert("L"))
+        images[i] = crop_and_resize(film, detect_knee_box(film), image_size)
+    np.save(out_dir / "images.npy", images)
+    columns = ["image_id", "patient_id", "side", "source", "kl", "kl_true", "cppd", "cppd_true"]
+    table[columns].to_csv(out_dir / "meta.csv", index=False)
+    manifest_path.write_text(json.dumps(manifest))
+    log.info("imported %d films from %s into %s", len(table), folder, out_dir)
+    return out_dir
