@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import ray
+import torch
 from ray.actor import ActorHandle
 from ray.exceptions import (
     GetTimeoutError,
@@ -49,6 +50,7 @@ from ray.exceptions import (
 )
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from engine.train import resolve_device
 from jobs.executors import Executor, Handle
 from jobs.slots import Message, RunTask, SlotState, execute_run
 
@@ -99,10 +101,6 @@ class SlotActor:
             mailbox: Where 'epoch' messages go.
             cancel_upto: Runs of this generation or older are cancelled (-1: none).
         """
-        import torch
-
-        from engine.train import resolve_device
-
         self.slot_id = slot_id
         self._mailbox = mailbox
         self._cancel_upto = cancel_upto
@@ -203,7 +201,8 @@ class RayExecutor(Executor):
         """Connect to Ray and start one actor per slot.
 
         Args:
-            address: Ray cluster address ('HOST:6379', 'auto'); None starts a local instance.
+            address: Ray cluster address ('HOST:6379', or 'auto' for the cluster this machine
+                belongs to); None starts a private local instance.
             device: 'auto' (GPUs if the cluster has any), 'cpu' or 'cuda'.
             slots_per_gpu: Actors per GPU; each asks for 1/slots_per_gpu of a GPU.
             cpu_slots: Actors when training on CPUs (each asks for one CPU).
@@ -222,7 +221,9 @@ class RayExecutor(Executor):
         self._owns_ray = not ray.is_initialized()
         try:
             ray.init(
-                address=address,
+                # "local" always starts a private instance; None would join a cluster that
+                # `ray start` left on this machine. "auto" joins it on purpose.
+                address=address or "local",
                 ignore_reinit_error=True,
                 include_dashboard=False,
                 logging_level=logging.WARNING,
@@ -239,14 +240,19 @@ class RayExecutor(Executor):
             ) from exc
         resources = ray.cluster_resources()
         gpus = int(resources.get("GPU", 0))
-        if device == "cuda" and gpus == 0:
-            raise ValueError("device 'cuda' asked for, but the Ray cluster has no GPU")
         self._use_gpu = device != "cpu" and gpus > 0
-        if not self._use_gpu and cpu_slots > resources.get("CPU", 0):
-            raise ValueError(
+        problem = None
+        if device == "cuda" and gpus == 0:
+            problem = "device 'cuda' asked for, but the Ray cluster has no GPU"
+        elif not self._use_gpu and cpu_slots > resources.get("CPU", 0):
+            problem = (
                 f"{cpu_slots} CPU slot(s) asked for, but the Ray cluster has "
                 f"{resources.get('CPU', 0):g} CPU(s)"
             )
+        if problem is not None:
+            if self._owns_ray:
+                ray.shutdown()
+            raise ValueError(problem)
         n_slots = gpus * slots_per_gpu if self._use_gpu else cpu_slots
         if self._use_gpu:
             # No CPU reservation: with several slots per GPU a node may have more slots than

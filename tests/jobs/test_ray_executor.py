@@ -9,18 +9,17 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import ray
 
-ray = pytest.importorskip("ray")
-
-from engine.config import StudySpec  # noqa: E402
-from engine.study import plan_runs  # noqa: E402
-from jobs.ray_executor import RayExecutor, SlotActor  # noqa: E402
-from jobs.runner import Worker, WorkerOptions  # noqa: E402
-from jobs.slots import RunTask  # noqa: E402
-from store import jobs as store_jobs  # noqa: E402
-from store import runs as store_runs  # noqa: E402
-from store.db import connect  # noqa: E402
-from tests.conftest import tiny_study  # noqa: E402
+from engine.config import StudySpec
+from engine.study import plan_runs
+from jobs.ray_executor import RayExecutor, SlotActor
+from jobs.runner import Worker, WorkerOptions
+from jobs.slots import RunTask
+from store import jobs as store_jobs
+from store import runs as store_runs
+from store.db import connect
+from tests.conftest import tiny_study
 
 pytestmark = pytest.mark.slow
 
@@ -28,7 +27,8 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def ray_local(request):
     """One local Ray instance for the module; RayExecutor joins it instead of starting one."""
-    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
+    # "local": a fresh instance even if `ray start` runs (or ran) on this machine.
+    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
     request.addfinalizer(ray.shutdown)
 
 
