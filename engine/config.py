@@ -176,6 +176,11 @@ class StudySpec:
         check_device(self.device)
         if not self.name.strip():
             raise SpecError("name: must not be empty")
+        if self.weights_path and not Path(self.weights_path).expanduser().is_file():
+            raise SpecError(
+                f"weights_path: no file at {self.weights_path}; give a local torchvision "
+                "resnet18 state dict, or leave it out to start from random weights"
+            )
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> StudySpec:

@@ -15,8 +15,10 @@ import pandas as pd
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
+from engine import compare
 from store import datasets as store_datasets
 from store import jobs as store_jobs
+from store import runs as store_runs
 from store.db import StoreError, default_store_path, init_schema
 
 WORKER_ALIVE_WITHIN_S = 30.0
@@ -174,3 +176,64 @@ def _sidebar_status(path: str) -> None:
     queued = int((jobs["status"] == "queued").sum()) if len(jobs) else 0
     running = int((jobs["status"] == "running").sum()) if len(jobs) else 0
     st.metric("Jobs queued · running", f"{queued} · {running}")
+
+
+RESULTS_TTL_S = 10  # a running study adds seeds; result pages re-read at most this often
+
+
+@st.cache_data(ttl=RESULTS_TTL_S, show_spinner=False)
+def cached_studies(path: str) -> pd.DataFrame:
+    """Every study with its status and stored/selected run counts."""
+    return store_runs.list_studies(path=path)
+
+
+def forget(*keys: str) -> None:
+    """Drop widget values that depend on the selected studies, so they reset to defaults.
+
+    A method picked in one study may not exist (or be labelled differently) in another.
+    """
+    for key in keys:
+        st.session_state.pop(key, None)
+
+
+def pick_studies(
+    path: str, *, key: str, empty_hint: str, dependent_keys: tuple[str, ...]
+) -> pd.DataFrame:
+    """The result pages' study picker: studies with results, newest finished first.
+
+    Stops the page with a plain message when there is nothing to pick. Studies on another
+    dataset than the first picked are left out with a warning (their seeds test other
+    images). Returns the picked studies' rows.
+    """
+    try:
+        studies = cached_studies(path)
+    except StoreError as exc:
+        st.error(f"The store cannot be read right now: {exc}")
+        st.stop()
+    studies = studies[studies["runs_selected"] > 0].reset_index(drop=True)
+    if studies.empty:
+        st.info(empty_hint, icon=":material/hourglass_empty:")
+        st.stop()
+    labels = {row["study_id"]: compare.study_label(row) for _, row in studies.iterrows()}
+    chosen = st.multiselect(
+        "Studies",
+        options=list(labels),
+        default=[compare.default_study_id(studies)],
+        format_func=labels.get,
+        key=key,
+        help="Pick one study, or several run on the same dataset: a method run in more than "
+        "one of them is shown once per study.",
+        on_change=forget,
+        args=dependent_keys,
+    )
+    if not chosen:
+        st.info("Pick at least one study.")
+        st.stop()
+    chosen, left_out = compare.one_dataset(studies, chosen)
+    if left_out:
+        st.warning(
+            "Studies on different datasets cannot be compared seed by seed: their seeds test "
+            f"different images. Left out: {', '.join(left_out)} (another dataset than the "
+            "first study picked)."
+        )
+    return studies.set_index("study_id").loc[chosen].reset_index()

@@ -14,7 +14,7 @@ import streamlit as st
 
 from engine import charts, compare, stats
 from engine.metrics import LOWER_IS_BETTER, METRIC_LABELS, METRICS
-from pages._ui import run_inside_shell, store_path
+from pages._ui import pick_studies, run_inside_shell, store_path
 from store import runs as store_runs
 from store.db import StoreError
 
@@ -24,12 +24,6 @@ ABSENT_CLASSES_NOTE = (
     "A grade absent from a test set is left out of that run's per-class metrics (AMAE, "
     "MMAE, MS, BA), as dlordinal does; grade distances stay |i − j| whatever is absent."
 )
-
-
-@st.cache_data(ttl=READ_TTL_S, show_spinner=False)
-def cached_studies(path: str) -> pd.DataFrame:
-    """Every study with its status and stored/selected run counts."""
-    return store_runs.list_studies(path=path)
 
 
 @st.cache_data(ttl=READ_TTL_S, show_spinner="Reading predictions…")
@@ -74,15 +68,6 @@ def method_tests(
     }
 
 
-def forget(*keys: str) -> None:
-    """Drop widget values that depend on the selected studies, so they reset to defaults.
-
-    A method picked in one study may not exist (or be labelled differently) in another.
-    """
-    for key in keys:
-        st.session_state.pop(key, None)
-
-
 def metric_name(metric: str) -> str:
     """``"AMAE (lower is better)"``."""
     better = "lower" if metric in LOWER_IS_BETTER else "higher"
@@ -118,45 +103,19 @@ st.caption(
 )
 
 path = str(store_path())
-try:
-    studies = cached_studies(path)
-except StoreError as exc:
-    st.error(f"The store cannot be read right now: {exc}")
-    st.stop()
-
-studies = studies[studies["runs_selected"] > 0].reset_index(drop=True)
-if studies.empty:
-    st.info(
-        "No study has finished runs yet. Launch one from the Launch page; its results "
-        "appear here as soon as its first seed is done.",
-        icon=":material/hourglass_empty:",
-    )
-    st.stop()
-
-labels = {row["study_id"]: compare.study_label(row) for _, row in studies.iterrows()}
-chosen = st.multiselect(
-    "Studies",
-    options=list(labels),
-    default=[compare.default_study_id(studies)],
-    format_func=labels.get,
+picked = pick_studies(
+    path,
     key="compare_studies",
-    help="Pick one study, or several run on the same dataset: a method run in more than "
-    "one of them is shown once per study.",
-    on_change=forget,
-    args=("compare_tasks", "compare_methods", "compare_cm_method_a", "compare_cm_method_b"),
+    empty_hint="No study has finished runs yet. Launch one from the Launch page; its results "
+    "appear here as soon as its first seed is done.",
+    dependent_keys=(
+        "compare_tasks",
+        "compare_methods",
+        "compare_cm_method_a",
+        "compare_cm_method_b",
+    ),
 )
-if not chosen:
-    st.info("Pick at least one study.")
-    st.stop()
-
-chosen, left_out = compare.one_dataset(studies, chosen)
-if left_out:
-    st.warning(
-        "Studies on different datasets cannot be compared seed by seed: their seeds test "
-        f"different images. Left out: {', '.join(left_out)} (another dataset than the first "
-        "study picked)."
-    )
-picked = studies.set_index("study_id").loc[chosen].reset_index()
+chosen = picked["study_id"].tolist()
 
 try:
     progress = compare.study_progress(picked, cached_group_counts(path, tuple(chosen)))

@@ -15,18 +15,12 @@ import pandas as pd
 import streamlit as st
 
 from engine import charts, compare, relationship, stats
-from pages._ui import run_inside_shell, store_path
+from pages._ui import pick_studies, run_inside_shell, store_path
 from store import runs as store_runs
 from store.db import StoreError
 
 READ_TTL_S = 10
 EPS_CHOICES = (1e-6, 1e-4, 1e-2)
-
-
-@st.cache_data(ttl=READ_TTL_S, show_spinner=False)
-def cached_studies(path: str) -> pd.DataFrame:
-    """Every study with its status and stored/selected run counts."""
-    return store_runs.list_studies(path=path)
 
 
 @st.cache_data(ttl=READ_TTL_S, show_spinner=False)
@@ -73,12 +67,6 @@ def chart_spec(name: str, data: pd.DataFrame, options: dict[str, Any]) -> dict[s
     return getattr(charts, name)(data, **options).to_dict()
 
 
-def forget(*keys: str) -> None:
-    """Drop widget values that depend on the selected studies, so they reset to defaults."""
-    for key in keys:
-        st.session_state.pop(key, None)
-
-
 def show_test(title: str, result: stats.TestResult, shortfall: str | None = None) -> None:
     """A test's heading, its one-line reading and its table, or why there is none.
 
@@ -104,44 +92,14 @@ st.caption(
 )
 
 path = str(store_path())
-try:
-    studies = cached_studies(path)
-except StoreError as exc:
-    st.error(f"The store cannot be read right now: {exc}")
-    st.stop()
-
-studies = studies[studies["runs_selected"] > 0].reset_index(drop=True)
-if studies.empty:
-    st.info(
-        "No study has finished runs yet. Launch one with both tasks (KL and CPPD) from the "
-        "Launch page; this page fills in as its seeds finish.",
-        icon=":material/hourglass_empty:",
-    )
-    st.stop()
-
-labels = {row["study_id"]: compare.study_label(row) for _, row in studies.iterrows()}
-chosen = st.multiselect(
-    "Studies",
-    options=list(labels),
-    default=[compare.default_study_id(studies)],
-    format_func=labels.get,
+picked = pick_studies(
+    path,
     key="rel_studies",
-    help="Pick one study, or several run on the same dataset: a method run in more than "
-    "one of them is shown once per study.",
-    on_change=forget,
-    args=("rel_methods", "rel_method"),
+    empty_hint="No study has finished runs yet. Launch one with both tasks (KL and CPPD) from "
+    "the Launch page; this page fills in as its seeds finish.",
+    dependent_keys=("rel_methods", "rel_method"),
 )
-if not chosen:
-    st.info("Pick at least one study.")
-    st.stop()
-chosen, left_out = compare.one_dataset(studies, chosen)
-if left_out:
-    st.warning(
-        "Studies on different datasets cannot be compared seed by seed: their seeds test "
-        f"different images. Left out: {', '.join(left_out)} (another dataset than the first "
-        "study picked)."
-    )
-picked = studies.set_index("study_id").loc[chosen].reset_index()
+chosen = picked["study_id"].tolist()
 
 try:
     group_counts = cached_group_counts(path, tuple(chosen))

@@ -57,3 +57,8 @@ def test_folder_dataset_that_does_not_exist_is_refused(tmp_path):
     study = tiny_study(dataset={"kind": "folder", "path": str(tmp_path / "nowhere")})
     with pytest.raises(SpecError, match="dataset.path: .* is not a folder"):
         StudySpec.from_dict(study)
+
+
+def test_missing_weights_file_is_refused_before_anything_runs(tmp_path):
+    with pytest.raises(SpecError, match="weights_path: no file"):
+        StudySpec.from_dict(tiny_study(weights_path=str(tmp_path / "resnet18.pth")))
