@@ -20,6 +20,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+import pandas as pd  # noqa: E402
+
 from jobs.__main__ import load_study  # noqa: E402
 from store import jobs as store_jobs  # noqa: E402
 from store.db import LOCK_STATS, StoreError, init_schema  # noqa: E402
@@ -50,7 +52,7 @@ def main() -> None:
                 print("read failed:", exc)
                 continue
             job = jobs.set_index("job_id").loc[job_id]
-            if first_progress is None and (job.current_epoch or job.runs_done):
+            if first_progress is None and (pd.notna(job.current_epoch) or job.runs_done > 0):
                 first_progress = time.monotonic() - submitted
             if job.status in ("succeeded", "failed", "cancelled"):
                 break
