@@ -141,6 +141,11 @@ def cmd_worker(args: argparse.Namespace) -> int:
         address=args.address,
         options=WorkerOptions(beat_s=args.beat_s, stale_after_s=args.stale_after_s),
     )
+    import signal
+
+    # SIGTERM stops the worker cleanly: slots are closed and the worker is marked stopped
+    # (a running job is left to be requeued and resumed by the next worker).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         worker.serve()
     except KeyboardInterrupt:
@@ -150,30 +155,35 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 def cmd_up(args: argparse.Namespace) -> int:
     """Start a worker (unless one is alive) and the Streamlit app on 127.0.0.1."""
+    import signal
     import subprocess
 
     path = _open_store()
-    worker = None
+    children: list[subprocess.Popen] = []
     alive = store_jobs.list_workers(path=path)
     if not (len(alive) and alive["alive"].any()):
-        worker = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "jobs",
-                "worker",
-                "--device",
-                args.device,
-                "--cpu-slots",
-                str(args.cpu_slots),
-                "--slots-per-gpu",
-                str(args.slots_per_gpu),
-            ]
+        children.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "jobs",
+                    "worker",
+                    "--device",
+                    args.device,
+                    "--cpu-slots",
+                    str(args.cpu_slots),
+                    "--slots-per-gpu",
+                    str(args.slots_per_gpu),
+                ]
+            )
         )
     app = Path(__file__).resolve().parent.parent / "app.py"
     print(f"SoftGrade on http://127.0.0.1:{args.port} (store {path}); Ctrl+C stops both")
+    # SIGTERM (e.g. from a service manager) must also stop the app and the worker.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
-        return subprocess.call(
+        app_proc = subprocess.Popen(
             [
                 sys.executable,
                 "-m",
@@ -190,12 +200,15 @@ def cmd_up(args: argparse.Namespace) -> int:
                 "false",
             ]
         )
+        children.append(app_proc)
+        return app_proc.wait()
     except KeyboardInterrupt:
         return 0
     finally:
-        if worker is not None:
-            worker.terminate()
-            worker.wait(timeout=15)
+        for child in children:
+            child.terminate()
+        for child in children:
+            child.wait(timeout=15)
 
 
 def build_parser() -> argparse.ArgumentParser:

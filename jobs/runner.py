@@ -142,6 +142,10 @@ class Worker:
             tb = traceback.format_exc()
             log.error("job %s failed:\n%s", job.job_id, tb)
             store_jobs.fail_job(job.job_id, tb, path=self.store_path)
+        except BaseException:
+            # Ctrl+C or SIGTERM: not the job's fault; hand it back for the next worker.
+            store_jobs.release_job(job.job_id, self.worker_id, path=self.store_path)
+            raise
         finally:
             self._current = None
         return True

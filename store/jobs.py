@@ -237,6 +237,20 @@ def requeue_stale_jobs(stale_after_s: float, *, path: Path | str | None = None) 
     return [r[0] for r in rows]
 
 
+def release_job(job_id: str, worker_id: str, *, path: Path | str | None = None) -> bool:
+    """Put a job its worker is giving up (a clean shutdown) straight back to queued, so the
+    next worker resumes it without waiting for the heartbeat to go stale."""
+    with connect(path) as con:
+        row = con.execute(
+            "UPDATE jobs SET status = 'queued', worker_id = NULL, current_run = NULL "
+            "WHERE job_id = ? AND worker_id = ? AND status = 'running' RETURNING job_id",
+            [job_id, worker_id],
+        ).fetchone()
+        if row:
+            _log(con, job_id, "WARNING", f"worker {worker_id} stopped; requeued to resume")
+    return row is not None
+
+
 def log_job(
     job_id: str, message: str, level: str = "INFO", *, path: Path | str | None = None
 ) -> None:

@@ -519,8 +519,10 @@ def test_pages_open_on_the_newest_finished_study():
     from engine.compare import default_study_id
 
     studies = pd.DataFrame(
-        {"study_id": ["new-running", "older-done", "oldest-done"],
-         "status": ["running", "succeeded", "succeeded"]}
+        {
+            "study_id": ["new-running", "older-done", "oldest-done"],
+            "status": ["running", "succeeded", "succeeded"],
+        }
     )
     assert default_study_id(studies) == "older-done"
     assert default_study_id(studies.iloc[:1]) == "new-running"

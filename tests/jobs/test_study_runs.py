@@ -44,27 +44,26 @@ def test_selection_keeps_lowest_validation_amae_and_its_checkpoint(tmp_path):
     assert len(kept) == 1
 
 
-class _DiesAfterFirstRun(Worker):
-    """A worker that stops dead (like a killed process) right after storing one run."""
+class _StopsAfterFirstRun(Worker):
+    """A worker interrupted (Ctrl+C) right after storing one run."""
 
     def _record(self, state, msg):
         super()._record(state, msg)
         raise KeyboardInterrupt
 
 
-def test_a_job_resumes_without_redoing_finished_runs(tmp_path):
+def test_an_interrupted_job_is_handed_back_and_resumes_without_redoing_runs(tmp_path):
     store = tmp_path / "softgrade.duckdb"
     spec = StudySpec.from_dict(tiny_study(methods=["nominal", "beta"], tasks=["CPPD"]))
-    dying = _DiesAfterFirstRun(InlineExecutor("cpu"), store_path=store, home=tmp_path)
+    stopping = _StopsAfterFirstRun(InlineExecutor("cpu"), store_path=store, home=tmp_path)
     job_id = store_jobs.enqueue_job(spec.to_dict(), path=store)
     with contextlib.suppress(KeyboardInterrupt):
-        dying.run_once()
-    dying.close()
+        stopping.run_once()
+    stopping.close()
     study_id = store_jobs.get_job(job_id, path=store).study_id
     first = store_runs.list_runs([study_id], path=store)
-    assert len(first) == 1 and store_jobs.get_job(job_id, path=store).status == "running"
+    assert len(first) == 1 and store_jobs.get_job(job_id, path=store).status == "queued"
 
-    assert store_jobs.requeue_stale_jobs(0, path=store) == [job_id]
     trained = []
     worker = Worker(InlineExecutor("cpu"), store_path=store, home=tmp_path)
     worker._handle = _spy(worker._handle, trained)

@@ -154,3 +154,47 @@ def test_cancel_reaches_a_running_worker_and_keeps_finished_runs(home, queued_st
     runs = _stored_runs(store, study_id)
     assert 1 <= len(runs) < 4
     assert _incomplete_runs(store) == 0
+
+
+def test_up_serves_the_app_with_a_worker_and_stops_both(home):
+    import socket
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "SOFTGRADE_HOME": str(home)}
+    up = subprocess.Popen(
+        [sys.executable, "-m", "jobs", "up", "--device", "cpu", "--port", str(port)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    store = home / "softgrade.duckdb"
+    try:
+
+        def page_served():
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as reply:
+                return reply.status == 200
+
+        def serving():
+            try:
+                return page_served()
+            except OSError:
+                return False
+
+        _wait_for(serving, 120, "the app to answer on its port")
+        _wait_for(
+            lambda: store_jobs.list_workers(path=store)["alive"].any(), 120, "the worker to beat"
+        )
+    finally:
+        up.terminate()
+        up.wait(30)
+    _wait_for(
+        lambda: not store_jobs.list_workers(path=store)["alive"].any(),
+        30,
+        "the worker to stop with the app",
+    )
+    with pytest.raises(OSError):
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2)
