@@ -15,7 +15,7 @@ import pandas as pd
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
-from engine import compare
+from engine import compare, stats
 from store import datasets as store_datasets
 from store import jobs as store_jobs
 from store import runs as store_runs
@@ -237,3 +237,24 @@ def pick_studies(
             "first study picked)."
         )
     return studies.set_index("study_id").loc[chosen].reset_index()
+
+
+def show_test(
+    title: str,
+    result: stats.TestResult,
+    table: pd.DataFrame | None = None,
+    shortfall: str | None = None,
+) -> None:
+    """A test's heading, its one-line reading and its table, or why there is none.
+
+    ``shortfall`` (too few seeds for the test to decide anything) replaces the numbers.
+    """
+    st.markdown(f"**{title}**")
+    shown = result.table if table is None else table
+    if shown.empty or shortfall:
+        st.info(shortfall or result.note or result.reading, icon=":material/info:")
+        return
+    st.markdown(result.reading)
+    st.dataframe(compare.format_test_table(shown), hide_index=True, width="content")
+    if result.note:
+        st.caption(result.note)

@@ -14,7 +14,7 @@ import streamlit as st
 
 from engine import charts, compare, stats
 from engine.metrics import LOWER_IS_BETTER, METRIC_LABELS, METRICS
-from pages._ui import pick_studies, run_inside_shell, store_path
+from pages._ui import pick_studies, run_inside_shell, show_test, store_path
 from store import runs as store_runs
 from store.db import StoreError
 
@@ -72,27 +72,6 @@ def metric_name(metric: str) -> str:
     """``"AMAE (lower is better)"``."""
     better = "lower" if metric in LOWER_IS_BETTER else "higher"
     return f"{METRIC_LABELS[metric]} ({better} is better)"
-
-
-def show_test(
-    title: str,
-    result: stats.TestResult,
-    table: pd.DataFrame | None = None,
-    shortfall: str | None = None,
-) -> None:
-    """A test's heading, its one-line reading and its table, or why there is none.
-
-    ``shortfall`` (too few seeds for the test to decide anything) replaces the numbers.
-    """
-    st.markdown(f"**{title}**")
-    shown = result.table if table is None else table
-    if shown.empty or shortfall:
-        st.info(shortfall or result.note or result.reading, icon=":material/info:")
-        return
-    st.markdown(result.reading)
-    st.dataframe(compare.format_test_table(shown), hide_index=True, width="content")
-    if result.note:
-        st.caption(result.note)
 
 
 run_inside_shell()

@@ -15,7 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from engine import charts, compare, relationship, stats
-from pages._ui import pick_studies, run_inside_shell, store_path
+from pages._ui import pick_studies, run_inside_shell, show_test, store_path
 from store import runs as store_runs
 from store.db import StoreError
 
@@ -65,21 +65,6 @@ def chart_spec(name: str, data: pd.DataFrame, options: dict[str, Any]) -> dict[s
     keeps reruns of an unchanged chart fast.
     """
     return getattr(charts, name)(data, **options).to_dict()
-
-
-def show_test(title: str, result: stats.TestResult, shortfall: str | None = None) -> None:
-    """A test's heading, its one-line reading and its table, or why there is none.
-
-    ``shortfall`` (too few seeds for the test to decide anything) replaces the numbers.
-    """
-    st.markdown(f"**{title}**")
-    if result.table.empty or shortfall:
-        st.info(shortfall or result.note or result.reading, icon=":material/info:")
-        return
-    st.markdown(result.reading)
-    st.dataframe(compare.format_test_table(result.table), hide_index=True, width="content")
-    if result.note:
-        st.caption(result.note)
 
 
 run_inside_shell()

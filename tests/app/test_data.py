@@ -4,22 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from streamlit.testing.v1 import AppTest
 
 from store import datasets as store_datasets
-from store.db import default_store_path, init_schema
 from tests.conftest import meta_frame
 
 PAGE = Path(__file__).parents[2] / "pages" / "data.py"
-
-
-@pytest.fixture
-def path(home) -> Path:
-    """The store of the page under test."""
-    store = default_store_path()
-    init_schema(store)
-    return store
 
 
 def _page() -> AppTest:

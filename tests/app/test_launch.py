@@ -9,18 +9,9 @@ from streamlit.testing.v1 import AppTest
 
 from store import datasets as store_datasets
 from store import jobs as store_jobs
-from store.db import default_store_path, init_schema
 from tests.conftest import meta_frame
 
 PAGE = Path(__file__).parents[2] / "pages" / "launch.py"
-
-
-@pytest.fixture
-def path(home) -> Path:
-    """The store of the page under test."""
-    store = default_store_path()
-    init_schema(store)
-    return store
 
 
 def _page() -> AppTest:

@@ -4,21 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from streamlit.testing.v1 import AppTest
 
 from store import jobs as store_jobs
-from store.db import default_store_path, init_schema
 
 PAGE = Path(__file__).parents[2] / "pages" / "queue.py"
-
-
-@pytest.fixture
-def path(home) -> Path:
-    """The store of the page under test."""
-    store = default_store_path()
-    init_schema(store)
-    return store
 
 
 def _page() -> AppTest:
