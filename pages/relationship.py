@@ -231,6 +231,8 @@ st.dataframe(
         "mae_std": st.column_config.NumberColumn("MAE std", format="%.3f"),
     },
 )
+if (summary_shown["n_seeds"] < 2).any():
+    st.caption("A standard deviation needs at least two seeds; it stays empty until then.")
 
 # ---- One method in detail -------------------------------------------------------------------
 st.subheader("One method, seed by seed", divider="gray")
