@@ -228,17 +228,17 @@ def _is_nan(value: float) -> bool:
     return isinstance(value, float) and math.isnan(value)
 
 
-# Rough training cost of ResNet18 per training image and epoch, validation included.
-# GPU: ARCHITECTURE.md measures ~9.5 s of compute for a 100-epoch run at 224 px on an H200
-# with ~1,060 training films, i.e. ~1e-4 s, scaling with pixel count (floored for the fixed
-# per-batch cost of small images). CPU: timed on the shared 2-core dev box (load ~7, so
-# loose): ~57 ms per image at 32 px and ~410 ms at 224 px, i.e. roughly 4x less on an idle
-# machine, ~15 ms up to 64 px, growing like (size / 64) ** 1.5 above that.
-_S_PER_IMAGE = {"cpu": 0.015, "cuda": 1.0e-4}
+# Rough training cost of ResNet18 per training image and epoch, validation included,
+# calibrated on measured runs (bench/RESULTS.md). GPU: the paper protocol on an H200 with two
+# slots ran ~13,400 training images/s on CPPD and ~7,300 on KL (validation-heavy), so
+# ~7e-5 s per image at 224 px, scaling with pixel count (floored for the fixed per-batch cost
+# of small images). CPU: `studies/quick.yaml` on an idle 2-core machine took ~7 ms per image
+# and epoch at 32 px; ~7 ms up to 64 px, growing like (size / 64) ** 1.5 above that.
+_S_PER_IMAGE = {"cpu": 0.007, "cuda": 7.0e-5}
 _REFERENCE_PX = {"cpu": 64, "cuda": 224}
 _SIZE_EXPONENT = {"cpu": 1.5, "cuda": 2.0}
 _MIN_SCALE = {"cpu": 1.0, "cuda": 0.1}
-_PER_RUN_S = {"cpu": 5.0, "cuda": 1.0}  # model set-up, test predictions, checkpoint
+_PER_RUN_S = {"cpu": 2.0, "cuda": 1.0}  # model set-up, test predictions, checkpoint
 _STARTUP_S = {"cpu": 10.0, "cuda": 35.0}  # slot process start (+ compile on a GPU)
 TRAIN_FRACTION = 0.7 * 0.7  # 70 % train of the holdout, then 70 % of that (see Splits)
 
