@@ -258,3 +258,16 @@ def show_test(
     st.dataframe(compare.format_test_table(shown), hide_index=True, width="content")
     if result.note:
         st.caption(result.note)
+
+
+@st.cache_data(ttl=RESULTS_TTL_S, show_spinner=False)
+def cached_group_counts(path: str, study_ids: tuple[str, ...]) -> pd.DataFrame:
+    """Stored runs per (study, task, method, seed)."""
+    return store_runs.run_group_counts(list(study_ids), path=path)
+
+
+def warn_partial(progress: list[compare.StudyProgress]) -> None:
+    """Say, per study still running, that its figures use only its finished seeds."""
+    for item in progress:
+        if item.message():
+            st.warning(item.message(), icon=":material/hourglass_top:")

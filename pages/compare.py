@@ -14,7 +14,14 @@ import streamlit as st
 
 from engine import charts, compare, stats
 from engine.metrics import LOWER_IS_BETTER, METRIC_LABELS, METRICS
-from pages._ui import pick_studies, run_inside_shell, show_test, store_path
+from pages._ui import (
+    cached_group_counts,
+    pick_studies,
+    run_inside_shell,
+    show_test,
+    store_path,
+    warn_partial,
+)
 from store import runs as store_runs
 from store.db import StoreError
 
@@ -34,12 +41,6 @@ def cached_results(
     counts = store_runs.confusion_counts(list(study_ids), path=path)
     counts = compare.label_methods(counts, dict(zip(study_ids, names, strict=True)))
     return counts, compare.per_run_metrics(counts)
-
-
-@st.cache_data(ttl=READ_TTL_S, show_spinner=False)
-def cached_group_counts(path: str, study_ids: tuple[str, ...]) -> pd.DataFrame:
-    """Stored runs per (study, task, method, seed)."""
-    return store_runs.run_group_counts(list(study_ids), path=path)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -104,9 +105,7 @@ except StoreError as exc:
     st.error(f"The store cannot be read right now: {exc}")
     st.stop()
 
-for item in progress:
-    if item.message():
-        st.warning(item.message(), icon=":material/hourglass_top:")
+warn_partial(progress)
 counts = compare.keep_finished_seeds(counts, progress)
 per_run = compare.keep_finished_seeds(per_run, progress)
 if per_run.empty:

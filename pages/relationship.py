@@ -15,18 +15,19 @@ import pandas as pd
 import streamlit as st
 
 from engine import charts, compare, relationship, stats
-from pages._ui import pick_studies, run_inside_shell, show_test, store_path
+from pages._ui import (
+    cached_group_counts,
+    pick_studies,
+    run_inside_shell,
+    show_test,
+    store_path,
+    warn_partial,
+)
 from store import runs as store_runs
 from store.db import StoreError
 
 READ_TTL_S = 10
 EPS_CHOICES = (1e-6, 1e-4, 1e-2)
-
-
-@st.cache_data(ttl=READ_TTL_S, show_spinner=False)
-def cached_group_counts(path: str, study_ids: tuple[str, ...]) -> pd.DataFrame:
-    """Stored runs per (study, task, method, seed)."""
-    return store_runs.run_group_counts(list(study_ids), path=path)
 
 
 @st.cache_data(ttl=READ_TTL_S, show_spinner="Reading predictions…")
@@ -95,9 +96,7 @@ except StoreError as exc:
     st.error(f"The store cannot be read right now: {exc}")
     st.stop()
 
-for item in progress:
-    if item.message():
-        st.warning(item.message(), icon=":material/hourglass_top:")
+warn_partial(progress)
 joint = compare.keep_finished_seeds(joint, progress)
 if joint.empty:
     tasks_run = set(group_counts["task"])
