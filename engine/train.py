@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,9 +39,17 @@ log = logging.getLogger(__name__)
 GREY_MEAN = 0.449
 GREY_STD = 0.226
 EVAL_BATCH = 512
+# The evaluation graph pads every split to a multiple of this; small, so a 651-image split
+# costs 768 forwards rather than 1,024 (validation runs every epoch).
+GRAPH_EVAL_BATCH = 128
 # When the model is compiled (bench/train_throughput.py compares), CUDA graphs come from
 # `GraphedSteps`, so torch.compile must not add its own.
 COMPILE_MODE = "default"
+# Several trainers may share a process, one per thread and CUDA stream (a slot's lanes).
+# What touches process-wide state takes this lock: torch.compile and graph capture (not
+# thread-safe), and seeding and drawing initial weights (the process-wide RNG, whose CUDA
+# generator also belongs to any graph being captured: drawing from it meanwhile is an error).
+_GLOBAL_STATE_LOCK = threading.RLock()
 
 
 class RunCancelled(Exception):
@@ -249,8 +258,15 @@ class GraphedSteps:
 
     def _train_graph(self, x: torch.Tensor) -> tuple[torch.cuda.CUDAGraph, dict[str, torch.Tensor]]:
         batch = len(x)
-        if batch in self._train:
-            return self._train[batch]
+        if batch not in self._train:
+            with _GLOBAL_STATE_LOCK:
+                self._train[batch] = self._capture_train(x)
+        return self._train[batch]
+
+    def _capture_train(
+        self, x: torch.Tensor
+    ) -> tuple[torch.cuda.CUDAGraph, dict[str, torch.Tensor]]:
+        batch = len(x)
         static = {
             "x": x.clone().contiguous(memory_format=torch.channels_last),
             "y": torch.zeros(batch, dtype=torch.long, device=self.device),
@@ -277,12 +293,12 @@ class GraphedSteps:
                 step()
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+        # thread_local: other lanes of this process keep launching work during the capture
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
             static["loss"] = step()
         # The warm-up steps trained the model; put weights and optimiser state back.
         self.model.load_state_dict(snapshot)
         self.reset(float(self.lr), self.targets.clone())
-        self._train[batch] = (graph, static)
         return graph, static
 
     def train_step(self, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
@@ -297,36 +313,43 @@ class GraphedSteps:
     def predict_logits(self, x: torch.Tensor) -> torch.Tensor:
         """Logits (N, J) of a whole split, in padded fixed-size batches through one graph."""
         if self._eval is None:
-            static = {
-                "x": torch.zeros(
-                    (EVAL_BATCH, *x.shape[1:]), dtype=x.dtype, device=self.device
-                ).contiguous(memory_format=torch.channels_last)
-            }
-            self.model.eval()
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with (
-                torch.cuda.stream(side),
-                torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False),
-            ):
-                for _ in range(2):
-                    self.model(static["x"])
-            torch.cuda.current_stream().wait_stream(side)
-            graph = torch.cuda.CUDAGraph()
-            with (
-                torch.cuda.graph(graph),
-                torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False),
-            ):
-                static["logits"] = self.model(static["x"]).float()
-            self._eval = (graph, static)
+            with _GLOBAL_STATE_LOCK:
+                self._eval = self._capture_eval(x)
         graph, static = self._eval
         out = []
-        for start in range(0, len(x), EVAL_BATCH):
-            xb = x[start : start + EVAL_BATCH]
+        for start in range(0, len(x), GRAPH_EVAL_BATCH):
+            xb = x[start : start + GRAPH_EVAL_BATCH]
             static["x"][: len(xb)].copy_(xb)
             graph.replay()
             out.append(static["logits"][: len(xb)].clone())
         return torch.cat(out)
+
+    @torch.no_grad()
+    def _capture_eval(
+        self, x: torch.Tensor
+    ) -> tuple[torch.cuda.CUDAGraph, dict[str, torch.Tensor]]:
+        static = {
+            "x": torch.zeros(
+                (GRAPH_EVAL_BATCH, *x.shape[1:]), dtype=x.dtype, device=self.device
+            ).contiguous(memory_format=torch.channels_last)
+        }
+        self.model.eval()
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with (
+            torch.cuda.stream(side),
+            torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False),
+        ):
+            for _ in range(2):
+                self.model(static["x"])
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with (
+            torch.cuda.graph(graph, capture_error_mode="thread_local"),
+            torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False),
+        ):
+            static["logits"] = self.model(static["x"]).float()
+        return graph, static
 
 
 class Trainer:
@@ -345,7 +368,10 @@ class Trainer:
     ) -> None:
         self.device = device
         self.fast = fast
-        self.model, self.weights_init = build_model(num_classes, weights_path)
+        # Building draws initial weights from the process-wide RNG too: not while another
+        # lane seeds and draws its run's weights.
+        with _GLOBAL_STATE_LOCK:
+            self.model, self.weights_init = build_model(num_classes, weights_path)
         self.model.to(device)
         if fast:
             self.model.to(memory_format=torch.channels_last)
@@ -356,8 +382,11 @@ class Trainer:
         compile_model = (fast and device.type == "cuda") if compile_model is None else compile_model
         if fast and device.type == "cuda":
             torch.backends.cudnn.benchmark = True
+        # dynamic=False: each batch shape (training, evaluation; per task) gets a graph of its
+        # own. Left to guess, dynamo turns a second batch size into symbolic shapes, whose
+        # backward then fails a stride check on 1x1 feature maps (32 px films) and is slower.
         self.step_model: nn.Module = (
-            torch.compile(self.model, mode=compile_mode or COMPILE_MODE)
+            torch.compile(self.model, mode=compile_mode or COMPILE_MODE, dynamic=False)
             if compile_model
             else self.model
         )
@@ -371,6 +400,11 @@ class Trainer:
 
     def reset(self, seed: int) -> None:
         """Re-initialise weights in place for a new run (no new model, no recompile)."""
+        # Seeding and drawing must not interleave with another lane's: same seed, same init.
+        with _GLOBAL_STATE_LOCK:
+            self._draw_initial_weights(seed)
+
+    def _draw_initial_weights(self, seed: int) -> None:
         torch.manual_seed(seed)
         if self._initial is not None:
             self.model.load_state_dict(self._initial)
