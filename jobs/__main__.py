@@ -4,7 +4,8 @@
 - ``submit STUDY.yaml``: validate and enqueue for a running worker.
 - ``status``: workers and jobs.
 - ``cancel JOB``: stop a job at its next epoch boundary, keeping finished runs.
-- ``worker``: the daemon (``--slots-per-gpu K``, ``--cpu-slots N``, ``--executor``).
+- ``worker``: the daemon (``--slots-per-gpu K``, ``--processes-per-gpu P``, ``--cpu-slots N``,
+  ``--executor``).
 - ``up``: a worker (unless one is alive) and the Streamlit app on 127.0.0.1.
 """
 
@@ -67,6 +68,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         executor=args.executor,
         device=spec.device,
         slots_per_gpu=args.slots_per_gpu,
+        processes_per_gpu=args.processes_per_gpu,
         cpu_slots=args.cpu_slots,
         address=None,
     )
@@ -137,6 +139,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         executor=args.executor,
         device=args.device,
         slots_per_gpu=args.slots_per_gpu,
+        processes_per_gpu=args.processes_per_gpu,
         cpu_slots=args.cpu_slots,
         address=args.address,
         options=WorkerOptions(beat_s=args.beat_s, stale_after_s=args.stale_after_s),
@@ -175,6 +178,8 @@ def cmd_up(args: argparse.Namespace) -> int:
                     str(args.cpu_slots),
                     "--slots-per-gpu",
                     str(args.slots_per_gpu),
+                    "--processes-per-gpu",
+                    str(args.processes_per_gpu),
                 ]
             )
         )
@@ -255,7 +260,13 @@ def _add_executor_args(p: argparse.ArgumentParser, *, with_device: bool) -> None
         "--slots-per-gpu",
         type=int,
         default=0,
-        help="slot processes per GPU (0: chosen from free GPU memory)",
+        help="runs trained at once on each GPU (0: chosen from free GPU memory)",
+    )
+    p.add_argument(
+        "--processes-per-gpu",
+        type=int,
+        default=1,
+        help="slot processes per GPU; its slots are CUDA streams of these processes",
     )
     p.add_argument("--cpu-slots", type=int, default=1, help="slot processes when no GPU")
     if with_device:

@@ -1,7 +1,8 @@
 """Executors: where runs train. The worker submits `RunTask`s and polls for messages.
 
-- `LocalExecutor` (default): one long-lived process per slot, several slots per GPU allowed,
-  GPUs assigned through CUDA_VISIBLE_DEVICES, CPU slots when there is no GPU.
+- `LocalExecutor` (default): long-lived slot processes, GPUs assigned through
+  CUDA_VISIBLE_DEVICES. A GPU's slots are lanes (a thread and CUDA stream each) of one
+  process by default, so their kernels overlap; CPU slots are a process each.
 - `InlineExecutor`: runs each task in the worker's own process (tests, debugging).
 """
 
@@ -27,16 +28,22 @@ Handle = Callable[[Message], None]
 
 @dataclass(frozen=True)
 class SlotPlan:
-    """Where each slot trains: its device and, on a GPU, which one."""
+    """One slot process: its device, on a GPU which one, and how many slots (lanes) it hosts."""
 
     device: str
     visible_gpu: str | None
+    lanes: int = 1
 
 
-def plan_slots(device: str, slots_per_gpu: int, cpu_slots: int = 1) -> list[SlotPlan]:
-    """Slots for ``device`` ('auto', 'cpu', 'cuda', 'cuda:N') on this machine."""
-    if slots_per_gpu < 1 or cpu_slots < 1:
-        raise ValueError(f"{slots_per_gpu=} and {cpu_slots=} must be >= 1")
+def plan_slots(
+    device: str, slots_per_gpu: int, cpu_slots: int = 1, processes_per_gpu: int = 1
+) -> list[SlotPlan]:
+    """Slot processes for ``device`` ('auto', 'cpu', 'cuda', 'cuda:N') on this machine.
+
+    A GPU's ``slots_per_gpu`` slots are spread over ``processes_per_gpu`` processes as lanes.
+    """
+    if slots_per_gpu < 1 or cpu_slots < 1 or processes_per_gpu < 1:
+        raise ValueError(f"{slots_per_gpu=}, {cpu_slots=} and {processes_per_gpu=} must be >= 1")
     use_cuda = device != "cpu" and torch.cuda.is_available()
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ValueError(f"device {device!r} asked for, but this machine has no CUDA GPU")
@@ -47,7 +54,17 @@ def plan_slots(device: str, slots_per_gpu: int, cpu_slots: int = 1) -> list[Slot
         if ":" in device
         else [str(i) for i in range(torch.cuda.device_count())]
     )
-    return [SlotPlan("cuda", gpu) for gpu in gpus for _ in range(slots_per_gpu)]
+    return [
+        SlotPlan("cuda", gpu, n)
+        for gpu in gpus
+        for n in split_lanes(slots_per_gpu, processes_per_gpu)
+    ]
+
+
+def split_lanes(slots: int, processes: int) -> list[int]:
+    """Lanes per process when ``slots`` are spread over at most ``processes``, evenly."""
+    procs = min(processes, slots)
+    return [slots // procs + (k < slots % procs) for k in range(procs)]
 
 
 class Executor(ABC):
@@ -125,16 +142,20 @@ class LocalExecutor(Executor):
         self._outbox = ctx.Queue()
         self._plans = plans
         self._busy: dict[int, str | None] = {}
+        self._process_of: dict[int, int] = {}
+        self._device_of: dict[int, str] = {}
         self._inboxes = []
         self._procs = []
         cpu_slots = sum(p.device == "cpu" for p in plans) or 1
         threads = max(1, (os.cpu_count() or 1) // cpu_slots)
-        for slot_id, plan in enumerate(plans):
+        for index, plan in enumerate(plans):
+            first_slot = len(self._busy)
             inbox = ctx.Queue()
             proc = ctx.Process(
                 target=slot_main,
                 args=(
-                    slot_id,
+                    first_slot,
+                    plan.lanes,
                     plan.device,
                     plan.visible_gpu,
                     inbox,
@@ -143,30 +164,34 @@ class LocalExecutor(Executor):
                     os.getpid(),
                     threads,
                 ),
-                name=f"softgrade-slot-{slot_id}",
+                name=f"softgrade-slot-{first_slot}",
                 daemon=True,
             )
             proc.start()
             self._inboxes.append(inbox)
             self._procs.append(proc)
-            self._busy[slot_id] = None
+            device = plan.device if plan.visible_gpu is None else f"cuda:{plan.visible_gpu}"
+            for slot in range(first_slot, first_slot + plan.lanes):
+                self._busy[slot] = None
+                self._process_of[slot] = index
+                self._device_of[slot] = device
 
     @property
     def slots(self) -> int:  # noqa: D102
-        return len(self._plans)
+        return len(self._busy)
 
     @property
     def devices(self) -> list[str]:  # noqa: D102
-        return [p.device if p.visible_gpu is None else f"cuda:{p.visible_gpu}" for p in self._plans]
+        return list(self._device_of.values())
 
     def free_slots(self) -> int:  # noqa: D102
         self._check_alive()
         return sum(run is None for run in self._busy.values())
 
     def submit(self, task: RunTask) -> None:  # noqa: D102
-        slot_id = next(s for s, run in self._busy.items() if run is None)
-        self._busy[slot_id] = task.run_id
-        self._inboxes[slot_id].put(task)
+        slot = next(s for s, run in self._busy.items() if run is None)
+        self._busy[slot] = task.run_id
+        self._inboxes[self._process_of[slot]].put((slot, task))
 
     def poll(self, timeout_s: float, handle: Handle) -> None:  # noqa: D102
         try:
@@ -188,17 +213,18 @@ class LocalExecutor(Executor):
         return [run for run in self._busy.values() if run is not None]
 
     def _check_alive(self) -> None:
-        for slot_id, proc in enumerate(self._procs):
-            if not proc.is_alive() and self._busy.get(slot_id) is not None:
+        for slot, run in self._busy.items():
+            proc = self._procs[self._process_of[slot]]
+            if run is not None and not proc.is_alive():
                 raise RuntimeError(
-                    f"slot {slot_id} died (exit code {proc.exitcode}) while training "
-                    f"{self._busy[slot_id]}; out of memory is the usual cause"
+                    f"slot {slot} died (exit code {proc.exitcode}) while training "
+                    f"{run}; out of memory is the usual cause"
                 )
 
     def close(self) -> None:  # noqa: D102
         for inbox in self._inboxes:
             inbox.put(None)
         for proc in self._procs:
-            proc.join(timeout=5)
+            proc.join(timeout=10)
             if proc.is_alive():
                 proc.terminate()

@@ -4,15 +4,24 @@ A slot never opens the database. It receives a `RunTask`, trains it with a `Trai
 across runs (dataset tensors and compiled model stay on the device), and emits messages: an
 ``epoch`` message after every epoch and one ``done``, ``cancelled`` or ``error`` message per
 run. The worker turns those into store writes.
+
+A slot process hosts one or more slots as lanes: a thread each, with its own CUDA stream and
+trainers. Kernels of different streams in one process run side by side on the GPU, while
+separate processes sharing a GPU only take turns (time slicing), so lanes are how several
+runs share one GPU; each lane's per-epoch synchronisation and validation then overlap the
+other lanes' training.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import queue
+import threading
 import traceback
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -120,7 +129,8 @@ def execute_run(
 
 
 def slot_main(
-    slot_id: int,
+    first_slot: int,
+    lanes: int,
     device: str,
     visible_gpu: str | None,
     inbox: Any,
@@ -129,14 +139,15 @@ def slot_main(
     parent_pid: int,
     threads: int,
 ) -> None:
-    """Entry point of a slot process: loop over tasks until a None arrives.
+    """Entry point of a slot process: route tasks to its lanes until a None arrives.
 
     Args:
-        slot_id: Index of this slot in its worker.
+        first_slot: Worker-wide index of this process's first lane; lanes are numbered on.
+        lanes: Slots this process hosts (threads with a CUDA stream each).
         device: 'cpu' or 'cuda'.
         visible_gpu: GPU index for CUDA_VISIBLE_DEVICES (set before CUDA initialises).
-        inbox: Queue of `RunTask` (None stops the slot).
-        outbox: Queue the slot puts messages on.
+        inbox: Queue of (slot, `RunTask`) pairs (None stops the process).
+        outbox: Queue the lanes put messages on, each tagged with its slot.
         cancel: Event set by the worker when the current job is cancelled.
         parent_pid: The worker's pid; the slot stops if its worker dies.
         threads: CPU threads for torch (cores shared among CPU slots).
@@ -145,22 +156,51 @@ def slot_main(
         os.environ["CUDA_VISIBLE_DEVICES"] = visible_gpu
     _die_with_parent()
     torch.set_num_threads(threads)
-    state = SlotState(device=resolve_device(device))
+    resolved = resolve_device(device)
 
     def orphaned() -> bool:
         return os.getppid() != parent_pid
 
-    outbox.put({"kind": "ready", "slot": slot_id})
+    def lane_loop(slot: int, tasks: queue.Queue) -> None:
+        state = SlotState(device=resolved)
+        with lane_stream(resolved):
+            while (task := tasks.get()) is not None:
+                execute_run(
+                    state,
+                    task,
+                    emit=lambda msg, slot=slot: outbox.put({**msg, "slot": slot}),
+                    should_stop=lambda: cancel.is_set() or orphaned(),
+                )
+
+    lane_tasks = {first_slot + k: queue.Queue() for k in range(lanes)}
+    workers = [
+        threading.Thread(target=lane_loop, args=(slot, q), name=f"lane-{slot}", daemon=True)
+        for slot, q in lane_tasks.items()
+    ]
+    for thread in workers:
+        thread.start()
+    for slot in lane_tasks:
+        outbox.put({"kind": "ready", "slot": slot})
     while True:
-        task = inbox.get()
-        if task is None or orphaned():
-            return
-        execute_run(
-            state,
-            task,
-            emit=lambda msg: outbox.put({**msg, "slot": slot_id}),
-            should_stop=lambda: cancel.is_set() or orphaned(),
-        )
+        item = inbox.get()
+        if item is None or orphaned():
+            break
+        slot, task = item
+        lane_tasks[slot].put(task)
+    for q in lane_tasks.values():
+        q.put(None)
+    for thread in workers:
+        thread.join(timeout=5)
+
+
+@contextlib.contextmanager
+def lane_stream(device: torch.device) -> Iterator[None]:
+    """Run this thread's CUDA work on a stream of its own (nothing to do on CPU)."""
+    if device.type != "cuda":
+        yield
+        return
+    with torch.cuda.stream(torch.cuda.Stream(device)):
+        yield
 
 
 def _die_with_parent() -> None:

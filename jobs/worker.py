@@ -11,8 +11,10 @@ from jobs.runner import Worker, WorkerOptions
 
 log = logging.getLogger(__name__)
 
-# One fast-path ResNet18 run at 224 px, batch 128, peaks near this much GPU memory (measured
-# in bench/train_throughput.py); slots per GPU are chosen so K of them fit with headroom.
+# GPU memory planned per slot. One fast-path ResNet18 run at 224 px, batch 128, peaks at
+# ~1.9 GiB allocated (bench/RESULTS.md); the rest is headroom for the CUDA context, cuDNN
+# workspaces and the allocator's cache. Slots per GPU are chosen so K of them fit; beyond 2-4
+# lanes a card gains nothing more (it is busy), hence the cap.
 RUN_GPU_MEMORY_GIB = 6.0
 MAX_SLOTS_PER_GPU = 4
 
@@ -27,7 +29,13 @@ def auto_slots_per_gpu() -> int:
 
 
 def make_executor(
-    kind: str, *, device: str, slots_per_gpu: int, cpu_slots: int, address: str | None
+    kind: str,
+    *,
+    device: str,
+    slots_per_gpu: int,
+    cpu_slots: int,
+    address: str | None,
+    processes_per_gpu: int = 1,
 ) -> Executor:
     """The executor the CLI asked for."""
     if kind == "inline":
@@ -44,7 +52,7 @@ def make_executor(
             address=address, device=device, slots_per_gpu=slots_per_gpu or 1, cpu_slots=cpu_slots
         )
     k = slots_per_gpu or auto_slots_per_gpu()
-    return LocalExecutor(plan_slots(device, k, cpu_slots))
+    return LocalExecutor(plan_slots(device, k, cpu_slots, processes_per_gpu))
 
 
 def make_worker(
@@ -54,6 +62,7 @@ def make_worker(
     slots_per_gpu: int,
     cpu_slots: int,
     address: str | None,
+    processes_per_gpu: int = 1,
     options: WorkerOptions | None = None,
 ) -> Worker:
     """A worker on the default store with the chosen executor."""
@@ -64,6 +73,7 @@ def make_worker(
             slots_per_gpu=slots_per_gpu,
             cpu_slots=cpu_slots,
             address=address,
+            processes_per_gpu=processes_per_gpu,
         ),
         executor_name=executor,
         options=options,
