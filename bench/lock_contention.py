@@ -33,8 +33,12 @@ def main() -> None:
     store = home / "softgrade.duckdb"
     init_schema(store)
     env = {**os.environ, "SOFTGRADE_HOME": str(home)}
-    worker = subprocess.Popen([sys.executable, "-m", "jobs", "worker", "--device", "cpu"],
-                              cwd=REPO, env=env, stderr=subprocess.DEVNULL)
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "jobs", "worker", "--device", "cpu"],
+        cwd=REPO,
+        env=env,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         time.sleep(2)
         submitted = time.monotonic()
@@ -61,8 +65,10 @@ def main() -> None:
         worker_line = [m for m in log if m.startswith("store lock retries")]
         print(f"study {study.name}: {job.status} in {wall:.0f} s, {job.runs_done} runs")
         print(f"submit -> first visible progress: {first_progress:.1f} s")
-        print(f"reader ('app'): {reads} reads, {LOCK_STATS.retries} lock retries, "
-              f"{LOCK_STATS.waited_s:.2f} s waited")
+        print(
+            f"reader ('app'): {reads} reads, {LOCK_STATS.retries} lock retries, "
+            f"{LOCK_STATS.waited_s:.2f} s waited"
+        )
         print(f"worker: {worker_line[-1] if worker_line else 'no line'}")
     finally:
         worker.terminate()
