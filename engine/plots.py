@@ -229,12 +229,13 @@ def _is_nan(value: float) -> bool:
 
 
 # Rough training cost of ResNet18 per training image and epoch, validation included,
-# calibrated on measured runs (bench/RESULTS.md). GPU: the paper protocol on an H200 with two
-# slots ran ~13,400 training images/s on CPPD and ~7,300 on KL (validation-heavy), so
-# ~7e-5 s per image at 224 px, scaling with pixel count (floored for the fixed per-batch cost
-# of small images). CPU: `studies/quick.yaml` on an idle 2-core machine took ~7 ms per image
+# calibrated on measured runs (bench/RESULTS.md). GPU (a whole card, all its slots together:
+# slots share the card, so they do not divide this time): one seed of the paper protocol on
+# an H200 with 4 lanes ran ~13,800 training images/s including start-up, ~7.2e-5 s per image
+# at 224 px, scaling with pixel count (floored for the fixed per-batch cost of small images).
+# CPU: `studies/quick.yaml` on an idle 2-core machine took ~7 ms per image
 # and epoch at 32 px; ~7 ms up to 64 px, growing like (size / 64) ** 1.5 above that.
-_S_PER_IMAGE = {"cpu": 0.007, "cuda": 7.0e-5}
+_S_PER_IMAGE = {"cpu": 0.007, "cuda": 7.2e-5}
 _REFERENCE_PX = {"cpu": 64, "cuda": 224}
 _SIZE_EXPONENT = {"cpu": 1.5, "cuda": 2.0}
 _MIN_SCALE = {"cpu": 1.0, "cuda": 0.1}
@@ -251,10 +252,11 @@ def rough_study_seconds(
     image_size: int,
     device: str,
 ) -> float:
-    """An upper-bound guess of a study's training time on one slot (every run to max_epochs).
+    """An upper-bound guess of a study's training time (every run to max_epochs) on one CPU
+    slot or one GPU.
 
-    Early stopping usually ends runs sooner, several slots divide the time, and a new
-    dataset is drawn once first; the pages say so next to this number.
+    Early stopping usually ends runs sooner, several CPU slots or GPUs divide the time, and a
+    new dataset is drawn once first; the pages say so next to this number.
 
     Args:
         train_images: Task → images the task trains on (already the training fraction).

@@ -370,7 +370,7 @@ if spec is not None:
     }
     when = {
         "cpu": f"about {plots.format_duration(guesses['cpu'])} on one CPU slot",
-        "cuda": f"about {plots.format_duration(guesses['cuda'])} on one GPU slot",
+        "cuda": f"about {plots.format_duration(guesses['cuda'])} on one GPU",
         "auto": f"about {plots.format_duration(guesses['cuda'])} on a GPU, "
         f"{plots.format_duration(guesses['cpu'])} on a CPU",
     }[spec.device]
@@ -381,7 +381,7 @@ if spec is not None:
     )
     st.caption(
         f"Rough time if every run used all its epochs: {when}. Early stopping usually ends "
-        "runs sooner, several worker slots share the work, and a new phantom is drawn once "
+        "runs sooner, more CPU slots or GPUs share the work, and a new phantom is drawn once "
         "before its first run."
     )
     if worker_alive and spec.device != "cpu" and not worker_has_gpu(path):
