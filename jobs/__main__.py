@@ -6,7 +6,7 @@
 - ``cancel JOB``: stop a job at its next epoch boundary, keeping finished runs.
 - ``worker``: the daemon (``--slots-per-gpu K``, ``--processes-per-gpu P``, ``--cpu-slots N``,
   ``--executor``).
-- ``up``: a worker (unless one is alive) and the Streamlit app on 127.0.0.1.
+- ``up``: the Streamlit app on 127.0.0.1, and a worker whenever none is alive.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -156,37 +157,25 @@ def cmd_worker(args: argparse.Namespace) -> int:
     return 0
 
 
+# How often `up` checks that a worker serves its store.
+UP_CHECK_S = 5.0
+
+
 def cmd_up(args: argparse.Namespace) -> int:
-    """Start a worker (unless one is alive) and the Streamlit app on 127.0.0.1."""
+    """Serve the Streamlit app on 127.0.0.1 and keep a worker running for its store.
+
+    A worker is started whenever none is alive: at once, or later if the one alive at start
+    (e.g. from a previous ``up`` still shutting down) stops or dies.
+    """
     import signal
     import subprocess
 
     path = _open_store()
-    children: list[subprocess.Popen] = []
-    alive = store_jobs.list_workers(path=path)
-    if not (len(alive) and alive["alive"].any()):
-        children.append(
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "jobs",
-                    "worker",
-                    "--device",
-                    args.device,
-                    "--cpu-slots",
-                    str(args.cpu_slots),
-                    "--slots-per-gpu",
-                    str(args.slots_per_gpu),
-                    "--processes-per-gpu",
-                    str(args.processes_per_gpu),
-                ]
-            )
-        )
     app = Path(__file__).resolve().parent.parent / "app.py"
     print(f"SoftGrade on http://127.0.0.1:{args.port} (store {path}); Ctrl+C stops both")
     # SIGTERM (e.g. from a service manager) must also stop the app and the worker.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    children: list[subprocess.Popen] = []
     try:
         app_proc = subprocess.Popen(
             [
@@ -203,17 +192,54 @@ def cmd_up(args: argparse.Namespace) -> int:
                 "true",
                 "--browser.gatherUsageStats",
                 "false",
+                # Users do not edit the code while they use the app; watching the checkout
+                # (.venv included) exhausts inotify watches and costs CPU the worker needs.
+                "--server.fileWatcherType",
+                "none",
             ]
         )
         children.append(app_proc)
-        return app_proc.wait()
+        worker: subprocess.Popen | None = None
+        while app_proc.poll() is None:
+            if (worker is None or worker.poll() is not None) and not _a_worker_is_alive(path):
+                if worker is not None:
+                    log.warning(
+                        "the worker exited (status %s); starting another", worker.returncode
+                    )
+                worker = subprocess.Popen(_worker_command(args))
+                children.append(worker)
+            time.sleep(UP_CHECK_S)
+        return app_proc.returncode
     except KeyboardInterrupt:
         return 0
     finally:
         for child in children:
-            child.terminate()
+            if child.poll() is None:
+                child.terminate()
         for child in children:
             child.wait(timeout=15)
+
+
+def _a_worker_is_alive(path: Path) -> bool:
+    workers = store_jobs.list_workers(path=path)
+    return bool(len(workers) and workers["alive"].any())
+
+
+def _worker_command(args: argparse.Namespace) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "jobs",
+        "worker",
+        "--device",
+        args.device,
+        "--cpu-slots",
+        str(args.cpu_slots),
+        "--slots-per-gpu",
+        str(args.slots_per_gpu),
+        "--processes-per-gpu",
+        str(args.processes_per_gpu),
+    ]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -156,7 +156,9 @@ def test_cancel_reaches_a_running_worker_and_keeps_finished_runs(home, queued_st
     assert _incomplete_runs(store) == 0
 
 
-def test_up_serves_the_app_with_a_worker_and_stops_both(home):
+def test_up_serves_the_app_starts_a_worker_once_none_is_alive_and_stops_both(home):
+    """A worker still alive when `up` starts (e.g. the previous `up` shutting down) gets no
+    twin; once it stops, `up` starts its own."""
     import socket
     import urllib.request
 
@@ -164,6 +166,11 @@ def test_up_serves_the_app_with_a_worker_and_stops_both(home):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {**os.environ, "SOFTGRADE_HOME": str(home)}
+    store = home / "softgrade.duckdb"
+    init_schema(store)
+    leaving = store_jobs.register_worker(
+        hostname="here", pid=1, executor="local", devices=["cpu"], slots=1, path=store
+    )
     up = subprocess.Popen(
         [sys.executable, "-m", "jobs", "up", "--device", "cpu", "--port", str(port)],
         cwd=REPO,
@@ -171,7 +178,6 @@ def test_up_serves_the_app_with_a_worker_and_stops_both(home):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    store = home / "softgrade.duckdb"
     try:
 
         def page_served():
@@ -185,9 +191,15 @@ def test_up_serves_the_app_with_a_worker_and_stops_both(home):
                 return False
 
         _wait_for(serving, 120, "the app to answer on its port")
-        _wait_for(
-            lambda: store_jobs.list_workers(path=store)["alive"].any(), 120, "the worker to beat"
-        )
+        alive = store_jobs.list_workers(path=store).query("alive")
+        assert alive.worker_id.tolist() == [leaving]
+        store_jobs.beat_worker(leaving, stopped=True, path=store)
+
+        def own_worker_beats():
+            alive = store_jobs.list_workers(path=store).query("alive")
+            return len(alive) == 1 and alive.worker_id.iloc[0] != leaving
+
+        _wait_for(own_worker_beats, 120, "up's own worker to beat")
     finally:
         up.terminate()
         up.wait(30)
