@@ -102,7 +102,7 @@ def render_job(job: Any) -> None:
         epoch = _value(job, "current_epoch")
         if status == "running":
             stats = {
-                "Current run": plots.run_label(_value(job, "current_run"), job.study_id),
+                "Latest run": plots.run_label(_value(job, "current_run"), job.study_id),
                 "Epoch": "—" if epoch is None else str(int(epoch)),
                 "Latest val AMAE": "—" if amae is None else f"{amae:.3f}",
                 "Elapsed": plots.format_duration(elapsed),
@@ -172,9 +172,10 @@ run_inside_shell()
 st.title("Jobs")
 st.caption(
     "Every study queued from this store, newest first, with live progress. Time left is the "
-    "elapsed time per finished run times the runs left. Latest val AMAE is the average mean "
-    "absolute error over grades on the validation films (lower is better). Cancelling keeps "
-    "the runs already finished."
+    "elapsed time per finished run times the runs left. Latest run, epoch and val AMAE come "
+    "from the last epoch any worker slot finished (a GPU trains several runs at once); val "
+    "AMAE is the average mean absolute error over grades on the validation films (lower is "
+    "better). Cancelling keeps the runs already finished."
 )
 st.toggle("Hide finished jobs", key="queue_hide_finished")
 render_jobs()

@@ -17,7 +17,7 @@ def _page() -> AppTest:
 
 def _stats(at: AppTest) -> str:
     """The live numbers of the jobs shown ("Epoch: **3** · ...")."""
-    return "\n".join(m.value for m in at.markdown if "Current run:" in m.value)
+    return "\n".join(m.value for m in at.markdown if "Latest run:" in m.value)
 
 
 def _progress_texts(at: AppTest) -> list[str]:
@@ -54,7 +54,7 @@ def test_running_job_shows_progress_run_epoch_amae_and_eta(path):
     assert not at.exception
     assert _progress_texts(at) == ["4 / 10 runs finished"]
     stats = _stats(at)
-    assert "Current run: **KL · beta · seed 0 · config 1**" in stats
+    assert "Latest run: **KL · beta · seed 0 · config 1**" in stats
     assert "Epoch: **3**" in stats
     assert "Latest val AMAE: **0.421**" in stats
     assert "Time left: **estimating…**" not in stats and "Time left: **—**" not in stats
