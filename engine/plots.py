@@ -8,6 +8,7 @@ duckdb (see ARCHITECTURE.md, "Layers").
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping
 
 import altair as alt
@@ -206,6 +207,12 @@ def eta_seconds(elapsed_s: float | None, runs_done: int, runs_total: int | None)
     if elapsed_s is None or not runs_total or runs_done <= 0 or _is_nan(elapsed_s):
         return None
     return max(0.0, elapsed_s / runs_done * (runs_total - runs_done))
+
+
+def format_devices(devices: list[str]) -> str:
+    """A worker's slot devices, counted: ``"cuda:0 ×4"``, ``"cuda:0 ×2, cuda:1 ×2"``, ``"cpu"``."""
+    counts = Counter(devices)
+    return ", ".join(f"{d} ×{n}" if n > 1 else d for d, n in counts.items())
 
 
 def format_duration(seconds: float | None) -> str:

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 import time
@@ -101,16 +102,18 @@ def _summary(job_id: str, path: Path) -> str:
 
 def cmd_status(args: argparse.Namespace) -> int:
     """Print workers and jobs."""
+    from engine.plots import format_devices
+
     path = default_store_path()
     if not path.exists():
         print(f"no store at {path} yet")
         return 0
-    workers = store_jobs.list_workers(path=path)
-    alive = workers[workers["alive"]] if len(workers) else workers
+    alive = store_jobs.alive_workers(path=path)
     print(f"store: {path}")
     print(f"workers alive: {len(alive)}")
     for _, w in alive.iterrows():
-        print(f"  {w.worker_id} pid {w.pid} on {w.hostname}: {w.slots} slot(s) {w.devices}")
+        devices = format_devices(json.loads(w.devices))
+        print(f"  {w.worker_id} pid {w.pid} on {w.hostname}: {w.slots} slot(s) on {devices}")
     jobs = store_jobs.list_jobs(path=path)
     if jobs.empty:
         print("no jobs")
@@ -201,7 +204,9 @@ def cmd_up(args: argparse.Namespace) -> int:
         children.append(app_proc)
         worker: subprocess.Popen | None = None
         while app_proc.poll() is None:
-            if (worker is None or worker.poll() is not None) and not _a_worker_is_alive(path):
+            if (worker is None or worker.poll() is not None) and store_jobs.alive_workers(
+                path=path
+            ).empty:
                 if worker is not None:
                     log.warning(
                         "the worker exited (status %s); starting another", worker.returncode
@@ -220,17 +225,17 @@ def cmd_up(args: argparse.Namespace) -> int:
             child.wait(timeout=15)
 
 
-def _a_worker_is_alive(path: Path) -> bool:
-    workers = store_jobs.list_workers(path=path)
-    return bool(len(workers) and workers["alive"].any())
-
-
 def _worker_command(args: argparse.Namespace) -> list[str]:
+    """`up`'s own choices of executor and slots, passed on to its worker."""
+    address = ["--address", args.address] if args.address else []
     return [
         sys.executable,
         "-m",
         "jobs",
         "worker",
+        "--executor",
+        args.executor,
+        *address,
         "--device",
         args.device,
         "--cpu-slots",

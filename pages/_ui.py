@@ -15,7 +15,7 @@ import pandas as pd
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
-from engine import compare, stats
+from engine import compare, plots, stats
 from store import datasets as store_datasets
 from store import jobs as store_jobs
 from store import runs as store_runs
@@ -59,9 +59,9 @@ def store_path() -> Path:
 
 
 @st.cache_data(ttl=3, show_spinner=False)
-def cached_workers(path: str) -> pd.DataFrame:
-    """Registered workers with their liveness."""
-    return store_jobs.list_workers(alive_within_s=WORKER_ALIVE_WITHIN_S, path=path)
+def cached_alive_workers(path: str) -> pd.DataFrame:
+    """The workers that beat recently."""
+    return store_jobs.alive_workers(alive_within_s=WORKER_ALIVE_WITHIN_S, path=path)
 
 
 @st.cache_data(ttl=2, show_spinner=False)
@@ -107,9 +107,8 @@ def clear_job_caches() -> None:
 
 
 def alive_workers(path: Path) -> pd.DataFrame:
-    """Only the workers that beat recently."""
-    workers = cached_workers(str(path))
-    return workers[workers["alive"]] if len(workers) else workers
+    """The workers that beat recently (cached for a few seconds)."""
+    return cached_alive_workers(str(path))
 
 
 def worker_has_gpu(path: Path) -> bool:
@@ -167,7 +166,7 @@ def _sidebar_status(path: str) -> None:
         st.error(f"{NO_WORKER_TITLE} {NO_WORKER_HOW}", icon=":material/power_off:")
     else:
         for _, w in workers.iterrows():
-            devices = ", ".join(json.loads(w.devices))
+            devices = plots.format_devices(json.loads(w.devices))
             st.success(
                 f"Worker alive · {w.slots} slot(s) on {devices} · last beat "
                 f"{w.seconds_since_beat:.0f} s ago",

@@ -336,3 +336,9 @@ def list_workers(*, alive_within_s: float = 30.0, path: Path | str | None = None
             """,
             [alive_within_s],
         ).df()
+
+
+def alive_workers(*, alive_within_s: float = 30.0, path: Path | str | None = None) -> pd.DataFrame:
+    """Only the workers of `list_workers` that are alive."""
+    workers = list_workers(alive_within_s=alive_within_s, path=path)
+    return workers[workers["alive"]].reset_index(drop=True)

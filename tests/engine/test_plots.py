@@ -152,3 +152,9 @@ def test_rough_paper_protocol_on_one_gpu_takes_hours():
 )
 def test_run_label_reads_a_run_id_in_words(run_id, study_id, label):
     assert plots.run_label(run_id, study_id) == label
+
+
+def test_worker_devices_are_counted_not_repeated():
+    assert plots.format_devices(["cuda:0"] * 4) == "cuda:0 ×4"
+    assert plots.format_devices(["cuda:0", "cuda:0", "cuda:1"]) == "cuda:0 ×2, cuda:1"
+    assert plots.format_devices(["cpu"]) == "cpu"
