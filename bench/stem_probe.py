@@ -25,7 +25,7 @@ import torch.nn.functional as F  # noqa: N812
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.train import GraphedSteps, build_model  # noqa: E402
+from engine.train import GREY_MEAN, GREY_STD, GraphedSteps, build_model  # noqa: E402
 
 
 @torch.library.custom_op("softgrade_probe::max_pool", mutates_args=())
@@ -69,7 +69,7 @@ def patched_forward(model: torch.nn.Module, channels: int, aten_pool: bool):  # 
     b = model.backbone
 
     def forward(x: torch.Tensor) -> torch.Tensor:
-        x = (x.float() / 255.0 - 0.449) / 0.226
+        x = (x.float() / 255.0 - GREY_MEAN) / GREY_STD
         w = b.conv1.weight
         if channels > 1:
             x = F.pad(x, (0, 0, 0, 0, 0, channels - 1))
