@@ -186,16 +186,23 @@ class Worker:
     def _drive(self, state: _JobState) -> None:
         """Keep every slot busy until the plan is done, cancelled or failed."""
         while state.pending or state.in_flight:
-            stopping = state.cancel or state.error is not None
-            while state.pending and not stopping and self.executor.free_slots() > 0:
-                run = state.pending.popleft()
-                state.in_flight.add(run.run_id)
-                self.executor.submit(state.tasks[run.run_id])
-            if stopping and not state.in_flight:
+            self._submit_pending(state)
+            if (state.cancel or state.error is not None) and not state.in_flight:
                 break
             self.executor.poll(0.5, lambda msg: self._handle(state, msg))
             if state.cancel or state.error is not None:
                 self.executor.set_cancel(True)
+
+    def _submit_pending(self, state: _JobState) -> None:
+        """Hand planned runs to free slots, unless the job is stopping."""
+        while (
+            state.pending
+            and not (state.cancel or state.error is not None)
+            and self.executor.free_slots() > 0
+        ):
+            run = state.pending.popleft()
+            state.in_flight.add(run.run_id)
+            self.executor.submit(state.tasks[run.run_id])
 
     def _finish(self, state: _JobState) -> None:
         job = state.job
@@ -220,6 +227,8 @@ class Worker:
             return
         state.in_flight.discard(msg["run_id"])
         if kind == "done":
+            # The slot gets its next run before the store write, so it trains meanwhile.
+            self._submit_pending(state)
             self._record(state, msg)
         elif kind == "error":
             state.error = f"run {msg['run_id']} failed:\n{msg['traceback']}"

@@ -98,3 +98,24 @@ def test_a_raising_run_fails_the_job_with_its_traceback(tmp_path, monkeypatch):
     job = store_jobs.list_jobs(path=store).set_index("job_id").loc[job_id]
     assert job.status == "failed"
     assert "RuntimeError: the GPU caught fire" in job.error and "Traceback" in job.error
+
+
+class _NotesInFlightAtRecord(Worker):
+    """Notes how many runs are in flight whenever a finished run is written to the store."""
+
+    in_flight_at_record: list[int]
+
+    def _record(self, state, msg):
+        self.in_flight_at_record.append(len(state.in_flight))
+        super()._record(state, msg)
+
+
+def test_a_slot_gets_its_next_run_before_the_finished_one_is_stored(tmp_path):
+    store = tmp_path / "softgrade.duckdb"
+    spec = StudySpec.from_dict(tiny_study(methods=["nominal"], tasks=["CPPD"], budget=3))
+    worker = _NotesInFlightAtRecord(InlineExecutor("cpu"), store_path=store, home=tmp_path)
+    worker.in_flight_at_record = []
+    store_jobs.enqueue_job(spec.to_dict(), path=store)
+    worker.serve(stop_when_idle=True)
+    # one slot, three runs: the next run is handed over before each store write but the last
+    assert worker.in_flight_at_record == [1, 1, 0]
