@@ -238,11 +238,12 @@ def _is_nan(value: float) -> bool:
 # Rough training cost of ResNet18 per training image and epoch, validation included,
 # calibrated on measured runs (bench/RESULTS.md). GPU (a whole card, all its slots together:
 # slots share the card, so they do not divide this time): one seed of the paper protocol on
-# an H200 with 4 lanes ran ~13,800 training images/s including start-up, ~7.2e-5 s per image
-# at 224 px, scaling with pixel count (floored for the fixed per-batch cost of small images).
+# an H200 with 4 lanes and the fast stem ran ~15,800 training images/s including every run's
+# set-up and validation, ~6.3e-5 s per image at 224 px, scaling with pixel count (floored for
+# the fixed per-batch cost of small images).
 # CPU: `studies/quick.yaml` on an idle 2-core machine took ~7 ms per image
 # and epoch at 32 px; ~7 ms up to 64 px, growing like (size / 64) ** 1.5 above that.
-_S_PER_IMAGE = {"cpu": 0.007, "cuda": 7.2e-5}
+_S_PER_IMAGE = {"cpu": 0.007, "cuda": 6.3e-5}
 _REFERENCE_PX = {"cpu": 64, "cuda": 224}
 _SIZE_EXPONENT = {"cpu": 1.5, "cuda": 2.0}
 _MIN_SCALE = {"cpu": 1.0, "cuda": 0.1}

@@ -120,10 +120,13 @@ def test_fast_path_learns_like_the_plain_path(device, method):
     data, y_test = _brightness_problem()
     accuracies = {}
     for fast in (False, True):
+        # 16 epochs: on a GPU the fast path's nominal run is still settling at epoch 8
+        # (validation loss swinging 0.3-3 while batch-norm statistics catch up), and where
+        # it stands then depends on which kernels cuDNN's benchmark picked.
         config = _config(
             method=method,
-            max_epochs=8,
-            patience=8,
+            max_epochs=16,
+            patience=16,
             batch_size=16,
             fast=fast,
             lr=1e-3,
@@ -131,7 +134,7 @@ def test_fast_path_learns_like_the_plain_path(device, method):
         )
         result = fit(config, data)
         accuracies[fast] = float((result.test_probs.argmax(1) == y_test.numpy()).mean())
-    assert accuracies[False] >= 0.75 and accuracies[True] >= 0.75
+    assert accuracies[False] >= 0.75 and accuracies[True] >= 0.75, accuracies
 
 
 @pytest.mark.parametrize("method", ["nominal", "binomial", "beta", "triangular", "exponential"])
