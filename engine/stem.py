@@ -9,7 +9,7 @@ profiles it), on two things:
   Triton kernel over the input in channels-last order: each input element looks at the (at
   most four) windows that cover it and takes the gradient of those whose maximum it was.
 
-`FastStem` swaps these into a built model without touching its parameters, so state dicts,
+`use_fast_stem` swaps these into a built model without touching its parameters, so state dicts,
 checkpoints and Grad-CAM see torchvision's ResNet18 unchanged.
 """
 

@@ -7,8 +7,8 @@ optimiser state in place, so the dataset stays on the device and a compiled mode
 (a fresh process costs ~10 s to warm up and ~22 s to compile, as long as a whole run).
 
 Two paths: the plain path (fp32, eager) and, on CUDA, the fast path (images kept on the GPU
-as uint8, channels-last, bf16 autocast, fused Adam, ``torch.compile``). ``TrainConfig.fast``
-picks; None means fast on CUDA only.
+as uint8, channels-last, bf16 autocast, fused Adam, ``torch.compile``, the stem of
+`engine.stem`). ``TrainConfig.fast`` picks; None means fast on CUDA only.
 """
 
 from __future__ import annotations
@@ -408,7 +408,7 @@ class Trainer:
             else self.model
         )
         # On CUDA the fast path replays CUDA graphs of whole steps; elsewhere it only
-        # switches precision and layout (so CPU tests can compare it with the plain path).
+        # switches precision, layout and stem (so CPU tests can compare it with the plain path).
         self.graphs = (
             GraphedSteps(self.step_model, num_classes, device, eager_model=self.model)
             if fast and cuda_graphs and device.type == "cuda"
