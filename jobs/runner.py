@@ -63,6 +63,11 @@ class _JobState:
     in_flight: set[str] = field(default_factory=set)
     last_progress: float = 0.0
 
+    @property
+    def stopping(self) -> bool:
+        """Cancelled or failed: no new runs, the ones in flight finish or stop."""
+        return self.cancel or self.error is not None
+
 
 class Worker:
     """Claims jobs and runs them on an `Executor`; ``run_once`` does one job (tests)."""
@@ -187,19 +192,15 @@ class Worker:
         """Keep every slot busy until the plan is done, cancelled or failed."""
         while state.pending or state.in_flight:
             self._submit_pending(state)
-            if (state.cancel or state.error is not None) and not state.in_flight:
+            if state.stopping and not state.in_flight:
                 break
             self.executor.poll(0.5, lambda msg: self._handle(state, msg))
-            if state.cancel or state.error is not None:
+            if state.stopping:
                 self.executor.set_cancel(True)
 
     def _submit_pending(self, state: _JobState) -> None:
         """Hand planned runs to free slots, unless the job is stopping."""
-        while (
-            state.pending
-            and not (state.cancel or state.error is not None)
-            and self.executor.free_slots() > 0
-        ):
+        while state.pending and not state.stopping and self.executor.free_slots() > 0:
             run = state.pending.popleft()
             state.in_flight.add(run.run_id)
             self.executor.submit(state.tasks[run.run_id])
@@ -295,10 +296,7 @@ class Worker:
             latest_val_amae=val_amae,
             path=self.store_path,
         )
-        if cancel and not state.cancel:
-            state.cancel = True
-            self.executor.set_cancel(True)
-            self._log(state.job, "cancel seen; stopping at the next epoch boundary")
+        self._notice_cancel(state, cancel)
 
     def _beat_job(self, state: _JobState) -> None:
         """Keep the job's heartbeat fresh (and notice a cancel) even while no epoch ends,
@@ -306,7 +304,11 @@ class Worker:
         cancel = store_jobs.update_progress(
             state.job.job_id, worker_id=self.worker_id, path=self.store_path
         )
-        if cancel and not state.cancel:
+        self._notice_cancel(state, cancel)
+
+    def _notice_cancel(self, state: _JobState, requested: bool) -> None:
+        """Act once on a cancel request read from the store: slots stop at the next epoch."""
+        if requested and not state.cancel:
             state.cancel = True
             self.executor.set_cancel(True)
             self._log(state.job, "cancel seen; stopping at the next epoch boundary")

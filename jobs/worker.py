@@ -12,7 +12,7 @@ from jobs.runner import Worker, WorkerOptions
 log = logging.getLogger(__name__)
 
 # GPU memory planned per slot. One fast-path ResNet18 run at 224 px, batch 128, peaks at
-# ~1.9 GiB allocated (bench/RESULTS.md); the rest is headroom for the CUDA context, cuDNN
+# ~1.8 GiB allocated (bench/RESULTS.md); the rest is headroom for the CUDA context, cuDNN
 # workspaces and the allocator's cache. Slots per GPU are chosen so K of them fit; beyond 2-4
 # lanes a card gains nothing more (it is busy), hence the cap.
 RUN_GPU_MEMORY_GIB = 6.0

@@ -15,6 +15,7 @@ import streamlit as st
 from engine import charts, compare, stats
 from engine.metrics import LOWER_IS_BETTER, METRIC_LABELS, METRICS
 from pages._ui import (
+    RESULTS_TTL_S,
     cached_group_counts,
     pick_studies,
     run_inside_shell,
@@ -25,15 +26,13 @@ from pages._ui import (
 from store import runs as store_runs
 from store.db import StoreError
 
-READ_TTL_S = 10  # a running study adds seeds; re-read at most this often
-
 ABSENT_CLASSES_NOTE = (
     "A grade absent from a test set is left out of that run's per-class metrics (AMAE, "
     "MMAE, MS, BA), as dlordinal does; grade distances stay |i − j| whatever is absent."
 )
 
 
-@st.cache_data(ttl=READ_TTL_S, show_spinner="Reading predictions…")
+@st.cache_data(ttl=RESULTS_TTL_S, show_spinner="Reading predictions…")
 def cached_results(
     path: str, study_ids: tuple[str, ...], names: tuple[str, ...]
 ) -> tuple[pd.DataFrame, pd.DataFrame]:

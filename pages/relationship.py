@@ -16,6 +16,7 @@ import streamlit as st
 
 from engine import charts, compare, relationship, stats
 from pages._ui import (
+    RESULTS_TTL_S,
     cached_group_counts,
     pick_studies,
     run_inside_shell,
@@ -26,18 +27,17 @@ from pages._ui import (
 from store import runs as store_runs
 from store.db import StoreError
 
-READ_TTL_S = 10
 EPS_CHOICES = (1e-6, 1e-4, 1e-2)
 
 
-@st.cache_data(ttl=READ_TTL_S, show_spinner="Reading predictions…")
+@st.cache_data(ttl=RESULTS_TTL_S, show_spinner="Reading predictions…")
 def cached_joint(path: str, study_ids: tuple[str, ...], names: tuple[str, ...]) -> pd.DataFrame:
     """KL and CPPD predictions of the jointly graded test images (methods labelled)."""
     joint = store_runs.joint_predictions(list(study_ids), path=path)
     return compare.label_methods(joint, dict(zip(study_ids, names, strict=True)))
 
 
-@st.cache_data(ttl=READ_TTL_S, show_spinner=False)
+@st.cache_data(ttl=RESULTS_TTL_S, show_spinner=False)
 def scored(
     joint: pd.DataFrame, eps: float
 ) -> tuple[np.ndarray, list[relationship.SeedRelationship], pd.DataFrame]:
