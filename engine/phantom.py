@@ -43,6 +43,8 @@ and trabecular texture and film noise are windows cut at random from per-process
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import functools
 import hashlib
 import json
@@ -1106,12 +1108,109 @@ def render_film(
         ``film`` (H, W) uint8, ``mask`` (H, W) uint8 with MASK_BITS flags, and the knee
         box ``(x0, y0, x1, y1)`` in film pixels (x1, y1 exclusive), all at ``spec.film_size``.
     """
-    film_h, film_w = spec.film_size
-    diff = spec.effective_difficulty
     rng = np.random.default_rng([spec.seed, _STREAM_FILM, int(row["film_index"])])
     anat = _patient_anatomy(spec.seed, int(row["patient_index"]))
-    les = _film_lesions(anat, row, diff, rng)
+    les = _film_lesions(anat, row, spec.effective_difficulty, rng)
     att, canvas_mask = _draw_knee(anat, les, rng)
+    return _place_and_expose(spec, row, att, canvas_mask, rng)
+
+
+#: The fields of `_Lesions` that draw each pathology's signs.
+_SIGN_FIELDS: dict[str, tuple[str, ...]] = {
+    "KL": (
+        "jsw_med",
+        "jsw_lat",
+        "osteophytes",
+        "spine_sharpening",
+        "sclerosis_med",
+        "sclerosis_lat",
+        "sclerosis_thick",
+        "deform",
+        "cysts",
+    ),
+    "CPPD": (
+        "calc_extent_med",
+        "calc_extent_lat",
+        "calc_amp",
+        "calc_alpha_fem",
+        "calc_alpha_tib",
+        "calc_tibial_line",
+        "meniscus_amp",
+        "calc_dotted",
+    ),
+}
+#: Highest grade of each scale.
+TOP_GRADE: dict[str, int] = {"KL": N_KL - 1, "CPPD": N_CPPD - 1}
+
+
+def render_variant(
+    spec: PhantomSpec, row: Mapping[str, Any], grades: Mapping[str, int]
+) -> tuple[np.ndarray, np.ndarray, tuple[int, int, int, int]]:
+    """The film of ``row`` with the signs of some pathologies redrawn at the given grades.
+
+    Everything else is the original film's: the knee, its placement and exposure, and the
+    signs of a pathology not in ``grades``. This is the co-occurrence stress test's
+    counterfactual (paper, Fig. "Grad-CAM analysis of model robustness under co-occurring
+    pathologies"): the same joint seen with more or less of one disease, and nothing else
+    changed. Redrawn signs sit at the centre of their grade's severity band.
+
+    Args:
+        spec: the phantom.
+        row: one row of :func:`phantom_labels`.
+        grades: new grade per pathology, e.g. ``{"KL": 4, "CPPD": 2}``; grades run from 0
+            to :data:`TOP_GRADE` [task].
+
+    Returns:
+        ``film``, ``mask`` and knee box, as :func:`render_film`.
+    """
+    for task, grade in grades.items():
+        if task not in _SIGN_FIELDS:
+            raise ValueError(f"task must be one of {sorted(_SIGN_FIELDS)}, not {task!r}")
+        if not 0 <= grade <= TOP_GRADE[task]:
+            raise ValueError(f"{task} grade must be 0..{TOP_GRADE[task]}, not {grade}")
+    seed = [spec.seed, _STREAM_FILM, int(row["film_index"])]
+    rng = np.random.default_rng(seed)
+    anat = _patient_anatomy(spec.seed, int(row["patient_index"]))
+    diff = spec.effective_difficulty
+    les = _film_lesions(anat, row, diff, rng)
+    # Drawing consumes the film's stream; the original film's placement and exposure draws
+    # follow it, so the original is drawn (and dropped) to reach that point of the stream.
+    draw_rng = copy.deepcopy(rng)
+    _draw_knee(anat, les, rng)
+    # The redrawn signs take their per-sign scatter from the same stream at every grade.
+    severities: dict[str, float] = {}
+    for task, grade in grades.items():
+        severities.update(_severity_at(task, grade, row))
+    redrawn = _film_lesions(anat, {**row, **severities}, diff, np.random.default_rng(seed))
+    fields = [name for task in grades for name in _SIGN_FIELDS[task]]
+    les = dataclasses.replace(les, **{name: getattr(redrawn, name) for name in fields})
+    att, canvas_mask = _draw_knee(anat, les, draw_rng)
+    return _place_and_expose(spec, row, att, canvas_mask, rng)
+
+
+def _severity_at(task: str, grade: int, row: Mapping[str, Any]) -> dict[str, float]:
+    """Label-row severities at the centre of ``grade``'s band (narrowing kept on its side)."""
+    if task == "CPPD":
+        return {"cppd_severity": float(grade)}  # 0 draws no deposits; 1..3 sit in [0.35, 3.5]
+    worst = float(np.interp(float(grade), *_NARROW_KNOTS))
+    medial = row["narrow_side"] == "medial"
+    return {
+        "kl_severity": float(grade),
+        "narrow_medial": worst if medial else 0.2 * worst,
+        "narrow_lateral": 0.2 * worst if medial else worst,
+    }
+
+
+def _place_and_expose(
+    spec: PhantomSpec,
+    row: Mapping[str, Any],
+    att: np.ndarray,
+    canvas_mask: np.ndarray,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray, tuple[int, int, int, int]]:
+    """Place a drawn knee on the film, expose it and add the film's artefacts."""
+    film_h, film_w = spec.film_size
+    diff = spec.effective_difficulty
 
     # Placement: scale so the knee box covers ~40-62 % of the film's shorter side.
     short = min(film_h, film_w)

@@ -21,6 +21,7 @@ from engine.phantom import (
     joint_cell_counts,
     phantom_labels,
     render_film,
+    render_variant,
 )
 
 REFERENCE_CSV = Path(__file__).resolve().parents[3] / "shared/reference/kl_cppd_contingency.csv"
@@ -340,3 +341,58 @@ def test_cache_rejects_bad_arguments(tmp_path, kwargs, field):
     args = {"image_size": 32, "detector": "classical", "workers": 1} | kwargs
     with pytest.raises(ValueError, match=field):
         build_phantom_cache(TINY, args.pop("image_size"), tmp_path, **args)
+
+
+def _layer(mask: np.ndarray, name: str) -> np.ndarray:
+    return (mask & MASK_BITS[name]) > 0
+
+
+@pytest.fixture(scope="module")
+def variant_labels() -> pd.DataFrame:
+    return phantom_labels(PhantomSpec(n_images=300, n_joint=150, seed=3))
+
+
+def test_variant_redraws_only_the_deposits_when_cppd_varies(variant_labels):
+    spec = PhantomSpec(n_images=300, n_joint=150, seed=3)
+    row = variant_labels[variant_labels.kl_true == 4].iloc[0]
+    _, original_mask, original_box = render_film(spec, row)
+    calcified = []
+    for grade in range(4):
+        film, mask, box = render_variant(spec, row, {"CPPD": grade})
+        assert box == original_box and film.shape == spec.film_size
+        for name in ("osteophytes", "sclerosis", "joint_space"):
+            assert np.array_equal(_layer(mask, name), _layer(original_mask, name)), name
+        calcified.append(int(_layer(mask, "calcifications").sum()))
+    assert calcified[0] == 0  # CPPD 0: no deposits at all
+    assert calcified[1] < calcified[2] < calcified[3]
+
+
+def test_variant_narrows_the_joint_and_grows_osteophytes_when_kl_varies(variant_labels):
+    spec = PhantomSpec(n_images=300, n_joint=150, seed=3)
+    row = variant_labels[variant_labels.cppd_true == 3].iloc[0]
+    _, _, original_box = render_film(spec, row)
+    masks = [render_variant(spec, row, {"KL": grade}) for grade in range(5)]
+    assert all(box == original_box for _, _, box in masks)
+    joint_space = [int(_layer(m, "joint_space").sum()) for _, m, _ in masks]
+    osteophytes = [int(_layer(m, "osteophytes").sum()) for _, m, _ in masks]
+    assert joint_space[0] > joint_space[2] > joint_space[4]
+    assert osteophytes[0] == 0 and osteophytes[4] > osteophytes[2] > 0
+    assert all(_layer(m, "calcifications").any() for _, m, _ in masks)  # CPPD 3 stays
+
+
+def test_variant_redraws_both_diseases_when_asked(variant_labels):
+    spec = PhantomSpec(n_images=300, n_joint=150, seed=3)
+    row = variant_labels[(variant_labels.kl_true == 0) & (variant_labels.cppd_true == 0)].iloc[0]
+    _, mask, _ = render_variant(spec, row, {"KL": 4, "CPPD": 3})
+    _, top_kl, _ = render_variant(spec, row, {"KL": 4})
+    assert _layer(mask, "osteophytes").sum() > 0 and _layer(mask, "calcifications").sum() > 0
+    assert np.array_equal(_layer(mask, "osteophytes"), _layer(top_kl, "osteophytes"))
+    assert not _layer(top_kl, "calcifications").any()  # the film's own CPPD 0 kept
+
+
+def test_variant_refuses_an_unknown_task_or_grade(variant_labels):
+    row = variant_labels.iloc[0]
+    with pytest.raises(ValueError, match="task must be one of"):
+        render_variant(TINY, row, {"OA": 1})
+    with pytest.raises(ValueError, match=r"CPPD grade must be 0\.\.3, not 4"):
+        render_variant(TINY, row, {"KL": 2, "CPPD": 4})
