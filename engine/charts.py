@@ -11,6 +11,8 @@ without a browser, and apart from ``engine/plots.py`` (the Launch page's live pl
 * :func:`contingency_heatmap` — a KL × CPPD table with its counts (Fig. 2 right).
 * :func:`residual_heatmap` — predicted − true per cell on a diverging scale centred on 0,
   red for over-estimation and blue for under-estimation (Fig. 8).
+* :func:`stress_lift` — the co-occurrence stress test: per method, where its Grad-CAM heat
+  sits (lift on a pathology's signs) as the other pathology's grade rises (Fig. 9).
 """
 
 from __future__ import annotations
@@ -300,6 +302,50 @@ def residual_heatmap(
         width=alt.Step(52),
         height=alt.Step(40),
     )
+
+
+def stress_lift(
+    table: pd.DataFrame, *, column: str, title: str, level_title: str, height: int = 240
+) -> alt.LayerChart:
+    """Mean lift of each method's maps on one set of signs, per level of the varied grade.
+
+    Args:
+        table: rows of :func:`engine.gradcam.stress_table` for one or more knees (``method``,
+            ``level`` and the lift ``column``).
+        column: ``lift_own`` or ``lift_other``.
+        title: chart title (which signs).
+        level_title: x-axis title, e.g. ``"CPPD grade of the redrawn knee"``.
+        height: chart height in pixels.
+
+    Returns:
+        A line per method through the mean over knees, a tooltip with the knee count, and a
+        dashed rule at 1 (no more heat on the signs than anywhere else).
+    """
+    data = (
+        table.dropna(subset=[column])
+        .groupby(["method", "level"], as_index=False)
+        .agg(lift=(column, "mean"), knees=(column, "size"))
+    )
+    data["Method"] = [method_title(m) for m in data["method"]]
+    order = [method_title(m) for m in order_methods(data["method"])]
+    levels = sorted(int(v) for v in table["level"].unique())
+    lines = (
+        alt.Chart(data)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("level:O", title=level_title, sort=levels, axis=alt.Axis(labelAngle=0)),
+            y=alt.Y("lift:Q", title="Lift (× mean heat)", scale=alt.Scale(zero=True)),
+            color=alt.Color("Method:N", sort=order),
+            tooltip=[
+                alt.Tooltip("Method:N"),
+                alt.Tooltip("level:O", title=level_title),
+                alt.Tooltip("lift:Q", title="Mean lift", format=".2f"),
+                alt.Tooltip("knees:Q", title="Knees"),
+            ],
+        )
+    )
+    one = alt.Chart(pd.DataFrame({"y": [1.0]})).mark_rule(strokeDash=[4, 4]).encode(y="y:Q")
+    return (lines + one).properties(title=title, height=height, width="container")
 
 
 def seed_tables(frame: pd.DataFrame, *, columns: int = 5) -> alt.FacetChart:

@@ -105,6 +105,15 @@ def open_prepared(cache_dir: Path) -> PreparedDataset:
     return PreparedDataset(images=images, meta=meta, cache_dir=cache_dir)
 
 
+def load_masks(cache_dir: Path) -> np.ndarray | None:
+    """The lesion masks (N, S, S) uint8 of a phantom cache (memory-mapped), else None.
+
+    Each pixel holds :data:`engine.phantom.MASK_BITS` flags; imported films have no masks.
+    """
+    path = cache_dir / "masks.npy"
+    return np.load(path, mmap_mode="r") if path.exists() else None
+
+
 def make_splits(meta: pd.DataFrame, seed: int) -> pd.Series:
     """Assign every image to 'train', 'val' or 'test' for one seed.
 

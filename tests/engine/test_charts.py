@@ -124,3 +124,22 @@ def test_seed_tables_facet_one_table_per_seed():
     assert spec["facet"]["field"] == "seed"
     data = pd.DataFrame(spec["datasets"][spec["data"]["name"]])
     assert len(data) == 60
+
+
+def test_stress_lift_draws_the_mean_over_knees_per_method_and_level():
+    table = pd.DataFrame(
+        {
+            "method": ["beta", "beta", "nominal", "nominal", "beta", "nominal"],
+            "level": [0, 0, 0, 0, 1, 1],
+            "knee": [1, 2, 1, 2, 1, 1],
+            "lift_other": [1.0, 3.0, 0.5, np.nan, 2.0, 4.0],
+        }
+    )
+    spec = _spec(charts.stress_lift(table, column="lift_other", title="t", level_title="CPPD"))
+    lines, rule = spec["layer"]
+    data = _layer_data(spec, lines).set_index(["method", "level"])
+    assert data.loc[("beta", 0), "lift"] == 2.0 and data.loc[("beta", 0), "knees"] == 2
+    assert data.loc[("nominal", 0), "knees"] == 1  # a knee without the sign is left out
+    assert data.loc[("nominal", 1), "lift"] == 4.0
+    assert lines["encoding"]["color"]["sort"] == ["Nominal", "Beta"]
+    assert _layer_data(spec, rule)["y"].tolist() == [1.0]
