@@ -35,6 +35,7 @@ PAGES = {
     "Read results": [
         _page("pages/compare.py", title="Compare methods", icon=":material/leaderboard:"),
         _page("pages/relationship.py", title="KL × CPPD", icon=":material/grid_on:"),
+        _page("pages/attention.py", title="Attention", icon=":material/visibility:"),
     ],
 }
 PAGES = {section: [p for p in pages if p] for section, pages in PAGES.items()}

@@ -195,14 +195,11 @@ def forget(*keys: str) -> None:
         st.session_state.pop(key, None)
 
 
-def pick_studies(
-    path: str, *, key: str, empty_hint: str, dependent_keys: tuple[str, ...]
-) -> pd.DataFrame:
-    """The result pages' study picker: studies with results, newest finished first.
+def studies_with_results(path: str, empty_hint: str) -> pd.DataFrame:
+    """Studies with at least one selected run, newest first; stops the page when none.
 
-    Stops the page with a plain message when there is nothing to pick. Studies on another
-    dataset than the first picked are left out with a warning (their seeds test other
-    images). Returns the picked studies' rows.
+    A store that cannot be read stops the page with the reason; ``empty_hint`` says what to
+    do when no study has results yet.
     """
     try:
         studies = cached_studies(path)
@@ -213,6 +210,19 @@ def pick_studies(
     if studies.empty:
         st.info(empty_hint, icon=":material/hourglass_empty:")
         st.stop()
+    return studies
+
+
+def pick_studies(
+    path: str, *, key: str, empty_hint: str, dependent_keys: tuple[str, ...]
+) -> pd.DataFrame:
+    """The result pages' study picker: studies with results, newest finished first.
+
+    Stops the page with a plain message when there is nothing to pick. Studies on another
+    dataset than the first picked are left out with a warning (their seeds test other
+    images). Returns the picked studies' rows.
+    """
+    studies = studies_with_results(path, empty_hint)
     labels = {row["study_id"]: compare.study_label(row) for _, row in studies.iterrows()}
     chosen = st.multiselect(
         "Studies",

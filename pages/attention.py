@@ -1,0 +1,396 @@
+"""Attention: where each method's model looked, as Grad-CAM maps on test films.
+
+Two views of the paper's Grad-CAM analysis (Figs. 7 and 9):
+
+- **Across grades**: one test film per grade, and each method's map on it.
+- **Co-occurrence stress test** (phantom datasets): a knee at the task's highest grade,
+  redrawn with every grade of the other pathology. A model that keeps its heat on its own
+  task's signs copes with co-occurring disease; one whose heat moves to the other disease's
+  signs is distracted by it.
+
+The maps and the lift scores come from ``engine.gradcam``; this page picks the films and the
+selected models from the store and renders the results.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from engine import charts, gradcam
+from engine.compare import default_study_id, method_title, order_methods, study_label
+from engine.config import SpecError, StudySpec
+from engine.data import cache_dir_for, load_masks, open_prepared
+from engine.phantom import TOP_GRADE, PhantomSpec
+from engine.train import load_checkpoint
+from pages._ui import RESULTS_TTL_S, forget, run_inside_shell, store_path, studies_with_results
+from store import runs as store_runs
+from store.datasets import load_splits
+from store.db import StoreError, softgrade_home
+
+MAX_STRESS_KNEES = 12
+DEFAULT_STRESS_KNEES = 4
+HEAT_HELP = (
+    "Colours show Grad-CAM heat: red where the film pushed the model hardest towards the grade "
+    "it gave, blue where it did not matter. Each map is scaled to its own maximum."
+)
+
+
+def heat_help(block: str, image_size: int) -> str:
+    """The colour key, and which ResNet18 block the maps come from (and why, if not the last)."""
+    if block == "layer4":
+        return f"{HEAT_HELP} Maps from ResNet18's last block (layer4)."
+    return (
+        f"{HEAT_HELP} Maps from ResNet18's {block}: at {image_size} px the last block's map "
+        "would be too coarse (under 4 cells a side); studies at 128 px and up use the last block."
+    )
+
+
+@st.cache_data(ttl=RESULTS_TTL_S, show_spinner=False)
+def cached_selected_runs(path: str, study_id: str) -> pd.DataFrame:
+    """The selected run of every (task, method, seed) of one study."""
+    return store_runs.list_runs([study_id], selected_only=True, path=path)
+
+
+@st.cache_data(ttl=RESULTS_TTL_S, show_spinner=False)
+def cached_splits(path: str, dataset_id: str, seed: int) -> pd.Series | None:
+    """Which images a seed trained, validated and tested on."""
+    return load_splits(dataset_id, seed, path=path)
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def cached_dataset(cache_dir: str) -> tuple[pd.DataFrame, bool]:
+    """The cached dataset's meta rows, and whether it has lesion masks (the phantom)."""
+    prepared = open_prepared(Path(cache_dir))
+    return prepared.meta, load_masks(Path(cache_dir)) is not None
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def cached_crops(cache_dir: str, rows: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray | None]:
+    """Crops (and lesion masks, where the dataset has them) of some cached images."""
+    prepared = open_prepared(Path(cache_dir))
+    masks = load_masks(Path(cache_dir))
+    index = list(rows)
+    return (
+        np.asarray(prepared.images[index]),
+        None if masks is None else np.asarray(masks[index]),
+    )
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def cached_maps(checkpoint: str, modified: float, images: np.ndarray) -> gradcam.CamBatch:
+    """Grad-CAM maps of one saved model (``modified`` keys the cache on the file's version)."""
+    model, _ = load_checkpoint(Path(checkpoint))
+    return gradcam.grad_cam(model, images)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def cached_stress_films(
+    phantom: str, row: dict, fixed: str, image_size: int
+) -> gradcam.StressFilms:
+    """The knee of one phantom film redrawn at every grade of the other pathology."""
+    return gradcam.stress_films(
+        PhantomSpec(**json.loads(phantom)), pd.Series(row), fixed, image_size
+    )
+
+
+def pick_study(path: str) -> pd.Series:
+    """The study whose models are shown (newest finished first); stops when there is none."""
+    studies = studies_with_results(
+        path,
+        "No study has finished runs yet. Launch one from the Launch page; its models show "
+        "here as its seeds finish.",
+    )
+    labels = {row["study_id"]: study_label(row) for _, row in studies.iterrows()}
+    ids = list(labels)
+    chosen = st.selectbox(
+        "Study",
+        ids,
+        index=ids.index(default_study_id(studies)),
+        format_func=labels.get,
+        key="att_study",
+        on_change=forget,
+        args=("att_task", "att_seed", "att_methods", "att_example", "att_knee"),
+    )
+    return studies.set_index("study_id").loc[chosen]
+
+
+def saved_models(runs: pd.DataFrame, task: str, seed: int, methods: list[str]) -> dict[str, str]:
+    """Checkpoint of each method's selected model; warns about the ones not on this machine."""
+    found, missing = {}, []
+    for method in methods:
+        rows = runs[(runs["task"] == task) & (runs["seed"] == seed) & (runs["method"] == method)]
+        ckpt = rows["checkpoint_path"].iloc[0] if len(rows) else None
+        if isinstance(ckpt, str) and Path(ckpt).is_file():
+            found[method] = ckpt
+        else:
+            missing.append(method_title(method))
+    if missing:
+        st.warning(
+            f"The weights of {', '.join(missing)} (seed {seed}, {task}) are not on this "
+            "machine, so no map can be drawn for them. Models trained on other machines "
+            "(a Ray cluster) keep their weights there."
+        )
+    return found
+
+
+def maps_of(checkpoint: str, images: np.ndarray) -> gradcam.CamBatch:
+    """Cached maps of a checkpoint, re-made when the file changes."""
+    return cached_maps(checkpoint, Path(checkpoint).stat().st_mtime, images)
+
+
+def show_across_grades(
+    cache_dir: str, meta: pd.DataFrame, splits: pd.Series, task: str, models: dict[str, str]
+) -> None:
+    """Paper Fig. 7: one test film per grade, each method's map on it."""
+    grades = list(range(TOP_GRADE[task] + 1))
+    examples = {g: gradcam.grade_examples(meta, splits, task, g) for g in grades}
+    most = max(len(rows) for rows in examples.values())
+    if most == 0:
+        st.info(f"This seed's test split has no film with a {task} grade.")
+        return
+    example = st.number_input(
+        "Example",
+        min_value=1,
+        max_value=most,
+        value=1,
+        key="att_example",
+        help="Step through the test films of each grade (a grade with fewer films wraps "
+        "around). Films whose recorded grade differs from the phantom's true grade are "
+        "left out.",
+    )
+    picked = {g: rows.index[(example - 1) % len(rows)] for g, rows in examples.items() if len(rows)}
+    images, _ = cached_crops(cache_dir, tuple(int(r) for r in picked.values()))
+    with st.spinner("Drawing Grad-CAM maps…"):
+        batches = {m: maps_of(ckpt, images) for m, ckpt in models.items()}
+    columns = st.columns(len(grades))
+    for column, grade in zip(columns, grades, strict=True):
+        with column:
+            st.markdown(f"**{task} {grade}**")
+            if grade not in picked:
+                st.caption("No test film of this grade.")
+                continue
+            k = list(picked).index(grade)
+            st.image(
+                images[k], caption=f"film {meta.loc[picked[grade], 'image_id']}", width="stretch"
+            )
+            for method, batch in batches.items():
+                st.image(
+                    gradcam.overlay(images[k], batch.cams[k]),
+                    caption=f"{method_title(method)}: graded {task} {batch.predicted[k]} "
+                    f"· p {batch.probs[k].max():.2f}",
+                    width="stretch",
+                )
+    first = next(iter(batches.values()))
+    st.caption(heat_help(first.block, first.cams.shape[-1]))
+
+
+def show_stress_test(
+    phantom: str,
+    cache_dir: str,
+    meta: pd.DataFrame,
+    splits: pd.Series,
+    task: str,
+    models: dict[str, str],
+    image_size: int,
+) -> None:
+    """Paper Fig. 9: one knee at the task's top grade, redrawn with the other disease 0..top."""
+    other = gradcam.OTHER_TASK[task]
+    top = TOP_GRADE[task]
+    knees = gradcam.stress_knees(meta, splits, task)
+    st.markdown(
+        f"The **{task} model** on test knees redrawn at **{task} {top}** with **{other} "
+        f"0 to {TOP_GRADE[other]}**: the same joint, framing and exposure; only the {other} "
+        f"signs change from film to film. A model that keeps its heat on the {task} signs as "
+        f"{other} rises is not distracted by it; heat moving to the {other} signs means it is."
+    )
+    if knees.empty:
+        st.info("This seed's test split has no phantom film.")
+        return
+    c1, c2 = st.columns(2)
+    knee = c1.number_input(
+        "Knee shown",
+        min_value=1,
+        max_value=len(knees),
+        value=1,
+        key="att_knee",
+        help=f"Knees of this seed's test films, those at {task} {top} already first.",
+    )
+    averaged = c2.number_input(
+        "Knees averaged in the chart",
+        min_value=1,
+        max_value=min(MAX_STRESS_KNEES, len(knees)),
+        value=min(DEFAULT_STRESS_KNEES, len(knees)),
+        key="att_knees",
+        help="More knees give a steadier average and take longer to draw (a few seconds "
+        "per knee on a CPU).",
+    )
+    shown = knees.iloc[int(knee) - 1]
+    others = [r for r in knees.index[:averaged] if r != shown.name][: int(averaged) - 1]
+    tables = []
+    with st.spinner("Redrawing knees and drawing Grad-CAM maps…"):
+        for n, row in enumerate([shown.name, *others]):
+            films = cached_stress_films(phantom, knees.loc[row].to_dict(), task, image_size)
+            batches = {m: maps_of(ckpt, films.images) for m, ckpt in models.items()}
+            for method, batch in batches.items():
+                tables.append(gradcam.stress_table(films, batch, method).assign(knee=row))
+            if n == 0:
+                first, first_batches = films, batches
+    table = pd.concat(tables, ignore_index=True)
+    show_stress_grid(first, first_batches, task, other)
+    show_stress_scores(table, task, other, len(others) + 1)
+
+
+def show_stress_grid(
+    films: gradcam.StressFilms, batches: dict[str, gradcam.CamBatch], task: str, other: str
+) -> None:
+    """The shown knee at every level of the other disease, with each method's map."""
+    columns = st.columns(len(films.levels))
+    for k, (column, level) in enumerate(zip(columns, films.levels, strict=True)):
+        with column:
+            st.markdown(f"**{other} {level}**")
+            st.image(films.images[k], caption=knee_caption(films), width="stretch")
+            for method, batch in batches.items():
+                st.image(
+                    gradcam.overlay(films.images[k], batch.cams[k]),
+                    caption=f"{method_title(method)}: graded {task} {batch.predicted[k]} "
+                    f"· P({task} {TOP_GRADE[task]}) {batch.probs[k, TOP_GRADE[task]]:.2f}",
+                    width="stretch",
+                )
+    first = next(iter(batches.values()))
+    st.caption(heat_help(first.block, first.cams.shape[-1]))
+
+
+def sort_methods(column: pd.Series) -> pd.Series:
+    """Sort key putting a ``method`` column in the paper's order (other columns unchanged)."""
+    if column.name != "method":
+        return column
+    rank = {m: i for i, m in enumerate(order_methods(column))}
+    return column.map(rank)
+
+
+def knee_caption(films: gradcam.StressFilms) -> str:
+    """Which film's knee this is, and its own grade where it was redrawn at another."""
+    top = TOP_GRADE[films.fixed]
+    own = "" if films.original_grade == top else f", {films.fixed} {films.original_grade} on film"
+    return f"knee of film {films.image_id}{own}"
+
+
+def show_stress_scores(table: pd.DataFrame, task: str, other: str, knees: int) -> None:
+    """Lift on each disease's signs per level, averaged over knees, as charts and a table."""
+    st.markdown(
+        f"**Where the heat sits**, averaged over {knees} knee{'s' * (knees != 1)}. Lift is the "
+        "mean heat on a disease's signs (from the phantom's lesion masks) divided by the mean "
+        "heat over the whole crop: 1 means no more attention there than anywhere else."
+    )
+    level_title = f"{other} grade of the redrawn knee"
+    c1, c2 = st.columns(2)
+    c1.altair_chart(
+        charts.stress_lift(
+            table, column="lift_own", title=f"Lift on {task} signs", level_title=level_title
+        ),
+        width="stretch",
+    )
+    c2.altair_chart(
+        charts.stress_lift(
+            table,
+            column="lift_other",
+            title=f"Lift on {other} signs",
+            level_title=level_title,
+        ),
+        width="stretch",
+    )
+    summary = (
+        table.groupby(["method", "level"], as_index=False)
+        .agg(
+            predicted=("predicted", "mean"),
+            p_top=("p_top", "mean"),
+            lift_own=("lift_own", "mean"),
+            lift_other=("lift_other", "mean"),
+        )
+        .sort_values(["method", "level"], key=sort_methods)
+        .round(3)
+        .assign(method=lambda d: d["method"].map(method_title))
+        .rename(
+            columns={
+                "method": "Method",
+                "level": f"{other} grade",
+                "predicted": f"Mean predicted {task}",
+                "p_top": f"Mean P({task} {TOP_GRADE[task]})",
+                "lift_own": f"Lift on {task} signs",
+                "lift_other": f"Lift on {other} signs",
+            }
+        )
+    )
+    st.dataframe(summary, hide_index=True, width="content")
+    if other == "CPPD":
+        st.caption("A knee redrawn at CPPD 0 has no deposits, so it has no lift on CPPD signs.")
+
+
+run_inside_shell()
+st.title("Attention (Grad-CAM)")
+st.caption(
+    "Where each method's model looked when it graded a film: Grad-CAM maps of the selected "
+    "model of each method for one seed, on test films that no model trained on (paper Figs. 7 "
+    "and 9)."
+)
+
+path = str(store_path())
+study = pick_study(path)
+try:
+    spec = StudySpec.from_dict(json.loads(study["spec"]))
+    runs = cached_selected_runs(path, study.name)
+except (SpecError, StoreError) as exc:
+    st.error(f"This study cannot be read: {exc}")
+    st.stop()
+
+c1, c2, c3 = st.columns([1, 1, 3])
+task = c1.radio("Task", sorted(runs["task"].unique()), horizontal=True, key="att_task")
+seeds = sorted(int(s) for s in runs.loc[runs["task"] == task, "seed"].unique())
+seed = c2.selectbox("Seed", seeds, key="att_seed", help="Each seed has its own split and models.")
+present = order_methods(runs.loc[(runs["task"] == task) & (runs["seed"] == seed), "method"])
+methods = c3.multiselect(
+    "Methods", present, default=present, format_func=method_title, key="att_methods"
+)
+if not methods:
+    st.info("Pick at least one method.")
+    st.stop()
+
+cache_dir = cache_dir_for(spec.dataset, spec.image_size, softgrade_home() / "cache")
+try:
+    meta, has_masks = cached_dataset(str(cache_dir))
+except ValueError:
+    st.info(
+        f"The prepared images of this study's dataset are not on this machine ({cache_dir}). "
+        "They are rebuilt when a study on this dataset runs here."
+    )
+    st.stop()
+splits = cached_splits(path, str(study["dataset_id"]), seed)
+if splits is None:
+    st.info(f"Seed {seed} has no stored split yet.")
+    st.stop()
+models = saved_models(runs, task, seed, methods)
+if not models:
+    st.stop()
+
+view = st.segmented_control(
+    "View",
+    ["Across grades", "Co-occurrence stress test"],
+    default="Across grades",
+    required=True,
+    key="att_view",
+)
+if view == "Across grades":
+    show_across_grades(str(cache_dir), meta, splits, task, models)
+elif spec.dataset.kind != "phantom" or not has_masks:
+    st.info(
+        "The stress test redraws one knee with more or less of the other disease, which only "
+        "the phantom can do: real films cannot be redrawn. Pick a study on the phantom."
+    )
+else:
+    phantom = json.dumps(spec.dataset.params, sort_keys=True)
+    show_stress_test(phantom, str(cache_dir), meta, splits, task, models, spec.image_size)
