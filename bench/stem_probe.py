@@ -20,17 +20,25 @@ times one compiled, CUDA-graphed training step (forward, loss, backward, fused A
 ``--profile`` prints, per variant, the GPU kernels of one compiled step (eager replay; a
 CUDA graph runs the same kernels), largest first.
 
+``--inductor "key=value;..."`` sets ``torch._inductor.config`` knobs (dotted keys such as
+``triton.persistent_reductions``; True/False, ints, floats) for every run; ``--knobsets``
+times each variant once per knob set ("default" is none), compiling afresh each time.
+
     python bench/stem_probe.py --variants c1,gemm,c1+slices,gemm+slices --profile
+    python bench/stem_probe.py --variants gemm+triton \
+        --knobsets "default|coordinate_descent_tuning=True|default"
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 from pathlib import Path
 
 import torch
+import torch._inductor.config as inductor_config
 import torch.nn.functional as F  # noqa: N812
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -235,7 +243,48 @@ def _eager_step(model, opt, x, y) -> None:  # noqa: ANN001
     opt.zero_grad(set_to_none=True)
 
 
-def time_variant(variant: str, batch: int, size: int, steps: int, profile: bool) -> dict:
+Knob = bool | int | float | str
+
+
+def parse_knobs(spec: str) -> dict[str, Knob]:
+    """``"a=True;triton.b=3"`` -> ``{"a": True, "triton.b": 3}``; "" or "default" -> {}."""
+    knobs: dict[str, Knob] = {}
+    for item in spec.split(";"):
+        item = item.strip()
+        if not item or item == "default":
+            continue
+        key, sep, raw = item.partition("=")
+        if not sep:
+            raise ValueError(f"inductor knob {item!r} is not key=value")
+        value: Knob = raw.strip()
+        if value in ("True", "False"):
+            value = value == "True"
+        else:
+            for kind in (int, float):
+                try:
+                    value = kind(value)
+                    break
+                except ValueError:
+                    pass
+        knobs[key.strip()] = value
+    return knobs
+
+
+def unknown_knobs(knobs: dict[str, Knob]) -> list[str]:
+    """Knobs this torch's inductor config lacks, or whose value has the wrong type."""
+    known = inductor_config.get_config_copy()
+    bad = []
+    for key, value in knobs.items():
+        if key not in known:
+            bad.append(f"{key}: no such torch._inductor.config key in torch {torch.__version__}")
+        elif isinstance(known[key], bool) != isinstance(value, bool):
+            bad.append(f"{key}={value!r}: default is {known[key]!r}")
+    return bad
+
+
+def time_variant(
+    variant: str, batch: int, size: int, steps: int, profile: bool, repeats: int = 1
+) -> dict:
     conv, _, pool = variant.partition("+")
     torch._dynamo.reset()  # each variant compiles afresh (the probe's forward is one function)
     model, _ = build_model(4)
@@ -251,13 +300,18 @@ def time_variant(variant: str, batch: int, size: int, steps: int, profile: bool)
     for _ in range(5):
         graphs.train_step(x, y)
     torch.cuda.synchronize()
+    runs = []
+    for _ in range(repeats):
+        t1 = time.perf_counter()
+        for _ in range(steps):
+            graphs.train_step(x, y)
+        torch.cuda.synchronize()
+        runs.append((time.perf_counter() - t1) / steps * 1000)
+    step_ms = statistics.median(runs)
     t1 = time.perf_counter()
-    for _ in range(steps):
-        graphs.train_step(x, y)
-    torch.cuda.synchronize()
-    step_ms = (time.perf_counter() - t1) / steps * 1000
     graphs.predict_logits(x)
     torch.cuda.synchronize()
+    eval_compile_s = time.perf_counter() - t1
     t2 = time.perf_counter()
     for _ in range(steps):
         graphs.predict_logits(x)
@@ -266,9 +320,11 @@ def time_variant(variant: str, batch: int, size: int, steps: int, profile: bool)
     out = {
         "variant": variant,
         "step_ms": round(step_ms, 3),
+        "step_ms_runs": [round(r, 3) for r in runs],
         "images_per_s": round(batch / step_ms * 1000),
         "eval_ms": round(eval_ms, 3),
         "compile_s": round(compile_s, 1),
+        "eval_compile_s": round(eval_compile_s, 1),
         "stem_rel_err": check_stem(conv, pool),
     }
     if profile:
@@ -283,14 +339,36 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--size", type=int, default=224)
     parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("--repeats", type=int, default=1, help="timed runs of --steps; median")
+    parser.add_argument("--inductor", default="", help='knobs for every run: "k=v;k=v"')
+    parser.add_argument("--knobsets", default="default", help='knob sets: "default|k=v;k=v|..."')
     args = parser.parse_args()
+    base = parse_knobs(args.inductor)
+    knobsets = [base | parse_knobs(spec) for spec in args.knobsets.split("|")]
+    for knobs in knobsets:
+        if bad := unknown_knobs(knobs):
+            sys.exit("unknown inductor knobs: " + "; ".join(bad))
     torch.backends.cudnn.benchmark = True
     print(torch.cuda.get_device_name(0), torch.__version__)
     print("triton max-pool vs ATen:", check_triton_pool(), flush=True)
+    rows = []
     for variant in args.variants.split(","):
-        res = time_variant(variant, args.batch, args.size, args.steps, args.profile)
-        print(res.pop("kernels", ""), flush=True)
-        print(res, flush=True)
+        for knobs in knobsets:
+            # the patch covers the lazy compiles too (first train step, first eval)
+            with inductor_config.patch(knobs):
+                res = time_variant(
+                    variant, args.batch, args.size, args.steps, args.profile, args.repeats
+                )
+            res["inductor"] = knobs
+            print(res.pop("kernels", ""), flush=True)
+            print(res, flush=True)
+            rows.append(res)
+    print("step_ms  img/s  eval_ms  compile_s  variant  inductor")
+    for r in rows:
+        print(
+            f"{r['step_ms']:7.3f} {r['images_per_s']:6d} {r['eval_ms']:8.3f} "
+            f"{r['compile_s']:9.1f}  {r['variant']}  {r['inductor'] or 'default'}"
+        )
 
 
 if __name__ == "__main__":

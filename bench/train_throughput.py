@@ -20,6 +20,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
@@ -30,6 +31,7 @@ from torchvision.transforms import v2
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from engine import train as engine_train  # noqa: E402
 from engine.config import TrainConfig  # noqa: E402
 from engine.data import TaskSplit  # noqa: E402
 from engine.train import GREY_MEAN, GREY_STD, Trainer  # noqa: E402
@@ -139,17 +141,34 @@ def bench_config(epochs: int, batch: int, seed: int = 0) -> TrainConfig:
     )
 
 
+@contextlib.contextmanager
+def inductor_options(options: dict) -> Iterator[None]:
+    """Trainers built inside compile with these inductor options instead of the shipped ones."""
+    shipped = engine_train.INDUCTOR_OPTIONS
+    engine_train.INDUCTOR_OPTIONS = options
+    try:
+        yield
+    finally:
+        engine_train.INDUCTOR_OPTIONS = shipped
+
+
 def fast_single_run(data: TaskSplit, epochs: int, batch: int, variant: str) -> dict:
-    """SoftGrade's Trainer: one run, timed after a warm-up epoch (compile excluded, reported)."""
+    """SoftGrade's Trainer: one run, timed after a warm-up epoch (compile excluded, reported).
+
+    ``variant`` names what is on: ``graph`` (CUDA graphs), ``compile`` (torch.compile), and
+    ``plaininductor`` compiles without `engine.train.INDUCTOR_OPTIONS` (for an A/B of them).
+    """
     torch.cuda.reset_peak_memory_stats()
     t_build = time.perf_counter()
-    trainer = Trainer(
-        num_classes=data.num_classes,
-        device=torch.device("cuda"),
-        fast=True,
-        compile_model="compile" in variant,
-        cuda_graphs="graph" in variant,
-    )
+    options = {} if "plaininductor" in variant else engine_train.INDUCTOR_OPTIONS
+    with inductor_options(options):
+        trainer = Trainer(
+            num_classes=data.num_classes,
+            device=torch.device("cuda"),
+            fast=True,
+            compile_model="compile" in variant,
+            cuda_graphs="graph" in variant,
+        )
     trainer.fit(bench_config(1, batch), data)
     torch.cuda.synchronize()
     warmup_s = time.perf_counter() - t_build
