@@ -1,0 +1,164 @@
+"""End to end in a real browser: a lab member launches a study and reads every page.
+
+`python -m jobs up` serves the app and runs a worker on a fresh SOFTGRADE_HOME; headless
+Chromium, driven by Playwright, fills the Launch form from the quick preset (shrunk to a
+60-film phantom, one seed, two epochs), queues it, follows it on the Jobs page until it
+succeeds, then opens every result page and its main views. Any Streamlit exception box or
+Python traceback on a page fails the test.
+
+Needs Chromium (Debian's ``chromium``, found on PATH or at /usr/bin/chromium) and the
+``playwright`` package (requirements-dev.txt); without either the test skips, saying which.
+Playwright's own browser download is not used: nothing is fetched at run time.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+# Chromium's background services try the network at start; this machine has none.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+STUDY_TIMEOUT_MS = 300_000  # 10 runs of 2 epochs at 32 px take ~1 min on 2 cores
+PAGE_TIMEOUT_MS = 90_000  # a page's first load imports torch in the server
+
+playwright_api = pytest.importorskip(
+    "playwright.sync_api", reason="playwright is not installed (requirements-dev.txt)"
+)
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="no Chromium here: apt-get install chromium (.ci/run does)"
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for_http(url: str, proc: subprocess.Popen, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"`jobs up` exited with {proc.returncode} before serving")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise TimeoutError(f"{url} did not answer within {timeout_s} s")
+
+
+@pytest.fixture
+def app_url(tmp_path: Path) -> Iterator[str]:
+    """`python -m jobs up` (app + worker) on a free port and a fresh store."""
+    port = _free_port()
+    env = {**os.environ, "SOFTGRADE_HOME": str(tmp_path), "PYTHONUNBUFFERED": "1"}
+    log = (tmp_path / "up.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jobs", "up", "--port", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        _wait_for_http(f"http://127.0.0.1:{port}/_stcore/health", proc)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.send_signal(signal.SIGTERM)  # `up` stops the app and its worker
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+        log.close()
+
+
+@pytest.fixture
+def page(app_url: str) -> Iterator[object]:
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        tab = browser.new_page(viewport={"width": 1400, "height": 1000})
+        tab.set_default_timeout(PAGE_TIMEOUT_MS)
+        yield tab
+        browser.close()
+
+
+def assert_no_error(tab: object, where: str) -> None:
+    """No Streamlit exception box and no Python traceback anywhere on the page."""
+    assert tab.locator('[data-testid="stException"]').count() == 0, where
+    assert "Traceback (most recent call last)" not in tab.inner_text("body"), where
+
+
+def open_page(tab: object, url: str, heading: str) -> None:
+    tab.goto(url)
+    tab.get_by_role("heading", name=heading, exact=True, level=1).wait_for()
+    tab.wait_for_load_state("networkidle")
+
+
+def set_number(tab: object, label: str, value: int) -> None:
+    box = tab.get_by_label(label, exact=True)
+    box.fill(str(value))
+    box.press("Enter")
+    tab.wait_for_timeout(400)  # let the rerun that commits the value finish
+
+
+def test_launch_a_study_follow_it_and_read_every_page(app_url: str, page: object) -> None:
+    tab = page
+    open_page(tab, f"{app_url}/", "Launch a study")
+    assert_no_error(tab, "Launch")
+    tab.get_by_role("button", name="Quick look").click()
+    tab.wait_for_timeout(500)
+    set_number(tab, "KL-graded films", 40)
+    set_number(tab, "Films", 60)
+    set_number(tab, "Phantom seed", 3)
+    set_number(tab, "Seeds", 1)
+    set_number(tab, "Max epochs", 2)
+    set_number(tab, "Patience (epochs)", 2)
+    tab.get_by_role("textbox", name="Study name").fill("browser check")
+    tab.get_by_role("textbox", name="Study name").press("Enter")
+    tab.get_by_role("button", name="Queue this study").click()
+    tab.get_by_text("Queued **browser check**".replace("**", "")).wait_for()
+    assert_no_error(tab, "Launch after queueing")
+
+    tab.get_by_role("link", name="Follow its progress on the Jobs page").click()
+    tab.get_by_role("heading", name="Jobs", exact=True, level=1).wait_for()
+    tab.get_by_text("succeeded").first.wait_for(timeout=STUDY_TIMEOUT_MS)
+    assert_no_error(tab, "Jobs")
+
+    open_page(tab, f"{app_url}/compare", "Compare methods")
+    tab.get_by_text("QWK").first.wait_for()
+    assert_no_error(tab, "Compare methods")
+
+    open_page(tab, f"{app_url}/relationship", "KL × CPPD relationship")
+    assert_no_error(tab, "KL × CPPD")
+
+    open_page(tab, f"{app_url}/attention", "Attention (Grad-CAM)")
+    tab.get_by_text("Nominal: graded CPPD").first.wait_for()
+    tab.get_by_text("Co-occurrence stress test", exact=True).click()
+    tab.get_by_text("Where the heat sits").wait_for()
+    assert_no_error(tab, "Attention")
+
+    open_page(tab, f"{app_url}/data", "Data")
+    assert_no_error(tab, "Data")
