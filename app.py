@@ -37,6 +37,9 @@ PAGES = {
         _page("pages/relationship.py", title="KL × CPPD", icon=":material/grid_on:"),
         _page("pages/attention.py", title="Attention", icon=":material/visibility:"),
     ],
+    "Demonstrate": [
+        _page("pages/demo.py", title="Grade a film", icon=":material/radiology:"),
+    ],
 }
 PAGES = {section: [p for p in pages if p] for section, pages in PAGES.items()}
 

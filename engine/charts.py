@@ -11,6 +11,7 @@ without a browser, and apart from ``engine/plots.py`` (the Launch page's live pl
 * :func:`contingency_heatmap` — a KL × CPPD table with its counts (Fig. 2 right).
 * :func:`residual_heatmap` — predicted − true per cell on a diverging scale centred on 0,
   red for over-estimation and blue for under-estimation (Fig. 8).
+* :func:`grade_probabilities` — one model's probability of each grade for one film.
 * :func:`stress_lift` — the co-occurrence stress test: per method, where its Grad-CAM heat
   sits (lift on a pathology's signs) as the other pathology's grade rises (Fig. 9).
 """
@@ -301,6 +302,26 @@ def residual_heatmap(
         title=alt.TitleParams(title, subtitle=subtitle or []),
         width=alt.Step(52),
         height=alt.Step(40),
+    )
+
+
+def grade_probabilities(probs: Sequence[float], task: str, *, height: int = 160) -> alt.Chart:
+    """Bars of a model's probability for each grade of ``task``, the chosen grade darker."""
+    data = pd.DataFrame({"grade": range(len(probs)), "p": [float(v) for v in probs]})
+    data["chosen"] = data["p"] == data["p"].max()
+    return (
+        alt.Chart(data)
+        .mark_bar()
+        .encode(
+            x=alt.X("grade:O", title=f"{task} grade", axis=alt.Axis(labelAngle=0)),
+            y=alt.Y("p:Q", title="Probability", scale=alt.Scale(domain=[0, 1])),
+            color=alt.condition("datum.chosen", alt.value("#1f4e79"), alt.value("#9ecae1")),
+            tooltip=[
+                alt.Tooltip("grade:O", title=f"{task} grade"),
+                alt.Tooltip("p:Q", title="Probability", format=".1%"),
+            ],
+        )
+        .properties(height=height, width="container")
     )
 
 

@@ -33,7 +33,7 @@ from pytorch_grad_cam import GradCAM
 from pytorch_grad_cam.utils.image import show_cam_on_image
 from pytorch_grad_cam.utils.model_targets import ClassifierOutputTarget
 
-from engine.detect import crop_and_resize
+from engine.detect import Box, crop_and_resize, detect_knee_box
 from engine.phantom import MASK_BITS, TOP_GRADE, PhantomSpec, render_variant
 from engine.train import GradeNet
 
@@ -261,3 +261,25 @@ def stress_table(films: StressFilms, batch: CamBatch, method: str) -> pd.DataFra
             "lift_other": task_lift(lift, films.varied).to_numpy(),
         }
     )
+
+
+@dataclass(frozen=True)
+class FilmReading:
+    """One film graded by one model per task.
+
+    Attributes:
+        box: where the knee was found on the film (film pixels).
+        crop: (S, S) uint8 knee crop the models saw.
+        grades: per task, the model's probabilities and its map on the crop.
+    """
+
+    box: Box
+    crop: np.ndarray
+    grades: dict[str, CamBatch]
+
+
+def read_film(film: np.ndarray, models: dict[str, GradeNet], image_size: int) -> FilmReading:
+    """Find the knee on a whole film, crop it as training did, and grade it with each model."""
+    box = detect_knee_box(film)
+    crop = crop_and_resize(film, box, image_size)
+    return FilmReading(box, crop, {task: grad_cam(m, crop[None]) for task, m in models.items()})

@@ -10,6 +10,7 @@ phantom (``images.npy``, ``meta.csv``, then ``manifest.json`` last).
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import logging
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from PIL import Image
+from PIL import Image, UnidentifiedImageError
 
 from engine.detect import crop_and_resize, detect_knee_box
 
@@ -25,6 +26,49 @@ log = logging.getLogger(__name__)
 
 REQUIRED_COLUMNS = ("image", "patient_id")
 GRADE_RANGES = {"kl": (0, 4), "cppd": (0, 3)}
+FILM_FORMATS = ("PNG", "JPEG", "TIFF")
+MIN_FILM_SIDE = 64
+# Modes of films deeper than 8 bits (16-bit PNG/TIFF exports of radiographs, float TIFFs).
+_DEEP_MODES = ("I;16", "I;16B", "I;16L", "I;16N", "I", "F")
+
+
+def grey_film(image: Image.Image) -> np.ndarray:
+    """A film as (H, W) uint8 grey.
+
+    8-bit and colour films are converted as they are. Deeper films (16-bit, float) are
+    windowed to their own 0.5-99.5 percentile range: Pillow's plain conversion would clip
+    every value above 255 to white, which is most of a 16-bit radiograph.
+    """
+    if image.mode not in _DEEP_MODES:
+        return np.asarray(image.convert("L"))
+    values = np.asarray(image, dtype=np.float32)
+    lo, hi = np.percentile(values, [0.5, 99.5])
+    scaled = np.clip((values - lo) / max(float(hi - lo), 1e-6), 0.0, 1.0)
+    return (scaled * 255.0 + 0.5).astype(np.uint8)
+
+
+def decode_film(data: bytes, name: str) -> np.ndarray:
+    """Read an uploaded film (PNG, JPEG or TIFF bytes) as (H, W) uint8 grey.
+
+    Raises:
+        ValueError: Not an image, another format (DICOM included), or smaller than
+            ``MIN_FILM_SIDE`` pixels a side; the message names the file and what is allowed.
+    """
+    allowed = ", ".join(FILM_FORMATS)
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            if image.format not in FILM_FORMATS:
+                raise ValueError(f"{name} is a {image.format} image; give a {allowed} film")
+            film = grey_film(image)
+    except (UnidentifiedImageError, OSError) as exc:
+        raise ValueError(
+            f"{name} is not an image SoftGrade can read: give a {allowed} film "
+            "(DICOM files are not read yet; export the film as PNG)"
+        ) from exc
+    if min(film.shape) < MIN_FILM_SIDE:
+        h, w = film.shape
+        raise ValueError(f"{name} is {w} x {h} px; a film needs at least {MIN_FILM_SIDE} px a side")
+    return film
 
 
 def read_labels(folder: Path, labels_csv: Path) -> pd.DataFrame:
@@ -90,7 +134,8 @@ def build_folder_cache(params: dict[str, Any], image_size: int, out_dir: Path) -
     manifest_path.unlink(missing_ok=True)
     images = np.empty((len(table), image_size, image_size), dtype=np.uint8)
     for i, source in enumerate(table["source"]):
-        film = np.asarray(Image.open(source).convert("L"))
+        with Image.open(source) as image:
+            film = grey_film(image)
         images[i] = crop_and_resize(film, detect_knee_box(film), image_size)
     np.save(out_dir / "images.npy", images)
     columns = ["image_id", "patient_id", "side", "source", "kl", "kl_true", "cppd", "cppd_true"]

@@ -213,6 +213,25 @@ def studies_with_results(path: str, empty_hint: str) -> pd.DataFrame:
     return studies
 
 
+def pick_study(
+    path: str, *, key: str, empty_hint: str, dependent_keys: tuple[str, ...]
+) -> pd.Series:
+    """A single-study picker (newest finished first); stops when no study has results."""
+    studies = studies_with_results(path, empty_hint)
+    labels = {row["study_id"]: compare.study_label(row) for _, row in studies.iterrows()}
+    ids = list(labels)
+    chosen = st.selectbox(
+        "Study",
+        ids,
+        index=ids.index(compare.default_study_id(studies)),
+        format_func=labels.get,
+        key=key,
+        on_change=forget,
+        args=dependent_keys,
+    )
+    return studies.set_index("study_id").loc[chosen]
+
+
 def pick_studies(
     path: str, *, key: str, empty_hint: str, dependent_keys: tuple[str, ...]
 ) -> pd.DataFrame:

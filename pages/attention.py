@@ -15,77 +15,25 @@ selected models from the store and renders the results.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
 from engine import charts, gradcam
-from engine.compare import default_study_id, method_title, order_methods, study_label
-from engine.config import SpecError, StudySpec
-from engine.data import cache_dir_for, load_masks, open_prepared
+from engine.compare import method_title, order_methods
 from engine.phantom import TOP_GRADE, PhantomSpec
-from engine.train import load_checkpoint
-from pages._ui import RESULTS_TTL_S, forget, run_inside_shell, store_path, studies_with_results
-from store import runs as store_runs
-from store.datasets import load_splits
-from store.db import StoreError, softgrade_home
+from pages._models import (
+    cached_crops,
+    cached_splits,
+    heat_help,
+    maps_of,
+    open_study,
+    saved_models,
+)
+from pages._ui import pick_study, run_inside_shell, store_path
 
 MAX_STRESS_KNEES = 12
 DEFAULT_STRESS_KNEES = 4
-HEAT_HELP = (
-    "Colours show Grad-CAM heat: red where the film pushed the model hardest towards the grade "
-    "it gave, blue where it did not matter. Each map is scaled to its own maximum."
-)
-
-
-def heat_help(block: str, image_size: int) -> str:
-    """The colour key, and which ResNet18 block the maps come from (and why, if not the last)."""
-    if block == "layer4":
-        return f"{HEAT_HELP} Maps from ResNet18's last block (layer4)."
-    return (
-        f"{HEAT_HELP} Maps from ResNet18's {block}: at {image_size} px the last block's map "
-        "would be too coarse (under 4 cells a side); studies at 128 px and up use the last block."
-    )
-
-
-@st.cache_data(ttl=RESULTS_TTL_S, show_spinner=False)
-def cached_selected_runs(path: str, study_id: str) -> pd.DataFrame:
-    """The selected run of every (task, method, seed) of one study."""
-    return store_runs.list_runs([study_id], selected_only=True, path=path)
-
-
-@st.cache_data(ttl=RESULTS_TTL_S, show_spinner=False)
-def cached_splits(path: str, dataset_id: str, seed: int) -> pd.Series | None:
-    """Which images a seed trained, validated and tested on."""
-    return load_splits(dataset_id, seed, path=path)
-
-
-@st.cache_data(max_entries=8, show_spinner=False)
-def cached_dataset(cache_dir: str) -> tuple[pd.DataFrame, bool]:
-    """The cached dataset's meta rows, and whether it has lesion masks (the phantom)."""
-    prepared = open_prepared(Path(cache_dir))
-    return prepared.meta, load_masks(Path(cache_dir)) is not None
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def cached_crops(cache_dir: str, rows: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray | None]:
-    """Crops (and lesion masks, where the dataset has them) of some cached images."""
-    prepared = open_prepared(Path(cache_dir))
-    masks = load_masks(Path(cache_dir))
-    index = list(rows)
-    return (
-        np.asarray(prepared.images[index]),
-        None if masks is None else np.asarray(masks[index]),
-    )
-
-
-@st.cache_data(max_entries=128, show_spinner=False)
-def cached_maps(checkpoint: str, modified: float, images: np.ndarray) -> gradcam.CamBatch:
-    """Grad-CAM maps of one saved model (``modified`` keys the cache on the file's version)."""
-    model, _ = load_checkpoint(Path(checkpoint))
-    return gradcam.grad_cam(model, images)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -96,51 +44,6 @@ def cached_stress_films(
     return gradcam.stress_films(
         PhantomSpec(**json.loads(phantom)), pd.Series(row), fixed, image_size
     )
-
-
-def pick_study(path: str) -> pd.Series:
-    """The study whose models are shown (newest finished first); stops when there is none."""
-    studies = studies_with_results(
-        path,
-        "No study has finished runs yet. Launch one from the Launch page; its models show "
-        "here as its seeds finish.",
-    )
-    labels = {row["study_id"]: study_label(row) for _, row in studies.iterrows()}
-    ids = list(labels)
-    chosen = st.selectbox(
-        "Study",
-        ids,
-        index=ids.index(default_study_id(studies)),
-        format_func=labels.get,
-        key="att_study",
-        on_change=forget,
-        args=("att_task", "att_seed", "att_methods", "att_example", "att_knee"),
-    )
-    return studies.set_index("study_id").loc[chosen]
-
-
-def saved_models(runs: pd.DataFrame, task: str, seed: int, methods: list[str]) -> dict[str, str]:
-    """Checkpoint of each method's selected model; warns about the ones not on this machine."""
-    found, missing = {}, []
-    for method in methods:
-        rows = runs[(runs["task"] == task) & (runs["seed"] == seed) & (runs["method"] == method)]
-        ckpt = rows["checkpoint_path"].iloc[0] if len(rows) else None
-        if isinstance(ckpt, str) and Path(ckpt).is_file():
-            found[method] = ckpt
-        else:
-            missing.append(method_title(method))
-    if missing:
-        st.warning(
-            f"The weights of {', '.join(missing)} (seed {seed}, {task}) are not on this "
-            "machine, so no map can be drawn for them. Models trained on other machines "
-            "(a Ray cluster) keep their weights there."
-        )
-    return found
-
-
-def maps_of(checkpoint: str, images: np.ndarray) -> gradcam.CamBatch:
-    """Cached maps of a checkpoint, re-made when the file changes."""
-    return cached_maps(checkpoint, Path(checkpoint).stat().st_mtime, images)
 
 
 def show_across_grades(
@@ -340,13 +243,15 @@ st.caption(
 )
 
 path = str(store_path())
-study = pick_study(path)
-try:
-    spec = StudySpec.from_dict(json.loads(study["spec"]))
-    runs = cached_selected_runs(path, study.name)
-except (SpecError, StoreError) as exc:
-    st.error(f"This study cannot be read: {exc}")
-    st.stop()
+study = pick_study(
+    path,
+    key="att_study",
+    empty_hint="No study has finished runs yet. Launch one from the Launch page; its models "
+    "show here as its seeds finish.",
+    dependent_keys=("att_task", "att_seed", "att_methods", "att_example", "att_knee"),
+)
+opened = open_study(path, study)
+spec, runs = opened.spec, opened.runs
 
 c1, c2, c3 = st.columns([1, 1, 3])
 task = c1.radio("Task", sorted(runs["task"].unique()), horizontal=True, key="att_task")
@@ -360,15 +265,7 @@ if not methods:
     st.info("Pick at least one method.")
     st.stop()
 
-cache_dir = cache_dir_for(spec.dataset, spec.image_size, softgrade_home() / "cache")
-try:
-    meta, has_masks = cached_dataset(str(cache_dir))
-except ValueError:
-    st.info(
-        f"The prepared images of this study's dataset are not on this machine ({cache_dir}). "
-        "They are rebuilt when a study on this dataset runs here."
-    )
-    st.stop()
+cache_dir, meta, has_masks = opened.cache_dir, opened.meta, opened.has_masks
 splits = cached_splits(path, str(study["dataset_id"]), seed)
 if splits is None:
     st.info(f"Seed {seed} has no stored split yet.")

@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from engine import plots
+from engine.config import GRADE_SIGNS
 from pages._ui import cached_dataset_labels, cached_datasets, run_inside_shell, store_path
 from store.db import StoreError
 
@@ -18,19 +19,8 @@ try:  # the phantom module draws the gallery; the page still works without it
 except ImportError:  # pragma: no cover - only while engine/phantom.py is absent
     phantom = None
 
-KL_SIGNS = {
-    0: "normal joint space, smooth margins",
-    1: "doubtful narrowing, possible small osteophytic lipping",
-    2: "definite small osteophytes, possible narrowing",
-    3: "moderate osteophytes, definite narrowing, some sclerosis",
-    4: "large osteophytes, marked narrowing, severe sclerosis, deformity",
-}
-CPPD_SIGNS = {
-    0: "no deposits",
-    1: "a few small or sparse calcifications",
-    2: "evident calcifications over a larger area",
-    3: "extensive, clearly visible calcifications",
-}
+KL_SIGNS = GRADE_SIGNS["KL"]
+CPPD_SIGNS = GRADE_SIGNS["CPPD"]
 LAYER_NAMES = {
     "joint_space": "joint space",
     "osteophytes": "osteophytes",

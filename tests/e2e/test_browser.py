@@ -3,8 +3,8 @@
 `python -m jobs up` serves the app and runs a worker on a fresh SOFTGRADE_HOME; headless
 Chromium, driven by Playwright, fills the Launch form from the quick preset (shrunk to a
 60-film phantom, one seed, two epochs), queues it, follows it on the Jobs page until it
-succeeds, then opens every result page and its main views. Any Streamlit exception box or
-Python traceback on a page fails the test.
+succeeds, then opens every result page and its main views, and grades an uploaded film.
+Any Streamlit exception box or Python traceback on a page fails the test.
 
 Needs Chromium (Debian's ``chromium``, found on PATH or at /usr/bin/chromium) and the
 ``playwright`` package (requirements-dev.txt); without either the test skips, saying which.
@@ -124,7 +124,23 @@ def set_number(tab: object, label: str, value: int) -> None:
     tab.wait_for_timeout(400)  # let the rerun that commits the value finish
 
 
-def test_launch_a_study_follow_it_and_read_every_page(app_url: str, page: object) -> None:
+@pytest.fixture
+def whole_film(tmp_path: Path) -> Path:
+    """A whole phantom radiograph (not a crop) saved as a PNG file."""
+    from PIL import Image
+
+    from engine.phantom import PhantomSpec, phantom_labels, render_film
+
+    spec = PhantomSpec(n_images=10, n_joint=5, seed=5)
+    film, _, _ = render_film(spec, phantom_labels(spec).iloc[0])
+    path = tmp_path / "knee.png"
+    Image.fromarray(film).save(path)
+    return path
+
+
+def test_launch_a_study_follow_it_and_read_every_page(
+    app_url: str, page: object, whole_film: Path
+) -> None:
     tab = page
     open_page(tab, f"{app_url}/", "Launch a study")
     assert_no_error(tab, "Launch")
@@ -162,3 +178,12 @@ def test_launch_a_study_follow_it_and_read_every_page(app_url: str, page: object
 
     open_page(tab, f"{app_url}/data", "Data")
     assert_no_error(tab, "Data")
+
+    # A visitor's own film: a whole phantom radiograph, uploaded as a PNG.
+    open_page(tab, f"{app_url}/demo", "Grade a film")
+    tab.get_by_text("KL grade").first.wait_for()
+    tab.get_by_text("Upload a film", exact=True).click()
+    tab.locator('input[type="file"]').set_input_files(whole_film)
+    tab.get_by_text("the knee SoftGrade found").wait_for()
+    tab.get_by_text("Where the CPPD model looked").wait_for()
+    assert_no_error(tab, "Grade a film")

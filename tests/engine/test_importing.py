@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -9,6 +11,7 @@ from PIL import Image
 
 from engine.config import DatasetSpec
 from engine.data import prepare_dataset
+from engine.importing import decode_film
 from engine.phantom import PhantomSpec, phantom_labels, render_film
 
 
@@ -56,3 +59,38 @@ def test_bad_labels_are_refused_with_the_problem_named(tmp_path, edit, message):
     edit(pd.read_csv(csv)).to_csv(csv, index=False)
     with pytest.raises(ValueError, match=message):
         prepare_dataset(DatasetSpec("folder", {"path": str(folder)}), 32, tmp_path / "cache")
+
+
+def _encoded(image: Image.Image, fmt: str) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, format=fmt)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("fmt", ["PNG", "JPEG", "TIFF"])
+def test_an_uploaded_film_is_read_as_grey_uint8(fmt):
+    rgb = np.zeros((80, 100, 3), np.uint8)
+    rgb[:, 50:] = 200
+    film = decode_film(_encoded(Image.fromarray(rgb), fmt), "knee")
+    assert film.shape == (80, 100) and film.dtype == np.uint8
+    assert film[:, :40].max() < 10 and film[:, 60:].min() > 190
+
+
+def test_a_16_bit_film_is_windowed_not_clipped_to_white():
+    ramp = np.tile(np.linspace(1000, 60000, 128).astype(np.uint16), (96, 1))
+    film = decode_film(_encoded(Image.fromarray(ramp), "PNG"), "deep.png")
+    assert film[:, 0].max() <= 2 and film[:, -1].min() >= 253  # the full grey range
+    assert np.all(np.diff(film[0].astype(int)) >= 0)  # and still a ramp
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"DICM not really an image", "not an image SoftGrade can read: give a PNG, JPEG, TIFF"),
+        (_encoded(Image.new("L", (40, 200)), "PNG"), "40 x 200 px; a film needs at least 64"),
+        (_encoded(Image.new("L", (80, 80)), "GIF"), "is a GIF image; give a PNG, JPEG, TIFF"),
+    ],
+)
+def test_an_unreadable_upload_gets_one_clear_message(data, message):
+    with pytest.raises(ValueError, match=message):
+        decode_film(data, "upload")

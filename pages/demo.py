@@ -1,0 +1,193 @@
+"""Grade a film: show one knee radiograph to a study's models, for demonstrations.
+
+A clinician or a visitor picks a test film of the study (whose grades are known) or uploads a
+film of their own. SoftGrade finds the knee, crops it as training did, and each task's model
+of the chosen method gives its grade, its probabilities and a Grad-CAM map. The models are the
+selected ones of the seed where that method did best on validation.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from engine import charts, gradcam
+from engine.compare import method_title, order_methods
+from engine.config import GRADE_SIGNS
+from engine.importing import FILM_FORMATS, decode_film
+from engine.train import load_checkpoint
+from pages._models import cached_crops, cached_splits, heat_help, maps_of, open_study
+from pages._ui import pick_study, run_inside_shell, store_path
+
+SOURCES = ("A test film of this study", "Upload a film")
+UPLOAD_TYPES = ["png", "jpg", "jpeg", "tif", "tiff"]
+
+
+def best_seed(runs: pd.DataFrame, method: str, tasks: list[str]) -> tuple[int, dict[str, str]]:
+    """The seed whose selected models of ``method`` did best on validation (mean AMAE over
+    the tasks) among seeds with saved weights for every task, and those weights' paths."""
+    mine = runs[(runs["method"] == method) & runs["task"].isin(tasks)].copy()
+    mine = mine[mine["checkpoint_path"].map(lambda p: isinstance(p, str) and Path(p).is_file())]
+    complete = mine.groupby("seed").filter(lambda g: set(g["task"]) == set(tasks))
+    if complete.empty:
+        return -1, {}
+    seed = int(complete.groupby("seed")["val_amae"].mean().idxmin())
+    rows = complete[complete["seed"] == seed].set_index("task")["checkpoint_path"]
+    return seed, {task: str(rows[task]) for task in tasks}
+
+
+def default_method(runs: pd.DataFrame) -> str:
+    """The method with the lowest mean validation AMAE over its selected runs."""
+    return str(runs.groupby("method")["val_amae"].mean().idxmin())
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def cached_reading(
+    checkpoints: tuple[tuple[str, str], ...], film: np.ndarray, image_size: int
+) -> gradcam.FilmReading:
+    """An uploaded film graded by one model per task (cached on the film's pixels)."""
+    models = {task: load_checkpoint(Path(p))[0] for task, p in checkpoints}
+    return gradcam.read_film(film, models, image_size)
+
+
+def film_with_box(film: np.ndarray, box: tuple[int, int, int, int]) -> np.ndarray:
+    """The film in RGB with the found knee outlined, to show what was graded."""
+    rgb = cv2.cvtColor(film, cv2.COLOR_GRAY2RGB)
+    thickness = max(2, min(film.shape) // 150)
+    cv2.rectangle(rgb, box[:2], (box[2] - 1, box[3] - 1), (255, 140, 0), thickness)
+    return rgb
+
+
+def show_grades(crop: np.ndarray, grades: dict[str, gradcam.CamBatch], known: dict) -> None:
+    """Per task: the grade given, what it means, the probabilities and the map."""
+    columns = st.columns(len(grades))
+    for column, (task, batch) in zip(columns, grades.items(), strict=True):
+        grade = int(batch.predicted[0])
+        with column:
+            st.metric(
+                f"{task} grade",
+                f"{task} {grade}",
+                border=True,
+            )
+            st.caption(f"{task} {grade}: {GRADE_SIGNS[task][grade]}.")
+            if task in known:
+                st.markdown(known[task])
+            st.altair_chart(charts.grade_probabilities(batch.probs[0], task), width="stretch")
+            st.image(
+                gradcam.overlay(crop, batch.cams[0]),
+                caption=f"Where the {task} model looked",
+                width="stretch",
+            )
+    first = next(iter(grades.values()))
+    st.caption(heat_help(first.block, crop.shape[-1]))
+
+
+def known_grades(row: pd.Series, tasks: list[str]) -> dict[str, str]:
+    """What the annotator recorded for a test film (and the phantom's truth where it differs)."""
+    out = {}
+    for task in tasks:
+        recorded = row.get(task.lower())
+        if pd.isna(recorded):
+            out[task] = f"Annotated: no {task} grade on this film."
+            continue
+        text = f"Annotated: **{task} {int(recorded)}**"
+        truth = row.get(f"{task.lower()}_true")
+        if truth is not None and not pd.isna(truth) and int(truth) != int(recorded):
+            text += f" (the phantom drew {task} {int(truth)}: annotation noise)"
+        out[task] = text
+    return out
+
+
+run_inside_shell()
+st.title("Grade a film")
+st.caption(
+    "Show a knee radiograph to a study's models: SoftGrade finds the knee, and each model "
+    "gives its grade and shows where it looked. A research tool for demonstrations, not for "
+    "diagnosis."
+)
+
+path = str(store_path())
+study = pick_study(
+    path,
+    key="demo_study",
+    empty_hint="No study has finished runs yet. Launch one from the Launch page; its models "
+    "can grade films here once its first seed finishes.",
+    dependent_keys=("demo_method", "demo_film"),
+)
+opened = open_study(path, study)
+runs = opened.runs
+tasks = [t for t in ("KL", "CPPD") if t in set(runs["task"])]
+methods = order_methods(runs["method"])
+best = default_method(runs)
+c1, c2 = st.columns([1, 2])
+method = c1.selectbox(
+    "Method",
+    methods,
+    index=methods.index(best),
+    format_func=lambda m: method_title(m) + (" (best on validation)" if m == best else ""),
+    key="demo_method",
+)
+seed, checkpoints = best_seed(runs, method, tasks)
+if not checkpoints:
+    st.warning(
+        f"No seed of this study has saved weights of {method_title(method)} for "
+        f"{' and '.join(tasks)} on this machine, so it cannot grade a film here."
+    )
+    st.stop()
+c2.markdown(
+    f"Models: {method_title(method)}, seed {seed} (its best on validation), trained at "
+    f"{opened.spec.image_size} px."
+)
+source = st.segmented_control("Film", SOURCES, default=SOURCES[0], required=True, key="demo_source")
+
+if source == SOURCES[0]:
+    splits = cached_splits(path, str(study["dataset_id"]), seed)
+    meta = opened.meta
+    if splits is None:
+        st.info(f"Seed {seed} has no stored split yet.")
+        st.stop()
+    test = meta[(splits.reindex(meta["image_id"]) == "test").to_numpy()]
+    number = st.number_input(
+        "Test film",
+        min_value=1,
+        max_value=len(test),
+        value=1,
+        key="demo_film",
+        help=f"The {len(test)} films seed {seed} kept aside for testing: its models never "
+        "trained on them.",
+    )
+    row = test.iloc[int(number) - 1]
+    crop = cached_crops(str(opened.cache_dir), (int(row.name),))[0][0]
+    left, right = st.columns([1, 3])
+    left.image(crop, caption=f"film {row['image_id']} (knee crop)", width="stretch")
+    with right:
+        grades = {task: maps_of(ckpt, crop[None]) for task, ckpt in checkpoints.items()}
+        show_grades(crop, grades, known_grades(row, tasks))
+else:
+    upload = st.file_uploader(
+        f"A knee radiograph, anteroposterior view ({', '.join(FILM_FORMATS)})",
+        type=UPLOAD_TYPES,
+        key="demo_upload",
+        help="The film stays in this browser session; nothing is stored.",
+    )
+    if upload is None:
+        st.info("Upload a film to grade it.")
+        st.stop()
+    try:
+        film = decode_film(upload.getvalue(), upload.name)
+    except ValueError as exc:
+        st.error(str(exc))
+        st.stop()
+    with st.spinner("Finding the knee and grading…"):
+        reading = cached_reading(tuple(checkpoints.items()), film, opened.spec.image_size)
+    left, right = st.columns([1, 3])
+    left.image(
+        film_with_box(film, reading.box), caption="the knee SoftGrade found", width="stretch"
+    )
+    left.image(reading.crop, caption="what the models saw", width="stretch")
+    with right:
+        show_grades(reading.crop, reading.grades, {})

@@ -1,0 +1,71 @@
+"""The Grade-a-film page: a test film or an uploaded one, graded by a tiny trained study."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+from PIL import Image
+
+from engine.phantom import PhantomSpec, phantom_labels, render_film
+from store import runs as store_runs
+from tests.app.test_attention import copy_home, images
+from tests.app.test_compare import run_page, texts
+
+PAGE = "../../pages/demo.py"
+
+
+def _png(film: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    Image.fromarray(film).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def test_a_test_film_is_graded_by_the_best_methods_models(finished_study, monkeypatch):
+    at = run_page(finished_study.home, monkeypatch, PAGE)
+    runs = store_runs.list_runs(
+        [finished_study.study_id], selected_only=True, path=finished_study.store
+    )
+    best = runs.groupby("method")["val_amae"].mean().idxmin()
+    assert at.selectbox(key="demo_method").value == best
+    assert [m.label for m in at.metric] == ["KL grade", "CPPD grade"]
+    assert all(m.value.split()[0] in ("KL", "CPPD") for m in at.metric)
+    markdown = texts(at, "markdown")
+    assert "Annotated:" in markdown and "seed " in markdown
+    assert len(images(at)) == 1 + 2  # the crop, and one map per task
+    assert len(at.get("arrow_vega_lite_chart") or at.get("vega_lite_chart")) == 2
+
+    at.number_input(key="demo_film").set_value(2).run()
+    at.selectbox(key="demo_method").set_value("nominal").run()
+    assert not at.exception
+    assert "Models: Nominal" in texts(at, "markdown")
+
+
+def test_an_uploaded_film_is_cropped_to_the_knee_and_graded(finished_study, monkeypatch):
+    spec = PhantomSpec(n_images=10, n_joint=5, seed=5)
+    film, _, _ = render_film(spec, phantom_labels(spec).iloc[0])
+    at = run_page(finished_study.home, monkeypatch, PAGE)
+    at.segmented_control(key="demo_source").set_value("Upload a film").run()
+    assert "Upload a film to grade it." in texts(at, "info")
+
+    at.file_uploader(key="demo_upload").upload("knee.png", _png(film), "image/png").run()
+
+    assert not at.exception
+    captions = [img.caption for img in images(at)]
+    assert captions[:2] == ["the knee SoftGrade found", "what the models saw"]
+    assert [m.label for m in at.metric] == ["KL grade", "CPPD grade"]
+
+
+def test_an_upload_that_is_no_film_gets_one_message(finished_study, monkeypatch):
+    at = run_page(finished_study.home, monkeypatch, PAGE)
+    at.segmented_control(key="demo_source").set_value("Upload a film").run()
+    at.file_uploader(key="demo_upload").upload("scan.png", b"DICM....", "image/png").run()
+    assert not at.exception
+    assert "scan.png is not an image SoftGrade can read" in texts(at, "error")
+    assert not at.metric
+
+
+def test_without_saved_weights_the_page_says_so(finished_study, tmp_path, monkeypatch):
+    home = copy_home(finished_study, tmp_path / "copy", "checkpoints")
+    at = run_page(home, monkeypatch, PAGE)
+    assert "cannot grade a film here" in texts(at, "warning")
