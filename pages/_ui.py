@@ -8,6 +8,8 @@ connection is not thread-safe, so none is kept in ``st.cache_resource``.
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -213,6 +215,25 @@ def studies_with_results(path: str, empty_hint: str) -> pd.DataFrame:
     return studies
 
 
+# Set by the Jobs page's result links: (study_id, when); each picker applies it once.
+REQUESTED_STUDY = "requested_study"
+
+
+def request_study(study_id: str) -> None:
+    """Make the next result page opened show this study (the Jobs page's result links)."""
+    st.session_state[REQUESTED_STUDY] = (study_id, time.time())
+
+
+def _requested(key: str, options: Iterable[str]) -> str | None:
+    """The study the Jobs page asked for, the first time the picker ``key`` sees the request."""
+    request = st.session_state.get(REQUESTED_STUDY)
+    applied = f"_{key}_applied"
+    if request is None or st.session_state.get(applied) == request:
+        return None
+    st.session_state[applied] = request
+    return request[0] if request[0] in set(options) else None
+
+
 def pick_study(
     path: str, *, key: str, empty_hint: str, dependent_keys: tuple[str, ...]
 ) -> pd.Series:
@@ -220,14 +241,19 @@ def pick_study(
     studies = studies_with_results(path, empty_hint)
     labels = {row["study_id"]: compare.study_label(row) for _, row in studies.iterrows()}
     ids = list(labels)
+    initial = {"index": ids.index(compare.default_study_id(studies))}
+    if requested := _requested(key, ids):
+        forget(*dependent_keys)
+        st.session_state[key] = requested
+        initial = {}  # the widget takes the requested value from the session state
     chosen = st.selectbox(
         "Study",
         ids,
-        index=ids.index(compare.default_study_id(studies)),
         format_func=labels.get,
         key=key,
         on_change=forget,
         args=dependent_keys,
+        **initial,
     )
     return studies.set_index("study_id").loc[chosen]
 
@@ -243,16 +269,21 @@ def pick_studies(
     """
     studies = studies_with_results(path, empty_hint)
     labels = {row["study_id"]: compare.study_label(row) for _, row in studies.iterrows()}
+    initial = {"default": [compare.default_study_id(studies)]}
+    if requested := _requested(key, labels):
+        forget(*dependent_keys)
+        st.session_state[key] = [requested]
+        initial = {}  # the widget takes the requested value from the session state
     chosen = st.multiselect(
         "Studies",
         options=list(labels),
-        default=[compare.default_study_id(studies)],
         format_func=labels.get,
         key=key,
         help="Pick one study, or several run on the same dataset: a method run in more than "
         "one of them is shown once per study.",
         on_change=forget,
         args=dependent_keys,
+        **initial,
     )
     if not chosen:
         st.info("Pick at least one study.")

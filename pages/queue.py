@@ -20,6 +20,7 @@ from pages._ui import (
     cached_jobs,
     clear_job_caches,
     link_to_page,
+    request_study,
     run_inside_shell,
     store_path,
 )
@@ -124,6 +125,8 @@ def render_job(job: Any) -> None:
             st.code(str(_value(job, "error") or "(no traceback was recorded)"), language="text")
         elif status == "running" and bool(job.cancel_requested):
             st.caption("Cancel requested: it stops at the next epoch boundary.")
+        if status in ("succeeded", "cancelled", "failed") and runs_done > 0:
+            result_links(job.job_id, job.study_id)
 
         log = st.expander("Log", key=f"queue_log_{job.job_id}", on_change="rerun")
         if log.open:
@@ -134,6 +137,23 @@ def render_job(job: Any) -> None:
                     st.warning(f"The log cannot be read right now: {exc}")
                 else:
                     st.dataframe(lines, hide_index=True, width="stretch")
+
+
+RESULT_PAGES = (
+    ("pages/compare.py", "Compare methods", ":material/leaderboard:"),
+    ("pages/relationship.py", "KL × CPPD", ":material/grid_on:"),
+    ("pages/attention.py", "Attention", ":material/visibility:"),
+)
+
+
+def result_links(job_id: str, study_id: str) -> None:
+    """Buttons that open each result page on this job's study."""
+    columns = st.columns(len(RESULT_PAGES) + 2)
+    columns[0].markdown("Results:")
+    for column, (page, label, icon) in zip(columns[1:], RESULT_PAGES, strict=False):
+        if column.button(label, key=f"queue_open_{page}_{job_id}", icon=icon, type="tertiary"):
+            request_study(study_id)
+            st.switch_page(page)
 
 
 @st.fragment(run_every=REFRESH_S)

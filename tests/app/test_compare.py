@@ -211,3 +211,19 @@ def test_compare_page_two_studies_show_a_shared_method_once_per_study(tmp_path, 
     assert not at.exception
     methods = list(at.table[0].value["Method"])
     assert methods == ["Nominal", "Beta · first", "Beta · second", "Triangular", "Average"]
+
+
+def test_a_study_requested_by_the_jobs_page_is_picked_once(tmp_path, monkeypatch):
+    older = make_store(tmp_path, name="older")
+    newer = make_store(tmp_path, name="newer")
+    monkeypatch.setenv("SOFTGRADE_HOME", str(tmp_path))
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT_S)
+    at.session_state["requested_study"] = (older, 1.0)
+    at.run()
+    assert not at.exception and not at.warning
+    assert at.multiselect(key="compare_studies").value == [older]
+
+    # The request is applied once: the user's next choice stands.
+    at.multiselect(key="compare_studies").set_value([newer]).run()
+    at.run()
+    assert at.multiselect(key="compare_studies").value == [newer]

@@ -125,3 +125,15 @@ def test_finished_jobs_can_be_hidden(path):
     at.toggle(key="queue_hide_finished").set_value(True).run()
     shown = " ".join(m.value for m in at.markdown)
     assert waiting in shown and done not in shown
+
+
+def test_a_finished_job_opens_the_result_pages_on_its_study(finished_study, monkeypatch):
+    monkeypatch.setenv("SOFTGRADE_HOME", str(finished_study.home))
+    at = AppTest.from_file(str(PAGE), default_timeout=60)
+    at.run()
+    buttons = {b.label: b for b in at.button if b.key and b.key.startswith("queue_open_")}
+    assert list(buttons) == ["Compare methods", "KL × CPPD", "Attention"]
+
+    buttons["Attention"].click().run()
+
+    assert at.session_state["requested_study"][0] == finished_study.study_id

@@ -163,7 +163,9 @@ def test_launch_a_study_follow_it_and_read_every_page(
     tab.get_by_text("succeeded").first.wait_for(timeout=STUDY_TIMEOUT_MS)
     assert_no_error(tab, "Jobs")
 
-    open_page(tab, f"{app_url}/compare", "Compare methods")
+    tab.get_by_role("button", name="Compare methods").click()  # the job's result link
+    tab.get_by_role("heading", name="Compare methods", exact=True, level=1).wait_for()
+    tab.get_by_text("browser check ·").first.wait_for()  # opened on this job's study
     tab.get_by_text("QWK").first.wait_for()
     assert_no_error(tab, "Compare methods")
 
