@@ -148,12 +148,12 @@ RESULT_PAGES = (
 
 def result_links(job_id: str, study_id: str) -> None:
     """Buttons that open each result page on this job's study."""
-    columns = st.columns(len(RESULT_PAGES) + 2)
-    columns[0].markdown("Results:")
-    for column, (page, label, icon) in zip(columns[1:], RESULT_PAGES, strict=False):
-        if column.button(label, key=f"queue_open_{page}_{job_id}", icon=icon, type="tertiary"):
-            request_study(study_id)
-            st.switch_page(page)
+    with st.container(horizontal=True, vertical_alignment="center", gap="medium"):
+        st.markdown("**Results:**", width="content")
+        for page, label, icon in RESULT_PAGES:
+            if st.button(label, key=f"queue_open_{page}_{job_id}", icon=icon, type="tertiary"):
+                request_study(study_id)
+                st.switch_page(page)
 
 
 @st.fragment(run_every=REFRESH_S)
