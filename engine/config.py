@@ -104,8 +104,8 @@ class DatasetSpec:
     """Which images a study uses.
 
     ``phantom``: the embedded synthetic knee phantom (``n_images``, ``n_joint``, ``seed``,
-    ``annotation_noise``, ``difficulty``). ``folder``: an imported folder of PNG/JPEG images with
-    a labels CSV (``path``, ``labels_csv``).
+    ``annotation_noise``, ``difficulty``). ``folder``: an imported folder of DICOM, PNG, JPEG
+    or TIFF films with a labels CSV (``path``, ``labels_csv``).
     """
 
     kind: str = "phantom"

@@ -1,4 +1,4 @@
-"""Importing real radiographs: a folder of PNG/JPEG/TIFF films and a labels CSV.
+"""Importing real radiographs: a folder of DICOM/PNG/JPEG/TIFF films and a labels CSV.
 
 The CSV has one row per film: ``image`` (file name inside the folder), ``patient_id``,
 optionally ``side`` (L/R), ``kl`` (0–4, empty for CPPD-only films) and ``cppd`` (0–3).
@@ -41,34 +41,97 @@ def grey_film(image: Image.Image) -> np.ndarray:
     """
     if image.mode not in _DEEP_MODES:
         return np.asarray(image.convert("L"))
-    values = np.asarray(image, dtype=np.float32)
+    return _window(np.asarray(image, dtype=np.float32))
+
+
+def _window(values: np.ndarray) -> np.ndarray:
+    """Deep pixel values to uint8 over their own 0.5-99.5 percentile range."""
     lo, hi = np.percentile(values, [0.5, 99.5])
     scaled = np.clip((values - lo) / max(float(hi - lo), 1e-6), 0.0, 1.0)
     return (scaled * 255.0 + 0.5).astype(np.uint8)
 
 
-def decode_film(data: bytes, name: str) -> np.ndarray:
-    """Read an uploaded film (PNG, JPEG or TIFF bytes) as (H, W) uint8 grey.
+def is_dicom(head: bytes) -> bool:
+    """Whether bytes start like a DICOM Part 10 file (128-byte preamble, then 'DICM')."""
+    return head[128:132] == b"DICM"
+
+
+def dicom_film(source: bytes | Path, name: str) -> np.ndarray:
+    """A DICOM radiograph as (H, W) uint8 grey, as a reader would see it.
+
+    The modality LUT (rescale slope and intercept) and the file's own display window (VOI
+    LUT, window centre and width) are applied, MONOCHROME1 films (where high values are dark)
+    are inverted so bone is bright, and the result is mapped to 0-255 over its own 0.5-99.5
+    percentile range.
 
     Raises:
-        ValueError: Not an image, another format (DICOM included), or smaller than
-            ``MIN_FILM_SIDE`` pixels a side; the message names the file and what is allowed.
+        ValueError: Not readable, no image, several frames, or pixels compressed in a way
+            pydicom cannot decode here; the message names the file and what to do.
     """
-    allowed = ", ".join(FILM_FORMATS)
+    import pydicom
+    from pydicom.errors import InvalidDicomError
+    from pydicom.pixels import apply_modality_lut, apply_voi_lut
+
     try:
-        with Image.open(io.BytesIO(data)) as image:
-            if image.format not in FILM_FORMATS:
-                raise ValueError(f"{name} is a {image.format} image; give a {allowed} film")
-            film = grey_film(image)
-    except (UnidentifiedImageError, OSError) as exc:
+        ds = pydicom.dcmread(io.BytesIO(source) if isinstance(source, bytes) else source)
+    except (InvalidDicomError, OSError, ValueError) as exc:
+        raise ValueError(f"{name} is not a DICOM file SoftGrade can read ({exc})") from exc
+    if "PixelData" not in ds:
+        raise ValueError(f"{name} is a DICOM file without an image (no pixel data)")
+    try:
+        pixels = ds.pixel_array
+    except (NotImplementedError, RuntimeError, ValueError) as exc:
+        syntax = getattr(getattr(ds, "file_meta", None), "TransferSyntaxUID", None)
+        how = syntax.name if syntax is not None else "an unknown transfer syntax"
         raise ValueError(
-            f"{name} is not an image SoftGrade can read: give a {allowed} film "
-            "(DICOM files are not read yet; export the film as PNG)"
+            f"{name}: its pixels are stored as {how}, which cannot be decoded here; "
+            "export the film uncompressed (or as PNG)"
         ) from exc
+    frames = int(getattr(ds, "NumberOfFrames", 1) or 1)
+    if frames > 1 or pixels.ndim != 2:
+        raise ValueError(
+            f"{name} holds {frames} frame(s) of shape {pixels.shape}; give one grey film per file"
+        )
+    values = apply_voi_lut(apply_modality_lut(pixels, ds), ds).astype(np.float32)
+    if str(getattr(ds, "PhotometricInterpretation", "")) == "MONOCHROME1":
+        values = values.max() - values
+    return _window(values)
+
+
+def decode_film(data: bytes, name: str) -> np.ndarray:
+    """Read an uploaded film (DICOM, PNG, JPEG or TIFF bytes) as (H, W) uint8 grey.
+
+    Raises:
+        ValueError: Not an image, another format, or smaller than ``MIN_FILM_SIDE`` pixels a
+            side; the message names the file and what is allowed.
+    """
+    film = dicom_film(data, name) if is_dicom(data) else _pillow_film(io.BytesIO(data), name)
     if min(film.shape) < MIN_FILM_SIDE:
         h, w = film.shape
         raise ValueError(f"{name} is {w} x {h} px; a film needs at least {MIN_FILM_SIDE} px a side")
     return film
+
+
+def read_film_file(path: Path) -> np.ndarray:
+    """A film file of an imported folder (DICOM, PNG, JPEG or TIFF) as (H, W) uint8 grey."""
+    with path.open("rb") as handle:
+        head = handle.read(132)
+    if is_dicom(head):
+        return dicom_film(path, path.name)
+    return _pillow_film(path, path.name)
+
+
+def _pillow_film(source: io.BytesIO | Path, name: str) -> np.ndarray:
+    allowed = ", ".join(("DICOM", *FILM_FORMATS))
+    try:
+        with Image.open(source) as image:
+            if image.format not in FILM_FORMATS:
+                raise ValueError(f"{name} is a {image.format} image; give a {allowed} film")
+            return grey_film(image)
+    except (UnidentifiedImageError, OSError) as exc:
+        raise ValueError(
+            f"{name} is not an image SoftGrade can read: give a {allowed} film"
+        ) from exc
 
 
 def read_labels(folder: Path, labels_csv: Path) -> pd.DataFrame:
@@ -134,8 +197,7 @@ def build_folder_cache(params: dict[str, Any], image_size: int, out_dir: Path) -
     manifest_path.unlink(missing_ok=True)
     images = np.empty((len(table), image_size, image_size), dtype=np.uint8)
     for i, source in enumerate(table["source"]):
-        with Image.open(source) as image:
-            film = grey_film(image)
+        film = read_film_file(Path(source))
         images[i] = crop_and_resize(film, detect_knee_box(film), image_size)
     np.save(out_dir / "images.npy", images)
     columns = ["image_id", "patient_id", "side", "source", "kl", "kl_true", "cppd", "cppd_true"]

@@ -24,7 +24,6 @@ from pages._models import cached_crops, cached_splits, heat_help, maps_of, open_
 from pages._ui import pick_study, run_inside_shell, store_path
 
 SOURCES = ("A test film of this study", "Upload a film")
-UPLOAD_TYPES = ["png", "jpg", "jpeg", "tif", "tiff"]
 
 
 def best_seed(runs: pd.DataFrame, method: str, tasks: list[str]) -> tuple[int, dict[str, str]]:
@@ -169,8 +168,8 @@ if source == SOURCES[0]:
         show_grades(crop, grades, known_grades(row, tasks))
 else:
     upload = st.file_uploader(
-        f"A knee radiograph, anteroposterior view ({', '.join(FILM_FORMATS)})",
-        type=UPLOAD_TYPES,
+        f"A knee radiograph, anteroposterior view (DICOM, {', '.join(FILM_FORMATS)})",
+        type=None,  # DICOM files often have no extension; the film's bytes decide
         key="demo_upload",
         help="The film stays in this browser session; nothing is stored.",
     )

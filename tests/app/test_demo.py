@@ -69,3 +69,17 @@ def test_without_saved_weights_the_page_says_so(finished_study, tmp_path, monkey
     home = copy_home(finished_study, tmp_path / "copy", "checkpoints")
     at = run_page(home, monkeypatch, PAGE)
     assert "cannot grade a film here" in texts(at, "warning")
+
+
+def test_a_dicom_film_without_an_extension_is_graded(finished_study, monkeypatch):
+    from tests.engine.test_importing import _dicom
+
+    spec = PhantomSpec(n_images=10, n_joint=5, seed=5)
+    film, _, _ = render_film(spec, phantom_labels(spec).iloc[1])
+    at = run_page(finished_study.home, monkeypatch, PAGE)
+    at.segmented_control(key="demo_source").set_value("Upload a film").run()
+    at.file_uploader(key="demo_upload").upload(
+        "IM000123", _dicom(film.astype(np.uint16) * 16), "application/octet-stream"
+    ).run()
+    assert not at.exception and not at.error
+    assert [m.label for m in at.metric] == ["KL grade", "CPPD grade"]
