@@ -190,6 +190,39 @@ def grade_examples(meta: pd.DataFrame, splits: pd.Series, task: str, grade: int)
     return meta[keep]
 
 
+def cooccurrence_films(
+    meta: pd.DataFrame, splits: pd.Series, fixed: str
+) -> dict[int, pd.DataFrame]:
+    """Test films at ``fixed``'s top grade, grouped by their grade of the other disease.
+
+    The paper's stress test on real films: different knees, all at the top grade of one
+    disease, with none to the most of the other. Both grades must be recorded (and, on the
+    phantom, equal to the true grades).
+    """
+    varied = OTHER_TASK[fixed]
+    at_top = grade_examples(meta, splits, fixed, TOP_GRADE[fixed])
+    groups = {}
+    for level in range(TOP_GRADE[varied] + 1):
+        keep = (at_top[varied.lower()] == level).fillna(False).to_numpy()
+        truth = f"{varied.lower()}_true"
+        if truth in at_top:
+            keep = keep & (at_top[truth] == level).fillna(False).to_numpy()
+        groups[level] = at_top[keep]
+    return groups
+
+
+def predict(model: GradeNet, images: np.ndarray, *, chunk: int = 32) -> np.ndarray:
+    """Grade probabilities (N, J) of uint8 crops (N, S, S), forward only."""
+    device = next(model.parameters()).device
+    model.eval()
+    out = []
+    with torch.no_grad():
+        for start in range(0, len(images), chunk):
+            x = torch.from_numpy(np.ascontiguousarray(images[start : start + chunk]))
+            out.append(torch.softmax(model(x.unsqueeze(1).to(device)).float(), 1).cpu().numpy())
+    return np.concatenate(out) if out else np.zeros((0, 0), np.float32)
+
+
 def stress_knees(meta: pd.DataFrame, splits: pd.Series, fixed: str) -> pd.DataFrame:
     """Test-split phantom films to redraw for the stress test, best candidates first.
 

@@ -94,6 +94,18 @@ def saved_models(runs: pd.DataFrame, task: str, seed: int, methods: list[str]) -
     return found
 
 
+@st.cache_data(max_entries=128, show_spinner=False)
+def cached_probs(checkpoint: str, modified: float, images: np.ndarray) -> np.ndarray:
+    """Grade probabilities of one saved model on some crops (forward only)."""
+    model, _ = load_checkpoint(Path(checkpoint))
+    return gradcam.predict(model, images)
+
+
+def probs_of(checkpoint: str, images: np.ndarray) -> np.ndarray:
+    """Cached probabilities of a checkpoint, re-made when the file changes."""
+    return cached_probs(checkpoint, Path(checkpoint).stat().st_mtime, images)
+
+
 def maps_of(checkpoint: str, images: np.ndarray) -> gradcam.CamBatch:
     """Cached maps of a checkpoint, re-made when the file changes."""
     return cached_maps(checkpoint, Path(checkpoint).stat().st_mtime, images)

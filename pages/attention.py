@@ -28,6 +28,7 @@ from pages._models import (
     heat_help,
     maps_of,
     open_study,
+    probs_of,
     saved_models,
 )
 from pages._ui import pick_study, run_inside_shell, store_path
@@ -56,36 +57,69 @@ def show_across_grades(
     if most == 0:
         st.info(f"This seed's test split has no film with a {task} grade.")
         return
-    example = st.number_input(
-        "Example",
-        min_value=1,
-        max_value=most,
-        value=1,
+    show_map_grid(
+        cache_dir,
+        meta,
+        examples,
+        models,
+        task=task,
+        head=task,
         key="att_example",
         help="Step through the test films of each grade (a grade with fewer films wraps "
         "around). Films whose recorded grade differs from the phantom's true grade are "
         "left out.",
+        missing="No test film of this grade.",
     )
-    picked = {g: rows.index[(example - 1) % len(rows)] for g, rows in examples.items() if len(rows)}
+
+
+def show_map_grid(
+    cache_dir: str,
+    meta: pd.DataFrame,
+    groups: dict[int, pd.DataFrame],
+    models: dict[str, str],
+    *,
+    task: str,
+    head: str,
+    key: str,
+    help: str,  # noqa: A002 - the widget's own name for it
+    missing: str,
+    top: int | None = None,
+) -> None:
+    """One film per group (an "Example" number steps through them), each method's map under it.
+
+    ``head`` names the grade the groups differ in; with ``top`` the captions give the
+    probability of that grade of ``task``, else of the grade each model gave.
+    """
+    most = max(len(rows) for rows in groups.values())
+    example = st.number_input("Example", min_value=1, max_value=most, value=1, key=key, help=help)
+    picked = {g: rows.index[(example - 1) % len(rows)] for g, rows in groups.items() if len(rows)}
     images, _ = cached_crops(cache_dir, tuple(int(r) for r in picked.values()))
     with st.spinner("Drawing Grad-CAM maps…"):
         batches = {m: maps_of(ckpt, images) for m, ckpt in models.items()}
-    columns = st.columns(len(grades))
-    for column, grade in zip(columns, grades, strict=True):
+    columns = st.columns(len(groups))
+    for column, level in zip(columns, groups, strict=True):
         with column:
-            st.markdown(f"**{task} {grade}**")
-            if grade not in picked:
-                st.caption("No test film of this grade.")
+            st.markdown(f"**{head} {level}**")
+            if level not in picked:
+                st.caption(missing)
                 continue
-            k = list(picked).index(grade)
+            k = list(picked).index(level)
+            count = len(groups[level])
+            films = "" if top is None else f" · {count} film{'s' * (count != 1)}"
             st.image(
-                images[k], caption=f"film {meta.loc[picked[grade], 'image_id']}", width="stretch"
+                images[k],
+                caption=f"film {meta.loc[picked[level], 'image_id']}{films}",
+                width="stretch",
             )
             for method, batch in batches.items():
+                sure = (
+                    f"p {batch.probs[k].max():.2f}"
+                    if top is None
+                    else f"P({task} {top}) {batch.probs[k, top]:.2f}"
+                )
                 st.image(
                     gradcam.overlay(images[k], batch.cams[k]),
-                    caption=f"{method_title(method)}: graded {task} {batch.predicted[k]} "
-                    f"· p {batch.probs[k].max():.2f}",
+                    caption=f"{method_title(method)}: graded {task} {batch.predicted[k]} · {sure}",
                     width="stretch",
                 )
     first = next(iter(batches.values()))
@@ -148,6 +182,80 @@ def show_stress_test(
     show_stress_scores(table, task, other, len(others) + 1)
 
 
+MAX_FILMS_PER_LEVEL = 12  # films per level whose predictions are averaged
+
+
+def show_cooccurrence_films(
+    cache_dir: str, meta: pd.DataFrame, splits: pd.Series, task: str, models: dict[str, str]
+) -> None:
+    """Paper Fig. 9 on test films: different knees at the task's top grade, grouped by the
+    other disease's grade, each method's map and how sure it stays of the top grade."""
+    other = gradcam.OTHER_TASK[task]
+    top = TOP_GRADE[task]
+    groups = gradcam.cooccurrence_films(meta, splits, task)
+    st.markdown(
+        f"The **{task} model** on this seed's test films at **{task} {top}**, grouped by their "
+        f"**{other}** grade: different knees, as the paper's figure uses real films. A model "
+        f"that stays sure of {task} {top} whatever the {other} grade is not swayed by the "
+        f"other disease; one whose P({task} {top}) falls as {other} rises is."
+    )
+    present = {level: rows for level, rows in groups.items() if len(rows)}
+    if not present:
+        st.info(
+            f"This seed's test split has no film graded {task} {top} with a recorded {other} "
+            "grade (both grades are needed)."
+        )
+        return
+    show_map_grid(
+        cache_dir,
+        meta,
+        groups,
+        models,
+        task=task,
+        head=other,
+        key="att_cooc_example",
+        help="Step through the films of each group (a group with fewer films wraps around).",
+        missing=f"No test film at {task} {top} with this {other} grade.",
+        top=top,
+    )
+    show_cooccurrence_scores(cache_dir, present, task, other, models)
+
+
+def show_cooccurrence_scores(
+    cache_dir: str, groups: dict[int, pd.DataFrame], task: str, other: str, models: dict[str, str]
+) -> None:
+    """Per method and level of the other disease: how often and how surely the top grade."""
+    top = TOP_GRADE[task]
+    rows = []
+    with st.spinner("Grading the films of every group…"):
+        for level, films in groups.items():
+            index = tuple(int(r) for r in films.index[:MAX_FILMS_PER_LEVEL])
+            images, _ = cached_crops(cache_dir, index)
+            for method, ckpt in models.items():
+                probs = probs_of(ckpt, images)
+                rows.append(
+                    {
+                        "method": method,
+                        "level": level,
+                        "films": len(index),
+                        "p_top": float(probs[:, top].mean()),
+                        "graded_top": float((probs.argmax(1) == top).mean()),
+                    }
+                )
+    table = readable(
+        pd.DataFrame(rows),
+        other,
+        films="Films",
+        p_top=f"Mean P({task} {top})",
+        graded_top=f"Share graded {task} {top}",
+    )
+    st.markdown(
+        f"**How sure each model stays of {task} {top}**, over up to {MAX_FILMS_PER_LEVEL} "
+        f"films per {other} grade."
+    )
+    st.dataframe(table, hide_index=True, width="content")
+
+
 def show_stress_grid(
     films: gradcam.StressFilms, batches: dict[str, gradcam.CamBatch], task: str, other: str
 ) -> None:
@@ -166,6 +274,16 @@ def show_stress_grid(
                 )
     first = next(iter(batches.values()))
     st.caption(heat_help(first.block, first.cams.shape[-1]))
+
+
+def readable(table: pd.DataFrame, other: str, **titles: str) -> pd.DataFrame:
+    """A per (method, level) table for people: paper's method order, 3 decimals, titles."""
+    return (
+        table.sort_values(["method", "level"], key=sort_methods)
+        .round(3)
+        .assign(method=lambda d: d["method"].map(method_title))
+        .rename(columns={"method": "Method", "level": f"{other} grade", **titles})
+    )
 
 
 def sort_methods(column: pd.Series) -> pd.Series:
@@ -207,27 +325,19 @@ def show_stress_scores(table: pd.DataFrame, task: str, other: str, knees: int) -
         ),
         width="stretch",
     )
-    summary = (
-        table.groupby(["method", "level"], as_index=False)
-        .agg(
-            predicted=("predicted", "mean"),
-            p_top=("p_top", "mean"),
-            lift_own=("lift_own", "mean"),
-            lift_other=("lift_other", "mean"),
-        )
-        .sort_values(["method", "level"], key=sort_methods)
-        .round(3)
-        .assign(method=lambda d: d["method"].map(method_title))
-        .rename(
-            columns={
-                "method": "Method",
-                "level": f"{other} grade",
-                "predicted": f"Mean predicted {task}",
-                "p_top": f"Mean P({task} {TOP_GRADE[task]})",
-                "lift_own": f"Lift on {task} signs",
-                "lift_other": f"Lift on {other} signs",
-            }
-        )
+    summary = table.groupby(["method", "level"], as_index=False).agg(
+        predicted=("predicted", "mean"),
+        p_top=("p_top", "mean"),
+        lift_own=("lift_own", "mean"),
+        lift_other=("lift_other", "mean"),
+    )
+    summary = readable(
+        summary,
+        other,
+        predicted=f"Mean predicted {task}",
+        p_top=f"Mean P({task} {TOP_GRADE[task]})",
+        lift_own=f"Lift on {task} signs",
+        lift_other=f"Lift on {other} signs",
     )
     st.dataframe(summary, hide_index=True, width="content")
     if other == "CPPD":
@@ -276,17 +386,22 @@ if not models:
 
 view = st.segmented_control(
     "View",
-    ["Across grades", "Co-occurrence stress test"],
+    ["Across grades", "Co-occurrence stress test", "Co-occurrence in test films"],
     default="Across grades",
     required=True,
     key="att_view",
+    help="The stress test redraws one phantom knee with more or less of the other disease; "
+    "'in test films' uses different knees at the top grade, as on real films.",
 )
 if view == "Across grades":
     show_across_grades(str(cache_dir), meta, splits, task, models)
+elif view == "Co-occurrence in test films":
+    show_cooccurrence_films(str(cache_dir), meta, splits, task, models)
 elif spec.dataset.kind != "phantom" or not has_masks:
     st.info(
         "The stress test redraws one knee with more or less of the other disease, which only "
-        "the phantom can do: real films cannot be redrawn. Pick a study on the phantom."
+        "the phantom can do: real films cannot be redrawn. The view 'Co-occurrence in test "
+        "films' shows the same question on this dataset's own films."
     )
 else:
     phantom = json.dumps(spec.dataset.params, sort_keys=True)

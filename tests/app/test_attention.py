@@ -122,3 +122,31 @@ def test_attention_page_names_a_study_it_cannot_read(tmp_path, monkeypatch):
 def test_attention_page_with_no_study_says_what_to_do(tmp_path, monkeypatch):
     at = run_page(tmp_path, monkeypatch, PAGE)
     assert "No study has finished runs yet" in texts(at, "info")
+
+
+def test_cooccurrence_in_test_films_groups_top_grade_films_by_the_other_grade(
+    finished_study, monkeypatch
+):
+    at = run_page(finished_study.home, monkeypatch, PAGE)
+    tables = []
+    for task, other in (("CPPD", "KL"), ("KL", "CPPD")):
+        at.radio(key="att_task").set_value(task).run()
+        for seed in (0, 1, 2):
+            at.selectbox(key="att_seed").set_value(seed).run()
+            at.button_group(key="att_view").set_value("Co-occurrence in test films").run()
+            assert not at.exception
+            if at.dataframe:
+                tables.append((task, other, at.dataframe[0].value))
+            else:
+                assert "has no film graded" in texts(at, "info")
+    assert tables, "no seed of the tiny study has a test film at a top grade with both grades"
+    task, other, table = tables[0]
+    top = 4 if task == "KL" else 3
+    assert list(table.columns) == [
+        "Method",
+        f"{other} grade",
+        "Films",
+        f"Mean P({task} {top})",
+        f"Share graded {task} {top}",
+    ]
+    assert table[f"Mean P({task} {top})"].between(0, 1).all()

@@ -176,6 +176,8 @@ def test_launch_a_study_follow_it_and_read_every_page(
     tab.get_by_text("Nominal: graded CPPD").first.wait_for()
     tab.get_by_text("Co-occurrence stress test", exact=True).click()
     tab.get_by_text("Where the heat sits").wait_for()
+    tab.get_by_text("Co-occurrence in test films", exact=True).click()
+    tab.get_by_text("grouped by their").wait_for()
     assert_no_error(tab, "Attention")
 
     open_page(tab, f"{app_url}/data", "Data")

@@ -150,3 +150,27 @@ def test_stress_table_reports_prediction_and_lift_per_level(model, tiny_phantom:
     assert np.isnan(table.loc[0, "lift_other"])  # CPPD 0: no deposits to look at
     assert table.loc[1:, "lift_other"].notna().all()
     assert isinstance(table, pd.DataFrame)
+
+
+def test_cooccurrence_films_group_top_grade_test_films_by_the_other_grade():
+    from tests.conftest import meta_frame
+
+    meta = meta_frame(n_patients=200, seed=3)
+    splits = make_splits(meta, 0)
+    groups = gradcam.cooccurrence_films(meta, splits, "KL")
+
+    assert list(groups) == [0, 1, 2, 3]
+    for level, rows in groups.items():
+        assert (rows["kl"] == 4).all() and (rows["cppd"] == level).all()
+        assert (splits.reindex(rows["image_id"]) == "test").all()
+    every = meta[
+        (meta["kl"] == 4).fillna(False) & (splits.reindex(meta["image_id"]) == "test").to_numpy()
+    ]
+    assert sum(len(rows) for rows in groups.values()) == len(every)
+
+
+def test_predict_gives_the_models_probabilities(model, crops):
+    probs = gradcam.predict(model, crops, chunk=2)
+    with torch.no_grad():
+        expected = torch.softmax(model(torch.from_numpy(crops).unsqueeze(1)), 1).numpy()
+    np.testing.assert_allclose(probs, expected, rtol=1e-5, atol=1e-6)
