@@ -159,7 +159,8 @@ def read_labels(folder: Path, labels_csv: Path) -> pd.DataFrame:
         if bad.any():
             row = int(np.flatnonzero(bad.to_numpy())[0])
             raise ValueError(
-                f"dataset.labels_csv: row {row + 2} has {column}={table[column].iloc[row]!r}; "
+                f"dataset.labels_csv: row {row + 2} has {column}="
+                f"{_as_written(table[column].iloc[row])}; "
                 f"allowed: whole numbers {low} to {high} or empty"
             )
         table[column] = grades.astype("Int64")
@@ -173,6 +174,13 @@ def read_labels(folder: Path, labels_csv: Path) -> pd.DataFrame:
     table["image_id"] = table["image"].map(lambda n: Path(n).stem)
     table["source"] = table["image"].map(lambda n: str(folder / n))
     return table
+
+
+def _as_written(value: object) -> str:
+    """A CSV cell as its author wrote it: 7 (not 7.0, which pandas reads), 'x' for text."""
+    if isinstance(value, float | np.floating) and float(value).is_integer():
+        return str(int(value))
+    return repr(value) if isinstance(value, str) else str(value)
 
 
 def build_folder_cache(params: dict[str, Any], image_size: int, out_dir: Path) -> Path:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -37,6 +38,7 @@ from store import jobs as store_jobs
 from store.db import StoreError
 
 PHANTOM = "phantom"
+FOLDER = "folder"
 DEVICES = ("auto", "cpu", "cuda")
 TASK_LABELS = {"KL": "KL (grades 0–4)", "CPPD": "CPPD (grades 0–3)"}
 PRESETS = {
@@ -118,9 +120,33 @@ def request_id_for(fid: str, study: dict[str, Any]) -> str:
     return f"launch-{fid}-{digest}"
 
 
-def check_study(raw: dict[str, Any]) -> StudySpec:
-    """Validate a study mapping; SpecError says which value is refused and why."""
+@st.cache_data(ttl=30, show_spinner=False, max_entries=8)
+def folder_grades(folder: str, labels_csv: str) -> tuple[int, int]:
+    """Films with a KL and with a CPPD grade in a folder's labels CSV, after checking every
+    row and that every listed film exists (ValueError names the first problem)."""
+    from engine.importing import read_labels
+
+    table = read_labels(Path(folder).expanduser(), Path(labels_csv).expanduser())
+    return int(table["kl"].notna().sum()), int(table["cppd"].notna().sum())
+
+
+def check_study(raw: dict[str, Any], *, importing: bool = False) -> StudySpec:
+    """Validate a study mapping; SpecError says which value is refused and why.
+
+    ``importing``: the dataset is a folder typed into the form, so its labels CSV and films
+    are checked too (a registered dataset was checked when it was first prepared).
+    """
+    dataset = raw.get("dataset")
+    if importing:
+        for field, what in (("path", "the folder of films"), ("labels_csv", "the labels CSV")):
+            if not str(dataset.get(field) or "").strip():
+                raise SpecError(f"dataset.{field}: give the path of {what} on this machine")
     spec = StudySpec.from_dict(raw)
+    if importing:
+        try:
+            folder_grades(str(spec.dataset.params["path"]), str(spec.dataset.params["labels_csv"]))
+        except ValueError as exc:
+            raise SpecError(str(exc)) from exc
     if spec.dataset.kind == PHANTOM:
         try:
             from engine.phantom import PhantomSpec
@@ -176,6 +202,8 @@ def dataset_label(option: str) -> str:
     """How a dataset option reads in the picker."""
     if option == PHANTOM:
         return "Synthetic knee phantom (set its size below)"
+    if option == FOLDER:
+        return "Import a folder of films with a labels CSV"
     row = registered[option]
     return f"{row.spec_key} · {row.n_images} images ({row.n_kl} KL, {row.n_cppd} CPPD grades)"
 
@@ -186,7 +214,7 @@ with left:
     name = st.text_input("Study name", key="launch_name", persist_state="session")
     dataset_choice = st.selectbox(
         "Dataset",
-        [PHANTOM, *registered],
+        [PHANTOM, FOLDER, *registered],
         format_func=dataset_label,
         key="launch_dataset",
         persist_state="session",
@@ -223,6 +251,30 @@ with left:
             "seed": int(phantom_seed),
         }
         images_per_task = {"KL": int(n_joint), "CPPD": int(n_images)}
+    elif dataset_choice == FOLDER:
+        folder = st.text_input(
+            "Film folder",
+            key="launch_folder",
+            persist_state="session",
+            placeholder="/data/knees",
+            help="A folder on this machine (the worker's) holding the films: DICOM, PNG, "
+            "JPEG or TIFF. Films are cropped to the knee and cached once per image size.",
+        )
+        labels_csv = st.text_input(
+            "Labels CSV",
+            key="launch_labels_csv",
+            persist_state="session",
+            placeholder="/data/knees/labels.csv",
+            help="One row per film: image (its file name in the folder), patient_id, optional "
+            "side (L/R), kl 0–4 and/or cppd 0–3 (empty where not graded). Both knees of a "
+            "patient always land in the same split.",
+        )
+        dataset = {"kind": FOLDER, "path": folder.strip(), "labels_csv": labels_csv.strip()}
+        try:
+            n_kl, n_cppd = folder_grades(folder.strip(), labels_csv.strip())
+        except ValueError:
+            n_kl = n_cppd = 0  # the check below says what is wrong
+        images_per_task = {"KL": n_kl, "CPPD": n_cppd}
     else:
         row = registered[dataset_choice]
         dataset = {"kind": row.kind, **json.loads(row.params)}
@@ -347,7 +399,7 @@ raw = {
 
 st.subheader("Check and queue", divider="gray")
 try:
-    spec: StudySpec | None = check_study(raw)
+    spec: StudySpec | None = check_study(raw, importing=dataset_choice == FOLDER)
     problem = None
 except SpecError as exc:
     spec, problem = None, str(exc)

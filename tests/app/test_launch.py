@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -215,3 +216,57 @@ def test_with_an_alive_worker_there_is_no_warning(path):
     at = _submit(_page().run())
     assert "No worker" not in _texts(at.error)
     assert not at.warning
+
+
+def _film_folder(root: Path, *, bad_row: bool = False) -> tuple[Path, Path]:
+    """A folder of 12 phantom films (PNG) and its labels CSV."""
+    from PIL import Image
+
+    from engine.phantom import PhantomSpec, phantom_labels, render_film
+
+    spec = PhantomSpec(n_images=12, n_joint=8, seed=4)
+    folder = root / "films"
+    folder.mkdir()
+    rows = []
+    for _, row in phantom_labels(spec).iterrows():
+        film, _, _ = render_film(spec, row)
+        Image.fromarray(film).save(folder / f"{row.image_id}.png")
+        rows.append(
+            {
+                "image": f"{row.image_id}.png",
+                "patient_id": row.patient_id,
+                "side": row.side,
+                "kl": row.kl,
+                "cppd": row.cppd,
+            }
+        )
+    if bad_row:
+        rows[1]["kl"] = 7
+    labels = root / "labels.csv"
+    pd.DataFrame(rows).to_csv(labels, index=False)
+    return folder, labels
+
+
+def test_a_folder_of_films_can_be_imported_from_the_form(path, tmp_path):
+    folder, labels = _film_folder(tmp_path)
+    at = _page().run()
+    at.selectbox(key="launch_dataset").set_value("folder").run()
+    assert "Can't queue this study yet" in _texts(at.error)  # no paths yet
+    assert "dataset.path: give the path of the folder of films" in _texts(at.error)
+    at.text_input(key="launch_folder").set_value(str(folder))
+    at.text_input(key="launch_labels_csv").set_value(str(labels)).run()
+    assert "Can't queue" not in _texts(at.error) and not at.exception
+    _submit(at)
+    (job,) = _jobs(path)
+    assert job.spec["dataset"] == {"kind": "folder", "path": str(folder), "labels_csv": str(labels)}
+
+
+def test_a_bad_labels_csv_is_named_before_anything_is_queued(path, tmp_path):
+    folder, labels = _film_folder(tmp_path, bad_row=True)
+    at = _page().run()
+    at.selectbox(key="launch_dataset").set_value("folder").run()
+    at.text_input(key="launch_folder").set_value(str(folder))
+    at.text_input(key="launch_labels_csv").set_value(str(labels)).run()
+    assert "dataset.labels_csv: row 3 has kl=7; allowed: whole numbers 0 to 4" in _texts(at.error)
+    assert at.button(key="launch_submit").disabled
+    assert _jobs(path) == []
