@@ -119,3 +119,41 @@ def test_a_slot_gets_its_next_run_before_the_finished_one_is_stored(tmp_path):
     worker.serve(stop_when_idle=True)
     # one slot, three runs: the next run is handed over before each store write but the last
     assert worker.in_flight_at_record == [1, 1, 0]
+
+
+def test_a_study_on_an_imported_folder_of_dicom_films_trains_and_is_stored(tmp_path):
+    import numpy as np
+    import pandas as pd
+
+    from engine.phantom import PhantomSpec, phantom_labels, render_film
+    from tests.engine.test_importing import _dicom
+
+    folder = tmp_path / "films"
+    folder.mkdir()
+    spec = PhantomSpec(n_images=40, n_joint=40, seed=6)
+    rows = []
+    for _, row in phantom_labels(spec).iterrows():
+        film, _, _ = render_film(spec, row)
+        (folder / f"{row.image_id}.dcm").write_bytes(_dicom(film.astype(np.uint16) * 16))
+        rows.append(
+            {
+                "image": f"{row.image_id}.dcm",
+                "patient_id": row.patient_id,
+                "side": row.side,
+                "kl": row.kl,
+                "cppd": row.cppd,
+            }
+        )
+    pd.DataFrame(rows).to_csv(tmp_path / "labels.csv", index=False)
+    dataset = {"kind": "folder", "path": str(folder), "labels_csv": str(tmp_path / "labels.csv")}
+    store = tmp_path / "softgrade.duckdb"
+    study = StudySpec.from_dict(tiny_study(dataset=dataset, tasks=["KL"], methods=["beta"]))
+    worker = Worker(InlineExecutor("cpu"), store_path=store, home=tmp_path)
+    job_id = store_jobs.enqueue_job(study.to_dict(), path=store)
+
+    worker.serve(stop_when_idle=True)
+
+    job = store_jobs.get_job(job_id, path=store)
+    assert job.status == "succeeded", job
+    runs = store_runs.list_runs([job.study_id], path=store)
+    assert len(runs) == 1 and runs["selected"].all()
