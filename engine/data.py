@@ -162,6 +162,26 @@ def _stratified_pick(strata: pd.Series, fraction: float, rng: np.random.Generato
     return picked
 
 
+def check_split_sizes(meta: pd.DataFrame, seeds: tuple[int, ...], tasks: tuple[str, ...]) -> None:
+    """Refuse, before any training, a dataset whose split leaves a task without films.
+
+    Raises:
+        ValueError: Some seed's split leaves a task with no train, validation or test film
+            (a small or lopsided dataset); the message names the seed, task and set.
+    """
+    for seed in seeds:
+        split = make_splits(meta, seed).reindex(meta["image_id"]).to_numpy()
+        for task in tasks:
+            graded = meta[LABEL_COLUMNS[task]].notna().to_numpy()
+            for name, label in (("train", "training"), ("val", "validation"), ("test", "test")):
+                if not (graded & (split == name)).any():
+                    raise ValueError(
+                        f"task {task}: seed {seed}'s split leaves no {label} film with a {task} "
+                        f"grade ({int(graded.sum())} films have one); the dataset needs more "
+                        "films with this grade, or leave the task out"
+                    )
+
+
 def task_split(data: PreparedDataset, splits: pd.Series, task: str) -> TaskSplit:
     """The images of ``task`` (those with its grade) divided by ``splits``."""
     column = LABEL_COLUMNS[task]

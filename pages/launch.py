@@ -121,12 +121,17 @@ def request_id_for(fid: str, study: dict[str, Any]) -> str:
 
 
 @st.cache_data(ttl=30, show_spinner=False, max_entries=8)
-def folder_grades(folder: str, labels_csv: str) -> tuple[int, int]:
-    """Films with a KL and with a CPPD grade in a folder's labels CSV, after checking every
-    row and that every listed film exists (ValueError names the first problem)."""
+def folder_labels(folder: str, labels_csv: str) -> pd.DataFrame:
+    """A folder's labels CSV, after checking every row and that every listed film exists
+    (ValueError names the first problem)."""
     from engine.importing import read_labels
 
-    table = read_labels(Path(folder).expanduser(), Path(labels_csv).expanduser())
+    return read_labels(Path(folder).expanduser(), Path(labels_csv).expanduser())
+
+
+def folder_grades(folder: str, labels_csv: str) -> tuple[int, int]:
+    """Films with a KL and with a CPPD grade in a folder's labels CSV."""
+    table = folder_labels(folder, labels_csv)
     return int(table["kl"].notna().sum()), int(table["cppd"].notna().sum())
 
 
@@ -143,8 +148,13 @@ def check_study(raw: dict[str, Any], *, importing: bool = False) -> StudySpec:
                 raise SpecError(f"dataset.{field}: give the path of {what} on this machine")
     spec = StudySpec.from_dict(raw)
     if importing:
+        from engine.data import check_split_sizes  # imports torch: only when importing
+
         try:
-            folder_grades(str(spec.dataset.params["path"]), str(spec.dataset.params["labels_csv"]))
+            table = folder_labels(
+                str(spec.dataset.params["path"]), str(spec.dataset.params["labels_csv"])
+            )
+            check_split_sizes(table, spec.seeds, spec.tasks)
         except ValueError as exc:
             raise SpecError(str(exc)) from exc
     if spec.dataset.kind == PHANTOM:

@@ -218,13 +218,13 @@ def test_with_an_alive_worker_there_is_no_warning(path):
     assert not at.warning
 
 
-def _film_folder(root: Path, *, bad_row: bool = False) -> tuple[Path, Path]:
-    """A folder of 12 phantom films (PNG) and its labels CSV."""
+def _film_folder(root: Path, *, bad_row: bool = False, n: int = 12) -> tuple[Path, Path]:
+    """A folder of ``n`` phantom films (PNG), two thirds KL-graded, and its labels CSV."""
     from PIL import Image
 
     from engine.phantom import PhantomSpec, phantom_labels, render_film
 
-    spec = PhantomSpec(n_images=12, n_joint=8, seed=4)
+    spec = PhantomSpec(n_images=n, n_joint=n * 2 // 3, seed=4)
     folder = root / "films"
     folder.mkdir()
     rows = []
@@ -270,3 +270,14 @@ def test_a_bad_labels_csv_is_named_before_anything_is_queued(path, tmp_path):
     assert "dataset.labels_csv: row 3 has kl=7; allowed: whole numbers 0 to 4" in _texts(at.error)
     assert at.button(key="launch_submit").disabled
     assert _jobs(path) == []
+
+
+def test_a_folder_too_small_for_a_split_is_refused_before_queueing(path, tmp_path):
+    folder, labels = _film_folder(tmp_path, n=3)  # 3 films, 2 with a KL grade
+    at = _page().run()
+    at.selectbox(key="launch_dataset").set_value("folder").run()
+    at.text_input(key="launch_folder").set_value(str(folder))
+    at.text_input(key="launch_labels_csv").set_value(str(labels)).run()
+    assert "split leaves no" in _texts(at.error)
+    assert "the dataset needs more films with this grade, or leave the task out" in _texts(at.error)
+    assert at.button(key="launch_submit").disabled

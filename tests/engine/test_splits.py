@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from engine.data import make_splits
 from tests.conftest import meta_frame
 
@@ -32,3 +34,13 @@ def test_split_is_stratified_on_the_grade():
     joint = meta.assign(split=splits.to_numpy()).dropna(subset=["kl"])
     share = joint.groupby("kl")["split"].apply(lambda s: (s == "test").mean())
     assert share.between(0.2, 0.4).all()
+
+
+def test_split_sizes_are_checked_for_every_seed_and_task():
+    from engine.data import check_split_sizes
+
+    meta = meta_frame(n_patients=40)
+    check_split_sizes(meta, (0, 1, 2), ("KL", "CPPD"))  # enough films: no error
+    few = meta.head(6)  # three patients: no room for train, validation and test
+    with pytest.raises(ValueError, match=r"task KL: seed 0's split leaves no \w+ film"):
+        check_split_sizes(few, (0,), ("KL",))
