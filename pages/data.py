@@ -95,6 +95,10 @@ st.caption(
 )
 
 st.subheader("Datasets in the store", divider="gray")
+st.caption(
+    "Your own films (DICOM, PNG, JPEG or TIFF, with a labels CSV) come in from the Launch page: "
+    "Dataset → Import a folder of films. A dataset is listed here once a study has prepared it."
+)
 path = store_path()
 try:
     datasets = cached_datasets(str(path))
