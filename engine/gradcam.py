@@ -181,13 +181,18 @@ def grade_examples(meta: pd.DataFrame, splits: pd.Series, task: str, grade: int)
     are kept, so an example is never a film the annotator mislabelled. Rows keep ``meta``'s
     index (the row of the film in the cached image array).
     """
-    column = task.lower()
     split = splits.reindex(meta["image_id"]).to_numpy()
-    keep = (split == "test") & (meta[column] == grade).fillna(False).to_numpy()
+    return meta[(split == "test") & graded_as(meta, task, grade)]
+
+
+def graded_as(meta: pd.DataFrame, task: str, grade: int) -> np.ndarray:
+    """Rows whose recorded ``task`` grade is ``grade`` and, where known, so is the true one."""
+    column = task.lower()
+    keep = (meta[column] == grade).fillna(False).to_numpy()
     truth = f"{column}_true"
     if truth in meta:
-        keep &= (meta[truth] == grade).fillna(False).to_numpy()
-    return meta[keep]
+        keep = keep & (meta[truth] == grade).fillna(False).to_numpy()
+    return keep
 
 
 def cooccurrence_films(
@@ -201,14 +206,8 @@ def cooccurrence_films(
     """
     varied = OTHER_TASK[fixed]
     at_top = grade_examples(meta, splits, fixed, TOP_GRADE[fixed])
-    groups = {}
-    for level in range(TOP_GRADE[varied] + 1):
-        keep = (at_top[varied.lower()] == level).fillna(False).to_numpy()
-        truth = f"{varied.lower()}_true"
-        if truth in at_top:
-            keep = keep & (at_top[truth] == level).fillna(False).to_numpy()
-        groups[level] = at_top[keep]
-    return groups
+    levels = range(TOP_GRADE[varied] + 1)
+    return {level: at_top[graded_as(at_top, varied, level)] for level in levels}
 
 
 def predict(model: GradeNet, images: np.ndarray, *, chunk: int = 32) -> np.ndarray:

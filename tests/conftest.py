@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -143,3 +144,81 @@ def finished_study(tmp_path_factory: pytest.TempPathFactory) -> FinishedStudy:
     job = store_jobs.get_job(job_id, path=store)
     assert job.status == "succeeded", job
     return FinishedStudy(home=home, store=store, study_id=job.study_id, job_id=job_id)
+
+
+def phantom_film(seed: int = 5, index: int = 0) -> np.ndarray:
+    """A whole phantom radiograph (H, W) uint8, knee not yet cropped."""
+    from engine.phantom import PhantomSpec, phantom_labels, render_film
+
+    spec = PhantomSpec(n_images=10, n_joint=5, seed=seed)
+    return render_film(spec, phantom_labels(spec).iloc[index])[0]
+
+
+def dicom_bytes(
+    pixels: np.ndarray,
+    *,
+    photometric: str = "MONOCHROME2",
+    syntax: str = "1.2.840.10008.1.2.1",
+    **elements: object,
+) -> bytes:
+    """A DICOM Part 10 file of a grey image (pydicom writes it; no real scan needed)."""
+    from pydicom.dataset import FileDataset, FileMetaDataset
+    from pydicom.uid import UID, generate_uid
+
+    meta = FileMetaDataset()
+    meta.MediaStorageSOPClassUID = UID("1.2.840.10008.5.1.4.1.1.1")  # computed radiography
+    meta.MediaStorageSOPInstanceUID = generate_uid()
+    meta.TransferSyntaxUID = UID(syntax)
+    ds = FileDataset("knee.dcm", {}, file_meta=meta, preamble=b"\0" * 128)
+    ds.Rows, ds.Columns = pixels.shape[-2:]
+    ds.SamplesPerPixel = 1
+    ds.PhotometricInterpretation = photometric
+    ds.BitsAllocated, ds.BitsStored, ds.HighBit = 16, 12, 11
+    ds.PixelRepresentation = 0
+    raw = pixels.astype(np.uint16).tobytes()
+    if meta.TransferSyntaxUID.is_compressed:
+        from pydicom.encaps import encapsulate
+
+        raw = encapsulate([raw])  # framed as compressed data; not a real codestream
+    ds.PixelData = raw
+    ds["PixelData"].VR = "OB" if meta.TransferSyntaxUID.is_compressed else "OW"
+    for keyword, value in elements.items():
+        setattr(ds, keyword, value)
+    buffer = io.BytesIO()
+    ds.save_as(buffer, enforce_file_format=True)
+    return buffer.getvalue()
+
+
+def write_film_folder(
+    root: Path, *, n: int, n_joint: int, seed: int, fmt: str = "png"
+) -> tuple[Path, Path, pd.DataFrame]:
+    """``n`` phantom films as PNG or DICOM files in ``root/films``, with ``labels.csv`` in the
+    folder (image, patient_id, side, kl, cppd). Returns the folder, the CSV and the labels."""
+    from PIL import Image
+
+    from engine.phantom import PhantomSpec, phantom_labels, render_film
+
+    spec = PhantomSpec(n_images=n, n_joint=n_joint, seed=seed)
+    labels = phantom_labels(spec)
+    folder = root / "films"
+    folder.mkdir()
+    rows = []
+    for _, row in labels.iterrows():
+        film, _, _ = render_film(spec, row)
+        name = f"{row.image_id}.{fmt}"
+        if fmt == "dcm":
+            (folder / name).write_bytes(dicom_bytes(film.astype(np.uint16) * 16))
+        else:
+            Image.fromarray(film).save(folder / name)
+        rows.append(
+            {
+                "image": name,
+                "patient_id": row.patient_id,
+                "side": row.side,
+                "kl": row.kl,
+                "cppd": row.cppd,
+            }
+        )
+    csv = folder / "labels.csv"
+    pd.DataFrame(rows).to_csv(csv, index=False)
+    return folder, csv, labels

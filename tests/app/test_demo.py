@@ -7,12 +7,18 @@ import io
 import numpy as np
 from PIL import Image
 
-from engine.phantom import PhantomSpec, phantom_labels, render_film
 from store import runs as store_runs
 from tests.app.test_attention import copy_home, images
 from tests.app.test_compare import run_page, texts
+from tests.conftest import dicom_bytes, phantom_film
 
 PAGE = "../../pages/demo.py"
+
+
+def _upload(at, name: str, data: bytes, mime: str) -> None:
+    """Switch the page to 'Upload a film' and upload one file."""
+    at.segmented_control(key="demo_source").set_value("Upload a film").run()
+    at.file_uploader(key="demo_upload").upload(name, data, mime).run()
 
 
 def _png(film: np.ndarray) -> bytes:
@@ -42,8 +48,7 @@ def test_a_test_film_is_graded_by_the_best_methods_models(finished_study, monkey
 
 
 def test_an_uploaded_film_is_cropped_to_the_knee_and_graded(finished_study, monkeypatch):
-    spec = PhantomSpec(n_images=10, n_joint=5, seed=5)
-    film, _, _ = render_film(spec, phantom_labels(spec).iloc[0])
+    film = phantom_film(index=0)
     at = run_page(finished_study.home, monkeypatch, PAGE)
     at.segmented_control(key="demo_source").set_value("Upload a film").run()
     assert "Upload a film to grade it." in texts(at, "info")
@@ -58,8 +63,7 @@ def test_an_uploaded_film_is_cropped_to_the_knee_and_graded(finished_study, monk
 
 def test_an_upload_that_is_no_film_gets_one_message(finished_study, monkeypatch):
     at = run_page(finished_study.home, monkeypatch, PAGE)
-    at.segmented_control(key="demo_source").set_value("Upload a film").run()
-    at.file_uploader(key="demo_upload").upload("scan.png", b"DICM....", "image/png").run()
+    _upload(at, "scan.png", b"DICM....", "image/png")
     assert not at.exception
     assert "scan.png is not an image SoftGrade can read" in texts(at, "error")
     assert not at.metric
@@ -72,14 +76,8 @@ def test_without_saved_weights_the_page_says_so(finished_study, tmp_path, monkey
 
 
 def test_a_dicom_film_without_an_extension_is_graded(finished_study, monkeypatch):
-    from tests.engine.test_importing import _dicom
-
-    spec = PhantomSpec(n_images=10, n_joint=5, seed=5)
-    film, _, _ = render_film(spec, phantom_labels(spec).iloc[1])
+    film = phantom_film(index=1)
     at = run_page(finished_study.home, monkeypatch, PAGE)
-    at.segmented_control(key="demo_source").set_value("Upload a film").run()
-    at.file_uploader(key="demo_upload").upload(
-        "IM000123", _dicom(film.astype(np.uint16) * 16), "application/octet-stream"
-    ).run()
+    _upload(at, "IM000123", dicom_bytes(film.astype(np.uint16) * 16), "application/octet-stream")
     assert not at.exception and not at.error
     assert [m.label for m in at.metric] == ["KL grade", "CPPD grade"]

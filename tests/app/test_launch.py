@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from store import datasets as store_datasets
 from store import jobs as store_jobs
-from tests.conftest import meta_frame
+from tests.conftest import meta_frame, write_film_folder
 
 PAGE = Path(__file__).parents[2] / "pages" / "launch.py"
 
@@ -220,30 +220,11 @@ def test_with_an_alive_worker_there_is_no_warning(path):
 
 def _film_folder(root: Path, *, bad_row: bool = False, n: int = 12) -> tuple[Path, Path]:
     """A folder of ``n`` phantom films (PNG), two thirds KL-graded, and its labels CSV."""
-    from PIL import Image
-
-    from engine.phantom import PhantomSpec, phantom_labels, render_film
-
-    spec = PhantomSpec(n_images=n, n_joint=n * 2 // 3, seed=4)
-    folder = root / "films"
-    folder.mkdir()
-    rows = []
-    for _, row in phantom_labels(spec).iterrows():
-        film, _, _ = render_film(spec, row)
-        Image.fromarray(film).save(folder / f"{row.image_id}.png")
-        rows.append(
-            {
-                "image": f"{row.image_id}.png",
-                "patient_id": row.patient_id,
-                "side": row.side,
-                "kl": row.kl,
-                "cppd": row.cppd,
-            }
-        )
+    folder, labels, _ = write_film_folder(root, n=n, n_joint=n * 2 // 3, seed=4)
     if bad_row:
-        rows[1]["kl"] = 7
-    labels = root / "labels.csv"
-    pd.DataFrame(rows).to_csv(labels, index=False)
+        table = pd.read_csv(labels)
+        table.loc[1, "kl"] = 7
+        table.to_csv(labels, index=False)
     return folder, labels
 
 

@@ -129,12 +129,10 @@ def whole_film(tmp_path: Path) -> Path:
     """A whole phantom radiograph (not a crop) saved as a PNG file."""
     from PIL import Image
 
-    from engine.phantom import PhantomSpec, phantom_labels, render_film
+    from tests.conftest import phantom_film
 
-    spec = PhantomSpec(n_images=10, n_joint=5, seed=5)
-    film, _, _ = render_film(spec, phantom_labels(spec).iloc[0])
     path = tmp_path / "knee.png"
-    Image.fromarray(film).save(path)
+    Image.fromarray(phantom_film()).save(path)
     return path
 
 

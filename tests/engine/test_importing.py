@@ -12,33 +12,11 @@ from PIL import Image
 from engine.config import DatasetSpec
 from engine.data import prepare_dataset
 from engine.importing import decode_film
-from engine.phantom import PhantomSpec, phantom_labels, render_film
-
-
-def _write_folder(tmp_path, n=6):
-    spec = PhantomSpec(n_images=n, n_joint=n // 2, seed=1)
-    labels = phantom_labels(spec)
-    folder = tmp_path / "films"
-    folder.mkdir()
-    rows = []
-    for _, row in labels.iterrows():
-        film, _, _ = render_film(spec, row)
-        Image.fromarray(film).save(folder / f"{row.image_id}.png")
-        rows.append(
-            {
-                "image": f"{row.image_id}.png",
-                "patient_id": row.patient_id,
-                "side": row.side,
-                "kl": row.kl,
-                "cppd": row.cppd,
-            }
-        )
-    pd.DataFrame(rows).to_csv(folder / "labels.csv", index=False)
-    return folder, labels
+from tests.conftest import dicom_bytes, write_film_folder
 
 
 def test_imported_folder_becomes_a_cache_like_the_phantom(tmp_path):
-    folder, labels = _write_folder(tmp_path)
+    folder, _, labels = write_film_folder(tmp_path, n=6, n_joint=3, seed=1)
     data = prepare_dataset(DatasetSpec("folder", {"path": str(folder)}), 32, tmp_path / "cache")
     assert data.images.shape == (6, 32, 32) and data.images.dtype == np.uint8
     assert data.meta["kl"].isna().sum() == labels["kl"].isna().sum()
@@ -54,7 +32,7 @@ def test_imported_folder_becomes_a_cache_like_the_phantom(tmp_path):
     ],
 )
 def test_bad_labels_are_refused_with_the_problem_named(tmp_path, edit, message):
-    folder, _ = _write_folder(tmp_path)
+    folder, _, _ = write_film_folder(tmp_path, n=6, n_joint=3, seed=1)
     csv = folder / "labels.csv"
     edit(pd.read_csv(csv)).to_csv(csv, index=False)
     with pytest.raises(ValueError, match=message):
@@ -99,48 +77,13 @@ def test_an_unreadable_upload_gets_one_clear_message(data, message):
         decode_film(data, "upload")
 
 
-def _dicom(
-    pixels: np.ndarray,
-    *,
-    photometric: str = "MONOCHROME2",
-    syntax: str = "1.2.840.10008.1.2.1",
-    **elements: object,
-) -> bytes:
-    """A DICOM Part 10 file of a grey image (pydicom writes it; no real scan needed)."""
-    from pydicom.dataset import FileDataset, FileMetaDataset
-    from pydicom.uid import UID, generate_uid
-
-    meta = FileMetaDataset()
-    meta.MediaStorageSOPClassUID = UID("1.2.840.10008.5.1.4.1.1.1")  # computed radiography
-    meta.MediaStorageSOPInstanceUID = generate_uid()
-    meta.TransferSyntaxUID = UID(syntax)
-    ds = FileDataset("knee.dcm", {}, file_meta=meta, preamble=b"\0" * 128)
-    ds.Rows, ds.Columns = pixels.shape[-2:]
-    ds.SamplesPerPixel = 1
-    ds.PhotometricInterpretation = photometric
-    ds.BitsAllocated, ds.BitsStored, ds.HighBit = 16, 12, 11
-    ds.PixelRepresentation = 0
-    raw = pixels.astype(np.uint16).tobytes()
-    if meta.TransferSyntaxUID.is_compressed:
-        from pydicom.encaps import encapsulate
-
-        raw = encapsulate([raw])  # framed as compressed data; not a real codestream
-    ds.PixelData = raw
-    ds["PixelData"].VR = "OB" if meta.TransferSyntaxUID.is_compressed else "OW"
-    for keyword, value in elements.items():
-        setattr(ds, keyword, value)
-    buffer = io.BytesIO()
-    ds.save_as(buffer, enforce_file_format=True)
-    return buffer.getvalue()
-
-
 def _ramp(h: int = 96, w: int = 128) -> np.ndarray:
     return np.tile(np.linspace(0, 4095, w), (h, 1)).astype(np.uint16)
 
 
 def test_a_dicom_film_is_read_through_its_own_window():
     # Window 1024-3072 of a 0-4095 ramp: the left quarter black, the right quarter white.
-    data = _dicom(_ramp(), WindowCenter=2048, WindowWidth=2048)
+    data = dicom_bytes(_ramp(), WindowCenter=2048, WindowWidth=2048)
     film = decode_film(data, "knee.dcm")
     assert film.shape == (96, 128) and film.dtype == np.uint8
     assert film[:, :25].max() <= 2 and film[:, -25:].min() >= 253
@@ -148,8 +91,8 @@ def test_a_dicom_film_is_read_through_its_own_window():
 
 
 def test_a_monochrome1_dicom_is_inverted_so_bone_is_bright():
-    plain = decode_film(_dicom(_ramp()), "m2.dcm")
-    inverted = decode_film(_dicom(_ramp(), photometric="MONOCHROME1"), "m1.dcm")
+    plain = decode_film(dicom_bytes(_ramp()), "m2.dcm")
+    inverted = decode_film(dicom_bytes(_ramp(), photometric="MONOCHROME1"), "m1.dcm")
     assert plain[0, 0] < 10 < 245 < plain[0, -1]
     assert inverted[0, 0] > 245 and inverted[0, -1] < 10
 
@@ -158,10 +101,10 @@ def test_a_monochrome1_dicom_is_inverted_so_bone_is_bright():
     ("data", "message"),
     [
         (
-            _dicom(_ramp(), syntax="1.2.840.10008.1.2.4.50"),  # claims JPEG, holds raw bytes
+            dicom_bytes(_ramp(), syntax="1.2.840.10008.1.2.4.50"),  # claims JPEG, holds raw bytes
             "knee.dcm: its pixels are stored as JPEG Baseline",
         ),
-        (_dicom(np.stack([_ramp(), _ramp()]), NumberOfFrames=2), "holds 2 frame"),
+        (dicom_bytes(np.stack([_ramp(), _ramp()]), NumberOfFrames=2), "holds 2 frame"),
     ],
 )
 def test_a_dicom_that_cannot_be_a_film_gets_one_message(data, message):
@@ -170,16 +113,8 @@ def test_a_dicom_that_cannot_be_a_film_gets_one_message(data, message):
 
 
 def test_a_folder_of_dicom_films_imports(tmp_path):
-    folder = tmp_path / "films"
-    folder.mkdir()
-    rows = []
-    spec = PhantomSpec(n_images=8, n_joint=8, seed=2)
-    for _, row in phantom_labels(spec).iterrows():
-        film, _, _ = render_film(spec, row)
-        (folder / f"{row.image_id}.dcm").write_bytes(_dicom(film.astype(np.uint16) * 16))
-        rows.append({"image": f"{row.image_id}.dcm", "patient_id": row.patient_id, "kl": row.kl})
-    pd.DataFrame(rows).to_csv(tmp_path / "labels.csv", index=False)
-    spec = DatasetSpec("folder", {"path": str(folder), "labels_csv": str(tmp_path / "labels.csv")})
+    folder, csv, _ = write_film_folder(tmp_path, n=8, n_joint=8, seed=2, fmt="dcm")
+    spec = DatasetSpec("folder", {"path": str(folder), "labels_csv": str(csv)})
     prepared = prepare_dataset(spec, 32, tmp_path / "cache")
     assert prepared.images.shape == (8, 32, 32)
     assert prepared.images.std() > 10  # real crops, not a blank

@@ -10,7 +10,7 @@ from jobs.runner import Worker
 from store import jobs as store_jobs
 from store import runs as store_runs
 from store.db import connect
-from tests.conftest import tiny_study
+from tests.conftest import tiny_study, write_film_folder
 
 
 def test_finished_study_stores_every_run_with_val_and_test_predictions(finished_study):
@@ -122,30 +122,8 @@ def test_a_slot_gets_its_next_run_before_the_finished_one_is_stored(tmp_path):
 
 
 def test_a_study_on_an_imported_folder_of_dicom_films_trains_and_is_stored(tmp_path):
-    import numpy as np
-    import pandas as pd
-
-    from engine.phantom import PhantomSpec, phantom_labels, render_film
-    from tests.engine.test_importing import _dicom
-
-    folder = tmp_path / "films"
-    folder.mkdir()
-    spec = PhantomSpec(n_images=40, n_joint=40, seed=6)
-    rows = []
-    for _, row in phantom_labels(spec).iterrows():
-        film, _, _ = render_film(spec, row)
-        (folder / f"{row.image_id}.dcm").write_bytes(_dicom(film.astype(np.uint16) * 16))
-        rows.append(
-            {
-                "image": f"{row.image_id}.dcm",
-                "patient_id": row.patient_id,
-                "side": row.side,
-                "kl": row.kl,
-                "cppd": row.cppd,
-            }
-        )
-    pd.DataFrame(rows).to_csv(tmp_path / "labels.csv", index=False)
-    dataset = {"kind": "folder", "path": str(folder), "labels_csv": str(tmp_path / "labels.csv")}
+    folder, csv, _ = write_film_folder(tmp_path, n=40, n_joint=40, seed=6, fmt="dcm")
+    dataset = {"kind": "folder", "path": str(folder), "labels_csv": str(csv)}
     store = tmp_path / "softgrade.duckdb"
     study = StudySpec.from_dict(tiny_study(dataset=dataset, tasks=["KL"], methods=["beta"]))
     worker = Worker(InlineExecutor("cpu"), store_path=store, home=tmp_path)
