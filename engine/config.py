@@ -11,26 +11,9 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from engine.soft_labels import METHODS, MethodParams, check_method, grid_size
+from engine.soft_labels import MethodParams, check_method, grid_size
+from engine.vocab import METHODS, TASK_CLASSES, TASKS
 
-TASK_CLASSES: dict[str, int] = {"KL": 5, "CPPD": 4}
-TASKS: tuple[str, ...] = tuple(TASK_CLASSES)
-#: What each grade looks like on a film (the radiographic signs the scales are defined by).
-GRADE_SIGNS: dict[str, dict[int, str]] = {
-    "KL": {
-        0: "normal joint space, smooth margins",
-        1: "doubtful narrowing, possible small osteophytic lipping",
-        2: "definite small osteophytes, possible narrowing",
-        3: "moderate osteophytes, definite narrowing, some sclerosis",
-        4: "large osteophytes, marked narrowing, severe sclerosis, deformity",
-    },
-    "CPPD": {
-        0: "no deposits",
-        1: "a few small or sparse calcifications",
-        2: "evident calcifications over a larger area",
-        3: "extensive, clearly visible calcifications",
-    },
-}
 DATASET_KINDS: tuple[str, ...] = ("phantom", "folder")
 MAX_BUDGET = 15  # the paper samples at most 15 configurations per (task, method, seed)
 

@@ -23,14 +23,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from engine.config import TASK_CLASSES, DatasetSpec
+from engine.config import DatasetSpec
+from engine.vocab import LABEL_COLUMNS, TASK_CLASSES, TEST_FRACTION, VAL_FRACTION
 
 log = logging.getLogger(__name__)
-
-TEST_FRACTION = 0.3
-VAL_FRACTION = 0.3
-LABEL_COLUMNS: dict[str, str] = {"KL": "kl", "CPPD": "cppd"}
-META_COLUMNS = ("image_id", "patient_id", "side", "kl", "kl_true", "cppd", "cppd_true")
 
 
 @dataclass(frozen=True)

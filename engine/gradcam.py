@@ -34,8 +34,9 @@ from pytorch_grad_cam.utils.image import show_cam_on_image
 from pytorch_grad_cam.utils.model_targets import ClassifierOutputTarget
 
 from engine.detect import Box, crop_and_resize, detect_knee_box
-from engine.phantom import MASK_BITS, TOP_GRADE, PhantomSpec, render_variant
+from engine.phantom import MASK_BITS, PhantomSpec, render_variant
 from engine.train import GradeNet
+from engine.vocab import TOP_GRADE
 
 #: The lesion-mask layers that are each task's own signs.
 SIGN_LAYERS: dict[str, tuple[str, ...]] = {

@@ -62,6 +62,7 @@ import numpy as np
 import pandas as pd
 
 from engine.detect import box_iou, crop_and_resize, detect_knee_box
+from engine.vocab import TOP_GRADE
 
 logger = logging.getLogger(__name__)
 
@@ -1140,7 +1141,6 @@ _SIGN_FIELDS: dict[str, tuple[str, ...]] = {
     ),
 }
 #: Highest grade of each scale.
-TOP_GRADE: dict[str, int] = {"KL": N_KL - 1, "CPPD": N_CPPD - 1}
 
 
 def render_variant(

@@ -16,6 +16,8 @@ import cv2
 import numpy as np
 import pandas as pd
 
+from engine.vocab import TASK_INFO, parse_run_id
+
 # --------------------------------------------------------------------------------------
 # Soft-label matrices (the paper's Fig. 4)
 # --------------------------------------------------------------------------------------
@@ -91,8 +93,6 @@ def soft_label_heatmap(
 # Datasets
 # --------------------------------------------------------------------------------------
 
-_TASK_COLUMNS: dict[str, tuple[str, int]] = {"KL": ("kl", 5), "CPPD": ("cppd", 4)}
-
 
 def grade_counts(labels: pd.DataFrame) -> pd.DataFrame:
     """Images per recorded grade and task.
@@ -106,7 +106,8 @@ def grade_counts(labels: pd.DataFrame) -> pd.DataFrame:
         grade 4, shown as <NA>), plus a ``total`` row.
     """
     out = pd.DataFrame(index=pd.Index(range(5), name="grade"))
-    for task, (column, n_grades) in _TASK_COLUMNS.items():
+    for task, info in TASK_INFO.items():
+        column, n_grades = info.column, info.n_grades
         values = labels[column].dropna().astype(int) if column in labels else pd.Series([])
         counts = values.value_counts().reindex(range(n_grades), fill_value=0)
         out[task] = counts.reindex(out.index).astype("Int64")
@@ -249,7 +250,6 @@ _SIZE_EXPONENT = {"cpu": 1.5, "cuda": 2.0}
 _MIN_SCALE = {"cpu": 1.0, "cuda": 0.1}
 _PER_RUN_S = {"cpu": 2.0, "cuda": 1.0}  # model set-up, test predictions, checkpoint
 _STARTUP_S = {"cpu": 10.0, "cuda": 35.0}  # slot process start (+ compile on a GPU)
-TRAIN_FRACTION = 0.7 * 0.7  # 70 % train of the holdout, then 70 % of that (see Splits)
 
 
 def rough_study_seconds(
@@ -283,18 +283,15 @@ def rough_study_seconds(
     return _STARTUP_S[kind] + n_runs * _PER_RUN_S[kind] + image_epochs * per_image
 
 
-def run_label(run_id: str | None, study_id: str | None = None) -> str:
-    """A run id (``{study}-{task}-{method}-s{seed}-c{config}``, see `engine.study`) in words.
+def run_label(run_id: str | None) -> str:
+    """A run id (see `engine.vocab.run_id`) in words.
 
     ``"study-ab12-KL-beta-s3-c1"`` → ``"KL · beta · seed 3 · config 1"``; ids of another
     shape come back unchanged, and None becomes an em dash.
     """
     if not run_id or (isinstance(run_id, float) and math.isnan(run_id)):
         return "—"
-    rest = run_id.removeprefix(f"{study_id}-") if study_id else run_id
-    parts = rest.rsplit("-", 4)[-4:]
-    if len(parts) == 4 and parts[2][:1] == "s" and parts[3][:1] == "c":
-        task, method, seed, config = parts
-        if seed[1:].isdigit() and config[1:].isdigit():
-            return f"{task} · {method} · seed {seed[1:]} · config {config[1:]}"
-    return run_id
+    key = parse_run_id(run_id)
+    if key is None:
+        return run_id
+    return f"{key.task} · {key.method} · seed {key.seed} · config {key.config_index}"

@@ -26,10 +26,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from engine.vocab import TASK_CLASSES
+
 logger = logging.getLogger(__name__)
 
-KL_GRADES = 5
-CPPD_GRADES = 4
+KL_GRADES = TASK_CLASSES["KL"]
+CPPD_GRADES = TASK_CLASSES["CPPD"]
 # Proportion given to an empty predicted cell before renormalising, so that a combination
 # the model never predicts but the truth contains costs a large, finite divergence.
 DEFAULT_EPS: float = 1e-6

@@ -14,22 +14,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from engine.vocab import METHODS
+
 if TYPE_CHECKING:
     from torch import nn
-
-METHODS: tuple[str, ...] = ("nominal", "binomial", "beta", "triangular", "exponential")
-
-METHOD_DESCRIPTIONS: dict[str, str] = {
-    "nominal": "One-hot targets with plain cross-entropy: every wrong grade costs the same.",
-    "binomial": "Targets follow a binomial distribution centred on the grade: "
-    "most mass on the grade, a little on its neighbours.",
-    "beta": "Targets from beta distributions on [0, 1] cut into J bins: "
-    "flexible spread, wider for middle grades.",
-    "triangular": "Triangular targets: the neighbours of the grade get a fixed small "
-    "probability (alpha2), distant grades none.",
-    "exponential": "Targets decay exponentially with the distance |j - k|^p: "
-    "p sets how sharply mass falls off.",
-}
 
 # The paper's Table 3: the search space per method.
 LEARNING_RATES: tuple[float, ...] = (1e-4, 1e-3, 1e-2)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from engine.config import StudySpec, TrainConfig
 from engine.soft_labels import sample_configs
+from engine.vocab import run_id
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ def plan_runs(spec: StudySpec, study_id: str, device: str) -> list[PlannedRun]:
                 for index, params in enumerate(sample_configs(method, spec.budget, seed)):
                     plan.append(
                         PlannedRun(
-                            run_id=f"{study_id}-{task}-{method}-s{seed}-c{index}",
+                            run_id=run_id(study_id, task, method, seed, index),
                             task=task,
                             method=method,
                             seed=seed,

@@ -21,7 +21,8 @@ import streamlit as st
 
 from engine import charts, gradcam
 from engine.compare import method_title, order_methods
-from engine.phantom import TOP_GRADE, PhantomSpec
+from engine.phantom import PhantomSpec
+from engine.vocab import TOP_GRADE
 from pages._models import (
     cached_crops,
     cached_splits,

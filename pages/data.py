@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from engine import plots
-from engine.config import GRADE_SIGNS
+from engine.vocab import GRADE_SIGNS
 from pages._ui import cached_dataset_labels, cached_datasets, run_inside_shell, store_path
 from store.db import StoreError
 

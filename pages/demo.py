@@ -17,9 +17,9 @@ import streamlit as st
 
 from engine import charts, gradcam
 from engine.compare import method_title, order_methods
-from engine.config import GRADE_SIGNS
 from engine.importing import FILM_FORMATS, decode_film
 from engine.train import load_checkpoint
+from engine.vocab import GRADE_SIGNS
 from pages._models import cached_crops, cached_splits, heat_help, maps_of, open_study
 from pages._ui import pick_study, run_inside_shell, store_path
 

@@ -20,8 +20,9 @@ import streamlit as st
 
 from engine import plots
 from engine.config import TASK_CLASSES, SpecError, StudySpec
-from engine.soft_labels import METHOD_DESCRIPTIONS, METHODS, MethodParams, soft_label_matrix
+from engine.soft_labels import MethodParams, soft_label_matrix
 from engine.study import plan_runs
+from engine.vocab import METHOD_DESCRIPTIONS, METHODS, TRAIN_FRACTION
 from pages._ui import (
     NO_WORKER_HOW,
     cached_datasets,
@@ -418,7 +419,7 @@ if spec is not None:
     plan = plan_runs(spec, "preview", "cpu")
     runs_per_task = {task: sum(r.task == task for r in plan) for task in spec.tasks}
     train_images = {
-        t: round(n * plots.TRAIN_FRACTION) for t, n in images_per_task.items() if t in spec.tasks
+        t: round(n * TRAIN_FRACTION) for t, n in images_per_task.items() if t in spec.tasks
     }
     guesses = {
         d: plots.rough_study_seconds(

@@ -103,7 +103,7 @@ def render_job(job: Any) -> None:
         epoch = _value(job, "current_epoch")
         if status == "running":
             stats = {
-                "Latest run": plots.run_label(_value(job, "current_run"), job.study_id),
+                "Latest run": plots.run_label(_value(job, "current_run")),
                 "Epoch": "—" if epoch is None else str(int(epoch)),
                 "Latest val AMAE": "—" if amae is None else f"{amae:.3f}",
                 "Elapsed": plots.format_duration(elapsed),

@@ -9,9 +9,8 @@ from typing import Any
 
 import pandas as pd
 
+from engine.vocab import TASK_INFO
 from store.db import StoreError, connect
-
-LABEL_COLUMNS = {"KL": ("kl", "kl_true"), "CPPD": ("cppd", "cppd_true")}
 
 
 def dataset_id_for(spec_key: str) -> str:
@@ -75,7 +74,8 @@ def register_dataset(
 
 def _long_labels(dataset_id: str, meta: pd.DataFrame) -> pd.DataFrame:
     parts = []
-    for task, (grade_col, true_col) in LABEL_COLUMNS.items():
+    for task, info in TASK_INFO.items():
+        grade_col, true_col = info.column, info.true_column
         if grade_col not in meta:
             continue
         rows = meta[meta[grade_col].notna()]

@@ -8,6 +8,7 @@ import pytest
 
 from engine import plots
 from engine.soft_labels import soft_label_matrix
+from engine.vocab import TRAIN_FRACTION
 
 
 def test_soft_label_frame_holds_every_cell_of_the_matrix():
@@ -133,7 +134,7 @@ def test_rough_paper_protocol_on_one_gpu_takes_a_few_hours_at_most():
     # Measured on an H200 (bench/RESULTS.md): one seed, 90 runs stopping early at ~78 of 100
     # epochs, in ~5 min, so ~1.7 h for 20 seeds; every run to 100 epochs bounds it above.
     seconds = plots.rough_study_seconds(
-        {"KL": round(970 * plots.TRAIN_FRACTION), "CPPD": round(2170 * plots.TRAIN_FRACTION)},
+        {"KL": round(970 * TRAIN_FRACTION), "CPPD": round(2170 * TRAIN_FRACTION)},
         {"KL": 900, "CPPD": 900},
         max_epochs=100,
         image_size=224,
@@ -143,16 +144,16 @@ def test_rough_paper_protocol_on_one_gpu_takes_a_few_hours_at_most():
 
 
 @pytest.mark.parametrize(
-    ("run_id", "study_id", "label"),
+    ("run_id", "label"),
     [
-        ("study-ab12-KL-beta-s3-c1", "study-ab12", "KL · beta · seed 3 · config 1"),
-        ("study-ab12-CPPD-nominal-s10-c0", None, "CPPD · nominal · seed 10 · config 0"),
-        (None, "study-ab12", "—"),
-        ("something-else", None, "something-else"),
+        ("study-ab12-KL-beta-s3-c1", "KL · beta · seed 3 · config 1"),
+        ("study-ab12-CPPD-nominal-s10-c0", "CPPD · nominal · seed 10 · config 0"),
+        (None, "—"),
+        ("something-else", "something-else"),
     ],
 )
-def test_run_label_reads_a_run_id_in_words(run_id, study_id, label):
-    assert plots.run_label(run_id, study_id) == label
+def test_run_label_reads_a_run_id_in_words(run_id, label):
+    assert plots.run_label(run_id) == label
 
 
 def test_worker_devices_are_counted_not_repeated():

@@ -1,0 +1,44 @@
+"""The domain vocabulary: one task table, run ids built and read back."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.vocab import (
+    LABEL_COLUMNS,
+    TASK_CLASSES,
+    TOP_GRADE,
+    TRAIN_FRACTION,
+    RunKey,
+    parse_run_id,
+    run_id,
+    task_info,
+)
+
+
+def test_task_table_gives_grades_columns_and_top_grade():
+    assert dict(TASK_CLASSES) == {"KL": 5, "CPPD": 4}
+    assert dict(TOP_GRADE) == {"KL": 4, "CPPD": 3}
+    assert dict(LABEL_COLUMNS) == {"KL": "kl", "CPPD": "cppd"}
+    assert task_info("CPPD").true_column == "cppd_true"
+    assert list(task_info("KL").grades) == [0, 1, 2, 3, 4]
+
+
+def test_unknown_task_names_the_allowed_ones():
+    with pytest.raises(ValueError, match="allowed: KL, CPPD"):
+        task_info("OA")
+
+
+def test_train_fraction_is_what_the_two_holdouts_leave():
+    assert pytest.approx(0.49) == TRAIN_FRACTION
+
+
+@pytest.mark.parametrize("study_id", ["study-ab12", "plain", "a-b-c-d"])
+def test_run_id_is_read_back_whatever_dashes_the_study_id_has(study_id):
+    built = run_id(study_id, "CPPD", "triangular", 12, 3)
+    assert parse_run_id(built) == RunKey(study_id, "CPPD", "triangular", 12, 3)
+
+
+@pytest.mark.parametrize("value", ["something-else", "s-KL-beta-3-c1", "s-KL-beta-s3-cx", ""])
+def test_ids_of_another_shape_are_not_read_as_runs(value):
+    assert parse_run_id(value) is None
