@@ -184,7 +184,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             [
                 sys.executable,
                 "-m",
-                "streamlit",
+                "jobs.serve_app",
                 "run",
                 str(app),
                 "--server.address",
@@ -195,6 +195,9 @@ def cmd_up(args: argparse.Namespace) -> int:
                 "true",
                 "--browser.gatherUsageStats",
                 "false",
+                # A lab tool is not deployed from its menu: no "Deploy" button.
+                "--client.toolbarMode",
+                "minimal",
                 # Users do not edit the code while they use the app; watching the checkout
                 # (.venv included) exhausts inotify watches and costs CPU the worker needs.
                 "--server.fileWatcherType",

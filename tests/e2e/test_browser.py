@@ -95,14 +95,35 @@ def app_url(tmp_path: Path) -> Iterator[str]:
         log.close()
 
 
+# Records the label of every sidebar navigation link ever drawn (a link's last line; its
+# text starts with its icon's name), so a menu shown only while the first page loads
+# (Streamlit's legacy listing of pages/) is caught too.
+RECORD_NAV_LINKS = r"""
+window.__navSeen = new Set();
+new MutationObserver(() => {
+  document.querySelectorAll('[data-testid="stSidebarNav"] a')
+    .forEach((a) => window.__navSeen.add(a.innerText.trim().split("\n").pop().trim()));
+}).observe(document, {subtree: true, childList: true, characterData: true});
+"""
+
+
 @pytest.fixture
 def page(app_url: str) -> Iterator[object]:
     with playwright_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         tab = browser.new_page(viewport={"width": 1400, "height": 1000})
         tab.set_default_timeout(PAGE_TIMEOUT_MS)
+        tab.add_init_script(RECORD_NAV_LINKS)
         yield tab
         browser.close()
+
+
+def assert_only_softgrade_menu(tab: object) -> None:
+    """The sidebar only ever listed SoftGrade's pages, and there is no "Deploy" button."""
+    seen = set(tab.evaluate("[...window.__navSeen]"))
+    assert {"Launch", "Jobs", "Compare methods"} <= seen, seen
+    assert not seen & {"app", "_ui", "_models", "launch", "queue", "compare"}, seen
+    assert tab.get_by_role("button", name="Deploy").count() == 0
 
 
 def assert_no_error(tab: object, where: str) -> None:
@@ -142,6 +163,7 @@ def test_launch_a_study_follow_it_and_read_every_page(
     tab = page
     open_page(tab, f"{app_url}/", "Launch a study")
     assert_no_error(tab, "Launch")
+    assert_only_softgrade_menu(tab)  # the first session of a fresh server
     tab.get_by_role("button", name="Quick look").click()
     tab.wait_for_timeout(500)
     set_number(tab, "KL-graded films", 40)
