@@ -16,6 +16,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
+from engine.vocab import TASK_CLASSES
 from store.db import StoreError, connect
 
 
@@ -197,6 +198,33 @@ def selected_predictions(
             SELECT r.study_id, r.task, r.method, r.seed, p.image_id, p.y_true, p.y_pred
             FROM runs r JOIN predictions p USING (run_id)
             WHERE r.study_id IN (SELECT unnest(?)) AND r.selected AND p.split = ?
+            """,
+            [study_ids, split],
+        ).df()
+
+
+def selected_probabilities(
+    study_ids: list[str], *, split: str = "test", path: Path | str | None = None
+) -> pd.DataFrame:
+    """Per-film probabilities of the selected runs, one column per grade.
+
+    The input of `engine.probability_metrics` (RPS, calibration, unimodality). Splitting
+    the ``probs`` list into columns in DuckDB keeps pandas free of per-row arrays: 200 runs'
+    ~100,000 test rows come back as plain float columns.
+
+    Returns:
+        Columns study_id, run_id, task, method, seed, y_true, y_pred and ``p0`` ..
+        ``p{J-1}`` for the largest J of any task (float32; NULL beyond a task's grades),
+        ordered by run and image.
+    """
+    grades = ", ".join(f"p.probs[{g + 1}] AS p{g}" for g in range(max(TASK_CLASSES.values())))
+    with connect(path, read_only=True) as con:
+        return con.execute(
+            f"""
+            SELECT r.study_id, r.run_id, r.task, r.method, r.seed, p.y_true, p.y_pred, {grades}
+            FROM runs r JOIN predictions p USING (run_id)
+            WHERE r.study_id IN (SELECT unnest(?)) AND r.selected AND p.split = ?
+            ORDER BY r.run_id, p.image_id
             """,
             [study_ids, split],
         ).df()
