@@ -251,6 +251,48 @@ def epoch_metrics(run_ids: list[str], *, path: Path | str | None = None) -> pd.D
         ).df()
 
 
+def study_epoch_metrics(
+    study_ids: list[str],
+    *,
+    selected_only: bool = False,
+    run_ids: list[str] | None = None,
+    path: Path | str | None = None,
+) -> pd.DataFrame:
+    """Per-epoch curves of the stored runs of the given studies, with each run's keys.
+
+    Epoch rows are written with their run, so a running study's curves grow run by run.
+
+    Args:
+        study_ids: the studies.
+        selected_only: only the selected run of each (task, method, seed).
+        run_ids: only these runs (None: every run).
+
+    Returns:
+        Columns study_id, run_id, task, method, seed, config_index, selected, best_epoch,
+        epochs_run, epoch, train_loss, val_loss, val_amae, duration_s; ordered by run and
+        epoch.
+    """
+    filters = ["r.study_id IN (SELECT unnest(?))"]
+    values: list[Any] = [study_ids]
+    if selected_only:
+        filters.append("r.selected")
+    if run_ids is not None:
+        filters.append("r.run_id IN (SELECT unnest(?))")
+        values.append(run_ids)
+    with connect(path, read_only=True) as con:
+        return con.execute(
+            f"""
+            SELECT r.study_id, r.run_id, r.task, r.method, r.seed, r.config_index, r.selected,
+                   r.best_epoch, r.epochs_run, e.epoch, e.train_loss, e.val_loss, e.val_amae,
+                   e.duration_s
+            FROM runs r JOIN epoch_metrics e USING (run_id)
+            WHERE {" AND ".join(filters)}
+            ORDER BY r.run_id, e.epoch
+            """,
+            values,
+        ).df()
+
+
 def run_group_counts(study_ids: list[str], *, path: Path | str | None = None) -> pd.DataFrame:
     """Stored runs per (study, task, method, seed): how far each search has got.
 

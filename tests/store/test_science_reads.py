@@ -113,3 +113,58 @@ def test_selected_probabilities_splits_probs_into_grade_columns_for_selected_tes
     )
     val = store_runs.selected_probabilities([study], split="val", path=store)
     assert len(val) == 2 and set(val["y_true"]) == {1}
+
+
+def test_study_epoch_metrics_carry_run_keys_and_filter_selected_or_listed_runs(store):
+    study = _study(store)
+    other = _study(store, "other")
+    won = record(store, study, "KL", "beta", 0, 0, val_amae=0.2, n_epochs=4, best_epoch=2)
+    lost = record(store, study, "KL", "beta", 0, 1, val_amae=0.6, n_epochs=3)
+    record(store, other, "KL", "beta", 0, 0, val_amae=0.1)
+    store_runs.select_best_runs(study, path=store)
+
+    every = store_runs.study_epoch_metrics([study], path=store)
+    assert list(every.groupby("run_id").size().items()) == [(won, 4), (lost, 3)]
+    assert {"task", "method", "seed", "config_index", "selected", "best_epoch"} <= set(every)
+    assert every.loc[every["run_id"] == won, "epoch"].tolist() == [1, 2, 3, 4]
+    selected = store_runs.study_epoch_metrics([study], selected_only=True, path=store)
+    assert set(selected["run_id"]) == {won} and selected["selected"].all()
+    listed = store_runs.study_epoch_metrics([study], run_ids=[lost], path=store)
+    assert set(listed["run_id"]) == {lost}
+    assert store_runs.study_epoch_metrics([study], run_ids=[], path=store).empty
+    # The long-standing read of any run list still works.
+    assert len(store_runs.epoch_metrics([won, lost], path=store)) == 7
+
+
+def test_the_explorer_reads_a_tiny_store_end_to_end(store):
+    """Every configuration of a search, its parameters and curves, straight from the store."""
+    from engine import explorer
+
+    study = _study(store)
+    for config, (lr, eta, amae) in enumerate([(0.001, 0.8, 0.5), (0.01, 1.0, 0.3)]):
+        for seed in (0, 1):
+            record(
+                store,
+                study,
+                "CPPD",
+                "binomial",
+                seed,
+                config,
+                val_amae=amae + 0.01 * seed,
+                params={"eta": eta, "lr": lr},
+                n_epochs=3 + config,
+            )
+    store_runs.select_best_runs(study, path=store)
+
+    search = explorer.search_table(store_runs.list_runs([study], path=store))
+    assert len(search) == 4
+    assert set(search.loc[search["selected"], "config_key"]) == {"lr=0.01, eta=1"}
+    summary = explorer.parameter_summary(explorer.parameter_effects(search))
+    eta = summary[summary["param"] == "eta"].set_index("value")
+    assert eta.loc[1.0, "selected_share"] == 1.0 and eta.loc[0.8, "n_selected"] == 0
+    curves = explorer.learning_curves(
+        store_runs.study_epoch_metrics([study], selected_only=True, path=store)
+    )
+    assert curves["run_id"].nunique() == 2
+    assert curves.groupby("run_id")["epoch"].max().tolist() == [4, 4]
+    assert curves["best"].sum() == 2 * 3  # epoch 2 of each run, three series
