@@ -92,7 +92,12 @@ def search_table(runs: pd.DataFrame) -> pd.DataFrame:
         [_params(config) for config in runs["config"]], index=runs.index, columns=SEARCH_PARAMS
     ).astype(float)
     out = pd.concat([runs.drop(columns=[c for c in SEARCH_PARAMS if c in runs]), params], axis=1)
-    out["config_key"] = [config_key(row) for row in params.to_dict("records")]
+    # One key per distinct configuration (a few dozen), not per run.
+    distinct = params.groupby(list(SEARCH_PARAMS), sort=False, dropna=False).ngroup()
+    first = params.groupby(distinct.to_numpy(), sort=False).head(1)
+    rows = zip(distinct[first.index], first.to_dict("records"), strict=True)
+    keys = {group: config_key(row) for group, row in rows}
+    out["config_key"] = distinct.map(keys)
     out = _ordered(out, [*SEARCH_KEYS, "config_index"])
     out["rank"] = (
         out.sort_values([*SEARCH_KEYS, "val_amae", "config_index"], na_position="last")
@@ -410,10 +415,12 @@ def _ordered(frame: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
         return frame
     sort_keys = []
     for key in reversed(keys):
-        values = frame[key]
-        if key == "task":
-            values = values.map({t: i for i, t in enumerate(TASKS)}).fillna(len(TASKS))
-        elif key == "method":
-            values = values.map({m: i for i, m in enumerate(METHODS)}).fillna(len(METHODS))
-        sort_keys.append(values.to_numpy())
+        # Integer codes of the sorted distinct values keep np.lexsort (and the paper-order
+        # lookup, done once per distinct value) off per-row Python string work.
+        codes, uniques = pd.factorize(frame[key], sort=True)
+        sort_keys.append(codes)
+        if key in ("task", "method"):
+            order = {v: i for i, v in enumerate(TASKS if key == "task" else METHODS)}
+            rank = np.array([order.get(v, len(order)) for v in uniques], dtype=np.int64)
+            sort_keys.append(rank[codes])  # unknown labels last, alphabetical among themselves
     return frame.iloc[np.lexsort(sort_keys)]

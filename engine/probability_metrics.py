@@ -148,10 +148,11 @@ def per_run_probability_metrics(
         return pd.DataFrame(columns=[*run_columns, *metric_columns])
     parts = []
     for task, rows in frame.groupby("task", sort=True):
-        runs = rows[run_columns].drop_duplicates("run_id").reset_index(drop=True)
-        run_index = pd.Index(runs["run_id"]).get_indexer(rows["run_id"])
+        run_index, run_ids = pd.factorize(rows["run_id"])
+        first = np.unique(run_index, return_index=True)[1]  # first row of each run, in order
+        runs = rows.iloc[first][run_columns].reset_index(drop=True)
         probs, y_true = task_arrays(rows, str(task))
-        values = _run_metrics(probs, y_true, run_index, len(runs), n_bins, tolerance)
+        values = _run_metrics(probs, y_true, run_index, len(run_ids), n_bins, tolerance)
         parts.append(runs.assign(**values))
     return pd.concat(parts, ignore_index=True)
 
@@ -259,8 +260,9 @@ def reliability_table(
     parts = []
     for task, rows in frame.groupby("task", sort=True):
         probs, y_true = task_arrays(rows, str(task))
+        # ngroup numbers groups in order of first appearance, as drop_duplicates lists them.
+        group_index = rows.groupby(by, sort=False).ngroup().to_numpy()
         groups = rows[by].drop_duplicates().reset_index(drop=True)
-        group_index = rows[by].merge(groups.reset_index(), on=by, how="left")["index"].to_numpy()
         predicted = probs.argmax(axis=1)
         events = [(TOP_LABEL, -1, probs.max(axis=1), predicted == y_true)]
         cumulative = exceedance(probs)

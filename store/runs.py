@@ -219,7 +219,8 @@ def selected_probabilities(
     """
     grades = ", ".join(f"p.probs[{g + 1}] AS p{g}" for g in range(max(TASK_CLASSES.values())))
     with connect(path, read_only=True) as con:
-        return con.execute(
+        return _arrow_frame(
+            con,
             f"""
             SELECT r.study_id, r.run_id, r.task, r.method, r.seed, p.y_true, p.y_pred, {grades}
             FROM runs r JOIN predictions p USING (run_id)
@@ -227,7 +228,7 @@ def selected_probabilities(
             ORDER BY r.run_id, p.image_id
             """,
             [study_ids, split],
-        ).df()
+        )
 
 
 def run_predictions(run_id: str, *, path: Path | str | None = None) -> pd.DataFrame:
@@ -280,7 +281,8 @@ def study_epoch_metrics(
         filters.append("r.run_id IN (SELECT unnest(?))")
         values.append(run_ids)
     with connect(path, read_only=True) as con:
-        return con.execute(
+        return _arrow_frame(
+            con,
             f"""
             SELECT r.study_id, r.run_id, r.task, r.method, r.seed, r.config_index, r.selected,
                    r.best_epoch, r.epochs_run, e.epoch, e.train_loss, e.val_loss, e.val_amae,
@@ -290,7 +292,7 @@ def study_epoch_metrics(
             ORDER BY r.run_id, e.epoch
             """,
             values,
-        ).df()
+        )
 
 
 def run_group_counts(study_ids: list[str], *, path: Path | str | None = None) -> pd.DataFrame:
@@ -354,3 +356,13 @@ def joint_predictions(
             """,
             [study_ids, split],
         ).df()
+
+
+def _arrow_frame(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> pd.DataFrame:
+    """A query's rows as a DataFrame by way of Arrow.
+
+    For ~100,000 rows with string columns (run ids, tasks, methods) this is 2-3x faster
+    than ``.df()``: the strings stay Arrow buffers instead of becoming Python objects
+    (measured in bench/explorer_bench.py). Same column names and dtypes.
+    """
+    return con.sql(sql, params=params).to_arrow_table().to_pandas()
