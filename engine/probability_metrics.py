@@ -55,6 +55,20 @@ PROBABILITY_LABELS: dict[str, str] = {
     "unimodal": "Unimodal share",
     "within1": "Accuracy within one grade",
 }
+#: One plain sentence per metric, for a page to show beside the numbers.
+PROBABILITY_NOTES: dict[str, str] = {
+    "rps": "Ranked probability score: the squared distance between the predicted and the true "
+    "cumulative grade distributions, summed over grades and averaged over films (dlordinal's; "
+    "not divided by J − 1, so 0 to 4 on KL and 0 to 3 on CPPD). Lower is better.",
+    "ece": "Top-label calibration error: how far the probability given to the predicted grade "
+    "is from how often that grade is right, over 10 equal-width bins. Lower is better.",
+    "ece_cum": "Ordinal calibration error: the same for each event “grade > k” and its "
+    "predicted probability, averaged over the J − 1 thresholds. Lower is better.",
+    "unimodal": "Share of films whose predicted distribution has a single peak, as soft "
+    "labels are meant to teach. Higher is better.",
+    "within1": "Share of films whose predicted grade is at most one grade from the recorded "
+    "one. Higher is better.",
+}
 N_BINS = 10
 UNIMODAL_TOLERANCE = 1e-6
 RUN_KEYS: tuple[str, ...] = ("study_id", "run_id", "task", "method", "seed")

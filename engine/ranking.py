@@ -7,8 +7,11 @@ test tells apart (the diagram's bars). Input is the long ``scores`` frame of
 `engine.stats` (``method``, ``seed``, ``value``; ``task`` optional), so any per-run metric
 (AMAE, RPS, KLD, ...) can be ranked.
 
-What blocking by seed means is :data:`BLOCKING_SENTENCE`; a page shows it next to the
-diagram. With several tasks in ``scores``, each (task, seed) is one block.
+Blocking by seed (:data:`BLOCKING_SENTENCE`, which a page shows next to the diagram): every
+method is trained and tested on the same split of each seed, so the methods are ranked
+within each seed and only those within-seed ranks are compared; how easy a seed's split
+happens to be moves every method alike and drops out. With several tasks in ``scores``,
+each (task, seed) is one block.
 
 The test statistics come from scipy (``friedmanchisquare``, ``studentized_range``) and
 scikit-posthocs (``posthoc_nemenyi_friedman``, ``posthoc_conover_friedman``); this module

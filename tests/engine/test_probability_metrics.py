@@ -211,3 +211,11 @@ def test_a_task_without_its_grade_columns_is_refused_and_empty_input_gives_empty
     assert set(pm.PROBABILITY_METRICS) <= set(empty.columns) and empty.empty
     assert pm.reliability_table(frame.iloc[:0]).empty
     assert pm.probability_summary(empty).empty
+
+
+def test_every_metric_has_a_label_a_note_and_a_direction():
+    assert set(pm.PROBABILITY_LABELS) == set(pm.PROBABILITY_NOTES) == set(pm.PROBABILITY_METRICS)
+    assert {"rps", "ece", "ece_cum"} == pm.PROBABILITY_LOWER_IS_BETTER
+    for metric, note in pm.PROBABILITY_NOTES.items():
+        better = "Lower" if metric in pm.PROBABILITY_LOWER_IS_BETTER else "Higher"
+        assert note.endswith(f"{better} is better.")
