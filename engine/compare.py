@@ -632,16 +632,18 @@ def score_frame(
     """One metric per run in the long shape of `engine.stats` and the charts.
 
     Args:
-        per_run: from :func:`per_run_metrics`.
-        metric: a name in :data:`engine.metrics.METRICS`.
+        per_run: from :func:`per_run_metrics` (or
+            `engine.probability_metrics.per_run_probability_metrics`).
+        metric: a name in :data:`engine.metrics.METRICS`, or another per-run metric
+            column of ``per_run`` (e.g. ``"rps"``).
         tasks: keep only these tasks (all when None).
 
     Returns:
         Columns ``study_id``, ``task``, ``method``, ``seed``, ``value``, ordered by task,
         method (paper's order) and seed.
     """
-    if metric not in METRICS:
-        raise ValueError(f"{metric=} must be one of {METRICS}")
+    if metric not in METRICS and metric not in per_run.columns:
+        raise ValueError(f"{metric=} must be one of {METRICS} or a column of per_run")
     columns = ["study_id", "task", "method", "seed", "value"]
     if per_run.empty:
         return pd.DataFrame(columns=columns)

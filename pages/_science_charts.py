@@ -1,0 +1,492 @@
+"""Altair charts of the probability, ranking and search-explorer views.
+
+Each function takes DataFrames (from `engine.probability_metrics`, `engine.ranking` and
+`engine.explorer`) and returns a chart; no streamlit here, so tests check a chart's data
+and encodings without a browser.
+
+* :func:`reliability_diagram` — observed frequency against mean predicted probability per
+  bin, one line per method, the diagonal of perfect calibration; one panel per event
+  (top label, or each ``grade > k``).
+* :func:`critical_difference_diagram` — mean ranks on an axis (1 = best), the methods no
+  post-hoc test tells apart joined by a bar, and the Nemenyi critical difference.
+* :func:`configuration_strip` — every configuration a (task, method) search tried, its
+  validation AMAE in each seed, the selected ones ringed.
+* :func:`parameter_strip` — one hyper-parameter's values against validation AMAE, per method.
+* :func:`learning_curves_chart` — train and validation loss and validation AMAE per epoch,
+  lines coloured by method or seed, the best epoch marked, a running job's live point.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from engine.compare import method_sort_key, method_title, order_methods
+
+DIAGONAL_COLOUR = "#888888"
+BAR_COLOUR = "#222222"
+LIVE_COLOUR = "#d62728"
+SELECTED_STROKE = "#111111"
+SCHEME = "tableau10"
+SERIES_TITLES: dict[str, str] = {
+    "train_loss": "Training loss",
+    "val_loss": "Validation loss",
+    "val_amae": "Validation AMAE",
+}
+PARAM_TITLES: dict[str, str] = {"lr": "Learning rate", "eta": "η", "alpha2": "α₂", "p": "p"}
+
+
+def _method_colour(methods: Sequence[str], *, legend: bool = True) -> alt.Color:
+    titles = [method_title(m) for m in methods]
+    return alt.Color(
+        "Method:N",
+        sort=titles,
+        scale=alt.Scale(scheme=SCHEME, domain=titles),
+        legend=alt.Legend(title="Method") if legend else None,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Reliability diagrams
+# --------------------------------------------------------------------------------------------
+
+
+def reliability_diagram(
+    reliability: pd.DataFrame,
+    *,
+    title: str = "",
+    size: int = 220,
+) -> alt.ConcatChart:
+    """Reliability diagram(s) of one task.
+
+    Args:
+        reliability: `engine.probability_metrics.reliability_table` rows of one task
+            (``method``, ``event``, ``threshold``, ``bin_low``, ``bin_high``, ``confidence``,
+            ``accuracy``, ``count``); every event present gets its own panel, in threshold
+            order (top label first).
+        title: chart title.
+        size: width and height of one panel in pixels.
+
+    Returns:
+        Panels side by side; in each, the diagonal (perfect calibration) and, per method,
+        a line through its bins with a point per bin sized by its number of films.
+    """
+    data = reliability.assign(Method=[method_title(m) for m in reliability["method"]])
+    methods = order_methods(reliability["method"])
+    colour = _method_colour(methods)
+    events = (
+        data.drop_duplicates("event").sort_values("threshold")["event"].tolist()
+        if len(data)
+        else []
+    )
+    diagonal = pd.DataFrame({"x": [0.0, 1.0], "y": [0.0, 1.0]})
+    axis_scale = alt.Scale(domain=[0, 1], nice=False)
+    panels = []
+    for event in events:
+        rows = data[data["event"] == event]
+        x_title = (
+            "Predicted probability of the top grade"
+            if rows["threshold"].iloc[0] < 0
+            else (f"Predicted P({event})")
+        )
+        y_title = "Share correct" if rows["threshold"].iloc[0] < 0 else f"Observed share {event}"
+        base = alt.Chart(rows).encode(
+            x=alt.X("confidence:Q", title=x_title, scale=axis_scale),
+            y=alt.Y("accuracy:Q", title=y_title, scale=axis_scale),
+            color=colour,
+        )
+        tooltip = [
+            alt.Tooltip("Method:N"),
+            alt.Tooltip("bin_low:Q", title="Bin from", format=".1f"),
+            alt.Tooltip("bin_high:Q", title="Bin to", format=".1f"),
+            alt.Tooltip("confidence:Q", title="Mean predicted", format=".3f"),
+            alt.Tooltip("accuracy:Q", title="Observed", format=".3f"),
+            alt.Tooltip("count:Q", title="Films"),
+        ]
+        panels.append(
+            alt.layer(
+                alt.Chart(diagonal)
+                .mark_line(color=DIAGONAL_COLOUR, strokeDash=[4, 4])
+                .encode(x=alt.X("x:Q", scale=axis_scale), y=alt.Y("y:Q", scale=axis_scale)),
+                base.mark_line(strokeWidth=1.5).encode(detail="Method:N", order="bin:Q"),
+                base.mark_circle(opacity=0.9).encode(
+                    size=alt.Size("count:Q", title="Films", scale=alt.Scale(range=[15, 250])),
+                    tooltip=tooltip,
+                ),
+            ).properties(title=str(event), width=size, height=size)
+        )
+    return alt.concat(*panels, columns=3).properties(
+        title=alt.TitleParams(
+            title, subtitle="On the dashed diagonal, predicted probabilities match what happens"
+        )
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Critical-difference diagram
+# --------------------------------------------------------------------------------------------
+
+
+def critical_difference_layout(
+    ranks: pd.DataFrame, groups: pd.DataFrame
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Where each label and bar of a CD diagram goes (Demšar's layout).
+
+    The better half of the methods is labelled on the left, the rest on the right, each on
+    its own row below the axis; bars that overlap in rank go on separate rows.
+
+    Args:
+        ranks: ``method``, ``mean_rank`` (the `engine.ranking.CriticalDifference` table).
+        groups: ``methods``, ``low``, ``high`` (its ``groups``).
+
+    Returns:
+        ``(labels, bars)``: labels with ``method``, ``Method``, ``mean_rank``, ``row``
+        (negative, below the axis), ``side`` and ``label_x`` (where the label sits);
+        bars with ``low``, ``high``, ``row``.
+    """
+    ordered = ranks.sort_values("mean_rank", kind="stable").reset_index(drop=True)
+    k = len(ordered)
+    bar_rows: list[list[tuple[float, float]]] = []
+    bars = []
+    for group in groups.sort_values(["low", "high"]).itertuples(index=False):
+        level = _free_row(bar_rows, float(group.low), float(group.high))
+        bars.append({"low": group.low, "high": group.high, "row": -0.4 * (level + 1)})
+    first_label_row = -0.4 * (len(bar_rows) + 1) - 0.4
+    half = (k + 1) // 2
+    left_edge, right_edge = 1.0 - 0.25 * max(k - 1, 1), float(k) + 0.25 * max(k - 1, 1)
+    labels = []
+    for i, row in enumerate(ordered.itertuples(index=False)):
+        left = i < half
+        position = i if left else k - 1 - i  # the outermost methods get the lowest rows
+        labels.append(
+            {
+                "method": row.method,
+                "Method": method_title(row.method),
+                "mean_rank": float(row.mean_rank),
+                "row": first_label_row - 0.5 * position,
+                "side": "left" if left else "right",
+                "label_x": left_edge if left else right_edge,
+            }
+        )
+    return pd.DataFrame(labels), pd.DataFrame(bars, columns=["low", "high", "row"])
+
+
+def _free_row(rows: list[list[tuple[float, float]]], low: float, high: float) -> int:
+    """The first row where ``[low, high]`` overlaps no bar already there (a new row if none)."""
+    for level, taken in enumerate(rows):
+        if not any(low <= other_high and other_low <= high for other_low, other_high in taken):
+            taken.append((low, high))
+            return level
+    rows.append([(low, high)])
+    return len(rows) - 1
+
+
+def critical_difference_diagram(
+    ranks: pd.DataFrame,
+    groups: pd.DataFrame,
+    cd: float,
+    *,
+    title: str = "",
+    width: int = 520,
+) -> alt.LayerChart:
+    """The critical-difference diagram of one ranking.
+
+    Args:
+        ranks: the `engine.ranking.CriticalDifference` table (``method``, ``mean_rank``).
+        groups: its ``groups`` (``methods``, ``low``, ``high``).
+        cd: its critical difference (NaN: no CD bar is drawn).
+        title: chart title.
+        width: pixels.
+
+    Returns:
+        Mean ranks on an axis from 1 (best, left) to k, each method's elbow line to its
+        label, thick bars joining methods that do not differ, and the CD as a bar above the
+        axis starting at rank 1.
+    """
+    labels, bars = critical_difference_layout(ranks, groups)
+    k = max(len(labels), 2)
+    pad = 0.25 * (k - 1)
+    x_scale = alt.Scale(domain=[1 - pad, k + pad], nice=False, zero=False)
+    bottom = float(labels["row"].min()) - 0.3 if len(labels) else -1.0
+    y_scale = alt.Scale(domain=[bottom, 1.1], nice=False, zero=False)
+    # The rank axis is drawn as marks at y = 0 so the elbows hang from it, as in Demšar's
+    # figures; Vega-Lite's own axis would sit at the edge of the plot instead.
+    x = alt.X("mean_rank:Q", scale=x_scale, axis=None)
+    y = alt.Y("row:Q", scale=y_scale, axis=None)
+    ticks = pd.DataFrame({"mean_rank": np.arange(1, k + 1, dtype=float), "row": 0.0, "top": 0.12})
+    axis_line = pd.DataFrame({"mean_rank": [1.0], "end": [float(k)], "row": [0.0]})
+    layers = [
+        alt.Chart(axis_line).mark_rule(color=BAR_COLOUR).encode(x=x, x2="end:Q", y=y),
+        alt.Chart(ticks).mark_rule(color=BAR_COLOUR).encode(x=x, y=y, y2="top:Q"),
+        alt.Chart(ticks)
+        .mark_text(dy=-12, fontSize=11)
+        .encode(x=x, y=y, text=alt.Text("mean_rank:Q", format="d")),
+        alt.Chart(labels)
+        .mark_rule(color="#555555")
+        .encode(x=x, y=y, y2="zero:Q")
+        .transform_calculate(zero="0"),
+        alt.Chart(labels).mark_rule(color="#555555").encode(x=x, x2="label_x:Q", y=y),
+        alt.Chart(labels)
+        .mark_circle(size=60, color=BAR_COLOUR, opacity=1)
+        .encode(
+            x=x,
+            y=alt.Y("zero:Q", scale=y_scale, axis=None),
+            tooltip=[alt.Tooltip("Method:N"), alt.Tooltip("mean_rank:Q", format=".2f")],
+        )
+        .transform_calculate(zero="0"),
+        alt.Chart(labels[labels["side"] == "left"])
+        .mark_text(align="right", dx=-4, fontSize=12)
+        .encode(x=alt.X("label_x:Q", scale=x_scale, axis=None), y=y, text="text:N")
+        .transform_calculate(text="datum.Method + ' (' + format(datum.mean_rank, '.2f') + ')'"),
+        alt.Chart(labels[labels["side"] == "right"])
+        .mark_text(align="left", dx=4, fontSize=12)
+        .encode(x=alt.X("label_x:Q", scale=x_scale, axis=None), y=y, text="text:N")
+        .transform_calculate(text="'(' + format(datum.mean_rank, '.2f') + ') ' + datum.Method"),
+    ]
+    if len(bars):
+        layers.append(
+            alt.Chart(bars)
+            .mark_rule(color=BAR_COLOUR, strokeWidth=4)
+            .encode(x=alt.X("low:Q", scale=x_scale, axis=None), x2="high:Q", y=y)
+        )
+    if np.isfinite(cd):
+        cd_frame = pd.DataFrame({"start": [1.0], "end": [1.0 + cd], "row": [0.8], "cd": [cd]})
+        cd_x = alt.X("start:Q", scale=x_scale, axis=None)
+        layers += [
+            alt.Chart(cd_frame)
+            .mark_rule(color=BAR_COLOUR, strokeWidth=2)
+            .encode(x=cd_x, x2="end:Q", y=y),
+            alt.Chart(cd_frame)
+            .mark_text(align="left", dx=6, fontSize=11)
+            .encode(x=alt.X("end:Q", scale=x_scale, axis=None), y=y, text="text:N")
+            .transform_calculate(text="'CD = ' + format(datum.cd, '.2f')"),
+        ]
+    height = int(40 * (1.1 - bottom)) + 20
+    return alt.layer(*layers).properties(
+        title=alt.TitleParams(title, subtitle="Mean rank over seeds (1 = best)"),
+        width=width,
+        height=height,
+        view=alt.ViewBackground(stroke=None),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Search explorer
+# --------------------------------------------------------------------------------------------
+
+
+def configuration_strip(
+    search: pd.DataFrame, *, title: str = "", height: int = 300
+) -> alt.LayerChart:
+    """Every configuration one (task, method) search tried, with its validation AMAE.
+
+    Args:
+        search: `engine.explorer.search_table` rows of one task and method (any seeds).
+        title: chart title.
+        height: pixels.
+
+    Returns:
+        One column per configuration (best mean validation AMAE first), one point per
+        seed's run coloured by seed; the run each seed selected is ringed in black.
+    """
+    data = search.assign(seed_label="seed " + search["seed"].astype(str))
+    order = data.groupby("config_key")["val_amae"].mean().sort_values().index.tolist()
+    tooltip = [
+        alt.Tooltip("config_key:N", title="Configuration"),
+        alt.Tooltip("seed:Q", title="Seed"),
+        alt.Tooltip("val_amae:Q", title="Validation AMAE", format=".4f"),
+        alt.Tooltip("rank:Q", title="Rank in its search"),
+        alt.Tooltip("epochs_run:Q", title="Epochs run"),
+        alt.Tooltip("best_epoch:Q", title="Best epoch"),
+        alt.Tooltip("selected:N", title="Selected"),
+    ]
+    x = alt.X("config_key:N", sort=order, title="Configuration", axis=alt.Axis(labelAngle=-35))
+    base = alt.Chart(data).encode(
+        x=x,
+        xOffset=alt.XOffset("seed_label:N"),
+        y=alt.Y("val_amae:Q", title="Validation AMAE", scale=alt.Scale(zero=False)),
+    )
+    points = base.mark_circle(size=45, opacity=0.8).encode(
+        color=alt.Color("seed_label:N", title="Seed", legend=None), tooltip=tooltip
+    )
+    ring = base.transform_filter("datum.selected").mark_point(
+        size=120, stroke=SELECTED_STROKE, strokeWidth=1.5, filled=False
+    )
+    return alt.layer(points, ring).properties(
+        title=alt.TitleParams(title, subtitle="Ringed: the configuration each seed selected"),
+        height=height,
+        width=max(45 * len(order), 220),
+    )
+
+
+def parameter_strip(
+    effects: pd.DataFrame, param: str, *, title: str = "", height: int = 260
+) -> alt.FacetChart:
+    """One hyper-parameter's values against validation AMAE, one panel per method.
+
+    Args:
+        effects: `engine.explorer.parameter_effects` rows of one task.
+        param: ``"lr"``, ``"eta"``, ``"alpha2"`` or ``"p"``.
+        title: chart title.
+        height: pixels.
+
+    Returns:
+        Per method (paper's order), one point per run at its parameter value (spread by
+        seed), the mean validation AMAE per value as a black tick, selected runs ringed.
+    """
+    rows = effects[effects["param"] == param]
+    methods = order_methods(rows["method"])
+    data = rows.assign(
+        Method=[method_title(m) for m in rows["method"]],
+        value_label=[f"{v:g}" for v in rows["value"]],
+        seed_label="seed " + rows["seed"].astype(str),
+    )
+    values = [f"{v:g}" for v in sorted(rows["value"].unique())]
+    x = alt.X(
+        "value_label:N",
+        sort=values,
+        title=PARAM_TITLES.get(param, param),
+        axis=alt.Axis(labelAngle=0),
+    )
+    y = alt.Y("val_amae:Q", title="Validation AMAE", scale=alt.Scale(zero=False))
+    tooltip = [
+        alt.Tooltip("Method:N"),
+        alt.Tooltip("value_label:N", title=PARAM_TITLES.get(param, param)),
+        alt.Tooltip("seed:Q", title="Seed"),
+        alt.Tooltip("config_key:N", title="Configuration"),
+        alt.Tooltip("val_amae:Q", title="Validation AMAE", format=".4f"),
+        alt.Tooltip("selected:N", title="Selected"),
+    ]
+    points = (
+        alt.Chart()
+        .mark_circle(size=35, opacity=0.6)
+        .encode(
+            x=x,
+            xOffset=alt.XOffset("seed_label:N"),
+            y=y,
+            color=_method_colour(methods, legend=False),
+            tooltip=tooltip,
+        )
+    )
+    ring = (
+        alt.Chart()
+        .transform_filter("datum.selected")
+        .mark_point(size=90, stroke=SELECTED_STROKE, strokeWidth=1.2, filled=False)
+        .encode(x=x, xOffset=alt.XOffset("seed_label:N"), y=y)
+    )
+    mean = (
+        alt.Chart()
+        .mark_tick(color=BAR_COLOUR, thickness=2, size=30)
+        .encode(
+            x=x,
+            y=alt.Y("mean(val_amae):Q"),
+            tooltip=[alt.Tooltip("mean(val_amae):Q", format=".4f")],
+        )
+    )
+    return (
+        alt.layer(points, ring, mean, data=data)
+        .properties(height=height, width=max(70 * len(values), 140))
+        .facet(column=alt.Column("Method:N", sort=[method_title(m) for m in methods], title=None))
+        .properties(
+            title=alt.TitleParams(
+                title, subtitle="Black tick: mean over every run · ringed: selected runs"
+            )
+        )
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Learning curves
+# --------------------------------------------------------------------------------------------
+
+
+def learning_curves_chart(
+    curves: pd.DataFrame,
+    *,
+    series: Sequence[str] = ("train_loss", "val_loss", "val_amae"),
+    live: pd.DataFrame | None = None,
+    title: str = "",
+    width: int = 260,
+    height: int = 220,
+) -> alt.HConcatChart:
+    """Learning curves side by side, one panel per series.
+
+    Args:
+        curves: `engine.explorer.overlay` rows (``line``, ``colour``, ``epoch``,
+            ``series``, ``value``, ``best``, plus ``method``, ``seed``, ``config_index``
+            for the tooltip).
+        series: the panels, in order.
+        live: optional `engine.explorer.in_flight_point` row(s): drawn as a red diamond on
+            the validation AMAE panel.
+        title: chart title.
+        width: pixels per panel.
+        height: pixels.
+
+    Returns:
+        For each series, one line per run coloured by ``colour`` and a point at each run's
+        best epoch (the weights kept).
+    """
+    curves = curves.assign(Line=[_line_title(c) for c in curves["colour"]])
+    colours = sorted(curves["colour"].unique(), key=_colour_key) if len(curves) else []
+    titles = [_line_title(c) for c in colours]
+    colour = alt.Color(
+        "Line:N", sort=titles, scale=alt.Scale(scheme=SCHEME, domain=titles), title=None
+    )
+    tooltip = [
+        alt.Tooltip("Line:N"),
+        alt.Tooltip("method:N", title="Method"),
+        alt.Tooltip("seed:Q", title="Seed"),
+        alt.Tooltip("config_index:Q", title="Configuration"),
+        alt.Tooltip("epoch:Q", title="Epoch"),
+        alt.Tooltip("value:Q", title="Value", format=".4f"),
+    ]
+    panels = []
+    for name in series:
+        rows = curves[curves["series"] == name]
+        y = alt.Y("value:Q", title=SERIES_TITLES.get(name, name), scale=alt.Scale(zero=False))
+        x = alt.X("epoch:Q", title="Epoch")
+        base = alt.Chart(rows).encode(x=x, y=y, color=colour)
+        layers = [
+            base.mark_line(strokeWidth=1.2, opacity=0.7).encode(detail="line:N", tooltip=tooltip),
+            base.transform_filter("datum.best")
+            .mark_point(size=50, filled=True, shape="circle", stroke="white", strokeWidth=0.8)
+            .encode(tooltip=tooltip),
+        ]
+        if live is not None and len(live) and name == "val_amae":
+            layers.append(
+                alt.Chart(live)
+                .mark_point(size=110, shape="diamond", filled=True, color=LIVE_COLOUR)
+                .encode(
+                    x=x,
+                    y=alt.Y("value:Q"),
+                    tooltip=[
+                        alt.Tooltip("run_id:N", title="Training now"),
+                        alt.Tooltip("epoch:Q", title="Epoch"),
+                        alt.Tooltip("value:Q", title="Validation AMAE", format=".4f"),
+                    ],
+                )
+            )
+        panels.append(
+            alt.layer(*layers).properties(
+                title=SERIES_TITLES.get(name, name), width=width, height=height
+            )
+        )
+    subtitle = "Dots: each run's best epoch (its weights are kept)"
+    if live is not None and len(live):
+        subtitle += " · red diamond: the run training now"
+    return alt.hconcat(*panels).properties(title=alt.TitleParams(title, subtitle=subtitle))
+
+
+def _colour_key(label: str) -> tuple[int, int, str]:
+    """Methods in the paper's order, then seeds in numeric order."""
+    if label.startswith("seed ") and label[5:].isdigit():
+        return (1, int(label[5:]), label)
+    return (0, method_sort_key(label)[0], label)
+
+
+def _line_title(label: str) -> str:
+    """``"beta"`` → ``"Beta"``; ``"seed 3"`` stays."""
+    return label if label.startswith("seed ") else method_title(label)

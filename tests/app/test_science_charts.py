@@ -1,0 +1,270 @@
+"""pages._science_charts: each chart is a valid Vega-Lite spec showing the numbers given."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from engine import explorer, ranking
+from engine import probability_metrics as pm
+from pages import _science_charts as charts
+
+METHODS = ["nominal", "binomial", "beta", "triangular", "exponential"]
+
+
+def _datasets(spec: dict) -> dict[str, pd.DataFrame]:
+    return {name: pd.DataFrame(rows) for name, rows in spec.get("datasets", {}).items()}
+
+
+def _layer_frame(spec: dict, layer: dict, *parents: dict) -> pd.DataFrame:
+    """The rows a layer draws: its own data, else its nearest parent's (Altair hoists it)."""
+    for node in (layer, *reversed(parents), spec):
+        if "data" in node:
+            return pd.DataFrame(spec["datasets"][node["data"]["name"]])
+    raise AssertionError("layer has no data")
+
+
+def _mark(layer: dict) -> str:
+    return layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"]
+
+
+def _marks(layers: list[dict]) -> list[str]:
+    return [_mark(layer) for layer in layers]
+
+
+@pytest.fixture
+def probability_frame() -> pd.DataFrame:
+    rng = np.random.default_rng(3)
+    parts = []
+    for method in ("nominal", "beta"):
+        for seed in range(2):
+            probs = rng.dirichlet(np.ones(4), size=80)
+            part = pd.DataFrame(
+                {
+                    "study_id": "s",
+                    "run_id": f"s-CPPD-{method}-s{seed}-c0",
+                    "task": "CPPD",
+                    "method": method,
+                    "seed": seed,
+                    "y_true": rng.integers(0, 4, 80),
+                }
+            )
+            for g in range(4):
+                part[f"p{g}"] = probs[:, g]
+            parts.append(part)
+    return pd.concat(parts, ignore_index=True)
+
+
+def test_reliability_diagram_has_one_panel_per_event_with_the_bins_and_the_diagonal(
+    probability_frame,
+):
+    table = pm.reliability_table(probability_frame)
+    spec = charts.reliability_diagram(table, title="CPPD").to_dict()
+    panels = spec["concat"]
+    assert [p["title"] for p in panels] == ["top label", "grade > 0", "grade > 1", "grade > 2"]
+    top = panels[0]
+    assert _marks(top["layer"]) == ["line", "line", "circle"]
+    diagonal = _layer_frame(spec, top["layer"][0])
+    assert diagonal[["x", "y"]].to_numpy().tolist() == [[0.0, 0.0], [1.0, 1.0]]
+    points = _layer_frame(spec, top["layer"][2])
+    expected = table[table["event"] == pm.TOP_LABEL]
+    assert len(points) == len(expected)
+    assert sorted(points["accuracy"]) == pytest.approx(sorted(expected["accuracy"]))
+    assert set(points["Method"]) == {"Nominal", "Beta"}
+    colour = top["layer"][2]["encoding"]["color"]
+    assert colour["scale"]["domain"] == ["Nominal", "Beta"]  # paper's order
+    assert top["layer"][2]["encoding"]["size"]["field"] == "count"
+
+
+def _cd_result(seed: int = 0) -> ranking.CriticalDifference:
+    rng = np.random.default_rng(seed)
+    means = np.array([0.70, 0.52, 0.50, 0.55, 0.45])
+    matrix = means + rng.normal(0, 0.08, size=(20, 5))
+    scores = pd.DataFrame(
+        [
+            {"method": m, "seed": s, "value": matrix[s, j]}
+            for s in range(20)
+            for j, m in enumerate(METHODS)
+        ]
+    )
+    return ranking.critical_difference(scores, lower_is_better=True)
+
+
+def test_cd_diagram_places_each_method_at_its_mean_rank_and_draws_the_groups_and_cd():
+    result = _cd_result()
+    spec = charts.critical_difference_diagram(
+        result.table, result.groups, result.cd, title="AMAE"
+    ).to_dict()
+    layers = spec["layer"]
+    points = _layer_frame(spec, next(layer for layer in layers if _mark(layer) == "circle"))
+    ranks = result.table.set_index("method")["mean_rank"]
+    assert points.set_index("method")["mean_rank"].to_dict() == pytest.approx(ranks.to_dict())
+    rules = {layer["mark"].get("strokeWidth"): layer for layer in layers if _mark(layer) == "rule"}
+    bars = _layer_frame(spec, rules[4]).sort_values("low")
+    expected = result.groups.sort_values("low")
+    assert bars["low"].to_numpy() == pytest.approx(expected["low"].to_numpy())
+    assert bars["high"].to_numpy() == pytest.approx(expected["high"].to_numpy())
+    cd_rule = rules[2]
+    cd = _layer_frame(spec, cd_rule)
+    assert (cd["end"] - cd["start"]).item() == pytest.approx(result.cd)
+    axis = _layer_frame(spec, layers[0])
+    assert axis[["mean_rank", "end", "row"]].iloc[0].tolist() == [1.0, 5.0, 0.0]
+    tick_labels = _layer_frame(spec, layers[2])
+    assert tick_labels["mean_rank"].tolist() == [1.0, 2.0, 3.0, 4.0, 5.0]
+
+
+def test_cd_layout_labels_the_better_half_left_and_stacks_overlapping_bars():
+    ranks = pd.DataFrame({"method": ["a", "b", "c", "d"], "mean_rank": [1.2, 2.0, 3.1, 3.7]})
+    groups = pd.DataFrame(
+        {
+            "methods": [("a", "b"), ("b", "c"), ("c", "d")],
+            "low": [1.2, 2.0, 3.1],
+            "high": [2.0, 3.1, 3.7],
+        }
+    )
+    labels, bars = charts.critical_difference_layout(ranks, groups)
+    assert labels.set_index("method")["side"].to_dict() == {
+        "a": "left",
+        "b": "left",
+        "c": "right",
+        "d": "right",
+    }
+    # a-b and c-d do not overlap: one row; b-c touches both: a second row.
+    assert bars["row"].nunique() == 2
+    assert (labels["row"] < bars["row"].min()).all()  # labels sit below every bar
+
+
+def test_cd_diagram_without_a_cd_or_groups_still_draws_the_ranks():
+    ranks = pd.DataFrame({"method": ["a", "b"], "mean_rank": [1.25, 1.75]})
+    empty = pd.DataFrame(columns=["group", "methods", "low", "high"])
+    spec = charts.critical_difference_diagram(ranks, empty, float("nan")).to_dict()
+    texts = [layer for layer in spec["layer"] if _mark(layer) == "text"]
+    assert len(texts) == 3  # tick labels and the two label sides
+    assert "CD =" not in json.dumps(spec)
+    assert not [layer for layer in spec["layer"] if layer["mark"].get("strokeWidth") == 4]
+
+
+def _search() -> pd.DataFrame:
+    rows = []
+    rng = np.random.default_rng(4)
+    for seed in range(3):
+        for i, (lr, eta) in enumerate([(0.001, 0.8), (0.01, 0.8), (0.001, 1.0)]):
+            rows.append(
+                {
+                    "run_id": f"st-KL-beta-s{seed}-c{i}",
+                    "study_id": "st",
+                    "task": "KL",
+                    "method": "beta",
+                    "seed": seed,
+                    "config_index": i,
+                    "config": {"lr": lr, "eta": eta},
+                    "selected": False,
+                    "best_epoch": 4,
+                    "epochs_run": 9,
+                    "val_amae": float(rng.uniform(0.3, 0.7)),
+                    "duration_s": 1.0,
+                }
+            )
+    frame = pd.DataFrame(rows)
+    best = frame.groupby("seed")["val_amae"].idxmin()
+    frame.loc[best, "selected"] = True
+    return explorer.search_table(frame)
+
+
+def test_configuration_strip_has_a_point_per_run_and_rings_the_selected_ones():
+    search = _search()
+    spec = charts.configuration_strip(search, title="KL · Beta").to_dict()
+    points, ring = spec["layer"]
+    data = _layer_frame(spec, points)
+    assert len(data) == len(search)
+    assert ring["transform"] == [{"filter": "datum.selected"}]
+    order = points["encoding"]["x"]["sort"]
+    means = search.groupby("config_key")["val_amae"].mean()
+    assert order == list(means.sort_values().index)
+
+
+def test_parameter_strip_facets_by_method_with_points_ring_and_mean_tick():
+    effects = explorer.parameter_effects(_search())
+    spec = charts.parameter_strip(effects, "lr", title="Learning rate").to_dict()
+    layers = spec["spec"]["layer"]
+    assert _marks(layers) == ["circle", "point", "tick"]
+    assert layers[2]["encoding"]["y"]["aggregate"] == "mean"
+    data = _datasets(spec)[spec["data"]["name"]]
+    assert set(data["param"]) == {"lr"} and len(data) == 9
+    assert sorted(set(data["value_label"])) == ["0.001", "0.01"]
+    assert spec["facet"]["column"]["field"] == "Method"
+
+
+def _curves() -> pd.DataFrame:
+    rows = []
+    for method, seed in (("beta", 0), ("nominal", 0), ("beta", 1)):
+        for epoch in range(1, 6):
+            rows.append(
+                {
+                    "study_id": "st",
+                    "run_id": f"st-KL-{method}-s{seed}-c0",
+                    "task": "KL",
+                    "method": method,
+                    "seed": seed,
+                    "config_index": 0,
+                    "selected": True,
+                    "best_epoch": 3,
+                    "epochs_run": 5,
+                    "epoch": epoch,
+                    "train_loss": 1 / epoch,
+                    "val_loss": 1.1 / epoch,
+                    "val_amae": 0.5,
+                    "duration_s": 0.1,
+                }
+            )
+    return explorer.learning_curves(pd.DataFrame(rows))
+
+
+def test_learning_curves_chart_has_a_panel_per_series_lines_per_run_and_best_epochs():
+    shown = explorer.overlay(_curves(), "method", task="KL")
+    live = explorer.in_flight_point("st-KL-beta-s2-c1", 4, 0.47)
+    spec = charts.learning_curves_chart(shown, live=live, title="KL").to_dict()
+    panels = spec["hconcat"]
+    assert [p["title"] for p in panels] == ["Training loss", "Validation loss", "Validation AMAE"]
+    lines, best = panels[0]["layer"][:2]
+    assert lines["encoding"]["detail"]["field"] == "line"
+    train = _layer_frame(spec, lines, panels[0])
+    assert set(train["series"]) == {"train_loss"} and len(train) == 15
+    assert best["transform"] == [{"filter": "datum.best"}]
+    colour = lines["encoding"]["color"]
+    assert colour["scale"]["domain"] == ["Nominal", "Beta"]
+    assert len(panels[0]["layer"]) == 2 and len(panels[2]["layer"]) == 3  # live point on AMAE
+    diamond = _layer_frame(spec, panels[2]["layer"][2], panels[2])
+    assert diamond[["epoch", "value"]].iloc[0].tolist() == [4, 0.47]
+
+
+def test_learning_curves_by_seed_order_the_seeds_numerically():
+    rows = []
+    for seed in (10, 2, 1):
+        rows.append(
+            {
+                "study_id": "st",
+                "run_id": f"r{seed}",
+                "task": "KL",
+                "method": "beta",
+                "seed": seed,
+                "config_index": 0,
+                "selected": True,
+                "best_epoch": 1,
+                "epochs_run": 1,
+                "epoch": 1,
+                "train_loss": 1.0,
+                "val_loss": 1.0,
+                "val_amae": 0.5,
+                "duration_s": 0.1,
+            }
+        )
+    shown = explorer.overlay(
+        explorer.learning_curves(pd.DataFrame(rows)), "seed", task="KL", method="beta"
+    )
+    spec = charts.learning_curves_chart(shown).to_dict()
+    domain = spec["hconcat"][0]["layer"][0]["encoding"]["color"]["scale"]["domain"]
+    assert domain == ["seed 1", "seed 2", "seed 10"]
