@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -9,7 +10,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine import phantom
 from engine.phantom import (
     CPPD_TOTALS,
     JOINT_COUNTS,
@@ -23,6 +23,8 @@ from engine.phantom import (
     render_film,
     render_variant,
 )
+from engine.phantom import cache as phantom_cache
+from engine.phantom.anatomy import patient_anatomy
 
 REFERENCE_CSV = Path(__file__).resolve().parents[3] / "shared/reference/kl_cppd_contingency.csv"
 TINY = PhantomSpec(n_images=40, n_joint=20, seed=3)
@@ -193,7 +195,7 @@ def test_left_and_right_knees_are_mirrored():
     # Both knees of a patient draw their anatomy from the patient, not the film.
     labels = phantom_labels(PhantomSpec())
     pair = labels[labels.patient_id == labels.patient_id.iloc[0]]
-    anatomies = {phantom._patient_anatomy(0, int(p)) for p in pair.patient_index}
+    anatomies = {patient_anatomy(0, int(p)) for p in pair.patient_index}
     assert len(anatomies) == 1
 
 
@@ -237,6 +239,50 @@ def test_osteophytes_and_sclerosis_appear_with_kl(default_labels):
         ]
     assert found[0] == [0.0, 0.0]
     assert found[4] == [1.0, 1.0]
+
+
+# Films drawn before engine/phantom.py became a package (commit 3de5e32): sha256 of film,
+# mask and box bytes. Any change to the drawing changes these; if the change is meant, say
+# so in the commit and pin the new hashes. (The bytes depend on numpy and OpenCV, pinned in
+# requirements.txt.)
+_SMALL = {"n_images": 30, "n_joint": 10}
+PINNED_FILMS = {
+    "seed3-kl0": (TINY, "kl_true", 0, None, "e34e106b35667814"),
+    "seed3-kl4": (TINY, "kl_true", 4, None, "371cf10a62375afa"),
+    "seed3-cppd3": (TINY, "cppd_true", 3, None, "dbad942dc52203ef"),
+    "seed7-wide": (
+        PhantomSpec(**_SMALL, seed=7, film_size=(256, 512)),
+        "kl_true",
+        2,
+        None,
+        "aa64474d39d9926e",
+    ),
+    "seed11-small-hard": (
+        PhantomSpec(**_SMALL, seed=11, film_size=(160, 160), difficulty=2.0),
+        "kl_true",
+        3,
+        None,
+        "128269059b12f0ea",
+    ),
+    "seed5-large-easy": (
+        PhantomSpec(n_images=30, n_joint=30, seed=5, film_size=(600, 480), difficulty=0.5),
+        "cppd_true",
+        1,
+        None,
+        "7f279c9f2a55d65f",
+    ),
+    "seed3-variant": (TINY, "kl_true", 1, {"KL": 4, "CPPD": 2}, "067aa2d6f8b211e0"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PINNED_FILMS))
+def test_films_are_bit_identical_to_the_pinned_ones(case):
+    spec, column, grade, variant, pinned = PINNED_FILMS[case]
+    labels = phantom_labels(spec)
+    row = labels[labels[column] == grade].iloc[0]
+    film, mask, box = render_variant(spec, row, variant) if variant else render_film(spec, row)
+    digest = hashlib.sha256(film.tobytes() + mask.tobytes() + np.asarray(box, np.int64).tobytes())
+    assert digest.hexdigest()[:16] == pinned
 
 
 # ---- cache ---------------------------------------------------------------------------
@@ -302,7 +348,7 @@ def test_cache_is_not_marked_complete_until_written(tmp_path, monkeypatch):
     assert is_complete_cache(out, TINY, 32, "classical")
 
     calls = {"n": 0}
-    real_render = phantom.render_film
+    real_render = phantom_cache.render_film
 
     def crashing_render(spec, row):
         calls["n"] += 1
@@ -310,7 +356,7 @@ def test_cache_is_not_marked_complete_until_written(tmp_path, monkeypatch):
             raise RuntimeError("power cut")
         return real_render(spec, row)
 
-    monkeypatch.setattr(phantom, "render_film", crashing_render)
+    monkeypatch.setattr(phantom_cache, "render_film", crashing_render)
     with pytest.raises(RuntimeError, match="power cut"):
         build_phantom_cache(TINY, 48, out, workers=1)
     # The old manifest went first, and no new one was written.
@@ -318,7 +364,7 @@ def test_cache_is_not_marked_complete_until_written(tmp_path, monkeypatch):
     assert not is_complete_cache(out, TINY, 32, "classical")
     assert not is_complete_cache(out, TINY, 48, "classical")
 
-    monkeypatch.setattr(phantom, "render_film", real_render)
+    monkeypatch.setattr(phantom_cache, "render_film", real_render)
     build_phantom_cache(TINY, 48, out, workers=1)
     assert is_complete_cache(out, TINY, 48, "classical")
 
