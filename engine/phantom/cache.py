@@ -18,6 +18,7 @@ import cv2
 import numpy as np
 import pandas as pd
 
+from engine.data import IMAGE_CACHE_FILES, image_cache_writer
 from engine.detect import box_iou, crop_and_resize, detect_knee_box
 from engine.phantom.labels import phantom_labels
 from engine.phantom.render import render_film
@@ -29,8 +30,6 @@ logger = logging.getLogger(__name__)
 #: on a fingerprint of this package's and engine.detect's source (see _code_fingerprint),
 #: so any change to the drawing or the detector rebuilds them.
 PHANTOM_VERSION = 1
-
-_CACHE_FILES = ("images.npy", "masks.npy", "meta.csv")
 
 # Per-process state for pool workers, set once by _init_worker (spawn-safe: everything
 # arrives pickled through initargs, nothing relies on inherited globals).
@@ -84,7 +83,7 @@ def _manifest(spec: PhantomSpec, image_size: int, detector: str) -> dict[str, An
         "spec": spec.to_dict(),
         "image_size": image_size,
         "detector": detector,
-        "files": list(_CACHE_FILES),
+        "files": list(IMAGE_CACHE_FILES),
     }
 
 
@@ -98,7 +97,7 @@ def is_complete_cache(out_dir: Path, spec: PhantomSpec, image_size: int, detecto
     want = _manifest(spec, image_size, detector)
     if not found.get("complete") or {k: found.get(k) for k in want} != want:
         return False
-    return all((Path(out_dir) / f).is_file() for f in _CACHE_FILES)
+    return all((Path(out_dir) / f).is_file() for f in IMAGE_CACHE_FILES)
 
 
 def build_phantom_cache(
@@ -111,13 +110,13 @@ def build_phantom_cache(
 ) -> Path:
     """Render the phantom, crop every film to its knee and cache the crops.
 
-    Writes into ``out_dir``: ``images.npy`` (N, S, S) uint8, ``masks.npy`` (N, S, S) uint8
-    MASK_BITS flags (cropped the same way, nearest-neighbour), ``meta.csv`` (the
-    :func:`phantom_labels` columns plus ``true_x0..true_y1``, ``det_x0..det_y1`` in film
-    pixels and ``box_iou``), and last ``manifest.json`` with ``"complete": true``. The
-    manifest is removed before anything else is written and written atomically at the end,
-    so an interrupted build never looks complete. Output depends only on (spec, image_size,
-    detector), not on ``workers``.
+    Writes into ``out_dir``, through :func:`engine.data.image_cache_writer`: ``images.npy``
+    (N, S, S) uint8, ``masks.npy`` (N, S, S) uint8 MASK_BITS flags (cropped the same way,
+    nearest-neighbour), ``meta.csv`` (the :func:`phantom_labels` columns plus
+    ``true_x0..true_y1``, ``det_x0..det_y1`` in film pixels and ``box_iou``), and last
+    ``manifest.json`` with ``"complete": true``. The manifest is removed before anything else
+    is written and written atomically at the end, so an interrupted build never looks
+    complete. Output depends only on (spec, image_size, detector), not on ``workers``.
 
     Args:
         spec: the phantom.
@@ -130,29 +129,47 @@ def build_phantom_cache(
     Returns:
         ``out_dir``.
     """
+    _check_cache_arguments(image_size, workers, detector)
+    out_dir = Path(out_dir)
+    if is_complete_cache(out_dir, spec, image_size, detector):
+        logger.info("phantom cache %s is complete; reusing it", out_dir)
+        return out_dir
+
+    labels = phantom_labels(spec)
+    n = len(labels)
+    logger.info("rendering %d phantom films at %d px with %d worker(s)", n, image_size, workers)
+    with image_cache_writer(out_dir, n, image_size, with_masks=True) as cache:
+        boxes = _render_all(spec, labels, image_size, detector, workers, cache.images, cache.masks)
+        meta = _meta_with_boxes(labels, boxes)
+        cache.commit(meta, _manifest(spec, image_size, detector) | {"n_images": n})
+    logger.info("phantom cache written to %s (mean box IoU %.3f)", out_dir, meta["box_iou"].mean())
+    return out_dir
+
+
+def _check_cache_arguments(image_size: int, workers: int, detector: str) -> None:
     if not isinstance(image_size, int) or not 16 <= image_size <= 1024:
         raise ValueError(f"{image_size=} must be an int in [16, 1024]")
     if detector not in ("classical", "truth"):
         raise ValueError(f"{detector=} must be 'classical' or 'truth'")
     if not isinstance(workers, int) or workers < 1:
         raise ValueError(f"{workers=} must be a positive int")
-    out_dir = Path(out_dir)
-    if is_complete_cache(out_dir, spec, image_size, detector):
-        logger.info("phantom cache %s is complete; reusing it", out_dir)
-        return out_dir
 
-    out_dir.mkdir(parents=True, exist_ok=True)
-    manifest_path = out_dir / "manifest.json"
-    manifest_path.unlink(missing_ok=True)
-    labels = phantom_labels(spec)
+
+def _render_all(
+    spec: PhantomSpec,
+    labels: pd.DataFrame,
+    image_size: int,
+    detector: str,
+    workers: int,
+    images: np.ndarray,
+    masks: np.ndarray,
+) -> np.ndarray:
+    """Render every film into ``images`` and ``masks`` (in place), in worker processes.
+
+    Returns:
+        (N, 8) int64: each film's true box, then the box it was cropped to.
+    """
     n = len(labels)
-    logger.info("rendering %d phantom films at %d px with %d worker(s)", n, image_size, workers)
-
-    tmp = {name: out_dir / f"{name}.partial" for name in _CACHE_FILES}
-    images = np.lib.format.open_memmap(
-        tmp["images.npy"], "w+", np.uint8, (n, image_size, image_size)
-    )
-    masks = np.lib.format.open_memmap(tmp["masks.npy"], "w+", np.uint8, (n, image_size, image_size))
     boxes = np.empty((n, 8), np.int64)
     # Chunks small enough to balance two workers, large enough to amortise pickling.
     chunk = max(1, min(64, -(-n // (workers * 8))))
@@ -165,8 +182,7 @@ def build_phantom_cache(
         saved = dict(_WORKER)
         _init_worker(*initargs)
         try:
-            results = map(_render_range, ranges)
-            _store_results(results, images, masks, boxes)
+            _store_results(map(_render_range, ranges), images, masks, boxes)
         finally:
             _WORKER.clear()
             _WORKER.update(saved)
@@ -174,26 +190,18 @@ def build_phantom_cache(
         ctx = mp.get_context("spawn")
         with ctx.Pool(workers, initializer=_init_worker, initargs=initargs) as pool:
             _store_results(pool.imap_unordered(_render_range, ranges), images, masks, boxes)
-    images.flush()
-    masks.flush()
-    del images, masks
+    return boxes
 
+
+def _meta_with_boxes(labels: pd.DataFrame, boxes: np.ndarray) -> pd.DataFrame:
+    """The label rows plus each film's true and cropped box and their IoU."""
     meta = labels.copy()
     for j, name in enumerate(
         ["true_x0", "true_y0", "true_x1", "true_y1", "det_x0", "det_y0", "det_x1", "det_y1"]
     ):
         meta[name] = boxes[:, j]
     meta["box_iou"] = [round(box_iou(b[:4], b[4:]), 4) for b in boxes]
-    meta.to_csv(tmp["meta.csv"], index=False)
-
-    for name, path in tmp.items():
-        os.replace(path, out_dir / name)
-    manifest = _manifest(spec, image_size, detector) | {"n_images": n, "complete": True}
-    partial = out_dir / "manifest.json.partial"
-    partial.write_text(json.dumps(manifest, indent=2, sort_keys=True))
-    os.replace(partial, manifest_path)  # last: only now does the cache look complete
-    logger.info("phantom cache written to %s (mean box IoU %.3f)", out_dir, meta["box_iou"].mean())
-    return out_dir
+    return meta
 
 
 def _spawn_can_import_main() -> bool:
