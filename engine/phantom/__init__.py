@@ -10,6 +10,9 @@ The real radiographs behind the paper are private, so the default dataset is thi
   *canvas* frame (a right knee, medial side on the viewer's right), then mirrored for left
   knees and placed on a larger film at a random position, scale and slight rotation, with
   exposure, blur, noise and the odd marker or collimation edge on top.
+* :func:`render_bilateral_film` draws both knees of one patient on one wider film (the
+  patient's right knee on the viewer's left), with a :class:`KneeTruth` (box, side, grades,
+  mask) per knee.
 * :func:`build_phantom_cache` renders every film in worker processes, crops each one to the
   knee found by :mod:`engine.detect` and writes ``images.npy``, ``masks.npy``, ``meta.csv``
   and, last, ``manifest.json``.
@@ -28,6 +31,7 @@ The package, one concept a module:
 ``texture``         trabecular texture and film noise banks
 ``film``            placement on the film, exposure, artefacts
 ``render``          :func:`render_film`, :func:`render_variant`
+``bilateral``       :func:`render_bilateral_film`: both knees of a patient on one film
 ``cache``           :func:`build_phantom_cache`, :func:`is_complete_cache`
 ==================  =========================================================================
 
@@ -43,6 +47,7 @@ and trabecular texture and film noise are windows cut at random from per-process
 (fixed seeds, so every process draws the same bytes).
 """
 
+from engine.phantom.bilateral import KneeTruth, bilateral_film_size, render_bilateral_film
 from engine.phantom.cache import PHANTOM_VERSION, build_phantom_cache, is_complete_cache
 from engine.phantom.labels import (
     CPPD_TOTALS,
@@ -58,14 +63,17 @@ from engine.phantom.spec import PhantomSpec
 __all__ = [
     "CPPD_TOTALS",
     "JOINT_COUNTS",
+    "KneeTruth",
     "MASK_BITS",
     "PHANTOM_VERSION",
     "PhantomSpec",
+    "bilateral_film_size",
     "build_phantom_cache",
     "cppd_only_counts",
     "is_complete_cache",
     "joint_cell_counts",
     "phantom_labels",
+    "render_bilateral_film",
     "render_film",
     "render_variant",
 ]

@@ -41,14 +41,14 @@ def place_and_expose(
     """
     diff = spec.effective_difficulty
     m = _placement(spec.film_size, str(row["side"]), diff, rng)
-    film_att, mask = _warp_to_film(att, canvas_mask, m, spec.film_size)
-    box = _knee_box(m, spec.film_size)
-    img = _expose(film_att, diff, rng)
+    film_att, mask = warp_to_film(att, canvas_mask, m, spec.film_size)
+    box = knee_box(m, spec.film_size)
+    img = expose(film_att, diff, rng)
     if rng.random() < 0.25:
-        _collimate(img, box, rng)
+        collimate(img, box, rng)
     if rng.random() < 0.5:
-        _marker(img, box, str(row["side"]), rng)
-    return _finish(img, diff, rng), mask, box
+        side_marker(img, box, str(row["side"]), rng)
+    return finish(img, diff, rng), mask, box
 
 
 def _placement(
@@ -60,11 +60,29 @@ def _placement(
     film_h, film_w = film_size
     short = min(film_h, film_w)
     scale = float(rng.uniform(0.40, 0.62)) * short / BOX_SIDE
-    theta = float(np.clip(rng.normal(0.0, 2.5 * diff), -8.0, 8.0)) * np.pi / 180.0
-    half_ext = 0.5 * BOX_SIDE * scale * (abs(np.cos(theta)) + abs(np.sin(theta)))
+    theta = tilt(diff, rng)
+    half_ext = box_half_extent(scale, theta)
     pad = 3.0
     cxf = float(rng.uniform(half_ext + pad, film_w - half_ext - pad))
     cyf = float(rng.uniform(half_ext + pad, film_h - half_ext - pad))
+    return canvas_to_film(scale, theta, (cxf, cyf), side)
+
+
+def tilt(diff: float, rng: np.random.Generator) -> float:
+    """A slight random rotation of the knee on the film, in radians (at most 8 degrees)."""
+    return float(np.clip(rng.normal(0.0, 2.5 * diff), -8.0, 8.0)) * np.pi / 180.0
+
+
+def box_half_extent(scale: float, theta: float) -> float:
+    """Half the side of the axis-aligned square around the knee box once scaled and turned."""
+    return 0.5 * BOX_SIDE * scale * (abs(np.cos(theta)) + abs(np.sin(theta)))
+
+
+def canvas_to_film(
+    scale: float, theta: float, centre: tuple[float, float], side: str
+) -> np.ndarray:
+    """(2, 3) affine map from the canvas to the film: the canvas centre goes to ``centre``
+    (film x, y), scaled, turned by ``theta`` and mirrored for a left knee (``side`` 'L')."""
     cos_s, sin_s = scale * np.cos(theta), scale * np.sin(theta)
     flip = -1.0 if side == "L" else 1.0  # left knees are mirror images
     # film = R * S * F * (canvas - centre) + film centre
@@ -74,11 +92,11 @@ def _placement(
             [sin_s * flip, cos_s, 0.0],
         ]
     )
-    m[:, 2] = [cxf, cyf] - m[:, :2] @ np.array([CX, CY])
+    m[:, 2] = [centre[0], centre[1]] - m[:, :2] @ np.array([CX, CY])
     return m
 
 
-def _warp_to_film(
+def warp_to_film(
     att: np.ndarray, canvas_mask: np.ndarray, m: np.ndarray, film_size: tuple[int, int]
 ) -> tuple[np.ndarray, np.ndarray]:
     """The canvas attenuation and mask mapped onto the film by ``m``.
@@ -96,7 +114,7 @@ def _warp_to_film(
     return film_att, mask
 
 
-def _knee_box(m: np.ndarray, film_size: tuple[int, int]) -> Box:
+def knee_box(m: np.ndarray, film_size: tuple[int, int]) -> Box:
     """The canvas knee box mapped by ``m``: the film-pixel box (x1, y1 exclusive) around its
     four corners, clipped to the film."""
     film_h, film_w = film_size
@@ -118,7 +136,7 @@ def _knee_box(m: np.ndarray, film_size: tuple[int, int]) -> Box:
     )
 
 
-def _expose(film_att: np.ndarray, diff: float, rng: np.random.Generator) -> np.ndarray:
+def expose(film_att: np.ndarray, diff: float, rng: np.random.Generator) -> np.ndarray:
     """Film brightness in [0, 1]: a heel-effect gradient, blur, then a saturating film
     response through a random window and gamma."""
     film_h = film_att.shape[0]
@@ -135,14 +153,14 @@ def _expose(film_att: np.ndarray, diff: float, rng: np.random.Generator) -> np.n
     return np.power(np.clip(img, 0.0, 1.0), gamma)
 
 
-def _finish(img: np.ndarray, diff: float, rng: np.random.Generator) -> np.ndarray:
+def finish(img: np.ndarray, diff: float, rng: np.random.Generator) -> np.ndarray:
     """Add film noise and quantise to uint8."""
     sigma_n = float(rng.uniform(0.008, 0.02)) * diff
     img += sigma_n * film_noise(img.shape, rng)
     return np.clip(img * 255.0 + 0.5, 0, 255).astype(np.uint8)
 
 
-def _collimate(img: np.ndarray, box: Box, rng: np.random.Generator) -> None:
+def collimate(img: np.ndarray, box: Box, rng: np.random.Generator) -> None:
     """Blank a band beyond a straight edge on one side of the film (unexposed area)."""
     h, w = img.shape
     x0, y0, x1, y1 = box
@@ -167,7 +185,7 @@ def _collimate(img: np.ndarray, box: Box, rng: np.random.Generator) -> None:
     img[region] = value
 
 
-def _marker(img: np.ndarray, box: Box, side: str, rng: np.random.Generator) -> None:
+def side_marker(img: np.ndarray, box: Box, side: str, rng: np.random.Generator) -> None:
     """Burn a small side marker ('L'/'R' on a bright tag) into a corner clear of the knee."""
     h, w = img.shape
     size = max(10, int(rng.uniform(0.045, 0.07) * min(h, w)))

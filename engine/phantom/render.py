@@ -33,11 +33,24 @@ def render_film(spec: PhantomSpec, row: Mapping[str, Any]) -> tuple[np.ndarray, 
         ``film`` (H, W) uint8, ``mask`` (H, W) uint8 with MASK_BITS flags, and the knee
         box ``(x0, y0, x1, y1)`` in film pixels (x1, y1 exclusive), all at ``spec.film_size``.
     """
+    att, canvas_mask, rng = draw_film_knee(spec, row)
+    return place_and_expose(spec, row, att, canvas_mask, rng)
+
+
+def draw_film_knee(
+    spec: PhantomSpec, row: Mapping[str, Any]
+) -> tuple[np.ndarray, np.ndarray, np.random.Generator]:
+    """The knee of one label row drawn on the canvas, from the film's own random stream.
+
+    Returns:
+        Canvas attenuation, canvas lesion mask, and the film's stream after the drawing
+        (its placement and exposure draws come next).
+    """
     rng = np.random.default_rng([spec.seed, STREAM_FILM, int(row["film_index"])])
     anat = patient_anatomy(spec.seed, int(row["patient_index"]))
     les = film_lesions(anat, row, spec.effective_difficulty, rng)
     att, canvas_mask = draw_knee(anat, les, rng)
-    return place_and_expose(spec, row, att, canvas_mask, rng)
+    return att, canvas_mask, rng
 
 
 def render_variant(

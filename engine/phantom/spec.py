@@ -11,6 +11,7 @@ STREAM_LABELS = 11
 STREAM_ANATOMY = 23
 STREAM_FILM = 37
 STREAM_TEXTURE = 41
+STREAM_BILATERAL = 53  # a bilateral film's placement and exposure (per patient)
 
 # Calibration of PhantomSpec.difficulty (spec value x this = internal value). On the
 # internal scale, 1 makes neighbouring grades' severity bands just touch. A ResNet18 probe

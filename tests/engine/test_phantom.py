@@ -15,11 +15,13 @@ from engine.phantom import (
     JOINT_COUNTS,
     MASK_BITS,
     PhantomSpec,
+    bilateral_film_size,
     build_phantom_cache,
     cppd_only_counts,
     is_complete_cache,
     joint_cell_counts,
     phantom_labels,
+    render_bilateral_film,
     render_film,
     render_variant,
 )
@@ -442,3 +444,102 @@ def test_variant_refuses_an_unknown_task_or_grade(variant_labels):
         render_variant(TINY, row, {"OA": 1})
     with pytest.raises(ValueError, match=r"CPPD grade must be 0\.\.3, not 4"):
         render_variant(TINY, row, {"KL": 2, "CPPD": 4})
+
+
+# ---- bilateral films -----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bilateral_labels() -> pd.DataFrame:
+    return phantom_labels(TINY)
+
+
+def _patients(labels: pd.DataFrame, n_knees: int) -> list[int]:
+    sizes = labels.groupby("patient_index").size()
+    return sizes[sizes == n_knees].index.tolist()
+
+
+def _boxes_overlap(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def test_bilateral_film_holds_both_knees_right_knee_on_the_viewers_left(bilateral_labels):
+    for patient in _patients(bilateral_labels, 2)[:4]:
+        film, knees = render_bilateral_film(TINY, patient, bilateral_labels)
+        h, w = TINY.film_size
+        assert film.shape == bilateral_film_size(TINY) == (h, 2 * w) and film.dtype == np.uint8
+        right, left = knees
+        assert (right.side, left.side) == ("R", "L")
+        # Radiographic convention: the patient's right knee is on the viewer's left.
+        assert right.box[2] <= left.box[0]
+        assert not _boxes_overlap(right.box, left.box)
+        for knee in knees:
+            x0, y0, x1, y1 = knee.box
+            assert 0 <= x0 < x1 <= 2 * w and 0 <= y0 < y1 <= h
+            assert knee.mask.shape == film.shape
+            joint = (knee.mask & MASK_BITS["joint_space"]) > 0
+            ys, xs = np.nonzero(joint)
+            assert joint.any() and x0 <= xs.min() and xs.max() < x1  # its joint, in its box
+            assert y0 <= ys.min() and ys.max() < y1
+
+
+def test_bilateral_knees_carry_their_own_grades_as_labelled(bilateral_labels):
+    patient = _patients(bilateral_labels, 2)[0]
+    _, knees = render_bilateral_film(TINY, patient)  # labels computed when not given
+    rows = bilateral_labels[bilateral_labels.patient_index == patient].set_index("image_id")
+    assert sorted(k.image_id for k in knees) == sorted(rows.index)
+    for knee in knees:
+        row = rows.loc[knee.image_id]
+        assert knee.side == row.side and knee.patient_id == row.patient_id
+        assert (knee.kl_true, knee.cppd, knee.cppd_true) == (
+            row.kl_true,
+            row.cppd,
+            row.cppd_true,
+        )
+        assert knee.kl == (None if pd.isna(row.kl) else int(row.kl))
+        has_calc = bool((knee.mask & MASK_BITS["calcifications"]).any())
+        assert has_calc == (row.cppd_true > 0)
+
+
+def test_bilateral_knees_face_each_other_with_their_medial_sides(bilateral_labels):
+    # Both knees narrowed medially only: the narrow compartment of each knee lies towards
+    # the middle of the film.
+    labels = bilateral_labels.copy()
+    labels[["narrow_medial", "narrow_lateral", "kl_severity"]] = (0.8, 0.0, 3.0)
+    _, knees = render_bilateral_film(TINY, _patients(labels, 2)[0], labels)
+    for knee in knees:
+        x0, _, x1, _ = knee.box
+        joint = (knee.mask & MASK_BITS["joint_space"]) > 0
+        mid = (x0 + x1) // 2
+        halves = {"viewer_left": joint[:, x0:mid].sum(), "viewer_right": joint[:, mid:x1].sum()}
+        medial = halves["viewer_right" if knee.side == "R" else "viewer_left"]
+        lateral = halves["viewer_left" if knee.side == "R" else "viewer_right"]
+        assert medial < 0.6 * lateral
+
+
+def test_bilateral_film_of_a_one_knee_patient_shows_that_knee_in_its_half(bilateral_labels):
+    patient = _patients(bilateral_labels, 1)[0]
+    film, knees = render_bilateral_film(TINY, patient, bilateral_labels)
+    (knee,) = knees
+    w = TINY.film_size[1]
+    assert knee.box[2] <= w if knee.side == "R" else knee.box[0] >= w
+
+
+def test_bilateral_film_is_deterministic_and_single_films_stay_as_they_were(bilateral_labels):
+    patient = _patients(bilateral_labels, 2)[1]
+    film_a, knees_a = render_bilateral_film(TINY, patient, bilateral_labels)
+    film_b, knees_b = render_bilateral_film(TINY, patient, bilateral_labels)
+    assert np.array_equal(film_a, film_b)
+    assert [k.box for k in knees_a] == [k.box for k in knees_b]
+    # Drawing a bilateral film touches no single film's stream.
+    row = bilateral_labels[bilateral_labels.patient_index == patient].iloc[0]
+    before = render_film(TINY, row)
+    render_bilateral_film(TINY, patient, bilateral_labels)
+    after = render_film(TINY, row)
+    assert all(np.array_equal(a, b) for a, b in zip(before[:2], after[:2], strict=True))
+
+
+def test_bilateral_film_refuses_an_unknown_patient(bilateral_labels):
+    top = int(bilateral_labels.patient_index.max())
+    with pytest.raises(ValueError, match=rf"patient_index must be 0\.\.{top}, not {top + 1}"):
+        render_bilateral_film(TINY, top + 1, bilateral_labels)
