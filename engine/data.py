@@ -16,17 +16,25 @@ import hashlib
 import json
 import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-import torch
 
 from engine.config import DatasetSpec
 from engine.vocab import LABEL_COLUMNS, TASK_CLASSES, TEST_FRACTION, VAL_FRACTION
 
+if TYPE_CHECKING:  # torch is imported where tensors are made: the cache writer needs none
+    import torch
+
 log = logging.getLogger(__name__)
+
+#: The files of a dataset cache; ``manifest.json`` is written last and marks it complete.
+IMAGE_CACHE_FILES = ("images.npy", "masks.npy", "meta.csv")
 
 
 @dataclass(frozen=True)
@@ -86,6 +94,95 @@ def prepare_dataset(spec: DatasetSpec, image_size: int, root: Path) -> PreparedD
 
         build_folder_cache(spec.params, image_size, out)
     return open_prepared(out)
+
+
+@dataclass
+class ImageCacheDraft:
+    """A dataset cache being written: fill ``images`` (and ``masks``), then :meth:`commit`.
+
+    Attributes:
+        out_dir: the cache folder.
+        images: (N, S, S) uint8, memory-mapped onto ``images.npy.partial``.
+        masks: (N, S, S) uint8 on ``masks.npy.partial``, or None for a cache without masks.
+    """
+
+    out_dir: Path
+    images: np.ndarray
+    masks: np.ndarray | None
+    committed: bool = False
+
+    def commit(self, meta: pd.DataFrame, manifest: dict[str, Any]) -> None:
+        """Write ``meta.csv``, move every file into place, then write the manifest.
+
+        Args:
+            meta: one row per image, in image order.
+            manifest: what the cache holds (written with ``"complete": true`` added, last
+                and atomically: only then does the cache look complete).
+        """
+        if len(meta) != len(self.images):
+            raise ValueError(f"meta has {len(meta)} rows for {len(self.images)} images")
+        for array in (self.images, self.masks):
+            if array is not None:
+                array.flush()
+        meta.to_csv(_partial(self.out_dir / "meta.csv"), index=False)
+        for name in IMAGE_CACHE_FILES:
+            if _partial(self.out_dir / name).exists():
+                os.replace(_partial(self.out_dir / name), self.out_dir / name)
+        manifest_path = self.out_dir / "manifest.json"
+        text = json.dumps(manifest | {"complete": True}, indent=2, sort_keys=True)
+        _partial(manifest_path).write_text(text)
+        os.replace(_partial(manifest_path), manifest_path)  # last: now the cache is complete
+        self.committed = True
+
+
+@contextmanager
+def image_cache_writer(
+    out_dir: Path, n_images: int, image_size: int, *, with_masks: bool = False
+) -> Iterator[ImageCacheDraft]:
+    """Write a dataset cache (``images.npy``, optional ``masks.npy``, ``meta.csv``,
+    ``manifest.json``) so that it looks complete only once every file is written.
+
+    The old manifest is removed first; the arrays are memory-mapped ``.partial`` files the
+    caller fills (so a large cache never has to fit in memory); ``draft.commit(meta,
+    manifest)`` moves them into place and writes the manifest last. If the block raises or
+    ends without a commit, the partial files are removed and the folder holds no manifest,
+    so an interrupted build never looks complete. Used by the phantom's and the imported
+    folder's cache builders alike.
+
+    Args:
+        out_dir: cache folder (created if missing).
+        n_images: number of images N.
+        image_size: side S of the cached images.
+        with_masks: also write (N, S, S) uint8 lesion masks.
+
+    Yields:
+        The draft to fill and commit.
+
+    Raises:
+        RuntimeError: The block ended without committing the draft.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "manifest.json").unlink(missing_ok=True)
+    shape = (n_images, image_size, image_size)
+    names = ("images.npy", "masks.npy") if with_masks else ("images.npy",)
+    arrays = {
+        name: np.lib.format.open_memmap(_partial(out_dir / name), "w+", np.uint8, shape)
+        for name in names
+    }
+    draft = ImageCacheDraft(out_dir, images=arrays["images.npy"], masks=arrays.get("masks.npy"))
+    try:
+        yield draft
+        if not draft.committed:
+            raise RuntimeError(f"the cache in {out_dir} was filled but never committed")
+    finally:
+        for name in (*IMAGE_CACHE_FILES, "manifest.json"):
+            _partial(out_dir / name).unlink(missing_ok=True)
+
+
+def _partial(path: Path) -> Path:
+    """Where ``path`` is written before it is moved into place."""
+    return path.with_name(path.name + ".partial")
 
 
 def open_prepared(cache_dir: Path) -> PreparedDataset:
@@ -180,6 +277,8 @@ def check_split_sizes(meta: pd.DataFrame, seeds: tuple[int, ...], tasks: tuple[s
 
 def task_split(data: PreparedDataset, splits: pd.Series, task: str) -> TaskSplit:
     """The images of ``task`` (those with its grade) divided by ``splits``."""
+    import torch
+
     column = LABEL_COLUMNS[task]
     meta = data.meta
     has_grade = meta[column].notna().to_numpy()

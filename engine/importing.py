@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image, UnidentifiedImageError
 
+from engine.data import image_cache_writer
 from engine.detect import crop_and_resize, detect_knee_box
 
 log = logging.getLogger(__name__)
@@ -198,18 +199,14 @@ def build_folder_cache(params: dict[str, Any], image_size: int, out_dir: Path) -
         "labels_sha1": digest,
         "complete": True,
     }
-    out_dir.mkdir(parents=True, exist_ok=True)
     manifest_path = out_dir / "manifest.json"
     if manifest_path.exists() and json.loads(manifest_path.read_text()) == manifest:
         return out_dir
-    manifest_path.unlink(missing_ok=True)
-    images = np.empty((len(table), image_size, image_size), dtype=np.uint8)
-    for i, source in enumerate(table["source"]):
-        film = read_film_file(Path(source))
-        images[i] = crop_and_resize(film, detect_knee_box(film), image_size)
-    np.save(out_dir / "images.npy", images)
-    columns = ["image_id", "patient_id", "side", "source", "kl", "kl_true", "cppd", "cppd_true"]
-    table[columns].to_csv(out_dir / "meta.csv", index=False)
-    manifest_path.write_text(json.dumps(manifest))
+    with image_cache_writer(out_dir, len(table), image_size) as cache:
+        for i, source in enumerate(table["source"]):
+            film = read_film_file(Path(source))
+            cache.images[i] = crop_and_resize(film, detect_knee_box(film), image_size)
+        columns = ["image_id", "patient_id", "side", "source", "kl", "kl_true", "cppd", "cppd_true"]
+        cache.commit(table[columns], manifest)
     log.info("imported %d films from %s into %s", len(table), folder, out_dir)
     return out_dir

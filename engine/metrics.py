@@ -178,11 +178,11 @@ def compute_metrics(y_true: Any, y_pred: Any, n_classes: int) -> dict[str, float
             a numpy array, a sequence or a torch tensor (any device).
         y_pred: ``(N,)`` predicted grades, or ``(N, J)`` probabilities / logits (argmax).
         n_classes: number of grades ``J``.
-        weights: ``(N,)`` optional count of each row, for rows that are already aggregated
-            (``store.runs.confusion_counts`` returns one row per (run, y_true, y_pred)).
 
     Returns:
-        ``{metric: value}`` for every name in :data:`METRICS`.
+        ``{metric: value}`` for every name in :data:`METRICS`. (Rows already counted, such
+        as ``store.runs.confusion_counts``'s, go through :func:`confusion_matrices` with
+        ``weights`` and :func:`metrics_from_confusion` instead.)
     """
     labels_true = _to_labels(y_true)
     labels_pred = _to_labels(y_pred)

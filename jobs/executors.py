@@ -208,10 +208,6 @@ class LocalExecutor(Executor):
             except queue.Empty:
                 return
 
-    def busy_runs(self) -> list[str]:
-        """Run ids in flight."""
-        return [run for run in self._busy.values() if run is not None]
-
     def _check_alive(self) -> None:
         for slot, run in self._busy.items():
             proc = self._procs[self._process_of[slot]]

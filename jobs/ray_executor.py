@@ -359,14 +359,6 @@ class RayExecutor(Executor):
 
     # -- helpers -----------------------------------------------------------------------------
 
-    def busy_runs(self) -> list[str]:
-        """Run ids in flight."""
-        return list(self._flights)
-
-    def actor_of(self, run_id: str) -> ActorHandle:
-        """The actor training ``run_id`` now (operations and tests)."""
-        return self._actors[self._flights[run_id].slot]
-
     def _new_actor(self, slot: int) -> ActorHandle:
         cancel_upto = self._generation if self._cancelled else -1
         device = "cuda" if self._use_gpu else "cpu"

@@ -33,7 +33,7 @@ from jobs.slots import Message, RunTask
 from store import datasets as store_datasets
 from store import jobs as store_jobs
 from store import runs as store_runs
-from store.db import LOCK_STATS, default_store_path, init_schema, softgrade_home
+from store.db import LOCK_STATS, default_store_path, init_schema
 from store.jobs import Job, JobStatus
 
 log = logging.getLogger(__name__)
@@ -371,8 +371,3 @@ def _prediction_frame(msg: Message) -> pd.DataFrame:
             )
         )
     return pd.concat(parts, ignore_index=True)
-
-
-def default_home() -> Path:
-    """Re-exported for the CLI: ``$SOFTGRADE_HOME`` or ./data."""
-    return softgrade_home()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -9,20 +10,23 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine import phantom
 from engine.phantom import (
     CPPD_TOTALS,
     JOINT_COUNTS,
     MASK_BITS,
     PhantomSpec,
+    bilateral_film_size,
     build_phantom_cache,
     cppd_only_counts,
     is_complete_cache,
     joint_cell_counts,
     phantom_labels,
+    render_bilateral_film,
     render_film,
     render_variant,
 )
+from engine.phantom import cache as phantom_cache
+from engine.phantom.anatomy import patient_anatomy
 
 REFERENCE_CSV = Path(__file__).resolve().parents[3] / "shared/reference/kl_cppd_contingency.csv"
 TINY = PhantomSpec(n_images=40, n_joint=20, seed=3)
@@ -193,7 +197,7 @@ def test_left_and_right_knees_are_mirrored():
     # Both knees of a patient draw their anatomy from the patient, not the film.
     labels = phantom_labels(PhantomSpec())
     pair = labels[labels.patient_id == labels.patient_id.iloc[0]]
-    anatomies = {phantom._patient_anatomy(0, int(p)) for p in pair.patient_index}
+    anatomies = {patient_anatomy(0, int(p)) for p in pair.patient_index}
     assert len(anatomies) == 1
 
 
@@ -237,6 +241,50 @@ def test_osteophytes_and_sclerosis_appear_with_kl(default_labels):
         ]
     assert found[0] == [0.0, 0.0]
     assert found[4] == [1.0, 1.0]
+
+
+# Films drawn before engine/phantom.py became a package (commit 3de5e32): sha256 of film,
+# mask and box bytes. Any change to the drawing changes these; if the change is meant, say
+# so in the commit and pin the new hashes. (The bytes depend on numpy and OpenCV, pinned in
+# requirements.txt.)
+_SMALL = {"n_images": 30, "n_joint": 10}
+PINNED_FILMS = {
+    "seed3-kl0": (TINY, "kl_true", 0, None, "e34e106b35667814"),
+    "seed3-kl4": (TINY, "kl_true", 4, None, "371cf10a62375afa"),
+    "seed3-cppd3": (TINY, "cppd_true", 3, None, "dbad942dc52203ef"),
+    "seed7-wide": (
+        PhantomSpec(**_SMALL, seed=7, film_size=(256, 512)),
+        "kl_true",
+        2,
+        None,
+        "aa64474d39d9926e",
+    ),
+    "seed11-small-hard": (
+        PhantomSpec(**_SMALL, seed=11, film_size=(160, 160), difficulty=2.0),
+        "kl_true",
+        3,
+        None,
+        "128269059b12f0ea",
+    ),
+    "seed5-large-easy": (
+        PhantomSpec(n_images=30, n_joint=30, seed=5, film_size=(600, 480), difficulty=0.5),
+        "cppd_true",
+        1,
+        None,
+        "7f279c9f2a55d65f",
+    ),
+    "seed3-variant": (TINY, "kl_true", 1, {"KL": 4, "CPPD": 2}, "067aa2d6f8b211e0"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PINNED_FILMS))
+def test_films_are_bit_identical_to_the_pinned_ones(case):
+    spec, column, grade, variant, pinned = PINNED_FILMS[case]
+    labels = phantom_labels(spec)
+    row = labels[labels[column] == grade].iloc[0]
+    film, mask, box = render_variant(spec, row, variant) if variant else render_film(spec, row)
+    digest = hashlib.sha256(film.tobytes() + mask.tobytes() + np.asarray(box, np.int64).tobytes())
+    assert digest.hexdigest()[:16] == pinned
 
 
 # ---- cache ---------------------------------------------------------------------------
@@ -302,7 +350,7 @@ def test_cache_is_not_marked_complete_until_written(tmp_path, monkeypatch):
     assert is_complete_cache(out, TINY, 32, "classical")
 
     calls = {"n": 0}
-    real_render = phantom.render_film
+    real_render = phantom_cache.render_film
 
     def crashing_render(spec, row):
         calls["n"] += 1
@@ -310,7 +358,7 @@ def test_cache_is_not_marked_complete_until_written(tmp_path, monkeypatch):
             raise RuntimeError("power cut")
         return real_render(spec, row)
 
-    monkeypatch.setattr(phantom, "render_film", crashing_render)
+    monkeypatch.setattr(phantom_cache, "render_film", crashing_render)
     with pytest.raises(RuntimeError, match="power cut"):
         build_phantom_cache(TINY, 48, out, workers=1)
     # The old manifest went first, and no new one was written.
@@ -318,7 +366,7 @@ def test_cache_is_not_marked_complete_until_written(tmp_path, monkeypatch):
     assert not is_complete_cache(out, TINY, 32, "classical")
     assert not is_complete_cache(out, TINY, 48, "classical")
 
-    monkeypatch.setattr(phantom, "render_film", real_render)
+    monkeypatch.setattr(phantom_cache, "render_film", real_render)
     build_phantom_cache(TINY, 48, out, workers=1)
     assert is_complete_cache(out, TINY, 48, "classical")
 
@@ -396,3 +444,102 @@ def test_variant_refuses_an_unknown_task_or_grade(variant_labels):
         render_variant(TINY, row, {"OA": 1})
     with pytest.raises(ValueError, match=r"CPPD grade must be 0\.\.3, not 4"):
         render_variant(TINY, row, {"KL": 2, "CPPD": 4})
+
+
+# ---- bilateral films -----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bilateral_labels() -> pd.DataFrame:
+    return phantom_labels(TINY)
+
+
+def _patients(labels: pd.DataFrame, n_knees: int) -> list[int]:
+    sizes = labels.groupby("patient_index").size()
+    return sizes[sizes == n_knees].index.tolist()
+
+
+def _boxes_overlap(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def test_bilateral_film_holds_both_knees_right_knee_on_the_viewers_left(bilateral_labels):
+    for patient in _patients(bilateral_labels, 2)[:4]:
+        film, knees = render_bilateral_film(TINY, patient, bilateral_labels)
+        h, w = TINY.film_size
+        assert film.shape == bilateral_film_size(TINY) == (h, 2 * w) and film.dtype == np.uint8
+        right, left = knees
+        assert (right.side, left.side) == ("R", "L")
+        # Radiographic convention: the patient's right knee is on the viewer's left.
+        assert right.box[2] <= left.box[0]
+        assert not _boxes_overlap(right.box, left.box)
+        for knee in knees:
+            x0, y0, x1, y1 = knee.box
+            assert 0 <= x0 < x1 <= 2 * w and 0 <= y0 < y1 <= h
+            assert knee.mask.shape == film.shape
+            joint = (knee.mask & MASK_BITS["joint_space"]) > 0
+            ys, xs = np.nonzero(joint)
+            assert joint.any() and x0 <= xs.min() and xs.max() < x1  # its joint, in its box
+            assert y0 <= ys.min() and ys.max() < y1
+
+
+def test_bilateral_knees_carry_their_own_grades_as_labelled(bilateral_labels):
+    patient = _patients(bilateral_labels, 2)[0]
+    _, knees = render_bilateral_film(TINY, patient)  # labels computed when not given
+    rows = bilateral_labels[bilateral_labels.patient_index == patient].set_index("image_id")
+    assert sorted(k.image_id for k in knees) == sorted(rows.index)
+    for knee in knees:
+        row = rows.loc[knee.image_id]
+        assert knee.side == row.side and knee.patient_id == row.patient_id
+        assert (knee.kl_true, knee.cppd, knee.cppd_true) == (
+            row.kl_true,
+            row.cppd,
+            row.cppd_true,
+        )
+        assert knee.kl == (None if pd.isna(row.kl) else int(row.kl))
+        has_calc = bool((knee.mask & MASK_BITS["calcifications"]).any())
+        assert has_calc == (row.cppd_true > 0)
+
+
+def test_bilateral_knees_face_each_other_with_their_medial_sides(bilateral_labels):
+    # Both knees narrowed medially only: the narrow compartment of each knee lies towards
+    # the middle of the film.
+    labels = bilateral_labels.copy()
+    labels[["narrow_medial", "narrow_lateral", "kl_severity"]] = (0.8, 0.0, 3.0)
+    _, knees = render_bilateral_film(TINY, _patients(labels, 2)[0], labels)
+    for knee in knees:
+        x0, _, x1, _ = knee.box
+        joint = (knee.mask & MASK_BITS["joint_space"]) > 0
+        mid = (x0 + x1) // 2
+        halves = {"viewer_left": joint[:, x0:mid].sum(), "viewer_right": joint[:, mid:x1].sum()}
+        medial = halves["viewer_right" if knee.side == "R" else "viewer_left"]
+        lateral = halves["viewer_left" if knee.side == "R" else "viewer_right"]
+        assert medial < 0.6 * lateral
+
+
+def test_bilateral_film_of_a_one_knee_patient_shows_that_knee_in_its_half(bilateral_labels):
+    patient = _patients(bilateral_labels, 1)[0]
+    film, knees = render_bilateral_film(TINY, patient, bilateral_labels)
+    (knee,) = knees
+    w = TINY.film_size[1]
+    assert knee.box[2] <= w if knee.side == "R" else knee.box[0] >= w
+
+
+def test_bilateral_film_is_deterministic_and_single_films_stay_as_they_were(bilateral_labels):
+    patient = _patients(bilateral_labels, 2)[1]
+    film_a, knees_a = render_bilateral_film(TINY, patient, bilateral_labels)
+    film_b, knees_b = render_bilateral_film(TINY, patient, bilateral_labels)
+    assert np.array_equal(film_a, film_b)
+    assert [k.box for k in knees_a] == [k.box for k in knees_b]
+    # Drawing a bilateral film touches no single film's stream.
+    row = bilateral_labels[bilateral_labels.patient_index == patient].iloc[0]
+    before = render_film(TINY, row)
+    render_bilateral_film(TINY, patient, bilateral_labels)
+    after = render_film(TINY, row)
+    assert all(np.array_equal(a, b) for a, b in zip(before[:2], after[:2], strict=True))
+
+
+def test_bilateral_film_refuses_an_unknown_patient(bilateral_labels):
+    top = int(bilateral_labels.patient_index.max())
+    with pytest.raises(ValueError, match=rf"patient_index must be 0\.\.{top}, not {top + 1}"):
+        render_bilateral_film(TINY, top + 1, bilateral_labels)
