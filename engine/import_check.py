@@ -454,7 +454,8 @@ def _build_report(
     problems += _rare_grade_problems(films)
     problems += _unlisted_problems(listing, kept)
     listed = list(dict.fromkeys(f for f in kept["image"] if f))
-    left_out = tuple(f for f in listed if f not in set(films["image"]))
+    registered = set(films["image"])
+    left_out = tuple(f for f in listed if f not in registered)
     notes = list(listing.notes)
     if detect:
         notes.append(_detector_note())
@@ -531,16 +532,18 @@ def _parse_rows(rows: pd.DataFrame, listing: Listing) -> tuple[pd.DataFrame, lis
                 )
         parsed[column] = pd.array(values, dtype="Int64")
     sides = []
-    for i in rows.index:
-        side, problem = _side(rows.loc[i])
+    records = dict(zip(rows.index, rows.to_dict("records"), strict=True))
+    for i, record in records.items():
+        side, problem = _side(record)
         sides.append(side or "")
-        for found in (problem, _patient_conflict(rows.loc[i])):
+        for found in (problem, _patient_conflict(record)):
             if found is not None:
                 bad.add(i)
                 problems.append(found)
     parsed["side"] = sides
-    for i in rows.index:
-        image, line = rows.at[i, "image"], _row(rows.at[i, "row"])
+    graded = parsed[list(GRADE_COLUMNS)].notna().any(axis=1)
+    for i, record in records.items():
+        image, line = record["image"], _row(record["row"])
         if not image:
             bad.add(i)
             what = "SOPInstanceUID" if listing.key == "sop_instance_uid" else "file"
@@ -555,7 +558,7 @@ def _parse_rows(rows: pd.DataFrame, listing: Listing) -> tuple[pd.DataFrame, lis
                 )
             )
             continue
-        if not str(rows.at[i, "patient_id"]).strip():
+        if not str(record["patient_id"]).strip():
             bad.add(i)
             where = " (not in the CSV and no PatientID tag)" if listing.layout == "dicom" else ""
             problems.append(
@@ -568,7 +571,7 @@ def _parse_rows(rows: pd.DataFrame, listing: Listing) -> tuple[pd.DataFrame, lis
                     "give every film its patient's id (both knees of a patient share it)",
                 )
             )
-        if all(pd.isna(parsed.at[i, c]) for c in GRADE_COLUMNS) and i not in bad:
+        if not graded[i] and i not in bad:
             bad.add(i)
             problems.append(
                 Problem(
@@ -599,7 +602,7 @@ def _grade(raw: str, top: int) -> tuple[int | None, str]:
     return int(value), ""
 
 
-def _side(row: pd.Series) -> tuple[str | None, Problem | None]:
+def _side(row: dict) -> tuple[str | None, Problem | None]:
     image, line = row["image"], _row(row["row"])
     try:
         side = normalise_side(row["side"])
@@ -630,7 +633,7 @@ def _side(row: pd.Series) -> tuple[str | None, Problem | None]:
     return side, None
 
 
-def _patient_conflict(row: pd.Series) -> Problem | None:
+def _patient_conflict(row: dict) -> Problem | None:
     tag, written = row.get("tag_patient", ""), row.get("csv_patient", "")
     if not (tag and written) or tag == written:
         return None
@@ -646,7 +649,7 @@ def _patient_conflict(row: pd.Series) -> Problem | None:
 
 def _listed_twice(rows: pd.DataFrame) -> tuple[list[str], list[Problem]]:
     """Films listed in more than one (non-identical) row: every row is named."""
-    named = rows[rows["image"] != ""]
+    named = rows[(rows["image"] != "") & rows["image"].duplicated(keep=False)]
     groups = named.groupby("image", sort=False).groups
     twice, problems = [], []
     for image, index in groups.items():
@@ -816,6 +819,11 @@ def _patient_problems(rows: pd.DataFrame) -> list[Problem]:
     """A patient with more than two knees, or two knees of one side (wrong ids, most likely)."""
     problems = []
     named = rows[rows["patient_id"].astype(str).str.strip() != ""]
+    per_side = named[named["side"] != ""].groupby(["patient_id", "side"]).size()
+    suspects = set(per_side[per_side > 1].index.get_level_values(0))
+    counts = named["patient_id"].value_counts()
+    suspects |= set(counts[counts > 2].index)
+    named = named[named["patient_id"].isin(suspects)]  # few: the loop below stays short
     for patient, group in named.groupby("patient_id", sort=True):
         sides = [s for s in group["side"] if s]
         repeated = sorted({s for s in sides if sides.count(s) > 1})

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import csv
 import os
+import posixpath
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -248,7 +249,8 @@ def _table(
             continue
         cell = dict(zip(header, (c.strip() for c in cells), strict=True))
         records.append({"row": line, **{c: cell.get(c, "") for c in ROW_COLUMNS[1:]}})
-    frame = pd.DataFrame.from_records(records, columns=list(ROW_COLUMNS))
+    # Plain Python strings: the checks loop over cells, which Arrow-backed strings slow down.
+    frame = pd.DataFrame.from_records(records, columns=list(ROW_COLUMNS)).astype(object)
     frame["row"] = frame["row"].astype("Int64")
     return frame, short
 
@@ -308,25 +310,27 @@ def film_files(root: Path, *, skip: Path | None = None) -> list[str]:
     """
     found = []
     skip_resolved = skip.resolve() if skip is not None else None
-    for dirpath, dirnames, filenames in os.walk(root):
+    top = str(root)
+    for dirpath, dirnames, filenames in os.walk(top):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        inside = os.path.relpath(dirpath, top)
         for name in filenames:
             if name.startswith("."):
                 continue
-            suffix = Path(name).suffix.lower()
+            suffix = os.path.splitext(name)[1].lower()
             if suffix and suffix not in FILM_SUFFIXES and not suffix[1:].isdigit():
                 continue
-            full = Path(dirpath) / name
-            if skip_resolved is not None and full.resolve() == skip_resolved:
+            skipped = skip_resolved is not None and name == skip_resolved.name
+            if skipped and Path(dirpath, name).resolve() == skip_resolved:
                 continue
-            found.append(full.relative_to(root).as_posix())
+            found.append(name if inside == "." else f"{inside}/{name}".replace(os.sep, "/"))
     return sorted(found)
 
 
 def _clean_relative(name: str) -> str:
     """A listed path as a clean relative POSIX path ('./a.png' → 'a.png')."""
     name = name.strip().replace("\\", "/")
-    return Path(name).as_posix() if name else ""
+    return posixpath.normpath(name) if name else ""
 
 
 # -- grade folders ---------------------------------------------------------------------------
@@ -405,7 +409,7 @@ def _grade_folder_listing(root: Path, layout_split: str) -> Listing:
         )
         notes.append(f"the layout's own split ({', '.join(splits)}) is {how}")
     used = "test" if layout_split == "test" and has_test else ("ignored" if splits else None)
-    table = table.drop(columns=["_named", "_split"])
+    table = table.drop(columns=["_named", "_split"]).astype(object)
     table["row"] = table["row"].astype("Int64")
     files = list(table["image"])
     return Listing("grade_folders", root, None, table, files, layout_split=used, notes=notes)

@@ -1,10 +1,14 @@
 """Importing real radiographs: a folder of DICOM/PNG/JPEG/TIFF films and a labels CSV.
 
-The CSV has one row per film: ``image`` (file name inside the folder), ``patient_id``,
-optionally ``side`` (L/R), ``kl`` (0–4, empty for CPPD-only films) and ``cppd`` (0–3).
-Each film is read as grey, cropped to the knee by the classical detector
+The CSV has one row per film: ``image`` (path inside the folder), ``patient_id``,
+optionally ``side`` (L/R, left/right), ``kl`` (0–4, empty for CPPD-only films) and ``cppd``
+(0–3). Each film is read as grey, cropped to the knee by the classical detector
 (`engine.detect.detect_knee_box`), resized and written to the same cache layout as the
 phantom (``images.npy``, ``meta.csv``, then ``manifest.json`` last).
+
+`read_labels` stops at the first problem; `engine.import_check.check_import` reports every
+problem of a folder at once, in any of the layouts of `engine.import_layouts`, and an
+import registers the good films as a labels CSV this module reads like any other.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import hashlib
 import io
 import json
 import logging
+import posixpath
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -224,10 +229,8 @@ def image_id_for(image: str) -> str:
     extensions go: DICOM files are often named by their UID ('1.2.840.5'), whose last part
     is no extension.
     """
-    path = Path(image)
-    if path.suffix.lower() in FILM_SUFFIXES:
-        path = path.with_suffix("")
-    return path.as_posix()
+    stem, suffix = posixpath.splitext(image.replace("\\", "/"))
+    return stem if suffix.lower() in FILM_SUFFIXES else image.replace("\\", "/")
 
 
 def normalise_side(value: object) -> str | None:
