@@ -111,7 +111,7 @@ class FilmCheck:
         return not self.error_kind
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # holds frames: compare their parts, not reports
 class ImportReport:
     """Everything `check_import` found.
 

@@ -138,8 +138,16 @@ def read_listing(
         if not labels_csv.is_file():
             raise ImportSourceError(f"labels CSV {labels_csv} does not exist")
     chosen = detect_layout(root, labels_csv) if layout == "auto" else layout
+    listing = _read_layout(root, labels_csv, chosen, layout_split)
+    if listing.rows.empty and not listing.short_rows:
+        where = listing.labels_csv or f"the grade folders of {root}"
+        raise ImportSourceError(f"no film is listed in {where}; give {LAYOUT_HELP}")
+    return listing
+
+
+def _read_layout(root: Path, labels_csv: Path | None, layout: str, layout_split: str) -> Listing:
     csv_path = labels_csv if labels_csv is not None else root / DEFAULT_LABELS
-    if chosen == "grade_folders":
+    if layout == "grade_folders":
         if labels_csv is not None:
             raise ImportSourceError(
                 "grade folders take their grades from the folder names; leave out the labels "
@@ -148,9 +156,9 @@ def read_listing(
         return _grade_folder_listing(root, layout_split)
     if not csv_path.is_file():
         raise ImportSourceError(
-            f"no labels CSV: {csv_path} does not exist; a {chosen} import needs one (give its path)"
+            f"no labels CSV: {csv_path} does not exist; a {layout} import needs one (give its path)"
         )
-    if chosen == "dicom":
+    if layout == "dicom":
         return _dicom_listing(root, csv_path)
     return _csv_listing(root, csv_path)
 

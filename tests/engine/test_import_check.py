@@ -188,6 +188,7 @@ def _with_csv(data: bytes):
         (_with_csv(b"image,kl\na.png,1\n"), "'patient_id' is missing"),
         (_with_csv(b"image,patient_id,grade\n"), "no grade column"),
         (_with_csv(b""), "is empty"),
+        (_with_csv(b"image,patient_id,kl\n"), "no film is listed in"),
         (lambda root: root, "in no layout SoftGrade knows"),
     ],
 )

@@ -9,7 +9,7 @@ import pytest
 from engine.config import DatasetSpec
 from engine.data import make_splits, prepare_dataset
 from engine.import_check import check_import, write_clean_labels
-from engine.import_layouts import detect_layout, patient_from_stem
+from engine.import_layouts import ImportSourceError, detect_layout, patient_from_stem
 from tests.conftest import dicom_bytes, phantom_film, png_bytes, write_film_folder
 
 
@@ -169,3 +169,9 @@ def test_dicom_files_with_a_grades_csv_keyed_by_file_name(tmp_path):
     labels = write_clean_labels(report, tmp_path / "imports")
     spec = DatasetSpec("folder", {"path": str(root), "labels_csv": str(labels)})
     assert prepare_dataset(spec, 32, tmp_path / "cache").images.shape == (2, 32, 32)
+
+
+def test_grade_folders_asked_for_where_there_are_none_get_one_message(tmp_path):
+    (tmp_path / "films").mkdir()
+    with pytest.raises(ImportSourceError, match="no film is listed in the grade folders"):
+        check_import(tmp_path / "films", layout="grade_folders")
