@@ -215,3 +215,66 @@ def test_a_clean_folder_is_clean(tmp_path):
     report = check_import(folder)
     assert set(report.problems["kind"]) <= {"rare_grade"}
     assert len(report.films) == 10 and report.all_good and not report.left_out
+
+
+def test_every_film_format_is_read_and_others_are_named(tmp_path):
+    from PIL import Image
+
+    folder = tmp_path / "films"
+    folder.mkdir()
+    film = phantom_film(5, 0)
+    Image.fromarray(film).save(folder / "knee.jpg", quality=95)
+    Image.fromarray(film[:, ::-1].copy()).save(folder / "knee.tif")
+    Image.fromarray(film[::-1].astype(np.uint16) * 200).save(folder / "deep.png")
+    Image.fromarray(film).save(folder / "knee.gif")
+    Image.fromarray(film[:40]).save(folder / "strip.png")
+    names = ["knee.jpg", "knee.tif", "deep.png", "knee.gif", "strip.png"]
+    rows = [(name, f"p{i}", "", 1, 1) for i, name in enumerate(names)]
+    pd.DataFrame(rows, columns=["image", "patient_id", "side", "kl", "cppd"]).to_csv(
+        folder / "labels.csv", index=False
+    )
+    report = check_import(folder)
+    assert list(report.films["image"]) == ["knee.jpg", "knee.tif", "deep.png"]
+    problems = report.problems.set_index("file")
+    assert "a GIF image; give a DICOM, PNG, JPEG, TIFF film" in problems.at["knee.gif", "problem"]
+    assert problems.at["strip.png", "kind"] == "too_small"
+    assert "needs at least 64 px" in problems.at["strip.png", "problem"]
+
+
+@pytest.mark.parametrize(
+    ("confidence", "kind", "severity"),
+    [(0.1, "no_knee", "error"), (0.4, "low_confidence", "warning"), (0.9, None, None)],
+)
+def test_a_knee_found_with_low_confidence_is_flagged_and_none_found_left_out(
+    tmp_path, monkeypatch, confidence, kind, severity
+):
+    import engine.import_check as import_check
+
+    monkeypatch.setattr(
+        import_check, "locate_knees", lambda film, laterality=None: [((0, 0, 10, 10), confidence)]
+    )
+    rows = [("a.png", "p1", "L", 2, 1)]
+    report = check_import(_folder_with(tmp_path, rows, {"a.png": phantom_film(5, 0)}))
+    found = report.problems[report.problems["file"] == "a.png"]
+    if kind is None:
+        assert found.empty and list(report.films["image"]) == ["a.png"]
+    else:
+        assert list(found["kind"]) == [kind] and list(found["severity"]) == [severity]
+        assert (len(report.films) == 1) == (severity == "warning")
+
+
+def test_knees_come_from_find_knees_where_the_detector_module_has_it(monkeypatch):
+    from types import SimpleNamespace
+
+    import engine.detect
+    from engine.import_check import locate_knees
+
+    asked = {}
+
+    def find_knees(film, *, detector=None, max_knees=2, laterality=None):
+        asked["laterality"] = laterality
+        return [SimpleNamespace(box=(1, 2, 30, 40), confidence=0.7, side="L")]
+
+    monkeypatch.setattr(engine.detect, "find_knees", find_knees, raising=False)
+    assert locate_knees(phantom_film(5, 0), laterality="L") == [((1, 2, 30, 40), 0.7)]
+    assert asked == {"laterality": "L"}
