@@ -10,12 +10,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from engine.config import DatasetSpec
-from engine.data import prepare_dataset
-from store.datasets import dataset_labels
+from engine.config import StudySpec
+from jobs.executors import InlineExecutor
+from jobs.runner import Worker
+from store import jobs as store_jobs
+from store.datasets import dataset_labels, load_splits
 from store.db import connect
 from store.imports import import_problems, latest_import, list_imports
-from tests.conftest import write_faulty_folder, write_film_folder
+from tests.conftest import tiny_study, write_faulty_folder, write_film_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -79,11 +81,21 @@ def test_skip_bad_registers_exactly_the_good_films_and_keeps_the_report(faulty, 
     problems = import_problems(summary.import_id, path=store)
     assert set(faulty.faults) <= set(problems["file"])
     assert f"registered {dataset_id} (planted): 59 film(s)" in done.stdout
-    # A study on the dataset caches the good films and nothing else.
+    # A study on the printed dataset runs on the registered dataset: the good films only.
     spec_line = next(x for x in done.stdout.splitlines() if x.startswith("use it"))
     labels_csv = spec_line.split("labels_csv: ")[1].rstrip("}")
-    spec = DatasetSpec("folder", {"path": str(faulty.folder), "labels_csv": labels_csv})
-    assert prepare_dataset(spec, 32, tmp_path / "cache").images.shape[0] == len(faulty.good)
+    dataset = {"kind": "folder", "path": str(faulty.folder), "labels_csv": labels_csv}
+    study = StudySpec.from_dict(tiny_study(dataset=dataset, tasks=["KL"], methods=["nominal"]))
+    job_id = store_jobs.enqueue_job(study.to_dict(), path=store)
+    Worker(InlineExecutor("cpu"), store_path=store, home=tmp_path).serve(stop_when_idle=True)
+    job = store_jobs.get_job(job_id, path=store)
+    assert job.status == "succeeded", job
+    with connect(store, read_only=True) as con:
+        assert con.execute(
+            "SELECT dataset_id FROM studies WHERE study_id = ?", [job.study_id]
+        ).fetchone() == (dataset_id,)
+    split = load_splits(dataset_id, 0, path=store)
+    assert set(split.index + ".png") == set(faulty.good)
 
 
 def test_a_clean_folder_checks_clean_and_registers(tmp_path):
