@@ -128,6 +128,7 @@ class ImportReport:
         n_rows: Listed rows (CSV rows, or films found in grade folders).
         notes: What the layout decided that a user should know (patients, splits, detector).
         checked_s: Wall time of the check.
+        left_out: Listed films (paths inside ``root``) that are not among the good films.
     """
 
     root: Path
@@ -259,6 +260,10 @@ def inspect_files(
             out[check.file] = check
             if progress is not None:
                 progress(done, total, done / max(time.perf_counter() - start, 1e-9))
+    except BaseException:
+        if pool is not None:
+            pool.terminate()  # interrupted: the remaining films need not be decoded
+        raise
     finally:
         if pool is not None:
             pool.close()
