@@ -215,13 +215,17 @@ def make_splits(meta: pd.DataFrame, seed: int) -> pd.Series:
     shuffled and the first share goes to test, carrying the rounding remainder from stratum
     to stratum so the overall fraction is 30 % within one patient.
 
+    A dataset imported with its layout's own test folder kept (a ``given_split`` column of
+    'test') has that test set in every seed, with any patient who has a film in it; the
+    other patients are split into training and validation as above.
+
     Returns:
         image_id -> split, in ``meta`` order.
     """
     rng = np.random.default_rng(seed)
     patients = meta.groupby("patient_id", sort=True).first()
     strata = patients.apply(_stratum, axis=1)
-    test = _stratified_pick(strata, TEST_FRACTION, rng)
+    test = _given_test_patients(meta) or _stratified_pick(strata, TEST_FRACTION, rng)
     rest = strata[~strata.index.isin(test)]
     val = _stratified_pick(rest, VAL_FRACTION, rng)
     by_patient = pd.Series("train", index=patients.index)
@@ -232,6 +236,14 @@ def make_splits(meta: pd.DataFrame, seed: int) -> pd.Series:
         index=meta["image_id"].to_numpy(),
         name="split",
     )
+
+
+def _given_test_patients(meta: pd.DataFrame) -> set[str]:
+    """Patients with a film the import fixed as test (none without a ``given_split``)."""
+    if "given_split" not in meta:
+        return set()
+    marked = meta["given_split"].fillna("").astype(str) == "test"
+    return set(meta.loc[marked, "patient_id"].astype(str))
 
 
 def _stratum(row: pd.Series) -> str:

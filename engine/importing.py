@@ -1,10 +1,14 @@
 """Importing real radiographs: a folder of DICOM/PNG/JPEG/TIFF films and a labels CSV.
 
-The CSV has one row per film: ``image`` (file name inside the folder), ``patient_id``,
-optionally ``side`` (L/R), ``kl`` (0–4, empty for CPPD-only films) and ``cppd`` (0–3).
-Each film is read as grey, cropped to the knee by the classical detector
+The CSV has one row per film: ``image`` (path inside the folder), ``patient_id``,
+optionally ``side`` (L/R, left/right), ``kl`` (0–4, empty for CPPD-only films) and ``cppd``
+(0–3). Each film is read as grey, cropped to the knee by the classical detector
 (`engine.detect.detect_knee_box`), resized and written to the same cache layout as the
 phantom (``images.npy``, ``meta.csv``, then ``manifest.json`` last).
+
+`read_labels` stops at the first problem; `engine.import_check.check_import` reports every
+problem of a folder at once, in any of the layouts of `engine.import_layouts`, and an
+import registers the good films as a labels CSV this module reads like any other.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ import hashlib
 import io
 import json
 import logging
+import posixpath
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +28,23 @@ from PIL import Image, UnidentifiedImageError
 
 from engine.data import image_cache_writer
 from engine.detect import crop_and_resize, detect_knee_box
+from engine.vocab import TASK_INFO
 
 log = logging.getLogger(__name__)
 
 REQUIRED_COLUMNS = ("image", "patient_id")
-GRADE_RANGES = {"kl": (0, 4), "cppd": (0, 3)}
+GRADE_RANGES = {t.column: (0, t.top_grade) for t in TASK_INFO.values()}
+# How a labels CSV may write a knee's side (any case); stored as 'L' or 'R'. A film's left is
+# the patient's left (radiological convention: the patient's left knee is shown on the
+# film's right), as DICOM's ImageLaterality records it.
+SIDE_WORDS = {"l": "L", "left": "L", "r": "R", "right": "R"}
+SIDES_ALLOWED = "L, R, left or right (any case), or empty"
+# Column of a labels file naming films the import fixed as the test set ("test"; empty for
+# the rest): a grade-per-folder layout's own test folder, when the import keeps it.
+GIVEN_SPLIT = "given_split"
 FILM_FORMATS = ("PNG", "JPEG", "TIFF")
+# File extensions of films (DICOM files often have none, or a UID's last number).
+FILM_SUFFIXES = (".dcm", ".dicom", ".png", ".jpg", ".jpeg", ".tif", ".tiff")
 MIN_FILM_SIDE = 64
 # Modes of films deeper than 8 bits (16-bit PNG/TIFF exports of radiographs, float TIFFs).
 _DEEP_MODES = ("I;16", "I;16B", "I;16L", "I;16N", "I", "F")
@@ -57,6 +74,15 @@ def is_dicom(head: bytes) -> bool:
     return head[128:132] == b"DICM"
 
 
+@dataclass(frozen=True)
+class DicomTags:
+    """What a DICOM file's header says about whose knee it shows (empty strings if absent)."""
+
+    patient_id: str
+    laterality: str  # ImageLaterality (0020,0062), else Laterality (0020,0060): 'L', 'R' or ''
+    sop_instance_uid: str
+
+
 def dicom_film(source: bytes | Path, name: str) -> np.ndarray:
     """A DICOM radiograph as (H, W) uint8 grey, as a reader would see it.
 
@@ -68,6 +94,15 @@ def dicom_film(source: bytes | Path, name: str) -> np.ndarray:
     Raises:
         ValueError: Not readable, no image, several frames, or pixels compressed in a way
             pydicom cannot decode here; the message names the file and what to do.
+    """
+    return read_dicom(source, name)[0]
+
+
+def read_dicom(source: bytes | Path, name: str) -> tuple[np.ndarray, DicomTags]:
+    """A DICOM radiograph as `dicom_film` reads it, with the tags an import needs.
+
+    Raises:
+        ValueError: As `dicom_film`.
     """
     import pydicom
     from pydicom.errors import InvalidDicomError
@@ -96,7 +131,13 @@ def dicom_film(source: bytes | Path, name: str) -> np.ndarray:
     values = apply_voi_lut(apply_modality_lut(pixels, ds), ds).astype(np.float32)
     if str(getattr(ds, "PhotometricInterpretation", "")) == "MONOCHROME1":
         values = values.max() - values
-    return _window(values)
+    laterality = str(ds.get("ImageLaterality", "") or ds.get("Laterality", "") or "")
+    tags = DicomTags(
+        patient_id=str(ds.get("PatientID", "") or "").strip(),
+        laterality=laterality.strip().upper(),
+        sop_instance_uid=str(ds.get("SOPInstanceUID", "") or "").strip(),
+    )
+    return _window(values), tags
 
 
 def decode_film(data: bytes, name: str) -> np.ndarray:
@@ -170,11 +211,50 @@ def read_labels(folder: Path, labels_csv: Path) -> pd.DataFrame:
     if absent:
         raise ValueError(f"dataset.path: {len(absent)} listed films are missing, e.g. {absent[0]}")
     if table["image"].duplicated().any():
-        raise ValueError("dataset.labels_csv: an image is listed twice")
-    table["side"] = table.get("side")
-    table["image_id"] = table["image"].map(lambda n: Path(n).stem)
+        twice = table["image"][table["image"].duplicated()].iloc[0]
+        raise ValueError(f"dataset.labels_csv: {twice} is listed twice; keep one row per film")
+    sides = table["side"] if "side" in table else pd.Series([None] * len(table))
+    table["side"] = [_side_of_row(value, i) for i, value in enumerate(sides)]
+    table["image_id"] = table["image"].map(image_id_for)
     table["source"] = table["image"].map(lambda n: str(folder / n))
+    if GIVEN_SPLIT in table:
+        table[GIVEN_SPLIT] = table[GIVEN_SPLIT].fillna("").astype(str)
     return table
+
+
+def image_id_for(image: str) -> str:
+    """An image's id: its path inside the folder without a film extension ('0/9001104_1').
+
+    For films at the top of the folder this is the file-name stem, as it always was; films
+    in sub-folders keep their folder, so two folders may hold the same file name. Only film
+    extensions go: DICOM files are often named by their UID ('1.2.840.5'), whose last part
+    is no extension.
+    """
+    stem, suffix = posixpath.splitext(image.replace("\\", "/"))
+    return stem if suffix.lower() in FILM_SUFFIXES else image.replace("\\", "/")
+
+
+def normalise_side(value: object) -> str | None:
+    """'L', 'R' or None (empty) for a side as a labels CSV may write it.
+
+    Raises:
+        ValueError: Any other value; the message says what is allowed.
+    """
+    if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA:
+        return None
+    text = str(value).strip()
+    if not text:
+        return None
+    if text.lower() not in SIDE_WORDS:
+        raise ValueError(f"side={text!r} is not a side; allowed: {SIDES_ALLOWED}")
+    return SIDE_WORDS[text.lower()]
+
+
+def _side_of_row(value: object, row: int) -> str | None:
+    try:
+        return normalise_side(value)
+    except ValueError as exc:
+        raise ValueError(f"dataset.labels_csv: row {row + 2} has {exc}") from exc
 
 
 def _as_written(value: object) -> str:
@@ -207,6 +287,7 @@ def build_folder_cache(params: dict[str, Any], image_size: int, out_dir: Path) -
             film = read_film_file(Path(source))
             cache.images[i] = crop_and_resize(film, detect_knee_box(film), image_size)
         columns = ["image_id", "patient_id", "side", "source", "kl", "kl_true", "cppd", "cppd_true"]
+        columns += [GIVEN_SPLIT] if GIVEN_SPLIT in table else []
         cache.commit(table[columns], manifest)
     log.info("imported %d films from %s into %s", len(table), folder, out_dir)
     return out_dir

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pandas as pd
 
 from engine.vocab import TASK_INFO
@@ -44,31 +45,43 @@ def register_dataset(
         meta: One row per image: image_id, patient_id, side, source (optional),
             kl, kl_true, cppd, cppd_true (nullable integers).
     """
-    dataset_id = dataset_id_for(spec_key)
     with connect(path) as con:
-        if con.execute("SELECT 1 FROM datasets WHERE dataset_id = ?", [dataset_id]).fetchone():
-            return dataset_id
-        con.execute(
-            "INSERT INTO datasets (dataset_id, kind, spec_key, params, n_images) "
-            "VALUES (?, ?, ?, ?, ?)",
-            [dataset_id, kind, spec_key, json.dumps(params), len(meta)],
-        )
-        images = pd.DataFrame(
-            {
-                "dataset_id": dataset_id,
-                "image_id": meta["image_id"].astype(str),
-                "patient_id": meta["patient_id"].astype(str),
-                "side": meta.get("side"),
-                "source": meta.get("source"),
-            }
-        )
-        con.register("new_images", images)
-        con.execute("INSERT INTO images SELECT * FROM new_images")
-        con.unregister("new_images")
-        labels = _long_labels(dataset_id, meta)
-        con.register("new_labels", labels)
-        con.execute("INSERT INTO labels SELECT * FROM new_labels")
-        con.unregister("new_labels")
+        return insert_dataset(con, spec_key=spec_key, kind=kind, params=params, meta=meta)
+
+
+def insert_dataset(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    spec_key: str,
+    kind: str,
+    params: dict[str, Any],
+    meta: pd.DataFrame,
+) -> str:
+    """`register_dataset` inside an open transaction (an import writes its report with it)."""
+    dataset_id = dataset_id_for(spec_key)
+    if con.execute("SELECT 1 FROM datasets WHERE dataset_id = ?", [dataset_id]).fetchone():
+        return dataset_id
+    con.execute(
+        "INSERT INTO datasets (dataset_id, kind, spec_key, params, n_images) "
+        "VALUES (?, ?, ?, ?, ?)",
+        [dataset_id, kind, spec_key, json.dumps(params), len(meta)],
+    )
+    images = pd.DataFrame(
+        {
+            "dataset_id": dataset_id,
+            "image_id": meta["image_id"].astype(str),
+            "patient_id": meta["patient_id"].astype(str),
+            "side": meta.get("side"),
+            "source": meta.get("source"),
+        }
+    )
+    con.register("new_images", images)
+    con.execute("INSERT INTO images SELECT * FROM new_images")
+    con.unregister("new_images")
+    labels = _long_labels(dataset_id, meta)
+    con.register("new_labels", labels)
+    con.execute("INSERT INTO labels SELECT * FROM new_labels")
+    con.unregister("new_labels")
     return dataset_id
 
 

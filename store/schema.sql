@@ -141,3 +141,39 @@ CREATE TABLE IF NOT EXISTS epoch_metrics (
     duration_s  DOUBLE,
     PRIMARY KEY (run_id, epoch)
 );
+
+-- Import reports (python -m jobs import; the Launch and Data pages): one row per import that
+-- registered a dataset, and every problem its check found, so the Data page can show (and
+-- export) the report of the films a dataset holds and those it left out. A dataset imported
+-- again with the same films gets another import row; nothing is replaced.
+CREATE TABLE IF NOT EXISTS dataset_imports (
+    import_id     VARCHAR PRIMARY KEY,
+    dataset_id    VARCHAR NOT NULL,
+    name          VARCHAR NOT NULL,
+    source        VARCHAR NOT NULL,
+    labels_csv    VARCHAR,
+    layout        VARCHAR NOT NULL CHECK (layout IN ('csv', 'grade_folders', 'dicom')),
+    layout_split  VARCHAR CHECK (layout_split IN ('test', 'ignored')),
+    skip_bad      BOOLEAN NOT NULL,
+    n_files       INTEGER NOT NULL,
+    n_rows        INTEGER NOT NULL,
+    n_good        INTEGER NOT NULL,
+    n_left_out    INTEGER NOT NULL,
+    n_errors      INTEGER NOT NULL,
+    n_warnings    INTEGER NOT NULL,
+    notes         JSON NOT NULL,
+    checked_s     DOUBLE,
+    created_at    TIMESTAMP NOT NULL DEFAULT current_timestamp
+);
+
+CREATE TABLE IF NOT EXISTS import_problems (
+    import_id  VARCHAR NOT NULL,
+    seq        INTEGER NOT NULL,
+    file       VARCHAR NOT NULL,
+    csv_row    INTEGER,
+    severity   VARCHAR NOT NULL CHECK (severity IN ('error', 'warning')),
+    kind       VARCHAR NOT NULL,
+    problem    VARCHAR NOT NULL,
+    action     VARCHAR NOT NULL,
+    PRIMARY KEY (import_id, seq)
+);

@@ -222,3 +222,70 @@ def write_film_folder(
     csv = folder / "labels.csv"
     pd.DataFrame(rows).to_csv(csv, index=False)
     return folder, csv, labels
+
+
+@dataclass(frozen=True)
+class FaultyFolder:
+    """A folder of good phantom films plus the seven faults of issue 12, planted.
+
+    ``faults`` maps each fault's file (as the CSV names it) to what is wrong with it;
+    ``good`` are the files a dataset registered with bad films skipped holds.
+    """
+
+    folder: Path
+    csv: Path
+    faults: dict[str, str]
+    good: frozenset[str]
+
+
+def png_bytes(pixels: np.ndarray) -> bytes:
+    """A grey (H, W) uint8 array as PNG file bytes."""
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def write_faulty_folder(root: Path, *, n: int = 60, seed: int = 4) -> FaultyFolder:
+    """``n`` phantom films with a labels CSV, then the faults: a truncated PNG, a text file
+    named .png, an empty file, a listed file that is missing, an image listed twice, the
+    same pixels as the first film under another name and patient, and ``kl=7`` with
+    ``side=X``. Grades are spread so every grade has enough films (no rare-grade warning)."""
+    from PIL import Image
+
+    folder, csv, _ = write_film_folder(root, n=n, n_joint=n, seed=seed)
+    table = pd.read_csv(csv, dtype={"patient_id": str})
+    table["kl"] = [i % 5 for i in range(n)]
+    table["cppd"] = [i % 4 for i in range(n)]
+    first = np.asarray(Image.open(folder / table.at[0, "image"]))
+    (folder / "truncated.png").write_bytes(png_bytes(first[::-1].copy())[:2000])
+    (folder / "notes.png").write_text("knee study notes: not a film\n")
+    (folder / "empty.png").write_bytes(b"")
+    (folder / "twice.png").write_bytes(png_bytes(first[:, ::-1].copy()))
+    (folder / "copy.png").write_bytes(png_bytes(first))
+    (folder / "odd.png").write_bytes(png_bytes(first[::-1, ::-1].copy()))
+    extra = [
+        ("truncated.png", "q-trunc", "L", 1, 1),
+        ("notes.png", "q-notes", "L", 1, 1),
+        ("empty.png", "q-empty", "L", 1, 1),
+        ("missing.png", "q-missing", "L", 1, 1),
+        ("twice.png", "q-twice", "L", 1, 1),
+        ("twice.png", "q-twice", "L", 2, 1),
+        ("copy.png", "q-copy", "R", int(table.at[0, "kl"]), int(table.at[0, "cppd"])),
+        ("odd.png", "q-odd", "X", 7, 1),
+    ]
+    rows = pd.DataFrame(extra, columns=["image", "patient_id", "side", "kl", "cppd"])
+    pd.concat([table, rows], ignore_index=True).to_csv(csv, index=False)
+    faults = {
+        "truncated.png": "truncated PNG",
+        "notes.png": "a text file named .png",
+        "empty.png": "an empty file",
+        "missing.png": "a listed file that is missing",
+        "twice.png": "an image listed twice",
+        "copy.png": f"the same pixels as {table.at[0, 'image']} under another patient",
+        "odd.png": "kl=7 and side=X",
+    }
+    # The first film and its copy are both left out: which patient it belongs to is unknown.
+    good = frozenset(table["image"][1:])
+    return FaultyFolder(folder, csv, faults, good)

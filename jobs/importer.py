@@ -1,0 +1,98 @@
+"""Registering a checked import as a dataset, with its report kept in the store.
+
+The check (`engine.import_check.check_import`) decides which films are good; this module
+writes their labels as one canonical labels CSV under ``$SOFTGRADE_HOME/imports/`` and
+registers a ``folder`` dataset over it, so a study on that dataset caches, crops and splits
+exactly the good films through the ordinary path (`engine.data.prepare_dataset`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from engine.config import DatasetSpec
+from engine.import_check import ImportReport, write_clean_labels
+from engine.importing import read_labels
+from store import imports as store_imports
+from store.db import default_store_path, softgrade_home
+
+
+class ImportRefused(ValueError):
+    """Registration was refused: some films are bad and skipping them was not asked for."""
+
+
+@dataclass(frozen=True)
+class RegisteredImport:
+    """What an import registered: the dataset, its report and the spec a study names."""
+
+    dataset_id: str
+    import_id: str
+    spec: DatasetSpec
+    n_films: int
+    n_left_out: int
+
+
+def register_import(
+    report: ImportReport,
+    *,
+    name: str | None = None,
+    skip_bad: bool = False,
+    home: Path | None = None,
+    store_path: Path | None = None,
+) -> RegisteredImport:
+    """Register the good films of a checked import as a dataset and store its report.
+
+    Args:
+        report: The check of the folder.
+        name: What the Data page calls the import (default: the folder's name).
+        skip_bad: Register the good films even though others have errors (they are left
+            out; the report, kept with the dataset, names them).
+        home: Where the canonical labels CSV goes (default ``$SOFTGRADE_HOME``).
+        store_path: The store (default ``$SOFTGRADE_HOME/softgrade.duckdb``).
+
+    Raises:
+        ImportRefused: Some film has an error and ``skip_bad`` is off, or no film is good.
+    """
+    if report.n_errors and not skip_bad:
+        raise ImportRefused(
+            f"{report.n_errors} error(s) in {len(report.left_out)} film(s) or row(s); nothing "
+            "registered. Fix them, or skip the bad films (--skip-bad)"
+        )
+    if report.films.empty:
+        raise ImportRefused("no good film to register; nothing registered")
+    home = home if home is not None else softgrade_home()
+    labels_csv = write_clean_labels(report, home / "imports")
+    spec = DatasetSpec("folder", {"path": str(report.root), "labels_csv": str(labels_csv)})
+    meta = read_labels(report.root, labels_csv)
+    summary = {
+        "name": name or report.root.name,
+        "source": str(report.root),
+        "labels_csv": str(report.labels_csv) if report.labels_csv is not None else None,
+        "layout": report.layout,
+        "layout_split": report.layout_split,
+        "skip_bad": skip_bad,
+        "n_files": report.n_files,
+        "n_rows": report.n_rows,
+        "n_good": len(report.films),
+        "n_left_out": len(report.left_out),
+        "notes": list(report.notes),
+        "checked_s": report.checked_s,
+    }
+    dataset_id, import_id = store_imports.record_import(
+        spec_key=spec.key,
+        kind=spec.kind,
+        params=spec.params,
+        meta=meta,
+        summary=summary,
+        problems=problems_for_store(report.problems),
+        path=store_path if store_path is not None else default_store_path(),
+    )
+    return RegisteredImport(dataset_id, import_id, spec, len(report.films), len(report.left_out))
+
+
+def problems_for_store(problems: pd.DataFrame) -> pd.DataFrame:
+    """The report's problems with the store's column names (``row`` → ``csv_row``)."""
+    return problems.rename(columns={"row": "csv_row"})[list(store_imports.PROBLEM_COLUMNS)]
