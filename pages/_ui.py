@@ -18,6 +18,7 @@ import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
 from engine import compare, plots, stats
+from engine.config import StudySpec
 from store import datasets as store_datasets
 from store import jobs as store_jobs
 from store import runs as store_runs
@@ -97,9 +98,7 @@ def load_preset(name: str) -> dict[str, Any]:
     Raises:
         SpecError: The preset file is missing or invalid.
     """
-    from jobs.__main__ import load_study
-
-    return load_study(STUDIES_DIR / f"{name}.yaml").to_dict()
+    return StudySpec.from_file(STUDIES_DIR / f"{name}.yaml").to_dict()
 
 
 def clear_job_caches() -> None:
