@@ -89,7 +89,7 @@ def _summary(job_id: str, path: Path) -> str:
 
 def cmd_status(args: argparse.Namespace) -> int:
     """Print workers and jobs."""
-    from engine.plots import format_devices
+    from jobs.describe import format_devices
 
     path = default_store_path()
     if not path.exists():

@@ -9,8 +9,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from engine import plots
+from engine.detect import crop_and_resize
 from engine.vocab import GRADE_SIGNS
+from pages._data_view import MASK_COLOURS, grade_counts, joint_table, overlay_mask, pick_examples
 from pages._ui import cached_dataset_labels, cached_datasets, run_inside_shell, store_path
 from store.db import StoreError
 
@@ -28,6 +29,7 @@ LAYER_NAMES = {
     "calcifications": "calcifications",
 }
 GALLERY_PX = 256  # every crop is shown at this size so the rows line up
+GALLERY_MARGIN = 0.08  # of the knee box's side, on each side of the crop
 GALLERY_FILMS = 900  # a phantom of this size has every grade; only the films shown are drawn
 
 
@@ -52,8 +54,8 @@ def render_gallery(examples: pd.DataFrame, column: str, *, seed: int, overlay: b
     cols = st.columns(len(examples))
     for col, (_, row) in zip(cols, examples.iterrows(), strict=True):
         film, mask, box = gallery_film(seed, int(row["film_index"]))
-        image = plots.overlay_mask(film, mask, phantom.MASK_BITS) if overlay else film
-        image = plots.crop_to_box(image, box, size=GALLERY_PX)
+        image = overlay_mask(film, mask, phantom.MASK_BITS) if overlay else film
+        image = crop_and_resize(image, box, GALLERY_PX, margin=GALLERY_MARGIN)
         grade = int(row[column])
         other = "cppd" if column == "kl" else "kl"
         other_text = "" if pd.isna(row[other]) else f" · {other.upper()} {int(row[other])}"
@@ -142,12 +144,12 @@ else:
         counts_col, joint_col = st.columns([2, 3], gap="large")
         with counts_col:
             st.markdown("**Images per recorded grade**")
-            counts = plots.grade_counts(labels)
+            counts = grade_counts(labels)
             # CPPD has no grade 4: show a dash there rather than "None".
             st.dataframe(counts.astype(object).where(counts.notna(), "—"), width="stretch")
         with joint_col:
             st.markdown("**KL × CPPD** (images graded for both)")
-            joint = plots.joint_table(labels)
+            joint = joint_table(labels)
             st.dataframe(
                 joint.rename(columns=lambda c: f"CPPD {c}", index=lambda i: f"KL {i}"),
                 width="stretch",
@@ -177,16 +179,16 @@ else:
         if overlay:
             st.markdown(
                 " ".join(
-                    f"<span style='color: rgb{plots.MASK_COLOURS[name]}'>■</span> {label}"
+                    f"<span style='color: rgb{MASK_COLOURS[name]}'>■</span> {label}"
                     for name, label in LAYER_NAMES.items()
                 ),
                 unsafe_allow_html=True,
             )
         labels = gallery_labels(int(seed))
         st.markdown("**One film per KL grade**")
-        render_gallery(plots.pick_examples(labels, "kl"), "kl", seed=int(seed), overlay=overlay)
+        render_gallery(pick_examples(labels, "kl"), "kl", seed=int(seed), overlay=overlay)
         st.markdown("**One film per CPPD grade**")
-        render_gallery(plots.pick_examples(labels, "cppd"), "cppd", seed=int(seed), overlay=overlay)
+        render_gallery(pick_examples(labels, "cppd"), "cppd", seed=int(seed), overlay=overlay)
         st.caption(
             "Zoomed to the knee box the phantom records (the detector finds it in training). "
             "The films' grades are the recorded ones; each example is chosen where the recorded "

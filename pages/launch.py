@@ -18,11 +18,13 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from engine import plots
 from engine.config import TASK_CLASSES, SpecError, StudySpec
 from engine.soft_labels import MethodParams, soft_label_matrix
 from engine.study import plan_runs
 from engine.vocab import METHOD_DESCRIPTIONS, METHODS, TRAIN_FRACTION
+from pages._charts import soft_label_frame, soft_label_heatmap
+from pages._estimates import rough_study_seconds
+from pages._format import format_duration
 from pages._ui import (
     NO_WORKER_HOW,
     cached_datasets,
@@ -387,7 +389,7 @@ if methods:
         with col:
             st.markdown(f"**{method}**")
             matrix = soft_label_matrix(method, TASK_CLASSES[shown_task], SHOWN_PARAMS)
-            chart = plots.soft_label_heatmap(plots.soft_label_frame(matrix), size=140)
+            chart = soft_label_heatmap(soft_label_frame(matrix), size=140)
             st.altair_chart(chart, width="content")
             st.caption(METHOD_DESCRIPTIONS[method])
 else:
@@ -422,7 +424,7 @@ if spec is not None:
         t: round(n * TRAIN_FRACTION) for t, n in images_per_task.items() if t in spec.tasks
     }
     guesses = {
-        d: plots.rough_study_seconds(
+        d: rough_study_seconds(
             train_images,
             runs_per_task,
             max_epochs=spec.max_epochs,
@@ -432,10 +434,10 @@ if spec is not None:
         for d in ("cpu", "cuda")
     }
     when = {
-        "cpu": f"about {plots.format_duration(guesses['cpu'])} on one CPU slot",
-        "cuda": f"about {plots.format_duration(guesses['cuda'])} on one GPU",
-        "auto": f"about {plots.format_duration(guesses['cuda'])} on a GPU, "
-        f"{plots.format_duration(guesses['cpu'])} on a CPU",
+        "cpu": f"about {format_duration(guesses['cpu'])} on one CPU slot",
+        "cuda": f"about {format_duration(guesses['cuda'])} on one GPU",
+        "auto": f"about {format_duration(guesses['cuda'])} on a GPU, "
+        f"{format_duration(guesses['cpu'])} on a CPU",
     }[spec.device]
     st.markdown(
         f"This study makes **{len(plan)} runs**: {len(spec.tasks)} task(s) × "

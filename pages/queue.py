@@ -11,7 +11,8 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from engine import plots
+from pages._estimates import eta_seconds
+from pages._format import format_duration, run_label
 from pages._ui import (
     NO_WORKER_HOW,
     NO_WORKER_TITLE,
@@ -97,23 +98,23 @@ def render_job(job: Any) -> None:
         elif status == "running":
             st.progress(0.0, text="preparing the dataset and planning runs…")
 
-        eta = plots.eta_seconds(elapsed, runs_done, int(runs_total) if runs_total else None)
-        eta_text = "estimating…" if eta is None else plots.format_duration(eta)
+        eta = eta_seconds(elapsed, runs_done, int(runs_total) if runs_total else None)
+        eta_text = "estimating…" if eta is None else format_duration(eta)
         amae = _value(job, "latest_val_amae")
         epoch = _value(job, "current_epoch")
         if status == "running":
             stats = {
-                "Latest run": plots.run_label(_value(job, "current_run")),
+                "Latest run": run_label(_value(job, "current_run")),
                 "Epoch": "—" if epoch is None else str(int(epoch)),
                 "Latest val AMAE": "—" if amae is None else f"{amae:.3f}",
-                "Elapsed": plots.format_duration(elapsed),
+                "Elapsed": format_duration(elapsed),
                 "Time left": eta_text,
             }
             st.markdown(" &nbsp;·&nbsp; ".join(f"{k}: **{v}**" for k, v in stats.items()))
         elif status != "queued":
             finished = _value(job, "finished_at")
             when = f"finished {finished:%Y-%m-%d %H:%M}" if finished is not None else ""
-            ran = "never started" if elapsed is None else f"ran {plots.format_duration(elapsed)}"
+            ran = "never started" if elapsed is None else f"ran {format_duration(elapsed)}"
             st.caption(" · ".join(part for part in (ran, when) if part).capitalize())
 
         if status == "failed":
