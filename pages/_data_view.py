@@ -3,6 +3,7 @@ and lesion-mask overlays. No streamlit, so it is unit-tested."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 
 import numpy as np
@@ -102,3 +103,20 @@ def overlay_mask(
         colour = np.array(MASK_COLOURS.get(name, (255, 0, 0)), dtype=np.float32)
         rgb[hit] = (1 - alpha) * rgb[hit] + alpha * colour
     return np.clip(rgb + 0.5, 0, 255).astype(np.uint8)
+
+
+def dataset_settings(datasets: pd.DataFrame) -> pd.DataFrame:
+    """The store's datasets as the Data page lists them, each one's settings in one line.
+
+    Args:
+        datasets: ``store.datasets.list_datasets`` rows; ``params`` is a JSON object.
+
+    Returns:
+        Columns ``dataset_id, kind, settings, n_images, n_kl, n_cppd, created_at``, where
+        ``settings`` reads ``"n_images=400, seed=0"``.
+    """
+    settings = datasets["params"].map(
+        lambda p: ", ".join(f"{k}={v}" for k, v in json.loads(p).items())
+    )
+    columns = ["dataset_id", "kind", "settings", "n_images", "n_kl", "n_cppd", "created_at"]
+    return datasets.assign(settings=settings)[columns]

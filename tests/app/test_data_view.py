@@ -51,3 +51,29 @@ def test_overlay_mask_colours_only_the_chosen_layers():
     assert out[1, 1].tolist() == list(data_view.MASK_COLOURS["calcifications"])
     assert out[0, 0].tolist() == list(data_view.MASK_COLOURS["calcifications"])
     assert out[2, 2].tolist() == [100, 100, 100]
+
+
+def test_dataset_settings_reads_each_datasets_params_in_one_line():
+    datasets = pd.DataFrame(
+        {
+            "dataset_id": ["ds-1"],
+            "kind": ["phantom"],
+            "spec_key": ["phantom-ab"],
+            "params": ['{"n_images": 400, "seed": 0}'],
+            "n_images": [400],
+            "n_kl": [240],
+            "n_cppd": [400],
+            "created_at": [pd.Timestamp("2026-01-01")],
+        }
+    )
+    table = data_view.dataset_settings(datasets)
+    assert list(table.columns) == [
+        "dataset_id",
+        "kind",
+        "settings",
+        "n_images",
+        "n_kl",
+        "n_cppd",
+        "created_at",
+    ]
+    assert table["settings"].item() == "n_images=400, seed=0"
