@@ -22,7 +22,7 @@ sys.path.insert(0, str(REPO))
 
 import pandas as pd  # noqa: E402
 
-from jobs.__main__ import load_study  # noqa: E402
+from engine.config import StudySpec  # noqa: E402
 from store import jobs as store_jobs  # noqa: E402
 from store.db import LOCK_STATS, StoreError, init_schema  # noqa: E402
 
@@ -42,7 +42,7 @@ def main() -> None:
     try:
         time.sleep(2)
         submitted = time.monotonic()
-        job_id = store_jobs.enqueue_job(load_study(study).to_dict(), path=store)
+        job_id = store_jobs.enqueue_job(StudySpec.from_file(study).to_dict(), path=store)
         first_progress = None
         reads = 0
         while True:

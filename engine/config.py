@@ -11,6 +11,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from engine.soft_labels import MethodParams, check_method, grid_size
 from engine.vocab import METHODS, TASK_CLASSES, TASKS
 
@@ -205,6 +207,20 @@ class StudySpec:
         if "device" in raw:
             values["device"] = str(raw["device"])
         return cls(**values)
+
+    @classmethod
+    def from_file(cls, path: Path) -> StudySpec:
+        """Read and validate a study file (YAML); SpecError names the field at fault.
+
+        The CLI's ``run``/``submit`` and the Launch page's presets both read studies here.
+        """
+        if not path.is_file():
+            raise SpecError(f"study file {path} does not exist")
+        try:
+            raw: Any = yaml.safe_load(path.read_text())
+        except yaml.YAMLError as exc:
+            raise SpecError(f"study file {path} is not valid YAML: {exc}") from exc
+        return cls.from_dict(raw)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable form, stored in ``studies.spec`` and job params."""

@@ -235,7 +235,7 @@ def crop_and_resize(
     ``1 + 2 * margin``; parts outside the film are filled with 0 (air, or "no mask").
 
     Args:
-        film: (H, W) uint8 image or mask.
+        film: (H, W) uint8 image or mask, or an (H, W, C) colour image.
         box: ``(x0, y0, x1, y1)`` in film pixels.
         size: output side in pixels.
         margin: extra border on each side, as a fraction of the box side.
@@ -244,7 +244,7 @@ def crop_and_resize(
             interpolation when enlarging.
 
     Returns:
-        (size, size) array of ``film``'s dtype.
+        (size, size) (or (size, size, C)) array of ``film``'s dtype.
     """
     if size < 1:
         raise ValueError(f"{size=} must be >= 1")

@@ -21,27 +21,14 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
-import yaml
 
 from engine.config import SpecError, StudySpec
 from store import jobs as store_jobs
 from store.db import StoreError, check_schema, default_store_path, init_schema
 
 log = logging.getLogger("jobs")
-
-
-def load_study(path: Path) -> StudySpec:
-    """Read and validate a study file; SpecError names the field at fault."""
-    if not path.is_file():
-        raise SpecError(f"study file {path} does not exist")
-    try:
-        raw: Any = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise SpecError(f"study file {path} is not valid YAML: {exc}") from exc
-    return StudySpec.from_dict(raw)
 
 
 def _open_store() -> Path:
@@ -54,7 +41,7 @@ def _open_store() -> Path:
 
 def cmd_submit(args: argparse.Namespace) -> int:
     """Validate a study file and enqueue it."""
-    spec = load_study(Path(args.study))
+    spec = StudySpec.from_file(Path(args.study))
     path = _open_store()
     job_id = store_jobs.enqueue_job(spec.to_dict(), request_id=str(uuid.uuid4()), path=path)
     print(f"queued {job_id} ({spec.name}); a running worker will pick it up")
@@ -65,7 +52,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Validate, enqueue and run one study in the foreground; exit 1 unless it succeeds."""
     from jobs.worker import make_worker
 
-    spec = load_study(Path(args.study))
+    spec = StudySpec.from_file(Path(args.study))
     path = _open_store()
     job_id = store_jobs.enqueue_job(spec.to_dict(), request_id=str(uuid.uuid4()), path=path)
     print(f"running {job_id} ({spec.name}) with store {path}")
@@ -105,7 +92,7 @@ def _summary(job_id: str, path: Path) -> str:
 
 def cmd_status(args: argparse.Namespace) -> int:
     """Print workers and jobs."""
-    from engine.plots import format_devices
+    from jobs.describe import format_devices
 
     path = default_store_path()
     if not path.exists():

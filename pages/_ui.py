@@ -17,7 +17,9 @@ import pandas as pd
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
-from engine import compare, plots, stats
+from engine import compare, stats
+from engine.config import StudySpec
+from jobs.describe import format_devices
 from store import datasets as store_datasets
 from store import jobs as store_jobs
 from store import runs as store_runs
@@ -97,9 +99,7 @@ def load_preset(name: str) -> dict[str, Any]:
     Raises:
         SpecError: The preset file is missing or invalid.
     """
-    from jobs.__main__ import load_study
-
-    return load_study(STUDIES_DIR / f"{name}.yaml").to_dict()
+    return StudySpec.from_file(STUDIES_DIR / f"{name}.yaml").to_dict()
 
 
 def clear_job_caches() -> None:
@@ -168,7 +168,7 @@ def _sidebar_status(path: str) -> None:
         st.error(f"{NO_WORKER_TITLE} {NO_WORKER_HOW}", icon=":material/power_off:")
     else:
         for _, w in workers.iterrows():
-            devices = plots.format_devices(json.loads(w.devices))
+            devices = format_devices(json.loads(w.devices))
             st.success(
                 f"Worker alive · {w.slots} slot(s) on {devices} · last beat "
                 f"{w.seconds_since_beat:.0f} s ago",

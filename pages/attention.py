@@ -19,19 +19,17 @@ import json
 import pandas as pd
 import streamlit as st
 
-from engine import charts, gradcam
+from engine import gradcam
 from engine.compare import method_title, order_methods
 from engine.phantom import PhantomSpec
 from engine.vocab import TOP_GRADE
-from pages._models import (
-    cached_crops,
-    cached_splits,
-    heat_help,
-    maps_of,
-    open_study,
-    probs_of,
-    saved_models,
+from pages._attention_views import (
+    show_cooccurrence_scores,
+    show_map_grid,
+    show_stress_grid,
+    show_stress_scores,
 )
+from pages._models import cached_splits, maps_of, open_study, saved_models
 from pages._ui import pick_study, run_inside_shell, store_path
 
 MAX_STRESS_KNEES = 12
@@ -46,6 +44,34 @@ def cached_stress_films(
     return gradcam.stress_films(
         PhantomSpec(**json.loads(phantom)), pd.Series(row), fixed, image_size
     )
+
+
+def pick_models(
+    path: str, dataset_id: str, runs: pd.DataFrame
+) -> tuple[str, pd.Series, dict[str, str]]:
+    """Task, seed and methods pickers; the seed's split and each method's saved model
+    (checkpoint path by method). Stops the page, saying why, when there is nothing to draw."""
+    c1, c2, c3 = st.columns([1, 1, 3])
+    task = c1.radio("Task", sorted(runs["task"].unique()), horizontal=True, key="att_task")
+    seeds = sorted(int(s) for s in runs.loc[runs["task"] == task, "seed"].unique())
+    seed = c2.selectbox(
+        "Seed", seeds, key="att_seed", help="Each seed has its own split and models."
+    )
+    present = order_methods(runs.loc[(runs["task"] == task) & (runs["seed"] == seed), "method"])
+    methods = c3.multiselect(
+        "Methods", present, default=present, format_func=method_title, key="att_methods"
+    )
+    if not methods:
+        st.info("Pick at least one method.")
+        st.stop()
+    splits = cached_splits(path, dataset_id, seed)
+    if splits is None:
+        st.info(f"Seed {seed} has no stored split yet.")
+        st.stop()
+    models = saved_models(runs, task, seed, methods)
+    if not models:
+        st.stop()
+    return task, splits, models
 
 
 def show_across_grades(
@@ -71,60 +97,6 @@ def show_across_grades(
         "left out.",
         missing="No test film of this grade.",
     )
-
-
-def show_map_grid(
-    cache_dir: str,
-    meta: pd.DataFrame,
-    groups: dict[int, pd.DataFrame],
-    models: dict[str, str],
-    *,
-    task: str,
-    head: str,
-    key: str,
-    help: str,  # noqa: A002 - the widget's own name for it
-    missing: str,
-    top: int | None = None,
-) -> None:
-    """One film per group (an "Example" number steps through them), each method's map under it.
-
-    ``head`` names the grade the groups differ in; with ``top`` the captions give the
-    probability of that grade of ``task``, else of the grade each model gave.
-    """
-    most = max(len(rows) for rows in groups.values())
-    example = st.number_input("Example", min_value=1, max_value=most, value=1, key=key, help=help)
-    picked = {g: rows.index[(example - 1) % len(rows)] for g, rows in groups.items() if len(rows)}
-    images, _ = cached_crops(cache_dir, tuple(int(r) for r in picked.values()))
-    with st.spinner("Drawing Grad-CAM maps…"):
-        batches = {m: maps_of(ckpt, images) for m, ckpt in models.items()}
-    columns = st.columns(len(groups))
-    for column, level in zip(columns, groups, strict=True):
-        with column:
-            st.markdown(f"**{head} {level}**")
-            if level not in picked:
-                st.caption(missing)
-                continue
-            k = list(picked).index(level)
-            count = len(groups[level])
-            films = "" if top is None else f" · {count} film{'s' * (count != 1)}"
-            st.image(
-                images[k],
-                caption=f"film {meta.loc[picked[level], 'image_id']}{films}",
-                width="stretch",
-            )
-            for method, batch in batches.items():
-                sure = (
-                    f"p {batch.probs[k].max():.2f}"
-                    if top is None
-                    else f"P({task} {top}) {batch.probs[k, top]:.2f}"
-                )
-                st.image(
-                    gradcam.overlay(images[k], batch.cams[k]),
-                    caption=f"{method_title(method)}: graded {task} {batch.predicted[k]} · {sure}",
-                    width="stretch",
-                )
-    first = next(iter(batches.values()))
-    st.caption(heat_help(first.block, first.cams.shape[-1]))
 
 
 def show_stress_test(
@@ -183,9 +155,6 @@ def show_stress_test(
     show_stress_scores(table, task, other, len(others) + 1)
 
 
-MAX_FILMS_PER_LEVEL = 12  # films per level whose predictions are averaged
-
-
 def show_cooccurrence_films(
     cache_dir: str, meta: pd.DataFrame, splits: pd.Series, task: str, models: dict[str, str]
 ) -> None:
@@ -222,129 +191,6 @@ def show_cooccurrence_films(
     show_cooccurrence_scores(cache_dir, present, task, other, models)
 
 
-def show_cooccurrence_scores(
-    cache_dir: str, groups: dict[int, pd.DataFrame], task: str, other: str, models: dict[str, str]
-) -> None:
-    """Per method and level of the other disease: how often and how surely the top grade."""
-    top = TOP_GRADE[task]
-    rows = []
-    with st.spinner("Grading the films of every group…"):
-        for level, films in groups.items():
-            index = tuple(int(r) for r in films.index[:MAX_FILMS_PER_LEVEL])
-            images, _ = cached_crops(cache_dir, index)
-            for method, ckpt in models.items():
-                probs = probs_of(ckpt, images)
-                rows.append(
-                    {
-                        "method": method,
-                        "level": level,
-                        "films": len(index),
-                        "p_top": float(probs[:, top].mean()),
-                        "graded_top": float((probs.argmax(1) == top).mean()),
-                    }
-                )
-    table = readable(
-        pd.DataFrame(rows),
-        other,
-        films="Films",
-        p_top=f"Mean P({task} {top})",
-        graded_top=f"Share graded {task} {top}",
-    )
-    st.markdown(
-        f"**How sure each model stays of {task} {top}**, over up to {MAX_FILMS_PER_LEVEL} "
-        f"films per {other} grade."
-    )
-    st.dataframe(table, hide_index=True, width="content")
-
-
-def show_stress_grid(
-    films: gradcam.StressFilms, batches: dict[str, gradcam.CamBatch], task: str, other: str
-) -> None:
-    """The shown knee at every level of the other disease, with each method's map."""
-    columns = st.columns(len(films.levels))
-    for k, (column, level) in enumerate(zip(columns, films.levels, strict=True)):
-        with column:
-            st.markdown(f"**{other} {level}**")
-            st.image(films.images[k], caption=knee_caption(films), width="stretch")
-            for method, batch in batches.items():
-                st.image(
-                    gradcam.overlay(films.images[k], batch.cams[k]),
-                    caption=f"{method_title(method)}: graded {task} {batch.predicted[k]} "
-                    f"· P({task} {TOP_GRADE[task]}) {batch.probs[k, TOP_GRADE[task]]:.2f}",
-                    width="stretch",
-                )
-    first = next(iter(batches.values()))
-    st.caption(heat_help(first.block, first.cams.shape[-1]))
-
-
-def readable(table: pd.DataFrame, other: str, **titles: str) -> pd.DataFrame:
-    """A per (method, level) table for people: paper's method order, 3 decimals, titles."""
-    return (
-        table.sort_values(["method", "level"], key=sort_methods)
-        .round(3)
-        .assign(method=lambda d: d["method"].map(method_title))
-        .rename(columns={"method": "Method", "level": f"{other} grade", **titles})
-    )
-
-
-def sort_methods(column: pd.Series) -> pd.Series:
-    """Sort key putting a ``method`` column in the paper's order (other columns unchanged)."""
-    if column.name != "method":
-        return column
-    rank = {m: i for i, m in enumerate(order_methods(column))}
-    return column.map(rank)
-
-
-def knee_caption(films: gradcam.StressFilms) -> str:
-    """Which film's knee this is, and its own grade where it was redrawn at another."""
-    top = TOP_GRADE[films.fixed]
-    own = "" if films.original_grade == top else f", {films.fixed} {films.original_grade} on film"
-    return f"knee of film {films.image_id}{own}"
-
-
-def show_stress_scores(table: pd.DataFrame, task: str, other: str, knees: int) -> None:
-    """Lift on each disease's signs per level, averaged over knees, as charts and a table."""
-    st.markdown(
-        f"**Where the heat sits**, averaged over {knees} knee{'s' * (knees != 1)}. Lift is the "
-        "mean heat on a disease's signs (from the phantom's lesion masks) divided by the mean "
-        "heat over the whole crop: 1 means no more attention there than anywhere else."
-    )
-    level_title = f"{other} grade of the redrawn knee"
-    c1, c2 = st.columns(2)
-    c1.altair_chart(
-        charts.stress_lift(
-            table, column="lift_own", title=f"Lift on {task} signs", level_title=level_title
-        ),
-        width="stretch",
-    )
-    c2.altair_chart(
-        charts.stress_lift(
-            table,
-            column="lift_other",
-            title=f"Lift on {other} signs",
-            level_title=level_title,
-        ),
-        width="stretch",
-    )
-    summary = table.groupby(["method", "level"], as_index=False).agg(
-        predicted=("predicted", "mean"),
-        p_top=("p_top", "mean"),
-        lift_own=("lift_own", "mean"),
-        lift_other=("lift_other", "mean"),
-    )
-    summary = readable(
-        summary,
-        other,
-        predicted=f"Mean predicted {task}",
-        p_top=f"Mean P({task} {TOP_GRADE[task]})",
-        lift_own=f"Lift on {task} signs",
-        lift_other=f"Lift on {other} signs",
-    )
-    st.dataframe(summary, hide_index=True, width="content")
-    if other == "CPPD":
-        st.caption("A knee redrawn at CPPD 0 has no deposits, so it has no lift on CPPD signs.")
-
-
 run_inside_shell()
 st.title("Attention (Grad-CAM)")
 st.caption(
@@ -362,28 +208,8 @@ study = pick_study(
     dependent_keys=("att_task", "att_seed", "att_methods", "att_example", "att_knee"),
 )
 opened = open_study(path, study)
-spec, runs = opened.spec, opened.runs
-
-c1, c2, c3 = st.columns([1, 1, 3])
-task = c1.radio("Task", sorted(runs["task"].unique()), horizontal=True, key="att_task")
-seeds = sorted(int(s) for s in runs.loc[runs["task"] == task, "seed"].unique())
-seed = c2.selectbox("Seed", seeds, key="att_seed", help="Each seed has its own split and models.")
-present = order_methods(runs.loc[(runs["task"] == task) & (runs["seed"] == seed), "method"])
-methods = c3.multiselect(
-    "Methods", present, default=present, format_func=method_title, key="att_methods"
-)
-if not methods:
-    st.info("Pick at least one method.")
-    st.stop()
-
-cache_dir, meta, has_masks = opened.cache_dir, opened.meta, opened.has_masks
-splits = cached_splits(path, str(study["dataset_id"]), seed)
-if splits is None:
-    st.info(f"Seed {seed} has no stored split yet.")
-    st.stop()
-models = saved_models(runs, task, seed, methods)
-if not models:
-    st.stop()
+spec, cache_dir, meta = opened.spec, str(opened.cache_dir), opened.meta
+task, splits, models = pick_models(path, str(study["dataset_id"]), opened.runs)
 
 view = st.segmented_control(
     "View",
@@ -395,10 +221,10 @@ view = st.segmented_control(
     "'in test films' uses different knees at the top grade, as on real films.",
 )
 if view == "Across grades":
-    show_across_grades(str(cache_dir), meta, splits, task, models)
+    show_across_grades(cache_dir, meta, splits, task, models)
 elif view == "Co-occurrence in test films":
-    show_cooccurrence_films(str(cache_dir), meta, splits, task, models)
-elif spec.dataset.kind != "phantom" or not has_masks:
+    show_cooccurrence_films(cache_dir, meta, splits, task, models)
+elif spec.dataset.kind != "phantom" or not opened.has_masks:
     st.info(
         "The stress test redraws one knee with more or less of the other disease, which only "
         "the phantom can do: real films cannot be redrawn. The view 'Co-occurrence in test "
@@ -406,4 +232,4 @@ elif spec.dataset.kind != "phantom" or not has_masks:
     )
 else:
     phantom = json.dumps(spec.dataset.params, sort_keys=True)
-    show_stress_test(phantom, str(cache_dir), meta, splits, task, models, spec.image_size)
+    show_stress_test(phantom, cache_dir, meta, splits, task, models, spec.image_size)

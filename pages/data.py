@@ -3,21 +3,23 @@ and a small gallery of phantom films per KL and CPPD grade with the lesion masks
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-from engine import plots
+from engine import phantom
+from engine.detect import crop_and_resize
 from engine.vocab import GRADE_SIGNS
+from pages._data_view import (
+    MASK_COLOURS,
+    dataset_settings,
+    grade_counts,
+    joint_table,
+    overlay_mask,
+    pick_examples,
+)
 from pages._ui import cached_dataset_labels, cached_datasets, run_inside_shell, store_path
 from store.db import StoreError
-
-try:  # the phantom module draws the gallery; the page still works without it
-    from engine import phantom
-except ImportError:  # pragma: no cover - only while engine/phantom.py is absent
-    phantom = None
 
 KL_SIGNS = GRADE_SIGNS["KL"]
 CPPD_SIGNS = GRADE_SIGNS["CPPD"]
@@ -28,6 +30,7 @@ LAYER_NAMES = {
     "calcifications": "calcifications",
 }
 GALLERY_PX = 256  # every crop is shown at this size so the rows line up
+GALLERY_MARGIN = 0.08  # of the knee box's side, on each side of the crop
 GALLERY_FILMS = 900  # a phantom of this size has every grade; only the films shown are drawn
 
 
@@ -52,8 +55,8 @@ def render_gallery(examples: pd.DataFrame, column: str, *, seed: int, overlay: b
     cols = st.columns(len(examples))
     for col, (_, row) in zip(cols, examples.iterrows(), strict=True):
         film, mask, box = gallery_film(seed, int(row["film_index"]))
-        image = plots.overlay_mask(film, mask, phantom.MASK_BITS) if overlay else film
-        image = plots.crop_to_box(image, box, size=GALLERY_PX)
+        image = overlay_mask(film, mask, phantom.MASK_BITS) if overlay else film
+        image = crop_and_resize(image, box, GALLERY_PX, margin=GALLERY_MARGIN)
         grade = int(row[column])
         other = "cppd" if column == "kl" else "kl"
         other_text = "" if pd.isna(row[other]) else f" · {other.upper()} {int(row[other])}"
@@ -61,63 +64,62 @@ def render_gallery(examples: pd.DataFrame, column: str, *, seed: int, overlay: b
         col.image(image, caption=f"{column.upper()} {grade}{other_text} · {side} knee")
 
 
-run_inside_shell()
-st.title("Data")
-st.markdown(
-    "The lab's radiographs are private, so SoftGrade ships a **synthetic knee phantom**: "
-    "anteroposterior knee films drawn from a seed, with known grades. Femur, tibia, fibula "
-    "and patella are drawn with a bright cortex and textured bone, placed at a random "
-    "position, size and slight tilt on a larger film, with varying exposure, blur and noise "
-    "and the odd side marker or collimation edge, which a model has to ignore."
-)
-left, right = st.columns(2, gap="large")
-with left:
-    st.markdown("**KL grade** (osteoarthritis) drives the bone signs")
-    st.dataframe(
-        pd.DataFrame({"KL": list(KL_SIGNS), "what the phantom draws": list(KL_SIGNS.values())}),
-        hide_index=True,
-        width="stretch",
+def show_phantom() -> None:
+    """What the phantom draws for each KL and CPPD grade."""
+    st.markdown(
+        "The lab's radiographs are private, so SoftGrade ships a **synthetic knee phantom**: "
+        "anteroposterior knee films drawn from a seed, with known grades. Femur, tibia, fibula "
+        "and patella are drawn with a bright cortex and textured bone, placed at a random "
+        "position, size and slight tilt on a larger film, with varying exposure, blur and noise "
+        "and the odd side marker or collimation edge, which a model has to ignore."
     )
-with right:
-    st.markdown("**CPPD grade** (chondrocalcinosis) drives calcium deposits")
-    st.dataframe(
-        pd.DataFrame(
-            {"CPPD": list(CPPD_SIGNS), "what the phantom draws": list(CPPD_SIGNS.values())}
-        ),
-        hide_index=True,
-        width="stretch",
-    )
-st.caption(
-    "Deposits are thin bright lines along the cartilage and fuzzy densities in the menisci. "
-    "Marked narrowing at high KL partly hides them, as in real films, and neighbouring grades "
-    "overlap. Grades follow the paper's KL × CPPD counts; about 10 % of recorded grades are "
-    "moved to an adjacent grade (annotation noise) and the true grade is kept as well."
-)
-
-st.subheader("Datasets in the store", divider="gray")
-st.caption(
-    "Your own films (DICOM, PNG, JPEG or TIFF, with a labels CSV) come in from the Launch page: "
-    "Dataset → Import a folder of films. A dataset is listed here once a study has prepared it."
-)
-path = store_path()
-try:
-    datasets = cached_datasets(str(path))
-except StoreError as exc:
-    st.error(f"The datasets cannot be read right now: {exc}")
-    datasets = pd.DataFrame()
-if datasets.empty:
-    st.info(
-        "No dataset is registered yet. The first study you launch registers its dataset "
-        "(the phantom by default), with every image and grade."
-    )
-else:
-    table = datasets.assign(
-        settings=datasets["params"].map(
-            lambda p: ", ".join(f"{k}={v}" for k, v in json.loads(p).items())
+    left, right = st.columns(2, gap="large")
+    with left:
+        st.markdown("**KL grade** (osteoarthritis) drives the bone signs")
+        st.dataframe(
+            pd.DataFrame({"KL": list(KL_SIGNS), "what the phantom draws": list(KL_SIGNS.values())}),
+            hide_index=True,
+            width="stretch",
         )
-    )[["dataset_id", "kind", "settings", "n_images", "n_kl", "n_cppd", "created_at"]]
+    with right:
+        st.markdown("**CPPD grade** (chondrocalcinosis) drives calcium deposits")
+        st.dataframe(
+            pd.DataFrame(
+                {"CPPD": list(CPPD_SIGNS), "what the phantom draws": list(CPPD_SIGNS.values())}
+            ),
+            hide_index=True,
+            width="stretch",
+        )
+    st.caption(
+        "Deposits are thin bright lines along the cartilage and fuzzy densities in the menisci. "
+        "Marked narrowing at high KL partly hides them, as in real films, and neighbouring "
+        "grades overlap. Grades follow the paper's KL × CPPD counts; about 10 % of recorded "
+        "grades are moved to an adjacent grade (annotation noise) and the true grade is kept "
+        "as well."
+    )
+
+
+def show_datasets(path: str) -> None:
+    """The datasets in the store, and the grades of the one picked."""
+    st.subheader("Datasets in the store", divider="gray")
+    st.caption(
+        "Your own films (DICOM, PNG, JPEG or TIFF, with a labels CSV) come in from the Launch "
+        "page: Dataset → Import a folder of films. A dataset is listed here once a study has "
+        "prepared it."
+    )
+    try:
+        datasets = cached_datasets(path)
+    except StoreError as exc:
+        st.error(f"The datasets cannot be read right now: {exc}")
+        datasets = pd.DataFrame()
+    if datasets.empty:
+        st.info(
+            "No dataset is registered yet. The first study you launch registers its dataset "
+            "(the phantom by default), with every image and grade."
+        )
+        return
     st.dataframe(
-        table,
+        dataset_settings(datasets),
         hide_index=True,
         width="stretch",
         column_config={
@@ -135,28 +137,27 @@ else:
         key="data_dataset",
     )
     try:
-        labels = cached_dataset_labels(str(path), chosen)
+        labels = cached_dataset_labels(path, chosen)
     except StoreError as exc:
         st.error(f"The grades of {chosen} cannot be read right now: {exc}")
-    else:
-        counts_col, joint_col = st.columns([2, 3], gap="large")
-        with counts_col:
-            st.markdown("**Images per recorded grade**")
-            counts = plots.grade_counts(labels)
-            # CPPD has no grade 4: show a dash there rather than "None".
-            st.dataframe(counts.astype(object).where(counts.notna(), "—"), width="stretch")
-        with joint_col:
-            st.markdown("**KL × CPPD** (images graded for both)")
-            joint = plots.joint_table(labels)
-            st.dataframe(
-                joint.rename(columns=lambda c: f"CPPD {c}", index=lambda i: f"KL {i}"),
-                width="stretch",
-            )
+        return
+    counts_col, joint_col = st.columns([2, 3], gap="large")
+    with counts_col:
+        st.markdown("**Images per recorded grade**")
+        counts = grade_counts(labels)
+        # CPPD has no grade 4: show a dash there rather than "None".
+        st.dataframe(counts.astype(object).where(counts.notna(), "—"), width="stretch")
+    with joint_col:
+        st.markdown("**KL × CPPD** (images graded for both)")
+        st.dataframe(
+            joint_table(labels).rename(columns=lambda c: f"CPPD {c}", index=lambda i: f"KL {i}"),
+            width="stretch",
+        )
 
-st.subheader("Phantom films by grade", divider="gray")
-if phantom is None:
-    st.info("The phantom module is not installed in this checkout, so no films can be drawn.")
-else:
+
+def show_gallery() -> None:
+    """One phantom film per KL and per CPPD grade, with the lesion masks on request."""
+    st.subheader("Phantom films by grade", divider="gray")
     c1, c2, c3 = st.columns([1, 1, 2], vertical_alignment="bottom")
     show = c1.toggle("Show example films", value=True, key="data_gallery")
     overlay = c2.toggle(
@@ -173,22 +174,30 @@ else:
         key="data_gallery_seed",
         help="Another seed draws other films.",
     )
-    if show:
-        if overlay:
-            st.markdown(
-                " ".join(
-                    f"<span style='color: rgb{plots.MASK_COLOURS[name]}'>■</span> {label}"
-                    for name, label in LAYER_NAMES.items()
-                ),
-                unsafe_allow_html=True,
-            )
-        labels = gallery_labels(int(seed))
-        st.markdown("**One film per KL grade**")
-        render_gallery(plots.pick_examples(labels, "kl"), "kl", seed=int(seed), overlay=overlay)
-        st.markdown("**One film per CPPD grade**")
-        render_gallery(plots.pick_examples(labels, "cppd"), "cppd", seed=int(seed), overlay=overlay)
-        st.caption(
-            "Zoomed to the knee box the phantom records (the detector finds it in training). "
-            "The films' grades are the recorded ones; each example is chosen where the recorded "
-            "grade equals the true one."
+    if not show:
+        return
+    if overlay:
+        st.markdown(
+            " ".join(
+                f"<span style='color: rgb{MASK_COLOURS[name]}'>■</span> {label}"
+                for name, label in LAYER_NAMES.items()
+            ),
+            unsafe_allow_html=True,
         )
+    labels = gallery_labels(int(seed))
+    st.markdown("**One film per KL grade**")
+    render_gallery(pick_examples(labels, "kl"), "kl", seed=int(seed), overlay=overlay)
+    st.markdown("**One film per CPPD grade**")
+    render_gallery(pick_examples(labels, "cppd"), "cppd", seed=int(seed), overlay=overlay)
+    st.caption(
+        "Zoomed to the knee box the phantom records (the detector finds it in training). "
+        "The films' grades are the recorded ones; each example is chosen where the recorded "
+        "grade equals the true one."
+    )
+
+
+run_inside_shell()
+st.title("Data")
+show_phantom()
+show_datasets(str(store_path()))
+show_gallery()

@@ -19,29 +19,19 @@ from engine import charts, gradcam
 from engine.compare import method_title, order_methods
 from engine.importing import FILM_FORMATS, decode_film
 from engine.train import load_checkpoint
-from engine.vocab import GRADE_SIGNS
-from pages._models import cached_crops, cached_splits, heat_help, maps_of, open_study
+from engine.vocab import GRADE_SIGNS, TASKS
+from pages._model_choice import best_seed, default_method
+from pages._models import (
+    OpenedStudy,
+    cached_crops,
+    cached_splits,
+    heat_help,
+    maps_of,
+    open_study,
+)
 from pages._ui import pick_study, run_inside_shell, store_path
 
 SOURCES = ("A test film of this study", "Upload a film")
-
-
-def best_seed(runs: pd.DataFrame, method: str, tasks: list[str]) -> tuple[int, dict[str, str]]:
-    """The seed whose selected models of ``method`` did best on validation (mean AMAE over
-    the tasks) among seeds with saved weights for every task, and those weights' paths."""
-    mine = runs[(runs["method"] == method) & runs["task"].isin(tasks)].copy()
-    mine = mine[mine["checkpoint_path"].map(lambda p: isinstance(p, str) and Path(p).is_file())]
-    complete = mine.groupby("seed").filter(lambda g: set(g["task"]) == set(tasks))
-    if complete.empty:
-        return -1, {}
-    seed = int(complete.groupby("seed")["val_amae"].mean().idxmin())
-    rows = complete[complete["seed"] == seed].set_index("task")["checkpoint_path"]
-    return seed, {task: str(rows[task]) for task in tasks}
-
-
-def default_method(runs: pd.DataFrame) -> str:
-    """The method with the lowest mean validation AMAE over its selected runs."""
-    return str(runs.groupby("method")["val_amae"].mean().idxmin())
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -101,50 +91,40 @@ def known_grades(row: pd.Series, tasks: list[str]) -> dict[str, str]:
     return out
 
 
-run_inside_shell()
-st.title("Grade a film")
-st.caption(
-    "Show a knee radiograph to a study's models: SoftGrade finds the knee, and each model "
-    "gives its grade and shows where it looked. A research tool for demonstrations, not for "
-    "diagnosis."
-)
-
-path = str(store_path())
-study = pick_study(
-    path,
-    key="demo_study",
-    empty_hint="No study has finished runs yet. Launch one from the Launch page; its models "
-    "can grade films here once its first seed finishes.",
-    dependent_keys=("demo_method", "demo_film"),
-)
-opened = open_study(path, study)
-runs = opened.runs
-tasks = [t for t in ("KL", "CPPD") if t in set(runs["task"])]
-methods = order_methods(runs["method"])
-best = default_method(runs)
-c1, c2 = st.columns([1, 2])
-method = c1.selectbox(
-    "Method",
-    methods,
-    index=methods.index(best),
-    format_func=lambda m: method_title(m) + (" (best on validation)" if m == best else ""),
-    key="demo_method",
-)
-seed, checkpoints = best_seed(runs, method, tasks)
-if not checkpoints:
-    st.warning(
-        f"No seed of this study has saved weights of {method_title(method)} for "
-        f"{' and '.join(tasks)} on this machine, so it cannot grade a film here."
+def pick_models(opened: OpenedStudy) -> tuple[int, dict[str, str]]:
+    """The method picker (the best on validation first chosen), then that method's best seed:
+    the seed and its checkpoint by task. Stops the page when no weights are here."""
+    runs = opened.runs
+    tasks = [t for t in TASKS if t in set(runs["task"])]
+    methods = order_methods(runs["method"])
+    best = default_method(runs)
+    c1, c2 = st.columns([1, 2])
+    method = c1.selectbox(
+        "Method",
+        methods,
+        index=methods.index(best),
+        format_func=lambda m: method_title(m) + (" (best on validation)" if m == best else ""),
+        key="demo_method",
     )
-    st.stop()
-c2.markdown(
-    f"Models: {method_title(method)}, seed {seed} (its best on validation), trained at "
-    f"{opened.spec.image_size} px."
-)
-source = st.segmented_control("Film", SOURCES, default=SOURCES[0], required=True, key="demo_source")
+    seed, checkpoints = best_seed(runs, method, tasks)
+    if not checkpoints:
+        st.warning(
+            f"No seed of this study has saved weights of {method_title(method)} for "
+            f"{' and '.join(tasks)} on this machine, so it cannot grade a film here."
+        )
+        st.stop()
+    c2.markdown(
+        f"Models: {method_title(method)}, seed {seed} (its best on validation), trained at "
+        f"{opened.spec.image_size} px."
+    )
+    return seed, checkpoints
 
-if source == SOURCES[0]:
-    splits = cached_splits(path, str(study["dataset_id"]), seed)
+
+def show_test_film(
+    path: str, dataset_id: str, opened: OpenedStudy, seed: int, checkpoints: dict[str, str]
+) -> None:
+    """A test film of the seed (its models never trained on it), graded by each task's model."""
+    splits = cached_splits(path, dataset_id, seed)
     meta = opened.meta
     if splits is None:
         st.info(f"Seed {seed} has no stored split yet.")
@@ -165,8 +145,11 @@ if source == SOURCES[0]:
     left.image(crop, caption=f"film {row['image_id']} (knee crop)", width="stretch")
     with right:
         grades = {task: maps_of(ckpt, crop[None]) for task, ckpt in checkpoints.items()}
-        show_grades(crop, grades, known_grades(row, tasks))
-else:
+        show_grades(crop, grades, known_grades(row, list(checkpoints)))  # keys: the tasks
+
+
+def show_upload(checkpoints: dict[str, str], image_size: int) -> None:
+    """An uploaded film: the knee found, cropped as in training, and graded."""
     upload = st.file_uploader(
         f"A knee radiograph, anteroposterior view (DICOM, {', '.join(FILM_FORMATS)})",
         type=None,  # DICOM files often have no extension; the film's bytes decide
@@ -182,7 +165,7 @@ else:
         st.error(str(exc))
         st.stop()
     with st.spinner("Finding the knee and grading…"):
-        reading = cached_reading(tuple(checkpoints.items()), film, opened.spec.image_size)
+        reading = cached_reading(tuple(checkpoints.items()), film, image_size)
     left, right = st.columns([1, 3])
     left.image(
         film_with_box(film, reading.box), caption="the knee SoftGrade found", width="stretch"
@@ -190,3 +173,28 @@ else:
     left.image(reading.crop, caption="what the models saw", width="stretch")
     with right:
         show_grades(reading.crop, reading.grades, {})
+
+
+run_inside_shell()
+st.title("Grade a film")
+st.caption(
+    "Show a knee radiograph to a study's models: SoftGrade finds the knee, and each model "
+    "gives its grade and shows where it looked. A research tool for demonstrations, not for "
+    "diagnosis."
+)
+
+path = str(store_path())
+study = pick_study(
+    path,
+    key="demo_study",
+    empty_hint="No study has finished runs yet. Launch one from the Launch page; its models "
+    "can grade films here once its first seed finishes.",
+    dependent_keys=("demo_method", "demo_film"),
+)
+opened = open_study(path, study)
+seed, checkpoints = pick_models(opened)
+source = st.segmented_control("Film", SOURCES, default=SOURCES[0], required=True, key="demo_source")
+if source == SOURCES[0]:
+    show_test_film(path, str(study["dataset_id"]), opened, seed, checkpoints)
+else:
+    show_upload(checkpoints, opened.spec.image_size)

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import pandas as pd
 import streamlit as st
 
-from engine import plots
+from pages._job_view import cancel_text, ended_caption, progress, running_numbers, value
 from pages._ui import (
     NO_WORKER_HOW,
     NO_WORKER_TITLE,
@@ -37,12 +36,6 @@ STATUS_BADGES = {
 }
 
 
-def _value(row: Any, name: str) -> Any:
-    """A column of a job row, with pandas' missing markers turned into None."""
-    value = getattr(row, name)
-    return None if value is None or pd.isna(value) else value
-
-
 def cancel(job_id: str) -> None:
     """Button callback: ask the job to stop and say what happened."""
     try:
@@ -52,91 +45,66 @@ def cancel(job_id: str) -> None:
         return
     finally:
         clear_job_caches()
-    text = (
-        f"Job `{job_id}` was cancelled before it started."
-        if status == "cancelled"
-        else f"Cancel requested for `{job_id}`: it stops at the next epoch boundary and "
-        "keeps its finished runs."
-        if status == "running"
-        else f"Job `{job_id}` had already finished ({status})."
-    )
-    st.session_state["queue_message"] = ("info", text)
+    st.session_state["queue_message"] = ("info", cancel_text(job_id, status))
 
 
 def render_job(job: Any) -> None:
     """One job: header, progress bar, live numbers, traceback, log and cancel."""
     status = str(job.status)
-    runs_done = int(_value(job, "runs_done") or 0)
-    runs_total = _value(job, "runs_total")
-    elapsed = _value(job, "elapsed_s")
     with st.container(border=True):
-        head, action = st.columns([5, 1], vertical_alignment="center")
-        label, colour, icon = STATUS_BADGES.get(status, (status, "gray", None))
-        head.markdown(f"**{job.study_name}** · `{job.job_id}`")
-        head.badge(label, color=colour, icon=icon)
-        if status in ("queued", "running"):
-            asked = bool(job.cancel_requested) and status == "running"
-            action.button(
-                "Stopping…" if asked else "Cancel",
-                key=f"queue_cancel_{job.job_id}",
-                on_click=cancel,
-                args=(job.job_id,),
-                icon=":material/stop_circle:",
-                disabled=asked,
-                help="A queued job is dropped; a running one stops at its next epoch "
-                "boundary and keeps the runs it finished.",
-            )
-
-        if runs_total:
-            st.progress(
-                min(1.0, runs_done / int(runs_total)),
-                text=f"{runs_done} / {int(runs_total)} runs finished",
-            )
-        elif status == "queued":
-            st.progress(0.0, text="waiting for a worker to pick it up")
-        elif status == "running":
-            st.progress(0.0, text="preparing the dataset and planning runs…")
-
-        eta = plots.eta_seconds(elapsed, runs_done, int(runs_total) if runs_total else None)
-        eta_text = "estimating…" if eta is None else plots.format_duration(eta)
-        amae = _value(job, "latest_val_amae")
-        epoch = _value(job, "current_epoch")
+        job_header(job)
+        if bar := progress(job):
+            st.progress(bar[0], text=bar[1])
         if status == "running":
-            stats = {
-                "Latest run": plots.run_label(_value(job, "current_run")),
-                "Epoch": "—" if epoch is None else str(int(epoch)),
-                "Latest val AMAE": "—" if amae is None else f"{amae:.3f}",
-                "Elapsed": plots.format_duration(elapsed),
-                "Time left": eta_text,
-            }
-            st.markdown(" &nbsp;·&nbsp; ".join(f"{k}: **{v}**" for k, v in stats.items()))
+            st.markdown(running_numbers(job))
         elif status != "queued":
-            finished = _value(job, "finished_at")
-            when = f"finished {finished:%Y-%m-%d %H:%M}" if finished is not None else ""
-            ran = "never started" if elapsed is None else f"ran {plots.format_duration(elapsed)}"
-            st.caption(" · ".join(part for part in (ran, when) if part).capitalize())
-
+            st.caption(ended_caption(job))
         if status == "failed":
             st.error(
                 "This job failed. The traceback below says where; runs finished before the "
                 "error are kept.",
                 icon=":material/error:",
             )
-            st.code(str(_value(job, "error") or "(no traceback was recorded)"), language="text")
+            st.code(str(value(job, "error") or "(no traceback was recorded)"), language="text")
         elif status == "running" and bool(job.cancel_requested):
             st.caption("Cancel requested: it stops at the next epoch boundary.")
-        if status in ("succeeded", "cancelled", "failed") and runs_done > 0:
+        if status in ("succeeded", "cancelled", "failed") and int(value(job, "runs_done") or 0) > 0:
             result_links(job.job_id, job.study_id)
+        job_log(job.job_id)
 
-        log = st.expander("Log", key=f"queue_log_{job.job_id}", on_change="rerun")
-        if log.open:
-            with log:
-                try:
-                    lines = cached_job_log(str(store_path()), job.job_id)
-                except StoreError as exc:
-                    st.warning(f"The log cannot be read right now: {exc}")
-                else:
-                    st.dataframe(lines, hide_index=True, width="stretch")
+
+def job_header(job: Any) -> None:
+    """The study's name, the job id, a status badge and, while it may still run, Cancel."""
+    status = str(job.status)
+    head, action = st.columns([5, 1], vertical_alignment="center")
+    label, colour, icon = STATUS_BADGES.get(status, (status, "gray", None))
+    head.markdown(f"**{job.study_name}** · `{job.job_id}`")
+    head.badge(label, color=colour, icon=icon)
+    if status in ("queued", "running"):
+        asked = bool(job.cancel_requested) and status == "running"
+        action.button(
+            "Stopping…" if asked else "Cancel",
+            key=f"queue_cancel_{job.job_id}",
+            on_click=cancel,
+            args=(job.job_id,),
+            icon=":material/stop_circle:",
+            disabled=asked,
+            help="A queued job is dropped; a running one stops at its next epoch "
+            "boundary and keeps the runs it finished.",
+        )
+
+
+def job_log(job_id: str) -> None:
+    """The job's log lines in an expander, read only while it is open."""
+    log = st.expander("Log", key=f"queue_log_{job_id}", on_change="rerun")
+    if log.open:
+        with log:
+            try:
+                lines = cached_job_log(str(store_path()), job_id)
+            except StoreError as exc:
+                st.warning(f"The log cannot be read right now: {exc}")
+            else:
+                st.dataframe(lines, hide_index=True, width="stretch")
 
 
 RESULT_PAGES = (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from engine.config import SpecError, StudySpec, TrainConfig
 from tests.conftest import tiny_study
@@ -62,3 +63,25 @@ def test_folder_dataset_that_does_not_exist_is_refused(tmp_path):
 def test_missing_weights_file_is_refused_before_anything_runs(tmp_path):
     with pytest.raises(SpecError, match="weights_path: no file"):
         StudySpec.from_dict(tiny_study(weights_path=str(tmp_path / "resnet18.pth")))
+
+
+def test_study_file_is_read_and_validated(tmp_path):
+    study = tmp_path / "study.yaml"
+    study.write_text(yaml.safe_dump(tiny_study()))
+    assert StudySpec.from_file(study) == StudySpec.from_dict(tiny_study())
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (None, "does not exist"),
+        ("tasks: [KL\n", "is not valid YAML"),
+        ("- KL\n", "expected a mapping"),
+    ],
+)
+def test_bad_study_file_gets_one_message(tmp_path, text, message):
+    study = tmp_path / "study.yaml"
+    if text is not None:
+        study.write_text(text)
+    with pytest.raises(SpecError, match=message):
+        StudySpec.from_file(study)

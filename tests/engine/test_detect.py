@@ -82,6 +82,15 @@ def test_crop_and_resize_is_square_around_the_box_with_margin():
     assert out[2, 24] == 0  # above the box, inside the square
 
 
+def test_crop_and_resize_keeps_colour_channels():
+    # The Data page crops films with coloured lesion masks blended in.
+    rgb = np.zeros((100, 80, 3), np.uint8)
+    rgb[..., 1] = 90
+    out = crop_and_resize(rgb, (10, 20, 50, 70), 64, margin=0.08)
+    assert out.shape == (64, 64, 3)
+    assert out[32, 32].tolist() == [0, 90, 0]
+
+
 def test_crop_nearest_keeps_mask_values():
     rng = np.random.default_rng(0)
     mask = rng.choice(np.array([0, 1, 2, 9], np.uint8), size=(90, 70))

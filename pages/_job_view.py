@@ -1,0 +1,70 @@
+"""What the Jobs page says about one job, as text: its progress bar, live numbers, how long it
+ran and what a cancel did. No streamlit, so it is unit-tested."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from pages._estimates import eta_seconds
+from pages._format import format_duration, run_label
+
+
+def value(row: Any, name: str) -> Any:
+    """A column of a job row (a ``list_jobs`` tuple), with pandas' missing markers as None."""
+    found = getattr(row, name)
+    return None if found is None or pd.isna(found) else found
+
+
+def progress(job: Any) -> tuple[float, str] | None:
+    """The progress bar's fill and text; None once a job without a run plan has ended."""
+    runs_done = int(value(job, "runs_done") or 0)
+    runs_total = value(job, "runs_total")
+    if runs_total:
+        total = int(runs_total)
+        return min(1.0, runs_done / total), f"{runs_done} / {total} runs finished"
+    if job.status == "queued":
+        return 0.0, "waiting for a worker to pick it up"
+    if job.status == "running":
+        return 0.0, "preparing the dataset and planning runs…"
+    return None
+
+
+def running_numbers(job: Any) -> str:
+    """A running job's latest run, epoch, val AMAE, elapsed time and time left, in one line."""
+    runs_done = int(value(job, "runs_done") or 0)
+    runs_total = value(job, "runs_total")
+    elapsed = value(job, "elapsed_s")
+    eta = eta_seconds(elapsed, runs_done, int(runs_total) if runs_total else None)
+    amae = value(job, "latest_val_amae")
+    epoch = value(job, "current_epoch")
+    numbers = {
+        "Latest run": run_label(value(job, "current_run")),
+        "Epoch": "—" if epoch is None else str(int(epoch)),
+        "Latest val AMAE": "—" if amae is None else f"{amae:.3f}",
+        "Elapsed": format_duration(elapsed),
+        "Time left": "estimating…" if eta is None else format_duration(eta),
+    }
+    return " &nbsp;·&nbsp; ".join(f"{k}: **{v}**" for k, v in numbers.items())
+
+
+def ended_caption(job: Any) -> str:
+    """How long an ended job ran and when it finished: "Ran 3 min 05 s · finished …"."""
+    elapsed = value(job, "elapsed_s")
+    finished = value(job, "finished_at")
+    when = f"finished {finished:%Y-%m-%d %H:%M}" if finished is not None else ""
+    ran = "never started" if elapsed is None else f"ran {format_duration(elapsed)}"
+    return " · ".join(part for part in (ran, when) if part).capitalize()
+
+
+def cancel_text(job_id: str, status: str) -> str:
+    """What a cancel request did, from the status ``store.jobs.request_cancel`` returned."""
+    if status == "cancelled":
+        return f"Job `{job_id}` was cancelled before it started."
+    if status == "running":
+        return (
+            f"Cancel requested for `{job_id}`: it stops at the next epoch boundary and "
+            "keeps its finished runs."
+        )
+    return f"Job `{job_id}` had already finished ({status})."

@@ -1,0 +1,289 @@
+"""The Launch page's form widgets and state: presets, the form instance id, the dataset
+picker and the training settings. The checking and counting behind them is in
+``pages/_study_form.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from engine.config import SpecError, StudySpec
+from pages._study_form import (
+    DEVICES,
+    FOLDER,
+    PHANTOM,
+    PRESETS,
+    preset_values,
+    read_folder_labels,
+)
+from pages._ui import cached_datasets, cached_jobs, clear_job_caches, load_preset
+from store import jobs as store_jobs
+from store.db import StoreError
+
+FORM_ID_KEY = "launch_form_id"
+LAST_KEY = "launch_last"
+
+
+# -- form state ------------------------------------------------------------------------------
+
+
+def apply_preset(name: str) -> None:
+    """Fill the form from ``studies/<name>.yaml`` (a button callback)."""
+    try:
+        st.session_state.update(preset_values(load_preset(name)))
+    except SpecError as exc:
+        st.session_state["launch_preset_error"] = f"The {name!r} preset cannot be read: {exc}"
+
+
+def init_form() -> None:
+    """First visit: start from the quick preset (only keys not set yet)."""
+    if "launch_name" in st.session_state:
+        return
+    try:
+        values = preset_values(load_preset("quick"))
+    except SpecError:
+        values = {"launch_name": "study", "launch_tasks": ["KL"], "launch_methods": ["nominal"]}
+    for key, value in values.items():
+        st.session_state.setdefault(key, value)
+
+
+def form_id() -> str:
+    """This form instance's id, from the session, else the URL (a refresh), else new."""
+    fid = st.session_state.get(FORM_ID_KEY) or st.query_params.get("launch_form")
+    if not fid:
+        fid = uuid.uuid4().hex[:12]
+    st.session_state[FORM_ID_KEY] = fid
+    if st.query_params.get("launch_form") != fid:
+        st.query_params["launch_form"] = fid
+    return fid
+
+
+def new_form() -> None:
+    """Start a new form instance, so the same study may be queued once more."""
+    st.session_state[FORM_ID_KEY] = uuid.uuid4().hex[:12]
+    st.session_state.pop(LAST_KEY, None)
+
+
+@st.cache_data(ttl=30, show_spinner=False, max_entries=8)
+def folder_labels(folder: str, labels_csv: str) -> pd.DataFrame:
+    """A folder's labels CSV, checked (cached: the page reruns on every keystroke)."""
+    return read_folder_labels(folder, labels_csv)
+
+
+def registered_datasets(path: Path) -> dict[str, Any]:
+    """The store's datasets by id (rows of ``list_datasets``); none, with a warning, when the
+    store cannot be read."""
+    try:
+        datasets = cached_datasets(str(path))
+    except StoreError as exc:
+        st.warning(f"Registered datasets cannot be read right now ({exc}); the phantom is offered.")
+        datasets = pd.DataFrame(columns=["dataset_id", "kind", "spec_key", "params", "n_images"])
+    return {row.dataset_id: row for row in datasets.itertuples()}
+
+
+def enqueue(spec: StudySpec, request_id: str, path: Path) -> None:
+    """Enqueue the study (the store returns the job already made for this request id)."""
+    try:
+        clear_job_caches()
+        known = set(cached_jobs(str(path))["job_id"])
+        job_id = store_jobs.enqueue_job(spec.to_dict(), request_id=request_id, path=path)
+    except StoreError as exc:
+        st.error(f"The study could not be queued: {exc}")
+        return
+    clear_job_caches()
+    st.session_state[LAST_KEY] = {
+        "request_id": request_id,
+        "job_id": job_id,
+        "new": job_id not in known,
+    }
+    st.rerun()  # draw the page again: button disabled, job shown, sidebar counts updated
+
+
+# -- widgets ---------------------------------------------------------------------------------
+
+
+def preset_buttons() -> None:
+    """One button per preset study file, each filling the form."""
+    st.subheader("Start from a preset", divider="gray")
+    preset_cols = st.columns(len(PRESETS) + 1)
+    for col, (name, (label, hint)) in zip(preset_cols, PRESETS.items(), strict=False):
+        with col:
+            st.button(
+                label,
+                key=f"launch_preset_{name}",
+                on_click=apply_preset,
+                args=(name,),
+                icon=":material/tune:",
+                help=f"Fill the form from studies/{name}.yaml",
+            )
+            st.caption(hint)
+    if message := st.session_state.pop("launch_preset_error", None):
+        st.error(message)
+
+
+def dataset_inputs(registered: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, int]]:
+    """The dataset picker and its settings.
+
+    Returns:
+        The option picked (phantom, folder or a dataset id), the study's ``dataset`` mapping,
+        and the images graded per task (for the rough time).
+    """
+
+    def label(option: str) -> str:
+        if option == PHANTOM:
+            return "Synthetic knee phantom (set its size below)"
+        if option == FOLDER:
+            return "Import a folder of films with a labels CSV"
+        row = registered[option]
+        return f"{row.spec_key} · {row.n_images} images ({row.n_kl} KL, {row.n_cppd} CPPD grades)"
+
+    choice = st.selectbox(
+        "Dataset",
+        [PHANTOM, FOLDER, *registered],
+        format_func=label,
+        key="launch_dataset",
+        persist_state="session",
+        help="The phantom is drawn from its settings the first time a study uses it; "
+        "datasets already in the store are listed after it (see the Data page).",
+    )
+    if choice == PHANTOM:
+        dataset, images = phantom_inputs()
+    elif choice == FOLDER:
+        dataset, images = folder_inputs()
+    else:
+        row = registered[choice]
+        dataset = {"kind": row.kind, **json.loads(row.params)}
+        images = {"KL": int(row.n_kl), "CPPD": int(row.n_cppd)}
+    return choice, dataset, images
+
+
+def phantom_inputs() -> tuple[dict[str, Any], dict[str, int]]:
+    """The phantom's size and seed; its dataset mapping and images per task."""
+    c1, c2, c3 = st.columns(3)
+    n_images = c1.number_input(
+        "Films",
+        step=1,
+        key="launch_n_images",
+        persist_state="session",
+        help="Films in the phantom; every film has a CPPD grade.",
+    )
+    n_joint = c2.number_input(
+        "KL-graded films",
+        step=1,
+        key="launch_n_joint",
+        persist_state="session",
+        help="How many of those films also have a KL grade; the KL task trains on these only.",
+    )
+    phantom_seed = c3.number_input(
+        "Phantom seed",
+        step=1,
+        key="launch_phantom_seed",
+        persist_state="session",
+        help="The same seed and sizes always draw the same films.",
+    )
+    dataset = {
+        "kind": PHANTOM,
+        "n_images": int(n_images),
+        "n_joint": int(n_joint),
+        "seed": int(phantom_seed),
+    }
+    return dataset, {"KL": int(n_joint), "CPPD": int(n_images)}
+
+
+def folder_inputs() -> tuple[dict[str, Any], dict[str, int]]:
+    """A folder of films and its labels CSV; its dataset mapping and graded films per task."""
+    folder = st.text_input(
+        "Film folder",
+        key="launch_folder",
+        persist_state="session",
+        placeholder="/data/knees",
+        help="A folder on this machine (the worker's) holding the films: DICOM, PNG, "
+        "JPEG or TIFF. Films are cropped to the knee and cached once per image size.",
+    )
+    labels_csv = st.text_input(
+        "Labels CSV",
+        key="launch_labels_csv",
+        persist_state="session",
+        placeholder="/data/knees/labels.csv",
+        help="One row per film: image (its file name in the folder), patient_id, optional "
+        "side (L/R), kl 0–4 and/or cppd 0–3 (empty where not graded). Both knees of a "
+        "patient always land in the same split.",
+    )
+    dataset = {"kind": FOLDER, "path": folder.strip(), "labels_csv": labels_csv.strip()}
+    try:
+        table = folder_labels(folder.strip(), labels_csv.strip())
+        graded = {"KL": int(table["kl"].notna().sum()), "CPPD": int(table["cppd"].notna().sum())}
+    except ValueError:
+        graded = {"KL": 0, "CPPD": 0}  # the check below says what is wrong
+    return dataset, graded
+
+
+def training_inputs() -> dict[str, Any]:
+    """Seeds, search budget, epochs, patience, image and batch size, and device."""
+    c1, c2 = st.columns(2)
+    seeds = c1.number_input(
+        "Seeds",
+        step=1,
+        key="launch_seeds",
+        persist_state="session",
+        help="Repetitions with different data splits and initialisations (seeds 0, 1, …). "
+        "The paper uses 20; statistics need several.",
+    )
+    budget = c2.number_input(
+        "Search budget",
+        step=1,
+        key="launch_budget",
+        persist_state="session",
+        help="Hyper-parameter configurations tried per task, method and seed (at most 15, "
+        "as in the paper; nominal has only 3). The one with the best validation AMAE is kept.",
+    )
+    max_epochs = c1.number_input(
+        "Max epochs",
+        step=1,
+        key="launch_max_epochs",
+        persist_state="session",
+        help="Upper limit of training epochs per run.",
+    )
+    patience = c2.number_input(
+        "Patience (epochs)",
+        step=1,
+        key="launch_patience",
+        persist_state="session",
+        help="Stop a run early after this many epochs without a lower validation loss.",
+    )
+    image_size = c1.number_input(
+        "Image size (px)",
+        step=16,
+        key="launch_image_size",
+        persist_state="session",
+        help="Side of the square knee crop fed to the network (224 in the paper).",
+    )
+    batch_size = c2.number_input(
+        "Batch size", step=1, key="launch_batch_size", persist_state="session"
+    )
+    device = st.selectbox(
+        "Device",
+        DEVICES,
+        key="launch_device",
+        persist_state="session",
+        format_func={
+            "auto": "auto (GPU if the worker has one)",
+            "cpu": "cpu",
+            "cuda": "cuda (GPU)",
+        }.get,
+    )
+    return {
+        "seeds": int(seeds),
+        "budget": int(budget),
+        "max_epochs": int(max_epochs),
+        "patience": int(patience),
+        "image_size": int(image_size),
+        "batch_size": int(batch_size),
+        "device": device,
+    }
