@@ -18,6 +18,7 @@ import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
 from engine import compare, plots, stats
+from pages._tables import format_test_table, progress_message, study_label
 from store import datasets as store_datasets
 from store import jobs as store_jobs
 from store import runs as store_runs
@@ -239,7 +240,7 @@ def pick_study(
 ) -> pd.Series:
     """A single-study picker (newest finished first); stops when no study has results."""
     studies = studies_with_results(path, empty_hint)
-    labels = {row["study_id"]: compare.study_label(row) for _, row in studies.iterrows()}
+    labels = {row["study_id"]: study_label(row) for _, row in studies.iterrows()}
     ids = list(labels)
     initial = {"index": ids.index(compare.default_study_id(studies))}
     if requested := _requested(key, ids):
@@ -268,7 +269,7 @@ def pick_studies(
     images). Returns the picked studies' rows.
     """
     studies = studies_with_results(path, empty_hint)
-    labels = {row["study_id"]: compare.study_label(row) for _, row in studies.iterrows()}
+    labels = {row["study_id"]: study_label(row) for _, row in studies.iterrows()}
     initial = {"default": [compare.default_study_id(studies)]}
     if requested := _requested(key, labels):
         forget(*dependent_keys)
@@ -314,7 +315,7 @@ def show_test(
         st.info(shortfall or result.note or result.reading, icon=":material/info:")
         return
     st.markdown(result.reading)
-    st.dataframe(compare.format_test_table(shown), hide_index=True, width="content")
+    st.dataframe(format_test_table(shown), hide_index=True, width="content")
     if result.note:
         st.caption(result.note)
 
@@ -328,5 +329,18 @@ def cached_group_counts(path: str, study_ids: tuple[str, ...]) -> pd.DataFrame:
 def warn_partial(progress: list[compare.StudyProgress]) -> None:
     """Say, per study still running, that its figures use only its finished seeds."""
     for item in progress:
-        if item.message():
-            st.warning(item.message(), icon=":material/hourglass_top:")
+        if message := progress_message(item):
+            st.warning(message, icon=":material/hourglass_top:")
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def chart_spec(name: str, data: pd.DataFrame, options: dict[str, Any]) -> dict[str, Any]:
+    """The Vega-Lite spec of ``pages._charts.<name>(data, **options)``, cached.
+
+    Altair validates every spec against its JSON schema (~50 ms a chart); caching the spec
+    keeps reruns of an unchanged chart (any other widget touched) fast.
+    """
+    # Imported here: Altair takes a while to load and only the result pages draw charts.
+    from pages import _charts
+
+    return getattr(_charts, name)(data, **options).to_dict()

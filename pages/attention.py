@@ -19,10 +19,10 @@ import json
 import pandas as pd
 import streamlit as st
 
-from engine import charts, gradcam
-from engine.compare import method_title, order_methods
+from engine import gradcam
 from engine.phantom import PhantomSpec
-from engine.vocab import TOP_GRADE
+from engine.vocab import TOP_GRADE, order_methods
+from pages import _charts as charts
 from pages._models import (
     cached_crops,
     cached_splits,
@@ -32,6 +32,7 @@ from pages._models import (
     probs_of,
     saved_models,
 )
+from pages._tables import method_title
 from pages._ui import pick_study, run_inside_shell, store_path
 
 MAX_STRESS_KNEES = 12

@@ -7,16 +7,17 @@ reads widgets, calls them and renders.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 import streamlit as st
 
-from engine import charts, compare, stats
+from engine import compare, stats
 from engine.metrics import LOWER_IS_BETTER, METRIC_LABELS, METRICS
+from engine.vocab import order_methods
+from pages import _tables
 from pages._ui import (
     RESULTS_TTL_S,
     cached_group_counts,
+    chart_spec,
     pick_studies,
     run_inside_shell,
     show_test,
@@ -40,16 +41,6 @@ def cached_results(
     counts = store_runs.confusion_counts(list(study_ids), path=path)
     counts = compare.label_methods(counts, dict(zip(study_ids, names, strict=True)))
     return counts, compare.per_run_metrics(counts)
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def chart_spec(name: str, data: pd.DataFrame, options: dict[str, Any]) -> dict[str, Any]:
-    """The Vega-Lite spec of ``engine.charts.<name>(data, **options)``, cached.
-
-    Altair validates every spec against its JSON schema (~50 ms a chart); caching the spec
-    keeps reruns of an unchanged chart (any other widget touched) fast.
-    """
-    return getattr(charts, name)(data, **options).to_dict()
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -121,12 +112,12 @@ if missing_tasks:
 
 left, right = st.columns(2)
 tasks = left.multiselect("Tasks", options=tasks_present, default=tasks_present, key="compare_tasks")
-methods_present = compare.order_methods(per_run["method"])
+methods_present = order_methods(per_run["method"])
 methods = right.multiselect(
     "Methods",
     options=methods_present,
     default=methods_present,
-    format_func=compare.method_title,
+    format_func=_tables.method_title,
     key="compare_methods",
 )
 if not tasks or not methods:
@@ -170,7 +161,7 @@ with tab_table:
         )
     shown = compare.with_published(summary, published)
     marks = compare.rank_marks(shown)
-    st.table(compare.style_summary(shown, marks))
+    st.table(_tables.style_summary(shown, marks))
     st.caption(
         "Mean ± standard deviation over seeds. Per task and metric, **bold** is the best "
         "method and *italics* the second (↑ higher is better, ↓ lower is better). "
@@ -186,7 +177,7 @@ with tab_table:
     c1, c2, c3 = st.columns(3)
     c1.download_button(
         "Table as CSV",
-        compare.summary_csv(shown),
+        _tables.summary_csv(shown),
         file_name="softgrade_table4.csv",
         mime="text/csv",
         key="compare_download_csv",
@@ -194,7 +185,7 @@ with tab_table:
     )
     c2.download_button(
         "Table as LaTeX",
-        compare.summary_latex(shown, marks),
+        _tables.summary_latex(shown, marks),
         file_name="softgrade_table4.tex",
         mime="text/x-tex",
         key="compare_download_latex",
@@ -231,13 +222,13 @@ with tab_dist:
 with tab_cm:
     c1, c2, c3 = st.columns(3)
     cm_task = c1.selectbox("Task", options=compare.task_order(tasks), key="compare_cm_task")
-    task_methods = compare.order_methods(per_run.loc[per_run["task"] == cm_task, "method"])
+    task_methods = order_methods(per_run.loc[per_run["task"] == cm_task, "method"])
     default_a = "nominal" if "nominal" in task_methods else task_methods[0]
     method_a = c2.selectbox(
         "First method",
         options=task_methods,
         index=task_methods.index(default_a),
-        format_func=compare.method_title,
+        format_func=_tables.method_title,
         key="compare_cm_method_a",
     )
     others = [m for m in task_methods if m != method_a]
@@ -246,7 +237,7 @@ with tab_cm:
         "Second method",
         options=others,
         index=others.index(best) if best in others else 0,
-        format_func=compare.method_title,
+        format_func=_tables.method_title,
         key="compare_cm_method_b",
         help="Defaults to the best other method by mean AMAE.",
         disabled=not others,
@@ -284,7 +275,7 @@ with tab_cm:
             "normalised": scale == "share",
             "decimals": 1 if how == "mean" else 0,
             "domain_max": 1.0 if scale == "share" else shared_top,
-            "title": f"{cm_task} · {compare.method_title(method)} "
+            "title": f"{cm_task} · {_tables.method_title(method)} "
             f"({n_runs} seeds, mean AMAE {mean_amae:.3f})",
         }
         column.vega_lite_chart(
@@ -318,8 +309,8 @@ with tab_stats:
         format_func=stats.CORRECTIONS.get,
         key="compare_correction",
     )
-    task_scores = compare.titled(compare.score_frame(per_run, stats_metric, [stats_task]))
-    all_scores = compare.titled(compare.score_frame(per_run, stats_metric))
+    task_scores = _tables.titled(compare.score_frame(per_run, stats_metric, [stats_task]))
+    all_scores = _tables.titled(compare.score_frame(per_run, stats_metric))
     try:
         tests = method_tests(task_scores, all_scores, correction, stats_metric in LOWER_IS_BETTER)
     except ValueError as exc:  # e.g. two values for one method and seed
@@ -334,7 +325,7 @@ with tab_stats:
     show_test(
         "Which pairs differ? (Wilcoxon signed-rank, paired by seed)",
         wilcoxon,
-        shortfall=compare.wilcoxon_seed_shortfall(wilcoxon.table),
+        shortfall=_tables.wilcoxon_seed_shortfall(wilcoxon.table),
     )
 
     st.subheader(f"{METRIC_LABELS[stats_metric]} over {' and '.join(tasks)}", divider="gray")
@@ -350,7 +341,7 @@ with tab_stats:
         "tukey_subsets": tukey.subsets,
     }
     latex = "\n".join(
-        compare.frame_latex(
+        _tables.frame_latex(
             table, caption=f"{name} ({METRIC_LABELS[stats_metric]})", label=f"tab:{name}"
         )
         for name, table in tables.items()
@@ -359,7 +350,7 @@ with tab_stats:
     c1, c2 = st.columns(2)
     c1.download_button(
         "Statistics as CSV",
-        compare.tables_csv(tables),
+        _tables.tables_csv(tables),
         file_name=f"softgrade_stats_{stats_metric}.csv",
         mime="text/csv",
         key="compare_download_stats_csv",

@@ -15,12 +15,13 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from engine import charts, gradcam
-from engine.compare import method_title, order_methods
+from engine import gradcam
 from engine.importing import FILM_FORMATS, decode_film
 from engine.train import load_checkpoint
-from engine.vocab import GRADE_SIGNS
+from engine.vocab import GRADE_SIGNS, order_methods
+from pages import _charts as charts
 from pages._models import cached_crops, cached_splits, heat_help, maps_of, open_study
+from pages._tables import method_title
 from pages._ui import pick_study, run_inside_shell, store_path
 
 SOURCES = ("A test film of this study", "Upload a film")

@@ -8,16 +8,17 @@ The numbers come from ``engine.relationship`` and ``engine.stats``; this page re
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-from engine import charts, compare, relationship, stats
+from engine import compare, relationship, stats
+from engine.vocab import order_methods
+from pages import _tables
 from pages._ui import (
     RESULTS_TTL_S,
     cached_group_counts,
+    chart_spec,
     pick_studies,
     run_inside_shell,
     show_test,
@@ -56,16 +57,6 @@ def kld_tests(
         stats.kruskal_across_methods(scores),
         stats.wilcoxon_pairwise(scores, correction=correction),
     )
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def chart_spec(name: str, data: pd.DataFrame, options: dict[str, Any]) -> dict[str, Any]:
-    """The Vega-Lite spec of ``engine.charts.<name>(data, **options)``, cached.
-
-    Altair validates every spec against its JSON schema (~50 ms a chart); caching the spec
-    keeps reruns of an unchanged chart fast.
-    """
-    return getattr(charts, name)(data, **options).to_dict()
 
 
 run_inside_shell()
@@ -116,13 +107,13 @@ if joint.empty:
         )
     st.stop()
 
-methods_present = compare.order_methods(joint["method"])
+methods_present = order_methods(joint["method"])
 c1, c2 = st.columns([3, 1])
 methods = c1.multiselect(
     "Methods",
     options=methods_present,
     default=methods_present,
-    format_func=compare.method_title,
+    format_func=_tables.method_title,
     key="rel_methods",
 )
 eps = c2.selectbox(
@@ -192,10 +183,10 @@ rows = list(summary.itertuples(index=False))
 for start in range(0, len(rows), per_row):
     columns = st.columns(per_row)
     for column, row in zip(columns, rows[start : start + per_row], strict=False):
-        kld_text = compare.mean_std_text(row.kld_mean, row.kld_std, 3)
-        mae_text = compare.mean_std_text(row.mae_mean, row.mae_std, 2)
+        kld_text = _tables.mean_std_text(row.kld_mean, row.kld_std, 3)
+        mae_text = _tables.mean_std_text(row.mae_mean, row.mae_std, 2)
         options = {
-            "title": compare.method_title(row.method),
+            "title": _tables.method_title(row.method),
             "subtitle": [f"KLD {kld_text} · MAE {mae_text}", f"{row.n_seeds} seeds"],
             "limit": limit,
             "unit": unit,
@@ -214,8 +205,8 @@ st.caption(
     "(images per cell). Both are computed per seed, then shown as mean ± std over seeds. "
     "All heatmaps share one colour scale."
 )
-summary_shown = compare.relationship_summary_frame(summary).assign(
-    method=lambda f: f["method"].map(compare.method_title)
+summary_shown = _tables.relationship_summary_frame(summary).assign(
+    method=lambda f: f["method"].map(_tables.method_title)
 )
 st.dataframe(
     summary_shown,
@@ -238,7 +229,7 @@ st.subheader("One method, seed by seed", divider="gray")
 detail = st.selectbox(
     "Method",
     options=list(summary["method"]),
-    format_func=compare.method_title,
+    format_func=_tables.method_title,
     key="rel_method",
 )
 detail_row = summary[summary["method"] == detail].iloc[0]
@@ -260,7 +251,7 @@ c2.vega_lite_chart(
 
 # ---- KLD over seeds and Table 7 ------------------------------------------------------------
 st.subheader("KLD over seeds and tests (Table 7)", divider="gray")
-kld_scores = compare.titled(relationship.relationship_scores(results, "kld"))
+kld_scores = _tables.titled(relationship.relationship_scores(results, "kld"))
 correction = st.selectbox(
     "Correction for the pairwise Wilcoxon tests",
     options=list(stats.CORRECTIONS),
@@ -282,16 +273,16 @@ show_test("Do the methods differ at all? (Kruskal–Wallis)", kruskal)
 show_test(
     "Which pairs differ? (Wilcoxon signed-rank, paired by seed)",
     wilcoxon,
-    shortfall=compare.wilcoxon_seed_shortfall(wilcoxon.table),
+    shortfall=_tables.wilcoxon_seed_shortfall(wilcoxon.table),
 )
 
 # ---- Export ---------------------------------------------------------------------------------
 st.subheader("Export", divider="gray")
-table7 = compare.kld_tests_frame(shapiro, kruskal, wilcoxon)
+table7 = _tables.kld_tests_frame(shapiro, kruskal, wilcoxon)
 latex = (
-    compare.frame_latex(
-        compare.relationship_summary_frame(summary).assign(
-            method=lambda f: f["method"].map(compare.method_title)
+    _tables.frame_latex(
+        _tables.relationship_summary_frame(summary).assign(
+            method=lambda f: f["method"].map(_tables.method_title)
         ),
         caption=f"KLD and cell MAE of the predicted KL $\\times$ CPPD tables (mean and std over "
         f"seeds; $\\varepsilon = {eps:g}$).",
@@ -307,7 +298,7 @@ latex = (
         },
     )
     + "\n"
-    + compare.frame_latex(
+    + _tables.frame_latex(
         table7,
         caption="Statistical tests for KLD comparing the true contingency table with the ones "
         "obtained from the predictions.",
@@ -319,7 +310,7 @@ latex = (
 c1, c2, c3 = st.columns(3)
 c1.download_button(
     "Per-seed tables, KLD and MAE (CSV)",
-    compare.relationship_seed_frame(results).to_csv(index=False),
+    _tables.relationship_seed_frame(results).to_csv(index=False),
     file_name="softgrade_kl_cppd_seeds.csv",
     mime="text/csv",
     key="rel_download_seeds",
@@ -327,9 +318,9 @@ c1.download_button(
 )
 c2.download_button(
     "Summary and tests (CSV)",
-    compare.tables_csv(
+    _tables.tables_csv(
         {
-            "summary": compare.relationship_summary_frame(summary),
+            "summary": _tables.relationship_summary_frame(summary),
             "tests": table7,
             "true_table_mean": compare.grid_frame(truth),
         }

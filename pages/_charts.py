@@ -1,8 +1,10 @@
-"""Altair charts of the results pages: each function takes DataFrames and returns a chart.
+"""Altair charts of the pages: each function takes DataFrames and returns a chart.
 
-Kept apart from the pages so tests can check what a chart shows (its data and encodings)
-without a browser, and apart from ``engine/plots.py`` (the Launch page's live plots).
+Kept apart from the page scripts, and free of streamlit, so tests can check what a chart
+shows (its data and encodings) without a browser. Every heatmap of the app lives here.
 
+* :func:`soft_label_heatmap` — a method's (J, J) soft-label targets (paper Fig. 4), from
+  :func:`soft_label_frame`.
 * :func:`violin_box` — violin + box per method, median as a solid line and mean as a dashed
   red line, every seed a point with a tooltip (paper Fig. 5). The violin's density and the
   box statistics are computed here with numpy, so a method with one or two seeds still
@@ -11,6 +13,7 @@ without a browser, and apart from ``engine/plots.py`` (the Launch page's live pl
 * :func:`contingency_heatmap` — a KL × CPPD table with its counts (Fig. 2 right).
 * :func:`residual_heatmap` — predicted − true per cell on a diverging scale centred on 0,
   red for over-estimation and blue for under-estimation (Fig. 8).
+* :func:`seed_tables` — small multiples of predicted KL × CPPD tables, one per seed.
 * :func:`grade_probabilities` — one model's probability of each grade for one film.
 * :func:`stress_lift` — the co-occurrence stress test: per method, where its Grad-CAM heat
   sits (lift on a pathology's signs) as the other pathology's grade rises (Fig. 9).
@@ -24,13 +27,80 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from engine.compare import method_title, order_methods
+from engine.vocab import order_methods
+from pages._tables import method_title
 
 MEAN_COLOUR = "#d62728"
 MEDIAN_COLOUR = "#222222"
 HALF_WIDTH = 0.38  # half the width of a violin, in method slots
 BOX_HALF_WIDTH = 0.07
 KDE_POINTS = 60
+
+
+def soft_label_frame(matrix: np.ndarray) -> pd.DataFrame:
+    """A (J, J) target matrix in long form for plotting.
+
+    Args:
+        matrix: ``(J, J)`` probabilities; row k is the target distribution of true grade k.
+
+    Returns:
+        One row per cell: ``true_grade``, ``target_grade`` (ints) and ``probability``.
+    """
+    matrix = np.asarray(matrix, dtype=float)
+    if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
+        raise ValueError(f"expected a square (J, J) matrix, got shape {matrix.shape}")
+    j = matrix.shape[0]
+    true, target = np.meshgrid(np.arange(j), np.arange(j), indexing="ij")
+    return pd.DataFrame(
+        {
+            "true_grade": true.ravel(),
+            "target_grade": target.ravel(),
+            "probability": matrix.ravel(),
+        }
+    )
+
+
+def soft_label_heatmap(
+    frame: pd.DataFrame, *, title: str = "", size: int = 140, values: bool = True
+) -> alt.Chart:
+    """Heatmap of a soft-label matrix: true grade down, target grade across, as in Fig. 4.
+
+    Axis titles are left out so that five small charts fit side by side; say "rows: true
+    grade, columns: target grade" next to them.
+
+    Args:
+        frame: Output of `soft_label_frame`.
+        title: Chart title (the method's name).
+        size: Width and height of the grid in pixels.
+        values: Print each cell's probability in it.
+    """
+    base = alt.Chart(frame).encode(
+        x=alt.X("target_grade:O", title=None, axis=alt.Axis(labelAngle=0, orient="top")),
+        y=alt.Y("true_grade:O", title=None, axis=alt.Axis(labelAngle=0, labelOverlap=False)),
+    )
+    cells = base.mark_rect().encode(
+        color=alt.Color(
+            "probability:Q",
+            scale=alt.Scale(domain=[0, 1], scheme="blues"),
+            legend=None,
+        ),
+        tooltip=[
+            alt.Tooltip("true_grade:O", title="true grade"),
+            alt.Tooltip("target_grade:O", title="target grade"),
+            alt.Tooltip("probability:Q", format=".3f"),
+        ],
+    )
+    chart = cells
+    if values:
+        labels = base.mark_text(fontSize=max(7, size // 18)).encode(
+            text=alt.Text("probability:Q", format=".2f"),
+            color=alt.condition(
+                alt.datum.probability > 0.5, alt.value("white"), alt.value("black")
+            ),
+        )
+        chart = cells + labels
+    chart = chart.properties(width=size, height=size)
+    return chart.properties(title=title) if title else chart
 
 
 def violin_box(
