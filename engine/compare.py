@@ -183,7 +183,7 @@ def finished_seeds(group_counts: pd.DataFrame, spec: Mapping[str, Any]) -> list[
 
 @dataclass(frozen=True)
 class StudyProgress:
-    """Which seeds of one study can be shown (`pages._tables.progress_message` says it).
+    """Which seeds of one study can be shown, and whether the study is partial.
 
     Attributes:
         study_id: the study.

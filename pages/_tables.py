@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -36,6 +36,9 @@ from engine.compare import (
 )
 from engine.metrics import LOWER_IS_BETTER, METRIC_LABELS
 from engine.vocab import LABEL_SEPARATOR
+
+if TYPE_CHECKING:
+    from engine.stats import TestResult
 
 # Column order of the paper's Table 4.
 TABLE4_METRICS: tuple[str, ...] = ("qwk", "mae", "ms", "ba", "amae", "mmae")
@@ -139,8 +142,8 @@ def style_summary(summary: pd.DataFrame, marks: pd.DataFrame, *, digits: int = 3
     """A pandas Styler of :func:`format_summary`: best bold, second italic, paper rows grey.
 
     Args:
-        summary: from :func:`summary_table` / :func:`with_published`.
-        marks: from :func:`rank_marks` on the same summary.
+        summary: from `engine.compare.summary_table` / `engine.compare.with_published`.
+        marks: from `engine.compare.rank_marks` on the same summary.
         digits: decimals shown.
     """
     shown = format_summary(summary, digits=digits)
@@ -224,6 +227,33 @@ def summary_latex(
     return "\n".join(lines) + "\n"
 
 
+def missing_tasks_note(planned: set[str], present: Sequence[str]) -> str | None:
+    """Which planned tasks have no predictions yet, or None when every one has some."""
+    missing = sorted(planned - set(present))
+    if not missing:
+        return None
+    return (
+        f"No {' or '.join(missing)} predictions in these studies yet; showing "
+        f"{' and '.join(present)} only."
+    )
+
+
+def table4_note(*, with_paper: bool) -> str:
+    """The caption under Table 4: what the cells, marks and Average rows mean."""
+    note = (
+        "Mean ± standard deviation over seeds. Per task and metric, **bold** is the best "
+        "method and *italics* the second (↑ higher is better, ↓ lower is better). "
+        "The Average row is the mean of the methods' means and of their standard "
+        "deviations, as in the paper."
+    )
+    if with_paper:
+        note += (
+            " Grey rows are the paper's published values (20 seeds on its private "
+            "radiographs): a reference point, not a result these runs should reproduce."
+        )
+    return note
+
+
 def titled(scores: pd.DataFrame) -> pd.DataFrame:
     """``scores`` in the paper's method order with display names in ``method``.
 
@@ -234,9 +264,33 @@ def titled(scores: pd.DataFrame) -> pd.DataFrame:
     return out.assign(method=out["method"].map(method_title)).reset_index(drop=True)
 
 
+def seed_range(n_seeds: pd.Series) -> str:
+    """Seeds per (task, method) as ``"3"`` or, when they differ, ``"2–3"``."""
+    low, high = n_seeds.min(), n_seeds.max()
+    return str(low) if low == high else f"{low}–{high}"
+
+
 # --------------------------------------------------------------------------------------------
 # Statistics and relationship exports
 # --------------------------------------------------------------------------------------------
+
+
+def method_test_tables(
+    shapiro: TestResult,
+    kruskal: TestResult,
+    wilcoxon: TestResult,
+    anova: TestResult,
+    tukey: TestResult,
+) -> dict[str, pd.DataFrame]:
+    """The Statistics tab's tables for export, by name, from its `engine.stats.TestResult`s."""
+    return {
+        "shapiro": shapiro.table,
+        "kruskal": kruskal.table,
+        "wilcoxon": wilcoxon.table,
+        "anova": anova.table,
+        "tukey_pairs": tukey.table,
+        "tukey_subsets": tukey.subsets,
+    }
 
 
 def wilcoxon_seed_shortfall(table: pd.DataFrame, alpha: float = 0.05) -> str | None:
@@ -325,6 +379,65 @@ def kld_tests_frame(shapiro: Any, kruskal: Any, wilcoxon: Any) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows, columns=["test", "models", "statistic", "p"])
+
+
+def relationship_latex(summary: pd.DataFrame, table7: pd.DataFrame, eps: float) -> str:
+    """The KL × CPPD summary and its tests (the paper's Table 7) as two LaTeX tables.
+
+    Args:
+        summary: `engine.relationship.summarise_relationship`.
+        table7: :func:`kld_tests_frame`.
+        eps: the ε given to empty predicted cells (named in the caption).
+    """
+    shown = relationship_summary_frame(summary)
+    return (
+        frame_latex(
+            shown.assign(method=shown["method"].map(method_title)),
+            caption=f"KLD and cell MAE of the predicted KL $\\times$ CPPD tables (mean and std "
+            f"over seeds; $\\varepsilon = {eps:g}$).",
+            label="tab:kld_summary",
+            digits=4,
+            headers={
+                "method": "Model",
+                "n_seeds": "Seeds",
+                "kld_mean": "KLD mean",
+                "kld_std": "KLD std",
+                "mae_mean": "MAE mean",
+                "mae_std": "MAE std",
+            },
+        )
+        + "\n"
+        + frame_latex(
+            table7,
+            caption="Statistical tests for KLD comparing the true contingency table with the "
+            "ones obtained from the predictions.",
+            label="tab:kld_stats",
+            digits=3,
+            headers={"test": "Statistical test", "models": "Model(s)", "statistic": "Statistic"},
+        )
+    )
+
+
+def no_joint_reason(tasks_run: set[str], partial: bool) -> str:
+    """Why no test image has both a KL and a CPPD prediction of one method and seed.
+
+    Args:
+        tasks_run: tasks with stored runs in the picked studies.
+        partial: whether some picked study is still running or stopped early.
+    """
+    both = {"KL", "CPPD"}
+    if tasks_run and tasks_run != both:
+        only, missing = " and ".join(sorted(tasks_run)), " and ".join(sorted(both - tasks_run))
+        return (
+            f"These studies have {only} predictions only. The relationship needs a KL model "
+            f"and a CPPD model of the same method and seed: run a study with {missing} too."
+        )
+    if partial:
+        return "No seed with both a KL and a CPPD model has finished yet."
+    return (
+        "No test image was graded by both a KL and a CPPD model of the same method and "
+        "seed in these studies."
+    )
 
 
 # Column headers of the statistics tables as shown on the pages.
@@ -424,6 +537,19 @@ def frame_latex(
         lines.append(" & ".join(cells) + r" \\")
     lines += [r"\bottomrule\bottomrule", r"\end{tabular}", r"\end{table}"]
     return "\n".join(lines) + "\n"
+
+
+def stats_latex(tables: Mapping[str, pd.DataFrame], metric_label: str) -> str:
+    """The statistics tables that have rows, one LaTeX table each, captioned with the metric.
+
+    A comment line when no test could be run, so the download is never an empty file.
+    """
+    latex = "\n".join(
+        frame_latex(table, caption=f"{name} ({metric_label})", label=f"tab:{name}")
+        for name, table in tables.items()
+        if not table.empty
+    )
+    return latex or "% no test could be run\n"
 
 
 # --------------------------------------------------------------------------------------------

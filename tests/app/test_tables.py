@@ -199,3 +199,83 @@ def test_wilcoxon_seed_shortfall_matches_the_smallest_exact_p(n_seeds, blocked):
     if blocked:
         assert "at least 6 seeds" in message
     assert tables.wilcoxon_seed_shortfall(result.table.iloc[0:0]) is None
+
+
+def test_seed_range_is_one_number_or_a_range():
+    assert tables.seed_range(pd.Series([3, 3])) == "3"
+    assert tables.seed_range(pd.Series([2, 3, 3])) == "2–3"
+
+
+def test_table4_note_mentions_the_papers_rows_only_when_shown():
+    assert "**bold** is the best" in tables.table4_note(with_paper=False)
+    assert "Grey rows" not in tables.table4_note(with_paper=False)
+    assert "Grey rows are the paper's" in tables.table4_note(with_paper=True)
+
+
+def test_missing_tasks_note_names_the_tasks_without_predictions():
+    assert tables.missing_tasks_note({"KL", "CPPD"}, ["KL"]) == (
+        "No CPPD predictions in these studies yet; showing KL only."
+    )
+    assert tables.missing_tasks_note({"KL"}, ["CPPD", "KL"]) is None
+
+
+def test_no_joint_reason_says_which_task_is_missing_or_that_seeds_are_running():
+    assert "KL predictions only" in tables.no_joint_reason({"KL"}, partial=False)
+    assert "run a study with CPPD too" in tables.no_joint_reason({"KL"}, partial=False)
+    assert "has finished yet" in tables.no_joint_reason({"KL", "CPPD"}, partial=True)
+    assert "No test image was graded" in tables.no_joint_reason({"KL", "CPPD"}, partial=False)
+
+
+def _method_results(n_seeds: int = 6) -> tuple:
+    rng = np.random.default_rng(0)
+    scores = pd.DataFrame(
+        {
+            "method": ["Beta"] * n_seeds + ["Nominal"] * n_seeds,
+            "seed": list(range(n_seeds)) * 2,
+            "value": rng.random(2 * n_seeds),
+        }
+    )
+    return (
+        stats.shapiro_by_method(scores),
+        stats.kruskal_across_methods(scores),
+        stats.wilcoxon_pairwise(scores, correction="none"),
+    )
+
+
+def test_method_test_tables_and_stats_latex_name_every_table(per_run):
+    scores = compare.score_frame(per_run, "amae")
+    anova, tukey = stats.two_way_anova(scores), stats.tukey_hsd(scores, descending=True)
+    found = tables.method_test_tables(*_method_results(), anova, tukey)
+    assert list(found) == [
+        "shapiro",
+        "kruskal",
+        "wilcoxon",
+        "anova",
+        "tukey_pairs",
+        "tukey_subsets",
+    ]
+    assert found["tukey_subsets"] is tukey.subsets
+    latex = tables.stats_latex(found, "AMAE")
+    assert r"\caption{anova (AMAE)}" in latex and r"\label{tab:tukey_pairs}" in latex
+    assert tables.stats_latex({"anova": pd.DataFrame()}, "AMAE") == "% no test could be run\n"
+
+
+def test_relationship_latex_holds_the_summary_and_table7():
+    table = np.ones((5, 4), dtype=int)
+    summary = pd.DataFrame(
+        [
+            {
+                "method": "beta",
+                "n_seeds": 3,
+                "kld_mean": 0.1,
+                "kld_std": 0.1,
+                "mae_mean": 1.0,
+                "mae_std": 0.0,
+                "mean_table": table,
+            }
+        ]
+    )
+    table7 = tables.kld_tests_frame(*_method_results())
+    latex = tables.relationship_latex(summary, table7, 1e-6)
+    assert r"\label{tab:kld_summary}" in latex and r"\label{tab:kld_stats}" in latex
+    assert r"$\varepsilon = 1e-06$" in latex and "Beta &" in latex
