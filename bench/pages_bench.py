@@ -260,7 +260,7 @@ out["imports: torch + dlordinal (engine.soft_labels)"] = [time.perf_counter() - 
 t = time.perf_counter()
 import streamlit as st
 from streamlit.testing.v1 import AppTest
-import engine.charts, engine.compare, engine.relationship, engine.stats, store.runs
+import pages._charts, engine.compare, engine.relationship, engine.stats, store.runs
 out["imports: streamlit, statsmodels, scipy, altair, duckdb, the page's modules"] = [
     time.perf_counter() - t
 ]

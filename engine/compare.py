@@ -1,10 +1,11 @@
-"""Method comparison: per-run test metrics, the paper's Table 4, confusion matrices, exports.
+"""Method comparison: per-run test metrics, the paper's Table 4, confusion matrices.
 
 Input is a long frame of (run, y_true, y_pred, n) counts, as `store.runs.confusion_counts`
 returns, so metrics are computed for thousands of runs at once. Everything here is pandas /
-numpy and returns DataFrames or strings, so pages only render and tests check numbers.
+numpy and returns DataFrames, arrays or plain values; how they read on a page (text, LaTeX,
+CSV, styled tables) is `pages/_tables.py`'s business.
 
-Conventions, shown next to the numbers in the UI:
+Conventions:
 
 * **Table 4** (`summary_table`): mean and sample standard deviation (ddof = 1) over seeds of
   each metric per (task, method). The "Average" row of a task is the mean of the methods'
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,27 +31,16 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from pandas.io.formats.style import Styler
 
-from engine.config import TASK_CLASSES
-from engine.metrics import (
-    LOWER_IS_BETTER,
-    METRIC_LABELS,
-    METRICS,
-    confusion_matrices,
-    metrics_from_confusion,
-)
-from engine.soft_labels import METHODS, grid_size
+from engine.metrics import LOWER_IS_BETTER, METRICS, confusion_matrices, metrics_from_confusion
+from engine.soft_labels import grid_size
+from engine.vocab import LABEL_SEPARATOR, METHODS, TASK_CLASSES, method_sort_key, order_methods
 
 logger = logging.getLogger(__name__)
 
-RUN_KEYS = ["study_id", "run_id", "task", "method", "seed"]
 COUNT_COLUMNS = ("y_true", "y_pred", "n")
-# Column order of the paper's Table 4.
-TABLE4_METRICS: tuple[str, ...] = ("qwk", "mae", "ms", "ba", "amae", "mmae")
 TASK_ORDER: tuple[str, ...] = ("CPPD", "KL")  # the paper lists CPPD first
 AVERAGE = "Average"
-LABEL_SEPARATOR = " · "
 # ../shared/reference next to the repository, as the project lays it out.
 REFERENCE_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "reference"
 PUBLISHED_FILE = "paper_table4.csv"
@@ -106,26 +95,6 @@ def metrics_table(per_run: pd.DataFrame) -> pd.DataFrame:
     table.columns = [f"{m}_{stat}" for m, stat in table.columns]
     table["n_seeds"] = grouped["seed"].nunique()
     return table.reset_index()
-
-
-def method_title(method: str) -> str:
-    """Display name of a method or label: ``"beta"`` → ``"Beta"``, study suffix kept."""
-    base, sep, rest = str(method).partition(LABEL_SEPARATOR)
-    return base[:1].upper() + base[1:] + sep + rest
-
-
-def method_sort_key(method: str) -> tuple[int, str]:
-    """Order methods as the paper does (nominal, binomial, beta, triangular, exponential)."""
-    base = str(method).partition(LABEL_SEPARATOR)[0].lower()  # "Beta" sorts as "beta"
-    rank = METHODS.index(base) if base in METHODS else len(METHODS)
-    return rank, str(method)
-
-
-def order_methods(methods: Iterable[str]) -> list[str]:
-    """Distinct methods (or labels) in the paper's order."""
-    if isinstance(methods, pd.Series):
-        methods = methods.unique()  # one pass in pandas, not a Python loop over every row
-    return sorted(dict.fromkeys(str(m) for m in methods), key=method_sort_key)
 
 
 def sort_by_method(frame: pd.DataFrame) -> pd.DataFrame:
@@ -214,7 +183,7 @@ def finished_seeds(group_counts: pd.DataFrame, spec: Mapping[str, Any]) -> list[
 
 @dataclass(frozen=True)
 class StudyProgress:
-    """Which seeds of one study can be shown, and what to tell the reader about it.
+    """Which seeds of one study can be shown, and whether the study is partial.
 
     Attributes:
         study_id: the study.
@@ -236,28 +205,6 @@ class StudyProgress:
     def partial(self) -> bool:
         """True unless the study succeeded: only its finished seeds are shown."""
         return self.status != "succeeded"
-
-    def message(self) -> str | None:
-        """A plain sentence for a partial study, None for a finished one."""
-        if not self.partial:
-            return None
-        done = f"{len(self.finished)} of {len(self.planned)} seeds finished"
-        which = f" ({_seed_list(self.finished)})" if self.finished else ""
-        if self.status in ("running", "queued"):
-            state = "is still running" if self.status == "running" else "has not started yet"
-            if not self.finished:
-                return (
-                    f"Study “{self.name}” {state}: no seed has finished yet, so there is "
-                    "nothing to show for it. Figures appear as soon as its first seed is done."
-                )
-            return (
-                f"Study “{self.name}” {state}: {done}{which}. The figures use those seeds "
-                "only and are partial; they will change as more seeds finish."
-            )
-        return (
-            f"Study “{self.name}” {self.status} before the end: {done}{which}. The figures "
-            "use those seeds only."
-        )
 
 
 def study_progress(studies: pd.DataFrame, group_counts: pd.DataFrame) -> list[StudyProgress]:
@@ -328,12 +275,14 @@ def one_dataset(studies: pd.DataFrame, chosen: Sequence[str]) -> tuple[list[str]
     return list(rows.index[keep]), [str(n) for n in rows.loc[~keep, "name"]]
 
 
-def study_label(row: Mapping[str, Any]) -> str:
-    """How a study reads in a picker: name, status, seeds and date."""
-    spec = row["spec"] if isinstance(row["spec"], Mapping) else json.loads(row["spec"] or "{}")
-    seeds = len(spec.get("seeds", []))
-    created = pd.Timestamp(row["created_at"]).strftime("%Y-%m-%d %H:%M")
-    return f"{row['name']} · {row['status']} · {seeds} seed{'s' * (seeds != 1)} · {created}"
+def default_study_id(studies: pd.DataFrame) -> str:
+    """The study a page opens on: the newest finished one, else the newest with results.
+
+    Args:
+        studies: Rows newest first, with ``study_id`` and the job ``status``.
+    """
+    finished = studies[studies["status"] == "succeeded"]
+    return str((finished if len(finished) else studies)["study_id"].iloc[0])
 
 
 # --------------------------------------------------------------------------------------------
@@ -496,131 +445,6 @@ def rank_marks(
     return marks
 
 
-def row_label(row: Mapping[str, Any]) -> str:
-    """The Method cell of a Table 4 row, e.g. ``"Beta"`` or ``"Beta — paper (20 seeds)"``."""
-    kind = row["row"]
-    if kind == ROW_PAPER:
-        return f"{method_title(row['base_method'])} — paper ({PUBLISHED_SEEDS} seeds)"
-    if kind == ROW_PAPER_AVERAGE:
-        return f"{AVERAGE} — paper"
-    return method_title(str(row["method"]))
-
-
-def format_summary(summary: pd.DataFrame, *, digits: int = 3) -> pd.DataFrame:
-    """Table 4 as text cells ``"0.571 ± 0.177"``, columns in the paper's order.
-
-    A missing std (one seed) shows as ``"0.571 ± –"``; a missing mean as ``"–"``.
-
-    Returns:
-        Columns ``Task``, ``Method``, ``Seeds``, then ``QWK ↑``, ``MAE ↓``, ... (the arrow
-        says which way is better); same index as ``summary``.
-    """
-    out = pd.DataFrame(index=summary.index)
-    out["Task"] = summary["task"].astype(str)
-    out["Method"] = [row_label(row) for _, row in summary.iterrows()]
-    out["Seeds"] = summary["n_seeds"].astype(int).astype(str)
-    for metric in TABLE4_METRICS:
-        out[metric_header(metric)] = [
-            mean_std_text(mean, std, digits)
-            for mean, std in zip(summary[f"{metric}_mean"], summary[f"{metric}_std"], strict=True)
-        ]
-    return out
-
-
-def metric_header(metric: str) -> str:
-    """Column header with the better direction, e.g. ``"AMAE ↓"``."""
-    return f"{METRIC_LABELS[metric]} {'↓' if metric in LOWER_IS_BETTER else '↑'}"
-
-
-def style_summary(summary: pd.DataFrame, marks: pd.DataFrame, *, digits: int = 3) -> Styler:
-    """A pandas Styler of :func:`format_summary`: best bold, second italic, paper rows grey.
-
-    Args:
-        summary: from :func:`summary_table` / :func:`with_published`.
-        marks: from :func:`rank_marks` on the same summary.
-        digits: decimals shown.
-    """
-    shown = format_summary(summary, digits=digits)
-    css = pd.DataFrame("", index=shown.index, columns=shown.columns)
-    for metric in TABLE4_METRICS:
-        column = metric_header(metric)
-        if metric in marks.columns:
-            css.loc[marks[metric] == "best", column] = "font-weight: bold"
-            css.loc[marks[metric] == "second", column] = "font-style: italic"
-    paper = summary["row"].isin([ROW_PAPER, ROW_PAPER_AVERAGE]).to_numpy()
-    average = (summary["row"] == ROW_AVERAGE).to_numpy()
-    css.loc[paper, :] = css.loc[paper, :] + "; color: #6b6b6b; background-color: #f3f3f3"
-    css.loc[average, :] = css.loc[average, :] + "; border-top: 1px solid #999"
-    styler = shown.style.apply(lambda _: css, axis=None).hide(axis="index")
-    # Keep "0.571 ± 0.177" on one line however narrow the page.
-    return styler.set_table_styles([{"selector": "td, th", "props": "white-space: nowrap;"}])
-
-
-def summary_csv(summary: pd.DataFrame) -> str:
-    """Table 4 as CSV with full-precision numbers.
-
-    ``row`` says what each line is: ``method`` (ours), ``average``, ``paper`` (the published
-    value for ``method``) or ``paper average``.
-    """
-    columns = ["task", "method", "row", "n_seeds"]
-    columns += [f"{m}_{s}" for m in TABLE4_METRICS for s in ("mean", "std")]
-    out = summary[columns].copy()
-    # Paper rows carry the plain method name; ``row`` tells them from ours.
-    out.loc[summary["row"] == ROW_PAPER, "method"] = summary["base_method"]
-    return out.to_csv(index=False)
-
-
-def summary_latex(
-    summary: pd.DataFrame,
-    marks: pd.DataFrame,
-    *,
-    digits: int = 3,
-    caption: str = (
-        r"Performance comparison ($Mean_{STD}$ over seeds) across soft-labelling strategies. "
-        r"The best results are shown in bold, whereas the second-best results are shown in "
-        r"italics."
-    ),
-    label: str = "tab:results",
-) -> str:
-    """Table 4 as a LaTeX ``table*`` in the paper's layout (booktabs).
-
-    Cells are ``$0.571_{0.177}$``; best is ``$\\mathbf{...}$`` and second ``$\\mathit{...}$``,
-    as in the paper (``\\textbf`` would not embolden the math-mode digits). Average rows
-    sit under a ``\\midrule``; the paper's rows, if present, say "(paper)".
-    """
-    header = ["Dataset", "Soft-labelling", *(METRIC_LABELS[m] for m in TABLE4_METRICS)]
-    lines = [
-        r"\begin{table*}[!htbp]",
-        r"\centering",
-        r"\tiny",
-        rf"\caption{{{caption}}}",
-        rf"\label{{{label}}}",
-        r"\begin{tabular}{ll" + "c" * len(TABLE4_METRICS) + "}",
-        r"\toprule\toprule",
-        " & ".join(header) + r" \\",
-        r"\midrule",
-    ]
-    previous_task = None
-    for index, row in summary.iterrows():
-        if previous_task is not None and row["task"] != previous_task:
-            lines.append(r"\midrule")
-        if row["row"] == ROW_AVERAGE:
-            lines.append(r"\midrule")
-        previous_task = row["task"]
-        name = row_label(row)
-        if row["row"] == ROW_PAPER:
-            name = f"{method_title(row['base_method'])} (paper)"
-        elif row["row"] == ROW_PAPER_AVERAGE:
-            name = f"{AVERAGE} (paper)"
-        cells = [_latex_escape(str(row["task"])), _latex_escape(name)]
-        for metric in TABLE4_METRICS:
-            mark = marks.at[index, metric] if metric in marks.columns else ""
-            cells.append(_latex_cell(row[f"{metric}_mean"], row[f"{metric}_std"], digits, mark))
-        lines.append(" & ".join(cells) + r" \\")
-    lines += [r"\bottomrule\bottomrule", r"\end{tabular}", r"\end{table*}"]
-    return "\n".join(lines) + "\n"
-
-
 # --------------------------------------------------------------------------------------------
 # Scores for plots and statistics
 # --------------------------------------------------------------------------------------------
@@ -659,16 +483,6 @@ def score_frame(
         )
     )
     return out.iloc[order].reset_index(drop=True)
-
-
-def titled(scores: pd.DataFrame) -> pd.DataFrame:
-    """``scores`` in the paper's method order with display names in ``method``.
-
-    ``"beta"`` becomes ``"Beta"``, so the tests' one-line readings name methods as people
-    write them and list them in the paper's order.
-    """
-    out = sort_by_method(scores)
-    return out.assign(method=out["method"].map(method_title)).reset_index(drop=True)
 
 
 def best_method(
@@ -756,196 +570,6 @@ def grid_frame(
 
 
 # --------------------------------------------------------------------------------------------
-# Statistics and relationship exports
-# --------------------------------------------------------------------------------------------
-
-
-def wilcoxon_seed_shortfall(table: pd.DataFrame, alpha: float = 0.05) -> str | None:
-    """Why no Wilcoxon p-value can be significant, or None when some pair can be.
-
-    The exact two-sided signed-rank test on ``n`` paired seeds cannot give a p-value below
-    ``2 / 2**n`` (every difference with the same sign), so with 5 seeds or fewer no pair
-    can reach ``p < 0.05`` whatever the data: numbers then would only mislead.
-
-    Args:
-        table: ``engine.stats.wilcoxon_pairwise(...).table`` (column ``n_seeds``).
-        alpha: significance level.
-
-    Returns:
-        A sentence saying how many seeds there are and how many are needed, or None.
-    """
-    if table.empty:
-        return None
-    most = int(table["n_seeds"].max())
-    if 2.0 / 2**most < alpha:
-        return None
-    needed = int(math.floor(math.log2(2.0 / alpha))) + 1
-    return (
-        f"With {most} paired seed{'s' * (most != 1)} the Wilcoxon signed-rank test cannot "
-        f"give p < {alpha:g} for any pair (the smallest possible p is {2.0 / 2**most:.3g}), "
-        f"so no p-values are shown. It needs at least {needed} seeds per method."
-    )
-
-
-def relationship_seed_frame(results: Sequence[Any]) -> pd.DataFrame:
-    """Per-seed KL × CPPD scores for export.
-
-    Args:
-        results: `engine.relationship.SeedRelationship` items.
-
-    Returns:
-        Columns ``method``, ``seed``, ``n_images``, ``kld``, ``mae`` and the 20 predicted
-        cells ``pred_kl<i>_cppd<j>``.
-    """
-    rows = []
-    for r in results:
-        row = {"method": r.method, "seed": r.seed, "n_images": r.n_images, "kld": r.kld}
-        row["mae"] = r.mae
-        table = np.asarray(r.table)
-        for i in range(table.shape[0]):
-            for j in range(table.shape[1]):
-                row[f"pred_kl{i}_cppd{j}"] = int(table[i, j])
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def relationship_summary_frame(summary: pd.DataFrame) -> pd.DataFrame:
-    """`engine.relationship.summarise_relationship` without its array columns (for CSV)."""
-    keep = ["method", "n_seeds", "kld_mean", "kld_std", "mae_mean", "mae_std"]
-    return summary[keep].copy() if not summary.empty else pd.DataFrame(columns=keep)
-
-
-def kld_tests_frame(shapiro: Any, kruskal: Any, wilcoxon: Any) -> pd.DataFrame:
-    """The paper's Table 7 from three `engine.stats.TestResult` objects.
-
-    Returns:
-        Columns ``test``, ``models``, ``statistic``, ``p`` (Wilcoxon: the adjusted p, the
-        correction named in ``test``); only tests that produced numbers.
-    """
-    rows = []
-    for r in shapiro.table.dropna(subset=["p"]).itertuples(index=False):
-        rows.append(
-            {
-                "test": "Normality (Shapiro–Wilk)",
-                "models": method_title(r.method),
-                "statistic": r.W,
-                "p": r.p,
-            }
-        )
-    for r in kruskal.table.itertuples(index=False):
-        rows.append(
-            {"test": "Global (Kruskal–Wallis)", "models": "All models", "statistic": r.H, "p": r.p}
-        )
-    for r in wilcoxon.table.itertuples(index=False):
-        rows.append(
-            {
-                "test": f"Pairwise (Wilcoxon, {r.correction})",
-                "models": f"{method_title(r.method_a)} vs. {method_title(r.method_b)}",
-                "statistic": r.statistic,
-                "p": r.p_adj,
-            }
-        )
-    return pd.DataFrame(rows, columns=["test", "models", "statistic", "p"])
-
-
-# Column headers of the statistics tables as shown on the pages.
-TEST_HEADERS: dict[str, str] = {
-    "method": "Method",
-    "n": "n",
-    "normal": "Looks normal",
-    "test": "Test",
-    "methods": "Methods",
-    "method_a": "Method A",
-    "method_b": "Method B",
-    "n_seeds": "Paired seeds",
-    "median_diff": "Median A − B",
-    "statistic": "Statistic",
-    "p_adj": "Adjusted p",
-    "correction": "Correction",
-    "significant": "Differ (α = 0.05)",
-    "factor": "Factor",
-    "group1": "Method A",
-    "group2": "Method B",
-    "meandiff": "Mean B − A",
-    "lower": "95% CI low",
-    "upper": "95% CI high",
-    "reject": "Differ (α = 0.05)",
-    "mean": "Mean",
-}
-P_COLUMNS = frozenset({"p", "p_adj"})
-
-
-def format_test_table(table: pd.DataFrame) -> pd.DataFrame:
-    """A statistics table as text for reading: p-values as ``"< 0.001"`` or 3 significant
-    digits, other numbers with 4 significant digits, yes/no for booleans, blanks for
-    missing cells, and plain-language headers (:data:`TEST_HEADERS`).
-    """
-    out = pd.DataFrame(index=table.index)
-    for column in table.columns:
-        values = table[column]
-        if column in P_COLUMNS:
-            text = [_p_text(v) for v in values]
-        elif values.dtype == bool or str(values.dtype) == "boolean":
-            text = ["" if _is_missing(v) else ("yes" if v else "no") for v in values]
-        elif pd.api.types.is_integer_dtype(values):
-            text = [str(int(v)) for v in values]
-        elif pd.api.types.is_numeric_dtype(values):
-            text = ["" if _is_missing(v) else f"{float(v):.4g}" for v in values]
-        else:
-            text = ["" if _is_missing(v) else str(v) for v in values]
-        out[TEST_HEADERS.get(str(column), str(column))] = text
-    return out
-
-
-def tables_csv(tables: Mapping[str, pd.DataFrame]) -> str:
-    """Several result tables in one CSV: a ``table`` column names each row's table."""
-    frames = [frame.assign(table=name) for name, frame in tables.items() if not frame.empty]
-    if not frames:
-        return "table\n"
-    out = pd.concat(frames, ignore_index=True)
-    return out[["table", *(c for c in out.columns if c != "table")]].to_csv(index=False)
-
-
-def frame_latex(
-    frame: pd.DataFrame,
-    *,
-    caption: str,
-    label: str,
-    digits: int = 3,
-    headers: Mapping[str, str] | None = None,
-) -> str:
-    """Any small results frame as a booktabs LaTeX ``table`` in the paper's style.
-
-    Numbers get ``digits`` decimals; p-values (columns named ``p``/``p_adj``/``p-value``)
-    are written ``$<0.001$`` or with 3 significant digits; missing cells are ``--``.
-
-    Args:
-        frame: the rows to print.
-        caption: table caption (LaTeX).
-        label: ``\\label`` key.
-        digits: decimals for other numbers.
-        headers: column → header text (defaults to the column names).
-    """
-    headers = dict(headers or {})
-    names = [_latex_escape(headers.get(c, str(c))) for c in frame.columns]
-    lines = [
-        r"\begin{table}[!htbp]",
-        r"\centering",
-        rf"\caption{{{caption}}}",
-        rf"\label{{{label}}}",
-        r"\begin{tabular}{l" + "c" * (len(frame.columns) - 1) + "}",
-        r"\toprule\toprule",
-        " & ".join(rf"\textbf{{{n}}}" for n in names) + r" \\",
-        r"\midrule",
-    ]
-    for _, row in frame.iterrows():
-        cells = [_latex_value(row[c], str(c), digits) for c in frame.columns]
-        lines.append(" & ".join(cells) + r" \\")
-    lines += [r"\bottomrule\bottomrule", r"\end{tabular}", r"\end{table}"]
-    return "\n".join(lines) + "\n"
-
-
-# --------------------------------------------------------------------------------------------
 # Helpers
 # --------------------------------------------------------------------------------------------
 
@@ -959,92 +583,3 @@ def task_order(tasks: Iterable[str]) -> list[str]:
     """Distinct tasks in the paper's order (CPPD, then KL)."""
     present = list(dict.fromkeys(str(t) for t in tasks))
     return sorted(present, key=lambda t: (TASK_ORDER.index(t) if t in TASK_ORDER else 99, t))
-
-
-def _is_missing(value: Any) -> bool:
-    try:
-        return value is None or value is pd.NA or math.isnan(float(value))
-    except (TypeError, ValueError):
-        return False
-
-
-def _p_text(value: Any) -> str:
-    if _is_missing(value):
-        return ""
-    return "< 0.001" if float(value) < 0.001 else f"{float(value):.3g}"
-
-
-def mean_std_text(mean: Any, std: Any, digits: int) -> str:
-    """``"0.571 ± 0.177"``; ``"0.571 ± –"`` without a std (one seed), ``"–"`` without a mean."""
-    if _is_missing(mean):
-        return "–"
-    std_text = "–" if _is_missing(std) else f"{float(std):.{digits}f}"
-    return f"{float(mean):.{digits}f} ± {std_text}"
-
-
-def _latex_cell(mean: Any, std: Any, digits: int, mark: str) -> str:
-    if _is_missing(mean):
-        return "--"
-    body = f"{float(mean):.{digits}f}"
-    if not _is_missing(std):
-        body += f"_{{{float(std):.{digits}f}}}"
-    if mark == "best":
-        body = rf"\mathbf{{{body}}}"
-    elif mark == "second":
-        body = rf"\mathit{{{body}}}"
-    return f"${body}$"
-
-
-def _latex_value(value: Any, column: str, digits: int) -> str:
-    if isinstance(value, str):
-        return _latex_escape(value)
-    if isinstance(value, bool | np.bool_):
-        return "yes" if value else "no"
-    if _is_missing(value):
-        return "--"
-    if isinstance(value, int | np.integer):
-        return str(int(value))
-    number = float(value)
-    if column.lower() in ("p", "p_adj", "p-value", "p value"):
-        return r"$<0.001$" if number < 0.001 else f"${number:.3g}$"
-    return f"${number:.{digits}f}$"
-
-
-_LATEX_SPECIAL = {
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-    "\\": r"\textbackslash{}",
-    "×": r"$\times$",
-    "–": "--",
-    "—": "---",
-    "·": r"$\cdot$",
-    "±": r"$\pm$",
-    "α": r"$\alpha$",
-    "Š": r"\v{S}",
-}
-
-
-def _seed_list(seeds: Sequence[int]) -> str:
-    """``"seed 3"`` or ``"seeds 0, 1, 2"``."""
-    return ("seed " if len(seeds) == 1 else "seeds ") + ", ".join(str(s) for s in seeds)
-
-
-def _latex_escape(text: str) -> str:
-    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
-
-
-def default_study_id(studies: pd.DataFrame) -> str:
-    """The study a page opens on: the newest finished one, else the newest with results.
-
-    Args:
-        studies: Rows newest first, with ``study_id`` and the job ``status``.
-    """
-    finished = studies[studies["status"] == "succeeded"]
-    return str((finished if len(finished) else studies)["study_id"].iloc[0])

@@ -6,6 +6,7 @@ heavy, so pages, the store and the CLI can use it without loading torch.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -105,6 +106,30 @@ METHOD_DESCRIPTIONS: MappingProxyType[str, str] = MappingProxyType(
         "p sets how sharply mass falls off.",
     }
 )
+
+# A method run in several of the studies shown at once is told apart as "beta · study name".
+LABEL_SEPARATOR = " · "
+
+
+def method_sort_key(method: str) -> tuple[int, str]:
+    """Order methods as the paper does (nominal, binomial, beta, triangular, exponential).
+
+    Labels (``"beta · study"``) and display names (``"Beta"``) sort with their method;
+    anything else comes after the paper's methods.
+    """
+    base = str(method).partition(LABEL_SEPARATOR)[0].lower()
+    rank = METHODS.index(base) if base in METHODS else len(METHODS)
+    return rank, str(method)
+
+
+def order_methods(methods: Iterable[str]) -> list[str]:
+    """Distinct methods (or labels) in the paper's order."""
+    if hasattr(methods, "unique"):
+        # A pandas Series: one pass in pandas, not a Python loop over every row (pandas is
+        # not imported here, so the vocabulary stays light).
+        methods = methods.unique()
+    return sorted(dict.fromkeys(str(m) for m in methods), key=method_sort_key)
+
 
 # Splits (ARCHITECTURE.md "Splits"): a 70/30 train/test holdout, then 30 % of train as
 # validation, so 49 % of a task's films train.

@@ -7,11 +7,12 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from engine import charts, gradcam
-from engine.compare import method_title
+from engine import gradcam
 from engine.vocab import TOP_GRADE
+from pages import _charts as charts
 from pages._attention_tables import cooccurrence_summary, knee_caption, stress_summary
 from pages._models import cached_crops, heat_help, maps_of, probs_of
+from pages._tables import method_title
 
 MAX_FILMS_PER_LEVEL = 12  # films per level whose predictions are averaged
 

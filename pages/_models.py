@@ -12,10 +12,10 @@ import pandas as pd
 import streamlit as st
 
 from engine import gradcam
-from engine.compare import method_title
 from engine.config import SpecError, StudySpec
 from engine.data import cache_dir_for, load_masks, open_prepared
 from engine.train import load_checkpoint
+from pages._tables import method_title
 from pages._ui import RESULTS_TTL_S
 from store import runs as store_runs
 from store.datasets import load_splits

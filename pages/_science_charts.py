@@ -24,7 +24,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from engine.compare import method_sort_key, method_title, order_methods
+from engine.vocab import method_sort_key, order_methods
+from pages._tables import method_title
 
 DIAGONAL_COLOUR = "#888888"
 BAR_COLOUR = "#222222"

@@ -9,17 +9,25 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 from streamlit.errors import StreamlitAPIException
 
 from engine import compare, stats
 from engine.config import StudySpec
 from jobs.describe import format_devices
+from pages._tables import (
+    format_test_table,
+    method_title,
+    progress_message,
+    study_label,
+    wilcoxon_seed_shortfall,
+)
 from store import datasets as store_datasets
 from store import jobs as store_jobs
 from store import runs as store_runs
@@ -28,6 +36,9 @@ from store.db import StoreError, default_store_path, init_schema
 WORKER_ALIVE_WITHIN_S = 30.0
 SIDEBAR_REFRESH_S = 5.0
 STUDIES_DIR = Path(__file__).resolve().parent.parent / "studies"
+
+# MIME type of a download, by the file name's suffix.
+DOWNLOAD_TYPES = {".csv": "text/csv", ".tex": "text/x-tex"}
 
 NO_WORKER_TITLE = "No worker is running: queued studies will wait."
 NO_WORKER_HOW = (
@@ -239,7 +250,7 @@ def pick_study(
 ) -> pd.Series:
     """A single-study picker (newest finished first); stops when no study has results."""
     studies = studies_with_results(path, empty_hint)
-    labels = {row["study_id"]: compare.study_label(row) for _, row in studies.iterrows()}
+    labels = {row["study_id"]: study_label(row) for _, row in studies.iterrows()}
     ids = list(labels)
     initial = {"index": ids.index(compare.default_study_id(studies))}
     if requested := _requested(key, ids):
@@ -268,7 +279,7 @@ def pick_studies(
     images). Returns the picked studies' rows.
     """
     studies = studies_with_results(path, empty_hint)
-    labels = {row["study_id"]: compare.study_label(row) for _, row in studies.iterrows()}
+    labels = {row["study_id"]: study_label(row) for _, row in studies.iterrows()}
     initial = {"default": [compare.default_study_id(studies)]}
     if requested := _requested(key, labels):
         forget(*dependent_keys)
@@ -314,9 +325,38 @@ def show_test(
         st.info(shortfall or result.note or result.reading, icon=":material/info:")
         return
     st.markdown(result.reading)
-    st.dataframe(compare.format_test_table(shown), hide_index=True, width="content")
+    st.dataframe(format_test_table(shown), hide_index=True, width="content")
     if result.note:
         st.caption(result.note)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def method_tests(
+    scores: pd.DataFrame, correction: str
+) -> tuple[stats.TestResult, stats.TestResult, stats.TestResult]:
+    """Shapiro–Wilk per method, Kruskal–Wallis and pairwise Wilcoxon of one score per seed.
+
+    Cached: statsmodels' Holm step runs a full garbage collection (~0.25 s), so each input is
+    tested once, not on every rerun.
+    """
+    return (
+        stats.shapiro_by_method(scores),
+        stats.kruskal_across_methods(scores),
+        stats.wilcoxon_pairwise(scores, correction=correction),
+    )
+
+
+def show_method_tests(
+    shapiro: stats.TestResult, kruskal: stats.TestResult, wilcoxon: stats.TestResult
+) -> None:
+    """The three tests of :func:`method_tests`, each with its reading (both result pages)."""
+    show_test("Normality per method (Shapiro–Wilk)", shapiro)
+    show_test("Do the methods differ at all? (Kruskal–Wallis)", kruskal)
+    show_test(
+        "Which pairs differ? (Wilcoxon signed-rank, paired by seed)",
+        wilcoxon,
+        shortfall=wilcoxon_seed_shortfall(wilcoxon.table),
+    )
 
 
 @st.cache_data(ttl=RESULTS_TTL_S, show_spinner=False)
@@ -325,8 +365,79 @@ def cached_group_counts(path: str, study_ids: tuple[str, ...]) -> pd.DataFrame:
     return store_runs.run_group_counts(list(study_ids), path=path)
 
 
+def read_finished(
+    path: str, picked: pd.DataFrame, read: Callable[..., tuple[pd.DataFrame, ...]]
+) -> tuple[list[compare.StudyProgress], pd.DataFrame, tuple[pd.DataFrame, ...]]:
+    """What a result page shows of the picked studies: their finished seeds only.
+
+    Stops the page with the reason when the store cannot be read, and warns once per study
+    that is still running or stopped early (see :func:`warn_partial`).
+
+    Args:
+        path: the store.
+        picked: rows of :func:`pick_studies`.
+        read: a cached reader called as ``read(path, study_ids, study_names)`` that returns
+            frames with ``study_id`` and ``seed`` columns.
+
+    Returns:
+        ``(progress per study, stored runs per group, read's frames cut to finished seeds)``.
+    """
+    chosen = tuple(picked["study_id"])
+    try:
+        group_counts = cached_group_counts(path, chosen)
+        frames = read(path, chosen, tuple(picked["name"].astype(str)))
+    except StoreError as exc:
+        st.error(f"The store cannot be read right now: {exc}")
+        st.stop()
+    progress = compare.study_progress(picked, group_counts)
+    warn_partial(progress)
+    return progress, group_counts, tuple(compare.keep_finished_seeds(f, progress) for f in frames)
+
+
+def pick_methods(container: DeltaGenerator, methods: list[str], *, key: str) -> list[str]:
+    """The result pages' Methods picker: every method present, in the paper's order."""
+    return container.multiselect(
+        "Methods", options=methods, default=methods, format_func=method_title, key=key
+    )
+
+
+def pick_option(
+    label: str, choices: Mapping[str, str], *, key: str, container: DeltaGenerator | None = None
+) -> str:
+    """A row of radio buttons in ``container`` (default: the page); ``choices`` maps each
+    value to the text shown for it."""
+    return (container or st).radio(
+        label, options=list(choices), format_func=choices.get, horizontal=True, key=key
+    )
+
+
 def warn_partial(progress: list[compare.StudyProgress]) -> None:
     """Say, per study still running, that its figures use only its finished seeds."""
     for item in progress:
-        if item.message():
-            st.warning(item.message(), icon=":material/hourglass_top:")
+        if message := progress_message(item):
+            st.warning(message, icon=":material/hourglass_top:")
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def chart_spec(name: str, data: pd.DataFrame, options: dict[str, Any]) -> dict[str, Any]:
+    """The Vega-Lite spec of ``pages._charts.<name>(data, **options)``, cached.
+
+    Altair validates every spec against its JSON schema (~50 ms a chart); caching the spec
+    keeps reruns of an unchanged chart (any other widget touched) fast.
+    """
+    # Imported here: Altair takes a while to load and only the result pages draw charts.
+    from pages import _charts
+
+    return getattr(_charts, name)(data, **options).to_dict()
+
+
+def download(container: DeltaGenerator, label: str, data: str, file_name: str, *, key: str) -> None:
+    """A download button for a CSV or LaTeX export in ``container`` (a column)."""
+    container.download_button(
+        label,
+        data,
+        file_name=file_name,
+        mime=DOWNLOAD_TYPES[Path(file_name).suffix],
+        key=key,
+        icon=":material/download:",
+    )

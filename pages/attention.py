@@ -20,9 +20,8 @@ import pandas as pd
 import streamlit as st
 
 from engine import gradcam
-from engine.compare import method_title, order_methods
 from engine.phantom import PhantomSpec
-from engine.vocab import TOP_GRADE
+from engine.vocab import TOP_GRADE, order_methods
 from pages._attention_views import (
     show_cooccurrence_scores,
     show_map_grid,
@@ -30,6 +29,7 @@ from pages._attention_views import (
     show_stress_scores,
 )
 from pages._models import cached_splits, maps_of, open_study, saved_models
+from pages._tables import method_title
 from pages._ui import pick_study, run_inside_shell, store_path
 
 MAX_STRESS_KNEES = 12

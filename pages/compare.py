@@ -1,38 +1,33 @@
 """Compare methods: the paper's Table 4, Fig. 5, Fig. 6 and the statistics of Tables 5-6.
 
 Everything is derived from the stored test predictions of each (task, method, seed)'s
-selected run. The numbers come from ``engine.compare`` and ``engine.stats``; this page only
-reads widgets, calls them and renders.
+selected run. The numbers come from ``engine.compare`` and ``engine.stats``, their text from
+``pages._tables`` and their charts from ``pages._charts``; this page reads widgets and renders.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
-from engine import charts, compare, stats
+from engine import compare, stats
 from engine.metrics import LOWER_IS_BETTER, METRIC_LABELS, METRICS
-from pages._ui import (
-    RESULTS_TTL_S,
-    cached_group_counts,
-    pick_studies,
-    run_inside_shell,
-    show_test,
-    store_path,
-    warn_partial,
-)
+from engine.vocab import order_methods
+from pages import _tables, _ui
 from store import runs as store_runs
-from store.db import StoreError
 
 ABSENT_CLASSES_NOTE = (
     "A grade absent from a test set is left out of that run's per-class metrics (AMAE, "
     "MMAE, MS, BA), as dlordinal does; grade distances stay |i − j| whatever is absent."
 )
+DEPENDENT_KEYS = ("compare_tasks", "compare_methods", "compare_cm_method_a", "compare_cm_method_b")
+SEED_VIEWS = {"sum": "Summed", "mean": "Averaged (one typical seed)"}
+CELL_VIEWS = {"count": "Counts", "share": "Row-normalised (% of each true grade)"}
+TABS = ["Metrics table", "Distributions over seeds", "Confusion matrices", "Statistics"]
 
 
-@st.cache_data(ttl=RESULTS_TTL_S, show_spinner="Reading predictions…")
+@st.cache_data(ttl=_ui.RESULTS_TTL_S, show_spinner="Reading predictions…")
 def cached_results(
     path: str, study_ids: tuple[str, ...], names: tuple[str, ...]
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -42,120 +37,47 @@ def cached_results(
     return counts, compare.per_run_metrics(counts)
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def chart_spec(name: str, data: pd.DataFrame, options: dict[str, Any]) -> dict[str, Any]:
-    """The Vega-Lite spec of ``engine.charts.<name>(data, **options)``, cached.
-
-    Altair validates every spec against its JSON schema (~50 ms a chart); caching the spec
-    keeps reruns of an unchanged chart (any other widget touched) fast.
-    """
-    return getattr(charts, name)(data, **options).to_dict()
-
-
 @st.cache_data(max_entries=32, show_spinner=False)
-def method_tests(
-    task_scores: pd.DataFrame, all_scores: pd.DataFrame, correction: str, descending: bool
-) -> dict[str, stats.TestResult]:
-    """Every test of the Statistics tab (Tukey's studentised range and statsmodels' Holm
-    step, which runs a full garbage collection, cost ~0.25 s each: computed once per input).
-    """
-    return {
-        "shapiro": stats.shapiro_by_method(task_scores),
-        "kruskal": stats.kruskal_across_methods(task_scores),
-        "wilcoxon": stats.wilcoxon_pairwise(task_scores, correction=correction),
-        "anova": stats.two_way_anova(all_scores),
-        "tukey": stats.tukey_hsd(all_scores, descending=descending),
-    }
+def pooled_tests(
+    scores: pd.DataFrame, descending: bool
+) -> tuple[stats.TestResult, stats.TestResult]:
+    """Two-way ANOVA and Tukey's HSD over both tasks (Tukey's studentised range costs
+    ~0.25 s: computed once per input)."""
+    return stats.two_way_anova(scores), stats.tukey_hsd(scores, descending=descending)
 
 
-def metric_name(metric: str) -> str:
-    """``"AMAE (lower is better)"``."""
-    better = "lower" if metric in LOWER_IS_BETTER else "higher"
-    return f"{METRIC_LABELS[metric]} ({better} is better)"
+def pick_tasks_and_methods(
+    per_run: pd.DataFrame, progress: list[compare.StudyProgress]
+) -> tuple[list[str], list[str]]:
+    """The Tasks and Methods pickers (everything present by default); stops when empty."""
+    tasks_present = compare.task_order(per_run["task"])
+    planned = {t for item in progress for t in item.tasks}
+    if note := _tables.missing_tasks_note(planned, tasks_present):
+        st.info(note)
+    left, right = st.columns(2)
+    tasks = left.multiselect("Tasks", tasks_present, default=tasks_present, key="compare_tasks")
+    methods = _ui.pick_methods(right, order_methods(per_run["method"]), key="compare_methods")
+    if not tasks or not methods:
+        st.info("Pick at least one task and one method.")
+        st.stop()
+    return tasks, methods
 
 
-run_inside_shell()
-st.title("Compare methods")
-st.caption(
-    "Test-set metrics of each method's selected model (the search configuration with the "
-    "best validation AMAE), per seed, as in the paper's Table 4 and Figs. 5–6."
-)
-
-path = str(store_path())
-picked = pick_studies(
-    path,
-    key="compare_studies",
-    empty_hint="No study has finished runs yet. Launch one from the Launch page; its results "
-    "appear here as soon as its first seed is done.",
-    dependent_keys=(
-        "compare_tasks",
-        "compare_methods",
-        "compare_cm_method_a",
-        "compare_cm_method_b",
-    ),
-)
-chosen = picked["study_id"].tolist()
-
-try:
-    progress = compare.study_progress(picked, cached_group_counts(path, tuple(chosen)))
-    names = tuple(picked["name"].astype(str))
-    counts, per_run = cached_results(path, tuple(chosen), names)
-except StoreError as exc:
-    st.error(f"The store cannot be read right now: {exc}")
-    st.stop()
-
-warn_partial(progress)
-counts = compare.keep_finished_seeds(counts, progress)
-per_run = compare.keep_finished_seeds(per_run, progress)
-if per_run.empty:
-    st.info("Nothing to compare yet: no seed of the selected studies has finished.")
-    st.stop()
-
-tasks_present = compare.task_order(per_run["task"])
-missing_tasks = sorted({t for item in progress for t in item.tasks} - set(tasks_present))
-if missing_tasks:
-    st.info(
-        f"No {' or '.join(missing_tasks)} predictions in these studies yet; showing "
-        f"{' and '.join(tasks_present)} only."
+def describe_selection(per_run: pd.DataFrame, methods: list[str]) -> None:
+    """How many runs and seeds the figures use, and a word when one method is picked."""
+    seeds = _tables.seed_range(per_run.groupby(["task", "method"])["seed"].nunique())
+    st.caption(
+        f"{len(per_run)} selected runs · {seeds} seed(s) per task and method. {ABSENT_CLASSES_NOTE}"
     )
+    if len(methods) == 1:
+        st.info(
+            "Only one method is selected: the table and plots show it alone, and the tests "
+            "that compare methods need at least two."
+        )
 
-left, right = st.columns(2)
-tasks = left.multiselect("Tasks", options=tasks_present, default=tasks_present, key="compare_tasks")
-methods_present = compare.order_methods(per_run["method"])
-methods = right.multiselect(
-    "Methods",
-    options=methods_present,
-    default=methods_present,
-    format_func=compare.method_title,
-    key="compare_methods",
-)
-if not tasks or not methods:
-    st.info("Pick at least one task and one method.")
-    st.stop()
 
-per_run = per_run[per_run["task"].isin(tasks) & per_run["method"].isin(methods)]
-counts = counts[counts["task"].isin(tasks) & counts["method"].isin(methods)]
-n_seeds = per_run.groupby(["task", "method"])["seed"].nunique()
-seed_range = (
-    str(n_seeds.min()) if n_seeds.min() == n_seeds.max() else f"{n_seeds.min()}–{n_seeds.max()}"
-)
-st.caption(
-    f"{len(per_run)} selected runs · {seed_range} seed(s) per task and method. "
-    f"{ABSENT_CLASSES_NOTE}"
-)
-if len(methods) == 1:
-    st.info(
-        "Only one method is selected: the table and plots show it alone, and the tests "
-        "that compare methods need at least two."
-    )
-
-tab_table, tab_dist, tab_cm, tab_stats = st.tabs(
-    ["Metrics table", "Distributions over seeds", "Confusion matrices", "Statistics"]
-)
-
-# ---- Table 4 --------------------------------------------------------------------------------
-with tab_table:
-    summary = compare.summary_table(per_run)
+def table_tab(per_run: pd.DataFrame) -> None:
+    """Table 4: mean ± std per method, optionally with the paper's rows; downloads."""
     show_paper = st.toggle(
         "Show the paper's published values under each method",
         value=False,
@@ -168,128 +90,83 @@ with tab_table:
         st.caption(
             f"The paper's values were not found ({compare.REFERENCE_DIR / compare.PUBLISHED_FILE})."
         )
-    shown = compare.with_published(summary, published)
+    shown = compare.with_published(compare.summary_table(per_run), published)
     marks = compare.rank_marks(shown)
-    st.table(compare.style_summary(shown, marks))
-    st.caption(
-        "Mean ± standard deviation over seeds. Per task and metric, **bold** is the best "
-        "method and *italics* the second (↑ higher is better, ↓ lower is better). "
-        "The Average row is the mean of the methods' means and of their standard "
-        "deviations, as in the paper."
-        + (
-            " Grey rows are the paper's published values (20 seeds on its private "
-            "radiographs): a reference point, not a result these runs should reproduce."
-            if published is not None
-            else ""
-        )
-    )
+    st.table(_tables.style_summary(shown, marks))
+    st.caption(_tables.table4_note(with_paper=published is not None))
+    csv, latex = _tables.summary_csv(shown), _tables.summary_latex(shown, marks)
     c1, c2, c3 = st.columns(3)
-    c1.download_button(
-        "Table as CSV",
-        compare.summary_csv(shown),
-        file_name="softgrade_table4.csv",
-        mime="text/csv",
-        key="compare_download_csv",
-        icon=":material/download:",
-    )
-    c2.download_button(
-        "Table as LaTeX",
-        compare.summary_latex(shown, marks),
-        file_name="softgrade_table4.tex",
-        mime="text/x-tex",
-        key="compare_download_latex",
-        icon=":material/download:",
-    )
-    c3.download_button(
-        "Every run's metrics (CSV)",
-        per_run.to_csv(index=False),
-        file_name="softgrade_runs.csv",
-        mime="text/csv",
-        key="compare_download_runs",
-        icon=":material/download:",
-    )
+    _ui.download(c1, "Table as CSV", csv, "softgrade_table4.csv", key="compare_download_csv")
+    _ui.download(c2, "Table as LaTeX", latex, "softgrade_table4.tex", key="compare_download_latex")
+    runs_csv, runs_name = per_run.to_csv(index=False), "softgrade_runs.csv"
+    _ui.download(c3, "Every run's metrics (CSV)", runs_csv, runs_name, key="compare_download_runs")
 
-# ---- Fig. 5 ---------------------------------------------------------------------------------
-with tab_dist:
-    metric = st.selectbox(
+
+def pick_metric(key: str, container: DeltaGenerator | None = None) -> str:
+    """A metric picker that opens on AMAE, in ``container`` (default: the page)."""
+    return (container or st).selectbox(
         "Metric",
         options=list(METRICS),
         index=list(METRICS).index("amae"),
-        format_func=metric_name,
-        key="compare_metric",
+        format_func=_tables.metric_name,
+        key=key,
     )
-    columns = st.columns(len(tasks))
-    for column, task in zip(columns, compare.task_order(tasks), strict=True):
+
+
+def distributions_tab(per_run: pd.DataFrame, tasks: list[str]) -> None:
+    """Fig. 5: one violin-and-box chart per task of the picked metric over seeds."""
+    metric = pick_metric("compare_metric")
+    for column, task in zip(st.columns(len(tasks)), compare.task_order(tasks), strict=True):
         scores = compare.score_frame(per_run, metric, [task])
-        column.vega_lite_chart(
-            chart_spec("violin_box", scores, {"value_title": metric_name(metric), "title": task}),
-            width="stretch",
-        )
+        options = {"value_title": _tables.metric_name(metric), "title": task}
+        column.vega_lite_chart(_ui.chart_spec("violin_box", scores, options), width="stretch")
     st.caption("A violin is drawn for methods with at least two different values.")
 
-# ---- Fig. 6 ---------------------------------------------------------------------------------
-with tab_cm:
+
+def confusion_tab(counts: pd.DataFrame, per_run: pd.DataFrame, tasks: list[str]) -> None:
+    """Fig. 6: two methods' confusion matrices side by side on one colour scale."""
     c1, c2, c3 = st.columns(3)
-    cm_task = c1.selectbox("Task", options=compare.task_order(tasks), key="compare_cm_task")
-    task_methods = compare.order_methods(per_run.loc[per_run["task"] == cm_task, "method"])
+    task = c1.selectbox("Task", options=compare.task_order(tasks), key="compare_cm_task")
+    task_methods = order_methods(per_run.loc[per_run["task"] == task, "method"])
     default_a = "nominal" if "nominal" in task_methods else task_methods[0]
     method_a = c2.selectbox(
         "First method",
         options=task_methods,
         index=task_methods.index(default_a),
-        format_func=compare.method_title,
+        format_func=_tables.method_title,
         key="compare_cm_method_a",
     )
     others = [m for m in task_methods if m != method_a]
-    best = compare.best_method(per_run, cm_task, "amae", exclude=[method_a])
+    best = compare.best_method(per_run, task, "amae", exclude=[method_a])
     method_b = c3.selectbox(
         "Second method",
         options=others,
         index=others.index(best) if best in others else 0,
-        format_func=compare.method_title,
+        format_func=_tables.method_title,
         key="compare_cm_method_b",
         help="Defaults to the best other method by mean AMAE.",
         disabled=not others,
     )
     c4, c5 = st.columns(2)
-    how = c4.radio(
-        "Over seeds",
-        options=["sum", "mean"],
-        format_func={"sum": "Summed", "mean": "Averaged (one typical seed)"}.get,
-        horizontal=True,
-        key="compare_cm_how",
-    )
-    scale = c5.radio(
-        "Cells show",
-        options=["count", "share"],
-        format_func={"count": "Counts", "share": "Row-normalised (% of each true grade)"}.get,
-        horizontal=True,
-        key="compare_cm_scale",
-    )
+    how = _ui.pick_option("Over seeds", SEED_VIEWS, key="compare_cm_how", container=c4)
+    scale = _ui.pick_option("Cells show", CELL_VIEWS, key="compare_cm_scale", container=c5)
     shown_methods = [method_a] + ([method_b] if others and method_b else [])
     if not others:
-        st.info(
-            f"Only one method has {cm_task} predictions, so there is nothing to set it against."
-        )
-    matrices = {m: compare.method_confusion(counts, cm_task, m, how=how) for m in shown_methods}
+        st.info(f"Only one method has {task} predictions, so there is nothing to set it against.")
+    matrices = {m: compare.method_confusion(counts, task, m, how=how) for m in shown_methods}
     frames = {m: compare.confusion_frame(cm) for m, (cm, _) in matrices.items()}
     shared_top = max(float(f[scale].max()) for f in frames.values())
-    columns = st.columns(2)
-    for column, method in zip(columns, shown_methods, strict=False):
-        n_runs = matrices[method][1]
-        mean_amae = per_run.loc[
-            (per_run["task"] == cm_task) & (per_run["method"] == method), "amae"
-        ].mean()
+    for column, method in zip(st.columns(2), shown_methods, strict=False):
+        rows = per_run[(per_run["task"] == task) & (per_run["method"] == method)]
         options = {
             "normalised": scale == "share",
             "decimals": 1 if how == "mean" else 0,
             "domain_max": 1.0 if scale == "share" else shared_top,
-            "title": f"{cm_task} · {compare.method_title(method)} "
-            f"({n_runs} seeds, mean AMAE {mean_amae:.3f})",
+            "title": f"{task} · {_tables.method_title(method)} "
+            f"({matrices[method][1]} seeds, mean AMAE {rows['amae'].mean():.3f})",
         }
         column.vega_lite_chart(
-            chart_spec("confusion_heatmap", frames[method], options),
-            width="content",
+            _ui.chart_spec("confusion_heatmap", frames[method], options), width="content"
         )
     st.caption(
         "Rows are the recorded (true) grade, columns the predicted grade; both matrices "
@@ -297,20 +174,13 @@ with tab_cm:
         "averaged: that sum divided by the number of seeds."
     )
 
-# ---- Tables 5-6 and tests -------------------------------------------------------------------
-with tab_stats:
+
+def statistics_tab(per_run: pd.DataFrame, tasks: list[str]) -> None:
+    """Tables 5-6 and the per-task tests of one metric, with downloads."""
     c1, c2, c3 = st.columns(3)
-    stats_metric = c1.selectbox(
-        "Metric",
-        options=list(METRICS),
-        index=list(METRICS).index("amae"),
-        format_func=metric_name,
-        key="compare_stats_metric",
-    )
-    stats_task = c2.selectbox(
-        "Task for the per-task tests",
-        options=compare.task_order(tasks),
-        key="compare_stats_task",
+    metric = pick_metric("compare_stats_metric", c1)
+    task = c2.selectbox(
+        "Task for the per-task tests", options=compare.task_order(tasks), key="compare_stats_task"
     )
     correction = c3.selectbox(
         "Correction for the pairwise tests",
@@ -318,58 +188,60 @@ with tab_stats:
         format_func=stats.CORRECTIONS.get,
         key="compare_correction",
     )
-    task_scores = compare.titled(compare.score_frame(per_run, stats_metric, [stats_task]))
-    all_scores = compare.titled(compare.score_frame(per_run, stats_metric))
+    task_scores = _tables.titled(compare.score_frame(per_run, metric, [task]))
+    all_scores = _tables.titled(compare.score_frame(per_run, metric))
     try:
-        tests = method_tests(task_scores, all_scores, correction, stats_metric in LOWER_IS_BETTER)
+        shapiro, kruskal, wilcoxon = _ui.method_tests(task_scores, correction)
+        anova, tukey = pooled_tests(all_scores, metric in LOWER_IS_BETTER)
     except ValueError as exc:  # e.g. two values for one method and seed
         st.error(f"The tests cannot be run on this selection: {exc}")
         st.stop()
-    shapiro, kruskal, wilcoxon = tests["shapiro"], tests["kruskal"], tests["wilcoxon"]
-    anova, tukey = tests["anova"], tests["tukey"]
 
-    st.subheader(f"{METRIC_LABELS[stats_metric]} on {stats_task}", divider="gray")
-    show_test("Normality per method (Shapiro–Wilk)", shapiro)
-    show_test("Do the methods differ at all? (Kruskal–Wallis)", kruskal)
-    show_test(
-        "Which pairs differ? (Wilcoxon signed-rank, paired by seed)",
-        wilcoxon,
-        shortfall=compare.wilcoxon_seed_shortfall(wilcoxon.table),
-    )
+    st.subheader(f"{METRIC_LABELS[metric]} on {task}", divider="gray")
+    _ui.show_method_tests(shapiro, kruskal, wilcoxon)
+    st.subheader(f"{METRIC_LABELS[metric]} over {' and '.join(tasks)}", divider="gray")
+    _ui.show_test("Two-way ANOVA, method × task (Table 5)", anova)
+    _ui.show_test("Tukey HSD homogeneous subsets, tasks pooled (Table 6)", tukey, tukey.subsets)
 
-    st.subheader(f"{METRIC_LABELS[stats_metric]} over {' and '.join(tasks)}", divider="gray")
-    show_test("Two-way ANOVA, method × task (Table 5)", anova)
-    show_test("Tukey HSD homogeneous subsets, tasks pooled (Table 6)", tukey, tukey.subsets)
-
-    tables = {
-        "shapiro": shapiro.table,
-        "kruskal": kruskal.table,
-        "wilcoxon": wilcoxon.table,
-        "anova": anova.table,
-        "tukey_pairs": tukey.table,
-        "tukey_subsets": tukey.subsets,
-    }
-    latex = "\n".join(
-        compare.frame_latex(
-            table, caption=f"{name} ({METRIC_LABELS[stats_metric]})", label=f"tab:{name}"
-        )
-        for name, table in tables.items()
-        if not table.empty
-    )
+    tables = _tables.method_test_tables(shapiro, kruskal, wilcoxon, anova, tukey)
+    csv, latex = _tables.tables_csv(tables), _tables.stats_latex(tables, METRIC_LABELS[metric])
     c1, c2 = st.columns(2)
-    c1.download_button(
-        "Statistics as CSV",
-        compare.tables_csv(tables),
-        file_name=f"softgrade_stats_{stats_metric}.csv",
-        mime="text/csv",
-        key="compare_download_stats_csv",
-        icon=":material/download:",
+    name = f"softgrade_stats_{metric}"
+    _ui.download(c1, "Statistics as CSV", csv, f"{name}.csv", key="compare_download_stats_csv")
+    _ui.download(
+        c2, "Statistics as LaTeX", latex, f"{name}.tex", key="compare_download_stats_latex"
     )
-    c2.download_button(
-        "Statistics as LaTeX",
-        latex or "% no test could be run\n",
-        file_name=f"softgrade_stats_{stats_metric}.tex",
-        mime="text/x-tex",
-        key="compare_download_stats_latex",
-        icon=":material/download:",
-    )
+
+
+_ui.run_inside_shell()
+st.title("Compare methods")
+st.caption(
+    "Test-set metrics of each method's selected model (the search configuration with the "
+    "best validation AMAE), per seed, as in the paper's Table 4 and Figs. 5–6."
+)
+path = str(_ui.store_path())
+picked = _ui.pick_studies(
+    path,
+    key="compare_studies",
+    empty_hint="No study has finished runs yet. Launch one from the Launch page; its results "
+    "appear here as soon as its first seed is done.",
+    dependent_keys=DEPENDENT_KEYS,
+)
+progress, _, (counts, per_run) = _ui.read_finished(path, picked, cached_results)
+if per_run.empty:
+    st.info("Nothing to compare yet: no seed of the selected studies has finished.")
+    st.stop()
+tasks, methods = pick_tasks_and_methods(per_run, progress)
+per_run = per_run[per_run["task"].isin(tasks) & per_run["method"].isin(methods)]
+counts = counts[counts["task"].isin(tasks) & counts["method"].isin(methods)]
+describe_selection(per_run, methods)
+
+tab_table, tab_dist, tab_cm, tab_stats = st.tabs(TABS)
+with tab_table:
+    table_tab(per_run)
+with tab_dist:
+    distributions_tab(per_run, tasks)
+with tab_cm:
+    confusion_tab(counts, per_run, tasks)
+with tab_stats:
+    statistics_tab(per_run, tasks)

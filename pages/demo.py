@@ -15,11 +15,11 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from engine import charts, gradcam
-from engine.compare import method_title, order_methods
+from engine import gradcam
 from engine.importing import FILM_FORMATS, decode_film
 from engine.train import load_checkpoint
-from engine.vocab import GRADE_SIGNS, TASKS
+from engine.vocab import GRADE_SIGNS, TASKS, order_methods
+from pages import _charts as charts
 from pages._model_choice import best_seed, default_method
 from pages._models import (
     OpenedStudy,
@@ -29,6 +29,7 @@ from pages._models import (
     maps_of,
     open_study,
 )
+from pages._tables import method_title
 from pages._ui import pick_study, run_inside_shell, store_path
 
 SOURCES = ("A test film of this study", "Upload a film")

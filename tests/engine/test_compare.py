@@ -1,8 +1,10 @@
-"""engine.compare against independent computations (sklearn, numpy, statsmodels, the paper)."""
+"""engine.compare against independent computations (sklearn, numpy, statsmodels, the paper).
+
+How the numbers read (text, LaTeX, CSV) is tested in tests/app/test_tables.py.
+"""
 
 from __future__ import annotations
 
-import io
 import json
 
 import numpy as np
@@ -18,8 +20,8 @@ from sklearn.metrics import (
 from statsmodels.stats.anova import anova_lm
 
 from engine import compare, stats
-from engine.relationship import SeedRelationship
-from engine.soft_labels import METHODS, grid_size
+from engine.soft_labels import grid_size
+from engine.vocab import order_methods
 
 # The paper's Table 4 Average rows as printed (mean, std), paper.tex lines ~450 and ~458.
 PAPER_AVERAGES = {
@@ -57,7 +59,7 @@ PAPER_MARKS = {
 }
 
 
-def _runs(seed: int = 0) -> pd.DataFrame:
+def synthetic_predictions(seed: int = 0) -> pd.DataFrame:
     """Per-image predictions of 2 tasks × 3 methods × 4 seeds with method-dependent noise."""
     rng = np.random.default_rng(seed)
     rows = []
@@ -84,19 +86,19 @@ def _runs(seed: int = 0) -> pd.DataFrame:
     return pd.concat(rows, ignore_index=True)
 
 
-def _counts(images: pd.DataFrame) -> pd.DataFrame:
+def confusion_counts_of(images: pd.DataFrame) -> pd.DataFrame:
     keys = ["study_id", "run_id", "task", "method", "seed", "y_true", "y_pred"]
     return images.groupby(keys).size().rename("n").reset_index()
 
 
 @pytest.fixture(scope="module")
 def images() -> pd.DataFrame:
-    return _runs()
+    return synthetic_predictions()
 
 
 @pytest.fixture(scope="module")
 def per_run(images) -> pd.DataFrame:
-    return compare.per_run_metrics(_counts(images))
+    return compare.per_run_metrics(confusion_counts_of(images))
 
 
 def test_per_run_metrics_match_sklearn(images, per_run):
@@ -110,7 +112,7 @@ def test_per_run_metrics_match_sklearn(images, per_run):
 
 
 def test_per_run_metrics_carries_extra_run_columns(images):
-    counts = compare.label_methods(_counts(images), {"st": "Study"})
+    counts = compare.label_methods(confusion_counts_of(images), {"st": "Study"})
     out = compare.per_run_metrics(counts)
     assert "base_method" in out.columns
     assert (out["base_method"] == out["method"]).all()
@@ -233,49 +235,6 @@ def test_with_published_adds_the_paper_average_when_all_five_methods_are_shown()
     assert paper_average["qwk_mean"] == pytest.approx(0.7352)
 
 
-def test_format_summary_text_and_missing_std():
-    summary = pd.DataFrame(
-        {
-            "task": ["KL"],
-            "method": ["beta"],
-            "base_method": ["beta"],
-            "row": ["method"],
-            "n_seeds": [1],
-            **{f"{m}_mean": [0.5714] for m in compare.METRICS},
-            **{f"{m}_std": [np.nan] for m in compare.METRICS},
-        }
-    )
-    summary.loc[0, "qwk_std"] = 0.1774
-    shown = compare.format_summary(summary)
-    assert shown.loc[0, "QWK ↑"] == "0.571 ± 0.177"
-    assert shown.loc[0, "AMAE ↓"] == "0.571 ± –"
-    assert shown.loc[0, "Method"] == "Beta"
-    assert list(shown.columns[3:]) == ["QWK ↑", "MAE ↓", "MS ↑", "BA ↑", "AMAE ↓", "MMAE ↓"]
-
-
-def test_summary_latex_marks_best_bold_and_second_italic(per_run):
-    summary = compare.summary_table(per_run)
-    marks = compare.rank_marks(summary)
-    latex = compare.summary_latex(summary, marks)
-    # Best in \mathbf, as the paper typesets it: \textbf would not embolden math digits.
-    kl = summary[(summary["task"] == "KL") & (summary["row"] == "method")]
-    best = kl.loc[kl["amae_mean"].idxmin()]
-    cell = rf"$\mathbf{{{best['amae_mean']:.3f}_{{{best['amae_std']:.3f}}}}}$"
-    assert cell in latex
-    assert r"\mathit{" in latex
-    assert latex.count(r"\\") == 1 + len(summary)  # header + one line per row
-    assert r"\toprule\toprule" in latex and r"\end{table*}" in latex
-    assert "KL & Average &" in latex
-
-
-def test_summary_csv_round_trips_numbers(per_run):
-    summary = compare.summary_table(per_run)
-    back = pd.read_csv(io.StringIO(compare.summary_csv(summary)))
-    assert len(back) == len(summary)
-    np.testing.assert_allclose(back["amae_mean"], summary["amae_mean"])
-    assert set(back["row"]) == {"method", "average"}
-
-
 def test_score_frame_orders_by_task_method_seed(per_run):
     scores = compare.score_frame(per_run, "amae", ["KL"])
     assert list(scores.columns) == ["study_id", "task", "method", "seed", "value"]
@@ -303,7 +262,7 @@ def test_best_method_is_direction_aware(per_run):
 
 
 def test_method_confusion_sums_and_averages_like_sklearn(images):
-    counts = _counts(images)
+    counts = confusion_counts_of(images)
     rows = images[(images["task"] == "CPPD") & (images["method"] == "beta")]
     expected = sum(
         confusion_matrix(r["y_true"], r["y_pred"], labels=range(4))
@@ -344,13 +303,12 @@ def test_label_methods_tells_apart_a_method_shared_by_two_studies():
     assert list(out["base_method"]) == ["beta", "nominal", "beta", "triangular"]
     same = compare.label_methods(frame, {"s1": "x", "s2": "x"})
     assert same["method"].iloc[0] == "beta · x (s1)"
-    assert compare.order_methods(out["method"]) == [
+    assert order_methods(out["method"]) == [
         "nominal",
         "beta · first",
         "beta · second",
         "triangular",
     ]
-    assert compare.method_title("beta · first") == "Beta · first"
 
 
 def _group_counts(spec: dict, done: dict[int, int]) -> pd.DataFrame:
@@ -379,7 +337,7 @@ def test_finished_seeds_need_every_planned_search_complete():
     assert compare.finished_seeds(counts, spec) == [0, 3]
 
 
-def test_study_progress_messages_and_keep_finished_seeds():
+def test_study_progress_and_keep_finished_seeds():
     spec = {"tasks": ["KL"], "methods": ["beta"], "seeds": [0, 1, 2], "budget": 2}
     counts = _group_counts(spec, {0: 0, 1: 1})
     studies = pd.DataFrame(
@@ -390,117 +348,10 @@ def test_study_progress_messages_and_keep_finished_seeds():
     )
     live, done = compare.study_progress(studies, counts)
     assert live.partial and live.finished == (0,) and live.planned == (0, 1, 2)
-    assert "still running" in live.message() and "1 of 3 seeds" in live.message()
-    assert "partial" in live.message()
-    assert not done.partial and done.message() is None
+    assert not done.partial
     frame = pd.DataFrame({"study_id": ["s", "s", "t", "t"], "seed": [0, 1, 0, 1]})
     kept = compare.keep_finished_seeds(frame, [live, done])
     assert list(zip(kept["study_id"], kept["seed"], strict=True)) == [("s", 0), ("t", 0), ("t", 1)]
-    cancelled = compare.StudyProgress("c", "x", "cancelled", (0, 1), (0,))
-    assert "cancelled before the end" in cancelled.message()
-    waiting = compare.StudyProgress("q", "y", "running", (0, 1), ())
-    assert "no seed has finished yet" in waiting.message()
-
-
-def test_titled_orders_methods_as_the_paper_and_capitalises():
-    scores = pd.DataFrame({"method": ["triangular", "nominal", "beta"], "seed": 0, "value": 1.0})
-    assert list(compare.titled(scores)["method"]) == ["Nominal", "Beta", "Triangular"]
-    assert compare.order_methods(["Triangular", "Nominal"]) == ["Nominal", "Triangular"]
-    assert list(METHODS[:1]) == ["nominal"]
-
-
-def test_relationship_exports_and_table7_frame():
-    table = np.zeros((5, 4), dtype=int)
-    table[0, 0], table[4, 3] = 7, 3
-    results = [
-        SeedRelationship(0, "beta", table, 0.12, 1.5, table, 10),
-        SeedRelationship(1, "beta", table, 0.20, 2.5, table, 10),
-        SeedRelationship(2, "beta", table, 0.10, 0.5, table, 10),
-        SeedRelationship(0, "nominal", table, 0.30, 3.0, table, 10),
-        SeedRelationship(1, "nominal", table, 0.40, 4.0, table, 10),
-        SeedRelationship(2, "nominal", table, 0.35, 3.5, table, 10),
-    ]
-    seeds = compare.relationship_seed_frame(results)
-    assert seeds.loc[0, "pred_kl0_cppd0"] == 7 and seeds.loc[0, "pred_kl4_cppd3"] == 3
-    assert list(seeds["kld"]) == [0.12, 0.20, 0.10, 0.30, 0.40, 0.35]
-    scores = pd.DataFrame({"method": seeds["method"], "seed": seeds["seed"], "value": seeds["kld"]})
-    table7 = compare.kld_tests_frame(
-        stats.shapiro_by_method(scores),
-        stats.kruskal_across_methods(scores),
-        stats.wilcoxon_pairwise(scores, correction="none"),
-    )
-    assert list(table7["test"]) == [
-        "Normality (Shapiro–Wilk)",
-        "Normality (Shapiro–Wilk)",
-        "Global (Kruskal–Wallis)",
-        "Pairwise (Wilcoxon, unadjusted)",
-    ]
-    assert table7["models"].iloc[-1] == "Beta vs. Nominal"
-    latex = compare.frame_latex(table7, caption="KLD tests", label="tab:kld")
-    assert r"\label{tab:kld}" in latex and "Shapiro--Wilk" in latex
-    assert latex.count(r"\\") == 1 + len(table7)
-
-
-def test_frame_latex_formats_p_values_and_escapes_text():
-    frame = pd.DataFrame(
-        {"factor": ["Method × Task", "a_b"], "DF": [4, 190], "F": [1.289, np.nan], "p": [1e-5, 0.2]}
-    )
-    latex = compare.frame_latex(frame, caption="ANOVA", label="tab:anova")
-    assert r"Method $\times$ Task & 4 & $1.289$ & $<0.001$ \\" in latex
-    assert r"a\_b & 190 & -- & $0.2$ \\" in latex
-
-
-def test_format_test_table_reads_like_a_paper_table():
-    table = pd.DataFrame(
-        {
-            "method_a": ["beta"],
-            "n_seeds": [20],
-            "median_diff": [0.012345],
-            "p": [1.9e-6],
-            "p_adj": [0.1540],
-            "significant": [False],
-            "S1": [np.nan],
-        }
-    )
-    out = compare.format_test_table(table)
-    assert list(out.columns) == [
-        "Method A",
-        "Paired seeds",
-        "Median A − B",
-        "p",
-        "Adjusted p",
-        "Differ (α = 0.05)",
-        "S1",
-    ]
-    assert list(out.iloc[0]) == ["beta", "20", "0.01235", "< 0.001", "0.154", "no", ""]
-
-
-def test_tables_csv_names_each_table():
-    text = compare.tables_csv(
-        {"a": pd.DataFrame({"x": [1]}), "b": pd.DataFrame({"y": [2]}), "c": pd.DataFrame()}
-    )
-    back = pd.read_csv(io.StringIO(text))
-    assert list(back["table"]) == ["a", "b"]
-
-
-@pytest.mark.parametrize(("n_seeds", "blocked"), [(2, True), (5, True), (6, False), (20, False)])
-def test_wilcoxon_seed_shortfall_matches_the_smallest_exact_p(n_seeds, blocked):
-    rng = np.random.default_rng(n_seeds)
-    scores = pd.DataFrame(
-        {
-            "method": ["a"] * n_seeds + ["b"] * n_seeds,
-            "seed": list(range(n_seeds)) * 2,
-            "value": np.concatenate([rng.random(n_seeds), rng.random(n_seeds) + 2]),
-        }
-    )
-    result = stats.wilcoxon_pairwise(scores, correction="none")
-    message = compare.wilcoxon_seed_shortfall(result.table)
-    # b is above a on every seed: the p-value is the smallest the exact test can give.
-    assert result.table["p"].iloc[0] == pytest.approx(2 / 2**n_seeds)
-    assert (message is not None) == blocked
-    if blocked:
-        assert "at least 6 seeds" in message
-    assert compare.wilcoxon_seed_shortfall(result.table.iloc[0:0]) is None
 
 
 def test_one_dataset_keeps_the_studies_on_the_first_picked_dataset():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from engine.vocab import (
@@ -10,6 +11,7 @@ from engine.vocab import (
     TOP_GRADE,
     TRAIN_FRACTION,
     RunKey,
+    order_methods,
     parse_run_id,
     run_id,
     task_info,
@@ -42,3 +44,10 @@ def test_run_id_is_read_back_whatever_dashes_the_study_id_has(study_id):
 @pytest.mark.parametrize("value", ["something-else", "s-KL-beta-3-c1", "s-KL-beta-s3-cx", ""])
 def test_ids_of_another_shape_are_not_read_as_runs(value):
     assert parse_run_id(value) is None
+
+
+def test_methods_sort_in_the_papers_order_whatever_their_case_or_label():
+    assert order_methods(["Triangular", "Nominal"]) == ["Nominal", "Triangular"]
+    labels = pd.Series(["beta · b", "exponential", "beta · a", "nominal", "beta · a"])
+    assert order_methods(labels) == ["nominal", "beta · a", "beta · b", "exponential"]
+    assert order_methods(["other", "beta"]) == ["beta", "other"]  # unknown names come last
