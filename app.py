@@ -22,6 +22,9 @@ PAGES = {
     ],
     "Read results": [
         st.Page("pages/compare.py", title="Compare methods", icon=":material/leaderboard:"),
+        st.Page(
+            "pages/explorer.py", title="Search & learning curves", icon=":material/query_stats:"
+        ),
         st.Page("pages/relationship.py", title="KL × CPPD", icon=":material/grid_on:"),
         st.Page("pages/attention.py", title="Attention", icon=":material/visibility:"),
     ],

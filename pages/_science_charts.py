@@ -324,7 +324,12 @@ def configuration_strip(
 
 
 def parameter_strip(
-    effects: pd.DataFrame, param: str, *, title: str = "", height: int = 260
+    effects: pd.DataFrame,
+    param: str,
+    *,
+    title: str = "",
+    height: int = 260,
+    value_width: int = 70,
 ) -> alt.FacetChart:
     """One hyper-parameter's values against validation AMAE, one panel per method.
 
@@ -333,6 +338,8 @@ def parameter_strip(
         param: ``"lr"``, ``"eta"``, ``"alpha2"`` or ``"p"``.
         title: chart title.
         height: pixels.
+        value_width: pixels per value in a panel (a panel is at least 140): a facet chart
+            does not shrink to its container, so a page narrows it to fit five methods.
 
     Returns:
         Per method (paper's order), one point per run at its parameter value (spread by
@@ -389,7 +396,7 @@ def parameter_strip(
     )
     return (
         alt.layer(points, ring, mean, data=data)
-        .properties(height=height, width=max(70 * len(values), 140))
+        .properties(height=height, width=max(value_width * len(values), 140))
         .facet(column=alt.Column("Method:N", sort=[method_title(m) for m in methods], title=None))
         .properties(
             title=alt.TitleParams(

@@ -70,6 +70,8 @@ def render_job(job: Any) -> None:
             st.caption("Cancel requested: it stops at the next epoch boundary.")
         if status in ("succeeded", "cancelled", "failed") and int(value(job, "runs_done") or 0) > 0:
             result_links(job.job_id, job.study_id)
+        elif status == "running" and int(value(job, "runs_done") or 0) > 0:
+            result_links(job.job_id, job.study_id, pages=LIVE_RESULT_PAGES)
         job_log(job.job_id)
 
 
@@ -109,16 +111,22 @@ def job_log(job_id: str) -> None:
 
 RESULT_PAGES = (
     ("pages/compare.py", "Compare methods", ":material/leaderboard:"),
+    ("pages/explorer.py", "Search & learning curves", ":material/query_stats:"),
     ("pages/relationship.py", "KL × CPPD", ":material/grid_on:"),
     ("pages/attention.py", "Attention", ":material/visibility:"),
 )
 
+# A running job's finished runs: their searches and live learning curves.
+LIVE_RESULT_PAGES = tuple(p for p in RESULT_PAGES if p[0] == "pages/explorer.py")
 
-def result_links(job_id: str, study_id: str) -> None:
+
+def result_links(
+    job_id: str, study_id: str, pages: tuple[tuple[str, str, str], ...] = RESULT_PAGES
+) -> None:
     """Buttons that open each result page on this job's study."""
     with st.container(horizontal=True, vertical_alignment="center", gap="medium"):
         st.markdown("**Results:**", width="content")
-        for page, label, icon in RESULT_PAGES:
+        for page, label, icon in pages:
             if st.button(label, key=f"queue_open_{page}_{job_id}", icon=icon, type="tertiary"):
                 request_study(study_id)
                 st.switch_page(page)

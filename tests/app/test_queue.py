@@ -132,8 +132,26 @@ def test_a_finished_job_opens_the_result_pages_on_its_study(finished_study, monk
     at = AppTest.from_file(str(PAGE), default_timeout=60)
     at.run()
     buttons = {b.label: b for b in at.button if b.key and b.key.startswith("queue_open_")}
-    assert list(buttons) == ["Compare methods", "KL × CPPD", "Attention"]
+    assert list(buttons) == [
+        "Compare methods",
+        "Search & learning curves",
+        "KL × CPPD",
+        "Attention",
+    ]
 
     buttons["Attention"].click().run()
 
     assert at.session_state["requested_study"][0] == finished_study.study_id
+
+
+def test_a_running_job_with_finished_runs_links_to_its_live_learning_curves(path):
+    job_id, study_id = _running_job(path, runs_total=6, runs_done=2)
+    _running_job(path, runs_total=6, runs_done=0)  # no run finished: no link yet
+    at = _page().run()
+    buttons = {b.key: b for b in at.button if b.key and b.key.startswith("queue_open_")}
+    assert [b.label for b in buttons.values()] == ["Search & learning curves"]
+    assert list(buttons) == [f"queue_open_pages/explorer.py_{job_id}"]
+
+    buttons[f"queue_open_pages/explorer.py_{job_id}"].click().run()
+
+    assert at.session_state["requested_study"][0] == study_id

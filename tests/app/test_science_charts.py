@@ -198,6 +198,14 @@ def test_parameter_strip_facets_by_method_with_points_ring_and_mean_tick():
     assert spec["facet"]["column"]["field"] == "Method"
 
 
+def test_parameter_strip_panels_narrow_with_the_value_width_down_to_140_px():
+    effects = explorer.parameter_effects(_search())  # two learning rates
+    assert charts.parameter_strip(effects, "lr").to_dict()["spec"]["width"] == 140
+    wide = charts.parameter_strip(effects, "lr", value_width=100).to_dict()
+    assert wide["spec"]["width"] == 200
+    assert charts.parameter_strip(effects, "lr", value_width=45).to_dict()["spec"]["width"] == 140
+
+
 def _curves() -> pd.DataFrame:
     rows = []
     for method, seed in (("beta", 0), ("nominal", 0), ("beta", 1)):

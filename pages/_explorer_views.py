@@ -1,0 +1,238 @@
+"""Tables and sentences of the Search & learning curves page (no streamlit, unit-testable).
+
+The numbers come from `engine.explorer`; this module only chooses columns, orders rows,
+marks the selected configuration and words what a reader needs to read each view.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+from pandas.io.formats.style import Styler
+
+from engine.compare import planned_runs
+from engine.explorer import PARAM_LABELS, SEARCH_PARAMS, in_flight_point
+from engine.vocab import METHODS
+from pages._tables import method_title
+
+SELECTED_MARK = "✓ selected"
+SELECTED_BACKGROUND = "background-color: rgba(255, 215, 0, 0.25); font-weight: bold"
+WAITING_STATUSES = ("queued", "running")
+
+#: What each searched hyper-parameter does, in one phrase (paper, Table 3).
+PARAM_MEANINGS: dict[str, str] = {
+    "lr": "the optimiser's learning rate",
+    "eta": "how much of each training target is the soft distribution (η = 1: all soft; "
+    "the rest is the one-hot grade)",
+    "alpha2": "the probability triangular targets give each neighbouring grade",
+    "p": "how sharply exponential targets fall off with the distance between grades",
+}
+
+# What each view shows and how to read it.
+RANK_NOTE = (
+    "Rank 1 is the lowest validation AMAE (average mean absolute error over grades on the "
+    "validation films; ties go to the lower configuration number): that run is the "
+    "selected model whose test-set results the other pages show. Epochs run counts every "
+    "epoch trained; training stops when validation AMAE has not improved for the study's "
+    "patience, and the weights kept are those of the best epoch."
+)
+STRIP_NOTE = (
+    "Each column is one configuration (best mean first), each dot one seed's run of it. "
+    "Dots low in every seed mean a reliably good configuration; rings on different "
+    "columns mean the choice depends on the seed."
+)
+SUMMARY_NOTE = (
+    "Per value, over every run and seed. Searches won: how many seeds' searches "
+    "selected a configuration with this value."
+)
+CURVES_NOTE = (
+    "One line per selected run. The dot on each line is its best epoch, whose weights "
+    "are kept; the line goes on while training waited (up to the study's patience) for "
+    "an improvement, or to the last epoch allowed. A validation loss that climbs while "
+    "the training loss keeps falling is overfitting."
+)
+NO_EPOCHS = (
+    "No per-epoch rows are stored for this study's selected runs, so there are no curves to "
+    "draw. Runs trained by SoftGrade's worker store one row per epoch; runs imported without "
+    "them have only their final numbers (see the Search section)."
+)
+
+CONFIGURATION_COLUMNS: dict[str, str] = {
+    "config_index": "Configuration",
+    **PARAM_LABELS,
+    "val_amae": "Validation AMAE",
+    "rank": "Rank",
+    "epochs_run": "Epochs run",
+    "best_epoch": "Best epoch",
+    "duration_s": "Training time (s)",
+    "selected": "Selected",
+}
+
+
+def waiting_studies(studies: pd.DataFrame) -> list[str]:
+    """Names of the queued or running studies that have no finished run stored yet."""
+    if studies.empty:
+        return []
+    waiting = studies["status"].isin(WAITING_STATUSES) & (studies["runs_stored"] == 0)
+    return [str(name) for name in studies.loc[waiting, "name"]]
+
+
+def one_search(search: pd.DataFrame, task: str, method: str, seed: int) -> pd.DataFrame:
+    """The runs of one (task, method, seed) search."""
+    mask = (search["task"] == task) & (search["method"] == method) & (search["seed"] == seed)
+    return search[mask]
+
+
+def configuration_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Every configuration of one search, best validation AMAE first.
+
+    Args:
+        runs: `engine.explorer.search_table` rows of one search.
+
+    Returns:
+        The columns of :data:`CONFIGURATION_COLUMNS` under their display names, without the
+        hyper-parameters this method does not have; ``Selected`` reads ``✓ selected`` on
+        the selected run and is empty elsewhere.
+    """
+    table = runs.sort_values(["rank", "config_index"])[list(CONFIGURATION_COLUMNS)]
+    unused = [p for p in SEARCH_PARAMS if table[p].isna().all()]
+    table = table.drop(columns=unused)
+    table["selected"] = table["selected"].map({True: SELECTED_MARK, False: ""})
+    return table.rename(columns=CONFIGURATION_COLUMNS).reset_index(drop=True)
+
+
+def style_configurations(table: pd.DataFrame) -> Styler:
+    """:func:`configuration_table` with the selected row highlighted and numbers rounded."""
+    formats = {"Validation AMAE": "{:.4f}", "Training time (s)": "{:.1f}"}
+    formats.update({PARAM_LABELS[p]: "{:g}" for p in SEARCH_PARAMS if PARAM_LABELS[p] in table})
+
+    def highlight(row: pd.Series) -> list[str]:
+        style = SELECTED_BACKGROUND if row["Selected"] == SELECTED_MARK else ""
+        return [style] * len(row)
+
+    return table.style.apply(highlight, axis=1).format(formats, na_rep="—")
+
+
+def planned_configs(spec: Any, method: str) -> int | None:
+    """Configurations a search of ``method`` plans under the study's budget (None: unknown).
+
+    Args:
+        spec: the study's spec, as stored (JSON text) or as a mapping.
+        method: the method searched.
+    """
+    if not isinstance(spec, Mapping):
+        try:
+            spec = json.loads(spec) if spec else {}
+        except (TypeError, json.JSONDecodeError):
+            return None
+    budget = spec.get("budget")
+    return planned_runs(method, int(budget)) if budget and method in METHODS else None
+
+
+def search_sentence(
+    runs: pd.DataFrame, *, planned: int | None = None, running: bool = False
+) -> str:
+    """One sentence on a search: how many configurations, which one won and how it trained."""
+    chosen = runs[runs["selected"]]
+    tried = len(runs)
+    of = f" of the {planned} planned" if planned and planned > tried else ""
+    text = f"This search tried **{tried}**{of} configuration{'s' * (tried != 1)}."
+    if chosen.empty:
+        return text + " None is selected yet."
+    best = chosen.iloc[0]
+    text += (
+        f" Configuration **{int(best['config_index'])}** ({best['config_key']}) has the lowest "
+        f"validation AMAE, **{best['val_amae']:.4f}**, and is the selected model: it trained "
+        f"{int(best['epochs_run'])} epochs and keeps the weights of epoch "
+        f"{int(best['best_epoch'])}."
+    )
+    if running and of:
+        text += " The search is still running, so this is the best so far."
+    return text
+
+
+def parameters_of(effects: pd.DataFrame) -> list[str]:
+    """The hyper-parameters that have values in ``effects``, in the search's order."""
+    present = set(effects["param"])
+    return [p for p in SEARCH_PARAMS if p in present]
+
+
+def parameter_reading(param: str, effects: pd.DataFrame) -> str:
+    """How to read one hyper-parameter's strip, naming the methods that search it."""
+    methods = ", ".join(method_title(m) for m in dict.fromkeys(effects["method"]))
+    return (
+        f"**{PARAM_LABELS.get(param, param)}** is {PARAM_MEANINGS.get(param, param)}; "
+        f"searched by {methods}. Each dot is one run (one configuration in one seed) at the "
+        "value it used; its height is the validation AMAE (lower is better). The black tick is "
+        "the mean over every run with that value, and ringed dots are the runs their search "
+        "selected. Ticks that fall or rise steadily say the value matters; flat ticks with "
+        "rings spread over every value say it matters little next to the seed and the other "
+        "hyper-parameters."
+    )
+
+
+def summary_table(summary: pd.DataFrame, param: str) -> pd.DataFrame:
+    """`engine.explorer.parameter_summary` rows of one parameter, for display."""
+    rows = summary[summary["param"] == param]
+    return pd.DataFrame(
+        {
+            "Method": [method_title(m) for m in rows["method"]],
+            PARAM_LABELS.get(param, param): [f"{v:g}" for v in rows["value"]],
+            "Runs": rows["n_runs"].to_numpy(),
+            "Seeds": rows["n_seeds"].to_numpy(),
+            "Mean val AMAE": [_four(v) for v in rows["val_amae_mean"]],
+            "Median val AMAE": [_four(v) for v in rows["val_amae_median"]],
+            "SD": [_four(v) for v in rows["val_amae_std"]],
+            "Searches won": [
+                f"{n} ({share:.0%})"
+                for n, share in zip(rows["n_selected"], rows["selected_share"], strict=True)
+            ],
+        }
+    )
+
+
+def live_point(
+    job: Any, stored_run_ids: set[str], *, task: str, method: str | None, seed: int | None
+) -> tuple[pd.DataFrame, str | None]:
+    """The run a running job is training, as a chart point and a sentence.
+
+    Args:
+        job: the study's `store.jobs.list_jobs` row (``current_run``, ``current_epoch``,
+            ``latest_val_amae``), or None.
+        stored_run_ids: runs already in the store: a finished run is not "training now".
+        task, method, seed: the curves shown; the point is drawn only when the run
+            belongs to them (``method`` or ``seed`` None: any).
+
+    Returns:
+        `engine.explorer.in_flight_point`'s row (empty when not drawn) and a sentence naming
+        the run, or None when the job reports no run in training.
+    """
+    empty = in_flight_point(None, None, None)
+    if job is None:
+        return empty, None
+    values = [_present(job.get(k)) for k in ("current_run", "current_epoch", "latest_val_amae")]
+    point = in_flight_point(*values)
+    if point.empty or values[0] in stored_run_ids:
+        return empty, None
+    row = point.iloc[0]
+    sentence = (
+        f"Training now: {row['task']} · {method_title(row['method'])} · seed {row['seed']} · "
+        f"configuration {row['config_index']}, epoch {row['epoch']}, validation AMAE "
+        f"{row['value']:.4f} (the last epoch any worker slot reported; its curve is stored when "
+        "the run ends)."
+    )
+    shown = row["task"] == task and method in (None, row["method"]) and seed in (None, row["seed"])
+    return (point if shown else empty), sentence
+
+
+def _four(value: float) -> str:
+    """Four decimals; an em dash where there is no value (an SD of one run)."""
+    return "—" if pd.isna(value) else f"{value:.4f}"
+
+
+def _present(value: Any) -> Any:
+    """None for pandas' missing markers."""
+    return None if value is None or pd.isna(value) else value
