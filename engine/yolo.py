@@ -21,6 +21,7 @@ returns the stored detector.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -30,7 +31,7 @@ import sys
 import tempfile
 import time
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -119,6 +120,13 @@ def ultralytics_offline(config_dir: Path) -> types.ModuleType:
     if "ultralytics" not in sys.modules:
         os.environ["YOLO_CONFIG_DIR"] = str(config_dir)
         _place_fonts(config_dir / "Ultralytics")
+        omp = os.environ.get("OMP_NUM_THREADS")
+        import ultralytics
+
+        # ultralytics sets OMP_NUM_THREADS=1 for the whole process on import; processes this
+        # one starts later (training slots) should not inherit that.
+        if omp is None:
+            os.environ.pop("OMP_NUM_THREADS", None)
     import ultralytics
     import ultralytics.utils as uutils
 
@@ -131,6 +139,23 @@ def ultralytics_offline(config_dir: Path) -> types.ModuleType:
     if any(ultralytics.settings.get(k) for k in off):
         ultralytics.settings.update(off)
     return ultralytics
+
+
+@contextlib.contextmanager
+def keep_torch_threads() -> Iterator[None]:
+    """Restore torch's thread count after ultralytics changes it.
+
+    ultralytics sets torch's threads to ``min(8, CPUs - 1)`` whenever it picks a device; in a
+    long-lived process (a worker slot that crops with a detector, then trains) that would
+    silently change every later CPU computation.
+    """
+    import torch
+
+    threads = torch.get_num_threads()
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 # --------------------------------------------------------------------------------------
@@ -322,15 +347,16 @@ class KneeDetector:
             )
         h, w = film.shape
         bgr = cv2.cvtColor(np.ascontiguousarray(film, dtype=np.uint8), cv2.COLOR_GRAY2BGR)
-        result = self._model.predict(
-            bgr,
-            imgsz=self.image_size,
-            conf=PREDICT_CONFIDENCE,
-            iou=0.5,
-            max_det=10,
-            device=self.device,
-            verbose=False,
-        )[0]
+        with keep_torch_threads():
+            result = self._model.predict(
+                bgr,
+                imgsz=self.image_size,
+                conf=PREDICT_CONFIDENCE,
+                iou=0.5,
+                max_det=10,
+                device=self.device,
+                verbose=False,
+            )[0]
         xyxy = result.boxes.xyxy.cpu().numpy()
         conf = result.boxes.conf.cpu().numpy()
         candidates = [
@@ -450,26 +476,27 @@ def train_detector(
             model.add_callback("on_train_epoch_end", _epoch_reporter(progress))
         on_gpu = device.startswith("cuda")
         start = time.perf_counter()
-        model.train(
-            data=str(data_yaml),
-            epochs=epochs,
-            imgsz=image_size,
-            batch=batch,
-            device=device,
-            workers=(4 if on_gpu else 0) if workers is None else workers,
-            project=str(Path(tmp) / "runs"),
-            name="train",
-            exist_ok=True,
-            pretrained=False,
-            # bf16 autocast skips ultralytics' AMP self-check, which downloads a model.
-            amp="bf16" if on_gpu else False,
-            plots=False,
-            val=False,  # scored once at the end, on films that picked nothing
-            cache=True,
-            seed=seed,
-            deterministic=True,
-            verbose=False,
-        )
+        with keep_torch_threads():
+            model.train(
+                data=str(data_yaml),
+                epochs=epochs,
+                imgsz=image_size,
+                batch=batch,
+                device=device,
+                workers=(4 if on_gpu else 0) if workers is None else workers,
+                project=str(Path(tmp) / "runs"),
+                name="train",
+                exist_ok=True,
+                pretrained=False,
+                # bf16 autocast skips ultralytics' AMP self-check, which downloads a model.
+                amp="bf16" if on_gpu else False,
+                plots=False,
+                val=False,  # scored once at the end, on films that picked nothing
+                cache=True,
+                seed=seed,
+                deterministic=True,
+                verbose=False,
+            )
         train_seconds = time.perf_counter() - start
         trainer = model.trainer
         map_metrics = {

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from engine.detect import KneeDetection, find_knees
 from engine.phantom import PhantomSpec
@@ -47,6 +49,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory, phantom):
         return blocked
 
     epochs_seen: list[tuple[int, int]] = []
+    threads = (torch.get_num_threads(), os.environ.get("OMP_NUM_THREADS"))
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(socket, "getaddrinfo", refuse("getaddrinfo"))
         mp.setattr(socket, "create_connection", refuse("create_connection"))
@@ -61,7 +64,9 @@ def trained(tmp_path_factory: pytest.TempPathFactory, phantom):
             **TINY,
         )
         detector = load_detector(out / record.key)
+        detector.detect(films[0])
     return {
+        "threads": threads,
         "out": out,
         "record": record,
         "detector": detector,
@@ -72,6 +77,10 @@ def trained(tmp_path_factory: pytest.TempPathFactory, phantom):
 
 def test_training_fetches_nothing(trained):
     assert trained["attempts"] == []
+
+
+def test_ultralytics_leaves_the_process_thread_settings_alone(trained):
+    assert (torch.get_num_threads(), os.environ.get("OMP_NUM_THREADS")) == trained["threads"]
 
 
 def test_training_reports_progress_every_epoch(trained):
