@@ -143,18 +143,22 @@ def ultralytics_offline(config_dir: Path) -> types.ModuleType:
 
 @contextlib.contextmanager
 def keep_torch_threads() -> Iterator[None]:
-    """Restore torch's thread count after ultralytics changes it.
+    """Run ultralytics with torch's thread count as this process has it, and keep it so.
 
-    ultralytics sets torch's threads to ``min(8, CPUs - 1)`` whenever it picks a device; in a
-    long-lived process (a worker slot that crops with a detector, then trains) that would
-    silently change every later CPU computation.
+    ultralytics sets torch's threads to ``min(8, CPUs - 1)`` whenever it picks a device: one
+    core fewer for CPU training (on a 2-core machine, half), and in a long-lived process (a
+    worker slot that crops with a detector, then trains) a silent change for every later
+    CPU computation. Its choice is pinned to the current count for the call.
     """
     import torch
+    import ultralytics.utils.torch_utils as torch_utils
 
-    threads = torch.get_num_threads()
+    threads, chosen = torch.get_num_threads(), torch_utils.NUM_THREADS
+    torch_utils.NUM_THREADS = threads
     try:
         yield
     finally:
+        torch_utils.NUM_THREADS = chosen
         torch.set_num_threads(threads)
 
 
