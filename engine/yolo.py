@@ -121,10 +121,12 @@ def ultralytics_offline(config_dir: Path) -> types.ModuleType:
         os.environ["YOLO_CONFIG_DIR"] = str(config_dir)
         _place_fonts(config_dir / "Ultralytics")
         omp = os.environ.get("OMP_NUM_THREADS")
+        # ultralytics sets OMP_NUM_THREADS=1 on import: torch, if it loads after that, would
+        # run on one thread for the rest of the process, and so would processes started
+        # later (training slots). torch loads first and the variable is put back.
+        import torch  # noqa: F401
         import ultralytics
 
-        # ultralytics sets OMP_NUM_THREADS=1 for the whole process on import; processes this
-        # one starts later (training slots) should not inherit that.
         if omp is None:
             os.environ.pop("OMP_NUM_THREADS", None)
     import ultralytics

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -202,3 +204,24 @@ def test_held_out_split_is_seeded_and_disjoint():
     assert np.array_equal(held_out_split(10, 0.2, seed=3)[1], held)
     with pytest.raises(ValueError, match="at least 2 films"):
         held_out_split(1, 0.2, seed=0)
+
+
+def test_a_fresh_process_keeps_torchs_threads_when_ultralytics_loads(tmp_path):
+    # ultralytics sets OMP_NUM_THREADS=1 on import; torch loaded after it would run on one
+    # thread (CPU training at half speed on 2 cores) and pass that on to child processes.
+    code = (
+        "import os, sys; from pathlib import Path; sys.path.insert(0, os.getcwd()); "
+        "from engine.yolo import ultralytics_offline; "
+        f"ultralytics_offline(Path({str(tmp_path)!r})); import torch; "
+        "print(torch.get_num_threads(), os.environ.get('OMP_NUM_THREADS'))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=Path(__file__).resolve().parents[2],
+        check=True,
+    )
+    assert out.stdout.split() == [str(torch.get_num_threads()), "None"]
