@@ -35,7 +35,7 @@ from engine.yolo import load_detector, phantom_detection_set, train_detector  # 
 TRAIN_SEED, TEST_SEED = 101, 202  # two phantoms no study uses (the app's is seed 0)
 
 
-def machine_info(device: str) -> str:
+def machine_info(device: str, threads: int | None) -> str:
     import torch
 
     versions = []
@@ -48,7 +48,8 @@ def machine_info(device: str) -> str:
     if device.startswith("cuda") and torch.cuda.is_available():
         where += f", GPU {torch.cuda.get_device_name(0)}"
     return (
-        f"{where}; torch threads {torch.get_num_threads()}; Python {platform.python_version()}; "
+        f"{where}; CPU training threads {threads or min(8, max(1, (os.cpu_count() or 2) - 1))}; "
+        f"load average at the end {os.getloadavg()[0]:.1f}; Python {platform.python_version()}; "
         + ", ".join(versions)
     )
 
@@ -78,6 +79,9 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=30)
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--workers", type=int, default=None, help="data-loader processes")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="torch threads on CPU (ultralytics: CPUs - 1)"
+    )
     parser.add_argument("--film-size", type=int, nargs=2, default=(384, 320), metavar=("H", "W"))
     parser.add_argument("--bilateral", action="store_true", help="both knees on every film")
     parser.add_argument("--out", type=Path, default=None, help="keep the detector here")
@@ -117,6 +121,7 @@ def main() -> None:
             trained_on=f"phantom seed={TRAIN_SEED}, {len(train_films)} {kind} films",
             batch=args.batch,
             workers=args.workers,
+            threads=args.threads,
         )
         wall = time.perf_counter() - start
         detector = load_detector(Path(record.path), device=args.device)
@@ -146,7 +151,7 @@ def main() -> None:
         f"{record.held_out['mean_iou']:.3f}, mAP50 {record.held_out['map50']:.3f}, "
         f"mAP50-95 {record.held_out['map50_95']:.3f}"
     )
-    print(f"machine: {machine_info(args.device)}")
+    print(f"machine: {machine_info(args.device, args.threads)}")
     print(f"command: python {' '.join(sys.argv)}")
     if args.json is not None:
         figures = {
@@ -154,7 +159,7 @@ def main() -> None:
             "classical": {**classical.to_dict(), "ms_per_film": round(classical_ms, 2)},
             "yolo": {**yolo.to_dict(), "ms_per_film": round(yolo_ms, 2)},
             "yolo_record": json.loads(record.to_json()),
-            "machine": machine_info(args.device),
+            "machine": machine_info(args.device, args.threads),
         }
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(figures, indent=2))

@@ -295,6 +295,8 @@ def _knee_plausibility(bone: np.ndarray, ext_s: np.ndarray, box: Box, widest: fl
         widest: the largest value of ``ext_s``.
     """
     x0, y0, x1, y1 = box
+    if x1 <= x0 or y1 <= y0:
+        return 0.0
     # All of a row's bone lies between its outer edges, so bone count / span is its fill.
     has = bone.any(axis=1)
     first = np.argmax(bone, axis=1)

@@ -144,24 +144,29 @@ def ultralytics_offline(config_dir: Path) -> types.ModuleType:
 
 
 @contextlib.contextmanager
-def keep_torch_threads() -> Iterator[None]:
-    """Run ultralytics with torch's thread count as this process has it, and keep it so.
+def keep_torch_threads(threads: int | None = None) -> Iterator[None]:
+    """Put torch's thread count back after ultralytics changes it.
 
-    ultralytics sets torch's threads to ``min(8, CPUs - 1)`` whenever it picks a device: one
-    core fewer for CPU training (on a 2-core machine, half), and in a long-lived process (a
-    worker slot that crops with a detector, then trains) a silent change for every later
-    CPU computation. Its choice is pinned to the current count for the call.
+    ultralytics sets torch's threads to ``min(8, CPUs - 1)`` whenever it picks a device. For
+    CPU training that is a good default: on a busy 2-core machine, two threads that wait on
+    each other ran an epoch 7x slower than one (bench/RESULTS.md). But in a long-lived
+    process (a worker slot that crops with a detector, then trains) it would silently change
+    every later CPU computation, so the count is restored afterwards.
+
+    Args:
+        threads: threads for ultralytics to use instead of its own choice (None: its choice).
     """
     import torch
     import ultralytics.utils.torch_utils as torch_utils
 
-    threads, chosen = torch.get_num_threads(), torch_utils.NUM_THREADS
-    torch_utils.NUM_THREADS = threads
+    before, chosen = torch.get_num_threads(), torch_utils.NUM_THREADS
+    if threads is not None:
+        torch_utils.NUM_THREADS = int(threads)
     try:
         yield
     finally:
         torch_utils.NUM_THREADS = chosen
-        torch.set_num_threads(threads)
+        torch.set_num_threads(before)
 
 
 # --------------------------------------------------------------------------------------
@@ -426,6 +431,7 @@ def train_detector(
     batch: int = 16,
     seed: int = 0,
     workers: int | None = None,
+    threads: int | None = None,
     work_dir: Path | None = None,
 ) -> DetectorRecord:
     """Train a YOLOv8n knee detector from scratch and store it under ``out_dir/<key>/``.
@@ -447,6 +453,7 @@ def train_detector(
         batch: images per training batch.
         seed: split and training seed.
         workers: data-loader processes (default 0 on CPU, 4 on a GPU).
+        threads: torch threads for CPU training (default: ultralytics' CPUs - 1).
         work_dir: scratch folder for the dataset and ultralytics' run (a temporary folder
             by default, removed afterwards).
 
@@ -482,7 +489,7 @@ def train_detector(
             model.add_callback("on_train_epoch_end", _epoch_reporter(progress))
         on_gpu = device.startswith("cuda")
         start = time.perf_counter()
-        with keep_torch_threads():
+        with keep_torch_threads(threads):
             model.train(
                 data=str(data_yaml),
                 epochs=epochs,
