@@ -94,7 +94,8 @@ def main() -> None:
     test_films, test_boxes = phantom_set(args.test_films, TEST_SEED, film_size, args.bilateral)
     kind = "bilateral" if args.bilateral else "single-knee"
     print(
-        f"phantom {kind} films {film_size[0]}x{film_size[1]}: {len(train_films)} to train "
+        f"phantom {kind} films of {train_films[0].shape[0]}x{train_films[0].shape[1]} px: "
+        f"{len(train_films)} to train "
         f"(seed {TRAIN_SEED}), {len(test_films)} to test (seed {TEST_SEED}); "
         f"drawn in {time.perf_counter() - t0:.1f} s"
     )

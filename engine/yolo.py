@@ -169,6 +169,13 @@ def keep_torch_threads(threads: int | None = None) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
+def _ultralytics_threads() -> int:
+    """The thread count ultralytics picks for CPU work (CPUs - 1, 1 to 8)."""
+    import ultralytics.utils.torch_utils as torch_utils
+
+    return int(torch_utils.NUM_THREADS)
+
+
 # --------------------------------------------------------------------------------------
 # Data
 # --------------------------------------------------------------------------------------
@@ -358,7 +365,11 @@ class KneeDetector:
             )
         h, w = film.shape
         bgr = cv2.cvtColor(np.ascontiguousarray(film, dtype=np.uint8), cv2.COLOR_GRAY2BGR)
+        import torch
+
+        # As in training, ultralytics' thread count (CPUs - 1) and the caller's back after.
         with keep_torch_threads():
+            torch.set_num_threads(_ultralytics_threads())
             result = self._model.predict(
                 bgr,
                 imgsz=self.image_size,
