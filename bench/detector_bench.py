@@ -28,7 +28,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.detect import DetectionMetrics, evaluate_detector, find_knees  # noqa: E402
+from engine.detect import (  # noqa: E402
+    DetectionMetrics,
+    KneeDetection,
+    box_iou,
+    evaluate_detector,
+    find_knees,
+)
 from engine.phantom import PhantomSpec  # noqa: E402
 from engine.yolo import load_detector, phantom_detection_set, train_detector  # noqa: E402
 
@@ -54,11 +60,29 @@ def machine_info(device: str, threads: int | None) -> str:
     )
 
 
-def timed_evaluation(detect, films, boxes) -> tuple[DetectionMetrics, float]:
-    """Metrics and mean milliseconds per film."""
+def timed_evaluation(detect, films, boxes) -> tuple[DetectionMetrics, float, float]:
+    """Metrics, mean milliseconds per film, and the share of knees given the right side.
+
+    A knee has the right side when the detection matched to it (IoU >= 0.5) carries the
+    side it was drawn as: on a bilateral film the true boxes are [right, left]; a
+    single-knee film (no laterality tag) should give no side.
+    """
+    found: list[list[KneeDetection]] = []
+
+    def recording(film):
+        knees = detect(film)
+        found.append(knees)
+        return knees
+
     start = time.perf_counter()
-    metrics = evaluate_detector(detect, films, boxes)
-    return metrics, (time.perf_counter() - start) / len(films) * 1000
+    metrics = evaluate_detector(recording, films, boxes)
+    ms = (time.perf_counter() - start) / len(films) * 1000
+    right = 0
+    for knees, truths in zip(found, boxes, strict=True):
+        want = ["R", "L"] if len(truths) == 2 else [None]
+        for truth, side in zip(truths, want, strict=True):
+            right += any(box_iou(k.box, truth) >= 0.5 and k.side == side for k in knees)
+    return metrics, ms, right / sum(len(b) for b in boxes)
 
 
 def phantom_set(n: int, seed: int, film_size: tuple[int, int], bilateral: bool):
@@ -100,7 +124,7 @@ def main() -> None:
         f"drawn in {time.perf_counter() - t0:.1f} s"
     )
 
-    classical, classical_ms = timed_evaluation(find_knees, test_films, test_boxes)
+    classical, classical_ms, classical_sides = timed_evaluation(find_knees, test_films, test_boxes)
 
     def progress(epoch: int, epochs: int, losses: dict[str, float]) -> None:
         shown = ", ".join(f"{k} {v:.3f}" for k, v in losses.items())
@@ -127,22 +151,25 @@ def main() -> None:
         wall = time.perf_counter() - start
         detector = load_detector(Path(record.path), device=args.device)
         detector.detect(test_films[0])  # the first call builds the predictor
-        yolo, yolo_ms = timed_evaluation(
+        yolo, yolo_ms, yolo_sides = timed_evaluation(
             lambda f: find_knees(f, detector=detector), test_films, test_boxes
         )
 
-    rows = [("classical", classical, classical_ms), ("YOLOv8n", yolo, yolo_ms)]
+    rows = [
+        ("classical", classical, classical_ms, classical_sides),
+        ("YOLOv8n", yolo, yolo_ms, yolo_sides),
+    ]
     print(f"\nheld-out test films: {yolo.n_films} ({yolo.n_knees} knees)")
     print(
         "| detector | mean IoU | median | min | IoU ≥ 0.5 | IoU ≥ 0.75 | misses | extra "
-        "| films all found | ms/film |"
+        "| films all found | side right | ms/film |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for name, m, ms in rows:
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name, m, ms, sides in rows:
         print(
             f"| {name} | {m.mean_iou:.3f} | {m.median_iou:.3f} | {m.min_iou:.3f} "
             f"| {m.share_iou_50:.3f} | {m.share_iou_75:.3f} | {m.misses} | {m.extra} "
-            f"| {m.films_all_found:.3f} | {ms:.1f} |"
+            f"| {m.films_all_found:.3f} | {sides:.3f} | {ms:.1f} |"
         )
     print(
         f"\nYOLO training: {record.train_seconds:.1f} s for {args.epochs} epochs at "
@@ -157,8 +184,16 @@ def main() -> None:
     if args.json is not None:
         figures = {
             "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-            "classical": {**classical.to_dict(), "ms_per_film": round(classical_ms, 2)},
-            "yolo": {**yolo.to_dict(), "ms_per_film": round(yolo_ms, 2)},
+            "classical": {
+                **classical.to_dict(),
+                "ms_per_film": round(classical_ms, 2),
+                "side_right": round(classical_sides, 4),
+            },
+            "yolo": {
+                **yolo.to_dict(),
+                "ms_per_film": round(yolo_ms, 2),
+                "side_right": round(yolo_sides, 4),
+            },
             "yolo_record": json.loads(record.to_json()),
             "machine": machine_info(args.device, args.threads),
         }
