@@ -1,10 +1,19 @@
 """Knee localisation on a whole film, and cropping to the knee.
 
-:func:`detect_knee_box` is the classical fallback detector used when no trained YOLO model
-is available. It relies only on what every AP knee film has: bone is the brightest large
-structure, and the knee is where the bones are widest (condyles above the joint line, the
-tibial plateau below it), with the dark joint-space gap between them. Steps, on the film
-resized to 160 px on its shorter side:
+:func:`find_knees` is the one entry point: it returns up to two :class:`KneeDetection` per
+film (box, confidence, patient's side), from a trained YOLO detector
+(:class:`engine.yolo.KneeDetector`) when one is given, otherwise from the classical detector
+below.
+
+Sides follow the radiographic display convention of AP and PA films: the patient's right
+knee is on the viewer's left. When two knees are found, the one on the viewer's left is
+``"R"``; a film tagged with one side (DICOM ImageLaterality/Laterality ``R`` or ``L``) is a
+single-knee film of that side; one knee on an untagged film has no side (``None``).
+
+:func:`detect_knee_box` is the classical detector. It relies only on what every AP knee
+film has: bone is the brightest large structure, and the knee is where the bones are widest
+(condyles above the joint line, the tibial plateau below it), with the dark joint-space gap
+between them. Steps, on the film resized to 160 px on its shorter side:
 
 1. Two Otsu thresholds split air | soft tissue | bone.
 2. Bright blobs that are near-perfect rectangles touching the film border (collimation
@@ -15,16 +24,23 @@ resized to 160 px on its shorter side:
    the central columns (the gap), falling back to the band's middle when the gap is closed.
 
 Constants were calibrated on the phantom's true boxes (``bench/phantom_bench.py`` reports
-the IoU it reaches).
+the IoU it reaches). Its confidence (:func:`classical_knee`) is a plausibility score, not a
+calibrated probability: 1 when every shape measurement of what it found lies in the range
+knees span (a bone band 25-85 % of the film wide, narrower shafts above and below it,
+solid bone, a few large pieces), falling to 0 as any measurement leaves that range. Noise,
+blank films, text and photographs score near 0.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Protocol
 
 import cv2
 import numpy as np
+from scipy.optimize import linear_sum_assignment
 
 logger = logging.getLogger(__name__)
 
@@ -108,7 +124,8 @@ def _bone_mask(small: np.ndarray) -> np.ndarray:
     keep = np.zeros(n, bool)
     for i in range(1, n):
         x, y, bw, bh, area = stats[i]
-        touches = x <= 1 or y <= 1 or x + bw >= w - 1 or y + bh >= h - 1
+        e = _FRAME + 1  # the frame is blanked, so "at the border" means next to it
+        touches = x <= e or y <= e or x + bw >= w - e or y + bh >= h - e
         rectangular = area >= 0.85 * bw * bh
         # A side marker is a small compact tag at the border (its letter makes it less
         # than rectangular); a bone reaching the border is long.
@@ -135,7 +152,7 @@ def _gap_row(bone: np.ndarray, cols: np.ndarray, lo: int, hi: int) -> tuple[int,
 
 
 def detect_knee_box(film: np.ndarray) -> Box:
-    """Find the knee on an AP film.
+    """Find the knee on an AP film (the classical detector's box, see the module docstring).
 
     Args:
         film: (H, W) uint8 radiograph.
@@ -144,8 +161,34 @@ def detect_knee_box(film: np.ndarray) -> Box:
         ``(x0, y0, x1, y1)`` in film pixels (exclusive ends), a square clipped to the film.
         When no bone is found, the central square of the film.
     """
-    if film.ndim != 2:
-        raise ValueError(f"film must be 2-D (H, W), got shape {film.shape}")
+    return _analyse(film).box
+
+
+@dataclass(frozen=True)
+class _Analysis:
+    """What the classical detector saw on one film.
+
+    Attributes:
+        box: its knee box in film pixels (the central square when no bone was found).
+        confidence: plausibility that the box holds a knee, 0..1 (0 when no bone).
+        bone_columns: (w,) bone pixels per column of the working film (for splitting a
+            bilateral film), empty when no bone was found.
+        down: film pixels per working pixel.
+    """
+
+    box: Box
+    confidence: float
+    bone_columns: np.ndarray
+    down: float
+
+
+def _working_film(film: np.ndarray) -> tuple[np.ndarray, float]:
+    """The film at the working scale with collimation and a thin frame blanked.
+
+    Returns:
+        (small, down): the (h, w) uint8 working film and film pixels per working pixel.
+    """
+    _check_film(film)
     h, w = film.shape
     # A fixed working scale: the knee spans a similar share of any film, so every
     # threshold below (in working pixels) holds whatever the film's resolution.
@@ -158,11 +201,25 @@ def detect_knee_box(film: np.ndarray) -> Box:
     # itself never needs it.
     f = _FRAME
     small[:f], small[-f:], small[:, :f], small[:, -f:] = 0, 0, 0, 0
+    return small, down
+
+
+def _check_film(film: np.ndarray) -> None:
+    if not isinstance(film, np.ndarray) or film.ndim != 2:
+        shape = getattr(film, "shape", type(film).__name__)
+        raise ValueError(f"film must be a 2-D (H, W) grey array, got shape {shape}")
+
+
+def _analyse(film: np.ndarray) -> _Analysis:
+    """Run the classical detector on a whole film (steps in the module docstring)."""
+    small, down = _working_film(film)
+    h, w = film.shape
     bone = _bone_mask(small)
     has_bone = bone.any(axis=1)
     if has_bone.sum() < 4:
         logger.debug("no bone found; returning the central square")
-        return _square((w / 2, h / 2), min(h, w) / 2, (h, w))
+        centre = _square((w / 2, h / 2), min(h, w) / 2, (h, w))
+        return _Analysis(centre, 0.0, np.zeros(0, np.int64), down)
 
     cols = np.arange(bone.shape[1])
     left = np.where(has_bone, np.argmax(bone, axis=1), 0)
@@ -197,7 +254,68 @@ def detect_knee_box(film: np.ndarray) -> Box:
         y_joint = 0.5 * (r0 + r1) + _BAND_MID_OFFSET * widest
 
     side = _SIDE_PER_WIDTH * widest * down
-    return _square(((x_mid + 0.5) * down, (y_joint + 0.5) * down), side, (h, w))
+    box = _square(((x_mid + 0.5) * down, (y_joint + 0.5) * down), side, (h, w))
+    work_box = _square((x_mid + 0.5, y_joint + 0.5), _SIDE_PER_WIDTH * widest, bone.shape)
+    confidence = _knee_plausibility(bone, ext_s, work_box, widest)
+    return _Analysis(box, confidence, bone.sum(axis=0), down)
+
+
+# Ranges a knee's shape measurements span (lo, hi, soft): inside, a measurement scores 1;
+# outside it falls linearly to 0 over ``soft``. Set from 180 phantom knees at three film
+# sizes and two difficulties (all inside, bar the few whose box was wrong) against noise,
+# blurred noise, blank films, text and photographs (near all outside); widened on the side
+# real films may go (close-up films whose knee fills the width).
+_PLAUSIBLE: dict[str, tuple[float, float, float]] = {
+    "width": (0.25, 0.85, 0.10),  # widest bone extent / working film width
+    "shaft_top": (0.35, 0.90, 0.10),  # bone extent in the box's top eighth / widest
+    "shaft_bottom": (0.35, 0.90, 0.10),  # the same in its bottom eighth (tibial shaft)
+    "box_bone": (0.45, 0.82, 0.15),  # share of the box that is bone
+    "solid": (0.85, 1.00, 0.20),  # median share of bone between a row's outer edges
+    "pieces": (0.0, 3.0, 4.0),  # bone components that reach into the box
+}
+
+
+def _in_range(value: float, lo: float, hi: float, soft: float) -> float:
+    """1 inside [lo, hi], falling linearly to 0 at ``soft`` outside it."""
+    outside = max(lo - value, value - hi, 0.0)
+    return float(np.clip(1.0 - outside / soft, 0.0, 1.0))
+
+
+def _knee_plausibility(bone: np.ndarray, ext_s: np.ndarray, box: Box, widest: float) -> float:
+    """Confidence (0..1) that a classical box holds a knee, from the bone mask's shape.
+
+    A knee is a bone band of moderate width with narrower shafts above and below it (femur,
+    tibia), solid between its outer edges, made of a few large pieces. Noise and text give
+    a film-wide band, ragged or hollow bone, or many pieces.
+
+    Args:
+        bone: (h, w) bool bone mask of the working film.
+        ext_s: (h,) smoothed horizontal bone extent per row.
+        box: the knee box in working pixels.
+        widest: the largest value of ``ext_s``.
+    """
+    x0, y0, x1, y1 = box
+    if x1 <= x0 or y1 <= y0:
+        return 0.0
+    # All of a row's bone lies between its outer edges, so bone count / span is its fill.
+    has = bone.any(axis=1)
+    first = np.argmax(bone, axis=1)
+    last = bone.shape[1] - 1 - np.argmax(bone[:, ::-1], axis=1)
+    solid = bone.sum(axis=1)[has] / (last - first + 1)[has]
+    eighth = max(1, (y1 - y0) // 8)
+    _, labels = cv2.connectedComponents(bone.astype(np.uint8), connectivity=8)
+    in_box = labels[y0:y1, x0:x1]
+    measured = {
+        "width": widest / bone.shape[1],
+        "shaft_top": float(np.median(ext_s[y0 : y0 + eighth])) / widest,
+        "shaft_bottom": float(np.median(ext_s[y1 - eighth : y1])) / widest,
+        "box_bone": float(bone[y0:y1, x0:x1].mean()) if in_box.size else 0.0,
+        "solid": float(np.median(solid)),
+        "pieces": float(len(np.unique(in_box[in_box > 0]))),
+    }
+    logger.debug("knee measurements %s", measured)
+    scores = [_in_range(measured[name], *_PLAUSIBLE[name]) for name in _PLAUSIBLE]
+    return float(np.prod(scores))
 
 
 def _running_median(v: np.ndarray, k: int) -> np.ndarray:
@@ -273,4 +391,327 @@ def crop_and_resize(
     return cv2.resize(crop, (size, size), interpolation=interp)
 
 
-__all__ = ["Box", "box_iou", "crop_and_resize", "detect_knee_box"]
+# --------------------------------------------------------------------------------------
+# One API for every caller: find_knees
+# --------------------------------------------------------------------------------------
+
+#: Below this confidence a knee counts as "found with low confidence" (worth a look).
+LOW_CONFIDENCE = 0.5
+#: A second knee on a film is kept only at this confidence or more (a bilateral film's
+#: other knee scores as high as the first; a stray second box on a single-knee film does not).
+SECOND_KNEE_CONFIDENCE = 0.25
+#: Two knees never overlap: a second box sharing more than this share of the smaller box
+#: with the first is the same knee found twice.
+_MAX_KNEE_OVERLAP = 0.2
+#: DICOM laterality values (ImageLaterality 0020,0062 / Laterality 0020,0060) and what they
+#: say: one side, both ("B") or nothing useful ("U" unpaired, empty).
+LATERALITY_VALUES = ("R", "L", "B", "U", "")
+
+
+@dataclass(frozen=True)
+class KneeDetection:
+    """One knee found on a film.
+
+    Attributes:
+        box: ``(x0, y0, x1, y1)`` in film pixels (x1, y1 exclusive).
+        confidence: 0..1; below :data:`LOW_CONFIDENCE` the box deserves a look.
+        side: the patient's side, ``"R"`` or ``"L"``, or None when the film does not say
+            (one knee, no laterality tag).
+    """
+
+    box: Box
+    confidence: float
+    side: str | None = None
+
+
+class KneeDetectorLike(Protocol):
+    """What :func:`find_knees` needs of a trained detector (:class:`engine.yolo.KneeDetector`)."""
+
+    def detect(self, film: np.ndarray, max_knees: int = 2) -> list[KneeDetection]:
+        """Up to ``max_knees`` knees on a (H, W) uint8 film, sides unset."""
+        ...
+
+
+def find_knees(
+    film: np.ndarray,
+    *,
+    detector: KneeDetectorLike | None = None,
+    max_knees: int = 2,
+    laterality: str | None = None,
+) -> list[KneeDetection]:
+    """Find up to ``max_knees`` knees on a film, each with its confidence and side.
+
+    Args:
+        film: (H, W) uint8 radiograph.
+        detector: a trained detector (:func:`engine.yolo.load_detector`); None uses the
+            classical detector.
+        max_knees: most knees to return (1 or 2 for knee films).
+        laterality: the film's DICOM laterality tag if it has one: ``"R"`` or ``"L"`` (a
+            single-knee film of that side: at most one knee, given that side), ``"B"``
+            (both knees: sides from position), ``"U"``, ``""`` or None (no tag).
+
+    Returns:
+        Detections ordered from the viewer's left to right, sides set as the module
+        docstring says. Empty when no knee is found (the classical detector found no bone,
+        or a trained detector found nothing).
+    """
+    _check_film(film)
+    if not isinstance(max_knees, int) or isinstance(max_knees, bool) or max_knees < 1:
+        raise ValueError(f"{max_knees=} must be a positive int")
+    tag = _laterality(laterality)
+    if tag in ("R", "L"):
+        max_knees = 1
+    if detector is None:
+        found = classical_knees(film, max_knees=max_knees)
+    else:
+        found = select_knees(detector.detect(film, max_knees=max_knees), max_knees)
+    return assign_sides(found, tag)
+
+
+def _laterality(value: str | None) -> str:
+    """A laterality tag normalised to one of LATERALITY_VALUES ('' for none)."""
+    tag = "" if value is None else str(value).strip().upper()
+    if tag not in LATERALITY_VALUES:
+        raise ValueError(
+            f"laterality {value!r} is not a DICOM laterality; allowed: 'R', 'L', 'B', 'U', "
+            "'' or None"
+        )
+    return tag
+
+
+def assign_sides(
+    knees: Sequence[KneeDetection], laterality: str | None = None
+) -> list[KneeDetection]:
+    """Knees ordered from the viewer's left to right, with the patient's side of each.
+
+    Radiographic convention: two knees on one film are the patient's right (viewer's left)
+    and left (viewer's right). One knee takes the film's laterality tag when it is ``"R"``
+    or ``"L"`` and has no side otherwise.
+    """
+    tag = _laterality(laterality)
+    ordered = sorted(knees, key=lambda k: (k.box[0] + k.box[2]) / 2.0)
+    if len(ordered) == 2:
+        sides: list[str | None] = ["R", "L"]
+    elif len(ordered) == 1 and tag in ("R", "L"):
+        sides = [tag]
+    else:
+        sides = [None] * len(ordered)
+    return [replace(k, side=s) for k, s in zip(ordered, sides, strict=True)]
+
+
+def select_knees(candidates: Sequence[KneeDetection], max_knees: int) -> list[KneeDetection]:
+    """The knees to keep of a detector's candidates (any order).
+
+    The most confident candidate is always kept (however low: a low confidence is reported,
+    not hidden). Further ones are kept, up to ``max_knees``, when they reach
+    :data:`SECOND_KNEE_CONFIDENCE` and do not overlap a kept knee.
+    """
+    kept: list[KneeDetection] = []
+    for cand in sorted(candidates, key=lambda k: -k.confidence):
+        if len(kept) == max_knees:
+            break
+        if kept and cand.confidence < SECOND_KNEE_CONFIDENCE:
+            break
+        if all(_overlap_of_smaller(cand.box, k.box) <= _MAX_KNEE_OVERLAP for k in kept):
+            kept.append(cand)
+    return kept
+
+
+def _overlap_of_smaller(a: Sequence[float], b: Sequence[float]) -> float:
+    """Intersection of two boxes as a share of the smaller one's area."""
+    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    smaller = min((a[2] - a[0]) * (a[3] - a[1]), (b[2] - b[0]) * (b[3] - b[1]))
+    return float(ix * iy / smaller) if smaller > 0 else 0.0
+
+
+def classical_knee(film: np.ndarray) -> KneeDetection | None:
+    """The classical detector's knee on a film with its confidence (None: no bone at all)."""
+    found = _analyse(film)
+    return KneeDetection(found.box, round(found.confidence, 4)) if found.bone_columns.size else None
+
+
+def classical_knees(film: np.ndarray, *, max_knees: int = 2) -> list[KneeDetection]:
+    """Up to ``max_knees`` knees by the classical detector, sides unset.
+
+    A bilateral film is two bone masses side by side with bone-free columns between them.
+    The film is split in the middle of such a gap (the widest few are tried) and each half
+    is searched on its own; the best split's two knees are kept when both are plausible
+    (confidence at least :data:`LOW_CONFIDENCE`), otherwise the most plausible single knee
+    (of the whole film or of either half of the best split).
+    """
+    whole = _analyse(film)
+    if not whole.bone_columns.size:
+        return []
+    candidates = [KneeDetection(whole.box, round(whole.confidence, 4))]
+    pairs = [
+        _knees_either_side(film, int(round(c * whole.down)))
+        for c in _gap_columns(whole.bone_columns)
+    ]
+    pairs = [p for p in pairs if p]
+    if pairs:
+        best = max(pairs, key=lambda p: min(k.confidence for k in p))
+        if max_knees >= 2 and min(k.confidence for k in best) >= LOW_CONFIDENCE:
+            return best
+        candidates += best
+    return [max(candidates, key=lambda k: k.confidence)]  # ties keep the whole-film box
+
+
+def _knees_either_side(film: np.ndarray, cut: int) -> list[KneeDetection]:
+    """The classical knee left and right of column ``cut`` (empty unless both have bone)."""
+    knees = []
+    for x_offset, part in ((0, film[:, :cut]), (cut, film[:, cut:])):
+        if min(part.shape) < 16:
+            return []
+        found = _analyse(part)
+        if not found.bone_columns.size:
+            return []
+        x0, y0, x1, y1 = found.box
+        knees.append(
+            KneeDetection((x0 + x_offset, y0, x1 + x_offset, y1), round(found.confidence, 4))
+        )
+    return knees
+
+
+def _gap_columns(bone_columns: np.ndarray, most: int = 3) -> list[int]:
+    """Middles of the widest bone-free column runs with a fifth of the bone on each side.
+
+    Args:
+        bone_columns: (w,) bone pixels per working column.
+        most: how many runs to return at most (widest first).
+    """
+    total = float(bone_columns.sum())
+    before = np.concatenate([[0], np.cumsum(bone_columns)])
+    empty = np.concatenate([[False], bone_columns == 0, [False]]).astype(np.int8)
+    starts = np.flatnonzero(np.diff(empty) == 1)
+    stops = np.flatnonzero(np.diff(empty) == -1)  # exclusive
+    runs = [
+        (int(stop - start), int((start + stop) // 2))
+        for start, stop in zip(starts, stops, strict=True)
+        if min(before[start], total - before[stop]) >= 0.2 * total
+    ]
+    return [middle for _, middle in sorted(runs, reverse=True)[:most]]
+
+
+# --------------------------------------------------------------------------------------
+# Scoring a detector against true boxes
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DetectionMetrics:
+    """How well a detector's boxes match the true knee boxes of a set of films.
+
+    Each true knee is matched to at most one detection (the assignment with the highest
+    total IoU); an unmatched knee scores IoU 0.
+
+    Attributes:
+        n_films: films scored.
+        n_knees: true knees on them.
+        mean_iou / median_iou / min_iou: IoU of each true knee with its matched detection.
+        share_iou_50 / share_iou_75: share of true knees matched at IoU >= 0.5 / >= 0.75.
+        misses: true knees with no detection at IoU >= 0.5 (not found or found elsewhere).
+        extra: detections matched to no true knee at IoU >= 0.5 (false knees).
+        films_all_found: share of films whose every true knee (both, on a bilateral film)
+            is matched at IoU >= 0.5.
+        mean_confidence: mean confidence of the detections.
+    """
+
+    n_films: int
+    n_knees: int
+    mean_iou: float
+    median_iou: float
+    min_iou: float
+    share_iou_50: float
+    share_iou_75: float
+    misses: int
+    extra: int
+    films_all_found: float
+    mean_confidence: float
+
+    def to_dict(self) -> dict[str, float | int]:
+        """JSON-ready dict of the fields."""
+        return asdict(self)
+
+
+def evaluate_detector(
+    detect_fn: Callable[[np.ndarray], Sequence[KneeDetection | Sequence[float]]],
+    films: Sequence[np.ndarray],
+    true_boxes: Sequence[Sequence[Sequence[float]]],
+) -> DetectionMetrics:
+    """Score any detector (classical or trained) on films with known knee boxes.
+
+    Args:
+        detect_fn: film -> its detections (:class:`KneeDetection` or plain boxes), e.g.
+            ``lambda f: find_knees(f, detector=det)``.
+        films: (H, W) uint8 films.
+        true_boxes: per film, its true knee boxes (one or two) in film pixels.
+
+    Returns:
+        The metrics over all films.
+    """
+    if len(films) != len(true_boxes):
+        raise ValueError(f"{len(films)} films but {len(true_boxes)} lists of true boxes")
+    if not films:
+        raise ValueError("no films to evaluate the detector on")
+    ious: list[float] = []
+    extra = 0
+    all_found = 0
+    confidences: list[float] = []
+    for film, truths in zip(films, true_boxes, strict=True):
+        found = list(detect_fn(film))
+        boxes = [tuple(getattr(d, "box", d)) for d in found]
+        confidences += [float(d.confidence) for d in found if isinstance(d, KneeDetection)]
+        film_ious = _matched_ious(list(truths), boxes)
+        ious += film_ious
+        hits = sum(v >= 0.5 for v in film_ious)
+        extra += len(boxes) - hits
+        all_found += hits == len(truths)
+    v = np.asarray(ious, dtype=np.float64)
+    return DetectionMetrics(
+        n_films=len(films),
+        n_knees=len(v),
+        mean_iou=round(float(v.mean()), 4),
+        median_iou=round(float(np.median(v)), 4),
+        min_iou=round(float(v.min()), 4),
+        share_iou_50=round(float((v >= 0.5).mean()), 4),
+        share_iou_75=round(float((v >= 0.75).mean()), 4),
+        misses=int((v < 0.5).sum()),
+        extra=int(extra),
+        films_all_found=round(all_found / len(films), 4),
+        mean_confidence=round(float(np.mean(confidences)), 4) if confidences else float("nan"),
+    )
+
+
+def _matched_ious(truths: list[Sequence[float]], found: list[Sequence[float]]) -> list[float]:
+    """IoU of each true box with its detection under the best one-to-one matching."""
+    if not truths:
+        return []
+    if not found:
+        return [0.0] * len(truths)
+    iou = np.array([[box_iou(t, f) for f in found] for t in truths])
+    rows, cols = linear_sum_assignment(-iou)
+    out = [0.0] * len(truths)
+    for r, c in zip(rows, cols, strict=True):
+        out[r] = float(iou[r, c])
+    return out
+
+
+__all__ = [
+    "LATERALITY_VALUES",
+    "LOW_CONFIDENCE",
+    "SECOND_KNEE_CONFIDENCE",
+    "Box",
+    "DetectionMetrics",
+    "KneeDetection",
+    "KneeDetectorLike",
+    "assign_sides",
+    "box_iou",
+    "classical_knee",
+    "classical_knees",
+    "crop_and_resize",
+    "detect_knee_box",
+    "evaluate_detector",
+    "find_knees",
+    "select_knees",
+]
