@@ -71,10 +71,28 @@ def counts_text(report: ImportReport) -> str:
     )
 
 
+def report_csv(problems: pd.DataFrame) -> str:
+    """A stored import's problems as the CSV the Data page offers (the store's columns:
+    file, csv_row, severity, kind, problem, action)."""
+    return problems.to_csv(index=False)
+
+
 def left_out_films(problems: pd.DataFrame) -> list[str]:
     """The files an import left out: those with an error, in report order."""
     errors = problems[(problems["severity"] == "error") & (problems["file"] != "")]
     return list(dict.fromkeys(errors["file"]))
+
+
+def summary_counts(summary: Any) -> list[tuple[str, int]]:
+    """A stored import's counts (``store.imports.ImportSummary``) as (label, number)."""
+    return [
+        ("files decoded", summary.n_files),
+        ("listed rows", summary.n_rows),
+        ("films registered", summary.n_good),
+        ("left out", summary.n_left_out),
+        ("errors", summary.n_errors),
+        ("warnings", summary.n_warnings),
+    ]
 
 
 def detector_text(name: str | None, iou: float | None = None, map_: float | None = None) -> str:

@@ -8,18 +8,37 @@ review file a study's dataset spec names.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
+import duckdb
 import pandas as pd
 
-from store.db import connect
+from store.db import StoreError, connect
 
 #: What a reviewer may decide about a film.
 REVIEW_ACTIONS = ("exclude", "box")
 #: Columns of `crop_reviews`, in order.
 REVIEW_COLUMNS = ("image_id", "action", "x0", "y0", "x1", "y1", "who", "reviewed_at")
 BOX_COLUMNS = ("x0", "y0", "x1", "y1")
+
+
+@contextmanager
+def _reviews_store(
+    path: Path | str | None, *, read_only: bool
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """`connect`, with one message when the store predates the crop review table."""
+    with connect(path, read_only=read_only) as con:
+        found = con.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'crop_reviews'"
+        ).fetchone()[0]
+        if not found:
+            raise StoreError(
+                "this store has no crop review table yet: start `python -m jobs up` (or a "
+                "worker) once, which adds it"
+            )
+        yield con
 
 
 def check_box(box: Sequence[int]) -> tuple[int, int, int, int]:
@@ -73,7 +92,7 @@ def record_review(
         if box is not None:
             raise ValueError("an 'exclude' decision takes no box")
         coords = (None, None, None, None)
-    with connect(path) as con:
+    with _reviews_store(path, read_only=False) as con:
         con.execute(
             "DELETE FROM crop_reviews WHERE dataset_id = ? AND image_id = ?", [dataset_id, image_id]
         )
@@ -86,7 +105,7 @@ def record_review(
 
 def clear_review(dataset_id: str, image_id: str, *, path: Path | str | None = None) -> None:
     """Forget the decision on one film: it is kept and cropped by the detector again."""
-    with connect(path) as con:
+    with _reviews_store(path, read_only=False) as con:
         con.execute(
             "DELETE FROM crop_reviews WHERE dataset_id = ? AND image_id = ?", [dataset_id, image_id]
         )
@@ -95,7 +114,7 @@ def clear_review(dataset_id: str, image_id: str, *, path: Path | str | None = No
 def crop_reviews(dataset_id: str, *, path: Path | str | None = None) -> pd.DataFrame:
     """Every decision on a dataset's films, by image id: `REVIEW_COLUMNS` (box columns are
     nullable integers, empty for 'exclude'); an empty frame when there is none."""
-    with connect(path, read_only=True) as con:
+    with _reviews_store(path, read_only=True) as con:
         frame = con.execute(
             f"SELECT {', '.join(REVIEW_COLUMNS)} FROM crop_reviews WHERE dataset_id = ? "
             "ORDER BY image_id",
@@ -114,7 +133,7 @@ def reviewed_boxes(dataset_id: str, *, path: Path | str | None = None) -> pd.Dat
         (the film file, from the dataset's images) and ``x0, y0, x1, y1`` in film pixels;
         excluded films are not among them.
     """
-    with connect(path, read_only=True) as con:
+    with _reviews_store(path, read_only=True) as con:
         frame = con.execute(
             """
             SELECT r.image_id, i.source AS film_path, r.x0, r.y0, r.x1, r.y1

@@ -82,3 +82,12 @@ def test_reviewed_boxes_pair_each_corrected_film_with_its_file(store, dataset):
             "y1": 40,
         }
     ]
+
+
+def test_a_store_without_the_review_tables_says_how_to_add_them(store):
+    from store.db import StoreError
+
+    with connect(store) as con:
+        con.execute("DROP TABLE crop_reviews")
+    with pytest.raises(StoreError, match="python -m jobs up"):
+        crop_reviews("d", path=store)
