@@ -152,21 +152,25 @@ def import_blocker(state: dict[str, Any] | None, request: ImportRequest) -> str 
 
 
 class ProgressThrottle:
-    """Passes (fraction, text) of a running check to ``show`` at most every ``every_s``
-    (and always the last), so a long import does not send a page update per film."""
+    """Passes (fraction, text) of a long loop over films to ``show`` at most every
+    ``every_s`` (and always the last), so a page is not sent an update per film."""
 
-    def __init__(self, show: Callable[[float, str], None], every_s: float = 0.25) -> None:
+    def __init__(
+        self, show: Callable[[float, str], None], every_s: float = 0.25, verb: str = "Checked"
+    ) -> None:
         self.show = show
         self.every_s = every_s
+        self.verb = verb
         self.last = float("-inf")
 
-    def __call__(self, done: int, total: int, rate: float) -> None:
-        """Called by the check with (films done, films in all, films per second)."""
+    def __call__(self, done: int, total: int, rate: float | None = None) -> None:
+        """Called with (films done, films in all[, films per second])."""
         now = time.monotonic()
         if done < total and now - self.last < self.every_s:
             return
         self.last = now
-        self.show(done / max(total, 1), f"Checked {done} of {total} films ({rate:.0f} films/s)")
+        speed = f" ({rate:.0f} films/s)" if rate is not None else ""
+        self.show(done / max(total, 1), f"{self.verb} {done} of {total} films{speed}")
 
 
 def graded_counts(films: pd.DataFrame) -> dict[str, int]:

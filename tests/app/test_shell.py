@@ -11,7 +11,12 @@ from store import jobs as store_jobs
 from store.db import default_store_path, init_schema
 
 APP = Path(__file__).parents[2] / "app.py"
-PAGES = {"pages/launch.py": "Launch a study", "pages/queue.py": "Jobs", "pages/data.py": "Data"}
+PAGES = {
+    "pages/launch.py": "Launch a study",
+    "pages/queue.py": "Jobs",
+    "pages/data.py": "Data",
+    "pages/review.py": "Review crops",
+}
 
 
 def _app() -> AppTest:
