@@ -27,6 +27,7 @@ from pages._import_view import (
     counts_text,
     graded_counts,
     import_blocker,
+    left_out_text,
     problems_table,
     resolve_import_path,
 )
@@ -155,6 +156,8 @@ def show_report(state: dict[str, Any]) -> None:
     else:
         st.markdown(counts_text(report))
         show_problems(report.problems, key="launch_import_problems")
+        if report.left_out:
+            st.markdown(left_out_text(report.left_out))
     for note in report.notes:
         st.caption(note)
 

@@ -77,6 +77,13 @@ def report_csv(problems: pd.DataFrame) -> str:
     return problems.to_csv(index=False)
 
 
+def left_out_text(left_out: tuple[str, ...] | list[str], shown: int = 20) -> str:
+    """The films an import leaves out, by name (the first ``shown``), as markdown."""
+    names = ", ".join(f"`{f}`" for f in left_out[:shown])
+    more = f" and {len(left_out) - shown} more" if len(left_out) > shown else ""
+    return f"Left out: {names}{more}."
+
+
 def left_out_films(problems: pd.DataFrame) -> list[str]:
     """The files an import left out: those with an error, in report order."""
     errors = problems[(problems["severity"] == "error") & (problems["file"] != "")]

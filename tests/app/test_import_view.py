@@ -14,6 +14,7 @@ from pages._import_view import (
     detector_text,
     import_blocker,
     left_out_films,
+    left_out_text,
     problems_table,
     resolve_import_path,
 )
@@ -85,3 +86,8 @@ def test_progress_is_shown_at_most_every_interval_and_always_at_the_end():
         (0.1, "Checked 1 of 10 films (5 films/s)"),
         (1.0, "Checked 10 of 10 films (5 films/s)"),
     ]
+
+
+def test_films_left_out_are_named_up_to_a_limit():
+    assert left_out_text(["a.png", "b.png"]) == "Left out: `a.png`, `b.png`."
+    assert left_out_text([f"{i}.png" for i in range(5)], shown=2).endswith("and 3 more.")

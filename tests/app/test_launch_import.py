@@ -74,6 +74,7 @@ def test_a_bad_film_is_named_skipped_and_the_good_films_queued(path, tmp_path):
     assert row["severity"] == "error" and "a text file" in row["problem"]
     assert int(row["row"]) == 14  # header is line 1, twelve films, then this row
     assert "**1 error(s)**" in _texts(at.markdown) and "**12 good film(s)**" in _texts(at.markdown)
+    assert "Left out: `notes.png`." in _texts(at.markdown)
     assert "1 error(s) left 1 film(s)" in _texts(at.error)
     assert at.button(key="launch_submit").disabled and _jobs(path) == []
     assert "launch_import_register" not in [b.key for b in at.button]  # only by skipping
