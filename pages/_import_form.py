@@ -47,15 +47,22 @@ def show_problems(problems: pd.DataFrame, *, key: str) -> None:
         key=key,
         column_config={
             "file": st.column_config.TextColumn("file", width="medium"),
-            "row": st.column_config.NumberColumn("row", help="line in the CSV (header = 1)"),
+            "row": st.column_config.TextColumn("row", help="line in the CSV (header = 1)"),
             "problem": st.column_config.TextColumn("problem", width="large"),
             "what to do": st.column_config.TextColumn("what to do", width="large"),
         },
     )
 
 
-def import_dataset(path: Path) -> tuple[dict[str, Any], dict[str, int], str | None]:
+def import_dataset(
+    path: Path, report_area: Any
+) -> tuple[dict[str, Any], dict[str, int], str | None]:
     """The import form: check the folder, show its report, register its good films.
+
+    Args:
+        path: The store.
+        report_area: A full-width container for the report and the register buttons (the
+            inputs stay in the form's column; a table of problems needs the width).
 
     Returns:
         The study's ``dataset`` mapping (the registered dataset's spec, empty before), its
@@ -64,7 +71,7 @@ def import_dataset(path: Path) -> tuple[dict[str, Any], dict[str, int], str | No
     request = import_inputs()
     state = st.session_state.get(IMPORT_KEY)
     checked = st.button(
-        "Check the folder" if state is None else "Check again",
+        "Check the folder",
         key="launch_import_check",
         icon=":material/fact_check:",
         help="Reads every row and decodes every film; nothing is registered or queued.",
@@ -72,16 +79,18 @@ def import_dataset(path: Path) -> tuple[dict[str, Any], dict[str, int], str | No
     if checked:
         state = run_check(request)
     current = state is not None and state["request"] == request
-    if state is not None and not current:
-        st.info("The folder or its settings changed since the last check: check it again.")
-    if current:
-        show_report(state)
-        if state.get("report") is not None and not state.get("registered"):
-            register_buttons(state, path)
-    blocker = import_blocker(state, request)
-    if blocker is not None or state is None:
-        return {}, {"KL": 0, "CPPD": 0}, blocker
-    return registered_dataset(state, path)
+    with report_area:
+        if state is not None and not current:
+            st.info("The folder or its settings changed since the last check: check it again.")
+        if current:
+            st.markdown("**Import report**")
+            show_report(state)
+            if state.get("report") is not None and not state.get("registered"):
+                register_buttons(state, path)
+        blocker = import_blocker(state, request)
+        if blocker is not None or state is None:
+            return {}, {"KL": 0, "CPPD": 0}, blocker
+        return registered_dataset(state, path)
 
 
 def import_inputs() -> ImportRequest:
@@ -129,6 +138,8 @@ def run_check(request: ImportRequest) -> dict[str, Any]:
     state: dict[str, Any] = {"request": request, "report": None, "registered": None}
     bar = st.progress(0.0, text="Reading the folder…")
     try:
+        # Typed paths become paths only through resolve_import_path (the lab server confines
+        # them to its data roots there).
         folder = resolve_import_path(request.folder)
         labels = resolve_import_path(request.labels_csv) if request.labels_csv else None
         state["report"] = check_import(

@@ -48,14 +48,16 @@ def resolve_import_path(text: str) -> Path:
 
 
 def problems_table(problems: pd.DataFrame) -> pd.DataFrame:
-    """An import's problems as one table: file, row, severity, problem, what to do.
+    """An import's problems as one table: file, row (CSV line as text, '' without one),
+    severity, problem, what to do.
 
     Args:
         problems: A report's problems (``row``) or the store's (``csv_row``).
     """
     frame = problems.rename(columns={"csv_row": "row", "action": "what to do"})
     frame = frame.assign(file=frame["file"].replace("", "(the whole dataset)"))
-    frame["row"] = frame["row"].astype("Int64")
+    # As text, so a problem without a row shows an empty cell rather than "None".
+    frame["row"] = [("" if pd.isna(r) else str(int(r))) for r in frame["row"]]
     return frame[list(SHOWN_COLUMNS)].reset_index(drop=True)
 
 

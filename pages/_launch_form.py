@@ -130,9 +130,9 @@ def preset_buttons() -> None:
 
 
 def dataset_inputs(
-    registered: dict[str, Any], path: Path
+    registered: dict[str, Any], path: Path, report_area: Any
 ) -> tuple[str, dict[str, Any], dict[str, int], str | None]:
-    """The dataset picker and its settings.
+    """The dataset picker and its settings (an import's report goes to ``report_area``).
 
     A registered folder comes with its current crop review (`jobs.review.reviewed_spec`);
     datasets that are such reviewed versions are not listed themselves.
@@ -168,7 +168,7 @@ def dataset_inputs(
         dataset, images = phantom_inputs()
         return choice, dataset, images, None
     if choice == FOLDER:
-        return choice, *import_dataset(path)
+        return choice, *import_dataset(path, report_area)
     row = registered[choice]
     images = {"KL": int(row.n_kl), "CPPD": int(row.n_cppd)}
     return choice, registered_inputs(row, path), images, None

@@ -57,9 +57,10 @@ def study_inputs(path: Path) -> tuple[dict[str, Any], str, dict[str, int], str |
     registered = registered_datasets(path)
     st.subheader("Study", divider="gray")
     left, right = st.columns(2, gap="large")
+    report_area = st.container()  # an import's report, full width below the two columns
     with left:
         name = st.text_input("Study name", key="launch_name", persist_state="session")
-        choice, dataset, images_per_task, blocker = dataset_inputs(registered, path)
+        choice, dataset, images_per_task, blocker = dataset_inputs(registered, path, report_area)
         tasks = st.multiselect(
             "Tasks",
             list(TASK_CLASSES),
