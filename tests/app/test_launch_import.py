@@ -9,9 +9,12 @@ from pathlib import Path
 import pandas as pd
 from streamlit.testing.v1 import AppTest
 
+from engine.import_check import check_import
+from jobs.importer import register_import
 from store import jobs as store_jobs
 from store.datasets import dataset_labels
 from store.imports import latest_import, list_imports
+from store.reviews import record_review
 from tests.conftest import write_film_folder
 
 PAGE = Path(__file__).parents[2] / "pages" / "launch.py"
@@ -122,3 +125,17 @@ def test_a_registered_folder_too_small_for_a_split_is_refused_before_queueing(pa
     at.button(key="launch_import_register").click().run()
     assert "split leaves no" in _texts(at.error)
     assert at.button(key="launch_submit").disabled and _jobs(path) == []
+
+
+def test_a_reviewed_dataset_is_queued_with_its_crop_review(path, tmp_path):
+    done = register_import(check_import(_folder(tmp_path)), store_path=path)
+    first = dataset_labels(done.dataset_id, path=path)["image_id"].iloc[0]
+    record_review(done.dataset_id, first, "exclude", path=path)
+    at = _page().run()
+    at.selectbox(key="launch_dataset").set_value(done.dataset_id).run()
+    assert "1 film(s) left out, 0 box(es) corrected" in _texts(at.caption)
+    at.button(key="launch_submit").click().run()
+    (job_id,) = _jobs(path)
+    dataset = store_jobs.get_job(job_id, path=path).spec["dataset"]
+    assert Path(dataset["review_csv"]).parent.parent == path.parent / "reviews"
+    assert dataset["labels_csv"] == done.spec.params["labels_csv"]
