@@ -65,8 +65,7 @@ def test_import_a_folder_skip_its_bad_film_queue_a_study_and_review_a_crop(
     tab = page
     open_page(tab, f"{app_url}/", "Launch a study")
     tab.get_by_role("button", name="Quick look").click()
-    tab.wait_for_timeout(500)
-    tab.get_by_label("Dataset", exact=True).click()
+    _settled(tab.get_by_label("Dataset", exact=True)).click()
     tab.get_by_role("option", name="Import a folder of films").click()
     folder_box = tab.get_by_role("textbox", name="Film folder")
     folder_box.fill(str(films_with_one_bad))
@@ -116,6 +115,17 @@ def test_import_a_folder_skip_its_bad_film_queue_a_study_and_review_a_crop(
     assert_no_error(tab, "Review crops")
     ((x0, y0, x1, y1),) = _store_rows(tmp_path, "SELECT x0, y0, x1, y1 FROM crop_reviews")
     assert x1 > x0 and y1 > y0
+
+
+def _settled(locator: object, timeout_s: float = 30.0) -> object:
+    """The one element a locator finds once a rerun has replaced the page's old elements
+    (while Streamlit reruns, the old and the new widget can both be in the page)."""
+    deadline = time.monotonic() + timeout_s
+    while locator.count() != 1:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{locator} found {locator.count()} elements, not one")
+        locator.page.wait_for_timeout(200)
+    return locator
 
 
 def _wait_for_text_gone(tab: object, text: str, timeout_s: float = 30.0) -> None:
