@@ -19,6 +19,7 @@ PAGES = {
         st.Page("pages/launch.py", title="Launch", icon=":material/rocket_launch:", default=True),
         st.Page("pages/queue.py", title="Jobs", icon=":material/list_alt:"),
         st.Page("pages/data.py", title="Data", icon=":material/photo_library:"),
+        st.Page("pages/review.py", title="Review crops", icon=":material/crop_free:"),
     ],
     "Read results": [
         st.Page("pages/compare.py", title="Compare methods", icon=":material/leaderboard:"),

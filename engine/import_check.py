@@ -111,6 +111,24 @@ class FilmCheck:
         return not self.error_kind
 
 
+@dataclass(frozen=True)
+class DetectorInfo:
+    """Which knee detector located the knees, and how it scored on held-out boxes.
+
+    Attributes:
+        name: 'classical' (`engine.detect.detect_knee_box`) or a trained detector's name.
+        held_out_iou: Mean IoU on held-out boxes (a trained detector's only).
+        held_out_map: mAP on held-out boxes (a trained detector's only).
+    """
+
+    name: str
+    held_out_iou: float | None = None
+    held_out_map: float | None = None
+
+
+CLASSICAL_DETECTOR = DetectorInfo("classical")
+
+
 @dataclass(frozen=True, eq=False)  # holds frames: compare their parts, not reports
 class ImportReport:
     """Everything `check_import` found.
@@ -129,6 +147,7 @@ class ImportReport:
         notes: What the layout decided that a user should know (patients, splits, detector).
         checked_s: Wall time of the check.
         left_out: Listed films (paths inside ``root``) that are not among the good films.
+        detector: The knee detector that located the knees (`current_detector`).
     """
 
     root: Path
@@ -142,6 +161,7 @@ class ImportReport:
     notes: tuple[str, ...] = ()
     checked_s: float = 0.0
     left_out: tuple[str, ...] = field(default=())
+    detector: DetectorInfo = CLASSICAL_DETECTOR
 
     @property
     def n_errors(self) -> int:
@@ -222,7 +242,7 @@ def check_import(
         }
         rows = resolve_dicom(listing, tags)
     report = _build_report(listing, rows, checks, detect=detect)
-    return replace(report, checked_s=time.perf_counter() - start)
+    return replace(report, checked_s=time.perf_counter() - start, detector=current_detector())
 
 
 # -- decoding --------------------------------------------------------------------------------
@@ -397,6 +417,30 @@ def locate_knees(film: np.ndarray, laterality: str | None = None) -> list[tuple[
         found = find_knees(film, laterality=laterality)
         return [(tuple(k.box), float(k.confidence)) for k in found]
     return [(detect_knee_box(film), structure_confidence(film))]
+
+
+def best_knee(film: np.ndarray) -> tuple[Box, float]:
+    """The knee a crop is taken around: the most confident of `locate_knees`, and its
+    confidence (the classical box with confidence 0 when no knee is found at all)."""
+    knees = locate_knees(film)
+    if not knees:
+        return detect_knee_box(film), 0.0
+    box, confidence = max(knees, key=lambda knee: knee[1])
+    return tuple(int(round(v)) for v in box), confidence
+
+
+def current_detector() -> DetectorInfo:
+    """The detector `locate_knees` uses in this build.
+
+    The classical one until `engine.detect.find_knees` exists. The YOLO wiring fills this
+    in: the trained detector's name (its file key) and held-out IoU / mAP, which an import
+    records with its report and a cache with its crops.
+    """
+    from engine import detect
+
+    if getattr(detect, "find_knees", None) is None:
+        return CLASSICAL_DETECTOR
+    return DetectorInfo("engine.detect.find_knees")
 
 
 def structure_confidence(film: np.ndarray) -> float:

@@ -2,9 +2,10 @@
 
 The CSV has one row per film: ``image`` (path inside the folder), ``patient_id``,
 optionally ``side`` (L/R, left/right), ``kl`` (0–4, empty for CPPD-only films) and ``cppd``
-(0–3). Each film is read as grey, cropped to the knee by the classical detector
-(`engine.detect.detect_knee_box`), resized and written to the same cache layout as the
-phantom (``images.npy``, ``meta.csv``, then ``manifest.json`` last).
+(0–3). Each film is read as grey, cropped to the knee (the detector's most confident
+knee, `engine.import_check.best_knee`, or the box a crop review set), resized and written
+to the same cache layout as the phantom (``images.npy``, ``meta.csv``, then
+``manifest.json`` last).
 
 `read_labels` stops at the first problem; `engine.import_check.check_import` reports every
 problem of a folder at once, in any of the layouts of `engine.import_layouts`, and an
@@ -18,6 +19,7 @@ import io
 import json
 import logging
 import posixpath
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +29,7 @@ import pandas as pd
 from PIL import Image, UnidentifiedImageError
 
 from engine.data import image_cache_writer
-from engine.detect import crop_and_resize, detect_knee_box
+from engine.detect import Box, crop_and_resize
 from engine.vocab import TASK_INFO
 
 log = logging.getLogger(__name__)
@@ -264,11 +266,115 @@ def _as_written(value: object) -> str:
     return repr(value) if isinstance(value, str) else str(value)
 
 
-def build_folder_cache(params: dict[str, Any], image_size: int, out_dir: Path) -> Path:
-    """Crop, resize and cache an imported folder (idempotent, manifest written last)."""
+#: Columns of a crop review file (a dataset spec's ``review_csv``): one row per reviewed film,
+#: ``action`` 'exclude' (leave it out) or 'box' (crop around x0, y0, x1, y1 in film pixels).
+REVIEW_CSV_COLUMNS = ("image_id", "action", "x0", "y0", "x1", "y1")
+#: Columns a folder cache's ``meta.csv`` adds per film: the box it was cropped around (film
+#: pixels), the detector's confidence (empty for a reviewed box) and where the box came from.
+BOX_META_COLUMNS = ("x0", "y0", "x1", "y1", "knee_confidence", "box_source")
+
+#: Called as films are cropped: (films done, films in all).
+CacheProgress = Callable[[int, int], None]
+
+
+def write_review_csv(reviews: pd.DataFrame, out_root: Path) -> Path:
+    """Write crop review decisions as a review file named by its content.
+
+    Args:
+        reviews: One row per film with `REVIEW_CSV_COLUMNS` (box columns empty for
+            'exclude').
+        out_root: Folder of review files (``$SOFTGRADE_HOME/reviews``).
+
+    Returns:
+        ``out_root/<sha1>/review.csv``: the same decisions always give the same file, so a
+        dataset spec naming it (and its cache and splits) changes exactly when they do.
+    """
+    table = reviews[list(REVIEW_CSV_COLUMNS)].sort_values("image_id", kind="stable")
+    for column in ("x0", "y0", "x1", "y1"):
+        table[column] = table[column].astype("Int64")
+    text = table.to_csv(index=False)
+    folder = Path(out_root) / hashlib.sha1(text.encode()).hexdigest()[:12]
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "review.csv"
+    if not path.is_file() or path.read_text() != text:
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(text)
+        tmp.replace(path)
+    return path
+
+
+def read_review_csv(path: Path) -> tuple[set[str], dict[str, Box]]:
+    """A review file as (image ids to leave out, image id → reviewed box).
+
+    Raises:
+        ValueError: The file is missing, lacks a column, or has an unknown action or a box
+            that is not four whole coordinates with x1 > x0 and y1 > y0 (the row is named).
+    """
+    if not path.is_file():
+        raise ValueError(f"dataset.review_csv: {path} does not exist")
+    table = pd.read_csv(path, dtype={"image_id": str, "action": str})
+    missing = [c for c in REVIEW_CSV_COLUMNS if c not in table]
+    if missing:
+        raise ValueError(
+            f"dataset.review_csv: column {missing[0]!r} is missing; needed: "
+            + ", ".join(REVIEW_CSV_COLUMNS)
+        )
+    excluded: set[str] = set()
+    boxes: dict[str, Box] = {}
+    for i, row in enumerate(table.itertuples(index=False)):
+        where = f"dataset.review_csv: row {i + 2} ({row.image_id})"
+        if row.action == "exclude":
+            excluded.add(str(row.image_id))
+            continue
+        if row.action != "box":
+            raise ValueError(f"{where} has action {row.action!r}; allowed: exclude, box")
+        coords = (row.x0, row.y0, row.x1, row.y1)
+        if any(pd.isna(v) or float(v) != int(v) for v in coords):
+            raise ValueError(f"{where}: a box is four whole numbers x0, y0, x1, y1")
+        x0, y0, x1, y1 = (int(v) for v in coords)
+        if x1 <= x0 or y1 <= y0:
+            raise ValueError(f"{where}: the box needs x1 > x0 and y1 > y0")
+        boxes[str(row.image_id)] = (x0, y0, x1, y1)
+    return excluded, boxes
+
+
+def build_folder_cache(
+    params: dict[str, Any],
+    image_size: int,
+    out_dir: Path,
+    *,
+    progress: CacheProgress | None = None,
+) -> Path:
+    """Crop, resize and cache an imported folder (idempotent, manifest written last).
+
+    Each film is cropped around the most confident knee the detector finds
+    (`engine.import_check.best_knee`), or around its reviewed box when the spec names a crop
+    review (``params["review_csv"]``, see `read_review_csv`); films the review excludes are
+    not in the cache, so no split of this dataset ever holds them. ``meta.csv`` records each
+    film's box and its source (`BOX_META_COLUMNS`).
+
+    Args:
+        params: The folder dataset's parameters: ``path``, ``labels_csv`` and optionally
+            ``review_csv``.
+        image_size: Side of the cached crops (px).
+        out_dir: The cache folder.
+        progress: Called after each film with (done, total).
+    """
+    from engine.import_check import best_knee, current_detector  # it imports this module
+
     folder = Path(params["path"]).expanduser()
     labels_csv = Path(params.get("labels_csv", folder / "labels.csv")).expanduser()
     table = read_labels(folder, labels_csv)
+    review_digest = None
+    excluded: set[str] = set()
+    boxes: dict[str, Box] = {}
+    if params.get("review_csv"):
+        review_csv = Path(params["review_csv"]).expanduser()
+        excluded, boxes = read_review_csv(review_csv)
+        review_digest = hashlib.sha1(review_csv.read_bytes()).hexdigest()
+        table = table[~table["image_id"].isin(excluded)].reset_index(drop=True)
+    if table.empty:
+        raise ValueError("dataset: the crop review excludes every film; keep at least one")
     digest = hashlib.sha1(
         pd.util.hash_pandas_object(table[["image", "kl", "cppd"]]).values.tobytes()
     ).hexdigest()
@@ -277,17 +383,38 @@ def build_folder_cache(params: dict[str, Any], image_size: int, out_dir: Path) -
         "path": str(folder),
         "image_size": image_size,
         "labels_sha1": digest,
+        "review_sha1": review_digest,
+        "detector": current_detector().name,
+        "meta_columns": list(BOX_META_COLUMNS),
         "complete": True,
     }
     manifest_path = out_dir / "manifest.json"
     if manifest_path.exists() and json.loads(manifest_path.read_text()) == manifest:
         return out_dir
+    placed = []
     with image_cache_writer(out_dir, len(table), image_size) as cache:
-        for i, source in enumerate(table["source"]):
+        for i, (image_id, source) in enumerate(
+            zip(table["image_id"], table["source"], strict=True)
+        ):
             film = read_film_file(Path(source))
-            cache.images[i] = crop_and_resize(film, detect_knee_box(film), image_size)
+            if image_id in boxes:
+                box, confidence, where = boxes[image_id], None, "review"
+            else:
+                (box, confidence), where = best_knee(film), "detector"
+            cache.images[i] = crop_and_resize(film, box, image_size)
+            placed.append((*box, confidence, where))
+            if progress is not None:
+                progress(i + 1, len(table))
         columns = ["image_id", "patient_id", "side", "source", "kl", "kl_true", "cppd", "cppd_true"]
         columns += [GIVEN_SPLIT] if GIVEN_SPLIT in table else []
-        cache.commit(table[columns], manifest)
-    log.info("imported %d films from %s into %s", len(table), folder, out_dir)
+        boxes_placed = pd.DataFrame(placed, columns=list(BOX_META_COLUMNS))
+        cache.commit(pd.concat([table[columns], boxes_placed], axis=1), manifest)
+    log.info(
+        "imported %d films from %s into %s (%d left out by crop review, %d reviewed boxes)",
+        len(table),
+        folder,
+        out_dir,
+        len(excluded),
+        len(boxes),
+    )
     return out_dir

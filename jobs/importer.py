@@ -8,7 +8,7 @@ exactly the good films through the ordinary path (`engine.data.prepare_dataset`)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -80,6 +80,7 @@ def register_import(
         "n_left_out": len(report.left_out),
         "notes": list(report.notes),
         "checked_s": report.checked_s,
+        "detector": asdict(report.detector),
     }
     dataset_id, import_id = store_imports.record_import(
         spec_key=spec.key,

@@ -14,6 +14,8 @@ import pandas as pd
 import streamlit as st
 
 from engine.config import SpecError, StudySpec
+from jobs.review import REVIEW_PARAM, reviewed_spec
+from pages._import_form import import_dataset
 from pages._study_form import (
     DEVICES,
     FOLDER,
@@ -127,19 +129,29 @@ def preset_buttons() -> None:
         st.error(message)
 
 
-def dataset_inputs(registered: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, int]]:
-    """The dataset picker and its settings.
+def dataset_inputs(
+    registered: dict[str, Any], path: Path, report_area: Any
+) -> tuple[str, dict[str, Any], dict[str, int], str | None]:
+    """The dataset picker and its settings (an import's report goes to ``report_area``).
+
+    A registered folder comes with its current crop review (`jobs.review.reviewed_spec`);
+    datasets that are such reviewed versions are not listed themselves.
 
     Returns:
         The option picked (phantom, folder or a dataset id), the study's ``dataset`` mapping,
-        and the images graded per task (for the rough time).
+        the images graded per task (for the rough time), and why the study cannot be queued
+        yet (None when nothing blocks it here; an import blocks until its films are
+        registered).
     """
+    registered = {
+        k: row for k, row in registered.items() if REVIEW_PARAM not in json.loads(row.params)
+    }
 
     def label(option: str) -> str:
         if option == PHANTOM:
             return "Synthetic knee phantom (set its size below)"
         if option == FOLDER:
-            return "Import a folder of films with a labels CSV"
+            return "Import a folder of films (check it, then register its good films)"
         row = registered[option]
         return f"{row.spec_key} · {row.n_images} images ({row.n_kl} KL, {row.n_cppd} CPPD grades)"
 
@@ -154,13 +166,28 @@ def dataset_inputs(registered: dict[str, Any]) -> tuple[str, dict[str, Any], dic
     )
     if choice == PHANTOM:
         dataset, images = phantom_inputs()
-    elif choice == FOLDER:
-        dataset, images = folder_inputs()
-    else:
-        row = registered[choice]
-        dataset = {"kind": row.kind, **json.loads(row.params)}
-        images = {"KL": int(row.n_kl), "CPPD": int(row.n_cppd)}
-    return choice, dataset, images
+        return choice, dataset, images, None
+    if choice == FOLDER:
+        return choice, *import_dataset(path, report_area)
+    row = registered[choice]
+    images = {"KL": int(row.n_kl), "CPPD": int(row.n_cppd)}
+    return choice, registered_inputs(row, path), images, None
+
+
+def registered_inputs(row: Any, path: Path) -> dict[str, Any]:
+    """A registered dataset's mapping, with its crop review applied when it has one."""
+    dataset = {"kind": row.kind, **json.loads(row.params)}
+    try:
+        reviewed = reviewed_spec(row.dataset_id, store_path=path)
+    except (StoreError, SpecError) as exc:
+        st.warning(f"Its crop review cannot be read ({exc}); the dataset is used as registered.")
+        return dataset
+    if reviewed.reviewed:
+        st.caption(
+            f"With its crop review (Review crops page): {reviewed.n_excluded} film(s) left "
+            f"out, {reviewed.n_boxes} box(es) corrected."
+        )
+    return {"kind": reviewed.spec.kind, **reviewed.spec.params}
 
 
 def phantom_inputs() -> tuple[dict[str, Any], dict[str, int]]:
@@ -194,34 +221,6 @@ def phantom_inputs() -> tuple[dict[str, Any], dict[str, int]]:
         "seed": int(phantom_seed),
     }
     return dataset, {"KL": int(n_joint), "CPPD": int(n_images)}
-
-
-def folder_inputs() -> tuple[dict[str, Any], dict[str, int]]:
-    """A folder of films and its labels CSV; its dataset mapping and graded films per task."""
-    folder = st.text_input(
-        "Film folder",
-        key="launch_folder",
-        persist_state="session",
-        placeholder="/data/knees",
-        help="A folder on this machine (the worker's) holding the films: DICOM, PNG, "
-        "JPEG or TIFF. Films are cropped to the knee and cached once per image size.",
-    )
-    labels_csv = st.text_input(
-        "Labels CSV",
-        key="launch_labels_csv",
-        persist_state="session",
-        placeholder="/data/knees/labels.csv",
-        help="One row per film: image (its file name in the folder), patient_id, optional "
-        "side (L/R), kl 0–4 and/or cppd 0–3 (empty where not graded). Both knees of a "
-        "patient always land in the same split.",
-    )
-    dataset = {"kind": FOLDER, "path": folder.strip(), "labels_csv": labels_csv.strip()}
-    try:
-        table = folder_labels(folder.strip(), labels_csv.strip())
-        graded = {"KL": int(table["kl"].notna().sum()), "CPPD": int(table["cppd"].notna().sum())}
-    except ValueError:
-        graded = {"KL": 0, "CPPD": 0}  # the check below says what is wrong
-    return dataset, graded
 
 
 def training_inputs() -> dict[str, Any]:

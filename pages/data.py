@@ -1,7 +1,10 @@
-"""Data: what the synthetic knee phantom is, the datasets in the store and their grades,
-and a small gallery of phantom films per KL and CPPD grade with the lesion masks on top."""
+"""Data: what the synthetic knee phantom is, the datasets in the store and their grades, an
+imported dataset's import report and crop review, and a small gallery of phantom films per
+KL and CPPD grade with the lesion masks on top."""
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import pandas as pd
@@ -10,6 +13,7 @@ import streamlit as st
 from engine import phantom
 from engine.detect import crop_and_resize
 from engine.vocab import GRADE_SIGNS
+from jobs.review import base_dataset_id
 from pages._data_view import (
     MASK_COLOURS,
     dataset_settings,
@@ -18,8 +22,12 @@ from pages._data_view import (
     overlay_mask,
     pick_examples,
 )
+from pages._import_form import show_problems
+from pages._import_view import detector_text, left_out_films, report_csv, summary_counts
 from pages._ui import cached_dataset_labels, cached_datasets, run_inside_shell, store_path
 from store.db import StoreError
+from store.imports import ImportSummary, import_problems, latest_import
+from store.reviews import crop_reviews
 
 KL_SIGNS = GRADE_SIGNS["KL"]
 CPPD_SIGNS = GRADE_SIGNS["CPPD"]
@@ -99,13 +107,81 @@ def show_phantom() -> None:
     )
 
 
+@st.cache_data(ttl=10, show_spinner=False)
+def cached_import(path: str, dataset_id: str) -> tuple[ImportSummary | None, pd.DataFrame]:
+    """A dataset's latest import and its problems (None and no rows without an import)."""
+    summary = latest_import(dataset_id, path=path)
+    if summary is None:
+        return None, pd.DataFrame()
+    return summary, import_problems(summary.import_id, path=path)
+
+
+def show_import_report(path: str, dataset_id: str) -> None:
+    """An imported dataset's report: counts, every problem (as CSV too), the detector that
+    located its knees, the films left out, and what crop review decided."""
+    try:
+        summary, problems = cached_import(path, dataset_id)
+        reviews = crop_reviews(dataset_id, path=path)
+    except StoreError as exc:
+        st.error(f"The import report of {dataset_id} cannot be read right now: {exc}")
+        return
+    if summary is None:
+        return
+    st.markdown(f"**Import report** · {summary.name} · from `{summary.source}`")
+    for col, (label, value) in zip(st.columns(6), summary_counts(summary), strict=True):
+        col.metric(label, value)
+    detector = detector_text(summary.detector, summary.detector_iou, summary.detector_map)
+    skipped = ", bad films skipped" if summary.skip_bad else ""
+    st.caption(
+        f"Knees located by {detector}. Imported {summary.created_at:%Y-%m-%d %H:%M}, "
+        f"{summary.layout} layout{skipped}."
+    )
+    show_problem_table(summary, problems)
+    show_left_out(left_out_films(problems), reviews)
+
+
+def show_problem_table(summary: ImportSummary, problems: pd.DataFrame) -> None:
+    """Every problem of the import, and the same table as a CSV download."""
+    if problems.empty:
+        st.success("The check found no problem.", icon=":material/check_circle:")
+        return
+    show_problems(problems, key="data_import_problems")
+    st.download_button(
+        "Download report (CSV)",
+        report_csv(problems),
+        file_name=f"{summary.name}-import-report.csv",
+        mime="text/csv",
+        key="data_import_download",
+        icon=":material/download:",
+    )
+
+
+def show_left_out(left_out: list[str], reviews: pd.DataFrame) -> None:
+    """The films the check left out and those crop review excluded; what review corrected."""
+    excluded = reviews.loc[reviews["action"] == "exclude", "image_id"].tolist()
+    if left_out or excluded:
+        title = f"Films left out: {len(left_out)} by the check, {len(excluded)} by crop review"
+        with st.expander(title):
+            if left_out:
+                st.markdown("By the import check: " + ", ".join(f"`{f}`" for f in left_out))
+            if excluded:
+                st.markdown("By crop review: " + ", ".join(f"`{f}`" for f in excluded))
+    if len(reviews):
+        n_boxes = int((reviews["action"] == "box").sum())
+        st.caption(
+            f"Crop review: {len(excluded)} film(s) excluded, {n_boxes} box(es) corrected; "
+            "studies queued from the Launch page from now on use them."
+        )
+
+
 def show_datasets(path: str) -> None:
     """The datasets in the store, and the grades of the one picked."""
     st.subheader("Datasets in the store", divider="gray")
     st.caption(
-        "Your own films (DICOM, PNG, JPEG or TIFF, with a labels CSV) come in from the Launch "
-        "page: Dataset → Import a folder of films. A dataset is listed here once a study has "
-        "prepared it."
+        "Your own films (DICOM, PNG, JPEG or TIFF) come in from the Launch page (Dataset → "
+        "Import a folder of films) or `python -m jobs import`; an import is listed here with "
+        "its report as soon as it is registered, and its crops can be checked on the Review "
+        "crops page. The phantom is listed once a study has prepared it."
     )
     try:
         datasets = cached_datasets(path)
@@ -153,6 +229,14 @@ def show_datasets(path: str) -> None:
             joint_table(labels).rename(columns=lambda c: f"CPPD {c}", index=lambda i: f"KL {i}"),
             width="stretch",
         )
+    row = datasets.set_index("dataset_id").loc[chosen]
+    base = base_dataset_id(row["kind"], json.loads(row["params"]))
+    if base is not None:
+        st.caption(
+            f"This is **{base}** with a crop review applied (excluded films left out, "
+            "corrected boxes used); it was registered when a study first used it."
+        )
+    show_import_report(path, chosen)
 
 
 def show_gallery() -> None:

@@ -51,15 +51,16 @@ from pages._ui import (
 from store.db import StoreError
 
 
-def study_inputs(path: Path) -> tuple[dict[str, Any], str, dict[str, int]]:
+def study_inputs(path: Path) -> tuple[dict[str, Any], str, dict[str, int], str | None]:
     """Name, dataset, tasks and training settings: the study (without methods), the dataset
-    option picked and the images graded per task."""
+    option picked, the images graded per task, and why it cannot be queued yet (or None)."""
     registered = registered_datasets(path)
     st.subheader("Study", divider="gray")
     left, right = st.columns(2, gap="large")
+    report_area = st.container()  # an import's report, full width below the two columns
     with left:
         name = st.text_input("Study name", key="launch_name", persist_state="session")
-        choice, dataset, images_per_task = dataset_inputs(registered)
+        choice, dataset, images_per_task, blocker = dataset_inputs(registered, path, report_area)
         tasks = st.multiselect(
             "Tasks",
             list(TASK_CLASSES),
@@ -72,7 +73,8 @@ def study_inputs(path: Path) -> tuple[dict[str, Any], str, dict[str, int]]:
         )
     with right:
         training = training_inputs()
-    return {"name": name, "dataset": dataset, "tasks": tasks, **training}, choice, images_per_task
+    raw = {"name": name, "dataset": dataset, "tasks": tasks, **training}
+    return raw, choice, images_per_task, blocker
 
 
 def method_inputs() -> list[str]:
@@ -116,10 +118,18 @@ def method_inputs() -> list[str]:
 
 
 def show_check(
-    raw: dict[str, Any], choice: str, images_per_task: dict[str, int], *, gpu_missing: bool
+    raw: dict[str, Any],
+    choice: str,
+    images_per_task: dict[str, int],
+    *,
+    gpu_missing: bool,
+    blocker: str | None = None,
 ) -> StudySpec | None:
     """The study checked: its size and rough time, or the one reason it cannot be queued."""
     st.subheader("Check and queue", divider="gray")
+    if blocker is not None:
+        st.error(f"**Can't queue this study yet:** {blocker}", icon=":material/block:")
+        return None
     try:
         spec = check_study(raw, importing=choice == FOLDER, read_folder=folder_labels)
     except SpecError as exc:
@@ -225,8 +235,8 @@ worker_alive = warn_if_no_worker(path)
 init_form()
 fid = form_id()
 preset_buttons()
-raw, choice, images_per_task = study_inputs(path)
+raw, choice, images_per_task, blocker = study_inputs(path)
 raw["methods"] = method_inputs()
 gpu_missing = worker_alive and not worker_has_gpu(path)
-spec = show_check(raw, choice, images_per_task, gpu_missing=gpu_missing)
+spec = show_check(raw, choice, images_per_task, gpu_missing=gpu_missing, blocker=blocker)
 show_queue(spec, fid, raw["name"], path, worker_alive=worker_alive)

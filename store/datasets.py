@@ -28,6 +28,17 @@ def find_dataset(spec_key: str, *, path: Path | str | None = None) -> str | None
     return row[0] if row else None
 
 
+def dataset_params(
+    dataset_id: str, *, path: Path | str | None = None
+) -> tuple[str, dict[str, Any]] | None:
+    """The kind and spec parameters a dataset was registered with, or None if unknown."""
+    with connect(path, read_only=True) as con:
+        row = con.execute(
+            "SELECT kind, params FROM datasets WHERE dataset_id = ?", [dataset_id]
+        ).fetchone()
+    return (row[0], json.loads(row[1])) if row else None
+
+
 def register_dataset(
     *,
     spec_key: str,

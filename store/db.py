@@ -4,8 +4,10 @@ Who writes: DuckDB lets one process hold a file read-write, or many hold it read
 time (duckdb docs, "Concurrency"). So every connection here is short-lived: open, do, close.
 - The worker daemon (`jobs/`) is the only writer of results (runs, predictions, splits,
   datasets) and of job progress.
-- The app writes only job requests and cancellations (`store.jobs.enqueue_job`,
-  `store.jobs.request_cancel`).
+- The app writes only what a person asks for, one short transaction each: job requests and
+  cancellations (`store.jobs.enqueue_job`, `store.jobs.request_cancel`), an import's
+  registration (`jobs.importer.register_import`) and crop review decisions
+  (`store.reviews.record_review`, `clear_review`).
 - Pages read through ``connect(read_only=True)`` and cache results for a few seconds.
 Training processes never open the database.
 

@@ -47,6 +47,12 @@ class ImportSummary:
     notes: list[str]
     checked_s: float | None
     created_at: datetime
+    #: The knee detector the check used ('classical' until a trained one exists; None for an
+    #: import stored before detectors were recorded) and its held-out IoU and mAP (a trained
+    #: detector's only).
+    detector: str | None = None
+    detector_iou: float | None = None
+    detector_map: float | None = None
 
 
 def record_import(
@@ -64,7 +70,8 @@ def record_import(
     Args:
         spec_key, kind, params, meta: As `store.datasets.register_dataset` takes them.
         summary: name, source, labels_csv, layout, layout_split, skip_bad, n_files, n_rows,
-            n_good, n_left_out, notes (list of str) and checked_s of the import.
+            n_good, n_left_out, notes (list of str) and checked_s of the import; optionally
+            ``detector``: {name, held_out_iou, held_out_map} of the knee detector it used.
         problems: One row per problem with `PROBLEM_COLUMNS` (``csv_row`` may be NA).
 
     Returns:
@@ -100,6 +107,17 @@ def record_import(
                 summary.get("checked_s"),
             ],
         )
+        detector = summary.get("detector")
+        if detector:
+            con.execute(
+                "INSERT INTO import_detectors VALUES (?, ?, ?, ?)",
+                [
+                    import_id,
+                    detector["name"],
+                    detector.get("held_out_iou"),
+                    detector.get("held_out_map"),
+                ],
+            )
         if not frame.empty:
             con.register("new_problems", frame)
             con.execute("INSERT INTO import_problems SELECT * FROM new_problems")
@@ -137,13 +155,21 @@ def latest_import(dataset_id: str, *, path: Path | str | None = None) -> ImportS
     prepared by a study without an import)."""
     with connect(path, read_only=True) as con:
         frame = con.execute(
-            "SELECT * FROM dataset_imports WHERE dataset_id = ? ORDER BY created_at DESC LIMIT 1",
+            """
+            SELECT i.*, d.detector, d.held_out_iou AS detector_iou,
+                   d.held_out_map AS detector_map
+            FROM dataset_imports i LEFT JOIN import_detectors d USING (import_id)
+            WHERE i.dataset_id = ? ORDER BY i.created_at DESC LIMIT 1
+            """,
             [dataset_id],
         ).df()
     if frame.empty:
         return None
     row = frame.iloc[0].to_dict()
     row["notes"] = json.loads(row["notes"])
+    row["detector"] = None if pd.isna(row["detector"]) else str(row["detector"])
+    for key in ("detector_iou", "detector_map"):
+        row[key] = None if pd.isna(row[key]) else float(row[key])
     row["labels_csv"] = None if pd.isna(row["labels_csv"]) else row["labels_csv"]
     row["layout_split"] = None if pd.isna(row["layout_split"]) else row["layout_split"]
     row["checked_s"] = None if pd.isna(row["checked_s"]) else float(row["checked_s"])

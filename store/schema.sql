@@ -177,3 +177,34 @@ CREATE TABLE IF NOT EXISTS import_problems (
     action     VARCHAR NOT NULL,
     PRIMARY KEY (import_id, seq)
 );
+
+-- Which knee detector an import's check located the knees with, and how it scored on
+-- held-out boxes: 'classical' (engine.detect.detect_knee_box, calibrated on the phantom,
+-- no held-out scores) until a trained detector exists; a trained one fills the scores.
+CREATE TABLE IF NOT EXISTS import_detectors (
+    import_id     VARCHAR PRIMARY KEY,
+    detector      VARCHAR NOT NULL,
+    held_out_iou  DOUBLE,
+    held_out_map  DOUBLE
+);
+
+-- Crop review (the Review crops page): the current decision on one film of a dataset, either
+-- leave it out ('exclude') or crop it with this box ('box': x0, y0, x1, y1 in film pixels,
+-- x1 and y1 exclusive). One row per film: a new decision replaces the old one and undoing
+-- deletes it. A study queued afterwards uses them (jobs.review.reviewed_spec): its cache
+-- crops with these boxes and holds no excluded film, so no split ever has one. `who` is
+-- 'local' until sign-in exists.
+CREATE TABLE IF NOT EXISTS crop_reviews (
+    dataset_id   VARCHAR NOT NULL,
+    image_id     VARCHAR NOT NULL,
+    action       VARCHAR NOT NULL CHECK (action IN ('exclude', 'box')),
+    x0           INTEGER,
+    y0           INTEGER,
+    x1           INTEGER,
+    y1           INTEGER,
+    who          VARCHAR NOT NULL DEFAULT 'local',
+    reviewed_at  TIMESTAMP NOT NULL DEFAULT current_timestamp,
+    PRIMARY KEY (dataset_id, image_id),
+    CHECK (action = 'exclude' OR (x0 IS NOT NULL AND y0 IS NOT NULL AND x1 IS NOT NULL
+        AND y1 IS NOT NULL AND x0 >= 0 AND y0 >= 0 AND x1 > x0 AND y1 > y0))
+);

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from store import datasets as store_datasets
 from store import jobs as store_jobs
-from tests.conftest import meta_frame, write_film_folder
+from tests.conftest import meta_frame
 
 PAGE = Path(__file__).parents[2] / "pages" / "launch.py"
 
@@ -216,49 +215,3 @@ def test_with_an_alive_worker_there_is_no_warning(path):
     at = _submit(_page().run())
     assert "No worker" not in _texts(at.error)
     assert not at.warning
-
-
-def _film_folder(root: Path, *, bad_row: bool = False, n: int = 12) -> tuple[Path, Path]:
-    """A folder of ``n`` phantom films (PNG), two thirds KL-graded, and its labels CSV."""
-    folder, labels, _ = write_film_folder(root, n=n, n_joint=n * 2 // 3, seed=4)
-    if bad_row:
-        table = pd.read_csv(labels)
-        table.loc[1, "kl"] = 7
-        table.to_csv(labels, index=False)
-    return folder, labels
-
-
-def test_a_folder_of_films_can_be_imported_from_the_form(path, tmp_path):
-    folder, labels = _film_folder(tmp_path)
-    at = _page().run()
-    at.selectbox(key="launch_dataset").set_value("folder").run()
-    assert "Can't queue this study yet" in _texts(at.error)  # no paths yet
-    assert "dataset.path: give the path of the folder of films" in _texts(at.error)
-    at.text_input(key="launch_folder").set_value(str(folder))
-    at.text_input(key="launch_labels_csv").set_value(str(labels)).run()
-    assert "Can't queue" not in _texts(at.error) and not at.exception
-    _submit(at)
-    (job,) = _jobs(path)
-    assert job.spec["dataset"] == {"kind": "folder", "path": str(folder), "labels_csv": str(labels)}
-
-
-def test_a_bad_labels_csv_is_named_before_anything_is_queued(path, tmp_path):
-    folder, labels = _film_folder(tmp_path, bad_row=True)
-    at = _page().run()
-    at.selectbox(key="launch_dataset").set_value("folder").run()
-    at.text_input(key="launch_folder").set_value(str(folder))
-    at.text_input(key="launch_labels_csv").set_value(str(labels)).run()
-    assert "dataset.labels_csv: row 3 has kl=7; allowed: whole numbers 0 to 4" in _texts(at.error)
-    assert at.button(key="launch_submit").disabled
-    assert _jobs(path) == []
-
-
-def test_a_folder_too_small_for_a_split_is_refused_before_queueing(path, tmp_path):
-    folder, labels = _film_folder(tmp_path, n=3)  # 3 films, 2 with a KL grade
-    at = _page().run()
-    at.selectbox(key="launch_dataset").set_value("folder").run()
-    at.text_input(key="launch_folder").set_value(str(folder))
-    at.text_input(key="launch_labels_csv").set_value(str(labels)).run()
-    assert "split leaves no" in _texts(at.error)
-    assert "the dataset needs more films with this grade, or leave the task out" in _texts(at.error)
-    assert at.button(key="launch_submit").disabled

@@ -16,6 +16,7 @@ PAGES = {
     "pages/queue.py": "Jobs",
     "pages/data.py": "Data",
     "pages/explorer.py": "Search & learning curves",
+    "pages/review.py": "Review crops",
 }
 
 

@@ -96,3 +96,20 @@ def test_an_unknown_layout_or_severity_is_refused_and_nothing_is_registered(stor
         _record(store, problems=bad)
     with connect(store, read_only=True) as con:
         assert con.execute("SELECT count(*) FROM datasets").fetchone()[0] == 0
+
+
+def test_the_detector_an_import_used_is_kept_with_its_report(store):
+    detector = {"name": "yolo-abc123", "held_out_iou": 0.91, "held_out_map": 0.88}
+    dataset_id, _ = _record(store, detector=detector)
+    summary = latest_import(dataset_id, path=store)
+    assert (summary.detector, summary.detector_iou, summary.detector_map) == (
+        "yolo-abc123",
+        0.91,
+        0.88,
+    )
+
+
+def test_an_import_recorded_without_a_detector_says_none(store):
+    dataset_id, _ = _record(store)
+    summary = latest_import(dataset_id, path=store)
+    assert summary.detector is None and summary.detector_iou is None

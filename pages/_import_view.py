@@ -1,0 +1,187 @@
+"""What the Launch and Data pages show of an import: the typed path made a Path, the one
+problems table, counts in words, the films left out, the detector, and what still blocks
+queueing. No streamlit, so it is unit-tested.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from engine.import_check import KNEE_LOW_CONFIDENCE, ImportReport
+
+#: Layout choices of the import form (``auto`` first), in words.
+LAYOUT_LABELS = {
+    "auto": "Find out from the folder",
+    "csv": "Films + labels CSV",
+    "grade_folders": "Grade folders (0–4, optionally under train/val/test)",
+    "dicom": "DICOM files + grades CSV",
+}
+#: What a grade-folder import does with the layout's own train/val/test split, in words.
+SPLIT_LABELS = {
+    "ignore": "Ignore it (every seed draws its own split)",
+    "test": "Use its test folder as the test set of every seed",
+}
+#: The one problems table's columns, as shown.
+SHOWN_COLUMNS = ("file", "row", "severity", "problem", "what to do")
+
+
+def resolve_import_path(text: str) -> Path:
+    """The one place a path a user typed for an import becomes a path to read.
+
+    Every import path (film folder, labels CSV) typed on a page goes through here, and only
+    here: the lab server will confine such paths to its data roots at this call (refusing
+    anything outside them), so no page may build an import path any other way.
+
+    Raises:
+        ValueError: The text is empty.
+    """
+    cleaned = text.strip()
+    if not cleaned:
+        raise ValueError("give a path on the machine SoftGrade runs on")
+    return Path(cleaned).expanduser()
+
+
+def problems_table(problems: pd.DataFrame) -> pd.DataFrame:
+    """An import's problems as one table: file, row (CSV line as text, '' without one),
+    severity, problem, what to do.
+
+    Args:
+        problems: A report's problems (``row``) or the store's (``csv_row``).
+    """
+    frame = problems.rename(columns={"csv_row": "row", "action": "what to do"})
+    frame = frame.assign(file=frame["file"].replace("", "(the whole dataset)"))
+    # As text, so a problem without a row shows an empty cell rather than "None".
+    frame["row"] = [("" if pd.isna(r) else str(int(r))) for r in frame["row"]]
+    return frame[list(SHOWN_COLUMNS)].reset_index(drop=True)
+
+
+def counts_text(report: ImportReport) -> str:
+    """The report's counts in one sentence (markdown)."""
+    split = {"test": ", its test folder kept as the test set", "ignored": ", its split ignored"}
+    return (
+        f"**{report.n_errors} error(s)** (films or rows left out) and "
+        f"**{report.n_warnings} warning(s)** (films kept) · **{len(report.films)} good "
+        f"film(s)**, {len(report.left_out)} left out · {report.n_rows} listed row(s), "
+        f"{report.n_files} file(s) decoded in {report.checked_s:.1f} s · "
+        f"{report.layout} layout{split.get(report.layout_split or '', '')}"
+    )
+
+
+def report_csv(problems: pd.DataFrame) -> str:
+    """A stored import's problems as the CSV the Data page offers (the store's columns:
+    file, csv_row, severity, kind, problem, action)."""
+    return problems.to_csv(index=False)
+
+
+def left_out_text(left_out: tuple[str, ...] | list[str], shown: int = 20) -> str:
+    """The films an import leaves out, by name (the first ``shown``), as markdown."""
+    names = ", ".join(f"`{f}`" for f in left_out[:shown])
+    more = f" and {len(left_out) - shown} more" if len(left_out) > shown else ""
+    return f"Left out: {names}{more}."
+
+
+def left_out_films(problems: pd.DataFrame) -> list[str]:
+    """The files an import left out: those with an error, in report order."""
+    errors = problems[(problems["severity"] == "error") & (problems["file"] != "")]
+    return list(dict.fromkeys(errors["file"]))
+
+
+def summary_counts(summary: Any) -> list[tuple[str, int]]:
+    """A stored import's counts (``store.imports.ImportSummary``) as (label, number)."""
+    return [
+        ("files decoded", summary.n_files),
+        ("listed rows", summary.n_rows),
+        ("films registered", summary.n_good),
+        ("left out", summary.n_left_out),
+        ("errors", summary.n_errors),
+        ("warnings", summary.n_warnings),
+    ]
+
+
+def detector_text(name: str | None, iou: float | None = None, map_: float | None = None) -> str:
+    """Which detector located (and scored) an import's knees, in words."""
+    if name is None:
+        return "not recorded (imported before SoftGrade recorded its detector)"
+    if name == "classical":
+        return (
+            "the classical detector (calibrated on the phantom's boxes; no held-out score on "
+            f"your films). Crops below {KNEE_LOW_CONFIDENCE} confidence are worth a look on "
+            "the Review crops page"
+        )
+    scores = [f"held-out IoU {iou:.3f}" if iou is not None else ""]
+    scores.append(f"mAP {map_:.3f}" if map_ is not None else "")
+    shown = ", ".join(s for s in scores if s)
+    return f"{name}" + (f" ({shown})" if shown else "")
+
+
+@dataclass(frozen=True)
+class ImportRequest:
+    """What the import form asks to check: folder, labels CSV (may be empty), layout, split."""
+
+    folder: str
+    labels_csv: str
+    layout: str
+    layout_split: str
+
+
+def import_blocker(state: dict[str, Any] | None, request: ImportRequest) -> str | None:
+    """Why a study cannot be queued on the folder yet (None once its films are registered).
+
+    Args:
+        state: The form's import state: ``request`` (the `ImportRequest` checked),
+            ``report`` (its `ImportReport`, or None when the folder could not be read),
+            ``error`` (that message) and ``registered`` (set once registered).
+        request: What the form asks for now.
+    """
+    if not request.folder.strip():
+        return "give the folder of films to import, then check it."
+    if state is None:
+        return "check the folder first: nothing is queued before its films are checked."
+    if state["request"] != request:
+        return "the folder or its settings changed since the check: check it again."
+    if state.get("registered"):
+        return None
+    report = state.get("report")
+    if report is None:
+        return "the folder could not be read (see above): fix it and check again."
+    if report.films.empty:
+        return "no film of this folder is good: fix them and check again."
+    if report.n_errors:
+        return (
+            f"{report.n_errors} error(s) left {len(report.left_out)} film(s) or row(s) out: fix "
+            "them and check again, or skip the bad films and register the good ones."
+        )
+    return f"register the {len(report.films)} film(s) above first."
+
+
+class ProgressThrottle:
+    """Passes (fraction, text) of a long loop over films to ``show`` at most every
+    ``every_s`` (and always the last), so a page is not sent an update per film."""
+
+    def __init__(
+        self, show: Callable[[float, str], None], every_s: float = 0.25, verb: str = "Checked"
+    ) -> None:
+        self.show = show
+        self.every_s = every_s
+        self.verb = verb
+        self.last = float("-inf")
+
+    def __call__(self, done: int, total: int, rate: float | None = None) -> None:
+        """Called with (films done, films in all[, films per second])."""
+        now = time.monotonic()
+        if done < total and now - self.last < self.every_s:
+            return
+        self.last = now
+        speed = f" ({rate:.0f} films/s)" if rate is not None else ""
+        self.show(done / max(total, 1), f"{self.verb} {done} of {total} films{speed}")
+
+
+def graded_counts(films: pd.DataFrame) -> dict[str, int]:
+    """Good films per task (for the rough time)."""
+    return {"KL": int(films["kl"].notna().sum()), "CPPD": int(films["cppd"].notna().sum())}

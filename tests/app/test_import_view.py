@@ -1,0 +1,93 @@
+"""The import's page-side view: typed paths, the one problems table, blockers, progress."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from engine.import_check import PROBLEM_COLUMNS, ImportReport
+from pages._import_view import (
+    ImportRequest,
+    ProgressThrottle,
+    detector_text,
+    import_blocker,
+    left_out_films,
+    left_out_text,
+    problems_table,
+    resolve_import_path,
+)
+
+PROBLEMS = pd.DataFrame(
+    [
+        ("empty.png", 3, "error", "empty_file", "empty file (0 bytes)", "export it again"),
+        ("odd.png", 5, "warning", "low_confidence", "knee found with low confidence", "look"),
+        ("", None, "warning", "rare_grade", "KL grade 4: 2 good films", "add films"),
+    ],
+    columns=list(PROBLEM_COLUMNS),
+)
+REQUEST = ImportRequest("/data/knees", "", "auto", "ignore")
+
+
+def _report(problems: pd.DataFrame = PROBLEMS, n_good: int = 10) -> ImportReport:
+    films = pd.DataFrame({"image": [f"{i}.png" for i in range(n_good)]})
+    return ImportReport(Path("/data/knees"), "csv", None, None, problems, films, 12, 12)
+
+
+def test_a_typed_path_is_trimmed_and_expanded_and_an_empty_one_refused():
+    assert resolve_import_path("  ~/knees ") == Path.home() / "knees"
+    with pytest.raises(ValueError, match="give a path"):
+        resolve_import_path("   ")
+
+
+@pytest.mark.parametrize("row_column", ["row", "csv_row"])
+def test_the_problems_table_reads_a_report_or_the_store(row_column):
+    table = problems_table(PROBLEMS.rename(columns={"row": row_column}))
+    assert list(table.columns) == ["file", "row", "severity", "problem", "what to do"]
+    assert table["file"].iloc[2] == "(the whole dataset)"
+    assert table["row"].tolist() == ["3", "5", ""]
+
+
+def test_films_left_out_are_those_with_an_error():
+    assert left_out_films(PROBLEMS) == ["empty.png"]
+
+
+def test_the_detector_is_named_with_its_held_out_scores():
+    assert detector_text("classical").startswith("the classical detector")
+    assert detector_text("yolo-1", 0.912, 0.85) == "yolo-1 (held-out IoU 0.912, mAP 0.850)"
+    assert "not recorded" in detector_text(None)
+
+
+@pytest.mark.parametrize(
+    ("state", "request_", "expected"),
+    [
+        (None, ImportRequest("", "", "auto", "ignore"), "give the folder"),
+        (None, REQUEST, "check the folder first"),
+        ({"request": ImportRequest("/x", "", "auto", "ignore")}, REQUEST, "changed since"),
+        ({"request": REQUEST, "report": None, "error": "no"}, REQUEST, "could not be read"),
+        ({"request": REQUEST, "report": _report()}, REQUEST, "1 error(s) left"),
+        ({"request": REQUEST, "report": _report(PROBLEMS.iloc[1:])}, REQUEST, "register the 10"),
+        ({"request": REQUEST, "report": _report(n_good=0)}, REQUEST, "no film of this folder"),
+        ({"request": REQUEST, "report": _report(), "registered": {"d": 1}}, REQUEST, None),
+    ],
+)
+def test_what_blocks_queueing_until_the_films_are_registered(state, request_, expected):
+    blocker = import_blocker(state, request_)
+    assert blocker is None if expected is None else expected in blocker
+
+
+def test_progress_is_shown_at_most_every_interval_and_always_at_the_end():
+    shown = []
+    throttle = ProgressThrottle(lambda f, text: shown.append((f, text)), every_s=60)
+    for done in range(1, 11):
+        throttle(done, 10, 5.0)
+    assert shown == [
+        (0.1, "Checked 1 of 10 films (5 films/s)"),
+        (1.0, "Checked 10 of 10 films (5 films/s)"),
+    ]
+
+
+def test_films_left_out_are_named_up_to_a_limit():
+    assert left_out_text(["a.png", "b.png"]) == "Left out: `a.png`, `b.png`."
+    assert left_out_text([f"{i}.png" for i in range(5)], shown=2).endswith("and 3 more.")

@@ -1,0 +1,111 @@
+"""The Review crops page: crops worst confidence first, filters, and decisions that are
+stored and change the next study's cache (excluded films out, corrected boxes cropped)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from engine.data import open_prepared, prepare_dataset
+from engine.detect import crop_and_resize
+from engine.import_check import check_import
+from engine.importing import read_film_file
+from jobs.importer import register_import
+from jobs.review import reviewed_spec
+from pages._review_view import review_crops_dir
+from store.reviews import crop_reviews
+from tests.conftest import write_film_folder
+
+PAGE = Path(__file__).parents[2] / "pages" / "review.py"
+CACHE_PX = 64
+
+
+def _page() -> AppTest:
+    return AppTest.from_file(str(PAGE), default_timeout=120)
+
+
+@pytest.fixture
+def imported(path, tmp_path):
+    folder, _, _ = write_film_folder(tmp_path, n=8, n_joint=8, seed=2)
+    done = register_import(check_import(folder), name="lab", store_path=path)
+    return done, folder
+
+
+def test_an_empty_store_says_where_films_come_from(path):
+    at = _page().run()
+    assert not at.exception
+    assert "No folder of films is registered yet" in at.info[0].value
+
+
+def test_crops_come_worst_confidence_first_and_filter_by_grade(imported, home):
+    done, _ = imported
+    at = _page().run()
+    assert not at.exception
+    assert "**8 films**" in at.markdown[0].value
+    meta = open_prepared(review_crops_dir(home, done.dataset_id)).meta
+    assert meta["knee_confidence"].notna().all()
+    worst_first = meta.sort_values(["knee_confidence", "image_id"])["image_id"].tolist()
+    assert at.selectbox(key="review_film").options == worst_first
+    tiles = [b.key for b in at.button if b.key.startswith("review_pick_")]
+    assert tiles == [f"review_pick_{i}" for i in worst_first]
+    at.selectbox(key="review_kl").set_value("no grade").run()
+    assert not at.exception and "No film matches these filters." in at.info[0].value
+
+
+def test_exclude_and_correct_are_stored_and_change_the_next_cache(imported, path, home):
+    done, folder = imported
+    at = _page().run()
+    films = at.selectbox(key="review_film").options
+    excluded, corrected = films[0], films[1]
+
+    at.selectbox(key="review_film").set_value(excluded).run()
+    at.button(key="review_exclude").click().run()
+    assert not at.exception
+
+    at.selectbox(key="review_film").set_value(corrected).run()
+    box = (40, 30, 200, 190)
+    for key, value in zip(("review_x0", "review_y0", "review_x1", "review_y1"), box, strict=True):
+        at.number_input(key=key).set_value(value)
+    at.run()
+    at.button(key="review_save_box").click().run()
+    assert not at.exception
+
+    stored = crop_reviews(done.dataset_id, path=path).set_index("image_id")
+    assert stored.loc[excluded, "action"] == "exclude" and stored.loc[excluded, "who"] == "local"
+    assert tuple(stored.loc[corrected, ["x0", "y0", "x1", "y1"]]) == box
+    at.selectbox(key="review_problem").set_value("excluded").run()
+    assert [b.key for b in at.button if b.key.startswith("review_pick_")] == [
+        f"review_pick_{excluded}"
+    ]
+
+    spec = reviewed_spec(done.dataset_id, store_path=path).spec
+    data = prepare_dataset(spec, CACHE_PX, home / "cache")
+    ids = data.meta["image_id"].tolist()
+    assert excluded not in ids and len(ids) == 7
+    row = data.meta.iloc[ids.index(corrected)]
+    assert (row.x0, row.y0, row.x1, row.y1, row.box_source) == (*box, "review")
+    film = read_film_file(folder / f"{corrected}.png")
+    np.testing.assert_array_equal(
+        data.images[ids.index(corrected)], crop_and_resize(film, box, CACHE_PX)
+    )
+
+
+def test_a_box_that_is_not_a_box_is_refused_and_not_stored(imported, path):
+    done, _ = imported
+    at = _page().run()
+    at.number_input(key="review_x1").set_value(0).run()
+    assert "This box cannot be used: x1 must be above x0" in at.error[0].value
+    assert at.button(key="review_save_box").disabled
+    assert crop_reviews(done.dataset_id, path=path).empty
+
+
+def test_undo_forgets_the_decision(imported, path):
+    done, _ = imported
+    at = _page().run()
+    at.button(key="review_exclude").click().run()
+    assert len(crop_reviews(done.dataset_id, path=path)) == 1
+    at.button(key="review_undo").click().run()
+    assert crop_reviews(done.dataset_id, path=path).empty and not at.exception
