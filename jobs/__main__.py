@@ -6,7 +6,11 @@
 - ``cancel JOB``: stop a job at its next epoch boundary, keeping finished runs.
 - ``worker``: the daemon (``--slots-per-gpu K``, ``--processes-per-gpu P``, ``--cpu-slots N``,
   ``--executor``).
-- ``up``: the Streamlit app on 127.0.0.1, and a worker whenever none is alive.
+- ``up``: the Streamlit app on 127.0.0.1 (``--host`` beyond it, with accounts only), and a
+  worker whenever none is alive.
+- ``users {add,list,remove,set-role,disable,enable,password}``: the lab's accounts.
+- ``study ID``: a study's card (who launched it, code and library versions, devices).
+- ``backup [-o FILE]``: a consistent copy of the store, safe while the worker runs.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import time
 import uuid
@@ -24,8 +29,11 @@ import pandas as pd
 import yaml
 
 from engine.config import SpecError, StudySpec
+from jobs import lab_commands
+from jobs.access import SERVED_HOST_ENV, refuse_unprotected_host
 from store import jobs as store_jobs
-from store.db import StoreError, check_schema, default_store_path, init_schema
+from store.db import StoreError, default_store_path, init_schema
+from store.users import has_accounts
 
 log = logging.getLogger("jobs")
 
@@ -42,9 +50,8 @@ def load_study(path: Path) -> StudySpec:
 
 
 def _open_store() -> Path:
+    """The store, set up or upgraded (`init_schema` refuses a newer or damaged file)."""
     path = default_store_path()
-    if path.exists():
-        check_schema(path)
     init_schema(path)
     return path
 
@@ -174,8 +181,12 @@ def cmd_up(args: argparse.Namespace) -> int:
     import subprocess
 
     path = _open_store()
+    refusal = refuse_unprotected_host(args.host, has_accounts=has_accounts(path=path))
+    if refusal:
+        print(f"error: {refusal}", file=sys.stderr)
+        return 2
     app = Path(__file__).resolve().parent.parent / "app.py"
-    print(f"SoftGrade on http://127.0.0.1:{args.port} (store {path}); Ctrl+C stops both")
+    print(f"SoftGrade on http://{args.host}:{args.port} (store {path}); Ctrl+C stops both")
     # SIGTERM (e.g. from a service manager) must also stop the app and the worker.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     children: list[subprocess.Popen] = []
@@ -188,7 +199,7 @@ def cmd_up(args: argparse.Namespace) -> int:
                 "run",
                 str(app),
                 "--server.address",
-                "127.0.0.1",
+                args.host,
                 "--server.port",
                 str(args.port),
                 "--server.headless",
@@ -199,7 +210,8 @@ def cmd_up(args: argparse.Namespace) -> int:
                 # (.venv included) exhausts inotify watches and costs CPU the worker needs.
                 "--server.fileWatcherType",
                 "none",
-            ]
+            ],
+            env={**os.environ, SERVED_HOST_ENV: args.host},
         )
         children.append(app_proc)
         worker: subprocess.Popen | None = None
@@ -281,7 +293,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("up", help="start the app and a worker")
     _add_executor_args(p, with_device=True)
     p.add_argument("--port", type=int, default=8501)
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to serve on; beyond 127.0.0.1 (e.g. 0.0.0.0) needs accounts",
+    )
     p.set_defaults(func=cmd_up)
+    lab_commands.add_commands(sub)
     return parser
 
 

@@ -40,7 +40,6 @@ AUDIT_ACTIONS = frozenset(
         "user_disable",
         "user_enable",
         "user_password",
-        "backup",
     }
 )
 

@@ -132,17 +132,23 @@ def select_best_runs(study_id: str, *, path: Path | str | None = None) -> list[s
     return [r[0] for r in rows]
 
 
-def list_studies(*, path: Path | str | None = None) -> pd.DataFrame:
-    """Every study with its job status and how many runs are stored, newest first."""
+def list_studies(*, include_archived: bool = False, path: Path | str | None = None) -> pd.DataFrame:
+    """Studies with their job status and how many runs are stored, newest first.
+
+    Archived studies are left out (the pickers hide them) unless ``include_archived``
+    ("show archived"). ``tags`` is a list per study; ``archived_at`` is NaT unless archived.
+    """
     with connect(path, read_only=True) as con:
         return con.execute(
-            """
+            f"""
             SELECT s.study_id, s.name, s.dataset_id, s.spec, s.created_at, j.job_id, j.status,
                    j.runs_total, count(r.run_id) AS runs_stored,
-                   count(r.run_id) FILTER (WHERE r.selected) AS runs_selected
+                   count(r.run_id) FILTER (WHERE r.selected) AS runs_selected,
+                   s.launched_by, s.tags, s.archived_at
             FROM studies s
             LEFT JOIN jobs j USING (study_id)
             LEFT JOIN runs r USING (study_id)
+            {"" if include_archived else "WHERE s.archived_at IS NULL"}
             GROUP BY ALL ORDER BY s.created_at DESC
             """
         ).df()
