@@ -30,7 +30,7 @@ import yaml
 
 from engine.config import SpecError, StudySpec
 from jobs import lab_commands
-from jobs.access import SERVED_HOST_ENV, refuse_unprotected_host
+from jobs.access import BEHIND_PROXY, SERVED_HOST_ENV, refuse_unprotected_host
 from store import jobs as store_jobs
 from store.db import StoreError, default_store_path, init_schema
 from store.users import has_accounts
@@ -181,7 +181,9 @@ def cmd_up(args: argparse.Namespace) -> int:
     import subprocess
 
     path = _open_store()
-    refusal = refuse_unprotected_host(args.host, has_accounts=has_accounts(path=path))
+    # Behind a reverse proxy the app listens on loopback but people reach it from anywhere.
+    served = BEHIND_PROXY if args.behind_proxy else args.host
+    refusal = refuse_unprotected_host(served, has_accounts=has_accounts(path=path))
     if refusal:
         print(f"error: {refusal}", file=sys.stderr)
         return 2
@@ -210,8 +212,11 @@ def cmd_up(args: argparse.Namespace) -> int:
                 # (.venv included) exhausts inotify watches and costs CPU the worker needs.
                 "--server.fileWatcherType",
                 "none",
+                # Grade a film's uploads are held in memory only; cap their size.
+                "--server.maxUploadSize",
+                str(args.max_upload_mb),
             ],
-            env={**os.environ, SERVED_HOST_ENV: args.host},
+            env={**os.environ, SERVED_HOST_ENV: served},
         )
         children.append(app_proc)
         worker: subprocess.Popen | None = None
@@ -297,6 +302,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--host",
         default="127.0.0.1",
         help="address to serve on; beyond 127.0.0.1 (e.g. 0.0.0.0) needs accounts",
+    )
+    p.add_argument(
+        "--behind-proxy",
+        action="store_true",
+        help="people reach the app through a reverse proxy: sign-in is required as beyond "
+        "loopback, even though the app listens on --host 127.0.0.1",
+    )
+    p.add_argument(
+        "--max-upload-mb", type=int, default=64, help="largest film Grade a film accepts (MB)"
     )
     p.set_defaults(func=cmd_up)
     lab_commands.add_commands(sub)

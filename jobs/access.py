@@ -24,6 +24,9 @@ from store.users import Account, Role
 
 # The address `python -m jobs up` serves on, set by it for the app's process.
 SERVED_HOST_ENV = "SOFTGRADE_SERVED_HOST"
+# What `up --behind-proxy` sets it to: the app listens on loopback, but a reverse proxy lets
+# anyone reach it, so it counts as beyond loopback.
+BEHIND_PROXY = "reverse-proxy"
 DATA_ROOTS_ENV = "SOFTGRADE_DATA_ROOTS"
 
 # The person in single-user mode (127.0.0.1, no accounts): may do everything.
@@ -170,8 +173,9 @@ def refuse_unprotected_host(host: str, *, has_accounts: bool) -> str | None:
     """Why SoftGrade must not be served on ``host`` now, or None if it may."""
     if is_loopback(host) or has_accounts:
         return None
+    where = "behind a reverse proxy" if host == BEHIND_PROXY else f"on {host}"
     return (
-        f"refusing to serve on {host}: anyone who can reach it could launch and cancel jobs, "
+        f"refusing to serve {where}: anyone who can reach it could launch and cancel jobs, "
         "and there are no accounts to sign in with. Add an admin first:\n"
         "    python -m jobs users add NAME --role admin\n"
         "or serve on 127.0.0.1 only (the default)."

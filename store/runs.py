@@ -8,6 +8,8 @@ statistics, contingency tables) is derived from predictions by `engine/`.
 from __future__ import annotations
 
 import json
+import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -94,6 +96,23 @@ def record_run(run: RunRecord, *, path: Path | str | None = None) -> None:
             con.register("new_epochs", epochs)
             con.execute("INSERT INTO epoch_metrics SELECT * FROM new_epochs")
             con.unregister("new_epochs")
+        _pause_inside_write_for_tests()
+
+
+# The kill-storm test (tests/jobs/test_kill_storm.py) names a file here to SIGKILL a worker
+# inside a run's write; unset everywhere else.
+PAUSE_IN_RECORD_ENV = "SOFTGRADE_TEST_PAUSE_IN_RECORD"
+
+
+def _pause_inside_write_for_tests() -> None:
+    """With ``$SOFTGRADE_TEST_PAUSE_IN_RECORD`` naming a file that does not exist yet: create
+    it and wait inside the open transaction, so a test can kill the writer mid-write
+    deterministically. Once the file exists (later workers), nothing happens."""
+    marker = os.environ.get(PAUSE_IN_RECORD_ENV)
+    if not marker or os.path.exists(marker):
+        return
+    Path(marker).write_text(str(os.getpid()))
+    time.sleep(120)
 
 
 def finished_run_ids(study_id: str, *, path: Path | str | None = None) -> set[str]:

@@ -68,6 +68,9 @@ def test_serving_beyond_loopback_needs_accounts():
     assert access.refuse_unprotected_host("0.0.0.0", has_accounts=True) is None
     message = access.refuse_unprotected_host("0.0.0.0", has_accounts=False)
     assert "python -m jobs users add NAME --role admin" in message
+    proxied = access.refuse_unprotected_host(access.BEHIND_PROXY, has_accounts=False)
+    assert proxied.startswith("refusing to serve behind a reverse proxy")
+    assert access.served_beyond_loopback({"SOFTGRADE_SERVED_HOST": access.BEHIND_PROXY})
     assert access.single_user_mode(has_accounts=False, env={})
     assert not access.single_user_mode(has_accounts=True, env={})
     assert not access.single_user_mode(has_accounts=False, env={"SOFTGRADE_SERVED_HOST": "::"})

@@ -128,6 +128,8 @@ def test_up_beyond_loopback_without_accounts_refuses_to_start(home):
     assert "refusing to serve on 0.0.0.0" in done.stderr
     assert "python -m jobs users add NAME --role admin" in done.stderr
     assert "Traceback" not in done.stderr
+    proxied = _cli(home, "up", "--behind-proxy", "--port", "1")
+    assert proxied.returncode == 2 and "behind a reverse proxy" in proxied.stderr
 
 
 def test_damaged_store_is_one_message_from_the_cli(home):
