@@ -6,9 +6,11 @@ two "Jobs page" readers (jobs, live workers, the running job's log, a session ch
 "result page" readers (studies, confusion counts, joint KL x CPPD rows, run counts per
 search, the study card, a session check), each refreshing every ``--period-s``.
 
-Every store open records how long it waited for the file lock (`store.db.LOCK_STATS`); each
-process writes its waits, operation counts and failures to a JSON file, and the parent prints
-one table: failed reads and writes (aim: 0) and p50/p99 lock wait per role.
+The workers start first; the measured minute begins once both are training. Every store open
+records how long it waited for the file lock (`store.db.LOCK_STATS`; the workers' figures
+include their start-up opens); each process writes its waits, operation counts and failures
+to a JSON file, and the parent prints one table: failed reads and writes (aim: 0) and
+p50/p99 lock wait per role.
 
     python bench/soak.py [--seconds 60] [--period-s 1.0]
 """
@@ -38,8 +40,8 @@ STUDY = {
     "methods": ["nominal", "beta"],
     "seeds": [0, 1],
     "budget": 1,
-    "max_epochs": 3,
-    "patience": 3,
+    "max_epochs": 2,
+    "patience": 2,
     "image_size": 32,
     "batch_size": 16,
     "device": "cpu",
@@ -63,21 +65,26 @@ def run_worker(out: Path) -> None:
     from jobs.worker import make_worker
     from store.db import LOCK_STATS
 
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     failures = _FailureCount()
     logging.getLogger().addHandler(failures)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    worker = make_worker(
-        executor="local",
-        device="cpu",
-        slots_per_gpu=1,
-        cpu_slots=1,
-        address=None,
-        options=WorkerOptions(beat_s=1.0, stale_after_s=30.0, idle_poll_s=0.5),
-    )
     try:
+        worker = make_worker(
+            executor="local",
+            device="cpu",
+            slots_per_gpu=1,
+            cpu_slots=1,
+            address=None,
+            options=WorkerOptions(beat_s=1.0, stale_after_s=30.0, idle_poll_s=0.5),
+        )
         worker.serve()
     except SystemExit:
         pass
+    except Exception as exc:  # noqa: BLE001 - a worker that cannot even start is a failure
+        failures.messages.append(f"{type(exc).__name__}: {str(exc)[:160]}")
     finally:
         out.write_text(
             json.dumps(
@@ -197,25 +204,43 @@ def soak(seconds: float, period_s: float, n_studies: int) -> None:
     env = {**os.environ, "SOFTGRADE_HOME": str(home), "PYTHONUNBUFFERED": "1"}
     me = [sys.executable, str(Path(__file__).resolve())]
     procs, outs = [], []
-    for role in ("worker", "worker", "jobs", "jobs", "results", "results"):
+
+    def start(role: str) -> None:
         out = home / f"{role}-{len(outs)}.json"
         outs.append(out)
         procs.append(
             subprocess.Popen(
-                [*me, "--role", role, "--out", str(out), "--token", token]
+                [*me, "--role", role, "--out", str(out), f"--token={token}"]
                 + ["--seconds", str(seconds), "--period-s", str(period_s)],
                 cwd=REPO,
                 env=env,
                 stderr=(home / f"{role}-{len(outs)}.log").open("w"),
             )
         )
-    started = time.monotonic()
+
+    # Warm up: both workers started and training before the measured minute begins.
+    for _ in range(2):
+        start("worker")
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        time.sleep(1.0)
+        jobs = store_jobs.list_jobs(path=store)
+        if (jobs.status == "running").sum() >= 2:
+            break
+    else:
+        print("warning: the workers did not both start a job within 300 s")
+    warm_at = time.monotonic()
+    print(
+        f"both workers training after {warm_at - deadline + 300:.0f} s; measuring {seconds:.0f} s"
+    )
+    for role in ("jobs", "jobs", "results", "results"):
+        start(role)
     time.sleep(seconds)
     for proc in procs[:2]:
         proc.send_signal(signal.SIGTERM)
     for proc in procs:
         proc.wait(timeout=120)
-    wall = time.monotonic() - started
+    wall = time.monotonic() - warm_at
     reports = [json.loads(out.read_text()) for out in outs if out.exists()]
     _print_report(reports, store, wall, home)
 
