@@ -5,13 +5,15 @@ time (duckdb docs, "Concurrency"). So every connection here is short-lived: open
 - The worker daemon (`jobs/`) is the only writer of results (runs, predictions, splits,
   datasets) and of job progress.
 - The app writes only job requests and cancellations (`store.jobs.enqueue_job`,
-  `store.jobs.request_cancel`).
+  `store.jobs.request_cancel`), people's edits of studies (`store.studies`), accounts,
+  sessions (`store.users`) and the audit log: small, rare writes.
 - Pages read through ``connect(read_only=True)`` and cache results for a few seconds.
 Training processes never open the database.
 
 When another process holds the file, opening it fails with an IO error about the lock; we
 retry with exponential backoff and jitter up to a bounded total wait, then raise
-`StoreLockedError` saying who to wait for. Inside one process, DuckDB also refuses a
+`StoreLockedError` saying who to wait for. A writer that is kept waiting goes before readers
+that arrive after it (see `writer_waiting_marker`). Inside one process, DuckDB also refuses a
 read-only and a read-write connection to the same file at once, so connections of one process
 take turns through a process-wide lock.
 

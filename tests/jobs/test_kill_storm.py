@@ -11,7 +11,6 @@ import signal
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 
 from engine.config import StudySpec
@@ -35,18 +34,43 @@ def _claimed_by(store: Path, pid: int, job_id: str) -> bool:
     return job.status == "running" and job.worker_id in set(mine)
 
 
-def _kill(worker, what: str) -> list[psutil.Process]:
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (Linux /proc), children first."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            children = (task / "children").read_text().split()
+        except OSError:
+            continue
+        for child in map(int, children):
+            found += [child, *_descendants(child)]
+    return found
+
+
+def _alive(pid: int) -> bool:
+    """Running, or a zombie its new parent has not reaped yet (counts as gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _kill(worker, what: str) -> list[int]:
     """SIGKILL the worker; return its descendants (slot processes) as they were."""
-    children = psutil.Process(worker.pid).children(recursive=True)
+    children = _descendants(worker.pid)
     assert children, f"{what}: the worker had no slot process to orphan"
     worker.send_signal(signal.SIGKILL)
     worker.wait(10)
     return children
 
 
-def _assert_no_orphans(children: list[psutil.Process], what: str) -> None:
+def _assert_no_orphans(children: list[int], what: str) -> None:
     # A slot still importing torch when its worker died notices on reaching slot_main.
-    gone, alive = psutil.wait_procs(children, timeout=60)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and any(_alive(p) for p in children):
+        time.sleep(0.2)
+    alive = [p for p in children if _alive(p)]
     assert not alive, f"{what}: processes outlived their worker: {alive}"
 
 
