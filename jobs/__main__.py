@@ -6,7 +6,11 @@
 - ``cancel JOB``: stop a job at its next epoch boundary, keeping finished runs.
 - ``worker``: the daemon (``--slots-per-gpu K``, ``--processes-per-gpu P``, ``--cpu-slots N``,
   ``--executor``).
-- ``up``: the Streamlit app on 127.0.0.1, and a worker whenever none is alive.
+- ``up``: the Streamlit app on 127.0.0.1 (``--host`` beyond it, with accounts only), and a
+  worker whenever none is alive.
+- ``users {add,list,remove,set-role,disable,enable,password}``: the lab's accounts.
+- ``study ID``: a study's card (who launched it, code and library versions, devices).
+- ``backup [-o FILE]``: a consistent copy of the store, safe while the worker runs.
 - ``import PATH``: check a folder of films (every row, every film) and register it as a
   dataset (``--labels CSV``, ``--name``, ``--check`` only reports, ``--skip-bad`` registers
   the good films and keeps the report).
@@ -17,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import time
 import uuid
@@ -26,16 +31,18 @@ from typing import Any
 import pandas as pd
 
 from engine.config import SpecError, StudySpec
+from jobs import lab_commands
+from jobs.access import BEHIND_PROXY, SERVED_HOST_ENV, refuse_unprotected_host
 from store import jobs as store_jobs
-from store.db import StoreError, check_schema, default_store_path, init_schema
+from store.db import StoreError, default_store_path, init_schema
+from store.users import has_accounts
 
 log = logging.getLogger("jobs")
 
 
 def _open_store() -> Path:
+    """The store, set up or upgraded (`init_schema` refuses a newer or damaged file)."""
     path = default_store_path()
-    if path.exists():
-        check_schema(path)
     init_schema(path)
     return path
 
@@ -288,8 +295,14 @@ def cmd_up(args: argparse.Namespace) -> int:
     import subprocess
 
     path = _open_store()
+    # Behind a reverse proxy the app listens on loopback but people reach it from anywhere.
+    served = BEHIND_PROXY if args.behind_proxy else args.host
+    refusal = refuse_unprotected_host(served, has_accounts=has_accounts(path=path))
+    if refusal:
+        print(f"error: {refusal}", file=sys.stderr)
+        return 2
     app = Path(__file__).resolve().parent.parent / "app.py"
-    print(f"SoftGrade on http://127.0.0.1:{args.port} (store {path}); Ctrl+C stops both")
+    print(f"SoftGrade on http://{args.host}:{args.port} (store {path}); Ctrl+C stops both")
     # SIGTERM (e.g. from a service manager) must also stop the app and the worker.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     children: list[subprocess.Popen] = []
@@ -302,7 +315,7 @@ def cmd_up(args: argparse.Namespace) -> int:
                 "run",
                 str(app),
                 "--server.address",
-                "127.0.0.1",
+                args.host,
                 "--server.port",
                 str(args.port),
                 "--server.headless",
@@ -316,7 +329,11 @@ def cmd_up(args: argparse.Namespace) -> int:
                 # (.venv included) exhausts inotify watches and costs CPU the worker needs.
                 "--server.fileWatcherType",
                 "none",
-            ]
+                # Grade a film's uploads are held in memory only; cap their size.
+                "--server.maxUploadSize",
+                str(args.max_upload_mb),
+            ],
+            env={**os.environ, SERVED_HOST_ENV: served},
         )
         children.append(app_proc)
         worker: subprocess.Popen | None = None
@@ -415,7 +432,22 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("up", help="start the app and a worker")
     _add_executor_args(p, with_device=True)
     p.add_argument("--port", type=int, default=8501)
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to serve on; beyond 127.0.0.1 (e.g. 0.0.0.0) needs accounts",
+    )
+    p.add_argument(
+        "--behind-proxy",
+        action="store_true",
+        help="people reach the app through a reverse proxy: sign-in is required as beyond "
+        "loopback, even though the app listens on --host 127.0.0.1",
+    )
+    p.add_argument(
+        "--max-upload-mb", type=int, default=64, help="largest film Grade a film accepts (MB)"
+    )
     p.set_defaults(func=cmd_up)
+    lab_commands.add_commands(sub)
     return parser
 
 

@@ -29,10 +29,12 @@ from engine.config import DatasetSpec, StudySpec
 from engine.data import make_splits, prepare_dataset
 from engine.study import PlannedRun, plan_runs
 from jobs.executors import Executor
+from jobs.provenance import worker_environment
 from jobs.slots import Message, RunTask
 from store import datasets as store_datasets
 from store import jobs as store_jobs
 from store import runs as store_runs
+from store import studies as store_studies
 from store.db import LOCK_STATS, default_store_path, init_schema
 from store.jobs import Job, JobStatus
 
@@ -94,6 +96,7 @@ class Worker:
             slots=executor.slots,
             path=self.store_path,
         )
+        self.executor_name = executor_name
         self._current: _JobState | None = None
         self._plan: dict[str, PlannedRun] = {}
         self._stop = threading.Event()
@@ -159,6 +162,7 @@ class Worker:
 
     def _execute(self, job: Job) -> None:
         spec = StudySpec.from_dict(job.spec)
+        self._record_environment(job)
         self._log(job, f"preparing dataset {spec.dataset.key} at {spec.image_size} px")
         dataset_id, cache_dir, meta = self._prepare(spec.dataset, spec.image_size)
         store_datasets.set_study_dataset(job.study_id, dataset_id, path=self.store_path)
@@ -187,6 +191,20 @@ class Worker:
         self.executor.set_cancel(False)
         self._drive(state)
         self._finish(state)
+
+    def _record_environment(self, job: Job) -> None:
+        """Provenance: this worker's host, devices, code and library versions, kept with the
+        study each time its job is claimed (a resumed study may train on several)."""
+        environment = worker_environment(
+            self.executor.devices, local_devices=self.executor_name != "ray"
+        )
+        store_studies.record_environment(
+            job.study_id,
+            job_id=job.job_id,
+            worker_id=self.worker_id,
+            environment=environment,
+            path=self.store_path,
+        )
 
     def _drive(self, state: _JobState) -> None:
         """Keep every slot busy until the plan is done, cancelled or failed."""

@@ -154,7 +154,7 @@ def slot_main(
     """
     if visible_gpu is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = visible_gpu
-    _die_with_parent()
+    _die_with_parent(parent_pid)
     torch.set_num_threads(threads)
     resolved = resolve_device(device)
 
@@ -203,8 +203,13 @@ def lane_stream(device: torch.device) -> Iterator[None]:
         yield
 
 
-def _die_with_parent() -> None:
-    """Ask Linux to SIGKILL this process when its worker dies, so no orphan keeps training."""
+def _die_with_parent(parent_pid: int) -> None:
+    """Ask Linux to SIGKILL this process when its worker dies, so no orphan keeps training.
+
+    A worker killed while this process was still starting (importing torch takes seconds)
+    sends no signal: it died before the request. Then this process is an orphan already and
+    would wait on its inbox forever, so it leaves at once (the kill-storm test caught it).
+    """
     try:
         import ctypes
         import signal
@@ -214,3 +219,5 @@ def _die_with_parent() -> None:
         libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
     except OSError:
         log.debug("prctl unavailable; slots rely on the parent-pid check", exc_info=True)
+    if os.getppid() != parent_pid:
+        os._exit(0)

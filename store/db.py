@@ -6,16 +6,24 @@ time (duckdb docs, "Concurrency"). So every connection here is short-lived: open
   datasets) and of job progress.
 - The app writes only what a person asks for, one short transaction each: job requests and
   cancellations (`store.jobs.enqueue_job`, `store.jobs.request_cancel`), an import's
-  registration (`jobs.importer.register_import`) and crop review decisions
-  (`store.reviews.record_review`, `clear_review`).
+  registration (`jobs.importer.register_import`), crop review decisions
+  (`store.reviews.record_review`, `clear_review`), people's edits of studies
+  (`store.studies`), accounts, sessions (`store.users`) and the audit log: small, rare writes.
 - Pages read through ``connect(read_only=True)`` and cache results for a few seconds.
 Training processes never open the database.
 
 When another process holds the file, opening it fails with an IO error about the lock; we
 retry with exponential backoff and jitter up to a bounded total wait, then raise
-`StoreLockedError` saying who to wait for. Inside one process, DuckDB also refuses a
+`StoreLockedError` saying who to wait for. A writer that is kept waiting goes before readers
+that arrive after it (see `writer_waiting_marker`). Inside one process, DuckDB also refuses a
 read-only and a read-write connection to the same file at once, so connections of one process
 take turns through a process-wide lock.
+
+Versions: ``meta.schema_version`` says which schema wrote a store. `init_schema` upgrades an
+older store in place, additively (new tables and columns, nothing dropped: schema.sql's
+"Upgrades" section), so a lab's results survive a SoftGrade update. A newer or unknown
+version, a truncated file or a file that is not a DuckDB database is refused with one
+`StoreError` saying what to do, and nothing in the file is changed.
 """
 
 from __future__ import annotations
@@ -23,16 +31,20 @@ from __future__ import annotations
 import logging
 import os
 import random
+import re
 import threading
 import time
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# The oldest schema version `init_schema` can upgrade from.
+OLDEST_UPGRADABLE_VERSION = 1
 SCHEMA_FILE = Path(__file__).with_name("schema.sql")
 
 log = logging.getLogger(__name__)
@@ -65,10 +77,15 @@ DEFAULT_RETRY = RetryPolicy()
 
 @dataclass
 class LockStats:
-    """Counts of lock retries in this process (reported by benchmarks and the sidebar)."""
+    """Counts of lock retries in this process (reported by benchmarks and the sidebar).
+
+    ``recent_waits_s`` holds the wait of each of the latest opens (0.0 when the file was
+    free at once), for percentiles in `bench/soak.py`.
+    """
 
     retries: int = 0
     waited_s: float = 0.0
+    recent_waits_s: deque[float] = field(default_factory=lambda: deque(maxlen=100_000))
 
 
 LOCK_STATS = LockStats()
@@ -84,9 +101,25 @@ def default_store_path() -> Path:
     return softgrade_home() / "softgrade.duckdb"
 
 
+# DuckDB's words for "another process holds the file" ('Could not set lock on file ...:
+# Conflicting lock is held') and for this process's other connection of another mode. A whole
+# word, so a corrupt file's "block" errors are not taken for a lock and retried.
+_LOCK_WORDS = re.compile(r"\block\b|different configuration", re.IGNORECASE)
+
+
+# What DuckDB says when a file's blocks are missing or garbled (a truncated copy, a disk
+# error): it may open such a file and fail only when a read reaches the damage.
+_DAMAGE_WORDS = re.compile(
+    r"could not read enough bytes|not a valid DuckDB database|checksum|corrupt", re.IGNORECASE
+)
+
+
+def _is_damage(exc: duckdb.Error) -> bool:
+    return bool(_DAMAGE_WORDS.search(str(exc)))
+
+
 def _is_lock_error(exc: duckdb.Error) -> bool:
-    text = str(exc)
-    return "lock" in text.lower() or "different configuration" in text
+    return bool(_LOCK_WORDS.search(str(exc)))
 
 
 @contextmanager
@@ -119,6 +152,12 @@ def connect(
             yield con
             if not read_only:
                 con.execute("COMMIT")
+        except duckdb.Error as exc:
+            if not read_only:
+                _rollback_quietly(con)
+            if _is_damage(exc):
+                raise _unreadable(path, exc) from exc
+            raise
         except BaseException:
             if not read_only:
                 _rollback_quietly(con)
@@ -127,27 +166,83 @@ def connect(
             con.close()
 
 
+# Writer preference. DuckDB's file lock keeps no queue: while readers (open pages) hold the
+# file one after another, a writer may find it busy at every retry (bench/soak.py measured
+# writes waiting 20 s behind four readers). So a writer that finds the file locked says so in
+# a marker file beside the store, refreshed at each retry, and readers that see a fresh marker
+# hold back until the writer is in. A marker older than this (its writer died) is ignored.
+WRITER_WAITING_FRESH_S = 2.0
+_READER_YIELD_S = 0.02
+
+
+def writer_waiting_marker(path: Path) -> Path:
+    """The file a waiting writer keeps fresh: ``<store>.writer-waiting``."""
+    return path.with_name(f"{path.name}.writer-waiting")
+
+
+def _writer_waiting(marker: Path) -> bool:
+    try:
+        return time.time() - marker.stat().st_mtime < WRITER_WAITING_FRESH_S
+    except OSError:
+        return False
+
+
 def _open_with_retry(path: Path, read_only: bool, retry: RetryPolicy) -> duckdb.DuckDBPyConnection:
     waited = 0.0
     delay = retry.first_delay_s
-    while True:
-        try:
-            return duckdb.connect(str(path), read_only=read_only)
-        except (duckdb.IOException, duckdb.ConnectionException) as exc:
-            if not _is_lock_error(exc):
-                raise
-            if waited >= retry.max_wait_s:
-                raise StoreLockedError(
-                    f"the store {path} stayed locked by another process for {waited:.0f} s. "
-                    "Another SoftGrade process (worker or app) is holding it open; if none "
-                    "is running, a crashed process may still hold the lock."
-                ) from exc
-            pause = min(random.uniform(0, delay), retry.max_wait_s - waited)
-            time.sleep(pause)
-            waited += pause
-            delay = min(delay * 2, retry.max_delay_s)
-            LOCK_STATS.retries += 1
-            LOCK_STATS.waited_s += pause
+    marker = writer_waiting_marker(path)
+    announced = False
+    try:
+        while True:
+            if read_only and waited < retry.max_wait_s and _writer_waiting(marker):
+                time.sleep(_READER_YIELD_S)  # let the waiting writer in first
+                waited += _READER_YIELD_S
+                LOCK_STATS.waited_s += _READER_YIELD_S
+                continue
+            try:
+                con = duckdb.connect(str(path), read_only=read_only)
+                LOCK_STATS.recent_waits_s.append(waited)
+                return con
+            except (duckdb.IOException, duckdb.ConnectionException) as exc:
+                if not _is_lock_error(exc):
+                    raise _unreadable(path, exc) from exc
+                if waited >= retry.max_wait_s:
+                    raise StoreLockedError(
+                        f"the store {path} stayed locked by another process for {waited:.0f} "
+                        "s. Another SoftGrade process (worker or app) is holding it open; if "
+                        "none is running, a crashed process may still hold the lock."
+                    ) from exc
+                if not read_only:
+                    announced = _announce(marker) or announced
+                pause = min(random.uniform(0, delay), retry.max_wait_s - waited)
+                time.sleep(pause)
+                waited += pause
+                delay = min(delay * 2, retry.max_delay_s)
+                LOCK_STATS.retries += 1
+                LOCK_STATS.waited_s += pause
+    finally:
+        if announced:
+            marker.unlink(missing_ok=True)
+
+
+def _announce(marker: Path) -> bool:
+    """Create or refresh the writer-waiting marker; False where the folder is read-only."""
+    try:
+        marker.touch()
+    except OSError:
+        return False
+    return True
+
+
+def _unreadable(path: Path, exc: duckdb.Error) -> StoreError:
+    """The error for a file DuckDB cannot open: truncated, damaged or not a database."""
+    reason = str(exc).removeprefix("IO Error: ")
+    return StoreError(
+        f"the store {path} cannot be opened ({reason}). It is truncated, damaged or not a "
+        "DuckDB file. Nothing in it was changed. Restore a backup (`python -m jobs backup` "
+        "writes one) in its place, or point SOFTGRADE_HOME at another folder to start a new "
+        "store."
+    )
 
 
 def _rollback_quietly(con: duckdb.DuckDBPyConnection) -> None:
@@ -158,38 +253,97 @@ def _rollback_quietly(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def init_schema(path: Path | str | None = None) -> None:
-    """Create every table if missing and record the schema version (idempotent).
+    """Create every table if missing, upgrade an older store, record the version (idempotent).
+
+    An older store (version `OLDEST_UPGRADABLE_VERSION` or later) is upgraded in place in
+    the same transaction: schema.sql's upgrade statements only add tables and columns.
 
     Raises:
-        SchemaVersionError: The store holds another schema version.
+        SchemaVersionError: The store holds a newer or unknown schema version.
+        StoreError: The file is not a SoftGrade store (or not a DuckDB file at all).
     """
     with connect(path) as con:
-        has_meta = con.execute(
-            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'meta'"
-        ).fetchone()[0]
-        if has_meta:
-            _check_version(con, path)
+        found = _stored_version(con, path)
+        if found is not None and found != SCHEMA_VERSION:
+            _check_upgradable(found, path)
         con.execute(SCHEMA_FILE.read_text())
         con.execute(
-            "INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT (key) DO NOTHING",
+            "INSERT INTO meta VALUES ('schema_version', ?) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
             [str(SCHEMA_VERSION)],
         )
+    if found is not None and found != SCHEMA_VERSION:
+        log.info("store %s upgraded from schema version %s to %s", path, found, SCHEMA_VERSION)
 
 
 def check_schema(path: Path | str | None = None) -> None:
     """Fail with a remedy unless the store exists and holds this code's schema version."""
     with connect(path, read_only=True) as con:
-        _check_version(con, path)
-
-
-def _check_version(con: duckdb.DuckDBPyConnection, path: Path | str | None) -> None:
-    row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    found = row[0] if row else "unknown"
-    if found != str(SCHEMA_VERSION):
-        where = path or default_store_path()
+        found = _stored_version(con, path)
+    if found is None:
         raise SchemaVersionError(
-            f"the store {where} has schema version {found}, this SoftGrade needs "
-            f"{SCHEMA_VERSION}. Keep a backup of that file, then point SOFTGRADE_HOME at an "
-            "empty folder (or move the file away) to start a new store; or run the SoftGrade "
-            f"release that wrote version {found}."
+            f"the store {_where(path)} is empty; start the worker or `python -m jobs up` to "
+            "set it up"
+        )
+    if found != SCHEMA_VERSION:
+        _check_upgradable(found, path)
+        raise SchemaVersionError(
+            f"the store {_where(path)} has schema version {found}, this SoftGrade uses "
+            f"{SCHEMA_VERSION}. Starting the worker or `python -m jobs up` upgrades it in "
+            "place (new tables and columns only; every result is kept)."
+        )
+
+
+def _where(path: Path | str | None) -> Path:
+    return Path(path) if path is not None else default_store_path()
+
+
+def _stored_version(con: duckdb.DuckDBPyConnection, path: Path | str | None) -> int | None:
+    """The store's schema version; None for an empty database (a new store).
+
+    Raises:
+        StoreError: Tables but no ``meta``: some other program's DuckDB file.
+        SchemaVersionError: ``meta`` holds no readable version.
+    """
+    tables = {
+        r[0]
+        for r in con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'"
+        ).fetchall()
+    }
+    if "meta" not in tables:
+        if tables:
+            raise StoreError(
+                f"{_where(path)} is a DuckDB file but not a SoftGrade store (it has tables "
+                f"{', '.join(sorted(tables)[:5])}, and no meta table). Nothing in it was "
+                "changed; point SOFTGRADE_HOME at another folder."
+            )
+        return None
+    row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    found = row[0] if row else None
+    if found is None or not str(found).isdigit():
+        raise SchemaVersionError(
+            f"the store {_where(path)} records no readable schema version ({found!r}). "
+            "Nothing in it was changed. Keep a backup of that file, then point SOFTGRADE_HOME "
+            "at an empty folder to start a new store."
+        )
+    return int(found)
+
+
+def _check_upgradable(found: int, path: Path | str | None) -> None:
+    """Refuse a version this code cannot upgrade: newer, or older than the oldest known."""
+    where = _where(path)
+    if found > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"the store {where} has schema version {found}, written by a newer SoftGrade; "
+            f"this one reads versions up to {SCHEMA_VERSION}. Nothing in it was changed. Update "
+            "SoftGrade, or keep a backup of that file and point SOFTGRADE_HOME at an empty "
+            "folder to start a new store."
+        )
+    if found < OLDEST_UPGRADABLE_VERSION:
+        raise SchemaVersionError(
+            f"the store {where} has schema version {found}, older than this SoftGrade can "
+            f"upgrade (from {OLDEST_UPGRADABLE_VERSION}). Nothing in it was changed; run the "
+            f"SoftGrade release that wrote version {found}, or keep a backup and start a new "
+            "store."
         )

@@ -9,6 +9,7 @@ its first unfinished run (finished runs live in ``runs`` and are never redone).
 from __future__ import annotations
 
 import json
+import socket
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,6 +20,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
+from store.audit import LOCAL_ACTOR, record_in
 from store.db import StoreError, connect
 
 
@@ -49,6 +51,7 @@ class Job:
     runs_total: int | None
     runs_done: int
     created_at: datetime
+    launched_by: str | None = None  # its study's launcher; None for studies before v2
 
 
 def _new_id(prefix: str) -> str:
@@ -56,14 +59,27 @@ def _new_id(prefix: str) -> str:
 
 
 def enqueue_job(
-    spec: dict[str, Any], *, request_id: str | None = None, path: Path | str | None = None
+    spec: dict[str, Any],
+    *,
+    request_id: str | None = None,
+    launched_by: str | None = None,
+    launched_from: str | None = None,
+    path: Path | str | None = None,
 ) -> str:
-    """Write a study and its job in one transaction; return the job id.
+    """Write a study and its job in one transaction, with its "launch" audit line; return
+    the job id.
 
-    ``request_id`` makes a submit idempotent: a repeated request (double click, page
-    refresh, a second tab replaying the same form) returns the job already created.
+    Args:
+        spec: The validated study (``StudySpec.to_dict``).
+        request_id: Makes a submit idempotent: a repeated request (double click, page
+            refresh, a second tab replaying the same form) returns the job already created.
+        launched_by: The signed-in user; "local" (single-user mode, command line) if None.
+        launched_from: Where the request came from (the browser's address); this machine's
+            name if None.
     """
     name = str(spec.get("name", "study"))
+    launched_by = launched_by or LOCAL_ACTOR
+    launched_from = launched_from or socket.gethostname()
     with connect(path) as con:
         if request_id is not None:
             row = con.execute(
@@ -73,8 +89,9 @@ def enqueue_job(
                 return row[0]
         study_id, job_id = _new_id("study"), _new_id("job")
         con.execute(
-            "INSERT INTO studies (study_id, name, spec) VALUES (?, ?, ?)",
-            [study_id, name, json.dumps(spec)],
+            "INSERT INTO studies (study_id, name, spec, launched_by, launched_from) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [study_id, name, json.dumps(spec), launched_by, launched_from],
         )
         try:
             con.execute(
@@ -85,6 +102,7 @@ def enqueue_job(
         except duckdb.ConstraintException as exc:
             raise StoreError(f"request {request_id!r} was already submitted") from exc
         _log(con, job_id, "INFO", f"queued study {name!r}")
+        record_in(con, "launch", actor=launched_by, target=study_id, detail=f"{name!r}, {job_id}")
     return job_id
 
 
@@ -119,7 +137,7 @@ def _read_job(con: duckdb.DuckDBPyConnection, job_id: str) -> Job:
     row = con.execute(
         """
         SELECT j.job_id, j.study_id, j.status, s.spec, j.cancel_requested, j.worker_id,
-               j.runs_total, j.runs_done, j.created_at
+               j.runs_total, j.runs_done, j.created_at, s.launched_by
         FROM jobs j JOIN studies s USING (study_id) WHERE j.job_id = ?
         """,
         [job_id],
@@ -136,6 +154,7 @@ def _read_job(con: duckdb.DuckDBPyConnection, job_id: str) -> Job:
         runs_total=row[6],
         runs_done=row[7],
         created_at=row[8],
+        launched_by=row[9],
     )
 
 
@@ -200,13 +219,19 @@ def fail_job(job_id: str, error: str, *, path: Path | str | None = None) -> None
     finish_job(job_id, JobStatus.FAILED, error=error, path=path)
 
 
-def request_cancel(job_id: str, *, path: Path | str | None = None) -> JobStatus:
+def request_cancel(
+    job_id: str, *, by: str = LOCAL_ACTOR, path: Path | str | None = None
+) -> JobStatus:
     """Ask a job to stop. A queued job is cancelled at once; a running one stops at its
-    next epoch boundary, keeping finished runs. Returns the job's status after the request."""
+    next epoch boundary, keeping finished runs. Returns the job's status after the request.
+
+    ``by`` (who asked) goes to the audit log; whether they may is `jobs.access`'s to say.
+    """
     with connect(path) as con:
         job = _read_job(con, job_id)
         if job.status.is_finalized():
             return job.status
+        record_in(con, "cancel", actor=by, target=job_id, detail=f"study {job.study_id}")
         if job.status is JobStatus.QUEUED:
             con.execute(
                 "UPDATE jobs SET status = 'cancelled', cancel_requested = true, "
@@ -275,7 +300,8 @@ def list_jobs(*, path: Path | str | None = None) -> pd.DataFrame:
                    j.cancel_requested, j.worker_id, j.attempts, j.error, j.created_at,
                    j.started_at, j.heartbeat_at, j.finished_at,
                    epoch(coalesce(j.finished_at, current_timestamp::TIMESTAMP) - j.started_at)
-                       AS elapsed_s
+                       AS elapsed_s,
+                   s.launched_by, s.archived_at
             FROM jobs j JOIN studies s USING (study_id)
             ORDER BY j.created_at DESC, j.job_id
             """

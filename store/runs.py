@@ -8,6 +8,8 @@ statistics, contingency tables) is derived from predictions by `engine/`.
 from __future__ import annotations
 
 import json
+import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,6 +97,23 @@ def record_run(run: RunRecord, *, path: Path | str | None = None) -> None:
             con.register("new_epochs", epochs)
             con.execute("INSERT INTO epoch_metrics SELECT * FROM new_epochs")
             con.unregister("new_epochs")
+        _pause_inside_write_for_tests()
+
+
+# The kill-storm test (tests/jobs/test_kill_storm.py) names a file here to SIGKILL a worker
+# inside a run's write; unset everywhere else.
+PAUSE_IN_RECORD_ENV = "SOFTGRADE_TEST_PAUSE_IN_RECORD"
+
+
+def _pause_inside_write_for_tests() -> None:
+    """With ``$SOFTGRADE_TEST_PAUSE_IN_RECORD`` naming a file that does not exist yet: create
+    it and wait inside the open transaction, so a test can kill the writer mid-write
+    deterministically. Once the file exists (later workers), nothing happens."""
+    marker = os.environ.get(PAUSE_IN_RECORD_ENV)
+    if not marker or os.path.exists(marker):
+        return
+    Path(marker).write_text(str(os.getpid()))
+    time.sleep(120)
 
 
 def finished_run_ids(study_id: str, *, path: Path | str | None = None) -> set[str]:
@@ -133,17 +152,23 @@ def select_best_runs(study_id: str, *, path: Path | str | None = None) -> list[s
     return [r[0] for r in rows]
 
 
-def list_studies(*, path: Path | str | None = None) -> pd.DataFrame:
-    """Every study with its job status and how many runs are stored, newest first."""
+def list_studies(*, include_archived: bool = False, path: Path | str | None = None) -> pd.DataFrame:
+    """Studies with their job status and how many runs are stored, newest first.
+
+    Archived studies are left out (the pickers hide them) unless ``include_archived``
+    ("show archived"). ``tags`` is a list per study; ``archived_at`` is NaT unless archived.
+    """
     with connect(path, read_only=True) as con:
         return con.execute(
-            """
+            f"""
             SELECT s.study_id, s.name, s.dataset_id, s.spec, s.created_at, j.job_id, j.status,
                    j.runs_total, count(r.run_id) AS runs_stored,
-                   count(r.run_id) FILTER (WHERE r.selected) AS runs_selected
+                   count(r.run_id) FILTER (WHERE r.selected) AS runs_selected,
+                   s.launched_by, s.tags, s.archived_at
             FROM studies s
             LEFT JOIN jobs j USING (study_id)
             LEFT JOIN runs r USING (study_id)
+            {"" if include_archived else "WHERE s.archived_at IS NULL"}
             GROUP BY ALL ORDER BY s.created_at DESC
             """
         ).df()

@@ -1,6 +1,7 @@
 -- SoftGrade store schema. Every table, index and constraint lives here.
 -- Users query this file's tables with SQL: keep docs/schema.md in step with it.
--- Bump store.db.SCHEMA_VERSION whenever this file changes shape.
+-- Bump store.db.SCHEMA_VERSION whenever an existing table changes shape, and add the
+-- upgrade of older stores to the "Upgrades" section at the end (new tables need neither).
 
 CREATE TABLE IF NOT EXISTS meta (
     key   VARCHAR PRIMARY KEY,
@@ -47,12 +48,20 @@ CREATE TABLE IF NOT EXISTS splits (
     PRIMARY KEY (dataset_id, seed, image_id)
 );
 
+-- A submitted study. Since version 2 it also says who launched it and from where (NULL for
+-- studies stored before), and carries the lifecycle fields: notes (markdown), tags, and
+-- archived_at (archived studies are hidden from the pickers, kept in full).
 CREATE TABLE IF NOT EXISTS studies (
-    study_id    VARCHAR PRIMARY KEY,
-    name        VARCHAR NOT NULL,
-    dataset_id  VARCHAR,
-    spec        JSON NOT NULL,
-    created_at  TIMESTAMP NOT NULL DEFAULT current_timestamp
+    study_id       VARCHAR PRIMARY KEY,
+    name           VARCHAR NOT NULL,
+    dataset_id     VARCHAR,
+    spec           JSON NOT NULL,
+    created_at     TIMESTAMP NOT NULL DEFAULT current_timestamp,
+    launched_by    VARCHAR,
+    launched_from  VARCHAR,
+    notes          VARCHAR,
+    tags           VARCHAR[] DEFAULT [],
+    archived_at    TIMESTAMP
 );
 
 -- One job per submitted study. request_id makes a submit idempotent (double click, refresh).
@@ -208,3 +217,64 @@ CREATE TABLE IF NOT EXISTS crop_reviews (
     CHECK (action = 'exclude' OR (x0 IS NOT NULL AND y0 IS NOT NULL AND x1 IS NOT NULL
         AND y1 IS NOT NULL AND x0 >= 0 AND y0 >= 0 AND x1 > x0 AND y1 > y0))
 );
+
+-- Where a study trained: one row each time a worker claims its job (a resumed study may have
+-- several). Code and library versions are the worker's: the code that trained is what counts.
+CREATE TABLE IF NOT EXISTS study_environments (
+    study_id      VARCHAR NOT NULL,
+    job_id        VARCHAR NOT NULL,
+    worker_id     VARCHAR NOT NULL,
+    recorded_at   TIMESTAMP NOT NULL DEFAULT current_timestamp,
+    worker_host   VARCHAR NOT NULL,
+    devices       JSON NOT NULL,
+    gpu_names     JSON,
+    code_version  VARCHAR,
+    git_commit    VARCHAR,
+    git_dirty     BOOLEAN,
+    python        VARCHAR,
+    torch         VARCHAR,
+    cuda          VARCHAR,
+    cudnn         VARCHAR,
+    dlordinal     VARCHAR,
+    ultralytics   VARCHAR
+);
+
+-- Local accounts of a served lab (none: single-user mode on 127.0.0.1). password_hash is an
+-- argon2id hash (PHC string); the password itself is never stored.
+CREATE TABLE IF NOT EXISTS users (
+    name           VARCHAR PRIMARY KEY,
+    role           VARCHAR NOT NULL CHECK (role IN ('viewer', 'member', 'admin')),
+    password_hash  VARCHAR NOT NULL,
+    created_at     TIMESTAMP NOT NULL DEFAULT current_timestamp,
+    disabled       BOOLEAN NOT NULL DEFAULT false
+);
+
+-- Signed-in browser sessions. The browser keeps the token; the store keeps only its SHA-256,
+-- so a copy of the store signs nobody in. A session ends when idle too long or too old.
+CREATE TABLE IF NOT EXISTS sessions (
+    token_sha256  VARCHAR PRIMARY KEY,
+    user_name     VARCHAR NOT NULL,
+    created_at    TIMESTAMP NOT NULL DEFAULT current_timestamp,
+    last_seen_at  TIMESTAMP NOT NULL DEFAULT current_timestamp,
+    client        VARCHAR
+);
+
+-- Who did what, when: sign-in, launch, cancel, import, archive, delete, account changes.
+-- actor is a user name, or 'local' in single-user mode and from the command line.
+CREATE TABLE IF NOT EXISTS audit_log (
+    logged_at  TIMESTAMP NOT NULL DEFAULT current_timestamp,
+    actor      VARCHAR NOT NULL,
+    action     VARCHAR NOT NULL,
+    target     VARCHAR,
+    detail     VARCHAR
+);
+
+-- Upgrades. A store of an older version gets here the columns its tables lack; on a store
+-- created by this file they change nothing. Keep each in step with its CREATE TABLE above
+-- (tests/store/test_migrations.py checks that an upgraded store equals a new one).
+-- Version 1 -> 2:
+ALTER TABLE studies ADD COLUMN IF NOT EXISTS launched_by VARCHAR;
+ALTER TABLE studies ADD COLUMN IF NOT EXISTS launched_from VARCHAR;
+ALTER TABLE studies ADD COLUMN IF NOT EXISTS notes VARCHAR;
+ALTER TABLE studies ADD COLUMN IF NOT EXISTS tags VARCHAR[] DEFAULT [];
+ALTER TABLE studies ADD COLUMN IF NOT EXISTS archived_at TIMESTAMP;

@@ -1,0 +1,111 @@
+"""The audit log: who did what, when (sign-in, launch, cancel, import, archive, delete,
+account changes).
+
+Store verbs that change something on a person's behalf write their line in their own
+transaction (`record_in`), so an action and its audit line are stored together or not at all.
+Callers outside the store (the import form, sign-in) use `record`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+from store.db import connect
+
+# Who acted when nobody signed in: single-user mode on 127.0.0.1, and the command line.
+LOCAL_ACTOR = "local"
+
+# Every action the log knows. Not a CHECK in the schema, so a new action needs no migration;
+# `record` refuses anything else so a typo cannot hide an action from an admin's filter.
+AUDIT_ACTIONS = frozenset(
+    {
+        "sign_in",
+        "sign_in_failed",
+        "sign_out",
+        "launch",
+        "cancel",
+        "import",
+        "rename",
+        "notes",
+        "tags",
+        "archive",
+        "unarchive",
+        "delete",
+        "user_add",
+        "user_remove",
+        "user_set_role",
+        "user_disable",
+        "user_enable",
+        "user_password",
+    }
+)
+
+
+def record(
+    action: str,
+    *,
+    actor: str,
+    target: str | None = None,
+    detail: str | None = None,
+    path: Path | str | None = None,
+) -> None:
+    """Append one line to the audit log in a transaction of its own.
+
+    Args:
+        action: One of `AUDIT_ACTIONS`, e.g. ``"import"``.
+        actor: The signed-in user's name, or `LOCAL_ACTOR`.
+        target: What it acted on: a study id, job id, user name, folder.
+        detail: Free text for the admin reading the log.
+
+    Raises:
+        ValueError: An action the log does not know.
+    """
+    with connect(path) as con:
+        record_in(con, action, actor=actor, target=target, detail=detail)
+
+
+def record_in(
+    con: duckdb.DuckDBPyConnection,
+    action: str,
+    *,
+    actor: str,
+    target: str | None = None,
+    detail: str | None = None,
+) -> None:
+    """Append one line inside the caller's transaction (store verbs use this)."""
+    if action not in AUDIT_ACTIONS:
+        raise ValueError(
+            f"unknown audit action {action!r}; known: {', '.join(sorted(AUDIT_ACTIONS))}"
+        )
+    con.execute(
+        "INSERT INTO audit_log (actor, action, target, detail) VALUES (?, ?, ?, ?)",
+        [actor or LOCAL_ACTOR, action, target, detail],
+    )
+
+
+def read_audit(
+    *,
+    actor: str | None = None,
+    action: str | None = None,
+    target: str | None = None,
+    limit: int = 500,
+    path: Path | str | None = None,
+) -> pd.DataFrame:
+    """The latest audit lines, newest first, optionally of one actor, action or target.
+
+    Returns:
+        Columns logged_at, actor, action, target, detail; at most ``limit`` rows.
+    """
+    with connect(path, read_only=True) as con:
+        return con.execute(
+            """
+            SELECT logged_at, actor, action, target, detail FROM audit_log
+            WHERE (? IS NULL OR actor = ?) AND (? IS NULL OR action = ?)
+              AND (? IS NULL OR target = ?)
+            ORDER BY logged_at DESC, rowid DESC LIMIT ?
+            """,
+            [actor, actor, action, action, target, target, limit],
+        ).df()

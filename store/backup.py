@@ -1,0 +1,125 @@
+"""A consistent copy of the store, taken while the worker keeps running.
+
+The copy is made through one read-only connection (the store's retry policy waits for the
+worker's current write to finish): DuckDB's ``COPY FROM DATABASE`` writes every table,
+index and constraint into a new file attached beside it. A read-only connection sees one
+snapshot and no process can write while it is open, so the copy is a state the store was
+really in, never half a run. The worker's next write waits for the copy (a few seconds for
+a large store; its retries are bounded by the same policy).
+
+The copy is written under a temporary name, checked (row count of every table) and only
+then given its name, so a file with the backup's name is always whole.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import duckdb
+
+from store.db import DEFAULT_RETRY, RetryPolicy, StoreError, connect, default_store_path
+
+_ALIAS = "softgrade_backup"
+
+
+@dataclass(frozen=True)
+class Backup:
+    """A finished backup: where it is and what it holds."""
+
+    path: Path
+    rows: dict[str, int]  # table -> rows copied
+    size_bytes: int
+    seconds: float
+
+
+def default_backup_path(store: Path) -> Path:
+    """``<store folder>/backups/softgrade-YYYYmmdd-HHMMSS.duckdb``."""
+    return store.parent / "backups" / f"softgrade-{datetime.now():%Y%m%d-%H%M%S}.duckdb"
+
+
+def backup_store(
+    dest: Path | str | None = None,
+    *,
+    path: Path | str | None = None,
+    retry: RetryPolicy = DEFAULT_RETRY,
+) -> Backup:
+    """Write a consistent copy of the store to ``dest`` (never over an existing file).
+
+    Args:
+        dest: The new file; `default_backup_path` when None.
+        path: The store; `default_store_path` when None.
+        retry: How long to wait for the worker's current write.
+
+    Raises:
+        StoreError: No store, ``dest`` exists already, or the copy did not check out (then
+            nothing is left under ``dest``'s name).
+    """
+    store = Path(path) if path is not None else default_store_path()
+    if not store.exists():
+        raise StoreError(f"no store at {store} to back up")
+    dest = Path(dest) if dest is not None else default_backup_path(store)
+    dest = dest.expanduser().resolve()
+    if dest == store.resolve():
+        raise StoreError("the backup must be another file than the store itself")
+    if dest.exists():
+        raise StoreError(f"{dest} exists already; choose another file name (nothing was written)")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    partial = dest.with_name(dest.name + ".partial")
+    _remove(partial)
+    started = time.monotonic()
+    try:
+        rows = _copy(store, partial, retry)
+        _verify(partial, rows)
+        if dest.exists():
+            raise StoreError(f"{dest} appeared while the backup was written; it was left alone")
+        os.replace(partial, dest)
+    finally:
+        _remove(partial)
+    return Backup(dest, rows, dest.stat().st_size, time.monotonic() - started)
+
+
+def _copy(store: Path, target: Path, retry: RetryPolicy) -> dict[str, int]:
+    """Copy every table of ``store`` into the new file ``target``; return its row counts."""
+    with connect(store, read_only=True, retry=retry) as con:
+        catalog = con.execute("SELECT current_database()").fetchone()[0]
+        quoted = str(target).replace("'", "''")
+        con.execute(f"ATTACH '{quoted}' AS {_ALIAS} (READ_WRITE)")
+        try:
+            con.execute(f'COPY FROM DATABASE "{catalog}" TO {_ALIAS}')
+            return _row_counts(con, catalog)
+        finally:
+            con.execute(f"DETACH {_ALIAS}")
+
+
+def _row_counts(con: duckdb.DuckDBPyConnection, catalog: str) -> dict[str, int]:
+    tables = [
+        r[0]
+        for r in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = ? ORDER BY 1",
+            [catalog],
+        ).fetchall()
+    ]
+    return {t: con.execute(f'SELECT count(*) FROM "{catalog}"."{t}"').fetchone()[0] for t in tables}
+
+
+def _verify(copy: Path, expected: dict[str, int]) -> None:
+    """The copy opens and holds as many rows of every table as the store had (``meta``,
+    with the schema version, included). The store's version is kept as it is: a backup taken
+    before an upgrade is a copy of the old version."""
+    with connect(copy, read_only=True) as con:
+        catalog = con.execute("SELECT current_database()").fetchone()[0]
+        found = _row_counts(con, catalog)
+    if found != expected:
+        differ = sorted(
+            t for t in expected.keys() | found.keys() if expected.get(t) != found.get(t)
+        )
+        raise StoreError(f"the backup's row counts differ from the store's in {differ}")
+
+
+def _remove(path: Path) -> None:
+    for leftover in (path, Path(f"{path}.wal")):
+        leftover.unlink(missing_ok=True)

@@ -1,0 +1,140 @@
+"""`python -m jobs users|study|backup` and `up --host`: what a lab admin types."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jobs.__main__ import main
+from store import jobs as store_jobs
+from store import users
+from store.audit import read_audit
+from store.db import connect, init_schema
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def store(home: Path) -> Path:
+    path = home / "softgrade.duckdb"
+    init_schema(path)
+    return path
+
+
+def _prompt(monkeypatch, *answers: str) -> None:
+    replies = iter(answers)
+    monkeypatch.setattr("getpass.getpass", lambda prompt="": next(replies))
+
+
+def test_users_add_from_a_prompt_asked_twice(store, monkeypatch, capsys):
+    _prompt(monkeypatch, "s3cret pass", "s3cret pass")
+    assert main(["users", "add", "alice", "--role", "member"]) == 0
+    assert "added alice (member)" in capsys.readouterr().out
+    assert users.verify_password("alice", "s3cret pass", path=store).role == "member"
+    assert read_audit(path=store).iloc[0].action == "user_add"
+
+
+def test_users_add_refuses_two_different_entries(store, monkeypatch, capsys):
+    _prompt(monkeypatch, "s3cret pass", "s3cret pasS")
+    assert main(["users", "add", "alice", "--role", "member"]) == 2
+    assert capsys.readouterr().err == "error: the two passwords differ; nothing was changed\n"
+    assert users.list_users(path=store).empty
+
+
+def test_users_add_from_a_password_file(store, tmp_path, capsys):
+    secret = tmp_path / "pw"
+    secret.write_text("from a file\n")
+    assert main(["users", "add", "ada", "--role", "admin", "--password-file", str(secret)]) == 0
+    assert users.verify_password("ada", "from a file", path=store) is not None
+    secret.write_text("")
+    assert main(["users", "add", "bob", "--role", "admin", "--password-file", str(secret)]) == 2
+    assert "is empty on its first line" in capsys.readouterr().err
+    missing = str(tmp_path / "nope")
+    assert main(["users", "add", "bob", "--role", "admin", "--password-file", missing]) == 2
+    assert "cannot read the password file" in capsys.readouterr().err
+
+
+def test_users_list_set_role_disable_and_remove(store, tmp_path, capsys):
+    secret = tmp_path / "pw"
+    secret.write_text("long enough\n")
+    for name, role in (("ada", "admin"), ("vera", "viewer")):
+        main(["users", "add", name, "--role", role, "--password-file", str(secret)])
+    assert main(["users", "set-role", "vera", "member"]) == 0
+    assert main(["users", "disable", "vera"]) == 0
+    capsys.readouterr()
+    assert main(["users", "list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:2] == ["ada", "admin"]
+    assert lines[1].split()[:2] == ["vera", "member"] and lines[1].endswith("(disabled)")
+    assert main(["users", "remove", "vera"]) == 0
+    assert users.list_users(path=store).name.tolist() == ["ada"]
+    assert main(["users", "remove", "ada"]) == 0  # the last account may go
+
+
+def test_users_bad_input_is_one_message(store, capsys):
+    assert main(["users", "remove", "ghost"]) == 2
+    assert capsys.readouterr().err.startswith("error: no account named 'ghost'")
+    assert main(["users", "add", "bad name!", "--role", "viewer"]) == 2
+    assert "is not allowed" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["users", "add", "x", "--role", "owner"])  # argparse lists the roles
+    assert "invalid choice: 'owner'" in capsys.readouterr().err
+
+
+def test_study_prints_the_card_and_notes(store, capsys):
+    from store.studies import set_notes
+
+    job_id = store_jobs.enqueue_job({"name": "knees"}, launched_by="alice", path=store)
+    study_id = store_jobs.get_job(job_id, path=store).study_id
+    set_notes(study_id, "beta wins", path=store)
+    assert main(["study", study_id]) == 0
+    out = capsys.readouterr().out
+    assert "study          knees\n" in out and "launched by    alice\n" in out
+    assert out.rstrip().endswith("notes:\nbeta wins")
+    assert main(["study", "study-nope"]) == 2
+    assert capsys.readouterr().err.startswith("error: no study 'study-nope'")
+
+
+def test_backup_writes_a_copy_and_never_overwrites(store, tmp_path, capsys):
+    dest = tmp_path / "b" / "copy.duckdb"
+    assert main(["backup", "-o", str(dest)]) == 0
+    assert f"backup written to {dest}" in capsys.readouterr().out
+    with connect(dest, read_only=True) as con:
+        assert con.execute("SELECT value FROM meta").fetchone()[0] == "2"
+    before = dest.read_bytes()
+    assert main(["backup", "-o", str(dest)]) == 2
+    assert "exists already" in capsys.readouterr().err and dest.read_bytes() == before
+
+
+def _cli(home: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "SOFTGRADE_HOME": str(home)}
+    return subprocess.run(
+        [sys.executable, "-m", "jobs", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_up_beyond_loopback_without_accounts_refuses_to_start(home):
+    done = _cli(home, "up", "--host", "0.0.0.0", "--port", "1")
+    assert done.returncode == 2
+    assert "refusing to serve on 0.0.0.0" in done.stderr
+    assert "python -m jobs users add NAME --role admin" in done.stderr
+    assert "Traceback" not in done.stderr
+    proxied = _cli(home, "up", "--behind-proxy", "--port", "1")
+    assert proxied.returncode == 2 and "behind a reverse proxy" in proxied.stderr
+
+
+def test_damaged_store_is_one_message_from_the_cli(home):
+    (home / "softgrade.duckdb").write_bytes(b"this is not a database" * 100)
+    done = _cli(home, "users", "list")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("error: the store ") and "cannot be opened" in done.stderr
+    assert (home / "softgrade.duckdb").read_bytes() == b"this is not a database" * 100

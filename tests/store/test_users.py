@@ -1,0 +1,183 @@
+"""Accounts, passwords, sessions and the audit lines they leave."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+from store import users
+from store.audit import read_audit, record
+from store.db import StoreError, connect
+from store.users import Role, SignInError
+
+PASSWORD = "correct horse"
+
+
+def test_added_account_verifies_with_its_password_only(store):
+    account = users.add_user("alice", "member", PASSWORD, by="root", path=store)
+    assert account.name == "alice" and account.role is Role.MEMBER
+    assert users.verify_password("alice", PASSWORD, path=store) == users.get_user(
+        "alice", path=store
+    )
+    assert users.verify_password("alice", "wrong password", path=store) is None
+    assert users.verify_password("nobody", PASSWORD, path=store) is None
+
+
+def test_password_is_stored_only_as_an_argon2id_hash(store):
+    users.add_user("alice", "viewer", PASSWORD, path=store)
+    with connect(store, read_only=True) as con:
+        (hashed,) = con.execute("SELECT password_hash FROM users").fetchone()
+    assert hashed.startswith("$argon2id$") and PASSWORD not in hashed
+
+
+@pytest.mark.parametrize(
+    ("name", "role", "password", "message"),
+    [
+        ("al ice", "member", PASSWORD, "account name 'al ice' is not allowed"),
+        ("alice", "owner", PASSWORD, "unknown role 'owner'; a role is one of viewer, member"),
+        ("alice", "member", "short", "at least 8 characters"),
+    ],
+)
+def test_bad_account_input_is_refused_with_what_is_allowed(store, name, role, password, message):
+    with pytest.raises(ValueError, match=message):
+        users.add_user(name, role, password, path=store)
+    assert users.list_users(path=store).empty
+
+
+def test_role_outside_the_schema_check_is_rejected_by_the_store(store):
+    with pytest.raises(duckdb.ConstraintException), connect(store) as con:
+        con.execute("INSERT INTO users (name, role, password_hash) VALUES ('x', 'root', 'h')")
+
+
+def test_duplicate_name_is_refused(store):
+    users.add_user("alice", "member", PASSWORD, path=store)
+    with pytest.raises(StoreError, match="'alice' exists already"):
+        users.add_user("alice", "admin", PASSWORD, path=store)
+
+
+def test_has_accounts_counts_enabled_accounts_only(store, tmp_path):
+    assert not users.has_accounts(path=tmp_path / "absent.duckdb")
+    assert not users.has_accounts(path=store)
+    users.add_user("alice", "member", PASSWORD, path=store)
+    assert users.has_accounts(path=store)
+    users.set_disabled("alice", True, path=store)
+    assert not users.has_accounts(path=store)
+
+
+def test_set_role_and_remove_change_the_account_and_are_audited(store):
+    users.add_user("root", "admin", PASSWORD, path=store)
+    users.add_user("alice", "viewer", PASSWORD, path=store)
+    assert users.set_role("alice", "admin", by="root", path=store).role is Role.ADMIN
+    users.remove_user("alice", by="root", path=store)
+    assert users.list_users(path=store).name.tolist() == ["root"]
+    log = read_audit(path=store)
+    assert log.action.tolist()[:2] == ["user_remove", "user_set_role"]
+    assert log.iloc[1].detail == "viewer -> admin" and log.iloc[0].actor == "root"
+
+
+def test_the_last_admin_cannot_be_removed_demoted_or_disabled_while_others_remain(store):
+    users.add_user("root", "admin", PASSWORD, path=store)
+    users.add_user("alice", "member", PASSWORD, path=store)
+    for call in (
+        lambda: users.remove_user("root", path=store),
+        lambda: users.set_role("root", "member", path=store),
+        lambda: users.set_disabled("root", True, path=store),
+    ):
+        with pytest.raises(StoreError, match="last admin"):
+            call()
+    assert users.get_user("root", path=store).role is Role.ADMIN
+    users.set_role("alice", "admin", path=store)
+    users.set_role("root", "member", path=store)  # another admin now exists
+
+
+def test_session_token_signs_in_until_revoked(store):
+    users.add_user("alice", "member", PASSWORD, path=store)
+    account, token = users.sign_in("alice", PASSWORD, client="10.0.0.7", path=store)
+    assert account.name == "alice"
+    assert users.validate_session(token, path=store).role is Role.MEMBER
+    assert users.validate_session("forged", path=store) is None
+    assert users.validate_session(None, path=store) is None
+    users.sign_out(token, path=store)
+    assert users.validate_session(token, path=store) is None
+    assert read_audit(path=store).action.tolist()[:2] == ["sign_out", "sign_in"]
+
+
+def test_session_token_itself_is_not_stored(store):
+    users.add_user("alice", "member", PASSWORD, path=store)
+    token = users.create_session("alice", path=store)
+    with connect(store, read_only=True) as con:
+        stored = con.execute("SELECT token_sha256 FROM sessions").fetchall()
+    assert len(stored) == 1 and token not in stored[0][0]
+
+
+def test_idle_session_expires(store):
+    users.add_user("alice", "member", PASSWORD, path=store)
+    token = users.create_session("alice", path=store)
+    with connect(store) as con:
+        con.execute("UPDATE sessions SET last_seen_at = last_seen_at - INTERVAL 2 HOUR")
+    assert users.validate_session(token, idle_s=3600, path=store) is None
+    assert users.validate_session(token, idle_s=3 * 3600, path=store) is not None
+
+
+def test_using_a_session_refreshes_its_last_use(store):
+    users.add_user("alice", "member", PASSWORD, path=store)
+    token = users.create_session("alice", path=store)
+    with connect(store) as con:
+        con.execute("UPDATE sessions SET last_seen_at = last_seen_at - INTERVAL 50 MINUTE")
+    assert users.validate_session(token, idle_s=3600, path=store) is not None
+    with connect(store) as con:
+        con.execute("UPDATE sessions SET last_seen_at = last_seen_at - INTERVAL 50 MINUTE")
+    assert users.validate_session(token, idle_s=3600, path=store) is not None
+
+
+def test_session_idle_hours_come_from_the_environment(monkeypatch):
+    monkeypatch.setenv("SOFTGRADE_SESSION_IDLE_H", "0.5")
+    assert users.session_idle_s() == 1800
+    monkeypatch.setenv("SOFTGRADE_SESSION_IDLE_H", "soon")
+    with pytest.raises(ValueError, match="not a number of hours"):
+        users.session_idle_s()
+
+
+def test_new_role_applies_to_an_open_session_and_disabling_ends_it(store):
+    users.add_user("root", "admin", PASSWORD, path=store)
+    users.add_user("alice", "member", PASSWORD, path=store)
+    token = users.create_session("alice", path=store)
+    users.set_role("alice", "viewer", path=store)
+    assert users.validate_session(token, path=store).role is Role.VIEWER
+    users.set_disabled("alice", True, path=store)
+    assert users.validate_session(token, path=store) is None
+    users.set_disabled("alice", False, path=store)
+    assert users.validate_session(token, path=store) is None  # sign in again
+
+
+def test_wrong_password_and_disabled_account_fail_alike_and_are_audited(store):
+    users.add_user("root", "admin", PASSWORD, path=store)
+    users.add_user("alice", "member", PASSWORD, path=store)
+    users.set_disabled("alice", True, path=store)
+    messages = set()
+    for name, password in (("root", "nope nope"), ("alice", PASSWORD), ("ghost", PASSWORD)):
+        with pytest.raises(SignInError) as caught:
+            users.sign_in(name, password, path=store)
+        messages.add(str(caught.value))
+    assert len(messages) == 1
+    failed = read_audit(action="sign_in_failed", path=store)
+    assert sorted(failed.target) == ["alice", "ghost", "root"]
+
+
+def test_new_password_ends_sessions_and_replaces_the_old_one(store):
+    users.add_user("alice", "member", PASSWORD, path=store)
+    token = users.create_session("alice", path=store)
+    users.set_password("alice", "battery staple", path=store)
+    assert users.validate_session(token, path=store) is None
+    assert users.verify_password("alice", PASSWORD, path=store) is None
+    assert users.verify_password("alice", "battery staple", path=store) is not None
+
+
+def test_audit_refuses_unknown_actions_and_filters(store):
+    record("import", actor="alice", target="/data/films", detail="40 films", path=store)
+    record("launch", actor="bob", target="study-1", path=store)
+    with pytest.raises(ValueError, match="unknown audit action 'imported'"):
+        record("imported", actor="alice", path=store)
+    assert read_audit(actor="alice", path=store).target.tolist() == ["/data/films"]
+    assert read_audit(action="launch", path=store).actor.tolist() == ["bob"]
+    assert len(read_audit(limit=1, path=store)) == 1
