@@ -7,6 +7,8 @@
 - ``worker``: the daemon (``--slots-per-gpu K``, ``--processes-per-gpu P``, ``--cpu-slots N``,
   ``--executor``).
 - ``up``: the Streamlit app on 127.0.0.1, and a worker whenever none is alive.
+- ``import-study FILE``: load an exported study bundle (e.g. the bundled reference study,
+  ``examples/reference-study.zip``) into the store; importing it again changes nothing.
 """
 
 from __future__ import annotations
@@ -160,6 +162,20 @@ def cmd_worker(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_import_study(args: argparse.Namespace) -> int:
+    """Load a study bundle into the store (idempotent)."""
+    from store.bundle import import_study
+
+    path = _open_store()
+    done = import_study(Path(args.file), path=path)
+    seeds = f"{len(done.seeds)} seed{'s' * (len(done.seeds) != 1)}"
+    if done.created:
+        print(f"imported “{done.name}” ({done.study_id}): {done.runs} runs, {seeds}, into {path}")
+    else:
+        print(f"“{done.name}” ({done.study_id}) is already in {path}; nothing changed")
+    return 0
+
+
 # How often `up` checks that a worker serves its store.
 UP_CHECK_S = 5.0
 
@@ -278,6 +294,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="requeue running jobs whose worker has not beaten for this long",
     )
     p.set_defaults(func=cmd_worker)
+    p = sub.add_parser("import-study", help="load an exported study bundle into the store")
+    p.add_argument("file", help="a study bundle, e.g. examples/reference-study.zip")
+    p.set_defaults(func=cmd_import_study)
     p = sub.add_parser("up", help="start the app and a worker")
     _add_executor_args(p, with_device=True)
     p.add_argument("--port", type=int, default=8501)
