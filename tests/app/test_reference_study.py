@@ -44,3 +44,22 @@ def test_relationship_page_shows_the_imported_study(imported, monkeypatch):
     assert list(summary["method"]) == ["Nominal", "Beta", "Triangular"]
     assert set(summary["n_seeds"]) == {3}
     assert len(store_runs.joint_predictions([study_id], path=store)) > 0
+
+
+def test_the_bundled_reference_study_opens_on_both_pages(tmp_path, monkeypatch):
+    """The shipped examples/reference-study.zip imports into an empty store and opens on
+    Compare and KL × CPPD, labelled as the reference, with all of its seeds."""
+    from store.bundle import REFERENCE_STUDY, read_card
+
+    seeds = len(read_card(REFERENCE_STUDY)["seeds"])
+    store = tmp_path / "softgrade.duckdb"
+    init_schema(store)
+    done = import_study(REFERENCE_STUDY, path=store)
+    assert done.name == f"Reference: paper protocol on the phantom ({seeds} seeds)"
+    at = run_page(tmp_path, monkeypatch)
+    assert at.multiselect(key="compare_studies").value == [done.study_id]
+    table = at.table[0].value
+    assert set(table["Seeds"]) == {str(seeds)}
+    assert set(table[table["Task"] == "KL"]["Method"]) >= {"Nominal", "Beta", "Exponential"}
+    at = run_page(tmp_path, monkeypatch, "../../pages/relationship.py")
+    assert set(at.dataframe[0].value["n_seeds"]) == {seeds}
