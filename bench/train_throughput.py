@@ -5,7 +5,9 @@ validation included). Prints a table; writes JSON to --out.
 
     python bench/train_throughput.py --out /tmp/throughput.json
 
-Images/s counts training images stepped through (N_train × epochs) over wall time.
+Images/s counts training images stepped through (N_train × epochs) over wall time: every
+film, every epoch, on every path (the tail batch included). ``--skip`` letters: a, b, l, c,
+and t for the tail-batch A/B (the cost of training on the last partial batch).
 """
 
 from __future__ import annotations
@@ -16,11 +18,11 @@ import json
 import os
 import platform
 import resource
+import statistics
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import torch
@@ -31,10 +33,16 @@ from torchvision.transforms import v2
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine import train as engine_train  # noqa: E402
 from engine.config import TrainConfig  # noqa: E402
 from engine.data import TaskSplit  # noqa: E402
-from engine.train import GREY_MEAN, GREY_STD, Trainer  # noqa: E402
+from engine.train import (  # noqa: E402
+    GREY_MEAN,
+    GREY_STD,
+    INDUCTOR_OPTIONS,
+    FastPathOptions,
+    Trainer,
+    epoch_batches,
+)
 
 N_TRAIN = 1519  # the paper's CPPD training set
 
@@ -141,17 +149,6 @@ def bench_config(epochs: int, batch: int, seed: int = 0) -> TrainConfig:
     )
 
 
-@contextlib.contextmanager
-def inductor_options(options: dict) -> Iterator[None]:
-    """Trainers built inside compile with these inductor options instead of the shipped ones."""
-    shipped = engine_train.INDUCTOR_OPTIONS
-    engine_train.INDUCTOR_OPTIONS = options
-    try:
-        yield
-    finally:
-        engine_train.INDUCTOR_OPTIONS = shipped
-
-
 def fast_single_run(data: TaskSplit, epochs: int, batch: int, variant: str) -> dict:
     """SoftGrade's Trainer: one run, timed after a warm-up epoch (compile excluded, reported).
 
@@ -160,15 +157,14 @@ def fast_single_run(data: TaskSplit, epochs: int, batch: int, variant: str) -> d
     """
     torch.cuda.reset_peak_memory_stats()
     t_build = time.perf_counter()
-    options = {} if "plaininductor" in variant else engine_train.INDUCTOR_OPTIONS
-    with inductor_options(options):
-        trainer = Trainer(
-            num_classes=data.num_classes,
-            device=torch.device("cuda"),
-            fast=True,
-            compile_model="compile" in variant,
-            cuda_graphs="graph" in variant,
-        )
+    options = FastPathOptions(
+        compile_model="compile" in variant,
+        cuda_graphs="graph" in variant,
+        inductor_options={} if "plaininductor" in variant else dict(INDUCTOR_OPTIONS),
+    )
+    trainer = Trainer(
+        num_classes=data.num_classes, device=torch.device("cuda"), fast=True, options=options
+    )
     trainer.fit(bench_config(1, batch), data)
     torch.cuda.synchronize()
     warmup_s = time.perf_counter() - t_build
@@ -177,7 +173,7 @@ def fast_single_run(data: TaskSplit, epochs: int, batch: int, variant: str) -> d
     result = trainer.fit(cfg, data)
     torch.cuda.synchronize()
     wall = time.perf_counter() - t0
-    steps = (len(data.y_train) // batch) * batch
+    steps = len(data.y_train)  # every film, every epoch
     # Training steps alone (no validation pass, no per-epoch metrics), as the issue's table.
     train_only = None
     if trainer.graphs is not None:
@@ -219,7 +215,7 @@ def fast_lanes(
                     num_classes=data.num_classes,
                     device=torch.device("cuda"),
                     fast=True,
-                    compile_mode=compile_mode,
+                    options=FastPathOptions(compile_mode=compile_mode),
                 )
                 trainer.fit(bench_config(1, batch), data)
                 torch.cuda.current_stream().synchronize()
@@ -243,8 +239,7 @@ def fast_lanes(
     wall = time.perf_counter() - t0
     if errors:
         raise errors[0]
-    steps = (len(data.y_train) // batch) * batch
-    images = steps * epochs * runs * lanes
+    images = len(data.y_train) * epochs * runs * lanes
     return {
         "lanes": lanes,
         "compile_mode": compile_mode,
@@ -263,7 +258,10 @@ def profile_steps(data: TaskSplit, batch: int, steps: int = 10) -> str:
     from torch.profiler import ProfilerActivity, profile
 
     trainer = Trainer(
-        num_classes=data.num_classes, device=torch.device("cuda"), fast=True, cuda_graphs=False
+        num_classes=data.num_classes,
+        device=torch.device("cuda"),
+        fast=True,
+        options=FastPathOptions(cuda_graphs=False),
     )
     trainer.fit(bench_config(1, batch), data)
     cfg = bench_config(1, batch)
@@ -350,7 +348,7 @@ def worker_many_runs(
     n_train = {
         s: len(task_split(prepared, make_splits(meta, s), "CPPD").y_train) for s in spec.seeds
     }
-    runs["images"] = [(n_train[r.seed] // 128) * 128 * r.epochs_run for r in runs.itertuples()]
+    runs["images"] = [n_train[r.seed] * r.epochs_run for r in runs.itertuples()]
     images = int(runs["images"].sum())
     ended = runs.sort_values("created_at")
     later = ended.iloc[slots:]
@@ -369,6 +367,50 @@ def worker_many_runs(
     }
 
 
+def tail_cost(size: int, batch: int, epochs: int, pairs: list[tuple[int, int]]) -> list[dict]:
+    """What training on the tail batch costs: training steps of one trainer (the fast path, as
+    shipped) over a set of whole batches only and over the same plus a tail, interleaved
+    A, B, A, B, ... for ``epochs`` epochs each after a warm-up epoch (the tail graph's
+    capture is in the warm-up). Each pair is (films in whole batches, films with the tail).
+    """
+    trainer = Trainer(num_classes=4, device=torch.device("cuda"), fast=True)
+    trainer.fit(bench_config(1, batch), synthetic_split(pairs[0][0], size, classes=4))
+    gen = torch.Generator().manual_seed(0)
+    rows = []
+    for full, with_tail in pairs:
+        sets = {
+            n: synthetic_split(n, size, classes=4, seed=n).to("cuda") for n in (full, with_tail)
+        }
+        cfg = bench_config(1, batch)
+        trainer.graphs.reset(1e-3, torch.eye(4, device="cuda"))
+        times: dict[int, list[float]] = {n: [] for n in sets}
+        for data in sets.values():  # warm-up: captures the tail graph of this size
+            trainer._train_epoch(None, trainer.graphs.optimizer, data, cfg, gen)
+        for _ in range(epochs):
+            for n, data in sets.items():
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                trainer._train_epoch(None, trainer.graphs.optimizer, data, cfg, gen)
+                torch.cuda.synchronize()
+                times[n].append(time.perf_counter() - t0)
+        a, b = (statistics.median(times[n]) * 1000 for n in (full, with_tail))
+        rows.append(
+            {
+                "films_whole_batches": full,
+                "films_with_tail": with_tail,
+                "batches": [stop - start for start, stop in epoch_batches(with_tail, batch)],
+                "epoch_ms_whole_batches": a,
+                "epoch_ms_with_tail": b,
+                "tail_ms": b - a,
+                "tail_share_of_epoch": (b - a) / b,
+                "images_per_s_whole_batches": full / a * 1000,
+                "images_per_s_with_tail": with_tail / b * 1000,
+                "tail_images_per_s": (with_tail - full) / (b - a) * 1000,
+            }
+        )
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--size", type=int, default=224)
@@ -384,8 +426,16 @@ def main() -> None:
     )
     parser.add_argument("--runs-per-slot", type=int, default=4)
     parser.add_argument("--worker-epochs", type=int, default=30)
+    parser.add_argument(
+        "--tail-pairs",
+        default="384/476,1024/1070",
+        help="(t) films in whole batches / with a tail: the phantom's KL and CPPD sets",
+    )
+    parser.add_argument(
+        "--tail-epochs", type=int, default=30, help="(t) epochs of each, interleaved"
+    )
     parser.add_argument("--profile", action="store_true", help="print the top GPU kernels")
-    parser.add_argument("--skip", default="", help="letters of parts to skip: a, b, l, c")
+    parser.add_argument("--skip", default="", help="letters of parts to skip: a, b, l, c, t")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--n-images", type=int, default=2170)
     parser.add_argument("--out", default="throughput.json")
@@ -452,6 +502,20 @@ def main() -> None:
             name = f"(c) worker {slots} slots / {procs} proc, {res['runs']} runs"
             rows.append((name + ", all", res["images_per_s"]))
             rows.append((name + ", steady", res["steady_images_per_s"]))
+    out["tail"] = []
+    if "t" not in args.skip:
+        pairs = [tuple(int(v) for v in item.split("/")) for item in args.tail_pairs.split(",")]
+        out["tail"] = tail_cost(args.size, args.batch, args.tail_epochs, pairs)
+        for res in out["tail"]:
+            print("tail", res, flush=True)
+            name = f"(t) {res['films_with_tail']} films ({res['batches']})"
+            rows.append((name, res["images_per_s_with_tail"]))
+            rows.append(
+                (
+                    f"(t) {res['films_whole_batches']} films, whole batches only",
+                    res["images_per_s_whole_batches"],
+                )
+            )
     if args.profile:
         out["profile"] = profile_steps(data, args.batch)
         print(out["profile"], flush=True)

@@ -9,6 +9,12 @@ optimiser state in place, so the dataset stays on the device and a compiled mode
 Two paths: the plain path (fp32, eager) and, on CUDA, the fast path (images kept on the GPU
 as uint8, channels-last, bf16 autocast, fused Adam, ``torch.compile``, the stem of
 `engine.stem`). ``TrainConfig.fast`` picks; None means fast on CUDA only.
+
+Both paths train on every film every epoch, in the same batches (`epoch_batches`): full
+batches, then the rest as one smaller tail batch. On CUDA the full batches replay a graph of the
+compiled model and the tail, whose size is fixed per dataset and seed, a graph of its own,
+captured from the uncompiled model (a capture costs well under a second; a compile of a
+new shape would cost ~20 s). So "100 epochs, patience 40" means the same on every device.
 """
 
 from __future__ import annotations
@@ -17,9 +23,11 @@ import copy
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -43,23 +51,54 @@ EVAL_BATCH = 512
 # The compiled evaluation graph's batch; a split's remainder gets a graph of its own size,
 # so a 651-image split costs 651 forwards (validation runs every epoch).
 GRAPH_EVAL_BATCH = 128
-# When the model is compiled (bench/train_throughput.py compares), CUDA graphs come from
-# `GraphedSteps`, so torch.compile must not add its own.
-COMPILE_MODE = "default"
+# Graphs of odd sizes (a training set's tail batch, a split's evaluation remainder) kept per
+# trainer. Their sizes change with every seed's split and each graph holds its own memory
+# pool (~0.5-1 GiB at 224 px), so a slot that runs 20 seeds keeps only the latest few: the
+# current seed's tail, validation and test remainders, and the previous seed's.
+ODD_GRAPHS_KEPT = 6
 # Inductor settings for the default mode. max_autotune_pointwise benchmarks block sizes for the
 # generated pointwise and reduction kernels (batch norm, ReLU): a training step 2.2 % faster on
 # an H200 for a few seconds more compile. coordinate_descent_tuning was 3.9 % faster but added
 # ~110 s of compile per slot process and slowed evaluation 5 % (bench/RESULTS.md).
-INDUCTOR_OPTIONS: dict[str, bool] = {"max_autotune_pointwise": True}
+INDUCTOR_OPTIONS: MappingProxyType[str, bool] = MappingProxyType({"max_autotune_pointwise": True})
 # Several trainers may share a process, one per thread and CUDA stream (a slot's lanes).
 # What touches process-wide state takes this lock: torch.compile and graph capture (not
 # thread-safe), and seeding and drawing initial weights (the process-wide RNG, whose CUDA
 # generator also belongs to any graph being captured: drawing from it meanwhile is an error).
 _GLOBAL_STATE_LOCK = threading.RLock()
 
+# A captured CUDA graph and the static tensors it reads and writes.
+_Graph = tuple[torch.cuda.CUDAGraph, dict[str, torch.Tensor]]
+
 
 class RunCancelled(Exception):
     """Training stopped at an epoch boundary because cancellation was requested."""
+
+
+@dataclass(frozen=True)
+class FastPathOptions:
+    """How a `Trainer` builds the fast path. The defaults are what ships and what the worker
+    uses; `bench/train_throughput.py` and `bench/stem_probe.py` pass other values to measure
+    what each part is worth (bench/RESULTS.md), which is the only reason these are settings.
+
+    Attributes:
+        compile_model: ``torch.compile`` the model; None compiles on CUDA only.
+        compile_mode: torch.compile's mode. "default" takes ``inductor_options``; with CUDA
+            graphs from `GraphedSteps`, torch.compile must not add its own ("reduce-overhead").
+        inductor_options: inductor's settings for the default mode.
+        cuda_graphs: replay whole training steps and evaluation forwards as CUDA graphs.
+    """
+
+    compile_model: bool | None = None
+    compile_mode: str = "default"
+    inductor_options: Mapping[str, bool] = field(default_factory=lambda: dict(INDUCTOR_OPTIONS))
+    cuda_graphs: bool = True
+
+    def compile_settings(self) -> dict[str, object]:
+        """torch.compile's keyword arguments: the mode, or the default mode's options."""
+        if self.compile_mode == "default":
+            return {"options": dict(self.inductor_options)}
+        return {"mode": self.compile_mode}
 
 
 @dataclass(frozen=True)
@@ -87,6 +126,8 @@ class FitResult:
     duration_s: float
     weights_init: str
     state_dict: dict[str, torch.Tensor] = field(repr=False, default_factory=dict)
+    # Adam's own step count at the end of the run: how many optimiser steps were taken.
+    optimizer_steps: int = 0
 
 
 class GradeNet(nn.Module):
@@ -149,12 +190,6 @@ def load_checkpoint(path: Path, device: str = "cpu") -> tuple[GradeNet, TrainCon
     return model.to(device).eval(), config
 
 
-def _compile_settings(mode: str | None) -> dict[str, object]:
-    """torch.compile's mode, or for the default mode our inductor options (it takes one)."""
-    mode = mode or COMPILE_MODE
-    return {"options": dict(INDUCTOR_OPTIONS)} if mode == "default" else {"mode": mode}
-
-
 def resolve_device(device: str) -> torch.device:
     """'auto' → cuda if available else cpu; 'cuda' without a GPU is an error."""
     if device == "auto":
@@ -162,6 +197,29 @@ def resolve_device(device: str) -> torch.device:
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ValueError(f"device: {device!r} asked for, but this machine has no CUDA GPU")
     return torch.device(device)
+
+
+def epoch_batches(n: int, batch_size: int) -> list[tuple[int, int]]:
+    """The ``(start, stop)`` slices of one epoch over ``n`` shuffled films, on every path.
+
+    Every film is in exactly one batch: full batches of ``batch_size``, then the rest as one
+    smaller tail batch. A tail of a single film joins the batch before it instead (BatchNorm
+    cannot train on a batch of one), so the last batch then holds ``batch_size + 1``.
+    """
+    if n <= 0:
+        return []
+    bounds = [(start, min(start + batch_size, n)) for start in range(0, n, batch_size)]
+    if len(bounds) > 1 and bounds[-1][1] - bounds[-1][0] == 1:
+        bounds[-2:] = [(bounds[-2][0], n)]
+    return bounds
+
+
+def epoch_order(n: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """One epoch's shuffled film order and left/right flips, drawn the same way on every path
+    (a left knee mirrors a right one)."""
+    order = torch.randperm(n, generator=generator)
+    flips = torch.rand(n, generator=generator) < 0.5
+    return order, flips
 
 
 def train_one_epoch(
@@ -175,23 +233,16 @@ def train_one_epoch(
     generator: torch.Generator,
     fast: bool,
 ) -> float:
-    """One pass over the shuffled training set; returns the mean training loss.
+    """One pass over every film of the shuffled training set; returns the mean training loss.
 
-    Images are flipped left/right at random (a left knee mirrors a right one). The fast path
-    drops the last partial batch so every step has the same shape (compiled graphs stay
-    valid), unless the whole set is smaller than one batch.
+    Images are flipped left/right at random. Batches follow `epoch_batches`, as on the CUDA
+    graph path, so both take the same optimiser steps over the same films.
     """
     model.train()
-    n = len(y)
-    order = torch.randperm(n, generator=generator).to(x.device)
-    flips = (torch.rand(n, generator=generator) < 0.5).to(x.device)
-    # BatchNorm cannot train on a batch of one, so a lone leftover sample is skipped too
-    # (the order is reshuffled every epoch, so no image is left out systematically).
-    drop_last = (fast and n > batch_size) or (n % batch_size == 1 and n > 1)
-    stop = n - n % batch_size if drop_last else n
-    total, count = torch.zeros((), device=x.device), 0
-    for start in range(0, stop, batch_size):
-        idx = order[start : start + batch_size]
+    order, flips = (t.to(x.device) for t in epoch_order(len(y), generator))
+    total = torch.zeros((), device=x.device)
+    for start, stop in epoch_batches(len(y), batch_size):
+        idx = order[start:stop]
         xb = x[idx]
         xb = torch.where(flips[idx].view(-1, 1, 1, 1), xb.flip(-1), xb)
         if fast:
@@ -202,8 +253,7 @@ def train_one_epoch(
         loss.backward()
         optimizer.step()
         total += loss.detach() * len(idx)
-        count += len(idx)
-    return float(total) / max(count, 1)
+    return float(total) / max(len(y), 1)
 
 
 @torch.no_grad()
@@ -246,6 +296,11 @@ class GraphedSteps:
     (J, J) target matrix (dlordinal's soft labels mixed by eta), the learning rate and the
     optimiser state, which `reset` rewrites in place. So one capture serves all methods and
     configurations, with no recompilation and no launch overhead per kernel.
+
+    Full batches replay a graph of the compiled model. Other sizes (a training set's tail
+    batch, a split's evaluation remainder) get graphs of the uncompiled model, one per size:
+    a capture, not a compile. They change with every seed's split, so only the latest
+    `ODD_GRAPHS_KEPT` are kept.
     """
 
     def __init__(
@@ -257,8 +312,6 @@ class GraphedSteps:
         eager_model: nn.Module | None = None,
     ) -> None:
         self.model = model
-        # A split's last, smaller chunk is evaluated by a graph of the uncompiled model: a
-        # graph per size costs a capture, not a compile.
         self.eager_model = model if eager_model is None else eager_model
         self.device = device
         self.lr = torch.tensor(1e-3, device=device)
@@ -266,8 +319,9 @@ class GraphedSteps:
         self.optimizer = torch.optim.Adam(
             model.parameters(), lr=self.lr, fused=True, capturable=True
         )
-        self._train: dict[int, tuple[torch.cuda.CUDAGraph, dict[str, torch.Tensor]]] = {}
-        self._eval: dict[int, tuple[torch.cuda.CUDAGraph, dict[str, torch.Tensor]]] = {}
+        # (kind, batch size) -> graph and its static tensors; 'train' or 'eval'
+        self._full: dict[tuple[str, int], _Graph] = {}
+        self._odd: OrderedDict[tuple[str, int], _Graph] = OrderedDict()
 
     def reset(self, lr: float, target_matrix: torch.Tensor) -> None:
         """Zero the optimiser state and set this run's learning rate and targets in place."""
@@ -278,34 +332,49 @@ class GraphedSteps:
                 if torch.is_tensor(value):
                     value.zero_()
 
-    def _train_graph(self, x: torch.Tensor) -> tuple[torch.cuda.CUDAGraph, dict[str, torch.Tensor]]:
-        batch = len(x)
-        if batch not in self._train:
-            with _GLOBAL_STATE_LOCK:
-                self._train[batch] = self._capture_train(x)
-        return self._train[batch]
+    def _graph(
+        self, kind: str, xb: torch.Tensor, *, compiled: bool, capture: Callable[..., _Graph]
+    ) -> _Graph:
+        """The graph of ``kind`` ('train' or 'eval') for ``xb``'s batch size, captured on first
+        use; odd sizes (``compiled`` False) go through the uncompiled model and an LRU."""
+        key = (kind, len(xb))
+        if compiled:
+            if key not in self._full:
+                with _GLOBAL_STATE_LOCK:
+                    self._full[key] = capture(self.model, xb)
+            return self._full[key]
+        if key in self._odd:
+            self._odd.move_to_end(key)
+            return self._odd[key]
+        with _GLOBAL_STATE_LOCK:
+            graph = capture(self.eager_model, xb)
+        self._odd[key] = graph
+        while len(self._odd) > ODD_GRAPHS_KEPT:
+            self._odd.popitem(last=False)  # its memory pool goes with the graph
+        return graph
 
-    def _capture_train(
-        self, x: torch.Tensor
-    ) -> tuple[torch.cuda.CUDAGraph, dict[str, torch.Tensor]]:
+    def _capture_train(self, model: nn.Module, x: torch.Tensor) -> _Graph:
         batch = len(x)
         static = {
             "x": x.clone().contiguous(memory_format=torch.channels_last),
             "y": torch.zeros(batch, dtype=torch.long, device=self.device),
         }
-        snapshot = copy.deepcopy(self.model.state_dict())
+        # A tail graph may be captured in the middle of a run: its warm-up steps must leave
+        # the weights, batch-norm statistics and Adam's state as they found them.
+        weights = copy.deepcopy(self.model.state_dict())
+        adam = self._optimizer_snapshot()
 
         def step() -> torch.Tensor:
             # cache_enabled=False: cached weight casts must not outlive a captured step
             with torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False):
-                logits = self.model(static["x"])
+                logits = model(static["x"])
             loss = soft_target_cross_entropy(logits, self.targets[static["y"]])
             loss.backward()
             self.optimizer.step()
             self.optimizer.zero_grad(set_to_none=False)
             return loss.detach()
 
-        self.model.train()
+        model.train()
         # Warm up on a side stream (creates optimiser state, lets cuDNN pick kernels), as
         # torch.cuda.graphs asks, then capture one step.
         side = torch.cuda.Stream()
@@ -318,14 +387,38 @@ class GraphedSteps:
         # thread_local: other lanes of this process keep launching work during the capture
         with torch.cuda.graph(graph, capture_error_mode="thread_local"):
             static["loss"] = step()
-        # The warm-up steps trained the model; put weights and optimiser state back.
-        self.model.load_state_dict(snapshot)
-        self.reset(float(self.lr), self.targets.clone())
+        # The warm-up and captured steps trained the model; put everything back in place
+        # (the graphs read these very tensors, so they are copied into, never replaced).
+        self.model.load_state_dict(weights)
+        self._restore_optimizer(adam)
         return graph, static
 
-    def train_step(self, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
-        """One optimiser step on a batch; returns the (graph-owned) loss tensor."""
-        graph, static = self._train_graph(xb)
+    def _optimizer_snapshot(self) -> dict[int, dict[str, torch.Tensor]]:
+        return {
+            id(param): {k: v.clone() for k, v in state.items() if torch.is_tensor(v)}
+            for param, state in self.optimizer.state.items()
+        }
+
+    def _restore_optimizer(self, snapshot: dict[int, dict[str, torch.Tensor]]) -> None:
+        """Put Adam's state back; state first created by the warm-up goes back to zero,
+        which is what Adam starts from."""
+        for param, state in self.optimizer.state.items():
+            before = snapshot.get(id(param), {})
+            for name, value in state.items():
+                if torch.is_tensor(value) and name in before:
+                    value.copy_(before[name])
+                elif torch.is_tensor(value):
+                    value.zero_()
+
+    def train_step(self, xb: torch.Tensor, yb: torch.Tensor, *, compiled: bool) -> torch.Tensor:
+        """One optimiser step on a batch; returns the (graph-owned) mean loss tensor.
+
+        Args:
+            xb: The batch's images; ``compiled`` picks the compiled model's graph (full
+                batches) or a graph of the uncompiled model of this size (the tail batch).
+            yb: Their grades.
+        """
+        graph, static = self._graph("train", xb, compiled=compiled, capture=self._capture_train)
         static["x"].copy_(xb)
         static["y"].copy_(yb)
         graph.replay()
@@ -338,24 +431,15 @@ class GraphedSteps:
         out = []
         for start in range(0, len(x), GRAPH_EVAL_BATCH):
             xb = x[start : start + GRAPH_EVAL_BATCH]
-            graph, static = self._eval_graph(xb)
+            full = len(xb) == GRAPH_EVAL_BATCH
+            graph, static = self._graph("eval", xb, compiled=full, capture=self._capture_eval)
             static["x"].copy_(xb)
             graph.replay()
             out.append(static["logits"].clone())
         return torch.cat(out)
 
-    def _eval_graph(self, xb: torch.Tensor) -> tuple[torch.cuda.CUDAGraph, dict[str, torch.Tensor]]:
-        size = len(xb)
-        if size not in self._eval:
-            model = self.model if size == GRAPH_EVAL_BATCH else self.eager_model
-            with _GLOBAL_STATE_LOCK:
-                self._eval[size] = self._capture_eval(model, xb)
-        return self._eval[size]
-
     @torch.no_grad()
-    def _capture_eval(
-        self, model: nn.Module, xb: torch.Tensor
-    ) -> tuple[torch.cuda.CUDAGraph, dict[str, torch.Tensor]]:
+    def _capture_eval(self, model: nn.Module, xb: torch.Tensor) -> _Graph:
         static = {"x": torch.zeros_like(xb).contiguous(memory_format=torch.channels_last)}
         model.eval()
         side = torch.cuda.Stream()
@@ -386,10 +470,9 @@ class Trainer:
         device: torch.device,
         fast: bool,
         weights_path: str | None = None,
-        compile_model: bool | None = None,
-        compile_mode: str | None = None,
-        cuda_graphs: bool = True,
+        options: FastPathOptions | None = None,
     ) -> None:
+        options = options or FastPathOptions()
         self.device = device
         self.fast = fast
         # Building draws initial weights from the process-wide RNG too: not while another
@@ -407,14 +490,16 @@ class Trainer:
         self._initial = copy.deepcopy(self.model.state_dict()) if weights_path else None
         # Compiling fuses batch norm and activations (+45 % images/s on an H200, see
         # bench/RESULTS.md) for ~30 s once per trainer; worth it for a slot that runs many.
-        compile_model = (fast and device.type == "cuda") if compile_model is None else compile_model
+        compile_model = options.compile_model
+        if compile_model is None:
+            compile_model = fast and device.type == "cuda"
         if fast and device.type == "cuda":
             torch.backends.cudnn.benchmark = True
         # dynamic=False: each batch shape (training, evaluation; per task) gets a graph of its
         # own. Left to guess, dynamo turns a second batch size into symbolic shapes, whose
         # backward then fails a stride check on 1x1 feature maps (32 px films) and is slower.
         self.step_model: nn.Module = (
-            torch.compile(self.model, dynamic=False, **_compile_settings(compile_mode))
+            torch.compile(self.model, dynamic=False, **options.compile_settings())
             if compile_model
             else self.model
         )
@@ -422,7 +507,7 @@ class Trainer:
         # switches precision, layout and stem (so CPU tests can compare it with the plain path).
         self.graphs = (
             GraphedSteps(self.step_model, num_classes, device, eager_model=self.model)
-            if fast and cuda_graphs and device.type == "cuda"
+            if fast and options.cuda_graphs and device.type == "cuda"
             else None
         )
 
@@ -506,6 +591,7 @@ class Trainer:
             duration_s=time.perf_counter() - started,
             weights_init=self.weights_init,
             state_dict={k: v.detach().cpu().clone() for k, v in best.state.items()},
+            optimizer_steps=_adam_steps(optimizer),
         )
 
     def _train_epoch(
@@ -528,17 +614,14 @@ class Trainer:
                 fast=self.fast,
             )
         x, y = data.x_train, data.y_train
-        n = len(y)
-        batch = min(config.batch_size, n)
-        order = torch.randperm(n, generator=generator).to(self.device)
-        flips = (torch.rand(n, generator=generator) < 0.5).to(self.device)
+        order, flips = (t.to(self.device) for t in epoch_order(len(y), generator))
         total = torch.zeros((), device=self.device)
-        steps = n // batch  # static shapes: the last partial batch is dropped
-        for k in range(steps):
-            idx = order[k * batch : (k + 1) * batch]
+        for start, stop in epoch_batches(len(y), config.batch_size):
+            idx = order[start:stop]
             xb = torch.where(flips[idx].view(-1, 1, 1, 1), x[idx].flip(-1), x[idx])
-            total += self.graphs.train_step(xb, y[idx])
-        return float(total) / max(steps, 1)
+            full = stop - start == config.batch_size
+            total += self.graphs.train_step(xb, y[idx], compiled=full) * (stop - start)
+        return float(total) / max(len(y), 1)
 
     def _evaluate(
         self, criterion: nn.Module, x: torch.Tensor, y: torch.Tensor
@@ -561,6 +644,14 @@ class _Best:
     def update(self, epoch: int, loss: float, model: nn.Module) -> None:
         self.epoch, self.loss = epoch, loss
         self.state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def _adam_steps(optimizer: torch.optim.Optimizer) -> int:
+    """Optimiser steps taken since Adam's state was last zeroed: its own step counter."""
+    for state in optimizer.state.values():
+        if "step" in state:
+            return int(state["step"])
+    return 0
 
 
 def _amae(y: torch.Tensor, probs: torch.Tensor, num_classes: int) -> float:

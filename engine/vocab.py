@@ -137,6 +137,12 @@ TEST_FRACTION = 0.3
 VAL_FRACTION = 0.3
 TRAIN_FRACTION = (1 - TEST_FRACTION) * (1 - VAL_FRACTION)
 
+# Which rule made a stored split (store table split_rules). Splits are stored per
+# (dataset, seed) and kept, so a store can hold splits of both rules.
+SPLIT_RULE = "patient-grouped, stratified on both knees' KL and CPPD grades"
+#: Splits stored before rules were recorded: stratified on each patient's first knee.
+LEGACY_SPLIT_RULE = "patient-grouped, stratified on the first knee's (KL, CPPD) grade"
+
 
 @dataclass(frozen=True)
 class RunKey:

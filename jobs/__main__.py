@@ -14,6 +14,8 @@
 - ``import PATH``: check a folder of films (every row, every film) and register it as a
   dataset (``--labels CSV``, ``--name``, ``--check`` only reports, ``--skip-bad`` registers
   the good films and keeps the report).
+- ``import-study FILE``: load an exported study bundle (e.g. the bundled reference study,
+  ``examples/reference-study.zip``) into the store; importing it again changes nothing.
 """
 
 from __future__ import annotations
@@ -281,6 +283,20 @@ def _table_line(cells: tuple[str, ...], widths: tuple[int, ...]) -> str:
     return f"{file:<{w[0]}}  {row:>{w[1]}}  {problem:<{w[2]}}  {action:<{w[3]}}".rstrip()
 
 
+def cmd_import_study(args: argparse.Namespace) -> int:
+    """Load a study bundle into the store (idempotent)."""
+    from store.bundle import import_study
+
+    path = _open_store()
+    done = import_study(Path(args.file), path=path)
+    seeds = f"{len(done.seeds)} seed{'s' * (len(done.seeds) != 1)}"
+    if done.created:
+        print(f"imported “{done.name}” ({done.study_id}): {done.runs} runs, {seeds}, into {path}")
+    else:
+        print(f"“{done.name}” ({done.study_id}) is already in {path}; nothing changed")
+    return 0
+
+
 # How often `up` checks that a worker serves its store.
 UP_CHECK_S = 5.0
 
@@ -429,6 +445,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--workers", type=int, default=None, help="decoding processes")
     p.set_defaults(func=cmd_import)
+
+    p = sub.add_parser("import-study", help="load an exported study bundle into the store")
+    p.add_argument("file", help="a study bundle, e.g. examples/reference-study.zip")
+    p.set_defaults(func=cmd_import_study)
     p = sub.add_parser("up", help="start the app and a worker")
     _add_executor_args(p, with_device=True)
     p.add_argument("--port", type=int, default=8501)

@@ -10,7 +10,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from engine.vocab import TASK_INFO
+from engine.vocab import LEGACY_SPLIT_RULE, SPLIT_RULE, TASK_INFO
 from store.db import StoreError, connect
 
 
@@ -150,12 +150,19 @@ def list_datasets(*, path: Path | str | None = None) -> pd.DataFrame:
 
 
 def save_splits(
-    dataset_id: str, seed: int, splits: pd.Series, *, path: Path | str | None = None
+    dataset_id: str,
+    seed: int,
+    splits: pd.Series,
+    *,
+    rule: str = SPLIT_RULE,
+    path: Path | str | None = None,
 ) -> None:
-    """Store the split of (dataset, seed) once; an existing split is kept unchanged.
+    """Store the split of (dataset, seed) and the rule that made it, once; an existing split
+    is kept unchanged.
 
     Args:
         splits: image_id -> 'train' | 'val' | 'test'.
+        rule: the rule that made it (`engine.data.make_splits` follows `SPLIT_RULE`).
     """
     frame = pd.DataFrame(
         {"dataset_id": dataset_id, "seed": seed, "image_id": splits.index, "split": splits.values}
@@ -168,6 +175,35 @@ def save_splits(
         con.register("new_splits", frame)
         con.execute("INSERT INTO splits SELECT * FROM new_splits")
         con.unregister("new_splits")
+        con.execute("INSERT INTO split_rules VALUES (?, ?, ?)", [dataset_id, seed, rule])
+
+
+def split_rules(dataset_id: str, *, path: Path | str | None = None) -> pd.DataFrame:
+    """Which rule made each stored split of a dataset (for the Data page).
+
+    Splits stored before rules were recorded carry `LEGACY_SPLIT_RULE`.
+
+    Returns:
+        Columns ``seed`` and ``rule``, one row per seed with a stored split, by seed.
+    """
+    with connect(path, read_only=True) as con:
+        recorded = con.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'split_rules'"
+        ).fetchone()[0]
+        join = (
+            "LEFT JOIN split_rules r USING (dataset_id, seed)"
+            if recorded
+            else "LEFT JOIN (SELECT NULL::VARCHAR AS rule) r ON false"
+        )
+        return con.execute(
+            f"""
+            SELECT s.seed, coalesce(r.rule, ?) AS rule
+            FROM (SELECT DISTINCT dataset_id, seed FROM splits WHERE dataset_id = ?) s
+            {join}
+            ORDER BY s.seed
+            """,
+            [LEGACY_SPLIT_RULE, dataset_id],
+        ).df()
 
 
 def load_splits(dataset_id: str, seed: int, *, path: Path | str | None = None) -> pd.Series | None:

@@ -151,6 +151,26 @@ CREATE TABLE IF NOT EXISTS epoch_metrics (
     PRIMARY KEY (run_id, epoch)
 );
 
+-- Which rule made each stored split (engine.vocab.SPLIT_RULE). Splits are decided once per
+-- (dataset, seed) and kept, so a store made before this table existed holds splits with no
+-- row here: those came from the legacy rule (engine.vocab.LEGACY_SPLIT_RULE).
+CREATE TABLE IF NOT EXISTS split_rules (
+    dataset_id  VARCHAR NOT NULL,
+    seed        INTEGER NOT NULL,
+    rule        VARCHAR NOT NULL,
+    PRIMARY KEY (dataset_id, seed)
+);
+
+-- Studies loaded from an exported bundle (`python -m jobs import-study FILE`, e.g. the
+-- bundled reference study examples/reference-study.zip), with the bundle's study card:
+-- where and how it was run (GPU, versions, date, command).
+CREATE TABLE IF NOT EXISTS imported_studies (
+    study_id     VARCHAR PRIMARY KEY,
+    source       VARCHAR NOT NULL,
+    card         JSON NOT NULL,
+    imported_at  TIMESTAMP NOT NULL DEFAULT current_timestamp
+);
+
 -- Import reports (python -m jobs import; the Launch and Data pages): one row per import that
 -- registered a dataset, and every problem its check found, so the Data page can show (and
 -- export) the report of the films a dataset holds and those it left out. A dataset imported

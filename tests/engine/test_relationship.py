@@ -250,3 +250,82 @@ def test_relationship_scores_feed_the_stats_tests():
     assert relationship_scores(results, "mae")["value"].tolist() == [r.mae for r in results]
     with pytest.raises(ValueError):
         relationship_scores(results, "qwk")
+
+
+def test_kld_grows_by_the_missed_mass_times_ln_1000_per_step_of_eps():
+    """The issue's example: a grade combination never predicted makes ε decide the KLD
+    (there 0.44, 1.49, 2.54 nats at 1e-3, 1e-6, 1e-9: steps of 1.05). Here 38 of 250 true
+    films (0.152) sit in cells the model never predicts, so each factor 1000 in ε adds
+    0.152 × ln 1000 = 1.05 nats, the same shape."""
+    from engine.relationship import SENSITIVITY_EPS, missed_mass
+
+    truth = np.array(
+        [[40, 12, 8, 0], [35, 20, 5, 10], [20, 25, 10, 5], [5, 15, 12, 8], [2, 6, 6, 6]]
+    )
+    predicted = truth.copy()
+    predicted[4, :] = 0  # no film predicted KL 4 (20 true)
+    predicted[0, 2] = predicted[1, 3] = 0  # nor these two combinations (8 + 10 true)
+    predicted[0, 0] += 38  # those films were predicted KL 0 / CPPD 0 instead
+    assert truth.sum() == predicted.sum() == 250
+    assert missed_mass(truth, predicted) == pytest.approx(0.152)
+    values = [kld(truth, predicted, eps=eps) for eps in SENSITIVITY_EPS]
+    # (the first step is a little short: at 1e-3 the six empty cells' eps shrink the other
+    # cells by 1 / (1 + 6e-3) when Q is renormalised)
+    np.testing.assert_allclose(np.diff(values), 0.152 * math.log(1000), rtol=1e-2)
+    assert np.diff(values) == pytest.approx([1.05, 1.05], abs=0.01)
+    # and by hand at eps = 1e-3: sum of P log(P / Q) over the truth's cells, Q with eps in
+    # every empty predicted cell, renormalised
+    p = truth / truth.sum()
+    q = np.where(predicted == 0, 1e-3, predicted / predicted.sum())
+    q = q / q.sum()
+    expected = float(np.sum(p[p > 0] * np.log(p[p > 0] / q[p > 0])))
+    assert values[0] == pytest.approx(expected, rel=1e-12)
+
+
+def test_kld_does_not_depend_on_eps_when_every_true_cell_is_predicted():
+    from engine.relationship import SENSITIVITY_EPS, missed_mass
+
+    truth = np.array([[5, 1], [0, 4]])
+    predicted = np.array([[4, 2], [0, 4]])  # the empty cell is empty in the truth too
+    assert missed_mass(truth, predicted) == 0.0
+    values = [kld(truth, predicted, eps=eps) for eps in SENSITIVITY_EPS]
+    assert max(values) - min(values) < 1e-3
+
+
+def test_jeffreys_smoothed_kld_by_hand():
+    from engine.relationship import kld_smoothed
+
+    truth = np.array([5, 3, 2])
+    predicted = np.array([6, 4, 0])
+    # Q = (counts + 1/2) / (10 + 3/2) = (6.5, 4.5, 0.5) / 11.5
+    q = np.array([6.5, 4.5, 0.5]) / 11.5
+    p = truth / 10
+    assert kld_smoothed(truth, predicted) == pytest.approx(float(np.sum(p * np.log(p / q))))
+    assert kld_smoothed(truth, predicted) < kld(truth, predicted, eps=1e-3)
+    with pytest.raises(ValueError, match="alpha"):
+        kld_smoothed(truth, predicted, alpha=0)
+
+
+def test_kld_sensitivity_lists_every_method_seed_and_eps():
+    from engine.relationship import SENSITIVITY_EPS, kld_sensitivity, relationship_by_seed
+
+    frame = pd.DataFrame(
+        {
+            "method": ["nominal"] * 4 + ["beta"] * 4,
+            "seed": [0, 0, 1, 1] * 2,
+            "image_id": ["a", "b", "c", "d"] * 2,
+            "kl_true": [0, 4, 1, 2] * 2,
+            "cppd_true": [0, 3, 1, 0] * 2,
+            "kl_pred": [0, 3, 1, 2, 0, 4, 1, 2],
+            "cppd_pred": [0, 3, 1, 0, 0, 3, 1, 0],
+        }
+    )
+    _, results = relationship_by_seed(frame)
+    table = kld_sensitivity(results)
+    assert len(table) == 4 * len(SENSITIVITY_EPS)
+    nominal0 = table[(table["method"] == "nominal") & (table["seed"] == 0)]
+    assert nominal0["missed_mass"].tolist() == [0.5] * 3  # KL 4 / CPPD 3 never predicted
+    assert nominal0["kld"].is_monotonic_increasing
+    beta = table[table["method"] == "beta"]  # a perfect prediction: only log(1 + k eps) left
+    assert (beta["kld"] <= np.log1p(20 * beta["eps"]) + 1e-12).all()
+    assert (beta["missed_mass"] == 0).all() and (beta["kld_smoothed"] > 0).all()

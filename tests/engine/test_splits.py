@@ -1,7 +1,9 @@
-"""Splits: 70/30 holdout, 30 % validation, stratified, patients on one side."""
+"""Splits: 70/30 holdout, 30 % validation, stratified on both knees' grades, patients on one
+side."""
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from engine.data import make_splits
@@ -34,6 +36,61 @@ def test_split_is_stratified_on_the_grade():
     joint = meta.assign(split=splits.to_numpy()).dropna(subset=["kl"])
     share = joint.groupby("kl")["split"].apply(lambda s: (s == "test").mean())
     assert share.between(0.2, 0.4).all()
+
+
+def _shares(meta, splits, split):
+    """Share of each (task, grade)'s films that fall in ``split``, with the class sizes."""
+    frame = meta.assign(split=splits.reindex(meta["image_id"]).to_numpy())
+    out = {}
+    for column in ("kl", "cppd"):
+        graded = frame.dropna(subset=[column])
+        for grade, group in graded.groupby(column):
+            out[f"{column}{grade}"] = ((group["split"] == split).mean(), len(group))
+    return out
+
+
+def test_every_grade_of_both_knees_gets_its_share_of_test_and_validation():
+    """On a tiny dataset (60 patients, 120 films: 60 with KL, 120 with CPPD), every class of
+    both tasks gets 30 % of its films in test and 21 % in validation, to within the
+    one-patient granularity, seed after seed; both knees always share a split."""
+    meta = meta_frame(60)
+    for seed in range(5):
+        splits = make_splits(meta, seed)
+        by_patient = meta.assign(split=splits.to_numpy()).groupby("patient_id")["split"]
+        assert (by_patient.nunique() == 1).all()
+        for split, target in (("test", 0.30), ("val", 0.21)):
+            for name, (share, n) in _shares(meta, splits, split).items():
+                # a patient brings at most two films of a grade: the share can miss its target
+                # by at most 2 films of that class
+                assert abs(share - target) <= 2 / n + 1e-9, (seed, split, name, share, n)
+
+
+def test_second_knees_grades_count_in_the_stratification():
+    """Patients whose second knee alone carries a rare grade: stratifying on the first knee
+    (the old rule) sees no such grade; this split gives it its 30 % in test."""
+    rows = []
+    for p in range(40):
+        rare = p < 10
+        for side, kl in (("L", 0), ("R", 4 if rare else 0)):
+            rows.append(
+                {
+                    "image_id": f"i{p}{side}",
+                    "patient_id": f"p{p:02d}",
+                    "side": side,
+                    "kl": kl,
+                    "cppd": p % 4,
+                }
+            )
+    meta = pd.DataFrame(rows).astype({"kl": "Int64", "cppd": "Int64"})
+    for seed in range(5):
+        share, n = _shares(meta, make_splits(meta, seed), "test")["kl4"]
+        assert n == 10 and share == pytest.approx(0.3)
+
+
+def test_the_rule_that_makes_splits_is_named():
+    from engine.vocab import LEGACY_SPLIT_RULE, SPLIT_RULE
+
+    assert "both knees" in SPLIT_RULE and SPLIT_RULE != LEGACY_SPLIT_RULE
 
 
 def test_split_sizes_are_checked_for_every_seed_and_task():

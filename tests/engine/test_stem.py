@@ -15,7 +15,7 @@ import torch.nn.functional as F  # noqa: N812
 import torchvision
 
 from engine.stem import GemmConv1, TritonMaxPool, conv1_as_gemm, use_fast_stem
-from engine.train import Trainer, build_model
+from engine.train import FastPathOptions, Trainer, build_model
 
 ROOT = Path(__file__).resolve().parents[2]
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU here")
@@ -57,7 +57,9 @@ def test_the_fast_stem_refuses_a_colour_conv1():
 
 def test_the_fast_stem_leaves_a_seed_s_initial_weights_unchanged():
     cpu = torch.device("cpu")
-    fast = Trainer(num_classes=4, device=cpu, fast=True, compile_model=False)
+    fast = Trainer(
+        num_classes=4, device=cpu, fast=True, options=FastPathOptions(compile_model=False)
+    )
     plain = Trainer(num_classes=4, device=cpu, fast=False)
     # the fast path's channels-last layout changes what a seed draws; the stem must not
     plain.model.to(memory_format=torch.channels_last)

@@ -1,0 +1,67 @@
+#!/bin/bash
+# The bundled reference study (examples/reference-study.zip) as it was run on a lent GPU
+# machine, in calls of at most 10 minutes while the machine stays warm:
+#
+#   bash bench/reference_study.sh start [SECONDS]    # worker in the background, then wait
+#   bash bench/reference_study.sh progress [SECONDS] # wait, then say which seeds are complete
+#   bash bench/reference_study.sh finish OUT_DIR     # cancel, keep complete seeds, export
+#
+# The study is studies/paper.yaml (20 seeds, both tasks, five methods, budget 15, 224 px);
+# runs go seed by seed over every slot of every GPU, so a study stopped early keeps its
+# complete seeds. The export is bench/export_reference.py's bundle with its study card.
+set -u
+HOME_DIR=${SOFTGRADE_HOME:-/tmp/sg}
+export SOFTGRADE_HOME=$HOME_DIR PYTHONUNBUFFERED=1
+mkdir -p "$HOME_DIR"
+COMMAND="python -m jobs run studies/paper.yaml (4 slots per GPU as lanes; all GPUs)"
+
+progress() {
+    python3 - <<'EOF'
+import json
+from engine.compare import finished_seeds
+from store.db import default_store_path
+from store.runs import list_studies, run_group_counts
+path = default_store_path()
+studies = list_studies(path=path)
+if studies.empty:
+    print("no study yet")
+else:
+    row = studies.iloc[0]
+    done = finished_seeds(run_group_counts([row.study_id], path=path), json.loads(row.spec))
+    print(f"{row.study_id} {row.status}: {row.runs_stored} runs stored, "
+          f"{len(done)} complete seeds {done}")
+EOF
+    tail -n 2 "$HOME_DIR/run.log"
+    tail -n 1 "$HOME_DIR/gpu.log"
+}
+
+case "${1:-}" in
+start)
+    nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader
+    setsid nohup nvidia-smi --query-gpu=index,memory.used,utilization.gpu --format=csv,noheader \
+        -l 30 >"$HOME_DIR/gpu.log" 2>&1 </dev/null &
+    date -u +%FT%TZ >"$HOME_DIR/started"
+    setsid nohup python3 -m jobs run studies/paper.yaml >"$HOME_DIR/run.log" 2>&1 </dev/null &
+    sleep "${2:-0}"
+    progress
+    ;;
+progress)
+    sleep "${2:-0}"
+    progress
+    ;;
+finish)
+    out=${2:?finish needs an output folder}
+    job=$(grep -o "running [a-z0-9-]*" "$HOME_DIR/run.log" | head -1 | cut -d' ' -f2)
+    python3 -m jobs cancel "$job"
+    for _ in $(seq 60); do pgrep -f "jobs run studies/paper.yaml" >/dev/null || break; sleep 1; done
+    progress
+    python3 bench/export_reference.py --out "$out/reference-study.zip" \
+        --command "$COMMAND; started $(cat "$HOME_DIR/started")"
+    tail -n 300 "$HOME_DIR/run.log" >"$out/run-tail.log"
+    cp "$HOME_DIR/gpu.log" "$out/gpu.log"
+    ;;
+*)
+    echo "usage: $0 start|progress|finish ..." >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,426 @@
+"""A study as one portable file: export it from one store, import it into any other.
+
+A bundle is a zip of Parquet files and a ``card.json``:
+
+- ``runs.parquet``: every run of the exported seeds (configuration, validation AMAE, epochs
+  run, which one was selected), for the search explorer;
+- ``predictions.parquet`` and ``epochs.parquet``: the selected runs' per-film probabilities
+  (validation and test) and their epoch metrics (learning curves);
+- ``images.parquet``, ``labels.parquet``, ``splits.parquet``, ``split_rules.parquet``: the
+  dataset the study ran on and its splits for those seeds;
+- ``card.json``: the study (name, spec), the dataset row and the study card (GPU, versions,
+  date, command), plus the bundle's format version.
+
+The bundled reference study (``examples/reference-study.zip``) is such a file. Importing is
+idempotent: a study already in the store is left as it is. Nothing stored is changed: where
+the store already holds the same dataset with other labels or other splits for these seeds,
+the study comes in on a dataset of its own (``... · imported splits``).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pandas as pd
+
+from store.datasets import dataset_id_for
+from store.db import StoreError, connect
+
+BUNDLE_VERSION = 1
+#: The reference study shipped with SoftGrade (20-seed paper protocol on the phantom).
+REFERENCE_STUDY = Path(__file__).resolve().parents[1] / "examples" / "reference-study.zip"
+
+_TABLES = (
+    "runs",
+    "predictions",
+    "epochs",
+    "images",
+    "labels",
+    "splits",
+    "split_rules",
+)
+
+
+@dataclass(frozen=True)
+class ImportedStudy:
+    """What `import_study` did: the study's id and name, and whether it was new."""
+
+    study_id: str
+    name: str
+    created: bool
+    runs: int
+    seeds: tuple[int, ...]
+
+
+def export_study(
+    study_id: str,
+    out: Path | str,
+    *,
+    seeds: list[int] | None = None,
+    card: dict[str, Any] | None = None,
+    name: str | None = None,
+    path: Path | str | None = None,
+) -> Path:
+    """Write one study (or some of its seeds) as a bundle file.
+
+    Args:
+        study_id: The study to export.
+        out: The zip file to write.
+        seeds: Seeds to export (e.g. only the complete ones); None exports every seed with
+            a stored run.
+        card: Provenance to ship with it (GPU, versions, date, command, ...).
+        name: The name the study takes when imported; None keeps its own.
+        path: The store.
+
+    Returns:
+        The written file.
+
+    Raises:
+        StoreError: No such study, or it has no runs for the seeds asked for.
+    """
+    out = Path(out)
+    with connect(path, read_only=True) as con:
+        study = con.execute(
+            "SELECT study_id, name, dataset_id, spec, created_at FROM studies WHERE study_id = ?",
+            [study_id],
+        ).fetchone()
+        if study is None:
+            raise StoreError(f"no study {study_id!r} in the store")
+        dataset_id = study[2]
+        if seeds is None:
+            seeds = [
+                r[0]
+                for r in con.execute(
+                    "SELECT DISTINCT seed FROM runs WHERE study_id = ? ORDER BY seed", [study_id]
+                ).fetchall()
+            ]
+        if not seeds:
+            raise StoreError(f"study {study_id!r} has no runs to export")
+        dataset = con.execute(
+            "SELECT dataset_id, kind, spec_key, params, n_images FROM datasets "
+            "WHERE dataset_id = ?",
+            [dataset_id],
+        ).fetchone()
+        if dataset is None:
+            raise StoreError(f"study {study_id!r} has no dataset recorded; nothing to export")
+        with tempfile.TemporaryDirectory() as tmp:
+            counts = _copy_tables(con, Path(tmp), study_id, dataset_id, list(seeds))
+            if counts["runs"] == 0:
+                raise StoreError(f"study {study_id!r} has no runs for seeds {seeds}")
+            spec = json.loads(study[3])
+            spec["seeds"] = sorted(int(s) for s in seeds)
+            meta = {
+                "bundle_version": BUNDLE_VERSION,
+                "study": {
+                    "study_id": study[0],
+                    "name": name or study[1],
+                    "original_name": study[1],
+                    "spec": spec,
+                    "created_at": str(study[4]),
+                },
+                "dataset": {
+                    "dataset_id": dataset[0],
+                    "kind": dataset[1],
+                    "spec_key": dataset[2],
+                    "params": json.loads(dataset[3]),
+                    "n_images": dataset[4],
+                },
+                "seeds": spec["seeds"],
+                "rows": counts,
+                "card": card or {},
+            }
+            out.parent.mkdir(parents=True, exist_ok=True)
+            with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as zf:
+                zf.writestr("card.json", json.dumps(meta, indent=2, default=str))
+                for table in _TABLES:
+                    zf.write(Path(tmp) / f"{table}.parquet", f"{table}.parquet")
+    return out
+
+
+def _copy_tables(
+    con: duckdb.DuckDBPyConnection, folder: Path, study_id: str, dataset_id: str, seeds: list[int]
+) -> dict[str, int]:
+    """COPY each bundle table to ``folder/<table>.parquet``; returns row counts."""
+    queries = {
+        "runs": """
+            SELECT run_id, task, method, seed, config_index, config::VARCHAR AS config, selected,
+                   best_epoch, epochs_run, val_amae, device, duration_s, weights_init, created_at
+            FROM runs WHERE study_id = $study AND seed IN (SELECT unnest($seeds))
+            ORDER BY task, method, seed, config_index""",
+        "predictions": """
+            SELECT p.* FROM predictions p JOIN runs r USING (run_id)
+            WHERE r.study_id = $study AND r.selected AND r.seed IN (SELECT unnest($seeds))
+            ORDER BY p.run_id, p.split, p.image_id""",
+        "epochs": """
+            SELECT e.* FROM epoch_metrics e JOIN runs r USING (run_id)
+            WHERE r.study_id = $study AND r.selected AND r.seed IN (SELECT unnest($seeds))
+            ORDER BY e.run_id, e.epoch""",
+        "images": """
+            SELECT image_id, patient_id, side, source FROM images
+            WHERE dataset_id = $dataset ORDER BY image_id""",
+        "labels": """
+            SELECT image_id, task, grade, true_grade FROM labels
+            WHERE dataset_id = $dataset ORDER BY image_id, task""",
+        "splits": """
+            SELECT seed, image_id, split FROM splits
+            WHERE dataset_id = $dataset AND seed IN (SELECT unnest($seeds))
+            ORDER BY seed, image_id""",
+        "split_rules": """
+            SELECT seed, rule FROM split_rules
+            WHERE dataset_id = $dataset AND seed IN (SELECT unnest($seeds)) ORDER BY seed""",
+    }
+    params = {"study": study_id, "dataset": dataset_id, "seeds": seeds}
+    counts = {}
+    for table, query in queries.items():
+        used = {k: v for k, v in params.items() if f"${k}" in query}
+        target = folder / f"{table}.parquet"
+        con.execute(f"COPY ({query}) TO '{target}' (FORMAT parquet, COMPRESSION zstd)", used)
+        written = con.execute("SELECT count(*) FROM read_parquet(?)", [str(target)]).fetchone()
+        counts[table] = int(written[0])
+    return counts
+
+
+def read_card(bundle: Path | str) -> dict[str, Any]:
+    """The bundle's ``card.json`` (study, dataset, seeds, row counts and study card).
+
+    Raises:
+        StoreError: The file is missing, not a bundle, or of a newer format.
+    """
+    bundle = Path(bundle)
+    if not bundle.is_file():
+        raise StoreError(f"no bundle at {bundle}")
+    try:
+        with zipfile.ZipFile(bundle) as zf:
+            names = set(zf.namelist())
+            missing = sorted({"card.json", *(f"{t}.parquet" for t in _TABLES)} - names)
+            if missing:
+                raise StoreError(
+                    f"{bundle} is not a SoftGrade study bundle: it lacks {', '.join(missing)}"
+                )
+            meta = json.loads(zf.read("card.json"))
+    except zipfile.BadZipFile as exc:
+        raise StoreError(f"{bundle} is not a zip file (a study bundle is one)") from exc
+    version = meta.get("bundle_version")
+    if version != BUNDLE_VERSION:
+        raise StoreError(
+            f"{bundle} is a bundle of format {version}; this SoftGrade reads format "
+            f"{BUNDLE_VERSION}"
+        )
+    return meta
+
+
+def import_study(bundle: Path | str, *, path: Path | str | None = None) -> ImportedStudy:
+    """Load a bundle into the store, in one transaction; a study already there is kept.
+
+    Args:
+        bundle: The zip written by `export_study`.
+        path: The store (its schema must exist: `store.db.init_schema`).
+
+    Returns:
+        The study's id and name, and whether it was imported now.
+
+    Raises:
+        StoreError: The file is not a readable bundle.
+    """
+    meta = read_card(bundle)
+    study = meta["study"]
+    seeds = tuple(int(s) for s in meta["seeds"])
+    with tempfile.TemporaryDirectory() as tmp, connect(path) as con:
+        if con.execute("SELECT 1 FROM studies WHERE study_id = ?", [study["study_id"]]).fetchone():
+            runs = con.execute(
+                "SELECT count(*) FROM runs WHERE study_id = ?", [study["study_id"]]
+            ).fetchone()[0]
+            name = con.execute(
+                "SELECT name FROM studies WHERE study_id = ?", [study["study_id"]]
+            ).fetchone()[0]
+            return ImportedStudy(study["study_id"], name, False, int(runs), seeds)
+        with zipfile.ZipFile(bundle) as zf:
+            zf.extractall(tmp, members=[f"{t}.parquet" for t in _TABLES])
+        parts = {t: str(Path(tmp) / f"{t}.parquet") for t in _TABLES}
+        dataset_id = _dataset_for(con, meta, parts)
+        _insert_splits(con, dataset_id, parts)
+        runs = _insert_study(con, meta, dataset_id, parts, source=Path(bundle).name)
+    return ImportedStudy(study["study_id"], study["name"], True, runs, seeds)
+
+
+def _dataset_for(con: duckdb.DuckDBPyConnection, meta: dict[str, Any], parts: dict) -> str:
+    """The dataset the imported study runs on: the store's own when it holds the same films,
+    labels and (for these seeds) splits, else one registered for the import."""
+    dataset = meta["dataset"]
+    seeds = [int(s) for s in meta["seeds"]]
+    for spec_key in (dataset["spec_key"], f"{dataset['spec_key']} · imported splits"):
+        dataset_id = (
+            dataset["dataset_id"] if spec_key == dataset["spec_key"] else dataset_id_for(spec_key)
+        )
+        if not con.execute("SELECT 1 FROM datasets WHERE dataset_id = ?", [dataset_id]).fetchone():
+            _register(con, dataset_id, spec_key, dataset, parts)
+            return dataset_id
+        if _same_labels(con, dataset_id, parts) and _same_splits(con, dataset_id, seeds, parts):
+            return dataset_id
+    raise StoreError(
+        f"the store already holds dataset {dataset['spec_key']!r} twice with other labels or "
+        "splits than the bundle's; import it into another store"
+    )
+
+
+def _register(
+    con: duckdb.DuckDBPyConnection,
+    dataset_id: str,
+    spec_key: str,
+    dataset: dict[str, Any],
+    parts: dict[str, str],
+) -> None:
+    con.execute(
+        "INSERT INTO datasets (dataset_id, kind, spec_key, params, n_images) "
+        "VALUES (?, ?, ?, ?, ?)",
+        [dataset_id, dataset["kind"], spec_key, json.dumps(dataset["params"]), dataset["n_images"]],
+    )
+    con.execute(
+        "INSERT INTO images SELECT ?, image_id, patient_id, side, source FROM read_parquet(?)",
+        [dataset_id, parts["images"]],
+    )
+    con.execute(
+        "INSERT INTO labels SELECT ?, image_id, task, grade, true_grade FROM read_parquet(?)",
+        [dataset_id, parts["labels"]],
+    )
+
+
+def _same_labels(con: duckdb.DuckDBPyConnection, dataset_id: str, parts: dict[str, str]) -> bool:
+    """True when the stored dataset grades the same films the same way as the bundle."""
+    differ = con.execute(
+        """
+        SELECT count(*) FROM (
+            (SELECT image_id, task, grade FROM labels WHERE dataset_id = ?
+             EXCEPT SELECT image_id, task, grade FROM read_parquet(?))
+            UNION ALL
+            (SELECT image_id, task, grade FROM read_parquet(?)
+             EXCEPT SELECT image_id, task, grade FROM labels WHERE dataset_id = ?)
+        )
+        """,
+        [dataset_id, parts["labels"], parts["labels"], dataset_id],
+    ).fetchone()[0]
+    return differ == 0
+
+
+def _same_splits(
+    con: duckdb.DuckDBPyConnection, dataset_id: str, seeds: list[int], parts: dict[str, str]
+) -> bool:
+    """True unless the store holds, for one of ``seeds``, a split other than the bundle's."""
+    differ = con.execute(
+        """
+        SELECT count(*) FROM splits s
+        JOIN read_parquet(?) b USING (seed, image_id)
+        WHERE s.dataset_id = ? AND s.split <> b.split
+        """,
+        [parts["splits"], dataset_id],
+    ).fetchone()[0]
+    return differ == 0
+
+
+def _insert_splits(con: duckdb.DuckDBPyConnection, dataset_id: str, parts: dict[str, str]) -> None:
+    """Store the bundle's splits (and rules) for the seeds the store has none of."""
+    con.execute(
+        """
+        INSERT INTO splits
+        SELECT ?, b.seed, b.image_id, b.split FROM read_parquet(?) b
+        WHERE b.seed NOT IN (SELECT seed FROM splits WHERE dataset_id = ?)
+        """,
+        [dataset_id, parts["splits"], dataset_id],
+    )
+    con.execute(
+        """
+        INSERT INTO split_rules
+        SELECT ?, b.seed, b.rule FROM read_parquet(?) b
+        WHERE b.seed NOT IN (SELECT seed FROM split_rules WHERE dataset_id = ?)
+        """,
+        [dataset_id, parts["split_rules"], dataset_id],
+    )
+
+
+def _insert_study(
+    con: duckdb.DuckDBPyConnection,
+    meta: dict[str, Any],
+    dataset_id: str,
+    parts: dict[str, str],
+    *,
+    source: str,
+) -> int:
+    """The study, a finished job for it, its runs, predictions, epochs and card."""
+    study = meta["study"]
+    study_id = study["study_id"]
+    runs = con.execute("SELECT count(*) FROM read_parquet(?)", [parts["runs"]]).fetchone()[0]
+    span = con.execute(
+        "SELECT min(created_at), max(created_at) FROM read_parquet(?)", [parts["runs"]]
+    ).fetchone()
+    con.execute(
+        "INSERT INTO studies (study_id, name, dataset_id, spec, created_at) VALUES (?, ?, ?, ?, ?)",
+        [study_id, study["name"], dataset_id, json.dumps(study["spec"]), study["created_at"]],
+    )
+    con.execute(
+        """
+        INSERT INTO jobs (job_id, study_id, status, runs_total, runs_done, created_at,
+                          started_at, heartbeat_at, finished_at)
+        VALUES (?, ?, 'succeeded', ?, ?, ?, ?, ?, ?)
+        """,
+        [f"import-{study_id}", study_id, runs, runs, study["created_at"], *span, span[1]],
+    )
+    con.execute(
+        """
+        INSERT INTO runs (run_id, study_id, job_id, task, method, seed, config_index, config,
+                          selected, status, best_epoch, epochs_run, val_amae, device,
+                          duration_s, weights_init, checkpoint_path, created_at)
+        SELECT run_id, ?, NULL, task, method, seed, config_index, config, selected,
+               'succeeded', best_epoch, epochs_run, val_amae, device, duration_s,
+               weights_init, NULL, created_at
+        FROM read_parquet(?)
+        """,
+        [study_id, parts["runs"]],
+    )
+    con.execute(
+        "INSERT INTO predictions SELECT run_id, image_id, split, y_true, y_pred, probs "
+        "FROM read_parquet(?)",
+        [parts["predictions"]],
+    )
+    con.execute(
+        "INSERT INTO epoch_metrics SELECT run_id, epoch, train_loss, val_loss, val_amae, "
+        "duration_s FROM read_parquet(?)",
+        [parts["epochs"]],
+    )
+    con.execute(
+        "INSERT INTO imported_studies (study_id, source, card) VALUES (?, ?, ?)",
+        [study_id, source, json.dumps(meta["card"], default=str)],
+    )
+    return int(runs)
+
+
+def imported_card(study_id: str, *, path: Path | str | None = None) -> dict[str, Any] | None:
+    """The study card an imported study came with, or None for a study run here."""
+    with connect(path, read_only=True) as con:
+        row = con.execute(
+            "SELECT card FROM imported_studies WHERE study_id = ?", [study_id]
+        ).fetchone()
+    return json.loads(row[0]) if row else None
+
+
+def bundle_frames(bundle: Path | str) -> dict[str, pd.DataFrame]:
+    """Every table of a bundle as a DataFrame (for analyses straight from the file)."""
+    read_card(bundle)
+    with tempfile.TemporaryDirectory() as tmp:
+        with zipfile.ZipFile(bundle) as zf:
+            zf.extractall(tmp, members=[f"{t}.parquet" for t in _TABLES])
+        con = duckdb.connect()
+        try:
+            return {
+                t: con.execute(
+                    "SELECT * FROM read_parquet(?)", [str(Path(tmp) / f"{t}.parquet")]
+                ).df()
+                for t in _TABLES
+            }
+        finally:
+            con.close()
