@@ -6,70 +6,22 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
-from engine import phantom
-from engine.detect import crop_and_resize
 from engine.vocab import GRADE_SIGNS
 from jobs.review import base_dataset_id
+from pages._data_sections import show_gallery, show_import_report
 from pages._data_view import (
-    MASK_COLOURS,
     dataset_settings,
     grade_counts,
     joint_table,
-    overlay_mask,
-    pick_examples,
 )
-from pages._import_form import show_problems
-from pages._import_view import detector_text, left_out_films, report_csv, summary_counts
 from pages._ui import cached_dataset_labels, cached_datasets, run_inside_shell, store_path
 from store.db import StoreError
-from store.imports import ImportSummary, import_problems, latest_import
-from store.reviews import crop_reviews
 
 KL_SIGNS = GRADE_SIGNS["KL"]
 CPPD_SIGNS = GRADE_SIGNS["CPPD"]
-LAYER_NAMES = {
-    "joint_space": "joint space",
-    "osteophytes": "osteophytes",
-    "sclerosis": "sclerosis",
-    "calcifications": "calcifications",
-}
-GALLERY_PX = 256  # every crop is shown at this size so the rows line up
-GALLERY_MARGIN = 0.08  # of the knee box's side, on each side of the crop
-GALLERY_FILMS = 900  # a phantom of this size has every grade; only the films shown are drawn
-
-
-@st.cache_data(show_spinner=False, max_entries=16)
-def gallery_labels(seed: int) -> pd.DataFrame:
-    """The label rows of a gallery phantom (nothing is drawn yet)."""
-    return phantom.phantom_labels(
-        phantom.PhantomSpec(n_images=GALLERY_FILMS, n_joint=400, seed=seed)
-    )
-
-
-@st.cache_data(show_spinner=False, max_entries=128)
-def gallery_film(seed: int, film_index: int) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
-    """One drawn film of the gallery phantom: (film, mask, knee box)."""
-    spec = phantom.PhantomSpec(n_images=GALLERY_FILMS, n_joint=400, seed=seed)
-    row = gallery_labels(seed).iloc[film_index]
-    return phantom.render_film(spec, row)
-
-
-def render_gallery(examples: pd.DataFrame, column: str, *, seed: int, overlay: bool) -> None:
-    """One row of films, one per grade of ``column``."""
-    cols = st.columns(len(examples))
-    for col, (_, row) in zip(cols, examples.iterrows(), strict=True):
-        film, mask, box = gallery_film(seed, int(row["film_index"]))
-        image = overlay_mask(film, mask, phantom.MASK_BITS) if overlay else film
-        image = crop_and_resize(image, box, GALLERY_PX, margin=GALLERY_MARGIN)
-        grade = int(row[column])
-        other = "cppd" if column == "kl" else "kl"
-        other_text = "" if pd.isna(row[other]) else f" · {other.upper()} {int(row[other])}"
-        side = "left" if row["side"] == "L" else "right"
-        col.image(image, caption=f"{column.upper()} {grade}{other_text} · {side} knee")
 
 
 def show_phantom() -> None:
@@ -105,73 +57,6 @@ def show_phantom() -> None:
         "grades are moved to an adjacent grade (annotation noise) and the true grade is kept "
         "as well."
     )
-
-
-@st.cache_data(ttl=10, show_spinner=False)
-def cached_import(path: str, dataset_id: str) -> tuple[ImportSummary | None, pd.DataFrame]:
-    """A dataset's latest import and its problems (None and no rows without an import)."""
-    summary = latest_import(dataset_id, path=path)
-    if summary is None:
-        return None, pd.DataFrame()
-    return summary, import_problems(summary.import_id, path=path)
-
-
-def show_import_report(path: str, dataset_id: str) -> None:
-    """An imported dataset's report: counts, every problem (as CSV too), the detector that
-    located its knees, the films left out, and what crop review decided."""
-    try:
-        summary, problems = cached_import(path, dataset_id)
-        reviews = crop_reviews(dataset_id, path=path)
-    except StoreError as exc:
-        st.error(f"The import report of {dataset_id} cannot be read right now: {exc}")
-        return
-    if summary is None:
-        return
-    st.markdown(f"**Import report** · {summary.name} · from `{summary.source}`")
-    for col, (label, value) in zip(st.columns(6), summary_counts(summary), strict=True):
-        col.metric(label, value)
-    detector = detector_text(summary.detector, summary.detector_iou, summary.detector_map)
-    skipped = ", bad films skipped" if summary.skip_bad else ""
-    st.caption(
-        f"Knees located by {detector}. Imported {summary.created_at:%Y-%m-%d %H:%M}, "
-        f"{summary.layout} layout{skipped}."
-    )
-    show_problem_table(summary, problems)
-    show_left_out(left_out_films(problems), reviews)
-
-
-def show_problem_table(summary: ImportSummary, problems: pd.DataFrame) -> None:
-    """Every problem of the import, and the same table as a CSV download."""
-    if problems.empty:
-        st.success("The check found no problem.", icon=":material/check_circle:")
-        return
-    show_problems(problems, key="data_import_problems")
-    st.download_button(
-        "Download report (CSV)",
-        report_csv(problems),
-        file_name=f"{summary.name}-import-report.csv",
-        mime="text/csv",
-        key="data_import_download",
-        icon=":material/download:",
-    )
-
-
-def show_left_out(left_out: list[str], reviews: pd.DataFrame) -> None:
-    """The films the check left out and those crop review excluded; what review corrected."""
-    excluded = reviews.loc[reviews["action"] == "exclude", "image_id"].tolist()
-    if left_out or excluded:
-        title = f"Films left out: {len(left_out)} by the check, {len(excluded)} by crop review"
-        with st.expander(title):
-            if left_out:
-                st.markdown("By the import check: " + ", ".join(f"`{f}`" for f in left_out))
-            if excluded:
-                st.markdown("By crop review: " + ", ".join(f"`{f}`" for f in excluded))
-    if len(reviews):
-        n_boxes = int((reviews["action"] == "box").sum())
-        st.caption(
-            f"Crop review: {len(excluded)} film(s) excluded, {n_boxes} box(es) corrected; "
-            "studies queued from the Launch page from now on use them."
-        )
 
 
 def show_datasets(path: str) -> None:
@@ -237,47 +122,6 @@ def show_datasets(path: str) -> None:
             "corrected boxes used); it was registered when a study first used it."
         )
     show_import_report(path, chosen)
-
-
-def show_gallery() -> None:
-    """One phantom film per KL and per CPPD grade, with the lesion masks on request."""
-    st.subheader("Phantom films by grade", divider="gray")
-    c1, c2, c3 = st.columns([1, 1, 2], vertical_alignment="bottom")
-    show = c1.toggle("Show example films", value=True, key="data_gallery")
-    overlay = c2.toggle(
-        "Mark the lesions",
-        value=False,
-        key="data_mask_overlay",
-        help="Colour the areas the phantom drew each sign in (its ground-truth masks).",
-    )
-    seed = c3.number_input(
-        "Phantom seed",
-        min_value=0,
-        value=0,
-        step=1,
-        key="data_gallery_seed",
-        help="Another seed draws other films.",
-    )
-    if not show:
-        return
-    if overlay:
-        st.markdown(
-            " ".join(
-                f"<span style='color: rgb{MASK_COLOURS[name]}'>■</span> {label}"
-                for name, label in LAYER_NAMES.items()
-            ),
-            unsafe_allow_html=True,
-        )
-    labels = gallery_labels(int(seed))
-    st.markdown("**One film per KL grade**")
-    render_gallery(pick_examples(labels, "kl"), "kl", seed=int(seed), overlay=overlay)
-    st.markdown("**One film per CPPD grade**")
-    render_gallery(pick_examples(labels, "cppd"), "cppd", seed=int(seed), overlay=overlay)
-    st.caption(
-        "Zoomed to the knee box the phantom records (the detector finds it in training). "
-        "The films' grades are the recorded ones; each example is chosen where the recorded "
-        "grade equals the true one."
-    )
 
 
 run_inside_shell()
