@@ -44,7 +44,6 @@ from engine.import_films import (
     inspect_files,
     inspect_film,
     locate_knees,
-    structure_confidence,
 )
 from engine.import_layouts import GRADE_COLUMNS, Listing, read_listing, resolve_dicom
 from engine.import_rows import (
@@ -77,7 +76,6 @@ __all__ = [
     "inspect_film",
     "inspect_files",
     "locate_knees",
-    "structure_confidence",
     "write_clean_labels",
 ]
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.detect import Box, detect_knee_box
+from engine.detect import Box, detect_knee_box, find_knees
 from engine.importing import FILM_FORMATS, MIN_FILM_SIDE, grey_film, is_dicom, read_dicom
 
 # Fewer films than this are decoded in this process: starting workers costs more.
@@ -230,17 +230,11 @@ def _looks_like_text(data: bytes) -> bool:
 def locate_knees(film: np.ndarray, laterality: str | None = None) -> list[tuple[Box, float]]:
     """The knees found on a film, each a box and the detector's confidence (0 to 1).
 
-    The one place the import asks for knees: `engine.detect.find_knees` (the trained
-    detector, or the classical fallback with its own confidence) where this build has it;
-    otherwise the classical box scored by `structure_confidence`.
+    The one place the import asks for knees: `engine.detect.find_knees` (the classical
+    detector with its own confidence; a trained detector once imports are given one).
     """
-    from engine import detect
-
-    find_knees = getattr(detect, "find_knees", None)
-    if find_knees is not None:
-        found = find_knees(film, laterality=laterality)
-        return [(tuple(k.box), float(k.confidence)) for k in found]
-    return [(detect_knee_box(film), structure_confidence(film))]
+    found = find_knees(film, laterality=laterality)
+    return [(tuple(k.box), float(k.confidence)) for k in found]
 
 
 def best_knee(film: np.ndarray) -> tuple[Box, float]:
@@ -254,36 +248,9 @@ def best_knee(film: np.ndarray) -> tuple[Box, float]:
 
 
 def current_detector() -> DetectorInfo:
-    """The detector `locate_knees` uses in this build.
-
-    The classical one until `engine.detect.find_knees` exists. The YOLO wiring fills this
-    in: the trained detector's name (its file key) and held-out IoU / mAP, which an import
-    records with its report and a cache with its crops.
-    """
-    from engine import detect
-
-    if getattr(detect, "find_knees", None) is None:
-        return CLASSICAL_DETECTOR
-    return DetectorInfo("engine.detect.find_knees")
-
-
-def structure_confidence(film: np.ndarray) -> float:
-    """How much a film looks like a radiograph rather than noise or a blank (0 to 1).
-
-    The share of the film's contrast that survives a blur (at 128 px, sigma 3 px): bones and
-    soft tissue are large structures and keep most of it (phantom films: 0.8-0.95), pixel
-    noise loses nearly all (about 0.01), and a flat film has none. The classical detector
-    returns a box on any film, so this is what keeps noise from being "found" as a knee
-    until the detector reports its own confidence.
-    """
-    import cv2
-
-    small = cv2.resize(film, (128, 128), interpolation=cv2.INTER_AREA).astype(np.float32)
-    total = float(small.var())
-    if total < 1.0:
-        return 0.0
-    kept = float(cv2.GaussianBlur(small, (0, 0), 3.0).var()) / total
-    return float(np.clip((kept - 0.2) / 0.6, 0.0, 1.0))
+    """The detector `locate_knees` uses: imports call `find_knees` without a trained
+    detector, so the classical one (a trained YOLO detector is not wired into imports yet)."""
+    return CLASSICAL_DETECTOR
 
 
 def detector_note() -> str:

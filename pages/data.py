@@ -107,7 +107,8 @@ def show_datasets(path: str) -> None:
         st.markdown("**Images per recorded grade**")
         counts = grade_counts(labels)
         # CPPD has no grade 4: show a dash there rather than "None".
-        st.dataframe(counts.astype(object).where(counts.notna(), "—"), width="stretch")
+        # Text cells: a "—" in an integer column cannot travel to the browser as Arrow.
+        st.dataframe(counts.astype("string").fillna("—"), width="stretch")
     with joint_col:
         st.markdown("**KL × CPPD** (images graded for both)")
         st.dataframe(

@@ -12,7 +12,6 @@ from engine.import_check import (
     MIN_FILMS_PER_GRADE,
     check_import,
     clean_labels,
-    structure_confidence,
     write_clean_labels,
 )
 from engine.import_layouts import ImportSourceError
@@ -98,11 +97,6 @@ def test_a_noise_film_is_not_found_as_a_knee(tmp_path):
     assert set(no_knee["file"]) == {"noise.png", "blank.png"}
     assert list(report.films["image"]) == ["knee.png"]
     assert report.films["knee_confidence"].iloc[0] > 0.5
-
-
-def test_structure_confidence_separates_films_from_noise():
-    noise = np.random.default_rng(1).integers(0, 256, (400, 400), dtype=np.uint8)
-    assert structure_confidence(noise) < 0.1 < 0.8 < structure_confidence(phantom_film(5, 1))
 
 
 def test_a_film_under_two_names_of_one_patient_keeps_its_first_name(tmp_path):
@@ -263,18 +257,11 @@ def test_a_knee_found_with_low_confidence_is_flagged_and_none_found_left_out(
         assert (len(report.films) == 1) == (severity == "warning")
 
 
-def test_knees_come_from_find_knees_where_the_detector_module_has_it(monkeypatch):
-    from types import SimpleNamespace
-
-    import engine.detect
+def test_knees_come_from_find_knees_with_their_confidence():
+    from engine.detect import find_knees
     from engine.import_check import locate_knees
 
-    asked = {}
-
-    def find_knees(film, *, detector=None, max_knees=2, laterality=None):
-        asked["laterality"] = laterality
-        return [SimpleNamespace(box=(1, 2, 30, 40), confidence=0.7, side="L")]
-
-    monkeypatch.setattr(engine.detect, "find_knees", find_knees, raising=False)
-    assert locate_knees(phantom_film(5, 0), laterality="L") == [((1, 2, 30, 40), 0.7)]
-    assert asked == {"laterality": "L"}
+    film = phantom_film(5, 0)
+    expected = [(tuple(k.box), float(k.confidence)) for k in find_knees(film, laterality="L")]
+    assert len(expected) == 1  # a film tagged L is one knee
+    assert locate_knees(film, laterality="L") == expected
