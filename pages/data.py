@@ -24,7 +24,13 @@ from pages._data_view import (
 )
 from pages._import_form import show_problems
 from pages._import_view import detector_text, left_out_films, report_csv, summary_counts
-from pages._ui import cached_dataset_labels, cached_datasets, run_inside_shell, store_path
+from pages._ui import (
+    cached_dataset_labels,
+    cached_datasets,
+    require_page,
+    run_inside_shell,
+    store_path,
+)
 from store.db import StoreError
 from store.imports import ImportSummary, import_problems, latest_import
 from store.reviews import crop_reviews
@@ -281,6 +287,7 @@ def show_gallery() -> None:
 
 
 run_inside_shell()
+require_page("data")
 st.title("Data")
 show_phantom()
 show_datasets(str(store_path()))

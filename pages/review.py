@@ -43,7 +43,7 @@ from pages._review_view import (
     reviewed_box,
     tile_caption,
 )
-from pages._ui import cached_datasets, link_to_page, run_inside_shell, store_path
+from pages._ui import cached_datasets, link_to_page, require_page, run_inside_shell, store_path
 from store.db import StoreError, softgrade_home
 from store.imports import import_problems, latest_import, list_imports
 from store.reviews import clear_review, crop_reviews, record_review, reviewed_boxes
@@ -344,6 +344,7 @@ def review_dataset(path: Path, dataset_id: str, params: dict[str, Any]) -> None:
 
 
 run_inside_shell()
+require_page("review")
 st.title("Review crops")
 st.caption(
     "Check where the detector put each knee before training on it: crops come worst "
