@@ -32,6 +32,7 @@ from pages._tables import (
 from store import datasets as store_datasets
 from store import jobs as store_jobs
 from store import runs as store_runs
+from store import studies as store_studies
 from store import users as store_users
 from store.db import StoreError, default_store_path, init_schema
 from store.users import Account
@@ -351,6 +352,28 @@ def _requested(key: str, options: Iterable[str]) -> str | None:
     return request[0] if request[0] in set(options) else None
 
 
+@st.cache_data(ttl=RESULTS_TTL_S, show_spinner=False)
+def cached_study_card(path: str, study_id: str) -> tuple[dict[str, str], str]:
+    """A study's card (`store.studies.study_card`) and its markdown notes."""
+    return (
+        store_studies.study_card(study_id, path=path),
+        store_studies.get_study(study_id, path=path).notes or "",
+    )
+
+
+def show_study_card(path: str, study_id: str, *, key: str, notes: bool = True) -> None:
+    """The "Study card" expander (who launched it, code, versions, devices) and its notes."""
+    try:
+        card, text = cached_study_card(path, study_id)
+    except StoreError as exc:
+        st.caption(f"The study card cannot be read right now: {exc}")
+        return
+    with st.expander("Study card", key=key):
+        st.markdown("\n".join(f"- **{label}**: {value}" for label, value in card.items()))
+    if notes and text.strip():
+        st.markdown(text)
+
+
 def pick_study(
     path: str, *, key: str, empty_hint: str, dependent_keys: tuple[str, ...]
 ) -> pd.Series:
@@ -372,6 +395,7 @@ def pick_study(
         args=dependent_keys,
         **initial,
     )
+    show_study_card(path, chosen, key=f"{key}_card")
     return studies.set_index("study_id").loc[chosen]
 
 
@@ -405,6 +429,8 @@ def pick_studies(
     if not chosen:
         st.info("Pick at least one study.")
         st.stop()
+    for study_id in chosen:
+        show_study_card(path, study_id, key=f"{key}_card_{study_id}")
     chosen, left_out = compare.one_dataset(studies, chosen)
     if left_out:
         st.warning(

@@ -25,6 +25,7 @@ from pages._ui import (
     request_study,
     require_page,
     run_inside_shell,
+    show_study_card,
     store_path,
 )
 from store.db import StoreError
@@ -82,6 +83,9 @@ def render_job(job: Any) -> None:
             result_links(job.job_id, job.study_id)
         elif status == "running" and int(value(job, "runs_done") or 0) > 0:
             result_links(job.job_id, job.study_id, pages=LIVE_RESULT_PAGES)
+        show_study_card(
+            str(store_path()), job.study_id, key=f"queue_card_{job.job_id}", notes=False
+        )
         job_log(job.job_id)
 
 
