@@ -1,39 +1,71 @@
-"""SoftGrade: the Streamlit entrypoint. Page config, the shared sidebar and navigation.
+"""SoftGrade: the Streamlit entrypoint. Page config, sign-in, the shared sidebar and navigation.
 
 Start it with ``python -m jobs up`` (the app and a worker). That command also hides
 Streamlit's "Deploy" menu and turns Streamlit's legacy ``pages/`` listing off before the
 first request (see ``jobs/serve_app.py``).
+
+Served on 127.0.0.1 with no accounts, SoftGrade is the one-person tool it always was: no
+sign-in, every page. Otherwise (accounts exist, or it is served beyond loopback) a sign-in
+form comes first, and the menu lists only the pages the person's role allows
+(`jobs.access.pages_for`); each restricted page also guards itself (`pages._ui.require_page`).
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from pages._ui import render_sidebar
+from jobs.access import pages_for
+from pages._ui import current_account, render_account, render_sidebar, sign_in_form
 
 st.set_page_config(page_title="SoftGrade", page_icon=":material/radiology:", layout="wide")
 
 
-PAGES = {
+# Section -> (file stem under pages/, title, icon), in menu order.
+MENU = {
     "Run studies": [
-        st.Page("pages/launch.py", title="Launch", icon=":material/rocket_launch:", default=True),
-        st.Page("pages/queue.py", title="Jobs", icon=":material/list_alt:"),
-        st.Page("pages/data.py", title="Data", icon=":material/photo_library:"),
-        st.Page("pages/review.py", title="Review crops", icon=":material/crop_free:"),
+        ("launch", "Launch", ":material/rocket_launch:"),
+        ("queue", "Jobs", ":material/list_alt:"),
+        ("data", "Data", ":material/photo_library:"),
+        ("review", "Review crops", ":material/crop_free:"),
     ],
     "Read results": [
-        st.Page("pages/compare.py", title="Compare methods", icon=":material/leaderboard:"),
-        st.Page(
-            "pages/explorer.py", title="Search & learning curves", icon=":material/query_stats:"
-        ),
-        st.Page("pages/relationship.py", title="KL × CPPD", icon=":material/grid_on:"),
-        st.Page("pages/attention.py", title="Attention", icon=":material/visibility:"),
+        ("compare", "Compare methods", ":material/leaderboard:"),
+        ("explorer", "Search & learning curves", ":material/query_stats:"),
+        ("relationship", "KL × CPPD", ":material/grid_on:"),
+        ("attention", "Attention", ":material/visibility:"),
     ],
     "Demonstrate": [
-        st.Page("pages/demo.py", title="Grade a film", icon=":material/radiology:"),
+        ("demo", "Grade a film", ":material/radiology:"),
     ],
 }
 
-navigation = st.navigation(PAGES)
+
+def menu_for(allowed: tuple[str, ...]) -> dict[str, list[st.Page]]:
+    """The menu cut to the pages a role lists; the first of them opens by default.
+
+    Sections left empty are dropped. Launch stays the default for whoever may launch.
+    """
+    kept = {
+        section: [entry for entry in entries if entry[0] in allowed]
+        for section, entries in MENU.items()
+    }
+    kept = {section: entries for section, entries in kept.items() if entries}
+    first = next(iter(kept.values()))[0][0]
+    return {
+        section: [
+            st.Page(f"pages/{stem}.py", title=title, icon=icon, default=stem == first)
+            for stem, title, icon in entries
+        ]
+        for section, entries in kept.items()
+    }
+
+
+account = current_account()
+if account is None:
+    # Signed out, or the session ended: only the sign-in form, no menu, no sidebar.
+    st.navigation([st.Page(sign_in_form, title="Sign in", icon=":material/login:")]).run()
+    st.stop()
+navigation = st.navigation(menu_for(pages_for(account)))
+render_account(account)
 render_sidebar()
 navigation.run()

@@ -61,8 +61,8 @@ ACTIONS_BY_ROLE: dict[Role, frozenset[Action]] = {
 
 # Pages by their file under pages/ (without .py). "accounts" and "audit" are the admin pages
 # the sign-in work adds; a page whose file does not exist is left out of the menu anyway.
-_VIEWER_PAGES = ("compare", "relationship", "attention", "demo", "data")
-_MEMBER_PAGES = ("launch", "queue", *_VIEWER_PAGES)
+_VIEWER_PAGES = ("compare", "explorer", "relationship", "attention", "demo", "data")
+_MEMBER_PAGES = ("launch", "queue", "review", *_VIEWER_PAGES)
 PAGES_BY_ROLE: dict[Role, tuple[str, ...]] = {
     Role.VIEWER: _VIEWER_PAGES,
     Role.MEMBER: _MEMBER_PAGES,

@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from engine.import_check import KNEE_LOW_CONFIDENCE, ImportReport
+from jobs.access import confine_import_path, data_roots
 
 #: Layout choices of the import form (``auto`` first), in words.
 LAYOUT_LABELS = {
@@ -35,16 +36,18 @@ def resolve_import_path(text: str) -> Path:
     """The one place a path a user typed for an import becomes a path to read.
 
     Every import path (film folder, labels CSV) typed on a page goes through here, and only
-    here: the lab server will confine such paths to its data roots at this call (refusing
-    anything outside them), so no page may build an import path any other way.
+    here: it is confined to the data roots (`jobs.access.data_roots`: anywhere on a
+    single-user loopback server, else ``SOFTGRADE_DATA_ROOTS`` or ``SOFTGRADE_HOME``), with
+    links and ``..`` resolved first, so no page may build an import path any other way.
 
     Raises:
-        ValueError: The text is empty.
+        ValueError: The text is empty, or `jobs.access.PathRefused` (a ValueError) naming the
+            roots when the path leads outside them.
     """
     cleaned = text.strip()
     if not cleaned:
         raise ValueError("give a path on the machine SoftGrade runs on")
-    return Path(cleaned).expanduser()
+    return confine_import_path(cleaned, data_roots())
 
 
 def problems_table(problems: pd.DataFrame) -> pd.DataFrame:

@@ -14,6 +14,8 @@ import pandas as pd
 import streamlit as st
 
 from engine.config import SpecError, StudySpec
+from jobs import lab
+from jobs.access import AccessDenied
 from jobs.review import REVIEW_PARAM, reviewed_spec
 from pages._import_form import import_dataset
 from pages._study_form import (
@@ -24,8 +26,14 @@ from pages._study_form import (
     preset_values,
     read_folder_labels,
 )
-from pages._ui import cached_datasets, cached_jobs, clear_job_caches, load_preset
-from store import jobs as store_jobs
+from pages._ui import (
+    cached_datasets,
+    cached_jobs,
+    clear_job_caches,
+    client_address,
+    current_account,
+    load_preset,
+)
 from store.db import StoreError
 
 FORM_ID_KEY = "launch_form_id"
@@ -94,8 +102,14 @@ def enqueue(spec: StudySpec, request_id: str, path: Path) -> None:
     try:
         clear_job_caches()
         known = set(cached_jobs(str(path))["job_id"])
-        job_id = store_jobs.enqueue_job(spec.to_dict(), request_id=request_id, path=path)
-    except StoreError as exc:
+        account = current_account()
+        if account is None:
+            raise AccessDenied("sign in again: the session has ended")
+        # Through jobs.lab so the role is checked and the study records who launched it.
+        job_id = lab.launch_study(
+            account, spec.to_dict(), request_id=request_id, client=client_address(), path=path
+        )
+    except (StoreError, AccessDenied) as exc:
         st.error(f"The study could not be queued: {exc}")
         return
     clear_job_caches()

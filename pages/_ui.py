@@ -20,6 +20,7 @@ from streamlit.errors import StreamlitAPIException
 
 from engine import compare, stats
 from engine.config import StudySpec
+from jobs.access import LOCAL_ACCOUNT, pages_for, single_user_mode
 from jobs.describe import format_devices
 from pages._tables import (
     format_test_table,
@@ -31,7 +32,10 @@ from pages._tables import (
 from store import datasets as store_datasets
 from store import jobs as store_jobs
 from store import runs as store_runs
+from store import studies as store_studies
+from store import users as store_users
 from store.db import StoreError, default_store_path, init_schema
+from store.users import Account
 
 WORKER_ALIVE_WITHIN_S = 30.0
 SIDEBAR_REFRESH_S = 5.0
@@ -63,6 +67,109 @@ def run_inside_shell() -> None:
     if getattr(PagesManager, "uses_pages_directory", False):
         PagesManager.uses_pages_directory = False
         st.rerun()
+
+
+# The one thing sign-in keeps in the browser's session: the session token (never the name,
+# role or password), checked against the store on every rerun.
+TOKEN_KEY = "softgrade_token"
+
+# Pages by file stem -> the words of the guard's message.
+PAGE_TITLES = {
+    "launch": "Launch",
+    "queue": "Jobs",
+    "data": "Data",
+    "review": "Review crops",
+    "compare": "Compare methods",
+    "explorer": "Search & learning curves",
+    "relationship": "KL × CPPD",
+    "attention": "Attention",
+    "demo": "Grade a film",
+}
+
+
+def signing_in_needed() -> bool:
+    """Whether people must sign in: accounts exist, or the app is served beyond loopback."""
+    return not single_user_mode(has_accounts=store_users.has_accounts(path=store_path()))
+
+
+def current_account() -> Account | None:
+    """Who is using this browser session: `LOCAL_ACCOUNT` in single-user mode, else the
+    account of the session token (None when signed out, expired or disabled)."""
+    if not signing_in_needed():
+        return LOCAL_ACCOUNT
+    token = st.session_state.get(TOKEN_KEY)
+    account = store_users.validate_session(token, path=store_path()) if token else None
+    if account is None and token:
+        # Expired or revoked: forget it so the sign-in form shows.
+        st.session_state.pop(TOKEN_KEY, None)
+    return account
+
+
+def require_page(stem: str) -> Account:
+    """The guard every restricted page calls right after `run_inside_shell`.
+
+    Returns the account when its role lists the page; otherwise says why and stops the page
+    (a page opened by its URL without the role shows nothing else).
+    """
+    account = current_account()
+    if account is None:
+        st.warning("Sign in to open this page.", icon=":material/lock:")
+        st.stop()
+    if stem not in pages_for(account):
+        title = PAGE_TITLES.get(stem, stem)
+        st.error(
+            f"**{title}** is not open to {account.name} ({account.role.value}). Ask an admin "
+            "for another role if you need it.",
+            icon=":material/lock:",
+        )
+        st.stop()
+    return account
+
+
+def sign_in_form() -> None:
+    """Name and password; on success keep only the session token and rerun."""
+    st.title("Sign in to SoftGrade")
+    with st.form("sign_in"):
+        name = st.text_input("Name", key="sign_in_name")
+        password = st.text_input("Password", type="password", key="sign_in_password")
+        submitted = st.form_submit_button("Sign in", type="primary")
+    if not submitted:
+        return
+    try:
+        _, token = store_users.sign_in(
+            name.strip(), password, client=client_address(), path=store_path()
+        )
+    except (store_users.SignInError, StoreError) as exc:
+        st.error(f"Could not sign in: {exc}.", icon=":material/lock:")
+        return
+    st.session_state[TOKEN_KEY] = token
+    st.rerun()
+
+
+def sign_out() -> None:
+    """Button callback: end the session in the store and forget the token."""
+    token = st.session_state.pop(TOKEN_KEY, None)
+    if token:
+        store_users.sign_out(token, path=store_path())
+
+
+def client_address() -> str | None:
+    """Where the browser is, when Streamlit knows (kept on sessions and studies)."""
+    try:
+        address = st.context.ip_address
+    except Exception:  # noqa: BLE001 - not every runtime (AppTest) has a request context
+        return None
+    # AppTest's context hands back a stand-in object, not an address.
+    return address if isinstance(address, str) else None
+
+
+def render_account(account: Account) -> None:
+    """The signed-in name and role, and sign-out, at the top of the sidebar."""
+    if account is LOCAL_ACCOUNT:
+        return
+    with st.sidebar:
+        st.markdown(f"Signed in as **{account.name}** ({account.role.value})")
+        st.button("Sign out", key="sign_out", on_click=sign_out, icon=":material/logout:")
 
 
 def store_path() -> Path:
@@ -245,6 +352,28 @@ def _requested(key: str, options: Iterable[str]) -> str | None:
     return request[0] if request[0] in set(options) else None
 
 
+@st.cache_data(ttl=RESULTS_TTL_S, show_spinner=False)
+def cached_study_card(path: str, study_id: str) -> tuple[dict[str, str], str]:
+    """A study's card (`store.studies.study_card`) and its markdown notes."""
+    return (
+        store_studies.study_card(study_id, path=path),
+        store_studies.get_study(study_id, path=path).notes or "",
+    )
+
+
+def show_study_card(path: str, study_id: str, *, key: str, notes: bool = True) -> None:
+    """The "Study card" expander (who launched it, code, versions, devices) and its notes."""
+    try:
+        card, text = cached_study_card(path, study_id)
+    except StoreError as exc:
+        st.caption(f"The study card cannot be read right now: {exc}")
+        return
+    with st.expander("Study card", key=key):
+        st.markdown("\n".join(f"- **{label}**: {value}" for label, value in card.items()))
+    if notes and text.strip():
+        st.markdown(text)
+
+
 def pick_study(
     path: str, *, key: str, empty_hint: str, dependent_keys: tuple[str, ...]
 ) -> pd.Series:
@@ -266,6 +395,7 @@ def pick_study(
         args=dependent_keys,
         **initial,
     )
+    show_study_card(path, chosen, key=f"{key}_card")
     return studies.set_index("study_id").loc[chosen]
 
 
@@ -299,6 +429,8 @@ def pick_studies(
     if not chosen:
         st.info("Pick at least one study.")
         st.stop()
+    for study_id in chosen:
+        show_study_card(path, study_id, key=f"{key}_card_{study_id}")
     chosen, left_out = compare.one_dataset(studies, chosen)
     if left_out:
         st.warning(

@@ -30,7 +30,7 @@ from pages._attention_views import (
 )
 from pages._models import cached_splits, maps_of, open_study, saved_models
 from pages._tables import method_title
-from pages._ui import pick_study, run_inside_shell, store_path
+from pages._ui import pick_study, require_page, run_inside_shell, store_path
 
 MAX_STRESS_KNEES = 12
 DEFAULT_STRESS_KNEES = 4
@@ -192,6 +192,7 @@ def show_cooccurrence_films(
 
 
 run_inside_shell()
+require_page("attention")
 st.title("Attention (Grad-CAM)")
 st.caption(
     "Where each method's model looked when it graded a film: Grad-CAM maps of the selected "

@@ -214,6 +214,7 @@ def statistics_tab(per_run: pd.DataFrame, tasks: list[str]) -> None:
 
 
 _ui.run_inside_shell()
+_ui.require_page("compare")
 st.title("Compare methods")
 st.caption(
     "Test-set metrics of each method's selected model (the search configuration with the "

@@ -17,7 +17,13 @@ from pages._data_view import (
     grade_counts,
     joint_table,
 )
-from pages._ui import cached_dataset_labels, cached_datasets, run_inside_shell, store_path
+from pages._ui import (
+    cached_dataset_labels,
+    cached_datasets,
+    require_page,
+    run_inside_shell,
+    store_path,
+)
 from store.db import StoreError
 
 KL_SIGNS = GRADE_SIGNS["KL"]
@@ -126,6 +132,7 @@ def show_datasets(path: str) -> None:
 
 
 run_inside_shell()
+require_page("data")
 st.title("Data")
 show_phantom()
 show_datasets(str(store_path()))

@@ -30,7 +30,7 @@ from pages._models import (
     open_study,
 )
 from pages._tables import method_title
-from pages._ui import pick_study, run_inside_shell, store_path
+from pages._ui import pick_study, require_page, run_inside_shell, store_path
 
 SOURCES = ("A test film of this study", "Upload a film")
 
@@ -177,6 +177,7 @@ def show_upload(checkpoints: dict[str, str], image_size: int) -> None:
 
 
 run_inside_shell()
+require_page("demo")
 st.title("Grade a film")
 st.caption(
     "Show a knee radiograph to a study's models: SoftGrade finds the knee, and each model "

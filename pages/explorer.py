@@ -17,7 +17,15 @@ from engine.vocab import order_methods
 from pages import _explorer_views as views
 from pages import _science_charts as charts
 from pages._tables import method_title
-from pages._ui import cached_jobs, cached_studies, forget, pick_study, run_inside_shell, store_path
+from pages._ui import (
+    cached_jobs,
+    cached_studies,
+    forget,
+    pick_study,
+    require_page,
+    run_inside_shell,
+    store_path,
+)
 from store import runs as store_runs
 from store.db import StoreError
 
@@ -166,6 +174,7 @@ def render_curves(path: str, study: pd.Series, task: str, method: str, seed: int
 
 
 run_inside_shell()
+require_page("explorer")
 st.title("Search & learning curves")
 st.caption(
     "For each task, method and seed, a study trains several configurations of the paper's "

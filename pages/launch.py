@@ -43,6 +43,7 @@ from pages._ui import (
     NO_WORKER_HOW,
     cached_jobs,
     link_to_page,
+    require_page,
     run_inside_shell,
     store_path,
     warn_if_no_worker,
@@ -224,6 +225,7 @@ def show_queued(last: dict[str, Any], name: str, path: Path, *, worker_alive: bo
 
 
 run_inside_shell()
+ACCOUNT = require_page("launch")
 st.title("Launch a study")
 st.caption(
     "Choose the data, the grading tasks and the soft-label methods to compare. SoftGrade "

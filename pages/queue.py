@@ -10,6 +10,8 @@ from typing import Any
 
 import streamlit as st
 
+from jobs import lab
+from jobs.access import ACTIONS_BY_ROLE, AccessDenied, Action, can
 from pages._job_view import cancel_text, ended_caption, progress, running_numbers, value
 from pages._ui import (
     NO_WORKER_HOW,
@@ -18,12 +20,14 @@ from pages._ui import (
     cached_job_log,
     cached_jobs,
     clear_job_caches,
+    current_account,
     link_to_page,
     request_study,
+    require_page,
     run_inside_shell,
+    show_study_card,
     store_path,
 )
-from store import jobs as store_jobs
 from store.db import StoreError
 
 REFRESH_S = 2.0
@@ -37,10 +41,17 @@ STATUS_BADGES = {
 
 
 def cancel(job_id: str) -> None:
-    """Button callback: ask the job to stop and say what happened."""
+    """Button callback: ask the job to stop (as the signed-in person) and say what happened.
+
+    `jobs.lab.cancel_job` checks the role again, so a stale button cannot cancel another
+    person's job.
+    """
+    account = current_account()
     try:
-        status = store_jobs.request_cancel(job_id, path=store_path())
-    except StoreError as exc:
+        if account is None:
+            raise AccessDenied("sign in again: the session has ended")
+        status = lab.cancel_job(account, job_id, path=store_path())
+    except (StoreError, AccessDenied) as exc:
         st.session_state["queue_message"] = ("error", f"Could not cancel {job_id}: {exc}")
         return
     finally:
@@ -72,6 +83,9 @@ def render_job(job: Any) -> None:
             result_links(job.job_id, job.study_id)
         elif status == "running" and int(value(job, "runs_done") or 0) > 0:
             result_links(job.job_id, job.study_id, pages=LIVE_RESULT_PAGES)
+        show_study_card(
+            str(store_path()), job.study_id, key=f"queue_card_{job.job_id}", notes=False
+        )
         job_log(job.job_id)
 
 
@@ -83,6 +97,10 @@ def job_header(job: Any) -> None:
     head.markdown(f"**{job.study_name}** · `{job.job_id}`")
     head.badge(label, color=colour, icon=icon)
     if status in ("queued", "running"):
+        owner = value(job, "launched_by")
+        allowed = can(ACCOUNT, Action.CANCEL_OWN, owner=owner)
+        if not allowed and Action.CANCEL_OWN not in ACTIONS_BY_ROLE[ACCOUNT.role]:
+            return  # a viewer cancels nothing: no button at all
         asked = bool(job.cancel_requested) and status == "running"
         action.button(
             "Stopping…" if asked else "Cancel",
@@ -90,9 +108,11 @@ def job_header(job: Any) -> None:
             on_click=cancel,
             args=(job.job_id,),
             icon=":material/stop_circle:",
-            disabled=asked,
+            disabled=asked or not allowed,
             help="A queued job is dropped; a running one stops at its next epoch "
-            "boundary and keeps the runs it finished.",
+            "boundary and keeps the runs it finished."
+            if allowed
+            else f"Launched by {owner or 'someone else'}: only they or an admin may cancel it.",
         )
 
 
@@ -165,6 +185,7 @@ def render_jobs() -> None:
 
 
 run_inside_shell()
+ACCOUNT = require_page("queue")
 st.title("Jobs")
 st.caption(
     "Every study queued from this store, newest first, with live progress. Time left is the "

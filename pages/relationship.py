@@ -198,6 +198,7 @@ def export_section(
 
 
 _ui.run_inside_shell()
+_ui.require_page("relationship")
 st.title("KL × CPPD relationship")
 st.caption(
     "Knee osteoarthritis (KL) and CPPD grades are related asymmetrically. For each seed, the "

@@ -23,7 +23,7 @@ from pages._review_view import (
     review_table,
 )
 from pages._review_widgets import filters, show_film, show_grid, show_retrain
-from pages._ui import cached_datasets, run_inside_shell, store_path
+from pages._ui import cached_datasets, require_page, run_inside_shell, store_path
 from store.db import StoreError, softgrade_home
 from store.imports import import_problems, latest_import, list_imports
 from store.reviews import crop_reviews
@@ -104,6 +104,7 @@ def review_dataset(path: Path, dataset_id: str, params: dict[str, Any]) -> None:
 
 
 run_inside_shell()
+require_page("review")
 st.title("Review crops")
 st.caption(
     "Check where the detector put each knee before training on it: crops come worst "

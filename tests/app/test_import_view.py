@@ -91,3 +91,12 @@ def test_progress_is_shown_at_most_every_interval_and_always_at_the_end():
 def test_films_left_out_are_named_up_to_a_limit():
     assert left_out_text(["a.png", "b.png"]) == "Left out: `a.png`, `b.png`."
     assert left_out_text([f"{i}.png" for i in range(5)], shown=2).endswith("and 3 more.")
+
+
+def test_a_typed_path_outside_the_data_roots_is_refused_naming_them(tmp_path, monkeypatch):
+    root = tmp_path / "films"
+    (root / "knees").mkdir(parents=True)
+    monkeypatch.setenv("SOFTGRADE_DATA_ROOTS", str(root))
+    assert resolve_import_path(f"{root}/knees") == (root / "knees").resolve()
+    with pytest.raises(ValueError, match="outside the folders films may be imported from"):
+        resolve_import_path(f"{root}/../elsewhere")

@@ -17,8 +17,13 @@ ADMIN = Account("ada", Role.ADMIN)
 
 
 def test_each_role_sees_its_pages_and_each_higher_role_sees_more():
-    assert access.pages_for(VIEWER) == ("compare", "relationship", "attention", "demo", "data")
-    assert set(access.pages_for(MEMBER)) - set(access.pages_for(VIEWER)) == {"launch", "queue"}
+    viewer = ("compare", "explorer", "relationship", "attention", "demo", "data")
+    assert access.pages_for(VIEWER) == viewer
+    assert set(access.pages_for(MEMBER)) - set(access.pages_for(VIEWER)) == {
+        "launch",
+        "queue",
+        "review",
+    }
     assert set(access.pages_for(ADMIN)) - set(access.pages_for(MEMBER)) == {"accounts", "audit"}
 
 
