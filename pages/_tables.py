@@ -16,6 +16,7 @@ Conventions, shown next to the numbers in the UI:
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -36,6 +37,8 @@ from engine.compare import (
 )
 from engine.metrics import LOWER_IS_BETTER, METRIC_LABELS
 from engine.vocab import LABEL_SEPARATOR
+from store.bundle import REFERENCE_STUDY, read_card
+from store.db import StoreError
 
 if TYPE_CHECKING:
     from engine.stats import TestResult
@@ -66,12 +69,27 @@ def metric_header(metric: str) -> str:
     return f"{METRIC_LABELS[metric]} {'↓' if metric in LOWER_IS_BETTER else '↑'}"
 
 
+REFERENCE_MARK = "Bundled reference · "
+
+
+@functools.cache
+def reference_study_id() -> str | None:
+    """The study id of the bundled reference study (examples/reference-study.zip), or None
+    when the bundle is missing or unreadable (read once per process)."""
+    try:
+        return str(read_card(REFERENCE_STUDY)["study"]["study_id"])
+    except (StoreError, KeyError, OSError):
+        return None
+
+
 def study_label(row: Mapping[str, Any]) -> str:
-    """How a study reads in a picker: name, status, seeds and date."""
+    """How a study reads in a picker: name, status, seeds and date; the bundled reference
+    study is marked as such wherever it is listed."""
     spec = row["spec"] if isinstance(row["spec"], Mapping) else json.loads(row["spec"] or "{}")
     seeds = len(spec.get("seeds", []))
     created = pd.Timestamp(row["created_at"]).strftime("%Y-%m-%d %H:%M")
-    return f"{row['name']} · {row['status']} · {seeds} seed{'s' * (seeds != 1)} · {created}"
+    mark = REFERENCE_MARK if row.get("study_id") == reference_study_id() else ""
+    return f"{mark}{row['name']} · {row['status']} · {seeds} seed{'s' * (seeds != 1)} · {created}"
 
 
 def progress_message(progress: StudyProgress) -> str | None:

@@ -220,6 +220,7 @@ st.caption(
     "best validation AMAE), per seed, as in the paper's Table 4 and Figs. 5–6."
 )
 path = str(_ui.store_path())
+_ui.offer_reference_study(path)
 picked = _ui.pick_studies(
     path,
     key="compare_studies",
