@@ -16,6 +16,7 @@ Conventions, shown next to the numbers in the UI:
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -36,6 +37,8 @@ from engine.compare import (
 )
 from engine.metrics import LOWER_IS_BETTER, METRIC_LABELS
 from engine.vocab import LABEL_SEPARATOR
+from store.bundle import REFERENCE_STUDY, read_card
+from store.db import StoreError
 
 if TYPE_CHECKING:
     from engine.stats import TestResult
@@ -66,12 +69,27 @@ def metric_header(metric: str) -> str:
     return f"{METRIC_LABELS[metric]} {'↓' if metric in LOWER_IS_BETTER else '↑'}"
 
 
+REFERENCE_MARK = "Bundled reference · "
+
+
+@functools.cache
+def reference_study_id() -> str | None:
+    """The study id of the bundled reference study (examples/reference-study.zip), or None
+    when the bundle is missing or unreadable (read once per process)."""
+    try:
+        return str(read_card(REFERENCE_STUDY)["study"]["study_id"])
+    except (StoreError, KeyError, OSError):
+        return None
+
+
 def study_label(row: Mapping[str, Any]) -> str:
-    """How a study reads in a picker: name, status, seeds and date."""
+    """How a study reads in a picker: name, status, seeds and date; the bundled reference
+    study is marked as such wherever it is listed."""
     spec = row["spec"] if isinstance(row["spec"], Mapping) else json.loads(row["spec"] or "{}")
     seeds = len(spec.get("seeds", []))
     created = pd.Timestamp(row["created_at"]).strftime("%Y-%m-%d %H:%M")
-    return f"{row['name']} · {row['status']} · {seeds} seed{'s' * (seeds != 1)} · {created}"
+    mark = REFERENCE_MARK if row.get("study_id") == reference_study_id() else ""
+    return f"{mark}{row['name']} · {row['status']} · {seeds} seed{'s' * (seeds != 1)} · {created}"
 
 
 def progress_message(progress: StudyProgress) -> str | None:
@@ -629,3 +647,33 @@ _LATEX_SPECIAL = {
 
 def _latex_escape(text: str) -> str:
     return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
+
+
+KLD_SENSITIVITY_NOTE = (
+    "When a method never predicts a KL × CPPD combination that does occur, the KLD is "
+    "infinite; the ε given to empty cells makes it finite but then decides the number: it "
+    "grows by (missed share) × ln(1/ε), about 6.9 × the missed share per factor of 1000 in "
+    "ε. The missed share is the fraction of the true table in cells the method leaves empty "
+    "(0: ε does not matter). The smoothed KLD adds half an image to every predicted cell "
+    "(Jeffreys' Dirichlet(1/2) prior), needs no ε and never diverges. Means over seeds."
+)
+
+
+def kld_sensitivity_frame(sensitivity: pd.DataFrame) -> pd.DataFrame:
+    """Per method: mean KLD at each ε, the mean missed share and the mean smoothed KLD.
+
+    Args:
+        sensitivity: ``engine.relationship.kld_sensitivity``'s rows (method, seed, eps, kld,
+            missed_mass, kld_smoothed).
+    """
+    order = list(pd.unique(sensitivity["method"]))
+    at_eps = sensitivity.pivot_table(index="method", columns="eps", values="kld", aggfunc="mean")
+    at_eps = at_eps[sorted(at_eps.columns, reverse=True)]
+    at_eps.columns = [f"KLD at ε = {eps:g}" for eps in at_eps.columns]
+    per_seed = sensitivity.drop_duplicates(["method", "seed"]).groupby("method")
+    extra = per_seed[["missed_mass", "kld_smoothed"]].mean()
+    extra.columns = ["Missed share", "Smoothed KLD (Jeffreys)"]
+    shown = at_eps.join(extra).loc[order].round(4).reset_index()
+    return shown.assign(method=shown["method"].map(method_title)).rename(
+        columns={"method": "Method"}
+    )

@@ -573,3 +573,32 @@ def download(container: DeltaGenerator, label: str, data: str, file_name: str, *
         key=key,
         icon=":material/download:",
     )
+
+
+REFERENCE_BUTTON = "Load the reference study (13 seeds of the paper protocol on the phantom)"
+
+
+def offer_reference_study(path: str) -> None:
+    """On a store with no study results, a one-click import of the bundled reference study
+    (``examples/reference-study.zip``); the page reruns showing it."""
+    try:
+        if (cached_studies(path)["runs_selected"] > 0).any():
+            return
+    except StoreError:
+        return  # studies_with_results says why the store cannot be read
+    from store.bundle import REFERENCE_STUDY, import_study
+
+    if not REFERENCE_STUDY.is_file():
+        return
+    st.caption(
+        "The bundled reference study shows the paper's full analysis on the phantom at "
+        "once; your own studies appear beside it once run."
+    )
+    if st.button(REFERENCE_BUTTON, key="load_reference_study", icon=":material/download:"):
+        try:
+            import_study(REFERENCE_STUDY, path=path)
+        except StoreError as exc:
+            st.error(f"The reference study could not be loaded: {exc}")
+            return
+        cached_studies.clear()
+        st.rerun()

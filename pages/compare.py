@@ -14,7 +14,7 @@ from streamlit.delta_generator import DeltaGenerator
 from engine import compare, stats
 from engine.metrics import LOWER_IS_BETTER, METRIC_LABELS, METRICS
 from engine.vocab import order_methods
-from pages import _tables, _ui
+from pages import _probability_view, _tables, _ui
 from store import runs as store_runs
 
 ABSENT_CLASSES_NOTE = (
@@ -24,7 +24,13 @@ ABSENT_CLASSES_NOTE = (
 DEPENDENT_KEYS = ("compare_tasks", "compare_methods", "compare_cm_method_a", "compare_cm_method_b")
 SEED_VIEWS = {"sum": "Summed", "mean": "Averaged (one typical seed)"}
 CELL_VIEWS = {"count": "Counts", "share": "Row-normalised (% of each true grade)"}
-TABS = ["Metrics table", "Distributions over seeds", "Confusion matrices", "Statistics"]
+TABS = [
+    "Metrics table",
+    "Distributions over seeds",
+    "Confusion matrices",
+    "Statistics",
+    "Probabilities",
+]
 
 
 @st.cache_data(ttl=_ui.RESULTS_TTL_S, show_spinner="Reading predictions…")
@@ -221,6 +227,7 @@ st.caption(
     "best validation AMAE), per seed, as in the paper's Table 4 and Figs. 5–6."
 )
 path = str(_ui.store_path())
+_ui.offer_reference_study(path)
 picked = _ui.pick_studies(
     path,
     key="compare_studies",
@@ -237,7 +244,7 @@ per_run = per_run[per_run["task"].isin(tasks) & per_run["method"].isin(methods)]
 counts = counts[counts["task"].isin(tasks) & counts["method"].isin(methods)]
 describe_selection(per_run, methods)
 
-tab_table, tab_dist, tab_cm, tab_stats = st.tabs(TABS)
+tab_table, tab_dist, tab_cm, tab_stats, tab_prob = st.tabs(TABS)
 with tab_table:
     table_tab(per_run)
 with tab_dist:
@@ -246,3 +253,5 @@ with tab_cm:
     confusion_tab(counts, per_run, tasks)
 with tab_stats:
     statistics_tab(per_run, tasks)
+with tab_prob:
+    _probability_view.probabilities_tab(path, picked, progress, tasks, methods)

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from engine import compare, relationship, stats
+from engine import compare, relationship
 from engine.vocab import order_methods
 from pages import _tables, _ui
 from store import runs as store_runs
@@ -146,23 +146,38 @@ def detail_section(summary: pd.DataFrame, results: list[relationship.SeedRelatio
     c2.vega_lite_chart(spec, width="content")
 
 
+TABLE7_VIEWS = {
+    "holm": "Holm-adjusted p-values (SoftGrade's default)",
+    "none": "As in the paper: uncorrected Wilcoxon p-values",
+}
+TABLE7_NOTES = {
+    "holm": "Pairwise p-values are Holm-adjusted over all pairs (family-wise error held at "
+    "5 %); the paper's Table 7 reports them unadjusted.",
+    "none": "Pairwise p-values are unadjusted, as in the paper's Table 7: with many pairs, "
+    "some fall below 0.05 by chance alone.",
+}
+
+
 def kld_section(results: list[relationship.SeedRelationship]) -> pd.DataFrame:
     """The KLD of every seed per method and the tests of Table 7; returns Table 7."""
     st.subheader("KLD over seeds and tests (Table 7)", divider="gray")
     kld_scores = _tables.titled(relationship.relationship_scores(results, "kld"))
-    correction = st.selectbox(
-        "Correction for the pairwise Wilcoxon tests",
-        options=list(stats.CORRECTIONS),
-        format_func=stats.CORRECTIONS.get,
-        key="rel_correction",
-        help="The paper's Table 7 reports unadjusted p-values.",
-    )
+    correction = _ui.pick_option("Table 7", TABLE7_VIEWS, key="rel_correction")
+    st.caption(TABLE7_NOTES[correction])
     options = {"value_title": "KLD (nats, lower is better)", "title": "KLD per seed"}
     spec = _ui.chart_spec("violin_box", kld_scores, {**options, "violin": False})
     st.vega_lite_chart(spec, width="stretch")
     shapiro, kruskal, wilcoxon = _ui.method_tests(kld_scores, correction)
     _ui.show_method_tests(shapiro, kruskal, wilcoxon)
     return _tables.kld_tests_frame(shapiro, kruskal, wilcoxon)
+
+
+def sensitivity_section(results: list[relationship.SeedRelationship]) -> None:
+    """How much each method's KLD depends on ε, beside the smoothed KLD that needs none."""
+    st.subheader("How much does ε decide the KLD?", divider="gray")
+    sensitivity = relationship.kld_sensitivity(results)
+    st.dataframe(_tables.kld_sensitivity_frame(sensitivity), hide_index=True, width="content")
+    st.caption(_tables.KLD_SENSITIVITY_NOTE)
 
 
 def export_section(
@@ -230,5 +245,6 @@ except ValueError as exc:  # e.g. one image with two different true grades in on
 ground_truth_section(joint, truth)
 residuals_section(summary, eps)
 detail_section(summary, results)
+sensitivity_section(results)
 table7 = kld_section(results)
 export_section(summary, results, truth, table7, eps)

@@ -144,7 +144,9 @@ def test_compare_page_widgets_drive_plots_matrices_and_statistics(finished_study
     assert at.selectbox(key="compare_cm_method_a").value == "nominal"
     assert at.selectbox(key="compare_cm_method_b").value in {"beta", "triangular"}
     charts_before = len(at.get("vega_lite_chart"))
-    assert charts_before == 4  # two violins (one per task) and two confusion matrices
+    # two violins (one per task), two confusion matrices, and the Probabilities tab's
+    # reliability and critical-difference diagrams
+    assert charts_before == 6
 
     at.selectbox(key="compare_metric").set_value("qwk").run()
     at.selectbox(key="compare_cm_task").set_value("KL").run()

@@ -35,7 +35,8 @@ def test_relationship_page_widgets(finished_study, monkeypatch):
     assert "ε = 0.0001" in texts(at, "caption")
     at.radio(key="rel_units").set_value("points").run()
     at.selectbox(key="rel_method").set_value("triangular").run()
-    at.selectbox(key="rel_correction").set_value("none").run()
+    at.radio(key="rel_correction").set_value("none").run()
+    assert "unadjusted" in texts(at, "markdown") + texts(at, "caption")
     at.multiselect(key="rel_methods").set_value(["nominal", "beta"]).run()
     assert not at.exception
     assert list(at.dataframe[0].value["method"]) == ["Nominal", "Beta"]
@@ -67,3 +68,19 @@ def test_relationship_page_running_study_uses_finished_seeds(tmp_path, monkeypat
 def test_relationship_page_without_results(tmp_path, monkeypatch):
     at = run_page(tmp_path, monkeypatch, PAGE)
     assert "No study has finished runs yet" in texts(at, "info")
+
+
+def test_relationship_page_shows_kld_sensitivity_and_table7_as_in_the_paper(
+    finished_study, monkeypatch
+):
+    at = run_page(finished_study.home, monkeypatch, PAGE)
+    sensitivity = at.dataframe[1].value
+    assert list(sensitivity["Method"]) == ["Nominal", "Beta", "Triangular"]
+    eps_columns = [f"KLD at ε = {eps:g}" for eps in relationship.SENSITIVITY_EPS]
+    assert set(eps_columns) <= set(sensitivity.columns)
+    # A smaller ε never lowers the KLD; the smoothed KLD needs no ε.
+    assert (sensitivity[eps_columns].diff(axis=1).iloc[:, 1:] >= -1e-9).all().all()
+    assert "Jeffreys" in texts(at, "caption")
+    radio = at.radio(key="rel_correction")
+    assert radio.value == "holm"
+    assert "As in the paper" in radio.format_func("none")
