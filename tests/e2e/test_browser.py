@@ -140,6 +140,9 @@ def open_page(tab: object, url: str, heading: str) -> None:
 
 def set_number(tab: object, label: str, value: int) -> None:
     box = tab.get_by_label(label, exact=True)
+    # Right after a rerun (a preset click) Streamlit may briefly draw the old and the new
+    # widget together; wait until one is left before typing into it.
+    playwright_api.expect(box).to_have_count(1, timeout=PAGE_TIMEOUT_MS)
     box.fill(str(value))
     box.press("Enter")
     tab.wait_for_timeout(400)  # let the rerun that commits the value finish
