@@ -86,9 +86,9 @@ def timed_evaluation(detect, films, boxes) -> tuple[DetectionMetrics, float, flo
 
 
 def phantom_set(n: int, seed: int, film_size: tuple[int, int], bilateral: bool):
-    # A bilateral film takes a patient's two films, and about a quarter of films carry a
-    # collimation band that rules their patient out: draw four times as many.
-    n_images = 4 * n if bilateral else n
+    # A bilateral film holds a patient's two knees, and some patients have one knee only
+    # (about 19 two-knee patients per 40 knees): draw three times as many knees.
+    n_images = 3 * n if bilateral else n
     spec = PhantomSpec(n_images=n_images, n_joint=n_images // 2, seed=seed, film_size=film_size)
     films, boxes = phantom_detection_set(spec, bilateral=bilateral)
     return films[:n], boxes[:n]

@@ -47,7 +47,7 @@ from engine.detect import (
     find_knees,
     select_knees,
 )
-from engine.phantom import PhantomSpec, phantom_labels, render_film
+from engine.phantom import PhantomSpec, phantom_labels, render_bilateral_film, render_film
 
 logger = logging.getLogger(__name__)
 
@@ -594,11 +594,9 @@ def phantom_detection_set(
 
     Args:
         spec: the phantom (its ``film_size``, seed and number of films).
-        bilateral: both knees of a patient on one film. Until :mod:`engine.phantom` draws
-            bilateral films itself, each patient's two single-knee films are set side by
-            side in the radiographic convention (right knee on the viewer's left); patients
-            with one film, or with a collimation band on either film (a bilateral exposure
-            has one collimation, not one per knee), are left out.
+        bilateral: both knees of a patient on one film, drawn by
+            :func:`engine.phantom.render_bilateral_film` (right knee on the viewer's left);
+            patients with one knee in the phantom are left out.
 
     Returns:
         ``(films, boxes)``: (H, W) uint8 films and, per film, its knee boxes in film pixels;
@@ -613,27 +611,13 @@ def phantom_detection_set(
             boxes.append([box])
         return films, boxes
     films, boxes = [], []
-    for _, rows in labels.groupby("patient_index", sort=True):
+    for patient_index, rows in labels.groupby("patient_index", sort=True):
         if sorted(rows["side"]) != ["L", "R"]:
             continue
-        right, _, box_r = render_film(spec, rows[rows["side"] == "R"].iloc[0])
-        left, _, box_l = render_film(spec, rows[rows["side"] == "L"].iloc[0])
-        if _has_collimation_band(right) or _has_collimation_band(left):
-            continue
-        w = right.shape[1]
-        films.append(np.hstack([right, left]))
-        boxes.append([box_r, (box_l[0] + w, box_l[1], box_l[2] + w, box_l[3])])
+        film, knees = render_bilateral_film(spec, int(patient_index), labels)
+        films.append(film)
+        boxes.append([knee.box for knee in knees])  # viewer's left to right: [right, left]
     return films, boxes
-
-
-def _has_collimation_band(film: np.ndarray) -> bool:
-    """Whether a film edge is a bright, uniform band (an unexposed, collimated strip)."""
-    strips = (film[:6], film[-6:], film[:, :6].T, film[:, -6:].T)
-    for strip in strips:
-        med = np.median(strip)
-        if med > 170 and (np.abs(strip.astype(np.int16) - med) < 15).mean() > 0.9:
-            return True
-    return False
 
 
 def train_phantom_detector(

@@ -225,3 +225,12 @@ def test_a_fresh_process_keeps_torchs_threads_when_ultralytics_loads(tmp_path):
         check=True,
     )
     assert out.stdout.split() == [str(torch.get_num_threads()), "None"]
+
+
+def test_the_bilateral_detection_set_is_the_phantoms_own_two_knee_films():
+    spec = PhantomSpec(n_images=24, n_joint=12, seed=7, film_size=(160, 160))
+    films, boxes = phantom_detection_set(spec, bilateral=True)
+    assert films, "a phantom of 24 knees has patients with both knees"
+    for film, (right, left) in zip(films, boxes, strict=True):
+        assert film.shape == (160, 320)
+        assert right[2] <= 160 <= left[0], "right knee on the viewer's left half, left on the right"
