@@ -6,14 +6,17 @@
 #   bash bench/reference_study.sh progress [SECONDS] # wait, then say which seeds are complete
 #   bash bench/reference_study.sh finish OUT_DIR     # cancel, keep complete seeds, export
 #
-# The study is studies/paper.yaml (20 seeds, both tasks, five methods, budget 15, 224 px);
+# The study is studies/paper.yaml (20 seeds, both tasks, five methods, budget 15, 224 px), or
+# STUDY_FILE=... for some of its seeds (seeds 13-19 were run so, then merged into the bundle
+# with bench/merge_bundles.py);
 # runs go seed by seed over every slot of every GPU, so a study stopped early keeps its
 # complete seeds. The export is bench/export_reference.py's bundle with its study card.
 set -u
 HOME_DIR=${SOFTGRADE_HOME:-/tmp/sg}
 export SOFTGRADE_HOME=$HOME_DIR PYTHONUNBUFFERED=1
 mkdir -p "$HOME_DIR"
-COMMAND="python -m jobs run studies/paper.yaml (4 slots per GPU as lanes; all GPUs)"
+STUDY_FILE=${STUDY_FILE:-studies/paper.yaml}
+COMMAND="python -m jobs run $STUDY_FILE (4 slots per GPU as lanes; GPUs ${CUDA_VISIBLE_DEVICES:-all})"
 
 progress() {
     python3 - <<'EOF'
@@ -41,7 +44,7 @@ start)
     setsid nohup nvidia-smi --query-gpu=index,memory.used,utilization.gpu --format=csv,noheader \
         -l 30 >"$HOME_DIR/gpu.log" 2>&1 </dev/null &
     date -u +%FT%TZ >"$HOME_DIR/started"
-    setsid nohup python3 -m jobs run studies/paper.yaml >"$HOME_DIR/run.log" 2>&1 </dev/null &
+    setsid nohup python3 -m jobs run "$STUDY_FILE" >"$HOME_DIR/run.log" 2>&1 </dev/null &
     sleep "${2:-0}"
     progress
     ;;
@@ -53,7 +56,7 @@ finish)
     out=${2:?finish needs an output folder}
     job=$(grep -o "running [a-z0-9-]*" "$HOME_DIR/run.log" | head -1 | cut -d' ' -f2)
     python3 -m jobs cancel "$job"
-    for _ in $(seq 60); do pgrep -f "jobs run studies/paper.yaml" >/dev/null || break; sleep 1; done
+    for _ in $(seq 60); do pgrep -f "jobs run $STUDY_FILE" >/dev/null || break; sleep 1; done
     progress
     python3 bench/export_reference.py --out "$out/reference-study.zip" \
         --command "$COMMAND; started $(cat "$HOME_DIR/started")"
