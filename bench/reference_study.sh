@@ -7,8 +7,8 @@
 #   bash bench/reference_study.sh finish OUT_DIR     # cancel, keep complete seeds, export
 #
 # The study is studies/paper.yaml (20 seeds, both tasks, five methods, budget 15, 224 px), or
-# STUDY_FILE=... for some of its seeds (seeds 13-19 were run so, then merged into the bundle
-# with bench/merge_bundles.py);
+# STUDY_FILE=... for a spec with some of its seeds (e.g. `seeds: [13, 14, ...]`, to add seeds
+# in a later session);
 # runs go seed by seed over every slot of every GPU, so a study stopped early keeps its
 # complete seeds. The export is bench/export_reference.py's bundle with its study card.
 set -u
