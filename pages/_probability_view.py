@@ -13,6 +13,7 @@ costs a cache lookup, not a rescoring.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -46,7 +47,7 @@ def scored(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def reliability_spec(frame: pd.DataFrame, task: str) -> dict:
+def reliability_spec(frame: pd.DataFrame, task: str) -> dict[str, Any]:
     """The Vega-Lite spec of one task's reliability diagram (Altair validates each spec,
     ~50 ms: built once per input)."""
     reliability = pm.reliability_table(frame[frame["task"] == task])
@@ -54,7 +55,9 @@ def reliability_spec(frame: pd.DataFrame, task: str) -> dict:
 
 
 @st.cache_data(max_entries=32, show_spinner="Ranking the methods…")
-def ranked(scores: pd.DataFrame, lower_is_better: bool) -> tuple[CriticalDifference, dict | None]:
+def ranked(
+    scores: pd.DataFrame, lower_is_better: bool
+) -> tuple[CriticalDifference, dict[str, Any] | None]:
     """Friedman test, post-hoc ranks and the CD diagram's spec (None when nothing is tested).
 
     Cached: the first ranking imports scikit-posthocs (matplotlib, seaborn; ~0.5-2 s).
@@ -79,7 +82,11 @@ def export_header(path: str, study_ids: tuple[str, ...], *, prefix: str) -> str:
 
 
 def probabilities_tab(
-    path: str, picked: pd.DataFrame, progress: list, tasks: list[str], methods: list[str]
+    path: str,
+    picked: pd.DataFrame,
+    progress: list[compare.StudyProgress],
+    tasks: list[str],
+    methods: list[str],
 ) -> None:
     """Per-method probability metrics with downloads, their tests under the picked
     correction, a reliability diagram and CD ranks."""
