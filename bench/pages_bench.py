@@ -4,6 +4,14 @@ Usage:
     .venv/bin/python bench/pages_bench.py                  # build the store once, measure
     .venv/bin/python bench/pages_bench.py --home DIR --rebuild  # rebuild it in DIR
     .venv/bin/python bench/pages_bench.py --generate-only  # just build the store
+    .venv/bin/python bench/pages_bench.py --reference  # Compare → Probabilities, reference study
+
+``--reference`` imports ``examples/reference-study.zip`` (13 seeds × 2 tasks × 5 methods, the
+paper protocol on the phantom) into a fresh temporary store, as ``python -m jobs import-study``
+does, and times the Compare page's Probabilities tab there: the page with the tab closed (it
+is computed only when opened), opening it cold and warm, its widgets, the read TTL and a
+cleared cache; then, in a second fresh process, a first load with the tab already open (what
+every first load of Compare cost before the tab became lazy).
 
 The store is synthetic but shaped like the paper's experiment, written through the public
 store API (``enqueue_job``, ``claim_next_job``, ``finish_job``, ``select_best_runs``) plus a
@@ -52,6 +60,7 @@ from store import runs as store_runs  # noqa: E402
 from store.db import connect, init_schema  # noqa: E402
 
 DEFAULT_HOME = Path("/tmp/softgrade_bench")
+DEFAULT_REFERENCE_HOME = Path("/tmp/softgrade_reference_bench")
 REFERENCE = ROOT.parent / "shared" / "reference" / "kl_cppd_contingency.csv"
 N_JOINT, N_CPPD_ONLY = 970, 1200
 TEST_SHARE, VAL_SHARE = 0.30, 0.30
@@ -304,7 +313,8 @@ def measure(
 
 def machine_info() -> str:
     versions = []
-    for pkg in ("streamlit", "duckdb", "pandas", "numpy", "altair", "scipy", "statsmodels"):
+    packages = ("streamlit", "duckdb", "pandas", "numpy", "altair", "scipy", "statsmodels")
+    for pkg in (*packages, "scikit-posthocs"):
         try:
             versions.append(f"{pkg} {importlib.metadata.version(pkg)}")
         except importlib.metadata.PackageNotFoundError:
@@ -330,6 +340,115 @@ def store_size(path: Path) -> str:
     return f"{runs:,} runs, {preds:,} prediction rows, {path.stat().st_size / 2**20:.0f} MiB"
 
 
+# ------------------------------------------------------------------------------------------
+# Compare → Probabilities on the bundled reference study (--reference)
+# ------------------------------------------------------------------------------------------
+
+PROBABILITY_CHILD = r"""
+import json, os, sys, time
+sys.path.insert(0, {root!r})
+out = {{}}
+t = time.perf_counter()
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+import engine.compare, engine.stats, pages._compare_views, pages._probability_view, store.runs
+out["imports: streamlit, scipy, statsmodels, altair, duckdb, the page's modules"] = [
+    (time.perf_counter() - t, None)
+]
+at = AppTest.from_file(os.path.join({root!r}, "pages", "compare.py"), default_timeout=300)
+def timed(label, fn):
+    t, c = time.perf_counter(), time.process_time(); fn()
+    out.setdefault(label, []).append((time.perf_counter() - t, time.process_time() - c))
+    if at.exception:
+        raise SystemExit(f"compare: {{at.exception[0].value}}")
+def tab(name):
+    def open_it():
+        at.session_state["compare_tab"] = name  # what a click on the tab sets
+        at.run()
+    return open_it
+def widget(kind, key, value):
+    return lambda: getattr(at, kind)(key=key).set_value(value).run()
+def warm(label, n=5):
+    for _ in range(n):
+        timed(label, at.run)
+if {open_first!r}:
+    timed("first load with the Probabilities tab open (empty caches)", tab("Probabilities"))
+    warm("rerun with the tab open (warm caches)")
+else:
+    timed("first load, Probabilities tab closed (empty caches)", at.run)
+    warm("reload, tab closed (warm caches)")
+    timed("open the Probabilities tab, first time (cold)", tab("Probabilities"))
+    warm("rerun with the tab open (warm caches)")
+    timed("metric → ECE (top label), first view", widget("selectbox", "prob_metric", "ece"))
+    warm("the same, again (warm caches)", 3)
+    timed("correction → none (as in the paper), first view",
+          widget("selectbox", "prob_correction", "none"))
+    timed("task → CPPD, first view", widget("selectbox", "prob_task", "CPPD"))
+    time.sleep(11)  # the store reads expire after RESULTS_TTL_S = 10 s; derived caches stay
+    timed("rerun with the tab open after the 10 s read TTL expired", at.run)
+    st.cache_data.clear()
+    timed("rerun with the tab open after clearing every cache", at.run)
+    timed("back to the Metrics table tab (warm)", tab("Metrics table"))
+print("RESULT " + json.dumps(out))
+"""
+
+
+def import_reference(home: Path) -> Path:
+    """A fresh store in ``home`` holding only the bundled reference study."""
+    from store.bundle import REFERENCE_STUDY, import_study
+
+    home.mkdir(parents=True, exist_ok=True)
+    path = home / "softgrade.duckdb"
+    for stale in (path, path.with_suffix(".duckdb.wal")):
+        stale.unlink(missing_ok=True)
+    init_schema(path)
+    done = import_study(REFERENCE_STUDY, path=path)
+    print(f"imported {done.name}: {REFERENCE_STUDY.relative_to(ROOT)} into {path}")
+    return path
+
+
+def measure_probabilities(home: Path, *, open_first: bool) -> dict[str, list[list[float]]]:
+    """The Compare page's Probabilities tab timed through AppTest in a fresh interpreter."""
+    code = PROBABILITY_CHILD.format(root=str(ROOT), open_first=open_first)
+    env = {**os.environ, "SOFTGRADE_HOME": str(home)}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    if done.returncode or not lines:
+        raise SystemExit(f"compare failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    return json.loads(lines[-1][len("RESULT ") :])
+
+
+def reference_main(home: Path) -> None:
+    """Time Compare → Probabilities on the imported reference study; print a Markdown table."""
+    path = import_reference(home)
+    load_start = os.getloadavg()
+    results = measure_probabilities(home, open_first=False)
+    results |= measure_probabilities(home, open_first=True)
+    load_end = os.getloadavg()
+    print(f"Store: {store_size(path)}")
+    print(f"Machine: {machine_info()}")
+    print(f"Date: {time.strftime('%Y-%m-%d %H:%M %Z')}")
+    print(
+        "Load average (1, 5, 15 min) at the start: "
+        + ", ".join(f"{v:.1f}" for v in load_start)
+        + "; at the end: "
+        + ", ".join(f"{v:.1f}" for v in load_end)
+        + "\n"
+    )
+    print("| step | runs | wall median s | wall max s | CPU median s |")
+    print("|---|---:|---:|---:|---:|")
+    for label, pairs in results.items():
+        wall = [w for w, _ in pairs]
+        cpu = [c for _, c in pairs if c is not None]
+        cpu_text = f"{statistics.median(cpu):.2f}" if cpu else "–"
+        print(
+            f"| {label} | {len(pairs)} | {statistics.median(wall):.2f} | {max(wall):.2f} | "
+            f"{cpu_text} |"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -339,7 +458,17 @@ def main() -> None:
     )
     parser.add_argument("--rebuild", action="store_true", help="rebuild the store even if present")
     parser.add_argument("--generate-only", action="store_true")
+    parser.add_argument(
+        "--reference",
+        action="store_true",
+        help="time Compare → Probabilities on the bundled reference study instead "
+        "(imported into --home, default /tmp/softgrade_reference_bench)",
+    )
     args = parser.parse_args()
+    if args.reference:
+        home = DEFAULT_REFERENCE_HOME if args.home == DEFAULT_HOME else args.home
+        reference_main(home)
+        return
     path = args.home / "softgrade.duckdb"
     if args.rebuild or not path.exists():
         build_store(args.home)

@@ -16,9 +16,11 @@ from pages._data_view import (
     MASK_COLOURS,
     overlay_mask,
     pick_examples,
+    split_rule_note,
 )
 from pages._import_form import show_problems
 from pages._import_view import detector_text, left_out_films, report_csv, summary_counts
+from store.datasets import split_rules
 from store.db import StoreError
 from store.imports import ImportSummary, import_problems, latest_import
 from store.reviews import crop_reviews
@@ -32,6 +34,22 @@ LAYER_NAMES = {
 GALLERY_PX = 256  # every crop is shown at this size so the rows line up
 GALLERY_MARGIN = 0.08  # of the knee box's side, on each side of the crop
 GALLERY_FILMS = 900  # a phantom of this size has every grade; only the films shown are drawn
+
+
+@st.cache_data(ttl=10, show_spinner=False)
+def cached_split_rules(path: str, dataset_id: str) -> pd.DataFrame:
+    """Which rule made each stored split of a dataset (seed, rule)."""
+    return split_rules(dataset_id, path=path)
+
+
+def show_split_rules(path: str, dataset_id: str) -> None:
+    """Which rule made the dataset's train/validation/test splits, per seed when mixed."""
+    try:
+        rules = cached_split_rules(path, dataset_id)
+    except StoreError as exc:
+        st.caption(f"The splits of {dataset_id} cannot be read right now: {exc}")
+        return
+    st.markdown(split_rule_note(rules))
 
 
 @st.cache_data(ttl=10, show_spinner=False)

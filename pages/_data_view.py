@@ -10,7 +10,23 @@ import numpy as np
 import pandas as pd
 
 from engine.relationship import contingency
-from engine.vocab import LABEL_COLUMNS, TASK_INFO
+from engine.vocab import LABEL_COLUMNS, LEGACY_SPLIT_RULE, SPLIT_RULE, TASK_INFO
+
+#: Each split rule in plain words: (what it does, why it matters), for the Data page.
+SPLIT_RULE_WORDS: dict[str, tuple[str, str]] = {
+    SPLIT_RULE: (
+        "patients kept whole, balanced on both knees' KL and CPPD grades",
+        "Both knees of a patient stay in one part (train, validation or test) and the parts are "
+        "balanced on both knees' grades, so every grade has about 30 % of its films in test, "
+        "as in the paper.",
+    ),
+    LEGACY_SPLIT_RULE: (
+        "patients kept whole, balanced on the first knee's grades only (an older SoftGrade's rule)",
+        "Both knees of a patient stay in one part, but only the first knee's grades were "
+        "balanced, so a grade's test share can drift from 30 % (0.25–0.39 over 20 seeds on the "
+        "phantom); stored splits are kept, and seeds split from now on use both knees.",
+    ),
+}
 
 
 def grade_counts(labels: pd.DataFrame) -> pd.DataFrame:
@@ -120,3 +136,46 @@ def dataset_settings(datasets: pd.DataFrame) -> pd.DataFrame:
     )
     columns = ["dataset_id", "kind", "settings", "n_images", "n_kl", "n_cppd", "created_at"]
     return datasets.assign(settings=settings)[columns]
+
+
+def seed_ranges(seeds: list[int]) -> str:
+    """Seeds as ``"seed 3"``, ``"seeds 0–12"`` or ``"seeds 0, 2, 5–7"`` (runs collapsed)."""
+    ordered = sorted(int(s) for s in seeds)
+    runs: list[list[int]] = []
+    for seed in ordered:
+        if runs and seed == runs[-1][-1] + 1:
+            runs[-1].append(seed)
+        else:
+            runs.append([seed])
+    parts = [str(r[0]) if len(r) == 1 else f"{r[0]}–{r[-1]}" for r in runs]
+    return ("seed " if len(ordered) == 1 else "seeds ") + ", ".join(parts)
+
+
+def split_rule_note(rules: pd.DataFrame) -> str:
+    """Which rule made a dataset's stored splits, in plain words with a one-line explanation;
+    per seed when its seeds were split by different rules.
+
+    Args:
+        rules: ``store.datasets.split_rules``'s rows (``seed``, ``rule``).
+
+    Returns:
+        Markdown for the Data page.
+    """
+    if rules.empty:
+        return (
+            "**Splits:** no seed of this dataset has been split yet. A study splits each of its "
+            f"seeds when it first runs: {SPLIT_RULE_WORDS[SPLIT_RULE][0]}."
+        )
+    by_rule = rules.groupby("rule", sort=False)["seed"].apply(list)
+    by_rule = by_rule.loc[sorted(by_rule.index, key=lambda r: min(by_rule[r]))]
+    words = {rule: SPLIT_RULE_WORDS.get(rule, (rule, "")) for rule in by_rule.index}
+    if len(by_rule) == 1:
+        rule = by_rule.index[0]
+        what, why = words[rule]
+        return f"**Splits** ({seed_ranges(by_rule[rule])}): {what}. {why}".strip()
+    lines = [f"**Splits** of this dataset were made by {len(by_rule)} rules:"]
+    lines += [
+        f"- {seed_ranges(seeds)}: {words[rule][0]}. {words[rule][1]}".strip()
+        for rule, seeds in by_rule.items()
+    ]
+    return "\n".join(lines)

@@ -2,21 +2,29 @@
 
 Reads each selected run's per-film probabilities (``store.runs.selected_probabilities``),
 scores them with ``engine.probability_metrics`` and ranks the methods with
-``engine.ranking.critical_difference`` (seeds as blocks); shared widgets are ``pages._ui``'s.
+``engine.ranking.critical_difference`` (seeds as blocks); the table's text and exports are
+``pages._tables``'s, the diagrams ``pages._science_charts``'s, shared widgets ``pages._ui``'s.
+
+The page calls :func:`probabilities_tab` only while the tab is open, and everything it
+derives is cached on its (small) inputs, so reopening the tab or touching another widget
+costs a cache lookup, not a rescoring.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pandas as pd
 import streamlit as st
 
 from engine import compare
 from engine import probability_metrics as pm
-from engine.ranking import BLOCKING_SENTENCE, critical_difference
+from engine.ranking import BLOCKING_SENTENCE, CriticalDifference, critical_difference
+from jobs.provenance import card_comments
 from pages import _science_charts, _tables, _ui
 from store import runs as store_runs
+from store.db import StoreError
 
 
 @st.cache_data(ttl=_ui.RESULTS_TTL_S, show_spinner="Reading probabilities…")
@@ -28,51 +36,102 @@ def cached_probabilities(
     return compare.label_methods(frame, dict(zip(study_ids, names, strict=True)))
 
 
-def summary_frame(summary: pd.DataFrame) -> pd.DataFrame:
-    """Mean ± sd over seeds per (task, method), one text column per metric."""
-    shown = summary[["task", "method", "n_seeds"]].copy()
-    for metric in pm.PROBABILITY_METRICS:
-        means, sds = summary[f"{metric}_mean"], summary[f"{metric}_std"]
-        shown[pm.PROBABILITY_LABELS[metric]] = [
-            _tables.mean_std_text(m, s, 3) for m, s in zip(means, sds, strict=True)
-        ]
-    shown["method"] = shown["method"].map(_tables.method_title)
-    return shown.rename(columns={"task": "Task", "method": "Method", "n_seeds": "Seeds"})
+@st.cache_data(max_entries=16, show_spinner="Scoring probabilities…")
+def scored(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per-run probability metrics and their mean ± sd over seeds per (task, method).
+
+    Keyed on the films' probabilities: a store re-read that finds the same runs reuses it.
+    """
+    per_run = pm.per_run_probability_metrics(frame)
+    return per_run, pm.probability_summary(per_run)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def reliability_spec(frame: pd.DataFrame, task: str) -> dict[str, Any]:
+    """The Vega-Lite spec of one task's reliability diagram (Altair validates each spec,
+    ~50 ms: built once per input)."""
+    reliability = pm.reliability_table(frame[frame["task"] == task])
+    return _science_charts.reliability_diagram(reliability, title=task).to_dict()
+
+
+@st.cache_data(max_entries=32, show_spinner="Ranking the methods…")
+def ranked(
+    scores: pd.DataFrame, lower_is_better: bool
+) -> tuple[CriticalDifference, dict[str, Any] | None]:
+    """Friedman test, post-hoc ranks and the CD diagram's spec (None when nothing is tested).
+
+    Cached: the first ranking imports scikit-posthocs (matplotlib, seaborn; ~0.5-2 s).
+    """
+    cd = critical_difference(scores, lower_is_better=lower_is_better)
+    if not math.isfinite(cd.cd):  # too few methods or complete seeds to test
+        return cd, None
+    spec = _science_charts.critical_difference_diagram(cd.table, cd.groups, cd.cd).to_dict()
+    return cd, spec
+
+
+def export_header(path: str, study_ids: tuple[str, ...], *, prefix: str) -> str:
+    """Every picked study's card as comment lines (``# `` for CSV, ``% `` for LaTeX)."""
+    lines = []
+    for study_id in study_ids:
+        try:
+            card, _ = _ui.cached_study_card(path, study_id)
+        except StoreError:
+            card = {"study id": study_id}  # the export still says which study it is
+        lines.append(card_comments(card, prefix=prefix))
+    return "".join(lines)
 
 
 def probabilities_tab(
-    path: str, picked: pd.DataFrame, progress: list, tasks: list[str], methods: list[str]
+    path: str,
+    picked: pd.DataFrame,
+    progress: list[compare.StudyProgress],
+    tasks: list[str],
+    methods: list[str],
 ) -> None:
-    """Per-method probability metrics, their tests, a reliability diagram and CD ranks."""
+    """Per-method probability metrics with downloads, their tests under the picked
+    correction, a reliability diagram and CD ranks."""
     frame = cached_probabilities(path, tuple(picked["study_id"]), tuple(picked["name"]))
     frame = compare.keep_finished_seeds(frame, progress)
     frame = frame[frame["task"].isin(tasks) & frame["method"].isin(methods)]
     if frame.empty:
         st.info("No stored test probabilities for this selection.")
         return
-    per_run = pm.per_run_probability_metrics(frame)
-    st.table(summary_frame(pm.probability_summary(per_run)))
+    per_run, summary = scored(frame)
+    st.table(_tables.probability_summary_frame(summary))
     st.caption(" ".join(pm.PROBABILITY_NOTES[m] for m in pm.PROBABILITY_METRICS))
-    c1, c2 = st.columns(2)
+    export_section(path, tuple(picked["study_id"]), summary)
+    metric, task, correction = pick_metric_task_correction(tasks)
+    scores = _tables.titled(compare.score_frame(per_run, metric, [task]))
+    try:
+        _ui.show_method_tests(*_ui.method_tests(scores, correction))
+    except ValueError as exc:
+        st.error(f"The tests cannot be run on this selection: {exc}")
+    st.subheader(f"Reliability on {task}", divider="gray")
+    st.vega_lite_chart(reliability_spec(frame, task), width="content")
+    st.subheader(f"Critical-difference diagram: {pm.PROBABILITY_LABELS[metric]} on {task}")
+    cd, spec = ranked(scores, metric in pm.PROBABILITY_LOWER_IS_BETTER)
+    st.markdown(cd.reading)
+    if spec is not None:
+        st.vega_lite_chart(spec, width="content")
+    st.caption(f"{BLOCKING_SENTENCE} Tukey's subsets of the grade metrics are on Statistics.")
+
+
+def pick_metric_task_correction(tasks: list[str]) -> tuple[str, str, str]:
+    """The metric and task whose tests and ranks are shown, and the pairwise correction."""
+    c1, c2, c3 = st.columns(3)
     labels = pm.PROBABILITY_LABELS
     metric = c1.selectbox(
         "Metric", list(pm.PROBABILITY_METRICS), format_func=labels.get, key="prob_metric"
     )
     task = c2.selectbox("Task", compare.task_order(tasks), key="prob_task")
-    scores = _tables.titled(compare.score_frame(per_run, metric, [task]))
-    try:
-        _ui.show_method_tests(*_ui.method_tests(scores, "holm"))
-    except ValueError as exc:
-        st.error(f"The tests cannot be run on this selection: {exc}")
-    st.subheader(f"Reliability on {task}", divider="gray")
-    reliability = pm.reliability_table(frame[frame["task"] == task])
-    chart = _science_charts.reliability_diagram(reliability, title=task)
-    st.vega_lite_chart(chart.to_dict(), width="content")
-    st.subheader(f"Critical-difference diagram: {pm.PROBABILITY_LABELS[metric]} on {task}")
-    lower = metric in pm.PROBABILITY_LOWER_IS_BETTER
-    cd = critical_difference(scores, lower_is_better=lower)
-    st.markdown(cd.reading)
-    if math.isfinite(cd.cd):  # tested: enough methods and complete seeds
-        spec = _science_charts.critical_difference_diagram(cd.table, cd.groups, cd.cd)
-        st.vega_lite_chart(spec.to_dict(), width="content")
-    st.caption(f"{BLOCKING_SENTENCE} Tukey's subsets of the grade metrics are on Statistics.")
+    return metric, task, _ui.pick_correction(c3, key="prob_correction")
+
+
+def export_section(path: str, study_ids: tuple[str, ...], summary: pd.DataFrame) -> None:
+    """The table as CSV and LaTeX, each headed by the study cards as comments."""
+    csv = _tables.probability_csv(summary, export_header(path, study_ids, prefix="# "))
+    latex = _tables.probability_latex(summary, export_header(path, study_ids, prefix="% "))
+    c1, c2 = st.columns(2)
+    name = "softgrade_probabilities"
+    _ui.download(c1, "Table as CSV", csv, f"{name}.csv", key="prob_download_csv")
+    _ui.download(c2, "Table as LaTeX", latex, f"{name}.tex", key="prob_download_latex")

@@ -36,6 +36,8 @@ from engine.compare import (
     sort_by_method,
 )
 from engine.metrics import LOWER_IS_BETTER, METRIC_LABELS
+from engine.probability_metrics import PROBABILITY_LABELS, PROBABILITY_METRICS
+from engine.stats import CORRECTIONS
 from engine.vocab import LABEL_SEPARATOR
 from store.bundle import REFERENCE_STUDY, read_card
 from store.db import StoreError
@@ -509,6 +511,25 @@ def format_test_table(table: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+# The pairwise tests' corrections as offered on the pages: SoftGrade's default first, the
+# paper's (none) one click away, then the rest of statsmodels' methods.
+_FIRST_CORRECTIONS = ("holm", "none")
+CORRECTION_ORDER: tuple[str, ...] = (
+    *_FIRST_CORRECTIONS,
+    *(c for c in CORRECTIONS if c not in _FIRST_CORRECTIONS),
+)
+CORRECTION_CHOICES: dict[str, str] = {
+    "holm": "Holm (SoftGrade's default)",
+    "none": "none — as in the paper (unadjusted p-values)",
+}
+
+
+def correction_label(correction: str) -> str:
+    """How a correction reads in a picker: ``"Holm (SoftGrade's default)"``, ``"none — as in
+    the paper (unadjusted p-values)"``, else its statsmodels name (``"Bonferroni"``)."""
+    return CORRECTION_CHOICES.get(correction, CORRECTIONS[correction])
+
+
 def tables_csv(tables: Mapping[str, pd.DataFrame]) -> str:
     """Several result tables in one CSV: a ``table`` column names each row's table."""
     frames = [frame.assign(table=name) for name, frame in tables.items() if not frame.empty]
@@ -642,6 +663,8 @@ _LATEX_SPECIAL = {
     "±": r"$\pm$",
     "α": r"$\alpha$",
     "Š": r"\v{S}",
+    ">": r"$>$",
+    "<": r"$<$",
 }
 
 
@@ -677,3 +700,92 @@ def kld_sensitivity_frame(sensitivity: pd.DataFrame) -> pd.DataFrame:
     return shown.assign(method=shown["method"].map(method_title)).rename(
         columns={"method": "Method"}
     )
+
+
+# --------------------------------------------------------------------------------------------
+# The probability metrics (Compare → Probabilities)
+# --------------------------------------------------------------------------------------------
+
+PROBABILITY_CAPTION = (
+    r"Probability metrics ($Mean_{STD}$ over seeds) of each soft-labelling strategy: ranked "
+    r"probability score (dlordinal's, not divided by $J-1$), expected calibration error of "
+    r"the top label and of the events $P(\mathrm{grade} > k)$ (10 equal-width bins), share "
+    r"of unimodal predicted distributions and accuracy within one grade."
+)
+
+
+def probability_summary_frame(summary: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
+    """The Probabilities tab's table: Task, Method, Seeds and one ``mean ± sd`` text column
+    per probability metric.
+
+    Args:
+        summary: ``engine.probability_metrics.probability_summary``'s rows.
+        digits: decimals of means and standard deviations.
+    """
+    shown = summary[["task", "method", "n_seeds"]].copy()
+    for metric in PROBABILITY_METRICS:
+        means, sds = summary[f"{metric}_mean"], summary[f"{metric}_std"]
+        shown[PROBABILITY_LABELS[metric]] = [
+            mean_std_text(m, s, digits) for m, s in zip(means, sds, strict=True)
+        ]
+    shown["method"] = shown["method"].map(method_title)
+    return shown.rename(columns={"task": "Task", "method": "Method", "n_seeds": "Seeds"})
+
+
+def probability_csv(summary: pd.DataFrame, header: str = "") -> str:
+    """The probability-metric table as CSV with full-precision numbers.
+
+    Args:
+        summary: ``engine.probability_metrics.probability_summary``'s rows (task, method,
+            n_seeds, ``<metric>_mean`` / ``<metric>_std``).
+        header: comment lines put first (the study cards, ``# label: value``); read the
+            file back with ``pandas.read_csv(..., comment="#")``.
+    """
+    columns = ["task", "method", "n_seeds"]
+    columns += [f"{m}_{s}" for m in PROBABILITY_METRICS for s in ("mean", "std")]
+    return header + summary[columns].to_csv(index=False)
+
+
+def probability_latex(
+    summary: pd.DataFrame,
+    header: str = "",
+    *,
+    digits: int = 3,
+    label: str = "tab:probabilities",
+) -> str:
+    """The probability-metric table as a booktabs LaTeX ``table*`` laid out like Table 4.
+
+    Cells are ``$0.571_{0.177}$`` (mean and sample std over seeds); tasks are separated by a
+    ``\\midrule``.
+
+    Args:
+        summary: as :func:`probability_csv`.
+        header: comment lines put first (the study cards, ``% label: value``).
+        digits: decimals.
+        label: ``\\label`` key.
+    """
+    names = ["Dataset", "Soft-labelling", "Seeds"]
+    names += [PROBABILITY_LABELS[m] for m in PROBABILITY_METRICS]
+    lines = [
+        r"\begin{table*}[!htbp]",
+        r"\centering",
+        r"\tiny",
+        rf"\caption{{{PROBABILITY_CAPTION}}}",
+        rf"\label{{{label}}}",
+        r"\begin{tabular}{llc" + "c" * len(PROBABILITY_METRICS) + "}",
+        r"\toprule\toprule",
+        " & ".join(_latex_escape(n) for n in names) + r" \\",
+        r"\midrule",
+    ]
+    previous_task = None
+    for _, row in summary.iterrows():
+        if previous_task is not None and row["task"] != previous_task:
+            lines.append(r"\midrule")
+        previous_task = row["task"]
+        cells = [_latex_escape(str(row["task"])), _latex_escape(method_title(row["method"]))]
+        cells.append(str(int(row["n_seeds"])))
+        for metric in PROBABILITY_METRICS:
+            cells.append(_latex_cell(row[f"{metric}_mean"], row[f"{metric}_std"], digits, ""))
+        lines.append(" & ".join(cells) + r" \\")
+    lines += [r"\bottomrule\bottomrule", r"\end{tabular}", r"\end{table*}"]
+    return header + "\n".join(lines) + "\n"

@@ -23,6 +23,8 @@ from engine.config import StudySpec
 from jobs.access import LOCAL_ACCOUNT, pages_for, single_user_mode
 from jobs.describe import format_devices
 from pages._tables import (
+    CORRECTION_ORDER,
+    correction_label,
     format_test_table,
     method_title,
     progress_message,
@@ -475,6 +477,20 @@ def method_tests(
         stats.shapiro_by_method(scores),
         stats.kruskal_across_methods(scores),
         stats.wilcoxon_pairwise(scores, correction=correction),
+    )
+
+
+def pick_correction(container: DeltaGenerator, *, key: str) -> str:
+    """The pairwise tests' multiple-comparison correction (the result pages' one picker):
+    Holm by default, the paper's unadjusted p-values one click away, statsmodels' others."""
+    return container.selectbox(
+        "Correction for the pairwise tests",
+        options=list(CORRECTION_ORDER),
+        format_func=correction_label,
+        key=key,
+        help="Holm holds the chance of any false difference among all pairs at 5 %; the "
+        "paper reports its pairwise Wilcoxon p-values unadjusted, so with many pairs some fall "
+        "below 0.05 by chance alone.",
     )
 
 

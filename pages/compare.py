@@ -1,223 +1,18 @@
-"""Compare methods: the paper's Table 4, Fig. 5, Fig. 6 and the statistics of Tables 5-6.
+"""Compare methods: the paper's Table 4, Fig. 5, Fig. 6, the statistics of Tables 5-6 and the
+probability metrics.
 
 Everything is derived from the stored test predictions of each (task, method, seed)'s
-selected run. The numbers come from ``engine.compare`` and ``engine.stats``, their text from
-``pages._tables`` and their charts from ``pages._charts``; this page reads widgets and renders.
+selected run. The numbers come from ``engine.compare``, ``engine.stats`` and
+``engine.probability_metrics``; each tab is one function of ``pages._compare_views`` or
+``pages._probability_view``. This page picks, reads and calls them.
 """
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
-from streamlit.delta_generator import DeltaGenerator
 
-from engine import compare, stats
-from engine.metrics import LOWER_IS_BETTER, METRIC_LABELS, METRICS
-from engine.vocab import order_methods
-from pages import _probability_view, _tables, _ui
-from store import runs as store_runs
-
-ABSENT_CLASSES_NOTE = (
-    "A grade absent from a test set is left out of that run's per-class metrics (AMAE, "
-    "MMAE, MS, BA), as dlordinal does; grade distances stay |i − j| whatever is absent."
-)
-DEPENDENT_KEYS = ("compare_tasks", "compare_methods", "compare_cm_method_a", "compare_cm_method_b")
-SEED_VIEWS = {"sum": "Summed", "mean": "Averaged (one typical seed)"}
-CELL_VIEWS = {"count": "Counts", "share": "Row-normalised (% of each true grade)"}
-TABS = [
-    "Metrics table",
-    "Distributions over seeds",
-    "Confusion matrices",
-    "Statistics",
-    "Probabilities",
-]
-
-
-@st.cache_data(ttl=_ui.RESULTS_TTL_S, show_spinner="Reading predictions…")
-def cached_results(
-    path: str, study_ids: tuple[str, ...], names: tuple[str, ...]
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Confusion counts and per-run metrics of the selected runs (methods labelled)."""
-    counts = store_runs.confusion_counts(list(study_ids), path=path)
-    counts = compare.label_methods(counts, dict(zip(study_ids, names, strict=True)))
-    return counts, compare.per_run_metrics(counts)
-
-
-@st.cache_data(max_entries=32, show_spinner=False)
-def pooled_tests(
-    scores: pd.DataFrame, descending: bool
-) -> tuple[stats.TestResult, stats.TestResult]:
-    """Two-way ANOVA and Tukey's HSD over both tasks (Tukey's studentised range costs
-    ~0.25 s: computed once per input)."""
-    return stats.two_way_anova(scores), stats.tukey_hsd(scores, descending=descending)
-
-
-def pick_tasks_and_methods(
-    per_run: pd.DataFrame, progress: list[compare.StudyProgress]
-) -> tuple[list[str], list[str]]:
-    """The Tasks and Methods pickers (everything present by default); stops when empty."""
-    tasks_present = compare.task_order(per_run["task"])
-    planned = {t for item in progress for t in item.tasks}
-    if note := _tables.missing_tasks_note(planned, tasks_present):
-        st.info(note)
-    left, right = st.columns(2)
-    tasks = left.multiselect("Tasks", tasks_present, default=tasks_present, key="compare_tasks")
-    methods = _ui.pick_methods(right, order_methods(per_run["method"]), key="compare_methods")
-    if not tasks or not methods:
-        st.info("Pick at least one task and one method.")
-        st.stop()
-    return tasks, methods
-
-
-def describe_selection(per_run: pd.DataFrame, methods: list[str]) -> None:
-    """How many runs and seeds the figures use, and a word when one method is picked."""
-    seeds = _tables.seed_range(per_run.groupby(["task", "method"])["seed"].nunique())
-    st.caption(
-        f"{len(per_run)} selected runs · {seeds} seed(s) per task and method. {ABSENT_CLASSES_NOTE}"
-    )
-    if len(methods) == 1:
-        st.info(
-            "Only one method is selected: the table and plots show it alone, and the tests "
-            "that compare methods need at least two."
-        )
-
-
-def table_tab(per_run: pd.DataFrame) -> None:
-    """Table 4: mean ± std per method, optionally with the paper's rows; downloads."""
-    show_paper = st.toggle(
-        "Show the paper's published values under each method",
-        value=False,
-        key="compare_published",
-        help="From the paper's Table 4 (20 seeds on the private radiographs): a reference, "
-        "not something these runs are expected to match.",
-    )
-    published = compare.published_table() if show_paper else None
-    if show_paper and published is None:
-        st.caption(
-            f"The paper's values were not found ({compare.REFERENCE_DIR / compare.PUBLISHED_FILE})."
-        )
-    shown = compare.with_published(compare.summary_table(per_run), published)
-    marks = compare.rank_marks(shown)
-    st.table(_tables.style_summary(shown, marks))
-    st.caption(_tables.table4_note(with_paper=published is not None))
-    csv, latex = _tables.summary_csv(shown), _tables.summary_latex(shown, marks)
-    c1, c2, c3 = st.columns(3)
-    _ui.download(c1, "Table as CSV", csv, "softgrade_table4.csv", key="compare_download_csv")
-    _ui.download(c2, "Table as LaTeX", latex, "softgrade_table4.tex", key="compare_download_latex")
-    runs_csv, runs_name = per_run.to_csv(index=False), "softgrade_runs.csv"
-    _ui.download(c3, "Every run's metrics (CSV)", runs_csv, runs_name, key="compare_download_runs")
-
-
-def pick_metric(key: str, container: DeltaGenerator | None = None) -> str:
-    """A metric picker that opens on AMAE, in ``container`` (default: the page)."""
-    return (container or st).selectbox(
-        "Metric",
-        options=list(METRICS),
-        index=list(METRICS).index("amae"),
-        format_func=_tables.metric_name,
-        key=key,
-    )
-
-
-def distributions_tab(per_run: pd.DataFrame, tasks: list[str]) -> None:
-    """Fig. 5: one violin-and-box chart per task of the picked metric over seeds."""
-    metric = pick_metric("compare_metric")
-    for column, task in zip(st.columns(len(tasks)), compare.task_order(tasks), strict=True):
-        scores = compare.score_frame(per_run, metric, [task])
-        options = {"value_title": _tables.metric_name(metric), "title": task}
-        column.vega_lite_chart(_ui.chart_spec("violin_box", scores, options), width="stretch")
-    st.caption("A violin is drawn for methods with at least two different values.")
-
-
-def confusion_tab(counts: pd.DataFrame, per_run: pd.DataFrame, tasks: list[str]) -> None:
-    """Fig. 6: two methods' confusion matrices side by side on one colour scale."""
-    c1, c2, c3 = st.columns(3)
-    task = c1.selectbox("Task", options=compare.task_order(tasks), key="compare_cm_task")
-    task_methods = order_methods(per_run.loc[per_run["task"] == task, "method"])
-    default_a = "nominal" if "nominal" in task_methods else task_methods[0]
-    method_a = c2.selectbox(
-        "First method",
-        options=task_methods,
-        index=task_methods.index(default_a),
-        format_func=_tables.method_title,
-        key="compare_cm_method_a",
-    )
-    others = [m for m in task_methods if m != method_a]
-    best = compare.best_method(per_run, task, "amae", exclude=[method_a])
-    method_b = c3.selectbox(
-        "Second method",
-        options=others,
-        index=others.index(best) if best in others else 0,
-        format_func=_tables.method_title,
-        key="compare_cm_method_b",
-        help="Defaults to the best other method by mean AMAE.",
-        disabled=not others,
-    )
-    c4, c5 = st.columns(2)
-    how = _ui.pick_option("Over seeds", SEED_VIEWS, key="compare_cm_how", container=c4)
-    scale = _ui.pick_option("Cells show", CELL_VIEWS, key="compare_cm_scale", container=c5)
-    shown_methods = [method_a] + ([method_b] if others and method_b else [])
-    if not others:
-        st.info(f"Only one method has {task} predictions, so there is nothing to set it against.")
-    matrices = {m: compare.method_confusion(counts, task, m, how=how) for m in shown_methods}
-    frames = {m: compare.confusion_frame(cm) for m, (cm, _) in matrices.items()}
-    shared_top = max(float(f[scale].max()) for f in frames.values())
-    for column, method in zip(st.columns(2), shown_methods, strict=False):
-        rows = per_run[(per_run["task"] == task) & (per_run["method"] == method)]
-        options = {
-            "normalised": scale == "share",
-            "decimals": 1 if how == "mean" else 0,
-            "domain_max": 1.0 if scale == "share" else shared_top,
-            "title": f"{task} · {_tables.method_title(method)} "
-            f"({matrices[method][1]} seeds, mean AMAE {rows['amae'].mean():.3f})",
-        }
-        column.vega_lite_chart(
-            _ui.chart_spec("confusion_heatmap", frames[method], options), width="content"
-        )
-    st.caption(
-        "Rows are the recorded (true) grade, columns the predicted grade; both matrices "
-        "share one colour scale. Summed: every test image of every seed counted once; "
-        "averaged: that sum divided by the number of seeds."
-    )
-
-
-def statistics_tab(per_run: pd.DataFrame, tasks: list[str]) -> None:
-    """Tables 5-6 and the per-task tests of one metric, with downloads."""
-    c1, c2, c3 = st.columns(3)
-    metric = pick_metric("compare_stats_metric", c1)
-    task = c2.selectbox(
-        "Task for the per-task tests", options=compare.task_order(tasks), key="compare_stats_task"
-    )
-    correction = c3.selectbox(
-        "Correction for the pairwise tests",
-        options=list(stats.CORRECTIONS),
-        format_func=stats.CORRECTIONS.get,
-        key="compare_correction",
-    )
-    task_scores = _tables.titled(compare.score_frame(per_run, metric, [task]))
-    all_scores = _tables.titled(compare.score_frame(per_run, metric))
-    try:
-        shapiro, kruskal, wilcoxon = _ui.method_tests(task_scores, correction)
-        anova, tukey = pooled_tests(all_scores, metric in LOWER_IS_BETTER)
-    except ValueError as exc:  # e.g. two values for one method and seed
-        st.error(f"The tests cannot be run on this selection: {exc}")
-        st.stop()
-
-    st.subheader(f"{METRIC_LABELS[metric]} on {task}", divider="gray")
-    _ui.show_method_tests(shapiro, kruskal, wilcoxon)
-    st.subheader(f"{METRIC_LABELS[metric]} over {' and '.join(tasks)}", divider="gray")
-    _ui.show_test("Two-way ANOVA, method × task (Table 5)", anova)
-    _ui.show_test("Tukey HSD homogeneous subsets, tasks pooled (Table 6)", tukey, tukey.subsets)
-
-    tables = _tables.method_test_tables(shapiro, kruskal, wilcoxon, anova, tukey)
-    csv, latex = _tables.tables_csv(tables), _tables.stats_latex(tables, METRIC_LABELS[metric])
-    c1, c2 = st.columns(2)
-    name = f"softgrade_stats_{metric}"
-    _ui.download(c1, "Statistics as CSV", csv, f"{name}.csv", key="compare_download_stats_csv")
-    _ui.download(
-        c2, "Statistics as LaTeX", latex, f"{name}.tex", key="compare_download_stats_latex"
-    )
-
+from pages import _compare_views as views
+from pages import _probability_view, _ui
 
 _ui.run_inside_shell()
 _ui.require_page("compare")
@@ -233,25 +28,29 @@ picked = _ui.pick_studies(
     key="compare_studies",
     empty_hint="No study has finished runs yet. Launch one from the Launch page; its results "
     "appear here as soon as its first seed is done.",
-    dependent_keys=DEPENDENT_KEYS,
+    dependent_keys=views.DEPENDENT_KEYS,
 )
-progress, _, (counts, per_run) = _ui.read_finished(path, picked, cached_results)
+progress, _, (counts, per_run) = _ui.read_finished(path, picked, views.cached_results)
 if per_run.empty:
     st.info("Nothing to compare yet: no seed of the selected studies has finished.")
     st.stop()
-tasks, methods = pick_tasks_and_methods(per_run, progress)
-per_run = per_run[per_run["task"].isin(tasks) & per_run["method"].isin(methods)]
-counts = counts[counts["task"].isin(tasks) & counts["method"].isin(methods)]
-describe_selection(per_run, methods)
+tasks, methods = views.pick_tasks_and_methods(per_run, progress)
+per_run = views.keep_picked(per_run, tasks, methods)
+counts = views.keep_picked(counts, tasks, methods)
+views.describe_selection(per_run, methods)
 
-tab_table, tab_dist, tab_cm, tab_stats, tab_prob = st.tabs(TABS)
+# Tabs that track which one is open, so the Probabilities tab is computed only when shown.
+tab_table, tab_dist, tab_cm, tab_stats, tab_prob = st.tabs(
+    views.TABS, key="compare_tab", on_change="rerun"
+)
 with tab_table:
-    table_tab(per_run)
+    views.table_tab(per_run)
 with tab_dist:
-    distributions_tab(per_run, tasks)
+    views.distributions_tab(per_run, tasks)
 with tab_cm:
-    confusion_tab(counts, per_run, tasks)
+    views.confusion_tab(counts, per_run, tasks)
 with tab_stats:
-    statistics_tab(per_run, tasks)
+    views.statistics_tab(per_run, tasks)
 with tab_prob:
-    _probability_view.probabilities_tab(path, picked, progress, tasks, methods)
+    if tab_prob.open:
+        _probability_view.probabilities_tab(path, picked, progress, tasks, methods)

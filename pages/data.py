@@ -1,6 +1,6 @@
-"""Data: what the synthetic knee phantom is, the datasets in the store and their grades, an
-imported dataset's import report and crop review, and a small gallery of phantom films per
-KL and CPPD grade with the lesion masks on top."""
+"""Data: what the synthetic knee phantom is, the datasets in the store with their grades and
+the rule that made their splits, an imported dataset's import report and crop review, and a
+small gallery of phantom films per KL and CPPD grade with the lesion masks on top."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import streamlit as st
 
 from engine.vocab import GRADE_SIGNS
 from jobs.review import base_dataset_id
-from pages._data_sections import show_gallery, show_import_report
+from pages._data_sections import show_gallery, show_import_report, show_split_rules
 from pages._data_view import (
     dataset_settings,
     grade_counts,
@@ -128,6 +128,7 @@ def show_datasets(path: str) -> None:
             f"This is **{base}** with a crop review applied (excluded films left out, "
             "corrected boxes used); it was registered when a study first used it."
         )
+    show_split_rules(path, chosen)
     show_import_report(path, chosen)
 
 

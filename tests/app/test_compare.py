@@ -92,10 +92,15 @@ def make_store(
     return job.study_id
 
 
-def run_page(home: Path, monkeypatch: pytest.MonkeyPatch, page: str = PAGE) -> AppTest:
-    """Render a page against the store in ``home``; fail on any exception."""
+def run_page(
+    home: Path, monkeypatch: pytest.MonkeyPatch, page: str = PAGE, *, tab: str | None = None
+) -> AppTest:
+    """Render a page against the store in ``home`` (on Compare, with ``tab`` open); fail on
+    any exception."""
     monkeypatch.setenv("SOFTGRADE_HOME", str(home))
     at = AppTest.from_file(page, default_timeout=TIMEOUT_S)
+    if tab is not None:
+        at.session_state["compare_tab"] = tab  # as a click on the tab does
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
@@ -144,9 +149,10 @@ def test_compare_page_widgets_drive_plots_matrices_and_statistics(finished_study
     assert at.selectbox(key="compare_cm_method_a").value == "nominal"
     assert at.selectbox(key="compare_cm_method_b").value in {"beta", "triangular"}
     charts_before = len(at.get("vega_lite_chart"))
-    # two violins (one per task), two confusion matrices, and the Probabilities tab's
-    # reliability and critical-difference diagrams
-    assert charts_before == 6
+    # two violins (one per task) and two confusion matrices; the Probabilities tab's two
+    # diagrams are drawn only once that tab is opened
+    assert charts_before == 4
+    assert "Reliability on CPPD" not in texts(at, "subheader")
 
     at.selectbox(key="compare_metric").set_value("qwk").run()
     at.selectbox(key="compare_cm_task").set_value("KL").run()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from engine.import_check import check_import
@@ -94,3 +95,77 @@ def test_an_imported_dataset_shows_its_report_detector_and_films_left_out(path, 
     stored = import_problems(latest_import(done.dataset_id, path=path).import_id, path=path)
     assert report_csv(stored).splitlines()[0] == "file,csv_row,severity,kind,problem,action"
     assert "empty.png,10,error,empty_file" in report_csv(stored)
+
+
+def _split_seeds(dataset_id: str, seeds: range, path: Path) -> None:
+    """Store a split per seed as SoftGrade does now (the rule recorded with it)."""
+    images = store_datasets.dataset_labels(dataset_id, path=path)["image_id"]
+    for seed in seeds:
+        splits = pd.Series(["train", "val", "test"] * len(images), dtype=str)[: len(images)]
+        store_datasets.save_splits(dataset_id, seed, splits.set_axis(images), path=path)
+
+
+def test_new_splits_are_named_as_stratified_on_both_knees(path):
+    dataset_id = store_datasets.register_dataset(
+        spec_key="phantom(n_images=80)",
+        kind="phantom",
+        params={"n_images": 80},
+        meta=meta_frame(n_patients=40),
+        path=path,
+    )
+    at = _page().run()
+    assert "no seed of this dataset has been split yet" in _markdown(at)
+    _split_seeds(dataset_id, range(3), path)
+    st.cache_data.clear()  # as the page's 10 s read cache expiring
+    at = _page().run()
+    assert not at.exception
+    note = _markdown(at)
+    assert "**Splits** (seeds 0–2): patients kept whole, balanced on both knees'" in note
+    assert "first knee" not in note
+
+
+def test_splits_of_an_older_store_are_named_as_first_knee_and_mixed_seeds_per_seed(home):
+    """A version-1 store (splits stored before their rule was) upgraded in place: its splits
+    read as the first-knee rule; a seed split after the upgrade reads as both knees."""
+    import duckdb
+
+    from store.db import default_store_path, init_schema
+    from tests.store.test_migrations import V1_SCHEMA
+
+    path = default_store_path()
+    con = duckdb.connect(str(path))
+    con.execute(V1_SCHEMA.read_text())
+    con.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+    con.execute(
+        "INSERT INTO datasets (dataset_id, kind, spec_key, params, n_images) "
+        "VALUES ('ds-old', 'phantom', 'phantom(old)', '{}', 2)"
+    )
+    con.execute("INSERT INTO images VALUES ('ds-old', 'a', 'p1', 'L', NULL)")
+    con.execute("INSERT INTO images VALUES ('ds-old', 'b', 'p1', 'R', NULL)")
+    con.execute("INSERT INTO labels VALUES ('ds-old', 'a', 'KL', 1, 1)")
+    con.execute("INSERT INTO labels VALUES ('ds-old', 'b', 'KL', 2, 2)")
+    for seed in (0, 1):
+        con.execute(
+            f"INSERT INTO splits VALUES ('ds-old', {seed}, 'a', 'train'), "
+            f"('ds-old', {seed}, 'b', 'test')"
+        )
+    con.close()
+    init_schema(path)  # the upgrade `python -m jobs` and the worker run on an older store
+
+    at = _page().run()
+    assert not at.exception, [e.value for e in at.exception]
+    note = _markdown(at)
+    assert "**Splits** (seeds 0–1): patients kept whole, balanced on the first knee's" in note
+    assert "older SoftGrade" in note
+
+    _split_seeds("ds-old", range(2, 3), path)
+    st.cache_data.clear()  # as the page's 10 s read cache expiring
+    at = _page().run()
+    note = _markdown(at)
+    assert "made by 2 rules" in note
+    assert "- seeds 0–1: patients kept whole, balanced on the first knee's" in note
+    assert "- seed 2: patients kept whole, balanced on both knees'" in note
+
+
+def _markdown(at: AppTest) -> str:
+    return "\n".join(m.value for m in at.markdown)

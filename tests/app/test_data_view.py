@@ -77,3 +77,29 @@ def test_dataset_settings_reads_each_datasets_params_in_one_line():
         "created_at",
     ]
     assert table["settings"].item() == "n_images=400, seed=0"
+
+
+def test_seed_ranges_collapse_runs_of_seeds():
+    from pages._data_view import seed_ranges
+
+    assert seed_ranges([3]) == "seed 3"
+    assert seed_ranges([2, 0, 1]) == "seeds 0–2"
+    assert seed_ranges([0, 2, 5, 6, 7]) == "seeds 0, 2, 5–7"
+
+
+def test_split_rule_note_names_one_rule_per_seed_group_in_plain_words():
+    from engine.vocab import LEGACY_SPLIT_RULE, SPLIT_RULE
+    from pages._data_view import SPLIT_RULE_WORDS, split_rule_note
+
+    new = pd.DataFrame({"seed": [0, 1], "rule": [SPLIT_RULE] * 2})
+    what, why = SPLIT_RULE_WORDS[SPLIT_RULE]
+    assert split_rule_note(new) == f"**Splits** (seeds 0–1): {what}. {why}"
+    rules = [SPLIT_RULE, LEGACY_SPLIT_RULE, LEGACY_SPLIT_RULE, SPLIT_RULE]
+    mixed = pd.DataFrame({"seed": [0, 1, 2, 3], "rule": rules})
+    lines = split_rule_note(mixed).splitlines()
+    assert lines[0] == "**Splits** of this dataset were made by 2 rules:"
+    assert lines[1].startswith("- seeds 0, 3: patients kept whole, balanced on both knees'")
+    assert lines[2].startswith("- seeds 1–2: patients kept whole, balanced on the first knee's")
+    unknown = pd.DataFrame({"seed": [4], "rule": ["a rule from the future"]})
+    assert split_rule_note(unknown) == "**Splits** (seed 4): a rule from the future."
+    assert "no seed" in split_rule_note(pd.DataFrame(columns=["seed", "rule"]))

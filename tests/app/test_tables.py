@@ -279,3 +279,56 @@ def test_relationship_latex_holds_the_summary_and_table7():
     latex = tables.relationship_latex(summary, table7, 1e-6)
     assert r"\label{tab:kld_summary}" in latex and r"\label{tab:kld_stats}" in latex
     assert r"$\varepsilon = 1e-06$" in latex and "Beta &" in latex
+
+
+def test_correction_choices_open_on_holm_with_the_papers_unadjusted_second():
+    from engine.stats import CORRECTIONS
+
+    assert tables.CORRECTION_ORDER[:2] == ("holm", "none")
+    assert sorted(tables.CORRECTION_ORDER) == sorted(CORRECTIONS)
+    assert tables.correction_label("holm") == "Holm (SoftGrade's default)"
+    assert tables.correction_label("none") == "none — as in the paper (unadjusted p-values)"
+    assert tables.correction_label("bonferroni") == "Bonferroni"
+
+
+def _probability_summary() -> pd.DataFrame:
+    from engine.probability_metrics import PROBABILITY_METRICS
+
+    rows = []
+    for task, methods in (("CPPD", ("nominal", "beta")), ("KL", ("nominal", "beta"))):
+        for i, method in enumerate(methods):
+            row = {"task": task, "method": method, "n_seeds": 3}
+            for j, metric in enumerate(PROBABILITY_METRICS):
+                row[f"{metric}_mean"] = 0.1 * (j + 1) + 0.01 * i
+                row[f"{metric}_std"] = 0.001 * (j + 1) if task == "KL" else float("nan")
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def test_probability_summary_frame_shows_mean_and_std_per_metric():
+    shown = tables.probability_summary_frame(_probability_summary())
+    assert list(shown.columns[:3]) == ["Task", "Method", "Seeds"]
+    assert list(shown["Method"]) == ["Nominal", "Beta", "Nominal", "Beta"]
+    kl_beta = shown[(shown["Task"] == "KL") & (shown["Method"] == "Beta")].iloc[0]
+    assert kl_beta["RPS"] == "0.110 ± 0.001"
+    assert shown.iloc[0]["RPS"] == "0.100 ± –"  # no std: one seed's worth of spread
+
+
+def test_probability_csv_puts_comments_first_and_round_trips_numbers():
+    summary = _probability_summary()
+    csv = tables.probability_csv(summary, "# study: knees\n# code: 1.2\n")
+    assert csv.startswith("# study: knees\n# code: 1.2\ntask,method,n_seeds,rps_mean,rps_std,")
+    back = pd.read_csv(io.StringIO(csv), comment="#")
+    assert back["rps_mean"].tolist() == pytest.approx(summary["rps_mean"].tolist())
+    assert back["ece_cum_std"].isna().sum() == 2  # CPPD's missing std stays missing
+
+
+def test_probability_latex_is_a_table4_style_table_under_the_card():
+    latex = tables.probability_latex(_probability_summary(), "% study: knees\n")
+    lines = latex.splitlines()
+    assert lines[0] == "% study: knees" and lines[1] == r"\begin{table*}[!htbp]"
+    header = "Dataset & Soft-labelling & Seeds & RPS & ECE (top label) & ECE (P(grade $>$ k))"
+    assert header in latex
+    assert r"KL & Beta & 3 & $0.110_{0.001}$" in latex
+    assert r"CPPD & Nominal & 3 & $0.100$" in latex  # no std, no subscript
+    assert latex.count(r"\midrule") == 2  # under the header, and between the tasks
