@@ -33,7 +33,7 @@ from store.datasets import dataset_id_for
 from store.db import StoreError, connect
 
 BUNDLE_VERSION = 1
-#: The reference study shipped with SoftGrade (20-seed paper protocol on the phantom).
+#: The reference study shipped with SoftGrade (paper protocol on the phantom, 13 of 20 seeds).
 REFERENCE_STUDY = Path(__file__).resolve().parents[1] / "examples" / "reference-study.zip"
 
 _TABLES = (
