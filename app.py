@@ -8,6 +8,8 @@ Served on 127.0.0.1 with no accounts, SoftGrade is the one-person tool it always
 sign-in, every page. Otherwise (accounts exist, or it is served beyond loopback) a sign-in
 form comes first, and the menu lists only the pages the person's role allows
 (`jobs.access.pages_for`); each restricted page also guards itself (`pages._ui.require_page`).
+Every page's URL resolves whoever opens it: signed out, to the sign-in form (then that page);
+signed in without the role, to the page's guard, which says so and shows nothing else.
 """
 
 from __future__ import annotations
