@@ -8,6 +8,8 @@ Served on 127.0.0.1 with no accounts, SoftGrade is the one-person tool it always
 sign-in, every page. Otherwise (accounts exist, or it is served beyond loopback) a sign-in
 form comes first, and the menu lists only the pages the person's role allows
 (`jobs.access.pages_for`); each restricted page also guards itself (`pages._ui.require_page`).
+Every page's URL resolves whoever opens it: signed out, to the sign-in form (then that page);
+signed in without the role, to the page's guard, which says so and shows nothing else.
 """
 
 from __future__ import annotations
@@ -51,19 +53,45 @@ def menu_for(allowed: tuple[str, ...]) -> dict[str, list[st.Page]]:
     }
     kept = {section: entries for section, entries in kept.items() if entries}
     first = next(iter(kept.values()))[0][0]
-    return {
+    menu = {
         section: [
             st.Page(f"pages/{stem}.py", title=title, icon=icon, default=stem == first)
             for stem, title, icon in entries
         ]
         for section, entries in kept.items()
     }
+    # The other pages stay reachable by URL but out of the menu, so that a bookmark of one
+    # runs that page's guard (which says the role does not allow it) rather than Streamlit's
+    # "Page not found" over the default page.
+    refused = [
+        st.Page(f"pages/{stem}.py", title=title, icon=icon, visibility="hidden")
+        for entries in MENU.values()
+        for stem, title, icon in entries
+        if stem not in allowed
+    ]
+    menu[next(reversed(menu))].extend(refused)
+    return menu
+
+
+def sign_in_pages() -> list[st.Page]:
+    """The sign-in form, at the app's root and at every page's URL (hidden from the menu).
+
+    A signed-out visitor opening a page's URL (a bookmark, or the page they were on when
+    they signed out) gets the form there, not "Page not found", and once signed in the same
+    URL opens that page: a page's identity is its URL path, and the rerun after sign-in keeps it.
+    """
+    hidden = [
+        st.Page(sign_in_form, title="Sign in", url_path=stem, visibility="hidden")
+        for entries in MENU.values()
+        for stem, _, _ in entries
+    ]
+    return [st.Page(sign_in_form, title="Sign in", icon=":material/login:", default=True), *hidden]
 
 
 account = current_account()
 if account is None:
     # Signed out, or the session ended: only the sign-in form, no menu, no sidebar.
-    st.navigation([st.Page(sign_in_form, title="Sign in", icon=":material/login:")]).run()
+    st.navigation(sign_in_pages(), position="hidden").run()
     st.stop()
 navigation = st.navigation(menu_for(pages_for(account)))
 render_account(account)

@@ -112,3 +112,16 @@ def test_single_user_mode_needs_no_sign_in(path):
     assert not at.exception
     assert not [e for e in at.error if "not open to" in e.value]
     assert at.text_input(key="launch_name")
+
+
+def test_through_the_app_a_viewer_opening_launch_gets_its_guard_not_the_default_page(path):
+    """app.py keeps the pages a role lacks as hidden entries, so their URL runs the page's
+    guard rather than Streamlit's "Page not found" over the viewer's first page."""
+    at = _signed_in("launch", "vi", "viewer", path)
+    shell = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30)
+    shell.session_state[TOKEN_KEY] = at.session_state[TOKEN_KEY]
+    shell.run()
+    shell.switch_page("pages/launch.py").run()
+    assert not shell.exception
+    assert "Launch** is not open to vi (viewer)" in shell.error[0].value
+    assert not shell.title and not shell.text_input  # nothing of the Launch page

@@ -13,6 +13,7 @@ Playwright's own browser download is not used: nothing is fetched at run time.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -69,12 +70,13 @@ def _wait_for_http(url: str, proc: subprocess.Popen, timeout_s: float = 60.0) ->
     raise TimeoutError(f"{url} did not answer within {timeout_s} s")
 
 
-@pytest.fixture
-def app_url(tmp_path: Path) -> Iterator[str]:
-    """`python -m jobs up` (app + worker) on a free port and a fresh store."""
+@contextlib.contextmanager
+def serve_app(home: Path) -> Iterator[str]:
+    """`python -m jobs up` (app + worker) on a free port and the store under ``home``;
+    yields the app's URL and stops both on exit."""
     port = _free_port()
-    env = {**os.environ, "SOFTGRADE_HOME": str(tmp_path), "PYTHONUNBUFFERED": "1"}
-    log = (tmp_path / "up.log").open("w")
+    env = {**os.environ, "SOFTGRADE_HOME": str(home), "PYTHONUNBUFFERED": "1"}
+    log = (home / "up.log").open("w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "jobs", "up", "--port", str(port)],
         cwd=ROOT,
@@ -93,6 +95,13 @@ def app_url(tmp_path: Path) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
         log.close()
+
+
+@pytest.fixture
+def app_url(tmp_path: Path) -> Iterator[str]:
+    """`python -m jobs up` (app + worker) on a free port and a fresh store."""
+    with serve_app(tmp_path) as url:
+        yield url
 
 
 # Records the label of every sidebar navigation link ever drawn (a link's last line; its

@@ -1,0 +1,94 @@
+"""End to end in a real browser: a fresh install opens the bundled reference study in one click.
+
+``python -m jobs up`` serves a fresh, empty SOFTGRADE_HOME (the fixtures of
+``test_browser.py``). Headless Chromium, driven by Playwright, opens Compare methods, which
+has nothing to show and offers the bundled reference study (``examples/reference-study.zip``);
+one click loads it, and the page shows its metrics table (every method, all its seeds), its
+distribution charts and its statistics, with the study labelled as the bundled reference in
+the picker; the search explorer lists it with the same label. Any Streamlit exception box or
+Python traceback on a page fails the test.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+playwright_api = pytest.importorskip(
+    "playwright.sync_api", reason="playwright is not installed (requirements-dev.txt)"
+)
+from engine.vocab import METHODS  # noqa: E402 - after the skip
+from pages._tables import REFERENCE_MARK, method_title  # noqa: E402
+from pages._ui import REFERENCE_BUTTON  # noqa: E402
+from store.bundle import REFERENCE_STUDY, read_card  # noqa: E402
+from tests.e2e.test_browser import (  # noqa: E402 - fixtures used by name
+    CHROMIUM,
+    PAGE_TIMEOUT_MS,
+    app_url,  # noqa: F401
+    assert_no_error,
+    open_page,
+    page,  # noqa: F401
+)
+
+pytestmark = [
+    pytest.mark.skipif(
+        CHROMIUM is None, reason="no Chromium here: apt-get install chromium (.ci/run does)"
+    ),
+    pytest.mark.skipif(not REFERENCE_STUDY.is_file(), reason=f"no {REFERENCE_STUDY}"),
+]
+IMPORT_TIMEOUT_MS = 300_000  # ~100,000 predictions and ~10,000 epochs into a fresh store
+CHARTS = '[data-testid="stVegaLiteChart"]:visible'
+
+
+def shows(locator: object, timeout_ms: int = PAGE_TIMEOUT_MS) -> None:
+    """Wait until ``locator`` is visible (a page's first load imports torch in the server)."""
+    playwright_api.expect(locator).to_be_visible(timeout=timeout_ms)
+
+
+def test_an_empty_compare_page_loads_the_bundled_reference_study_in_one_click(
+    app_url: str,  # noqa: F811
+    page: object,  # noqa: F811
+) -> None:
+    tab = page
+    card = read_card(REFERENCE_STUDY)
+    label = f"{REFERENCE_MARK}{card['study']['name']}"
+    n_seeds = len(card["seeds"])
+
+    open_page(tab, f"{app_url}/compare", "Compare methods")
+    shows(tab.get_by_text("No study has finished runs yet"))
+    assert_no_error(tab, "Compare methods, empty")
+    tab.get_by_role("button", name=REFERENCE_BUTTON).click()
+
+    # The page reruns on the imported study, picked and labelled as the bundled reference.
+    shows(tab.get_by_text(label).first, IMPORT_TIMEOUT_MS)
+    # The offer is gone once the rerun ends (until then Streamlit keeps the old elements).
+    offer = tab.get_by_role("button", name=REFERENCE_BUTTON)
+    playwright_api.expect(offer).to_have_count(0, timeout=PAGE_TIMEOUT_MS)
+    assert tab.get_by_text("No study has finished runs yet").count() == 0
+    assert_no_error(tab, "Compare methods, reference loaded")
+
+    # Metrics table: every method, each over all the reference's seeds.
+    table = tab.locator('[data-testid="stTable"]').first
+    shows(table)
+    text = table.inner_text()
+    assert "QWK" in text and "AMAE" in text, text
+    assert all(method_title(method) in text for method in METHODS), text
+    shows(tab.get_by_text(f"{n_seeds} seed(s) per task and method").first)
+
+    tab.get_by_role("tab", name="Distributions over seeds").click()
+    shows(tab.locator(CHARTS).nth(1))  # one violin-and-box chart per task
+    tab.get_by_role("tab", name="Statistics").click()
+    shows(tab.get_by_text("Two-way ANOVA, method × task (Table 5)").first)
+    shows(tab.get_by_text("Tukey HSD homogeneous subsets").first)
+    assert_no_error(tab, "Compare methods, reference tabs")
+
+    # Another result page lists it under the same label and draws its learning curves.
+    open_page(tab, f"{app_url}/explorer", "Search & learning curves")
+    picker = tab.get_by_role("combobox", name="Study")  # a select box: the label is its value
+    playwright_api.expect(picker).to_have_value(
+        re.compile(f"^{re.escape(label)} · "), timeout=PAGE_TIMEOUT_MS
+    )
+    shows(tab.get_by_role("heading", name="Learning curves"))
+    shows(tab.locator(CHARTS).first)
+    assert_no_error(tab, "Search & learning curves, reference")
