@@ -2,8 +2,14 @@
 
 `inspect_files` decodes every file once (in worker processes when there are many) and
 returns a small `FilmCheck` per file: its size, whether it decodes, its pixel hash (for
-copies under two names), its DICOM tags and, where asked, the knees the detector finds.
-`locate_knees` is the one place the import asks for knees; `best_knee` gives the crop's.
+copies under two names), its DICOM tags and, where asked, the knees the detector finds
+(with their sides). `film_knees` / `locate_knees` are the one place the import asks for
+knees; `knee_for_side` picks the knee a labels row is cropped around.
+
+The detector is a `DetectorInfo`: the classical one, or a trained YOLO detector chosen by
+`choose_detector` (newest, by key) from ``$SOFTGRADE_HOME/detectors``. A trained one is
+loaded once per process (`knee_detector`; in the pool's initializer for workers), on CPU;
+ultralytics is imported only then, never for a classical import.
 """
 
 from __future__ import annotations

@@ -140,7 +140,25 @@ def ultralytics_offline(config_dir: Path) -> types.ModuleType:
     off = {k: False for k in _SETTINGS_OFF if k in ultralytics.settings}
     if any(ultralytics.settings.get(k) for k in off):
         ultralytics.settings.update(off)
+    _unpatch_pillow()
     return ultralytics
+
+
+def _unpatch_pillow() -> None:
+    """Give Pillow back its own ``Image.open``.
+
+    ultralytics replaces ``PIL.Image.open`` on import with one that, for a file Pillow
+    cannot identify, installs and imports ``pi-heif`` (a download, then ModuleNotFoundError
+    here) instead of raising ``UnidentifiedImageError``. In a process that has loaded a
+    detector, an import check would then call a text file named ``.png`` "cannot be
+    decoded (No module named 'pi_heif')" and a cache build would fail with a traceback.
+    """
+    from PIL import Image
+
+    patches = sys.modules.get("ultralytics.utils.patches")
+    original = getattr(patches, "_image_open", None)
+    if original is not None and Image.open is getattr(patches, "image_open", None):
+        Image.open = original
 
 
 @contextlib.contextmanager

@@ -168,11 +168,10 @@ def cmd_import(args: argparse.Namespace) -> int:
     ``--skip-bad`` (nothing registered); 2 the folder, CSV or layout cannot be read at all.
     """
     from engine.import_check import check_import
-    from engine.import_films import detector_note
     from jobs.importer import ImportRefused, import_detector, register_import
 
+    # The report's notes name the detector; an unknown key is one message (exit 2).
     detector = import_detector(args.detector)
-    print(detector_note(detector), file=sys.stderr)
     try:
         report = check_import(
             Path(args.path),

@@ -28,41 +28,16 @@ from engine.yolo import (
     train_detector,
 )
 from engine.yolo import choose_detector as choose_record
-from tests.conftest import write_film_folder
+from tests.conftest import fake_detector, write_film_folder
 
 TINY = {"image_size": 64, "epochs": 2, "device": "cpu"}
-
-
-def _fake(detectors: Path, key: str, created_at: str, **held: float) -> DetectorRecord:
-    """A detector folder with a record and an (empty) weights file: enough to be chosen."""
-    record = DetectorRecord(
-        key=key,
-        path=str(detectors / key / "detector.pt"),
-        trained_on=f"fake {key}",
-        model="yolov8n.yaml",
-        image_size=64,
-        epochs=1,
-        n_films=4,
-        n_train=3,
-        n_held_out=1,
-        n_knees=4,
-        held_out=held,
-        train_seconds=0.1,
-        device="cpu",
-        ultralytics_version="0",
-        created_at=created_at,
-    )
-    (detectors / key).mkdir(parents=True)
-    (detectors / key / "record.json").write_text(record.to_json())
-    (detectors / key / "detector.pt").write_bytes(b"")
-    return record
 
 
 @pytest.fixture
 def detectors(tmp_path: Path) -> Path:
     out = tmp_path / "detectors"
-    _fake(out, "old0000000000000", "2026-01-01T10:00:00+00:00", mean_iou=0.8, map50=0.7)
-    _fake(out, "new0000000000000", "2026-03-01T10:00:00+00:00", mean_iou=0.9, map50=0.8)
+    fake_detector(out, "old0000000000000", "2026-01-01T10:00:00+00:00", mean_iou=0.8, map50=0.7)
+    fake_detector(out, "new0000000000000", "2026-03-01T10:00:00+00:00", mean_iou=0.9, map50=0.8)
     # Not detectors: a training still being written, ultralytics' settings, no weights.
     (out / ".new1111111111111.partial").mkdir()
     (out / ".ultralytics").mkdir()
@@ -175,3 +150,16 @@ def test_the_cache_is_cropped_by_the_datasets_detector_and_rebuilt_for_another(t
         max(c for _, c in locate_knees(film, detector=info)), abs=1e-4
     )
     assert list(meta["knee_confidence"]) != list(classical["knee_confidence"])
+
+
+def test_a_process_that_loaded_a_detector_still_names_a_text_file_as_one(trained, tmp_path):
+    # ultralytics patches PIL.Image.open on import (a HEIF plugin it would download).
+    detectors, record = trained
+    from engine.import_films import knee_detector
+
+    knee_detector(choose_detector(detectors, record.key))
+    folder = tmp_path / "films"
+    folder.mkdir()
+    (folder / "notes.png").write_text("not a film\n")
+    check = inspect_files(folder, ["notes.png"], workers=1)["notes.png"]
+    assert check.error.startswith("a text file, not a film"), check.error

@@ -15,44 +15,13 @@ from engine.data import prepare_dataset
 from engine.detect import box_iou
 from engine.import_check import check_import, write_clean_labels
 from engine.importing import labelled_boxes, read_labels
-from engine.phantom import PhantomSpec, phantom_labels, render_bilateral_film
-from tests.conftest import phantom_film
+from tests.conftest import phantom_film, write_bilateral_folder
 
 SIZE = 64
 
 
-def _bilateral_folder(root: Path, n_patients: int = 3) -> tuple[Path, dict[str, dict]]:
-    """Bilateral phantom films of patients with both knees, listed once per knee.
-
-    Returns:
-        The folder and, per image id the import should give, the knee's truth.
-    """
-    spec = PhantomSpec(n_images=16, n_joint=16, seed=3)
-    labels = phantom_labels(spec)
-    both = [p for p, g in labels.groupby("patient_index") if sorted(g["side"]) == ["L", "R"]]
-    folder = root / "bilateral"
-    folder.mkdir()
-    rows, truth = [], {}
-    for p in both[:n_patients]:
-        film, knees = render_bilateral_film(spec, int(p), labels)
-        name = f"film{p:02d}.png"
-        Image.fromarray(film).save(folder / name)
-        for knee in knees:
-            rows.append((name, knee.patient_id, knee.side, knee.kl, knee.cppd))
-            truth[f"film{p:02d}_{knee.side}"] = {
-                "box": knee.box,
-                "kl": knee.kl,
-                "cppd": knee.cppd,
-                "side": knee.side,
-            }
-    pd.DataFrame(rows, columns=["image", "patient_id", "side", "kl", "cppd"]).to_csv(
-        folder / "labels.csv", index=False
-    )
-    return folder, truth
-
-
 def test_a_bilateral_film_listed_per_side_becomes_two_crops_of_the_right_knees(tmp_path):
-    folder, truth = _bilateral_folder(tmp_path)
+    folder, truth = write_bilateral_folder(tmp_path)
     report = check_import(folder)
     assert report.all_good, report.problems
     films = report.films.set_index("image_id")
@@ -79,7 +48,7 @@ def test_a_bilateral_film_listed_per_side_becomes_two_crops_of_the_right_knees(t
 
 
 def test_a_row_without_side_on_a_two_knee_film_is_reported_not_picked(tmp_path):
-    folder, truth = _bilateral_folder(tmp_path, n_patients=2)
+    folder, truth = write_bilateral_folder(tmp_path, n_patients=2)
     table = pd.read_csv(folder / "labels.csv", dtype=str)
     first = table["image"].iloc[0]
     # The first film once, without a side; the second film twice with the same side.
