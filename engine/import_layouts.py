@@ -471,12 +471,18 @@ def resolve_dicom(listing: Listing, tags: dict[str, tuple[str, str, str]]) -> pd
     else:
         rows["key"] = rows["image"]
     rows["tag_patient"] = [tags.get(f, ("", "", ""))[0] for f in rows["image"]]
-    rows["tag_side"] = [tags.get(f, ("", "", ""))[1] for f in rows["image"]]
+    # Only R and L name one knee's side; B (both knees) and U (unpaired) leave the side to
+    # the CSV (a bilateral film is listed once per knee with its side).
+    rows["tag_side"] = [_one_side(tags.get(f, ("", "", ""))[1]) for f in rows["image"]]
     rows["csv_patient"] = rows["patient_id"]
     rows["csv_side"] = rows["side"]
     rows["patient_id"] = _tag_or_csv(rows["tag_patient"], rows["csv_patient"])
     rows["side"] = _tag_or_csv(rows["tag_side"], rows["csv_side"])
     return rows
+
+
+def _one_side(tag: str) -> str:
+    return tag if tag in ("R", "L") else ""
 
 
 def _tag_or_csv(tag: pd.Series, written: pd.Series) -> list[str]:

@@ -15,7 +15,7 @@ from engine.data import prepare_dataset
 from engine.detect import box_iou
 from engine.import_check import check_import, write_clean_labels
 from engine.importing import labelled_boxes, read_labels
-from tests.conftest import phantom_film, write_bilateral_folder
+from tests.conftest import dicom_bytes, phantom_film, write_bilateral_folder
 
 SIZE = 64
 
@@ -165,3 +165,40 @@ def test_read_labels_keeps_a_per_knee_film_and_refuses_one_listed_twice_on_one_s
     )
     with pytest.raises(ValueError, match="b.png is listed twice"):
         read_labels(folder, folder / "twice.csv")
+
+
+def test_a_dicom_film_tagged_both_knees_is_listed_per_side_from_its_csv(tmp_path):
+    bilateral, truth = write_bilateral_folder(tmp_path, n_patients=1)
+    table = pd.read_csv(bilateral / "labels.csv", dtype=str)
+    film = np.asarray(Image.open(bilateral / table["image"].iat[0]))
+    folder = tmp_path / "dicom"
+    folder.mkdir()
+    (folder / "knees.dcm").write_bytes(
+        dicom_bytes(film.astype(np.uint16) * 16, PatientID="pt-b", ImageLaterality="B")
+    )
+    table.assign(image="knees.dcm").drop(columns="patient_id").to_csv(
+        folder / "grades.csv", index=False
+    )
+    report = check_import(folder, labels_csv=folder / "grades.csv", layout="dicom")
+    assert report.all_good, report.problems
+    films = report.films.set_index("image_id")
+    assert sorted(films.index) == ["knees_L", "knees_R"]
+    assert set(films["patient_id"]) == {"pt-b"}
+    for side in ("R", "L"):
+        (knee,) = [k for k in truth.values() if k["side"] == side]
+        assert films.at[f"knees_{side}", "side"] == side
+        assert films.at[f"knees_{side}", "kl"] == knee["kl"]
+
+
+def test_a_film_whose_id_is_also_a_knees_id_is_named(tmp_path):
+    bilateral, _ = write_bilateral_folder(tmp_path, n_patients=1)
+    table = pd.read_csv(bilateral / "labels.csv", dtype=str)
+    name = table["image"].iat[0]
+    clash = name.replace(".png", "_R.png")
+    Image.fromarray(phantom_film(5, 0)).save(bilateral / clash)
+    extra = pd.DataFrame([{"image": clash, "patient_id": "other", "side": "L", "kl": "1"}])
+    pd.concat([table, extra]).to_csv(bilateral / "labels.csv", index=False)
+    report = check_import(bilateral)
+    same = report.problems[report.problems["kind"] == "same_id"]
+    assert sorted(same["file"]) == sorted([name, clash])
+    assert name.replace(".png", "_R") not in set(report.films["image_id"])
