@@ -256,14 +256,16 @@ def read_labels(folder: Path, labels_csv: Path) -> pd.DataFrame:
 
 
 def _per_knee_films(table: pd.DataFrame) -> set[str]:
-    """Films listed once per knee: two rows, one with side R and one with side L."""
+    """Films listed once per knee: two rows of one patient, side R and side L."""
     counts = table["image"].value_counts()
     twice = counts[counts == 2].index
-    return {
-        image
-        for image in twice
-        if sorted(table.loc[table["image"] == image, "side"].fillna("")) == ["L", "R"]
-    }
+    per_knee = set()
+    for image in twice:
+        rows = table[table["image"] == image]
+        one_patient = rows["patient_id"].astype(str).nunique() == 1
+        if one_patient and sorted(rows["side"].fillna("")) == ["L", "R"]:
+            per_knee.add(image)
+    return per_knee
 
 
 def _read_label_boxes(table: pd.DataFrame) -> None:
