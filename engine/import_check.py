@@ -8,11 +8,16 @@ dataset registered from this import would hold. Nothing is queued or stored here
 What is checked:
 
 - each film: not empty, decodable (DICOM, PNG, JPEG, TIFF), at least ``MIN_FILM_SIDE`` px a
-  side, and a knee found on it with enough confidence (`locate_knees`);
+  side, and a knee found on it with enough confidence (`locate_knees`, with the chosen
+  detector, `choose_detector`); a film showing two knees is graded per knee (one row per
+  side), and a row without a side on such a film is an error;
+- a knee box the labels give (``x0, y0, x1, y1``): all four or none, whole pixels,
+  x1 > x0 and y1 > y0, on the film;
 - each row: the listed file exists, a patient id, grades whole numbers in the task's range
   (`engine.vocab`), at least one grade, a side in `SIDE_WORDS` or empty, the row's cell
   count;
-- across rows: exact duplicate rows, one film listed in several rows, the same decoded
+- across rows: exact duplicate rows, one film listed in several rows (other than once per
+  knee: two rows of one patient with sides R and L), two films with one image id, the same decoded
   pixels under two names (a leak between splits when the patients differ), a patient with
   more than two knees or two of one side, films in the folder that no row lists;
 - the dataset: grades of a task too rare for every split to get one.
@@ -39,10 +44,13 @@ from engine.import_films import (
     FilmCheck,
     Progress,
     best_knee,
-    current_detector,
+    choose_detector,
+    detector_from_params,
     detector_note,
+    film_knees,
     inspect_files,
     inspect_film,
+    knee_for_side,
     locate_knees,
 )
 from engine.import_layouts import GRADE_COLUMNS, Listing, read_listing, resolve_dicom
@@ -54,7 +62,7 @@ from engine.import_rows import (
     Problem,
     find_problems,
 )
-from engine.importing import GIVEN_SPLIT
+from engine.importing import GIVEN_SPLIT, LABEL_BOX_COLUMNS
 
 __all__ = [
     "CLASSICAL_DETECTOR",
@@ -71,10 +79,13 @@ __all__ = [
     "Progress",
     "best_knee",
     "check_import",
+    "choose_detector",
     "clean_labels",
-    "current_detector",
+    "detector_from_params",
+    "film_knees",
     "inspect_film",
     "inspect_files",
+    "knee_for_side",
     "locate_knees",
     "write_clean_labels",
 ]
@@ -111,7 +122,7 @@ class ImportReport:
         notes: What the layout decided that a user should know (patients, splits, detector).
         checked_s: Wall time of the check.
         left_out: Listed films (paths inside ``root``) that are not among the good films.
-        detector: The knee detector that located the knees (`current_detector`).
+        detector: The knee detector that located the knees (`choose_detector`).
     """
 
     root: Path
@@ -157,6 +168,7 @@ def check_import(
     detect: bool = True,
     workers: int | None = None,
     progress: Progress | None = None,
+    detector: DetectorInfo = CLASSICAL_DETECTOR,
 ) -> ImportReport:
     """Check every row and every film of a folder before anything is queued.
 
@@ -170,6 +182,8 @@ def check_import(
         workers: Decoding processes (default: the CPUs this process may use, at most 8,
             from `PARALLEL_FROM` films on; fewer are decoded in this process).
         progress: Called as films are decoded with (done, total, films per second).
+        detector: The knee detector (`choose_detector`; the CLI and the Launch page choose
+            the newest trained one); the classical detector by default.
 
     Raises:
         engine.import_layouts.ImportSourceError: The folder or CSV cannot be read at all, or
@@ -183,7 +197,12 @@ def check_import(
         layout_split=layout_split,
     )
     checks = inspect_files(
-        listing.root, listing.files, detect=detect, workers=workers, progress=progress
+        listing.root,
+        listing.files,
+        detect=detect,
+        workers=workers,
+        progress=progress,
+        detector=detector,
     )
     rows = listing.rows
     if listing.layout == "dicom":
@@ -193,17 +212,22 @@ def check_import(
             if c.uid_tag or c.patient_tag
         }
         rows = resolve_dicom(listing, tags)
-    report = _build_report(listing, rows, checks, detect=detect)
-    return replace(report, checked_s=time.perf_counter() - start, detector=current_detector())
+    report = _build_report(listing, rows, checks, detect=detect, detector=detector)
+    return replace(report, checked_s=time.perf_counter() - start, detector=detector)
 
 
 def _build_report(
-    listing: Listing, rows: pd.DataFrame, checks: dict[str, FilmCheck], *, detect: bool
+    listing: Listing,
+    rows: pd.DataFrame,
+    checks: dict[str, FilmCheck],
+    *,
+    detect: bool,
+    detector: DetectorInfo,
 ) -> ImportReport:
     found = find_problems(listing, rows, checks)
     notes = list(listing.notes)
     if detect:
-        notes.append(detector_note())
+        notes.append(detector_note(detector))
     return ImportReport(
         root=listing.root,
         layout=listing.layout,
@@ -222,11 +246,14 @@ def _build_report(
 
 
 def clean_labels(report: ImportReport) -> pd.DataFrame:
-    """The good films as a labels CSV table: image, patient_id, side, kl, cppd
-    (and ``given_split`` where the layout's test folder is the test set)."""
+    """The good films as a labels CSV table: image, patient_id, side, kl, cppd (and
+    ``given_split`` where the layout's test folder is the test set, and the knee box
+    ``x0, y0, x1, y1`` where the labels give boxes). A film listed once per knee keeps
+    its two rows."""
     columns = ["image", "patient_id", "side", *GRADE_COLUMNS]
     if GIVEN_SPLIT in report.films:
         columns.append(GIVEN_SPLIT)
+    columns += [c for c in LABEL_BOX_COLUMNS if c in report.films]
     return report.films[columns].copy()
 
 

@@ -2,12 +2,19 @@
 
 `inspect_files` decodes every file once (in worker processes when there are many) and
 returns a small `FilmCheck` per file: its size, whether it decodes, its pixel hash (for
-copies under two names), its DICOM tags and, where asked, the knees the detector finds.
-`locate_knees` is the one place the import asks for knees; `best_knee` gives the crop's.
+copies under two names), its DICOM tags and, where asked, the knees the detector finds
+(with their sides). `film_knees` / `locate_knees` are the one place the import asks for
+knees; `knee_for_side` picks the knee a labels row is cropped around.
+
+The detector is a `DetectorInfo`: the classical one, or a trained YOLO detector chosen by
+`choose_detector` (newest, by key) from ``$SOFTGRADE_HOME/detectors``. A trained one is
+loaded once per process (`knee_detector`; in the pool's initializer for workers), on CPU;
+ultralytics is imported only then, never for a classical import.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import multiprocessing
 import os
@@ -15,14 +22,17 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from engine.detect import Box, detect_knee_box, find_knees
+from engine.detect import Box, KneeDetection, assign_sides, detect_knee_box, find_knees
 from engine.importing import FILM_FORMATS, MIN_FILM_SIDE, grey_film, is_dicom, read_dicom
 
 # Fewer films than this are decoded in this process: starting workers costs more.
 PARALLEL_FROM = 200
+#: The classical detector's key (`DetectorInfo.key`); `engine.yolo.CLASSICAL` says the same.
+CLASSICAL = "classical"
 
 Progress = Callable[[int, int, float], None]
 """Called as films are decoded: (films done, films in all, films per second)."""
@@ -30,7 +40,12 @@ Progress = Callable[[int, int, float], None]
 
 @dataclass(frozen=True)
 class FilmCheck:
-    """What decoding one file found (small: workers send these back, never pixels)."""
+    """What decoding one file found (small: workers send these back, never pixels).
+
+    ``knees`` are the knees found, from the viewer's left to right: (the patient's side, 'R',
+    'L' or '' when the film does not say; the detector's confidence). ``knee_confidence`` is
+    the most confident one's (None when knees were not looked for).
+    """
 
     file: str
     size_bytes: int
@@ -41,6 +56,7 @@ class FilmCheck:
     pixels_hash: str = ""
     knee_confidence: float | None = None
     n_knees: int = 0
+    knees: tuple[tuple[str, float], ...] = ()
     patient_tag: str = ""
     laterality_tag: str = ""
     uid_tag: str = ""
@@ -53,20 +69,98 @@ class FilmCheck:
 
 @dataclass(frozen=True)
 class DetectorInfo:
-    """Which knee detector located the knees, and how it scored on held-out boxes.
+    """Which knee detector locates the knees, and how it scored on held-out boxes.
 
     Attributes:
-        name: 'classical' (`engine.detect.detect_knee_box`) or a trained detector's name.
-        held_out_iou: Mean IoU on held-out boxes (a trained detector's only).
-        held_out_map: mAP on held-out boxes (a trained detector's only).
+        name: 'classical' (`engine.detect.detect_knee_box`) or 'YOLOv8n' (a trained
+            detector, `engine.yolo`).
+        key: 'classical', or the trained detector's key (its folder's name).
+        held_out_iou: Mean IoU on the detector's held-out films (a trained detector's only).
+        held_out_map: mAP at IoU 0.5 on them (ultralytics' ``map50``; trained only).
+        folder: The trained detector's folder ('' for the classical detector).
+        trained_on: What a trained detector was trained on, in words.
     """
 
     name: str
+    key: str = CLASSICAL
     held_out_iou: float | None = None
     held_out_map: float | None = None
+    folder: str = ""
+    trained_on: str = ""
+
+    @property
+    def trained(self) -> bool:
+        """A trained YOLO detector (not the classical fallback)."""
+        return self.key != CLASSICAL
 
 
 CLASSICAL_DETECTOR = DetectorInfo("classical")
+
+
+def trained_detector_info(record: Any, detectors_dir: Path) -> DetectorInfo:
+    """The `DetectorInfo` of a trained detector's record (`engine.yolo.DetectorRecord`)."""
+    held = record.held_out or {}
+
+    def score(name: str) -> float | None:
+        value = held.get(name)
+        return None if value is None or value != value else float(value)  # NaN: not scored
+
+    return DetectorInfo(
+        name="YOLOv8n",
+        key=record.key,
+        held_out_iou=score("mean_iou"),
+        held_out_map=score("map50"),
+        folder=str(Path(detectors_dir) / record.key),
+        trained_on=record.trained_on,
+    )
+
+
+def choose_detector(detectors_dir: Path, choice: str = "latest") -> DetectorInfo:
+    """The detector an import uses: ``latest`` (the newest trained detector in
+    ``detectors_dir``, the classical one when none is trained), ``classical``, or a trained
+    detector's key. Reads records only: ultralytics is not imported here.
+
+    Raises:
+        ValueError: No trained detector has that key (the message lists the known ones).
+    """
+    from engine.yolo import choose_detector as choose_record
+
+    record = choose_record(detectors_dir, choice)
+    return CLASSICAL_DETECTOR if record is None else trained_detector_info(record, detectors_dir)
+
+
+def detector_from_params(params: dict[str, Any]) -> DetectorInfo:
+    """The detector a folder dataset's params name (``detector`` and ``detectors_dir``);
+    the classical detector when they name none (datasets imported before detectors).
+
+    Raises:
+        ValueError: The named detector is not in its folder (any more).
+    """
+    key = str(params.get("detector") or CLASSICAL)
+    if key == CLASSICAL:
+        return CLASSICAL_DETECTOR
+    if not params.get("detectors_dir"):
+        raise ValueError(
+            f"dataset.detector: {key!r} needs dataset.detectors_dir (the detectors folder)"
+        )
+    detectors_dir = Path(str(params["detectors_dir"])).expanduser()
+    try:
+        return choose_detector(detectors_dir, key)
+    except ValueError as exc:
+        raise ValueError(f"dataset.detector: {exc}") from exc
+
+
+@functools.lru_cache(maxsize=2)
+def _loaded_detector(folder: str) -> Any:
+    """A trained detector loaded once per process (CPU)."""
+    from engine.yolo import load_detector
+
+    return load_detector(Path(folder), device="cpu")
+
+
+def knee_detector(detector: DetectorInfo) -> Any:
+    """The trained detector to pass to `engine.detect.find_knees` (None: classical)."""
+    return _loaded_detector(detector.folder) if detector.trained else None
 
 
 # -- decoding --------------------------------------------------------------------------------
@@ -79,8 +173,13 @@ def inspect_files(
     detect: bool = True,
     workers: int | None = None,
     progress: Progress | None = None,
+    detector: DetectorInfo = CLASSICAL_DETECTOR,
 ) -> dict[str, FilmCheck]:
     """Decode every file once (in ``workers`` processes; see `check_import`).
+
+    A trained ``detector`` is loaded once per worker process (CPU, one thread each), when the
+    pool starts; the classical detector needs no loading, and ultralytics is then never
+    imported.
 
     Returns:
         file → its `FilmCheck`, for every file.
@@ -88,7 +187,8 @@ def inspect_files(
     total = len(files)
     if workers is None:
         workers = _default_workers() if total >= PARALLEL_FROM else 1
-    tasks = [(str(root), f, detect) for f in files]
+    folder = detector.folder if detect and detector.trained else ""
+    tasks = [(str(root), f, detect, folder) for f in files]
     start = time.perf_counter()
     out: dict[str, FilmCheck] = {}
     if workers <= 1 or total < 2:
@@ -96,7 +196,9 @@ def inspect_files(
         pool = None
     else:
         # spawn: safe from a threaded caller (Streamlit) and loads no torch into workers.
-        pool = multiprocessing.get_context("spawn").Pool(workers, initializer=_init_worker)
+        pool = multiprocessing.get_context("spawn").Pool(
+            workers, initializer=_init_worker, initargs=(folder,)
+        )
         chunk = max(1, min(32, total // (workers * 8)))
         results = pool.imap_unordered(_inspect_task, tasks, chunksize=chunk)
     try:
@@ -123,15 +225,23 @@ def _default_workers() -> int:
     return max(1, min(8, cpus))
 
 
-def _init_worker() -> None:
+def _init_worker(detector_folder: str = "") -> None:
     import cv2
 
     cv2.setNumThreads(1)  # one film per process at a time; threads would only contend
+    if detector_folder:
+        _loaded_detector(detector_folder)  # once per worker, not once per film
+        import ultralytics.utils.torch_utils as torch_utils
+
+        torch_utils.NUM_THREADS = 1  # the detector's inference threads, per worker
 
 
-def _inspect_task(task: tuple[str, str, bool]) -> FilmCheck:
-    root, file, detect = task
-    return inspect_film(Path(root) / file, file, detect=detect)
+def _inspect_task(task: tuple[str, str, bool, str]) -> FilmCheck:
+    root, file, detect, folder = task
+    detector = DetectorInfo("YOLOv8n", key=Path(folder).name, folder=folder) if folder else None
+    return inspect_film(
+        Path(root) / file, file, detect=detect, detector=detector or CLASSICAL_DETECTOR
+    )
 
 
 class _FilmError(Exception):
@@ -140,8 +250,11 @@ class _FilmError(Exception):
         self.kind = kind
 
 
-def inspect_film(path: Path, file: str, *, detect: bool = True) -> FilmCheck:
-    """Decode one film and measure what the checks need; never raises for a bad file."""
+def inspect_film(
+    path: Path, file: str, *, detect: bool = True, detector: DetectorInfo = CLASSICAL_DETECTOR
+) -> FilmCheck:
+    """Decode one film and measure what the checks need; never raises for a bad file
+    (a trained detector that cannot be loaded does raise: it is no film's fault)."""
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -180,9 +293,22 @@ def inspect_film(path: Path, file: str, *, detect: bool = True) -> FilmCheck:
         )
     if not detect:
         return FilmCheck(**base)
-    knees = locate_knees(film, laterality=tags[1] or None)
+    laterality = tags[1] or None
+    knees = locate_knees(film, laterality=laterality, detector=detector)
     confidence = max((c for _, c in knees), default=0.0)
-    return FilmCheck(**base, knee_confidence=confidence, n_knees=len(knees))
+    sided = assign_sides([KneeDetection(box, c) for box, c in knees], _known_tag(laterality))
+    return FilmCheck(
+        **base,
+        knee_confidence=confidence,
+        n_knees=len(knees),
+        knees=tuple((k.side or "", float(k.confidence)) for k in sided),
+    )
+
+
+def _known_tag(laterality: str | None) -> str:
+    """A DICOM laterality tag `engine.detect` understands ('' for any other value)."""
+    tag = (laterality or "").strip().upper()
+    return tag if tag in ("R", "L", "B", "U") else ""
 
 
 def _decode_dicom(data: bytes, file: str) -> tuple[np.ndarray, object]:
@@ -227,39 +353,80 @@ def _looks_like_text(data: bytes) -> bool:
 # -- knee localisation -----------------------------------------------------------------------
 
 
-def locate_knees(film: np.ndarray, laterality: str | None = None) -> list[tuple[Box, float]]:
-    """The knees found on a film, each a box and the detector's confidence (0 to 1).
+def film_knees(
+    film: np.ndarray,
+    laterality: str | None = None,
+    detector: DetectorInfo = CLASSICAL_DETECTOR,
+) -> list[KneeDetection]:
+    """The knees found on a film, from the viewer's left to right, with their sides.
 
-    The one place the import asks for knees: `engine.detect.find_knees` (the classical
-    detector with its own confidence; a trained detector once imports are given one).
+    `engine.detect.find_knees` with the chosen detector (up to two knees; sides from their
+    position, or the film's DICOM laterality tag; see `engine.detect`).
     """
-    found = find_knees(film, laterality=laterality)
+    return find_knees(
+        film, detector=knee_detector(detector), laterality=_known_tag(laterality) or None
+    )
+
+
+def locate_knees(
+    film: np.ndarray,
+    laterality: str | None = None,
+    detector: DetectorInfo = CLASSICAL_DETECTOR,
+) -> list[tuple[Box, float]]:
+    """The knees found on a film, each a box and the detector's confidence (0 to 1), from
+    the viewer's left to right (`film_knees` without the sides).
+
+    The one place the import check asks for knees.
+    """
+    found = film_knees(film, laterality=laterality, detector=detector)
     return [(tuple(k.box), float(k.confidence)) for k in found]
 
 
-def best_knee(film: np.ndarray) -> tuple[Box, float]:
-    """The knee a crop is taken around: the most confident of `locate_knees`, and its
-    confidence (the classical box with confidence 0 when no knee is found at all)."""
-    knees = locate_knees(film)
+def knee_for_side(knees: Sequence[KneeDetection], side: str | None) -> tuple[Box, float] | None:
+    """The knee a row of the labels is cropped around, and its confidence.
+
+    With a side (L/R) and that side among the knees: that knee. Otherwise the most
+    confident knee (a single-knee film's knee, whatever side its row gives; the import check
+    reports a row without a side on a film with two knees). None when no knee was found.
+    """
     if not knees:
-        return detect_knee_box(film), 0.0
-    box, confidence = max(knees, key=lambda knee: knee[1])
-    return tuple(int(round(v)) for v in box), confidence
+        return None
+    chosen = next((k for k in knees if side and k.side == side), None)
+    if chosen is None:
+        chosen = max(knees, key=lambda k: k.confidence)
+    return tuple(int(round(v)) for v in chosen.box), float(chosen.confidence)
 
 
-def current_detector() -> DetectorInfo:
-    """The detector `locate_knees` uses: imports call `find_knees` without a trained
-    detector, so the classical one (a trained YOLO detector is not wired into imports yet)."""
-    return CLASSICAL_DETECTOR
+def best_knee(
+    film: np.ndarray,
+    side: str | None = None,
+    *,
+    laterality: str | None = None,
+    detector: DetectorInfo = CLASSICAL_DETECTOR,
+) -> tuple[Box, float]:
+    """The knee a crop is taken around (`knee_for_side`) and its confidence (the classical
+    box with confidence 0 when no knee is found at all)."""
+    chosen = knee_for_side(film_knees(film, laterality=laterality, detector=detector), side)
+    return chosen if chosen is not None else (detect_knee_box(film), 0.0)
 
 
-def detector_note() -> str:
+def detector_note(detector: DetectorInfo = CLASSICAL_DETECTOR) -> str:
     """The import report's note on which detector located the knees."""
-    from engine import detect
-
-    if getattr(detect, "find_knees", None) is not None:
-        return "knees located by engine.detect.find_knees (its confidence is reported)"
+    if detector.trained:
+        scores = ", ".join(
+            f"{what} {value:.3f}"
+            for what, value in (
+                ("held-out mean IoU", detector.held_out_iou),
+                ("mAP50", detector.held_out_map),
+            )
+            if value is not None
+        )
+        return (
+            f"knees located by the trained YOLOv8n detector {detector.key} "
+            f"({detector.trained_on}{'; ' + scores if scores else ''})"
+        )
     return (
-        "knees located by the classical detector; its confidence is how much of the film's "
-        "contrast is large structure (noise and blank films score near 0)"
+        "knees located by the classical detector (no trained detector chosen or none "
+        "trained); its confidence is how much of the film's contrast is large structure "
+        "(noise and blank films score near 0)"
     )

@@ -3,8 +3,9 @@
 Three layouts (README, "Bring your own films"):
 
 - ``csv``: a folder of films (DICOM, PNG, JPEG, TIFF; sub-folders allowed) and a labels CSV
-  with one row per film: ``image`` (its path inside the folder), ``patient_id``, optional
-  ``side`` and ``kl`` and/or ``cppd``.
+  with one row per film (or per knee of a bilateral film, with its ``side``): ``image``
+  (its path inside the folder), ``patient_id``, optional ``side``, ``kl`` and/or ``cppd``,
+  and optional knee box ``x0, y0, x1, y1`` (film pixels).
 - ``grade_folders``: the layout public knee OA sets ship in, ``ROOT/{0..4}/*`` or
   ``ROOT/{train,val,test}/{0..4}/*``. The KL grade is the folder's name. There are no
   patient ids, so a patient is read from the file-name stem where the name allows it:
@@ -37,7 +38,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from engine.importing import FILM_SUFFIXES, GIVEN_SPLIT, is_dicom
+from engine.importing import FILM_SUFFIXES, GIVEN_SPLIT, LABEL_BOX_COLUMNS, is_dicom
 from engine.vocab import KL, TASK_INFO
 
 LAYOUTS: tuple[str, ...] = ("csv", "grade_folders", "dicom")
@@ -58,9 +59,18 @@ _ALIASES = {
     "sop_instance_uid": "sop_instance_uid",
     "sopinstanceuid": "sop_instance_uid",
     **{c: c for c in GRADE_COLUMNS},
+    **{c: c for c in LABEL_BOX_COLUMNS},
 }
 # The columns of a listing's rows (cells as written, as strings; '' when empty).
-ROW_COLUMNS = ("row", "image", "patient_id", "side", *GRADE_COLUMNS, GIVEN_SPLIT)
+ROW_COLUMNS = (
+    "row",
+    "image",
+    "patient_id",
+    "side",
+    *GRADE_COLUMNS,
+    GIVEN_SPLIT,
+    *LABEL_BOX_COLUMNS,
+)
 LAYOUT_HELP = (
     "a labels CSV (image, patient_id, optional side, kl and/or cppd; default PATH/labels.csv), "
     "grade folders (PATH/0..4/* or PATH/train|val|test/0..4/*), or DICOM files with a CSV "
@@ -400,6 +410,7 @@ def _grade_folder_listing(root: Path, layout_split: str) -> Listing:
                     KL.column: folder.name,
                     **{c: "" for c in GRADE_COLUMNS if c != KL.column},
                     GIVEN_SPLIT: given,
+                    **{c: "" for c in LABEL_BOX_COLUMNS},
                     "_named": _,
                     "_split": split,
                 }
@@ -460,12 +471,18 @@ def resolve_dicom(listing: Listing, tags: dict[str, tuple[str, str, str]]) -> pd
     else:
         rows["key"] = rows["image"]
     rows["tag_patient"] = [tags.get(f, ("", "", ""))[0] for f in rows["image"]]
-    rows["tag_side"] = [tags.get(f, ("", "", ""))[1] for f in rows["image"]]
+    # Only R and L name one knee's side; B (both knees) and U (unpaired) leave the side to
+    # the CSV (a bilateral film is listed once per knee with its side).
+    rows["tag_side"] = [_one_side(tags.get(f, ("", "", ""))[1]) for f in rows["image"]]
     rows["csv_patient"] = rows["patient_id"]
     rows["csv_side"] = rows["side"]
     rows["patient_id"] = _tag_or_csv(rows["tag_patient"], rows["csv_patient"])
     rows["side"] = _tag_or_csv(rows["tag_side"], rows["csv_side"])
     return rows
+
+
+def _one_side(tag: str) -> str:
+    return tag if tag in ("R", "L") else ""
 
 
 def _tag_or_csv(tag: pd.Series, written: pd.Series) -> list[str]:

@@ -25,9 +25,12 @@ from engine.import_films import FilmCheck
 from engine.import_layouts import GRADE_COLUMNS, Listing
 from engine.importing import (
     GIVEN_SPLIT,
+    LABEL_BOX_COLUMNS,
     MIN_FILM_SIDE,
     SIDES_ALLOWED,
     image_id_for,
+    knee_image_id,
+    label_box_problem,
     normalise_side,
 )
 from engine.vocab import TASK_INFO, TEST_FRACTION, TRAIN_FRACTION, VAL_FRACTION
@@ -97,20 +100,30 @@ def find_problems(listing: Listing, rows: pd.DataFrame, checks: dict[str, FilmCh
     kept = rows.drop(index=list(repeats))
     parsed, row_problems, bad_rows = _parse_rows(kept, listing)
     problems += row_problems
-    twice, twice_problems = _listed_twice(kept)
+    per_knee = _per_knee_films(parsed)
+    twice, twice_problems = _listed_twice(parsed, per_knee)
     problems += twice_problems
     missing, file_problems = _file_problems(kept, checks, listing)
     problems += file_problems
     bad_images = set(twice) | set(missing)
     bad_images |= {f for f, c in checks.items() if not c.ok}
-    bad_images |= {f for f, c in checks.items() if c.ok and _no_knee(c)}
-    first_rows = parsed[parsed["image"] != ""].drop_duplicates("image")
+    # One row per knee: a film listed once, or once per knee of a bilateral film.
+    knee_rows = parsed[(parsed["image"] != "") & ~parsed["image"].isin(twice)]
+    knees = _row_knees(knee_rows, checks, bad_images, per_knee)
+    problems += knees.problems
+    bad_rows |= knees.bad_rows
+    bad_images |= knees.bad_images
+    first_rows = knee_rows.drop_duplicates("image")
     pixel_out, pixel_problems = _same_pixels(first_rows, checks, bad_images)
     problems += pixel_problems
     bad_images |= pixel_out
-    problems += _patient_problems(first_rows)
-    good = first_rows[~first_rows["image"].isin(bad_images) & ~first_rows.index.isin(bad_rows)]
-    films = _films_frame(good, checks, with_split=listing.layout_split == "test")
+    problems += _patient_problems(knee_rows)
+    good = knee_rows[~knee_rows["image"].isin(bad_images) & ~knee_rows.index.isin(bad_rows)]
+    films = _films_frame(
+        good, checks, knees.confidence, per_knee, with_split=listing.layout_split == "test"
+    )
+    films, id_problems = _same_id(films, good, per_knee)
+    problems += id_problems
     problems += _rare_grade_problems(films)
     problems += _unlisted_problems(listing, kept)
     listed = list(dict.fromkeys(f for f in kept["image"] if f))
@@ -187,6 +200,28 @@ def _parse_rows(rows: pd.DataFrame, listing: Listing) -> tuple[pd.DataFrame, lis
                 bad.add(i)
                 problems.append(found)
     parsed["side"] = sides
+    boxes: dict[str, list[object]] = {c: [] for c in LABEL_BOX_COLUMNS}
+    for i, record in records.items():
+        cells = [record.get(c, "") for c in LABEL_BOX_COLUMNS]
+        problem = label_box_problem(cells)
+        if problem:
+            bad.add(i)
+            problems.append(
+                Problem(
+                    record["image"],
+                    _row(record["row"]),
+                    "error",
+                    "bad_box",
+                    problem,
+                    "give the knee's box as four whole film pixels x0, y0, x1, y1 "
+                    "(x1 > x0, y1 > y0), or leave all four empty",
+                )
+            )
+        fine = not problem and str(cells[0]).strip() not in ("", "nan", "None")
+        for column, cell in zip(LABEL_BOX_COLUMNS, cells, strict=True):
+            boxes[column].append(int(float(str(cell))) if fine else None)
+    for column in LABEL_BOX_COLUMNS:
+        parsed[column] = pd.array(boxes[column], dtype="Int64")
     graded = parsed[list(GRADE_COLUMNS)].notna().any(axis=1)
     for i, record in records.items():
         image, line = record["image"], _row(record["row"])
@@ -293,9 +328,24 @@ def _patient_conflict(row: dict) -> Problem | None:
     )
 
 
-def _listed_twice(rows: pd.DataFrame) -> tuple[list[str], list[Problem]]:
-    """Films listed in more than one (non-identical) row: every row is named."""
-    named = rows[(rows["image"] != "") & rows["image"].duplicated(keep=False)]
+def _per_knee_films(parsed: pd.DataFrame) -> set[str]:
+    """Films listed once per knee: two rows, sides R and L, one patient."""
+    named = parsed[(parsed["image"] != "") & parsed["image"].duplicated(keep=False)]
+    return {
+        image
+        for image, group in named.groupby("image", sort=False)
+        if len(group) == 2
+        and sorted(group["side"]) == ["L", "R"]
+        and group["patient_id"].astype(str).nunique() == 1
+    }
+
+
+def _listed_twice(rows: pd.DataFrame, per_knee: set[str]) -> tuple[list[str], list[Problem]]:
+    """Films listed in more than one (non-identical) row, other than once per knee (sides
+    R and L): every row is named."""
+    named = rows[
+        (rows["image"] != "") & rows["image"].duplicated(keep=False) & ~rows["image"].isin(per_knee)
+    ]
     groups = named.groupby("image", sort=False).groups
     twice, problems = [], []
     for image, index in groups.items():
@@ -312,7 +362,8 @@ def _listed_twice(rows: pd.DataFrame) -> tuple[list[str], list[Problem]]:
                     "error",
                     "listed_twice",
                     f"listed in {len(index)} rows ({listed}) with different cells",
-                    "keep the one right row for this film",
+                    "keep the one right row for this film; a film showing both knees is "
+                    "listed once per knee: two rows of one patient, side R and side L",
                 )
             )
     return twice, problems
@@ -358,8 +409,6 @@ def _file_problems(
                     _FILM_ACTIONS[check.error_kind],
                 )
             )
-        elif check.knee_confidence is not None:
-            problems += _knee_problems(check, line)
     if listing.layout == "dicom" and listing.key == "sop_instance_uid":
         for i in rows.index[(rows["image"] == "") & (rows["key"] != "")]:
             problems.append(
@@ -386,31 +435,162 @@ def _no_knee(check: FilmCheck) -> bool:
     )
 
 
-def _knee_problems(check: FilmCheck, line: int | None) -> list[Problem]:
-    conf = check.knee_confidence or 0.0
-    if _no_knee(check):
-        return [
+@dataclass(frozen=True)
+class RowKnees:
+    """What `_row_knees` found: each good row's knee confidence (None for a row whose box the
+    labels give, or when knees were not looked for), problems, rows and films to leave out."""
+
+    confidence: dict[int, float | None]
+    problems: list[Problem]
+    bad_rows: set[int]
+    bad_images: set[str]
+
+
+def _row_knees(
+    rows: pd.DataFrame, checks: dict[str, FilmCheck], bad_images: set[str], per_knee: set[str]
+) -> RowKnees:
+    """The knee each row (a film, or one knee of it) is cropped around, and its problems.
+
+    A row with a box in the labels needs no detector (its box must lie on the film). Else:
+    no knee found on the film is an error (once per film); two knees found and no side in
+    the row is an error (which knee does it grade?); a film listed once per knee on which
+    one knee is found is an error for both rows; the row's knee found with low confidence
+    is an error below `KNEE_NOT_FOUND` and a warning below `KNEE_LOW_CONFIDENCE`.
+    """
+    found = RowKnees({}, [], set(), set())
+    boxed = set(rows.loc[rows[LABEL_BOX_COLUMNS[0]].notna(), "image"])
+    for i, row in zip(rows.index, rows.to_dict("records"), strict=True):
+        image, line = row["image"], _row(row["row"])
+        check = checks.get(image)
+        if check is None or not check.ok or image in bad_images:
+            continue
+        problem = None
+        if not pd.isna(row[LABEL_BOX_COLUMNS[0]]):
+            problem = _box_off_film(row, check, line)
+            found.confidence[i] = None
+        elif check.knee_confidence is None:
+            found.confidence[i] = None
+        elif _no_knee(check):
+            if image not in boxed:
+                found.bad_images.add(image)
+            problem = _knee_problem(image, line, check.knee_confidence, "no knee found")
+        else:
+            problem, confidence = _knee_of_row(row, check, line, image in per_knee)
+            found.confidence[i] = confidence
+        if problem is not None:
+            found.problems.append(problem)
+            if problem.severity == "error":
+                found.bad_rows.add(i)
+    # A film without a knee is named once (on its first row), as one film.
+    seen: set[tuple[str, str]] = set()
+    unique = []
+    for p in found.problems:
+        if p.kind == "no_knee" and p.file in found.bad_images:
+            if (p.file, p.kind) in seen:
+                continue
+            seen.add((p.file, p.kind))
+        unique.append(p)
+    return RowKnees(found.confidence, unique, found.bad_rows, found.bad_images)
+
+
+def _knee_of_row(
+    row: dict, check: FilmCheck, line: int | None, listed_per_knee: bool
+) -> tuple[Problem | None, float | None]:
+    """(problem or None, the row's knee confidence) for a row cropped by the detector."""
+    image, side = row["image"], row["side"]
+    knees = [(s, c) for s, c in check.knees] or [("", float(check.knee_confidence or 0.0))]
+    if len(knees) >= 2 and not side:
+        return Problem(
+            image,
+            line,
+            "error",
+            "two_knees",
+            "two knees found on this film and this row gives no side: which knee is graded?",
+            "give one row per knee with its side (R and L; the patient's right knee is on the "
+            "viewer's left), or give this row's side",
+        ), None
+    if len(knees) == 1 and listed_per_knee:
+        return Problem(
+            image,
+            line,
+            "error",
+            "one_knee",
+            f"listed once per knee (sides R and L), but one knee found on the film "
+            f"(confidence {knees[0][1]:.2f})",
+            "give each row its knee's box (x0, y0, x1, y1), or keep one row with the side of "
+            "the knee the film shows",
+        ), None
+    of_side = [c for s, c in knees if side and s == side]
+    confidence = of_side[0] if of_side else max(c for _, c in knees)
+    if confidence < KNEE_NOT_FOUND:
+        what = f"no {side} knee found" if of_side and len(knees) > 1 else "no knee found"
+        return _knee_problem(image, line, confidence, what), confidence
+    if confidence < KNEE_LOW_CONFIDENCE:
+        return Problem(
+            image,
+            line,
+            "warning",
+            "low_confidence",
+            f"knee found with low confidence ({confidence:.2f} < {KNEE_LOW_CONFIDENCE})",
+            "look at its crop in crop review before training on it",
+        ), confidence
+    return None, confidence
+
+
+def _knee_problem(image: str, line: int | None, confidence: float, what: str) -> Problem:
+    return Problem(
+        image,
+        line,
+        "error",
+        "no_knee",
+        f"{what} (detector confidence {confidence:.2f} < {KNEE_NOT_FOUND})",
+        "check that this is a knee radiograph; leave it out, give its knee box "
+        "(x0, y0, x1, y1), or crop it by hand in crop review",
+    )
+
+
+def _box_off_film(row: dict, check: FilmCheck, line: int | None) -> Problem | None:
+    x0, y0, x1, y1 = (int(row[c]) for c in LABEL_BOX_COLUMNS)
+    if x1 <= check.width_px and y1 <= check.height_px:
+        return None
+    return Problem(
+        row["image"],
+        line,
+        "error",
+        "bad_box",
+        f"box {x0}, {y0}, {x1}, {y1} is not on the film ({check.width_px} x {check.height_px} px)",
+        f"give a box inside the film: x from 0 to {check.width_px}, y from 0 to {check.height_px}",
+    )
+
+
+def _same_id(
+    films: pd.DataFrame, good: pd.DataFrame, per_knee: set[str]
+) -> tuple[pd.DataFrame, list[Problem]]:
+    """Good films whose image id is also a knee's id ('k_R.png' and the R knee of 'k.png'
+    listed per knee): every one is named and left out."""
+    knee_ids = set(films.loc[films["image"].isin(per_knee), "image_id"])
+    clash = (films["image_id"].duplicated(keep=False) & films["image_id"].isin(knee_ids)).to_numpy()
+    if not clash.any():
+        return films, []
+    problems = []
+    rows = good["row"].to_numpy()
+    for k in range(len(films)):
+        if not clash[k]:
+            continue
+        image_id = films["image_id"].iat[k]
+        others = [f for f in films.loc[films["image_id"] == image_id, "image"] if f]
+        problems.append(
             Problem(
-                check.file,
-                line,
+                films["image"].iat[k],
+                _row(rows[k]),
                 "error",
-                "no_knee",
-                f"no knee found (detector confidence {conf:.2f} < {KNEE_NOT_FOUND})",
-                "check that this is a knee radiograph; leave it out, or crop it by hand",
+                "same_id",
+                f"its image id {image_id!r} is also that of {', '.join(others)}",
+                "rename one of the films (ids are paths without the film extension, "
+                "_R / _L added for a film listed once per knee)",
             )
-        ]
-    if conf < KNEE_LOW_CONFIDENCE:
-        return [
-            Problem(
-                check.file,
-                line,
-                "warning",
-                "low_confidence",
-                f"knee found with low confidence ({conf:.2f} < {KNEE_LOW_CONFIDENCE})",
-                "look at its crop in crop review before training on it",
-            )
-        ]
-    return []
+        )
+    return films[~clash].reset_index(drop=True), problems
 
 
 def _same_pixels(
@@ -499,24 +679,38 @@ def _patient_problems(rows: pd.DataFrame) -> list[Problem]:
 
 
 def _films_frame(
-    good: pd.DataFrame, checks: dict[str, FilmCheck], *, with_split: bool
+    good: pd.DataFrame,
+    checks: dict[str, FilmCheck],
+    confidence: dict[int, float | None],
+    per_knee: set[str],
+    *,
+    with_split: bool,
 ) -> pd.DataFrame:
+    """The good rows, one per image (a film, or one knee of a film listed per knee); box
+    columns only when some row gives a box."""
+    ids = [
+        knee_image_id(f, s) if f in per_knee else image_id_for(f)
+        for f, s in zip(good["image"], good["side"], strict=True)
+    ]
     films = pd.DataFrame(
         {
             "image": good["image"].astype(str),
-            "image_id": good["image"].map(image_id_for).astype(str),
+            "image_id": pd.Series(ids, index=good.index, dtype=object).astype(str),
             "patient_id": good["patient_id"].astype(str),
             "side": good["side"].astype(str),
             **{c: good[c].astype("Int64") for c in GRADE_COLUMNS},
             "width_px": [checks[f].width_px for f in good["image"]],
             "height_px": [checks[f].height_px for f in good["image"]],
-            "knee_confidence": [checks[f].knee_confidence for f in good["image"]],
+            "knee_confidence": [confidence.get(i) for i in good.index],
             "pixels_hash": [checks[f].pixels_hash for f in good["image"]],
         }
     ).reset_index(drop=True)
     films["knee_confidence"] = films["knee_confidence"].astype("Float64")
     if with_split:
         films[GIVEN_SPLIT] = good[GIVEN_SPLIT].astype(str).to_numpy()
+    if good[LABEL_BOX_COLUMNS[0]].notna().any():
+        for column in LABEL_BOX_COLUMNS:
+            films[column] = good[column].astype("Int64").to_numpy()
     return films
 
 

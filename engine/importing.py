@@ -1,11 +1,14 @@
 """Importing real radiographs: a folder of DICOM/PNG/JPEG/TIFF films and a labels CSV.
 
-The CSV has one row per film: ``image`` (path inside the folder), ``patient_id``,
-optionally ``side`` (L/R, left/right), ``kl`` (0–4, empty for CPPD-only films) and ``cppd``
-(0–3). Each film is read as grey, cropped to the knee (the detector's most confident
-knee, `engine.import_check.best_knee`, or the box a crop review set), resized and written
-to the same cache layout as the phantom (``images.npy``, ``meta.csv``, then
-``manifest.json`` last).
+The CSV has one row per film, or per knee: ``image`` (path inside the folder),
+``patient_id``, optionally ``side`` (L/R, left/right: the patient's side), ``kl`` (0–4,
+empty for CPPD-only films), ``cppd`` (0–3) and the knee's box ``x0, y0, x1, y1`` (film
+pixels). A bilateral film listed twice, once with side R and once with side L, is two
+images, ``<id>_R`` and ``<id>_L`` (`knee_image_id`); a film listed once keeps its id
+(`image_id_for`). Each image is read as grey, cropped to its knee (the box a crop review
+set, else the labels' box, else the detector's knee of its side,
+`engine.import_check.knee_for_side`), resized and written to the same cache layout as the
+phantom (``images.npy``, ``meta.csv``, then ``manifest.json`` last).
 
 `read_labels` stops at the first problem; `engine.import_check.check_import` reports every
 problem of a folder at once, in any of the layouts of `engine.import_layouts`, and an
@@ -29,7 +32,7 @@ import pandas as pd
 from PIL import Image, UnidentifiedImageError
 
 from engine.data import image_cache_writer
-from engine.detect import Box, crop_and_resize
+from engine.detect import Box, crop_and_resize, detect_knee_box
 from engine.vocab import TASK_INFO
 
 log = logging.getLogger(__name__)
@@ -41,6 +44,9 @@ GRADE_RANGES = {t.column: (0, t.top_grade) for t in TASK_INFO.values()}
 # film's right), as DICOM's ImageLaterality records it.
 SIDE_WORDS = {"l": "L", "left": "L", "r": "R", "right": "R"}
 SIDES_ALLOWED = "L, R, left or right (any case), or empty"
+# Optional columns of a labels CSV: the knee's box in film pixels (x1, y1 exclusive), one row
+# per knee; a row with a box is cropped around it instead of the detector's.
+LABEL_BOX_COLUMNS = ("x0", "y0", "x1", "y1")
 # Column of a labels file naming films the import fixed as the test set ("test"; empty for
 # the rest): a grade-per-folder layout's own test folder, when the import keeps it.
 GIVEN_SPLIT = "given_split"
@@ -165,6 +171,16 @@ def read_film_file(path: Path) -> np.ndarray:
     return _pillow_film(path, path.name)
 
 
+def read_film_and_laterality(path: Path) -> tuple[np.ndarray, str]:
+    """A film file as `read_film_file` reads it, with its DICOM laterality tag ('' if none)."""
+    with path.open("rb") as handle:
+        head = handle.read(132)
+    if is_dicom(head):
+        film, tags = read_dicom(path, path.name)
+        return film, tags.laterality
+    return _pillow_film(path, path.name), ""
+
+
 def _pillow_film(source: io.BytesIO | Path, name: str) -> np.ndarray:
     allowed = ", ".join(("DICOM", *FILM_FORMATS))
     try:
@@ -212,16 +228,133 @@ def read_labels(folder: Path, labels_csv: Path) -> pd.DataFrame:
     absent = [name for name in table["image"] if not (folder / name).is_file()]
     if absent:
         raise ValueError(f"dataset.path: {len(absent)} listed films are missing, e.g. {absent[0]}")
-    if table["image"].duplicated().any():
-        twice = table["image"][table["image"].duplicated()].iloc[0]
-        raise ValueError(f"dataset.labels_csv: {twice} is listed twice; keep one row per film")
     sides = table["side"] if "side" in table else pd.Series([None] * len(table))
     table["side"] = [_side_of_row(value, i) for i, value in enumerate(sides)]
-    table["image_id"] = table["image"].map(image_id_for)
+    per_knee = _per_knee_films(table)
+    table["image_id"] = [
+        knee_image_id(image, side) if image in per_knee else image_id_for(image)
+        for image, side in zip(table["image"], table["side"], strict=True)
+    ]
+    twice = table["image"][table["image"].duplicated() & ~table["image"].isin(per_knee)]
+    if not twice.empty:
+        raise ValueError(
+            f"dataset.labels_csv: {twice.iloc[0]} is listed twice; keep one row per film, or "
+            "one row per knee of a film showing both (side R and side L)"
+        )
+    knee_ids = set(table.loc[table["image"].isin(per_knee), "image_id"])
+    clash = table["image_id"].duplicated(keep=False) & table["image_id"].isin(knee_ids)
+    if clash.any():
+        raise ValueError(
+            f"dataset.labels_csv: {', '.join(table['image'][clash])} share the image id "
+            f"{table['image_id'][clash].iloc[0]!r}; rename one of the films"
+        )
+    _read_label_boxes(table)
     table["source"] = table["image"].map(lambda n: str(folder / n))
     if GIVEN_SPLIT in table:
         table[GIVEN_SPLIT] = table[GIVEN_SPLIT].fillna("").astype(str)
     return table
+
+
+def _per_knee_films(table: pd.DataFrame) -> set[str]:
+    """Films listed once per knee: two rows of one patient, side R and side L."""
+    counts = table["image"].value_counts()
+    twice = counts[counts == 2].index
+    per_knee = set()
+    for image in twice:
+        rows = table[table["image"] == image]
+        one_patient = rows["patient_id"].astype(str).nunique() == 1
+        if one_patient and sorted(rows["side"].fillna("")) == ["L", "R"]:
+            per_knee.add(image)
+    return per_knee
+
+
+def _read_label_boxes(table: pd.DataFrame) -> None:
+    """Box columns of a labels CSV as Int64 (NA: no box), in place; ValueError names the
+    first bad row (the import check names every one)."""
+    given = [c for c in LABEL_BOX_COLUMNS if c in table]
+    if not given:
+        return
+    if len(given) < len(LABEL_BOX_COLUMNS):
+        raise ValueError(
+            f"dataset.labels_csv: box columns {', '.join(given)} without "
+            f"{', '.join(c for c in LABEL_BOX_COLUMNS if c not in given)}; give all four "
+            "(x0, y0, x1, y1, film pixels) or none"
+        )
+    for i in range(len(table)):
+        cells = [table.at[table.index[i], c] for c in LABEL_BOX_COLUMNS]
+        problem = label_box_problem(cells)
+        if problem:
+            raise ValueError(f"dataset.labels_csv: row {i + 2}: {problem}")
+    for column in LABEL_BOX_COLUMNS:
+        values = pd.to_numeric(table[column], errors="coerce")
+        table[column] = values.round().astype("Int64")
+
+
+def label_box_problem(cells: list[object]) -> str:
+    """What is wrong with a row's box cells x0, y0, x1, y1 ('' when they are fine: all four
+    empty, or four whole numbers from 0 with x1 > x0 and y1 > y0). Whether the box lies on
+    the film is checked once the film is decoded."""
+    empty = [c is None or pd.isna(c) or not str(c).strip() for c in cells]
+    if all(empty):
+        return ""
+    if any(empty):
+        return "a knee box needs all four of x0, y0, x1, y1 (film pixels), or none"
+    try:
+        values = [float(str(c).strip()) for c in cells]
+    except ValueError:
+        return f"box {', '.join(str(c) for c in cells)} is not four numbers"
+    if any(not v.is_integer() or v < 0 for v in values):
+        return f"box {', '.join(str(c) for c in cells)}: coordinates are whole pixels from 0"
+    x0, y0, x1, y1 = values
+    if x1 <= x0 or y1 <= y0:
+        return f"box {int(x0)}, {int(y0)}, {int(x1)}, {int(y1)} needs x1 > x0 and y1 > y0"
+    return ""
+
+
+def row_box(row: Any) -> Box | None:
+    """The knee box a labels row gives (`LABEL_BOX_COLUMNS`), or None."""
+    cells = [getattr(row, c, None) for c in LABEL_BOX_COLUMNS]
+    if any(c is None or pd.isna(c) for c in cells):
+        return None
+    x0, y0, x1, y1 = (int(c) for c in cells)
+    return (x0, y0, x1, y1)
+
+
+def labelled_boxes(folder: Path, labels_csv: Path) -> list[tuple[Path, list[Box]]]:
+    """The knee boxes a labels CSV gives, per film, to train a detector on.
+
+    A film is listed when every row of it gives a box (a bilateral film listed once per knee
+    with only one box would teach the detector that its other knee is background).
+
+    Args:
+        folder: The film folder.
+        labels_csv: Its labels CSV (columns as `read_labels` reads them, with x0, y0, x1, y1).
+
+    Returns:
+        ``[(film path, [box, ...]), ...]`` in CSV order, boxes ``(x0, y0, x1, y1)`` in film
+        pixels (x1, y1 exclusive); empty when the CSV gives no boxes.
+
+    Raises:
+        ValueError: As `read_labels`.
+    """
+    table = read_labels(Path(folder), Path(labels_csv))
+    if LABEL_BOX_COLUMNS[0] not in table:
+        return []
+    out: dict[str, list[Box | None]] = {}
+    for row in table.itertuples(index=False):
+        out.setdefault(str(row.source), []).append(row_box(row))
+    return [
+        (Path(source), [b for b in boxes if b is not None])
+        for source, boxes in out.items()
+        if all(b is not None for b in boxes)
+    ]
+
+
+def knee_image_id(image: str, side: str) -> str:
+    """The id of one knee of a film listed once per knee: ``<image id>_<side>``
+    ('films/0042_R' and 'films/0042_L' for films/0042.png listed with side R and side L).
+    A film listed once keeps `image_id_for`, whatever its side."""
+    return f"{image_id_for(image)}_{side}"
 
 
 def image_id_for(image: str) -> str:
@@ -270,7 +403,8 @@ def _as_written(value: object) -> str:
 #: ``action`` 'exclude' (leave it out) or 'box' (crop around x0, y0, x1, y1 in film pixels).
 REVIEW_CSV_COLUMNS = ("image_id", "action", "x0", "y0", "x1", "y1")
 #: Columns a folder cache's ``meta.csv`` adds per film: the box it was cropped around (film
-#: pixels), the detector's confidence (empty for a reviewed box) and where the box came from.
+#: pixels), the detector's confidence (empty for a reviewed or labelled box) and where the box
+#: came from: 'detector', 'labels' (the labels CSV's box) or 'review' (a crop review's).
 BOX_META_COLUMNS = ("x0", "y0", "x1", "y1", "knee_confidence", "box_source")
 
 #: Called as films are cropped: (films done, films in all).
@@ -347,20 +481,26 @@ def build_folder_cache(
 ) -> Path:
     """Crop, resize and cache an imported folder (idempotent, manifest written last).
 
-    Each film is cropped around the most confident knee the detector finds
-    (`engine.import_check.best_knee`), or around its reviewed box when the spec names a crop
-    review (``params["review_csv"]``, see `read_review_csv`); films the review excludes are
-    not in the cache, so no split of this dataset ever holds them. ``meta.csv`` records each
-    film's box and its source (`BOX_META_COLUMNS`).
+    Each row of the labels (a film, or one knee of a film listed once per knee) is cropped
+    around, in order of precedence: its reviewed box when the spec names a crop review
+    (``params["review_csv"]``, see `read_review_csv`; box_source 'review'); the box its
+    labels row gives (`LABEL_BOX_COLUMNS`; 'labels'); else the knee the detector finds on
+    its side of the film (`engine.import_check.knee_for_side`; 'detector'). The detector is
+    the one the params name (``detector``: a trained detector's key in ``detectors_dir``,
+    or 'classical', the default), and the manifest records it, so a cache cropped by one
+    detector is never reused for another. Films the review excludes are not in the cache,
+    so no split of this dataset ever holds them. ``meta.csv`` records each film's box and
+    its source (`BOX_META_COLUMNS`).
 
     Args:
         params: The folder dataset's parameters: ``path``, ``labels_csv`` and optionally
-            ``review_csv``.
+            ``review_csv``, ``detector`` and ``detectors_dir``.
         image_size: Side of the cached crops (px).
         out_dir: The cache folder.
         progress: Called after each film with (done, total).
     """
-    from engine.import_check import best_knee, current_detector  # it imports this module
+    # engine.import_check imports this module.
+    from engine.import_check import detector_from_params, film_knees, knee_for_side
 
     folder = Path(params["path"]).expanduser()
     labels_csv = Path(params.get("labels_csv", folder / "labels.csv")).expanduser()
@@ -375,16 +515,21 @@ def build_folder_cache(
         table = table[~table["image_id"].isin(excluded)].reset_index(drop=True)
     if table.empty:
         raise ValueError("dataset: the crop review excludes every film; keep at least one")
-    digest = hashlib.sha1(
-        pd.util.hash_pandas_object(table[["image", "kl", "cppd"]]).values.tobytes()
-    ).hexdigest()
+    detector = detector_from_params(params)
+    # What decides the crops: films, grades, and (only where a CSV has them, so caches of
+    # plain CSVs stay valid) the knees' ids and the boxes the labels give.
+    hashed = ["image", "kl", "cppd"]
+    if (table["image_id"] != table["image"].map(image_id_for)).any():
+        hashed += ["side", "image_id"]
+    hashed += [c for c in LABEL_BOX_COLUMNS if c in table]
+    digest = hashlib.sha1(pd.util.hash_pandas_object(table[hashed]).values.tobytes()).hexdigest()
     manifest = {
         "kind": "folder",
         "path": str(folder),
         "image_size": image_size,
         "labels_sha1": digest,
         "review_sha1": review_digest,
-        "detector": current_detector().name,
+        "detector": detector.key,
         "meta_columns": list(BOX_META_COLUMNS),
         "complete": True,
     }
@@ -392,15 +537,22 @@ def build_folder_cache(
     if manifest_path.exists() and json.loads(manifest_path.read_text()) == manifest:
         return out_dir
     placed = []
+    film_of: dict[str, tuple[np.ndarray, str]] = {}  # the last film: a knee's pair is next
     with image_cache_writer(out_dir, len(table), image_size) as cache:
-        for i, (image_id, source) in enumerate(
-            zip(table["image_id"], table["source"], strict=True)
-        ):
-            film = read_film_file(Path(source))
-            if image_id in boxes:
-                box, confidence, where = boxes[image_id], None, "review"
+        for i, row in enumerate(table.itertuples(index=False)):
+            if row.source not in film_of:
+                film_of = {row.source: read_film_and_laterality(Path(row.source))}
+            film, laterality = film_of[row.source]
+            given = row_box(row)
+            if row.image_id in boxes:
+                box, confidence, where = boxes[row.image_id], None, "review"
+            elif given is not None:
+                box, confidence, where = given, None, "labels"
             else:
-                (box, confidence), where = best_knee(film), "detector"
+                knees = film_knees(film, laterality=laterality, detector=detector)
+                found = knee_for_side(knees, row.side)
+                box, confidence = found if found is not None else (detect_knee_box(film), 0.0)
+                where = "detector"
             cache.images[i] = crop_and_resize(film, box, image_size)
             placed.append((*box, confidence, where))
             if progress is not None:
@@ -410,10 +562,12 @@ def build_folder_cache(
         boxes_placed = pd.DataFrame(placed, columns=list(BOX_META_COLUMNS))
         cache.commit(pd.concat([table[columns], boxes_placed], axis=1), manifest)
     log.info(
-        "imported %d films from %s into %s (%d left out by crop review, %d reviewed boxes)",
+        "imported %d films from %s into %s with the %s detector (%d left out by crop review, "
+        "%d reviewed boxes)",
         len(table),
         folder,
         out_dir,
+        detector.key,
         len(excluded),
         len(boxes),
     )

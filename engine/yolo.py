@@ -140,7 +140,25 @@ def ultralytics_offline(config_dir: Path) -> types.ModuleType:
     off = {k: False for k in _SETTINGS_OFF if k in ultralytics.settings}
     if any(ultralytics.settings.get(k) for k in off):
         ultralytics.settings.update(off)
+    _unpatch_pillow()
     return ultralytics
+
+
+def _unpatch_pillow() -> None:
+    """Give Pillow back its own ``Image.open``.
+
+    ultralytics replaces ``PIL.Image.open`` on import with one that, for a file Pillow
+    cannot identify, installs and imports ``pi-heif`` (a download, then ModuleNotFoundError
+    here) instead of raising ``UnidentifiedImageError``. In a process that has loaded a
+    detector, an import check would then call a text file named ``.png`` "cannot be
+    decoded (No module named 'pi_heif')" and a cache build would fail with a traceback.
+    """
+    from PIL import Image
+
+    patches = sys.modules.get("ultralytics.utils.patches")
+    original = getattr(patches, "_image_open", None)
+    if original is not None and Image.open is getattr(patches, "image_open", None):
+        Image.open = original
 
 
 @contextlib.contextmanager
@@ -426,6 +444,74 @@ def find_detector(detectors_dir: Path, key: str) -> Path | None:
     folder = Path(detectors_dir) / key
     done = (folder / WEIGHTS_FILE).is_file() and (folder / RECORD_FILE).is_file()
     return folder if done else None
+
+
+#: Detector choices besides a trained detector's key: the newest trained one (classical when
+#: none is trained), or the classical detector (`engine.detect.detect_knee_box`).
+LATEST = "latest"
+CLASSICAL = "classical"
+
+
+def read_record(folder: Path) -> DetectorRecord:
+    """The record of a trained detector's folder (no ultralytics needed)."""
+    return DetectorRecord.from_json((Path(folder) / RECORD_FILE).read_text())
+
+
+def list_detectors(detectors_dir: Path) -> list[DetectorRecord]:
+    """Every complete trained detector in ``detectors_dir``, newest first.
+
+    Complete: its folder is named by its key and holds weights and a readable record;
+    ultralytics' config folder and a training still being written (``.<key>.partial``) are
+    not detectors. Newest is by the record's ``created_at`` (ISO 8601 UTC), then key.
+    """
+    folder = Path(detectors_dir)
+    if not folder.is_dir():
+        return []
+    records = []
+    for entry in folder.iterdir():
+        if entry.name.startswith(".") or find_detector(folder, entry.name) is None:
+            continue
+        try:
+            record = read_record(entry)
+        except (OSError, ValueError, TypeError) as exc:
+            logger.warning("skipping detector folder %s: unreadable record (%s)", entry, exc)
+            continue
+        if record.key == entry.name:
+            records.append(record)
+    return sorted(records, key=lambda r: (r.created_at, r.key), reverse=True)
+
+
+def latest_detector(detectors_dir: Path) -> DetectorRecord | None:
+    """The newest complete trained detector in ``detectors_dir`` (None: none is trained)."""
+    found = list_detectors(detectors_dir)
+    return found[0] if found else None
+
+
+def choose_detector(detectors_dir: Path, choice: str = LATEST) -> DetectorRecord | None:
+    """The trained detector a choice names, or None for the classical detector.
+
+    Args:
+        detectors_dir: ``SOFTGRADE_HOME/detectors``.
+        choice: ``"latest"`` (the newest trained detector; classical when none is trained),
+            ``"classical"``, or a trained detector's key.
+
+    Raises:
+        ValueError: ``choice`` is no trained detector's key; the message lists the keys.
+    """
+    choice = (choice or LATEST).strip()
+    if choice == CLASSICAL:
+        return None
+    if choice == LATEST:
+        return latest_detector(detectors_dir)
+    for record in list_detectors(detectors_dir):
+        if record.key == choice:
+            return record
+    known = [f"{r.key} ({r.trained_on}, {r.created_at})" for r in list_detectors(detectors_dir)]
+    listed = "; ".join(known) if known else f"none is trained in {detectors_dir}"
+    raise ValueError(
+        f"no trained detector {choice!r}; choose {LATEST}, {CLASSICAL} or a trained "
+        f"detector's key: {listed}"
+    )
 
 
 def train_detector(

@@ -13,7 +13,8 @@
 - ``backup [-o FILE]``: a consistent copy of the store, safe while the worker runs.
 - ``import PATH``: check a folder of films (every row, every film) and register it as a
   dataset (``--labels CSV``, ``--name``, ``--check`` only reports, ``--skip-bad`` registers
-  the good films and keeps the report).
+  the good films and keeps the report, ``--detector latest|classical|KEY`` picks the knee
+  detector).
 - ``import-study FILE``: load an exported study bundle (e.g. the bundled reference study,
   ``examples/reference-study.zip``) into the store; importing it again changes nothing.
 """
@@ -167,8 +168,10 @@ def cmd_import(args: argparse.Namespace) -> int:
     ``--skip-bad`` (nothing registered); 2 the folder, CSV or layout cannot be read at all.
     """
     from engine.import_check import check_import
-    from jobs.importer import ImportRefused, register_import
+    from jobs.importer import ImportRefused, import_detector, register_import
 
+    # The report's notes name the detector; an unknown key is one message (exit 2).
+    detector = import_detector(args.detector)
     try:
         report = check_import(
             Path(args.path),
@@ -177,6 +180,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             layout_split=args.layout_split,
             workers=args.workers,
             progress=ProgressLine(sys.stderr),
+            detector=detector,
         )
     except OSError as exc:  # e.g. a folder this user may not read
         raise ValueError(f"{args.path} cannot be read ({exc.strerror or exc})") from exc
@@ -444,6 +448,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="grade folders with train/val/test: ignore their split, or make test the test set",
     )
     p.add_argument("--workers", type=int, default=None, help="decoding processes")
+    p.add_argument(
+        "--detector",
+        default="latest",
+        help="knee detector: latest (the newest trained one in SOFTGRADE_HOME/detectors; "
+        "classical when none is trained), classical, or a trained detector's key",
+    )
     p.set_defaults(func=cmd_import)
 
     p = sub.add_parser("import-study", help="load an exported study bundle into the store")

@@ -4,6 +4,11 @@ The check (`engine.import_check.check_import`) decides which films are good; thi
 writes their labels as one canonical labels CSV under ``$SOFTGRADE_HOME/imports/`` and
 registers a ``folder`` dataset over it, so a study on that dataset caches, crops and splits
 exactly the good films through the ordinary path (`engine.data.prepare_dataset`).
+
+The knee detector is chosen here (`import_detector`: the newest trained detector in
+``$SOFTGRADE_HOME/detectors`` by default, the classical one when none is trained) and pinned
+in the dataset's params (``detector``, ``detectors_dir``), so the cache is cropped by the
+detector that checked the import, and training another detector later changes no dataset.
 """
 
 from __future__ import annotations
@@ -14,10 +19,33 @@ from pathlib import Path
 import pandas as pd
 
 from engine.config import DatasetSpec
-from engine.import_check import ImportReport, write_clean_labels
+from engine.import_check import DetectorInfo, ImportReport, choose_detector, write_clean_labels
 from engine.importing import read_labels
 from store import imports as store_imports
 from store.db import default_store_path, softgrade_home
+
+
+def detectors_dir(home: Path | None = None) -> Path:
+    """Where trained knee detectors live: ``$SOFTGRADE_HOME/detectors``."""
+    return (home if home is not None else softgrade_home()) / "detectors"
+
+
+def import_detector(choice: str = "latest", *, home: Path | None = None) -> DetectorInfo:
+    """The knee detector an import uses: ``latest`` (the newest trained detector; the
+    classical one when none is trained), ``classical``, or a trained detector's key.
+
+    Raises:
+        ValueError: No trained detector has that key (the message lists the known ones).
+    """
+    return choose_detector(detectors_dir(home), choice)
+
+
+def detector_params(detector: DetectorInfo) -> dict[str, str]:
+    """What a folder dataset's params say of its detector: nothing for the classical one
+    (so datasets imported before detectors keep their spec), else its key and folder."""
+    if not detector.trained:
+        return {}
+    return {"detector": detector.key, "detectors_dir": str(Path(detector.folder).parent)}
 
 
 class ImportRefused(ValueError):
@@ -65,7 +93,14 @@ def register_import(
         raise ImportRefused("no good film to register; nothing registered")
     home = home if home is not None else softgrade_home()
     labels_csv = write_clean_labels(report, home / "imports")
-    spec = DatasetSpec("folder", {"path": str(report.root), "labels_csv": str(labels_csv)})
+    spec = DatasetSpec(
+        "folder",
+        {
+            "path": str(report.root),
+            "labels_csv": str(labels_csv),
+            **detector_params(report.detector),
+        },
+    )
     meta = read_labels(report.root, labels_csv)
     summary = {
         "name": name or report.root.name,

@@ -17,7 +17,7 @@ import streamlit as st
 from engine.config import SpecError
 from engine.import_check import check_import
 from engine.import_layouts import ImportSourceError
-from jobs.importer import ImportRefused, register_import
+from jobs.importer import ImportRefused, import_detector, register_import
 from jobs.review import reviewed_spec
 from pages._import_view import (
     LAYOUT_LABELS,
@@ -28,6 +28,7 @@ from pages._import_view import (
     graded_counts,
     import_blocker,
     left_out_text,
+    planned_detector_text,
     problems_table,
     resolve_import_path,
 )
@@ -130,6 +131,7 @@ def import_inputs() -> ImportRequest:
             persist_state="session",
             help="Only for grade folders under train/val/test.",
         )
+    st.caption(planned_detector_text(import_detector()))
     return ImportRequest(folder.strip(), labels_csv.strip(), layout, layout_split)
 
 
@@ -148,6 +150,7 @@ def run_check(request: ImportRequest) -> dict[str, Any]:
             layout=request.layout,
             layout_split=request.layout_split,
             progress=ProgressThrottle(lambda f, text: bar.progress(f, text=text)),
+            detector=import_detector(),
         )
     except (ImportSourceError, ValueError, OSError) as exc:
         state["error"] = str(exc)

@@ -117,10 +117,21 @@ def detector_text(name: str | None, iou: float | None = None, map_: float | None
             f"your films). Crops below {KNEE_LOW_CONFIDENCE} confidence are worth a look on "
             "the Review crops page"
         )
-    scores = [f"held-out IoU {iou:.3f}" if iou is not None else ""]
-    scores.append(f"mAP {map_:.3f}" if map_ is not None else "")
+    scores = [f"held-out mean IoU {iou:.3f}" if iou is not None else ""]
+    scores.append(f"mAP50 {map_:.3f}" if map_ is not None else "")
     shown = ", ".join(s for s in scores if s)
-    return f"{name}" + (f" ({shown})" if shown else "")
+    return f"the trained YOLOv8n detector {name}" + (f" ({shown})" if shown else "")
+
+
+def planned_detector_text(detector: Any) -> str:
+    """Which detector an import will use (`engine.import_check.DetectorInfo`), in words."""
+    if not detector.trained:
+        return (
+            "Knees will be located by the classical detector: no YOLO knee detector is "
+            "trained yet in this SoftGrade home's detectors folder."
+        )
+    what = detector_text(detector.key, detector.held_out_iou, detector.held_out_map)
+    return f"Knees will be located by {what}, the newest trained, on {detector.trained_on}."
 
 
 @dataclass(frozen=True)

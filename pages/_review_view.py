@@ -93,7 +93,10 @@ def review_table(meta: pd.DataFrame, reviews: pd.DataFrame, problems: pd.DataFra
     table.insert(0, "crop", np.arange(len(meta)))
     table["knee_confidence"] = pd.to_numeric(meta["knee_confidence"]).astype(float)
     kinds = _problem_kinds(problems)
-    table["problems"] = table["image_id"].map(lambda i: ", ".join(kinds.get(i, [])))
+    table["problems"] = [
+        ", ".join(kinds.get(_film_id(i, source), []))
+        for i, source in zip(table["image_id"], table["source"], strict=True)
+    ]
     reviewed = ("rx0", "ry0", "rx1", "ry1")
     if len(reviews):
         decided = reviews.set_index("image_id")
@@ -105,6 +108,14 @@ def review_table(meta: pd.DataFrame, reviews: pd.DataFrame, problems: pd.DataFra
         for ours in reviewed:
             table[ours] = pd.array([pd.NA] * len(table), dtype="Int64")
     return table.sort_values(["knee_confidence", "image_id"], kind="stable").reset_index(drop=True)
+
+
+def _film_id(image_id: str, source: str) -> str:
+    """The id of the film an image comes from: a knee of a film listed once per knee
+    ('films/0042_R', from films/0042.png) has its film's problems ('films/0042')."""
+    stem, _, side = str(image_id).rpartition("_")
+    is_knee = side in ("R", "L") and Path(str(source)).stem == stem.rpartition("/")[2]
+    return stem if is_knee else image_id
 
 
 def _problem_kinds(problems: pd.DataFrame) -> dict[str, list[str]]:

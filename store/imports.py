@@ -47,9 +47,9 @@ class ImportSummary:
     notes: list[str]
     checked_s: float | None
     created_at: datetime
-    #: The knee detector the check used ('classical' until a trained one exists; None for an
-    #: import stored before detectors were recorded) and its held-out IoU and mAP (a trained
-    #: detector's only).
+    #: The knee detector the check used ('classical', or a trained YOLO detector's key; None
+    #: for an import stored before detectors were recorded) and its held-out mean IoU and
+    #: mAP50 (a trained detector's only).
     detector: str | None = None
     detector_iou: float | None = None
     detector_map: float | None = None
@@ -71,7 +71,8 @@ def record_import(
         spec_key, kind, params, meta: As `store.datasets.register_dataset` takes them.
         summary: name, source, labels_csv, layout, layout_split, skip_bad, n_files, n_rows,
             n_good, n_left_out, notes (list of str) and checked_s of the import; optionally
-            ``detector``: {name, held_out_iou, held_out_map} of the knee detector it used.
+            ``detector``: {name, key, held_out_iou, held_out_map} of the knee detector it
+            used (its ``key``, else its ``name``, is stored: 'classical' or a trained key).
         problems: One row per problem with `PROBLEM_COLUMNS` (``csv_row`` may be NA).
 
     Returns:
@@ -113,7 +114,7 @@ def record_import(
                 "INSERT INTO import_detectors VALUES (?, ?, ?, ?)",
                 [
                     import_id,
-                    detector["name"],
+                    detector.get("key") or detector["name"],
                     detector.get("held_out_iou"),
                     detector.get("held_out_map"),
                 ],

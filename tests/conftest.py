@@ -289,3 +289,65 @@ def write_faulty_folder(root: Path, *, n: int = 60, seed: int = 4) -> FaultyFold
     # The first film and its copy are both left out: which patient it belongs to is unknown.
     good = frozenset(table["image"][1:])
     return FaultyFolder(folder, csv, faults, good)
+
+
+def write_bilateral_folder(root: Path, n_patients: int = 3) -> tuple[Path, dict[str, dict]]:
+    """Bilateral phantom films of patients with both knees, listed once per knee.
+
+    Returns:
+        The folder and, per image id the import should give, the knee's truth.
+    """
+    from PIL import Image
+
+    from engine.phantom import PhantomSpec, phantom_labels, render_bilateral_film
+
+    spec = PhantomSpec(n_images=16, n_joint=16, seed=3)
+    labels = phantom_labels(spec)
+    both = [p for p, g in labels.groupby("patient_index") if sorted(g["side"]) == ["L", "R"]]
+    folder = root / "bilateral"
+    folder.mkdir()
+    rows, truth = [], {}
+    for p in both[:n_patients]:
+        film, knees = render_bilateral_film(spec, int(p), labels)
+        name = f"film{p:02d}.png"
+        Image.fromarray(film).save(folder / name)
+        for knee in knees:
+            rows.append((name, knee.patient_id, knee.side, knee.kl, knee.cppd))
+            truth[f"film{p:02d}_{knee.side}"] = {
+                "box": knee.box,
+                "kl": knee.kl,
+                "cppd": knee.cppd,
+                "side": knee.side,
+            }
+    pd.DataFrame(rows, columns=["image", "patient_id", "side", "kl", "cppd"]).to_csv(
+        folder / "labels.csv", index=False
+    )
+    return folder, truth
+
+
+def fake_detector(detectors: Path, key: str, created_at: str, **held: float) -> object:
+    """A detector folder with a record and an (empty) weights file: enough to be chosen
+    (`engine.yolo.DetectorRecord`), never to be loaded."""
+    from engine.yolo import DetectorRecord
+
+    record = DetectorRecord(
+        key=key,
+        path=str(detectors / key / "detector.pt"),
+        trained_on=f"fake {key}",
+        model="yolov8n.yaml",
+        image_size=64,
+        epochs=1,
+        n_films=4,
+        n_train=3,
+        n_held_out=1,
+        n_knees=4,
+        held_out=held,
+        train_seconds=0.1,
+        device="cpu",
+        ultralytics_version="0",
+        created_at=created_at,
+    )
+    (detectors / key).mkdir(parents=True)
+    (detectors / key / "record.json").write_text(record.to_json())
+    (detectors / key / "detector.pt").write_bytes(b"")
+    return record

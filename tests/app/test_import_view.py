@@ -55,7 +55,9 @@ def test_films_left_out_are_those_with_an_error():
 
 def test_the_detector_is_named_with_its_held_out_scores():
     assert detector_text("classical").startswith("the classical detector")
-    assert detector_text("yolo-1", 0.912, 0.85) == "yolo-1 (held-out IoU 0.912, mAP 0.850)"
+    assert detector_text("abc123", 0.912, 0.85) == (
+        "the trained YOLOv8n detector abc123 (held-out mean IoU 0.912, mAP50 0.850)"
+    )
     assert "not recorded" in detector_text(None)
 
 

@@ -66,6 +66,8 @@ def test_nothing_can_be_queued_before_the_folder_is_checked(path, tmp_path):
     at.text_input(key="launch_folder").set_value(str(folder)).run()
     assert "check the folder first" in _texts(at.error)
     assert at.button(key="launch_submit").disabled and not at.exception
+    # No detector trained in this home: the page says the classical one will crop.
+    assert "Knees will be located by the classical detector" in _texts(at.caption)
 
 
 def test_a_bad_film_is_named_skipped_and_the_good_films_queued(path, tmp_path):

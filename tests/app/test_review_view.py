@@ -124,3 +124,10 @@ def test_boxes_are_drawn_on_the_film_shown_at_most_at_its_width():
     assert shown.shape == (200, 400, 3)
     assert tuple(shown[50, 100]) == CANDIDATE  # the box's top-left corner, halved
     assert draw_boxes(film[:40, :80], [], width=400).shape == (40, 80, 3)  # never enlarged
+
+
+def test_both_knees_of_a_film_listed_per_side_show_the_films_problems():
+    meta = META.iloc[:2].assign(image_id=["k_R", "k_L"], source=["/f/k.png", "/f/k.png"])
+    problems = pd.DataFrame({"file": ["k.png", "b.png"], "kind": ["low_confidence", "x"]})
+    table = review_table(meta, REVIEWS.iloc[:0], problems).set_index("image_id")
+    assert table.at["k_R", "problems"] == table.at["k_L", "problems"] == "low_confidence"

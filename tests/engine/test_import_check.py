@@ -245,7 +245,9 @@ def test_a_knee_found_with_low_confidence_is_flagged_and_none_found_left_out(
     import engine.import_films as import_films
 
     monkeypatch.setattr(
-        import_films, "locate_knees", lambda film, laterality=None: [((0, 0, 10, 10), confidence)]
+        import_films,
+        "locate_knees",
+        lambda film, laterality=None, detector=None: [((0, 0, 10, 10), confidence)],
     )
     rows = [("a.png", "p1", "L", 2, 1)]
     report = check_import(_folder_with(tmp_path, rows, {"a.png": phantom_film(5, 0)}))
