@@ -39,7 +39,7 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-STUDY_TIMEOUT_MS = 300_000  # 10 runs of 2 epochs at 32 px take ~1 min on 2 cores
+STUDY_TIMEOUT_MS = 600_000  # 10 runs of 2 epochs at 32 px: ~1 min on 2 idle cores, 3-5 min shared
 PAGE_TIMEOUT_MS = 90_000  # a page's first load imports torch in the server
 
 playwright_api = pytest.importorskip(
