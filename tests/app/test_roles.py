@@ -200,3 +200,19 @@ def test_a_member_cannot_edit_another_persons_study(path):
     assert at.text_input(key=f"manage_name_{doomed.study_id}").disabled
     assert at.button(key="manage_save").disabled
     assert any("only they or an admin may rename" in c.value for c in at.caption)
+
+
+def test_with_an_identity_provider_configured_sign_in_offers_the_lab_account_too(path):
+    store_users.add_user("mo", "member", PASSWORD, path=path)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30)
+    at.secrets["auth"] = {"redirect_uri": "http://localhost:8501/oauth2callback", "lab": {}}
+    at.run()
+    assert not at.exception
+    assert at.button(key="oidc_sign_in").label == "Sign in with your lab account"
+    assert at.text_input(key="sign_in_name")  # the local form stays beside it
+
+
+def test_without_an_identity_provider_only_the_local_form_shows(path):
+    store_users.add_user("mo", "member", PASSWORD, path=path)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30).run()
+    assert not [b for b in at.button if b.key == "oidc_sign_in"]
