@@ -8,6 +8,8 @@ One place for the policy the app and the CLI enforce:
   SoftGrade stays the one-person tool it was (everyone is the local admin); beyond loopback
   `python -m jobs up` refuses to start without accounts.
 - `confine_import_path`: import paths stay inside the data roots.
+- `oidc_roles` / `oidc_account`: the role of a person signed in through the lab's identity
+  provider (``st.login``), from a mapping of e-mail (or ``@domain``) to role.
 
 No streamlit here: the page side calls these functions.
 """
