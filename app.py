@@ -39,6 +39,10 @@ MENU = {
     "Demonstrate": [
         ("demo", "Grade a film", ":material/radiology:"),
     ],
+    "Administer": [
+        ("accounts", "Accounts", ":material/manage_accounts:"),
+        ("audit", "Audit log", ":material/history:"),
+    ],
 }
 
 

@@ -8,6 +8,8 @@ One place for the policy the app and the CLI enforce:
   SoftGrade stays the one-person tool it was (everyone is the local admin); beyond loopback
   `python -m jobs up` refuses to start without accounts.
 - `confine_import_path`: import paths stay inside the data roots.
+- `oidc_roles` / `oidc_account`: the role of a person signed in through the lab's identity
+  provider (``st.login``), from a mapping of e-mail (or ``@domain``) to role.
 
 No streamlit here: the page side calls these functions.
 """
@@ -16,8 +18,10 @@ from __future__ import annotations
 
 import ipaddress
 import os
+from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 from store.db import softgrade_home
 from store.users import Account, Role
@@ -59,8 +63,8 @@ ACTIONS_BY_ROLE: dict[Role, frozenset[Action]] = {
     Role.ADMIN: _ADMIN,
 }
 
-# Pages by their file under pages/ (without .py). "accounts" and "audit" are the admin pages
-# the sign-in work adds; a page whose file does not exist is left out of the menu anyway.
+# Pages by their file under pages/ (without .py); the admin's "accounts" and "audit" are the
+# Administer section of the menu.
 _VIEWER_PAGES = ("compare", "explorer", "relationship", "attention", "demo", "data")
 _MEMBER_PAGES = ("launch", "queue", "review", *_VIEWER_PAGES)
 PAGES_BY_ROLE: dict[Role, tuple[str, ...]] = {
@@ -243,3 +247,99 @@ def confine_import_path(path: str | Path, roots: list[Path] | None) -> Path:
         f"{text} is outside the folders films may be imported from ({allowed}): {reason}. "
         f"An admin sets these folders with {DATA_ROOTS_ENV}."
     )
+
+
+# -- sign-in through the lab's identity provider (OIDC, Streamlit's st.login) -----------------
+
+OIDC_ROLES_ENV = "SOFTGRADE_OIDC_ROLES"
+
+
+def parse_oidc_roles(entries: Mapping[str, Any], *, source: str) -> dict[str, Role]:
+    """E-mail (or ``@domain``) -> role, lower-cased, from a mapping read from ``source``.
+
+    Raises:
+        ValueError: One message listing every entry whose role is not viewer, member or
+            admin, or whose key is not an e-mail address or ``@domain``.
+    """
+    roles: dict[str, Role] = {}
+    problems: list[str] = []
+    allowed = ", ".join(r.value for r in Role)
+    for raw_key, raw_role in entries.items():
+        key = str(raw_key).strip().lower()
+        if "@" not in key or key.endswith("@") or " " in key:
+            problems.append(f"{raw_key!r} is not an e-mail address or @domain")
+            continue
+        try:
+            roles[key] = Role(str(raw_role).strip().lower())
+        except ValueError:
+            problems.append(f"{raw_key!r} has role {raw_role!r} (allowed: {allowed})")
+    if problems:
+        raise ValueError(f"{source}: " + "; ".join(problems))
+    return roles
+
+
+def read_oidc_roles_file(path: Path) -> dict[str, Role]:
+    """The mapping in a text file: one ``e-mail role`` (or ``@domain role``) a line, ``#``
+    starts a comment.
+
+    Raises:
+        ValueError: The file cannot be read, or lines that are not two words (all listed).
+    """
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ValueError(f"cannot read {OIDC_ROLES_ENV} file {path}: {exc}") from exc
+    entries: dict[str, str] = {}
+    bad: list[str] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        words = line.split("#", 1)[0].split()
+        if not words:
+            continue
+        if len(words) != 2:
+            bad.append(f"line {number} is not 'e-mail role'")
+            continue
+        entries[words[0]] = words[1]
+    if bad:
+        raise ValueError(f"{path}: " + "; ".join(bad))
+    return parse_oidc_roles(entries, source=str(path))
+
+
+def oidc_roles(
+    softgrade_secrets: Mapping[str, Any], env: Mapping[str, str] | None = None
+) -> dict[str, Role]:
+    """The e-mail -> role mapping for OIDC sign-in.
+
+    From the ``[softgrade.roles]`` table of ``.streamlit/secrets.toml`` and the file named
+    by ``SOFTGRADE_OIDC_ROLES``; the file's entries win where both name an e-mail.
+
+    Args:
+        softgrade_secrets: The ``[softgrade]`` table of the secrets (may be empty).
+        env: The environment (default ``os.environ``).
+    """
+    env = os.environ if env is None else env
+    roles = parse_oidc_roles(
+        softgrade_secrets.get("roles") or {}, source="[softgrade.roles] in secrets.toml"
+    )
+    if file := env.get(OIDC_ROLES_ENV, "").strip():
+        roles.update(read_oidc_roles_file(Path(file).expanduser()))
+    return roles
+
+
+def oidc_account(email: str, roles: Mapping[str, Role]) -> Account | None:
+    """The account of a person the identity provider signed in, or None (no access).
+
+    The e-mail's own entry wins over its domain's (``@lab.org``); case does not matter.
+    Unknown e-mails, and an empty one, get no access.
+    """
+    email = email.strip().lower()
+    if "@" not in email:
+        return None
+    role = roles.get(email) or roles.get("@" + email.rsplit("@", 1)[1])
+    return Account(name=email, role=role) if role else None
+
+
+def oidc_provider(auth_secrets: Mapping[str, Any]) -> str | None:
+    """The provider `st.login` should use: the one named sub-table of ``[auth]``
+    (``[auth.lab]``), or None when ``[auth]`` itself holds the provider's settings."""
+    named = [key for key, value in auth_secrets.items() if isinstance(value, Mapping)]
+    return named[0] if len(named) == 1 else None

@@ -9,6 +9,7 @@ cannot let a viewer cancel a job or a member delete a study. Every function rais
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -131,16 +132,21 @@ def add_account(
 def set_account_role(
     account: Account, name: str, role: Role | str, *, path: Path | str | None = None
 ) -> Account:
-    """Change an account's role; admins only."""
+    """Change an account's role; admins only, and not their own away from admin while they
+    are the last enabled admin."""
     require(account, Action.MANAGE_ACCOUNTS)
+    if name == account.name and store_users.parse_role(str(role)) is not Role.ADMIN:
+        _keep_self_admin(account, "give up the admin role", path)
     return store_users.set_role(name, role, by=account.name, path=path)
 
 
 def set_account_disabled(
     account: Account, name: str, disabled: bool, *, path: Path | str | None = None
 ) -> Account:
-    """Disable or enable an account; admins only."""
+    """Disable or enable an account; admins only, and not their own (another admin must)."""
     require(account, Action.MANAGE_ACCOUNTS)
+    if disabled and name == account.name:
+        raise ValueError("you cannot disable your own account; another admin can")
     return store_users.set_disabled(name, disabled, by=account.name, path=path)
 
 
@@ -152,9 +158,33 @@ def remove_account(account: Account, name: str, *, path: Path | str | None = Non
     store_users.remove_user(name, by=account.name, path=path)
 
 
+def _keep_self_admin(account: Account, verb: str, path: Path | str | None) -> None:
+    """Refuse to let the last enabled admin ``verb`` (nobody would be left to manage accounts)."""
+    if store_users.other_enabled_admins(account.name, path=path) == 0:
+        raise ValueError(
+            f"you are the last admin, so you cannot {verb}; make another account admin first"
+        )
+
+
 def audit_log(
-    account: Account, *, limit: int = 500, path: Path | str | None = None
+    account: Account,
+    *,
+    actor: str | None = None,
+    action: str | None = None,
+    since: date | None = None,
+    until: date | None = None,
+    limit: int = 500,
+    path: Path | str | None = None,
 ) -> pd.DataFrame:
-    """The latest audit lines, newest first; admins only."""
+    """The latest audit lines, newest first, optionally of one person, action or days;
+    admins only (see `store.audit.read_audit`)."""
     require(account, Action.VIEW_AUDIT)
-    return store_audit.read_audit(limit=limit, path=path)
+    return store_audit.read_audit(
+        actor=actor, action=action, since=since, until=until, limit=limit, path=path
+    )
+
+
+def list_accounts(account: Account, *, path: Path | str | None = None) -> pd.DataFrame:
+    """Every account with its role, disabled flag and last sign-in; admins only."""
+    require(account, Action.MANAGE_ACCOUNTS)
+    return store_users.list_users(path=path)

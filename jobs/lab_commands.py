@@ -15,14 +15,18 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import sys
 from pathlib import Path
 
+import duckdb
+
 from jobs.provenance import card_text
+from store import audit as store_audit
 from store import studies as store_studies
 from store import users as store_users
 from store.audit import LOCAL_ACTOR
 from store.backup import backup_store
-from store.db import default_store_path, init_schema
+from store.db import StoreError, default_store_path, init_schema
 
 # Account changes from the command line are made by whoever holds the server's shell.
 CLI_ACTOR = LOCAL_ACTOR
@@ -179,4 +183,22 @@ def cmd_backup(args: argparse.Namespace) -> int:
         f"backup written to {made.path}: {runs} runs, {sum(made.rows.values()):,} rows in "
         f"{len(made.rows)} tables, {made.size_bytes / 2**20:.1f} MiB in {made.seconds:.1f} s"
     )
+    _audit_backup(made.path, f"{runs} runs, {made.size_bytes / 2**20:.1f} MiB")
     return 0
+
+
+def os_user() -> str:
+    """Who runs this command: the operating system's user name, or 'local' when unknown."""
+    try:
+        return getpass.getuser() or CLI_ACTOR
+    except (KeyError, OSError):  # no user name in the environment or the password database
+        return CLI_ACTOR
+
+
+def _audit_backup(dest: Path, detail: str) -> None:
+    """Log the backup under the OS user; a store too old for the log (not upgraded by a
+    backup) only gets a warning, since the copy itself is made."""
+    try:
+        store_audit.record("backup", actor=os_user(), target=str(dest), detail=detail)
+    except (StoreError, duckdb.Error) as exc:
+        print(f"warning: the backup was not written to the audit log: {exc}", file=sys.stderr)

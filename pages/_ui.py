@@ -20,7 +20,14 @@ from streamlit.errors import StreamlitAPIException
 
 from engine import compare, stats
 from engine.config import StudySpec
-from jobs.access import LOCAL_ACCOUNT, pages_for, single_user_mode
+from jobs.access import (
+    LOCAL_ACCOUNT,
+    oidc_account,
+    oidc_provider,
+    oidc_roles,
+    pages_for,
+    single_user_mode,
+)
 from jobs.describe import format_devices
 from pages._tables import (
     CORRECTION_ORDER,
@@ -31,6 +38,7 @@ from pages._tables import (
     study_label,
     wilcoxon_seed_shortfall,
 )
+from store import audit as store_audit
 from store import datasets as store_datasets
 from store import jobs as store_jobs
 from store import runs as store_runs
@@ -86,6 +94,8 @@ PAGE_TITLES = {
     "relationship": "KL × CPPD",
     "attention": "Attention",
     "demo": "Grade a film",
+    "accounts": "Accounts",
+    "audit": "Audit log",
 }
 
 
@@ -95,15 +105,80 @@ def signing_in_needed() -> bool:
 
 
 def current_account() -> Account | None:
-    """Who is using this browser session: `LOCAL_ACCOUNT` in single-user mode, else the
-    account of the session token (None when signed out, expired or disabled)."""
-    if not signing_in_needed():
-        return LOCAL_ACCOUNT
-    token = st.session_state.get(TOKEN_KEY)
-    account = store_users.validate_session(token, path=store_path()) if token else None
+    """Who is using this browser session: `LOCAL_ACCOUNT` in single-user mode, the account
+    of the session token, or the lab account signed in through OIDC (None when signed out,
+    expired or disabled). A store that cannot be read stops the page with its reason."""
+    try:
+        if not signing_in_needed():
+            return LOCAL_ACCOUNT
+        if (account := _oidc_account()) is not None:
+            return account
+        token = st.session_state.get(TOKEN_KEY)
+        account = store_users.validate_session(token, path=store_path()) if token else None
+    except StoreError as exc:
+        store_unusable(exc)
     if account is None and token:
         # Expired or revoked: forget it so the sign-in form shows.
         st.session_state.pop(TOKEN_KEY, None)
+    return account
+
+
+# -- sign-in through the lab's identity provider (st.login), when .streamlit/secrets.toml
+# has an [auth] section; roles come from jobs.access.oidc_roles.
+
+OIDC_AUDITED_KEY = "softgrade_oidc_audited"
+
+
+def _secrets_section(name: str) -> dict[str, Any] | None:
+    """A top-level table of ``.streamlit/secrets.toml`` as a dict, or None (no file, no table)."""
+    try:
+        section = st.secrets.get(name)
+    except Exception:  # noqa: BLE001 - a missing or unparsable secrets file means "not set"
+        return None
+    return section.to_dict() if hasattr(section, "to_dict") else section
+
+
+def oidc_configured() -> bool:
+    """Whether the lab configured an identity provider for `st.login`."""
+    return bool(_secrets_section("auth"))
+
+
+def _oidc_signed_in() -> bool:
+    try:
+        return bool(st.user.is_logged_in)
+    except Exception:  # noqa: BLE001 - runtimes without auth support (AppTest) have no user
+        return False
+
+
+def _oidc_account() -> Account | None:
+    """The account of the person signed in through OIDC, with the role the mapping gives
+    their e-mail; stops the page when the mapping gives them none."""
+    if not oidc_configured() or not _oidc_signed_in():
+        return None
+    email = str(st.user.get("email") or "")
+    try:
+        roles = oidc_roles(_secrets_section("softgrade") or {})
+    except ValueError as exc:
+        st.error(f"Sign-in through the lab account is misconfigured: {exc}")
+        st.stop()
+    account = oidc_account(email, roles)
+    if account is None:
+        st.error(
+            f"{email or 'This lab account'} has no access to SoftGrade. Ask an admin to add "
+            "your e-mail to the role mapping (docs/security.md says how).",
+            icon=":material/lock:",
+        )
+        st.button("Sign out", key="oidc_sign_out", on_click=st.logout)
+        st.stop()
+    if st.session_state.get(OIDC_AUDITED_KEY) != account.name:
+        store_audit.record(
+            "sign_in",
+            actor=account.name,
+            target=account.name,
+            detail="lab account (OIDC)",
+            path=store_path(),
+        )
+        st.session_state[OIDC_AUDITED_KEY] = account.name
     return account
 
 
@@ -129,8 +204,20 @@ def require_page(stem: str) -> Account:
 
 
 def sign_in_form() -> None:
-    """Name and password; on success keep only the session token and rerun."""
+    """Name and password, and the lab's identity provider when one is configured; on
+    success keep only the session token and rerun."""
     st.title("Sign in to SoftGrade")
+    if oidc_configured():
+        provider = oidc_provider(_secrets_section("auth") or {})
+        st.button(
+            "Sign in with your lab account",
+            key="oidc_sign_in",
+            type="primary",
+            icon=":material/badge:",
+            on_click=st.login,
+            args=(provider,) if provider else (),
+        )
+        st.caption("Or with a SoftGrade account:")
     with st.form("sign_in"):
         name = st.text_input("Name", key="sign_in_name")
         password = st.text_input("Password", type="password", key="sign_in_password")
@@ -153,6 +240,9 @@ def sign_out() -> None:
     token = st.session_state.pop(TOKEN_KEY, None)
     if token:
         store_users.sign_out(token, path=store_path())
+    if _oidc_signed_in():
+        st.session_state.pop(OIDC_AUDITED_KEY, None)
+        st.logout()
 
 
 def client_address() -> str | None:
@@ -174,12 +264,35 @@ def render_account(account: Account) -> None:
         st.button("Sign out", key="sign_out", on_click=sign_out, icon=":material/logout:")
 
 
+# Stores this server process has set up or upgraded (`init_schema` once, not every rerun:
+# it takes the write lock the worker needs).
+_READY_STORES: set[str] = set()
+
+
 def store_path() -> Path:
-    """The store this app uses: ``$SOFTGRADE_HOME/softgrade.duckdb`` (created if missing)."""
+    """The store this app uses: ``$SOFTGRADE_HOME/softgrade.duckdb``.
+
+    The first call in a server process creates it if missing and upgrades an older one
+    before any page reads it. A store that cannot be used (truncated, not DuckDB, another
+    program's, of a newer version) stops the page with one message; nothing in it is changed.
+    """
     path = default_store_path()
-    if not path.exists():
-        init_schema(path)
+    if str(path) not in _READY_STORES:
+        try:
+            init_schema(path)
+        except StoreError as exc:
+            store_unusable(exc)
+        _READY_STORES.add(str(path))
     return path
+
+
+STORE_UNUSABLE_TITLE = "SoftGrade cannot use its store"
+
+
+def store_unusable(exc: StoreError) -> None:
+    """Stop the page with why the store cannot be used and what to do (no traceback)."""
+    st.error(f"**{STORE_UNUSABLE_TITLE}.** {exc}", icon=":material/database:")
+    st.stop()
 
 
 @st.cache_data(ttl=3, show_spinner=False)
@@ -303,9 +416,9 @@ RESULTS_TTL_S = 10  # a running study adds seeds; result pages re-read at most t
 
 
 @st.cache_data(ttl=RESULTS_TTL_S, show_spinner=False)
-def cached_studies(path: str) -> pd.DataFrame:
-    """Every study with its status and stored/selected run counts."""
-    return store_runs.list_studies(path=path)
+def cached_studies(path: str, include_archived: bool = False) -> pd.DataFrame:
+    """Every study (archived ones only if asked) with its status and run counts."""
+    return store_runs.list_studies(include_archived=include_archived, path=path)
 
 
 def forget(*keys: str) -> None:
@@ -317,18 +430,40 @@ def forget(*keys: str) -> None:
         st.session_state.pop(key, None)
 
 
-def studies_with_results(path: str, empty_hint: str) -> pd.DataFrame:
+def studies_with_results(
+    path: str,
+    empty_hint: str,
+    *,
+    archived_key: str | None = None,
+    reset_keys: tuple[str, ...] = (),
+) -> pd.DataFrame:
     """Studies with at least one selected run, newest first; stops the page when none.
 
     A store that cannot be read stops the page with the reason; ``empty_hint`` says what to
-    do when no study has results yet.
+    do when no study has results yet. Archived studies are left out unless the "Show
+    archived" toggle ``archived_key`` (drawn only when some study is archived) is on;
+    flipping it forgets ``reset_keys`` (the picker's value may no longer be offered).
     """
     try:
-        studies = cached_studies(path)
+        studies = cached_studies(path, include_archived=True)
     except StoreError as exc:
         st.error(f"The store cannot be read right now: {exc}")
         st.stop()
     studies = studies[studies["runs_selected"] > 0].reset_index(drop=True)
+    archived = studies["archived_at"].notna()
+    show = (
+        archived_key is not None
+        and archived.any()
+        and st.toggle(
+            f"Show archived studies ({int(archived.sum())})",
+            key=archived_key,
+            help="Archived studies are kept in full, only hidden from the pickers.",
+            on_change=forget,
+            args=reset_keys,
+        )
+    )
+    if not show:
+        studies = studies[~archived].reset_index(drop=True)
     if studies.empty:
         st.info(empty_hint, icon=":material/hourglass_empty:")
         st.stop()
@@ -376,12 +511,23 @@ def show_study_card(path: str, study_id: str, *, key: str, notes: bool = True) -
         st.markdown(text)
 
 
+def picker_labels(studies: pd.DataFrame) -> dict[str, str]:
+    """Study id -> the pickers' label; archived studies say so."""
+    return {
+        row["study_id"]: study_label(row)
+        + (" · archived" if pd.notna(row.get("archived_at")) else "")
+        for _, row in studies.iterrows()
+    }
+
+
 def pick_study(
     path: str, *, key: str, empty_hint: str, dependent_keys: tuple[str, ...]
 ) -> pd.Series:
     """A single-study picker (newest finished first); stops when no study has results."""
-    studies = studies_with_results(path, empty_hint)
-    labels = {row["study_id"]: study_label(row) for _, row in studies.iterrows()}
+    studies = studies_with_results(
+        path, empty_hint, archived_key=f"{key}_archived", reset_keys=(key, *dependent_keys)
+    )
+    labels = picker_labels(studies)
     ids = list(labels)
     initial = {"index": ids.index(compare.default_study_id(studies))}
     if requested := _requested(key, ids):
@@ -410,8 +556,10 @@ def pick_studies(
     dataset than the first picked are left out with a warning (their seeds test other
     images). Returns the picked studies' rows.
     """
-    studies = studies_with_results(path, empty_hint)
-    labels = {row["study_id"]: study_label(row) for _, row in studies.iterrows()}
+    studies = studies_with_results(
+        path, empty_hint, archived_key=f"{key}_archived", reset_keys=(key, *dependent_keys)
+    )
+    labels = picker_labels(studies)
     initial = {"default": [compare.default_study_id(studies)]}
     if requested := _requested(key, labels):
         forget(*dependent_keys)

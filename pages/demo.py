@@ -20,6 +20,7 @@ from engine.importing import FILM_FORMATS, decode_film
 from engine.train import load_checkpoint
 from engine.vocab import GRADE_SIGNS, TASKS, order_methods
 from pages import _charts as charts
+from pages._admin_tables import upload_size_problem
 from pages._model_choice import best_seed, default_method
 from pages._models import (
     OpenedStudy,
@@ -149,16 +150,27 @@ def show_test_film(
         show_grades(crop, grades, known_grades(row, list(checkpoints)))  # keys: the tasks
 
 
+def upload_limit_mb() -> float:
+    """The largest upload accepted, in MB: Streamlit's ``server.maxUploadSize``."""
+    return float(st.get_option("server.maxUploadSize"))
+
+
 def show_upload(checkpoints: dict[str, str], image_size: int) -> None:
     """An uploaded film: the knee found, cropped as in training, and graded."""
     upload = st.file_uploader(
         f"A knee radiograph, anteroposterior view (DICOM, {', '.join(FILM_FORMATS)})",
         type=None,  # DICOM files often have no extension; the film's bytes decide
         key="demo_upload",
-        help="The film stays in this browser session; nothing is stored.",
+        help=f"Up to {upload_limit_mb():g} MB. The film is held in memory for this browser "
+        "session only; nothing is written to disk or stored.",
     )
     if upload is None:
         st.info("Upload a film to grade it.")
+        st.stop()
+    # Streamlit's own cap (server.maxUploadSize, set by `up --max-upload-mb`) is enforced by
+    # the browser; the page checks again so a client that skips it gets the same answer.
+    if problem := upload_size_problem(upload.name, upload.size, upload_limit_mb()):
+        st.error(problem, icon=":material/file_present:")
         st.stop()
     try:
         film = decode_film(upload.getvalue(), upload.name)

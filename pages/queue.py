@@ -13,6 +13,7 @@ import streamlit as st
 from jobs import lab
 from jobs.access import ACTIONS_BY_ROLE, AccessDenied, Action, can
 from pages._job_view import cancel_text, ended_caption, progress, running_numbers, value
+from pages._manage_study import manage_study_section
 from pages._ui import (
     NO_WORKER_HOW,
     NO_WORKER_TITLE,
@@ -194,5 +195,6 @@ st.caption(
     "AMAE is the average mean absolute error over grades on the validation films (lower is "
     "better). Cancelling keeps the runs already finished."
 )
+manage_study_section(ACCOUNT, store_path())
 st.toggle("Hide finished jobs", key="queue_hide_finished")
 render_jobs()

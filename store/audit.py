@@ -8,6 +8,7 @@ Callers outside the store (the import form, sign-in) use `record`.
 
 from __future__ import annotations
 
+from datetime import date, datetime, time, timedelta
 from pathlib import Path
 
 import duckdb
@@ -40,6 +41,7 @@ AUDIT_ACTIONS = frozenset(
         "user_disable",
         "user_enable",
         "user_password",
+        "backup",
     }
 )
 
@@ -91,21 +93,44 @@ def read_audit(
     actor: str | None = None,
     action: str | None = None,
     target: str | None = None,
+    since: date | datetime | None = None,
+    until: date | datetime | None = None,
     limit: int = 500,
     path: Path | str | None = None,
 ) -> pd.DataFrame:
     """The latest audit lines, newest first, optionally of one actor, action or target.
 
+    Args:
+        since: Keep lines logged on or after this day (a date) or moment.
+        until: Keep lines logged on or before this day (a date: the whole day) or moment.
+
     Returns:
         Columns logged_at, actor, action, target, detail; at most ``limit`` rows.
     """
+    if isinstance(until, date) and not isinstance(until, datetime):
+        until = datetime.combine(until + timedelta(days=1), time.min)  # the whole day
+        until_op = "<"
+    else:
+        until_op = "<="
+    if isinstance(since, date) and not isinstance(since, datetime):
+        since = datetime.combine(since, time.min)
     with connect(path, read_only=True) as con:
         return con.execute(
-            """
+            f"""
             SELECT logged_at, actor, action, target, detail FROM audit_log
             WHERE (? IS NULL OR actor = ?) AND (? IS NULL OR action = ?)
               AND (? IS NULL OR target = ?)
+              AND (?::TIMESTAMP IS NULL OR logged_at >= ?::TIMESTAMP)
+              AND (?::TIMESTAMP IS NULL OR logged_at {until_op} ?::TIMESTAMP)
             ORDER BY logged_at DESC, rowid DESC LIMIT ?
             """,
-            [actor, actor, action, action, target, target, limit],
+            [actor, actor, action, action, target, target, since, since, until, until, limit],
         ).df()
+
+
+def audit_actors(*, path: Path | str | None = None) -> list[str]:
+    """Everyone who appears in the audit log, by name (the Audit page's filter)."""
+    with connect(path, read_only=True) as con:
+        return [
+            r[0] for r in con.execute("SELECT DISTINCT actor FROM audit_log ORDER BY 1").fetchall()
+        ]

@@ -135,9 +135,30 @@ def add_user(
 
 
 def list_users(*, path: Path | str | None = None) -> pd.DataFrame:
-    """Every account: name, role, created_at, disabled (no hashes), by name."""
+    """Every account: name, role, created_at, disabled, last_sign_in (no hashes), by name.
+
+    ``last_sign_in`` is the latest ``sign_in`` line of the audit log (NaT: never signed in).
+    """
     with connect(path, read_only=True) as con:
-        return con.execute("SELECT name, role, created_at, disabled FROM users ORDER BY name").df()
+        return con.execute(
+            """
+            SELECT u.name, u.role, u.created_at, u.disabled, max(a.logged_at) AS last_sign_in
+            FROM users u
+            LEFT JOIN audit_log a ON a.actor = u.name AND a.action = 'sign_in'
+            GROUP BY ALL ORDER BY u.name
+            """
+        ).df()
+
+
+def other_enabled_admins(name: str, *, path: Path | str | None = None) -> int:
+    """How many enabled admin accounts there are besides ``name``."""
+    with connect(path, read_only=True) as con:
+        return int(
+            con.execute(
+                "SELECT count(*) FROM users WHERE role = 'admin' AND NOT disabled AND name <> ?",
+                [name],
+            ).fetchone()[0]
+        )
 
 
 def get_user(name: str, *, path: Path | str | None = None) -> Account:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import numpy as np
 from PIL import Image
+from streamlit import config
 
 from store import runs as store_runs
 from tests.app.test_attention import copy_home, images
@@ -81,3 +83,28 @@ def test_a_dicom_film_without_an_extension_is_graded(finished_study, monkeypatch
     _upload(at, "IM000123", dicom_bytes(film.astype(np.uint16) * 16), "application/octet-stream")
     assert not at.exception and not at.error
     assert [m.label for m in at.metric] == ["KL grade", "CPPD grade"]
+
+
+def _files_under(*folders: Path) -> set[Path]:
+    return {f for folder in folders for f in folder.rglob("*") if f.is_file()}
+
+
+def test_an_upload_over_the_limit_gets_one_message_and_nothing_is_written(
+    finished_study, monkeypatch, tmp_path
+):
+    monkeypatch.chdir(tmp_path)
+    before = _files_under(finished_study.home, tmp_path)
+    at = run_page(finished_study.home, monkeypatch, PAGE)
+    limit = config.get_option("server.maxUploadSize")
+    config.set_option("server.maxUploadSize", 1)
+    try:
+        _upload(at, "big.png", b"\x00" * (2**20 + 1), "image/png")
+        assert not at.exception
+        assert texts(at, "error").startswith("big.png is 1.0 MB; Grade a film takes films up to 1")
+        assert not at.metric
+        _upload(at, "knee.png", _png(phantom_film(index=0)), "image/png")
+        assert not at.exception and not at.error
+        assert [m.label for m in at.metric] == ["KL grade", "CPPD grade"]
+    finally:
+        config.set_option("server.maxUploadSize", limit)
+    assert _files_under(finished_study.home, tmp_path) == before  # the films stayed in memory

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
-from pages._ui import TOKEN_KEY
+from pages._ui import PAGE_TITLES, TOKEN_KEY
 from store import jobs as store_jobs
+from store import runs as store_runs
+from store import studies as store_studies
 from store import users as store_users
+from store.audit import read_audit
 from store.db import StoreError
+from tests.store.test_studies import _rows_of, make_two_studies
 
 ROOT = Path(__file__).parents[2]
 PASSWORD = "correct horse battery"
@@ -125,3 +130,102 @@ def test_through_the_app_a_viewer_opening_launch_gets_its_guard_not_the_default_
     assert not shell.exception
     assert "Launch** is not open to vi (viewer)" in shell.error[0].value
     assert not shell.title and not shell.text_input  # nothing of the Launch page
+
+
+# -- the admin pages and the study lifecycle, per role ------------------------------------------
+
+
+@pytest.mark.parametrize("page", ["accounts", "audit"])
+@pytest.mark.parametrize("role", ["viewer", "member"])
+def test_a_non_admin_opening_an_admin_page_by_url_sees_only_the_refusal(path, page, role):
+    store_users.add_user("ada", "admin", PASSWORD, path=path)
+    at = _signed_in(page, "someone", role, path).run()
+    assert not at.exception
+    assert [e.value for e in at.error] == [
+        f"**{PAGE_TITLES[page]}** is not open to someone ({role}). Ask an admin for another "
+        "role if you need it."
+    ]
+    assert not at.dataframe and not at.text_input and not at.button and not at.selectbox
+
+
+def test_an_admin_deletes_a_study_after_typing_its_name_and_the_other_stays(path):
+    _, _, _, (doomed, doomed_files), (kept, kept_files) = make_two_studies(path, path.parent)
+    kept_rows = _rows_of(path, kept.study_id)
+    at = _signed_in("queue", "ada", "admin", path).run()
+    at.selectbox(key="manage_study").set_value(doomed.study_id).run()
+    assert at.button(key="manage_delete").disabled
+    at.text_input(key=f"manage_delete_name_{doomed.study_id}").input("doome").run()
+    assert at.button(key="manage_delete").disabled  # not the exact name yet
+    at.text_input(key=f"manage_delete_name_{doomed.study_id}").input("doomed").run()
+    at.button(key="manage_delete").click().run()
+    assert not at.exception
+    assert at.success[0].value.startswith("Deleted doomed:")
+    assert set(_rows_of(path, doomed.study_id).values()) == {0}
+    assert not any(f.exists() for f in doomed_files)
+    assert _rows_of(path, kept.study_id) == kept_rows
+    assert all(f.exists() for f in kept_files)
+    assert read_audit(action="delete", path=path).actor.tolist() == ["ada"]
+    assert at.selectbox(key="manage_study").value == kept.study_id
+
+
+def test_an_admin_archives_a_study_and_the_pickers_hide_it_until_asked(path):
+    _, _, _, (doomed, _), (kept, _) = make_two_studies(path, path.parent)
+    for study in (doomed, kept):
+        store_runs.select_best_runs(study.study_id, path=path)  # results for the pickers
+    at = _signed_in("queue", "ada", "admin", path).run()
+    at.selectbox(key="manage_study").set_value(doomed.study_id).run()
+    at.button(key="manage_archive").click().run()
+    assert not at.exception
+    assert store_studies.get_study(doomed.study_id, path=path).archived
+    picker = _signed_in("explorer", "ada", "admin", path).run()
+    assert not picker.exception
+    toggle = picker.toggle(key="explorer_study_archived")
+    assert toggle.label == "Show archived studies (1)" and not toggle.value
+    assert not any("doomed" in o for o in picker.selectbox(key="explorer_study").options)
+    toggle.set_value(True).run()
+    assert not picker.exception
+    options = picker.selectbox(key="explorer_study").options
+    assert any("doomed" in o and o.endswith("· archived") for o in options)
+    at.button(key="manage_archive").click().run()  # now "Bring back"
+    assert not store_studies.get_study(doomed.study_id, path=path).archived
+
+
+def test_a_member_renames_and_annotates_their_own_study_but_cannot_archive_or_delete(path):
+    _, _, _, (doomed, _), _ = make_two_studies(path, path.parent)  # launched by alice
+    at = _signed_in("queue", "alice", "member", path).run()
+    at.selectbox(key="manage_study").set_value(doomed.study_id).run()
+    sid = doomed.study_id
+    assert not [b for b in at.button if b.key in ("manage_archive", "manage_delete")]
+    at.text_input(key=f"manage_name_{sid}").input("spared")
+    at.text_input(key=f"manage_tags_{sid}").input("pilot, knees")
+    at.text_area(key=f"manage_notes_{sid}").input("**beta** wins")
+    at.button(key="manage_save").click().run()
+    assert not at.exception
+    study = store_studies.get_study(sid, path=path)
+    assert (study.name, study.tags, study.notes) == ("spared", ("pilot", "knees"), "**beta** wins")
+    assert set(read_audit(actor="alice", path=path).action) >= {"rename", "tags", "notes"}
+
+
+def test_a_member_cannot_edit_another_persons_study(path):
+    _, _, _, (doomed, _), _ = make_two_studies(path, path.parent)  # launched by alice
+    at = _signed_in("queue", "mo", "member", path).run()
+    at.selectbox(key="manage_study").set_value(doomed.study_id).run()
+    assert at.text_input(key=f"manage_name_{doomed.study_id}").disabled
+    assert at.button(key="manage_save").disabled
+    assert any("only they or an admin may rename" in c.value for c in at.caption)
+
+
+def test_with_an_identity_provider_configured_sign_in_offers_the_lab_account_too(path):
+    store_users.add_user("mo", "member", PASSWORD, path=path)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30)
+    at.secrets["auth"] = {"redirect_uri": "http://localhost:8501/oauth2callback", "lab": {}}
+    at.run()
+    assert not at.exception
+    assert at.button(key="oidc_sign_in").label == "Sign in with your lab account"
+    assert at.text_input(key="sign_in_name")  # the local form stays beside it
+
+
+def test_without_an_identity_provider_only_the_local_form_shows(path):
+    store_users.add_user("mo", "member", PASSWORD, path=path)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30).run()
+    assert not [b for b in at.button if b.key == "oidc_sign_in"]

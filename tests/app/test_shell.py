@@ -17,6 +17,8 @@ PAGES = {
     "pages/data.py": "Data",
     "pages/explorer.py": "Search & learning curves",
     "pages/review.py": "Review crops",
+    "pages/accounts.py": "Accounts",
+    "pages/audit.py": "Audit log",
 }
 
 

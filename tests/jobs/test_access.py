@@ -144,3 +144,55 @@ def test_other_paths_are_refused_naming_the_roots(tree):
 
 def test_without_roots_any_path_is_allowed(tree):
     assert confine_import_path(tree["root"] / "out", None) == tree["secret"].resolve()
+
+
+# -- OIDC: e-mail -> role --------------------------------------------------------------------
+
+
+def test_oidc_roles_come_from_secrets_and_the_roles_file_which_wins(tmp_path):
+    file = tmp_path / "roles.txt"
+    file.write_text("# lab roles\nPI@Lab.org admin\n@lab.org  viewer  # everyone else\n")
+    roles = access.oidc_roles(
+        {"roles": {"pi@lab.org": "member", "tech@clinic.org": "member"}},
+        env={access.OIDC_ROLES_ENV: str(file)},
+    )
+    assert roles == {
+        "pi@lab.org": Role.ADMIN,
+        "tech@clinic.org": Role.MEMBER,
+        "@lab.org": Role.VIEWER,
+    }
+
+
+@pytest.mark.parametrize(
+    ("email", "role"),
+    [
+        ("pi@lab.org", Role.ADMIN),
+        ("PI@LAB.ORG", Role.ADMIN),  # case does not matter
+        ("student@lab.org", Role.VIEWER),  # the domain's entry
+        ("tech@clinic.org", Role.MEMBER),
+        ("stranger@else.com", None),  # unknown: no access
+        ("", None),
+    ],
+)
+def test_oidc_account_maps_an_email_to_its_role_or_to_no_access(email, role):
+    roles = {"pi@lab.org": Role.ADMIN, "@lab.org": Role.VIEWER, "tech@clinic.org": Role.MEMBER}
+    account = access.oidc_account(email, roles)
+    assert (account.role if account else None) == role
+    if account:
+        assert account.name == email.lower()
+
+
+def test_bad_oidc_role_mappings_are_refused_with_every_problem_named(tmp_path):
+    with pytest.raises(ValueError, match=r"'x@lab.org' has role 'boss'.*'nobody' is not an e-mail"):
+        access.oidc_roles({"roles": {"x@lab.org": "boss", "nobody": "viewer"}}, env={})
+    file = tmp_path / "roles.txt"
+    file.write_text("a@lab.org\nb@lab.org member extra\n")
+    with pytest.raises(ValueError, match="line 1 is not 'e-mail role'; line 2 is not"):
+        access.oidc_roles({}, env={access.OIDC_ROLES_ENV: str(file)})
+    with pytest.raises(ValueError, match="cannot read SOFTGRADE_OIDC_ROLES file"):
+        access.oidc_roles({}, env={access.OIDC_ROLES_ENV: str(tmp_path / "missing.txt")})
+
+
+def test_oidc_provider_is_the_one_named_table_of_auth():
+    assert access.oidc_provider({"redirect_uri": "x", "cookie_secret": "y"}) is None
+    assert access.oidc_provider({"redirect_uri": "x", "lab": {"client_id": "c"}}) == "lab"

@@ -100,3 +100,22 @@ def test_single_user_mode_acts_as_local(store):
     job_id = lab.launch_study(LOCAL_ACCOUNT, SPEC, path=store)
     assert store_jobs.get_job(job_id, path=store).launched_by == "local"
     assert lab.cancel_job(LOCAL_ACCOUNT, job_id, path=store) == "cancelled"
+
+
+def test_the_last_admin_may_not_demote_or_disable_themself_even_as_the_only_account(store):
+    from store import users as store_users
+
+    store_users.add_user("ada", "admin", "correct horse", path=store)
+    with pytest.raises(ValueError, match="you are the last admin"):
+        lab.set_account_role(ADMIN, "ada", "member", path=store)
+    with pytest.raises(ValueError, match="cannot disable your own account"):
+        lab.set_account_disabled(ADMIN, "ada", True, path=store)
+    store_users.add_user("bo", "admin", "correct horse", path=store)
+    assert lab.set_account_role(ADMIN, "ada", "member", path=store).role == "member"
+
+
+def test_accounts_and_the_audit_log_are_for_admins_only(store):
+    for call in (lab.list_accounts, lab.audit_log):
+        with pytest.raises(AccessDenied):
+            call(MEMBER, path=store)
+    assert lab.list_accounts(ADMIN, path=store).empty

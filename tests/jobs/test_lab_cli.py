@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from jobs.__main__ import main
+from jobs.lab_commands import os_user
 from store import jobs as store_jobs
 from store import users
 from store.audit import read_audit
@@ -108,6 +109,16 @@ def test_backup_writes_a_copy_and_never_overwrites(store, tmp_path, capsys):
     before = dest.read_bytes()
     assert main(["backup", "-o", str(dest)]) == 2
     assert "exists already" in capsys.readouterr().err and dest.read_bytes() == before
+    line = read_audit(action="backup", path=store).iloc[0]
+    assert (line.actor, line.target) == (os_user(), str(dest))
+    assert len(read_audit(action="backup", path=store)) == 1  # the refused one is not logged
+
+
+def test_the_backups_audit_line_names_the_os_user_or_local(monkeypatch):
+    for variable in ("LOGNAME", "USER", "LNAME", "USERNAME"):
+        monkeypatch.setenv(variable, "")
+    monkeypatch.setenv("USER", "pi")
+    assert os_user() == "pi"
 
 
 def _cli(home: Path, *args: str) -> subprocess.CompletedProcess:

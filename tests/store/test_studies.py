@@ -117,11 +117,16 @@ def _rows_of(store: Path, study_id: str) -> dict[str, int]:
 
 @pytest.fixture
 def two_studies(tmp_path):
-    home = tmp_path
-    store = home / "softgrade.duckdb"
     from store.db import init_schema
 
+    store = tmp_path / "softgrade.duckdb"
     init_schema(store)
+    return make_two_studies(store, tmp_path)
+
+
+def make_two_studies(store: Path, home: Path):
+    """Studies "doomed" and "kept" (launched by alice) on one dataset, each with two runs
+    and their checkpoint files under ``home``; the store is set up already."""
     meta = pd.DataFrame(
         {"image_id": ["a", "b", "c"], "patient_id": ["p", "q", "r"], "kl": [0, 1, 2]}
     )

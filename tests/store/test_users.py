@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import date, timedelta
+
 import duckdb
+import pandas as pd
 import pytest
 
 from store import users
@@ -181,3 +184,24 @@ def test_audit_refuses_unknown_actions_and_filters(store):
     assert read_audit(actor="alice", path=store).target.tolist() == ["/data/films"]
     assert read_audit(action="launch", path=store).actor.tolist() == ["bob"]
     assert len(read_audit(limit=1, path=store)) == 1
+
+
+def test_accounts_list_their_last_sign_in_from_the_audit_log(store):
+    users.add_user("ada", "admin", "correct horse", path=store)
+    users.add_user("mo", "member", "correct horse", path=store)
+    users.sign_in("ada", "correct horse", path=store)
+    with pytest.raises(users.SignInError):
+        users.sign_in("mo", "wrong password", path=store)  # a failed attempt is no sign-in
+    listed = users.list_users(path=store).set_index("name")
+    assert (
+        listed.loc["ada", "last_sign_in"] == read_audit(action="sign_in", path=store).logged_at[0]
+    )
+    assert pd.isna(listed.loc["mo", "last_sign_in"])
+
+
+def test_audit_lines_filter_by_day(store):
+    record("backup", actor="root", target="b.duckdb", path=store)
+    today = date.today()
+    assert read_audit(since=today, until=today, path=store).action.tolist() == ["backup"]
+    assert read_audit(since=today + timedelta(days=1), path=store).empty
+    assert read_audit(until=today - timedelta(days=1), path=store).empty

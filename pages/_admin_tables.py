@@ -1,0 +1,77 @@
+"""What the admin pages show, as frames and text: the accounts table, the audit log and its
+CSV, a new account's form checked, an upload's size checked. No streamlit, so it is
+unit-tested."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from store.users import MIN_PASSWORD_CHARS, NAME_PATTERN, Role
+
+ACCOUNT_COLUMNS = {
+    "name": "Name",
+    "role": "Role",
+    "disabled": "Disabled",
+    "last_sign_in": "Last sign-in",
+    "created_at": "Added",
+}
+AUDIT_COLUMNS = {
+    "logged_at": "When",
+    "actor": "Who",
+    "action": "Action",
+    "target": "Target",
+    "detail": "Details",
+}
+
+
+def accounts_table(accounts: pd.DataFrame) -> pd.DataFrame:
+    """`store.users.list_users` as the Accounts page shows it; "never" for no sign-in."""
+    table = accounts.reindex(columns=list(ACCOUNT_COLUMNS)).copy()
+    table["last_sign_in"] = [
+        "never" if pd.isna(t) else f"{pd.Timestamp(t):%Y-%m-%d %H:%M}"
+        for t in table["last_sign_in"]
+    ]
+    table["created_at"] = [
+        "" if pd.isna(t) else f"{pd.Timestamp(t):%Y-%m-%d}" for t in table["created_at"]
+    ]
+    table["disabled"] = table["disabled"].fillna(False).astype(bool)
+    return table.rename(columns=ACCOUNT_COLUMNS)
+
+
+def audit_table(log: pd.DataFrame) -> pd.DataFrame:
+    """`store.audit.read_audit` with the page's column names, newest first."""
+    return log.reindex(columns=list(AUDIT_COLUMNS)).rename(columns=AUDIT_COLUMNS)
+
+
+def audit_csv(log: pd.DataFrame) -> str:
+    """The audit lines shown, as CSV (times in ISO 8601)."""
+    table = audit_table(log).copy()
+    table["When"] = pd.to_datetime(table["When"]).dt.strftime("%Y-%m-%dT%H:%M:%S")
+    return table.to_csv(index=False)
+
+
+def new_account_problems(name: str, role: str, password: str, again: str) -> list[str]:
+    """Everything wrong with the Accounts page's "Add an account" form (empty: fine)."""
+    problems = []
+    if not NAME_PATTERN.fullmatch(name.strip()):
+        problems.append(
+            "a name is 1 to 64 letters, digits, '.', '_', '@' or '-', starting with a letter "
+            "or digit"
+        )
+    if role not in {r.value for r in Role}:
+        problems.append(f"the role must be one of {', '.join(r.value for r in Role)}")
+    if len(password) < MIN_PASSWORD_CHARS:
+        problems.append(f"a password needs at least {MIN_PASSWORD_CHARS} characters")
+    if password != again:
+        problems.append("the two passwords differ")
+    return problems
+
+
+def upload_size_problem(name: str, size_bytes: int, limit_mb: float) -> str | None:
+    """Why an upload is refused for its size, or None when it fits under ``limit_mb``."""
+    if size_bytes <= limit_mb * 2**20:
+        return None
+    return (
+        f"{name} is {size_bytes / 2**20:.1f} MB; Grade a film takes films up to "
+        f"{limit_mb:g} MB (`python -m jobs up --max-upload-mb N` sets the limit)."
+    )

@@ -1,0 +1,148 @@
+"""Accounts (admins only): who may sign in, with which role; add, change, disable, remove.
+
+Every change goes through `jobs.lab` (role-checked again, and logged in the audit log under
+the admin's name). The last enabled admin cannot remove, demote or disable themself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import streamlit as st
+
+from jobs import lab
+from jobs.access import LOCAL_ACCOUNT, AccessDenied
+from pages._admin_tables import accounts_table, new_account_problems
+from pages._ui import current_account, require_page, run_inside_shell, store_path
+from store.db import StoreError
+from store.users import Role
+
+MESSAGE_KEY = "accounts_message"
+ROLES = [r.value for r in Role]
+
+
+def say(kind: str, text: str) -> None:
+    """Keep a message for the next run of the page (callbacks run before it)."""
+    st.session_state[MESSAGE_KEY] = (kind, text)
+
+
+def act(verb: str, call: Callable[..., Any], *args: Any) -> bool:
+    """Button callback: run a `jobs.lab` account verb as the signed-in admin, and say how it
+    went; True when it was done."""
+    account = current_account()
+    try:
+        if account is None:
+            raise AccessDenied("sign in again: the session has ended")
+        call(account, *args, path=store_path())
+    except (AccessDenied, ValueError, StoreError) as exc:
+        say("error", f"Could not {verb}: {exc}")
+        return False
+    say("success", f"Done: {verb}.")
+    return True
+
+
+def add_account(first: bool) -> None:
+    """Form callback: check the form, then add the account."""
+    state = st.session_state
+    name = str(state.get("accounts_new_name", "")).strip()
+    role = "admin" if first else str(state.get("accounts_new_role", ""))
+    password, again = state.get("accounts_new_password", ""), state.get("accounts_new_again", "")
+    if problems := new_account_problems(name, role, password, again):
+        say("error", "The account was not added: " + "; ".join(problems) + ".")
+        return
+    if not act(f"add {name} ({role})", lab.add_account, name, role, password):
+        return
+    for key in ("accounts_new_name", "accounts_new_password", "accounts_new_again"):
+        state[key] = ""
+
+
+def show_add_form(first: bool) -> None:
+    """Name, role and the password typed twice."""
+    with st.form("accounts_add", border=True):
+        st.markdown("**Add an account**")
+        st.text_input("Name", key="accounts_new_name", help="Letters, digits, . _ @ -")
+        if first:
+            st.caption(
+                "The first account must be an admin. Once it exists, SoftGrade asks everyone "
+                "to sign in, this browser included."
+            )
+        else:
+            st.selectbox("Role", ROLES, key="accounts_new_role")
+        st.text_input("Password", type="password", key="accounts_new_password")
+        st.text_input("The same password again", type="password", key="accounts_new_again")
+        st.form_submit_button("Add the account", on_click=add_account, args=(first,))
+
+
+def show_changes(names: list[str], roles: dict[str, str], disabled: dict[str, bool]) -> None:
+    """Pick an account; set its role, disable or enable it, or remove it."""
+    st.markdown("**Change an account**")
+    name = st.selectbox("Account", names, key="accounts_pick")
+    role_column, state_column, remove_column = st.columns(3, vertical_alignment="bottom")
+    role = role_column.selectbox(
+        "Role", ROLES, index=ROLES.index(roles[name]), key=f"accounts_role_{name}"
+    )
+    role_column.button(
+        "Set role",
+        key="accounts_set_role",
+        on_click=act,
+        args=(f"make {name} {role}", lab.set_account_role, name, role),
+        disabled=role == roles[name],
+    )
+    is_disabled = disabled[name]
+    state_column.button(
+        "Enable" if is_disabled else "Disable",
+        key="accounts_toggle_disabled",
+        on_click=act,
+        args=(
+            f"{'enable' if is_disabled else 'disable'} {name}",
+            lab.set_account_disabled,
+            name,
+            not is_disabled,
+        ),
+        help="A disabled account cannot sign in; its open sessions end.",
+    )
+    sure = remove_column.checkbox(f"Yes, remove {name}", key=f"accounts_sure_{name}")
+    remove_column.button(
+        "Remove",
+        key="accounts_remove",
+        on_click=act,
+        args=(f"remove {name}", lab.remove_account, name),
+        disabled=not sure,
+        help="Studies they launched keep their name.",
+    )
+
+
+run_inside_shell()
+ACCOUNT = require_page("accounts")
+st.title("Accounts")
+st.caption(
+    "Who may sign in, and what each role may do: viewers read results and grade films; "
+    "members also launch studies, import films and cancel their own jobs; admins also "
+    "cancel any job, archive and delete studies, and manage accounts. Every change is in the "
+    "audit log. `python -m jobs users ...` does the same from a terminal."
+)
+if message := st.session_state.pop(MESSAGE_KEY, None):
+    (st.error if message[0] == "error" else st.success)(message[1])
+try:
+    accounts = lab.list_accounts(ACCOUNT, path=store_path())
+except StoreError as exc:
+    st.error(f"The accounts cannot be read right now: {exc}")
+    st.stop()
+if accounts.empty:
+    st.info(
+        "No accounts yet: SoftGrade runs in single-user mode on 127.0.0.1. Add an admin to "
+        "serve it to the lab (`python -m jobs up --host 0.0.0.0` needs one).",
+        icon=":material/person_off:",
+    )
+else:
+    st.dataframe(accounts_table(accounts), hide_index=True, width="content")
+if ACCOUNT is LOCAL_ACCOUNT and not accounts.empty:
+    st.caption("Signed in as the local admin (single-user mode): no account is enabled.")
+show_add_form(first=accounts.empty)
+if not accounts.empty:
+    show_changes(
+        accounts["name"].tolist(),
+        dict(zip(accounts["name"], accounts["role"], strict=True)),
+        dict(zip(accounts["name"], accounts["disabled"].astype(bool), strict=True)),
+    )
