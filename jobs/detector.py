@@ -457,47 +457,64 @@ def start_training(
         why = reviewed_films(dataset_id, store_path=store).too_few()
         if why:
             raise TooFewFilms(why)
-        status_path, log_path = status_file(home), log_file(home)
-        command = [
-            sys.executable,
-            "-m",
-            "jobs",
-            "detector",
-            "train",
-            "--dataset",
-            dataset_id,
-            "--image-size",
-            str(image_size),
-            "--epochs",
-            str(epochs),
-            "--device",
-            device,
-            "--status",
-            str(status_path),
-        ]
-        with open(log_path, "w") as log:
-            child = subprocess.Popen(
-                command,
-                cwd=REPO_ROOT,
-                env={**os.environ, "SOFTGRADE_HOME": str(home), "PYTHONUNBUFFERED": "1"},
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # outlives the page's run; Ctrl+C of `up` spares it
-            )
-        _CHILDREN[child.pid] = child
+        status_path = status_file(home)
+        # Written before the process exists (with this process's id, which is alive), so
+        # the training can never find the file missing or older than itself.
         status = TrainingStatus(
             state="running",
             dataset_id=dataset_id,
             started_by=account.name,
             started_at=_now(),
-            pid=child.pid,
+            pid=os.getpid(),
             image_size=image_size,
             epochs=epochs,
             device=device,
         )
         write_status(status_path, status)
+        try:
+            child = _spawn_training(dataset_id, image_size, epochs, device, home)
+        except OSError as exc:
+            write_status(status_path, replace(status, state="failed", message=str(exc)))
+            raise ValueError(f"the training process could not be started: {exc}") from exc
+        status = replace(status, pid=child.pid)
+        write_status(status_path, status)
     return status
+
+
+def _spawn_training(
+    dataset_id: str, image_size: int, epochs: int, device: str, home: Path
+) -> subprocess.Popen:
+    """``python -m jobs detector train --dataset ID ... --status`` in a session of its own
+    (it outlives the page's script run and a stopped app), its output in the log file."""
+    command = [
+        sys.executable,
+        "-m",
+        "jobs",
+        "detector",
+        "train",
+        "--dataset",
+        dataset_id,
+        "--image-size",
+        str(image_size),
+        "--epochs",
+        str(epochs),
+        "--device",
+        device,
+        "--status",
+        str(status_file(home)),
+    ]
+    with open(log_file(home), "w") as log:
+        child = subprocess.Popen(
+            command,
+            cwd=REPO_ROOT,
+            env={**os.environ, "SOFTGRADE_HOME": str(home), "PYTHONUNBUFFERED": "1"},
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    _CHILDREN[child.pid] = child
+    return child
 
 
 def _now() -> str:
