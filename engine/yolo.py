@@ -588,68 +588,36 @@ def _epoch_reporter(progress: Progress) -> Callable[[Any], None]:
 
 
 def phantom_detection_set(
-    spec: PhantomSpec, *, bilateral: bool = False, limit: int | None = None
+    spec: PhantomSpec, *, bilateral: bool = False
 ) -> tuple[list[np.ndarray], list[list[Box]]]:
     """Phantom films with their true knee boxes, for training or scoring a detector.
 
     Args:
         spec: the phantom (its ``film_size``, seed and number of films).
         bilateral: both knees of a patient on one film, drawn by
-            :func:`engine.phantom.render_bilateral_film` (one exposure, one collimation, the
-            patient's right knee on the viewer's left); one film per patient who has both
-            knees in ``spec`` (patients with one knee are left out), ``(H, 2 W)`` px.
-        limit: at most this many films (the first ones; None: all).
+            :func:`engine.phantom.render_bilateral_film` (right knee on the viewer's left);
+            patients with one knee in the phantom are left out.
 
     Returns:
         ``(films, boxes)``: (H, W) uint8 films and, per film, its knee boxes in film pixels;
-        on a bilateral film ``[right knee, left knee]``, in the viewer's left-to-right order.
+        on a bilateral film ``[right knee, left knee]``.
     """
     labels = phantom_labels(spec)
-    films, boxes = [], []
     if not bilateral:
-        for _, row in labels.iloc[:limit].iterrows():
+        films, boxes = [], []
+        for _, row in labels.iterrows():
             film, _, box = render_film(spec, row)
             films.append(film)
             boxes.append([box])
         return films, boxes
-    both = labels.groupby("patient_index")["side"].agg(lambda s: sorted(s) == ["L", "R"])
-    for patient_index in both[both].index[:limit]:
+    films, boxes = [], []
+    for patient_index, rows in labels.groupby("patient_index", sort=True):
+        if sorted(rows["side"]) != ["L", "R"]:
+            continue
         film, knees = render_bilateral_film(spec, int(patient_index), labels)
         films.append(film)
-        boxes.append([knee.box for knee in knees])  # the right knee first
+        boxes.append([knee.box for knee in knees])  # viewer's left to right: [right, left]
     return films, boxes
-
-
-def phantom_films(
-    n_films: int,
-    *,
-    seed: int,
-    film_size: tuple[int, int] = (384, 320),
-    bilateral: bool = False,
-) -> tuple[list[np.ndarray], list[list[Box]]]:
-    """``n_films`` phantom films of one seed with their true boxes (see
-    :func:`phantom_detection_set`); bilateral films are ``(H, 2 W)`` with two knees each.
-
-    Raises:
-        ValueError: ``n_films`` below 1.
-    """
-    if n_films < 1:
-        raise ValueError(f"{n_films=} must be at least 1")
-    # About 47 % of the phantom's patients have both knees: draw enough labels for n films.
-    n_images = n_films * 9 // 4 + 16 if bilateral else n_films
-    while True:
-        spec = PhantomSpec(n_images=n_images, n_joint=n_images // 2, seed=seed, film_size=film_size)
-        films, boxes = phantom_detection_set(spec, bilateral=bilateral, limit=n_films)
-        if len(films) == n_films:
-            return films, boxes
-        n_images *= 2
-
-
-def phantom_trained_on(films: Sequence[np.ndarray], *, seed: int, bilateral: bool) -> str:
-    """What phantom films a detector was trained on, in words, for its record."""
-    kind = "bilateral" if bilateral else "single-knee"
-    h, w = films[0].shape
-    return f"phantom seed={seed}, {len(films)} {kind} films of {h}x{w} px"
 
 
 def train_phantom_detector(
@@ -677,13 +645,15 @@ def train_phantom_detector(
         device: 'cpu', 'cuda' or 'cuda:N'.
         progress: called after every epoch with (epoch, epochs, losses).
         seed: phantom seed.
-        film_size: (H, W) of a single-knee phantom film (a bilateral one is twice as wide).
+        film_size: (H, W) of each phantom film.
         bilateral: train on bilateral films (see :func:`phantom_detection_set`).
 
     Returns:
         The detector's record.
     """
-    films, boxes = phantom_films(n_films, seed=seed, film_size=film_size, bilateral=bilateral)
+    spec = PhantomSpec(n_images=n_films, n_joint=n_films // 2, seed=seed, film_size=film_size)
+    films, boxes = phantom_detection_set(spec, bilateral=bilateral)
+    kind = "bilateral" if bilateral else "single-knee"
     return train_detector(
         films,
         boxes,
@@ -692,6 +662,40 @@ def train_phantom_detector(
         device=device,
         out_dir=Path(home) / "detectors",
         progress=progress,
-        trained_on=phantom_trained_on(films, seed=seed, bilateral=bilateral),
+        trained_on=(
+            f"phantom seed={seed}, {len(films)} {kind} films of {film_size[0]}x{film_size[1]} px"
+        ),
         seed=0,
     )
+
+
+def phantom_films(
+    n_films: int,
+    *,
+    seed: int,
+    film_size: tuple[int, int] = (384, 320),
+    bilateral: bool = False,
+) -> tuple[list[np.ndarray], list[list[Box]]]:
+    """Exactly ``n_films`` phantom films of one seed with their true boxes (see
+    :func:`phantom_detection_set`); bilateral films are ``(H, 2 W)`` with two knees each.
+
+    Raises:
+        ValueError: ``n_films`` below 1.
+    """
+    if n_films < 1:
+        raise ValueError(f"{n_films=} must be at least 1")
+    # About 47 % of the phantom's patients have both knees: draw enough knees for n films.
+    n_images = n_films * 9 // 4 + 16 if bilateral else n_films
+    while True:
+        spec = PhantomSpec(n_images=n_images, n_joint=n_images // 2, seed=seed, film_size=film_size)
+        films, boxes = phantom_detection_set(spec, bilateral=bilateral)
+        if len(films) >= n_films:
+            return films[:n_films], boxes[:n_films]
+        n_images *= 2
+
+
+def phantom_trained_on(films: Sequence[np.ndarray], *, seed: int, bilateral: bool) -> str:
+    """What phantom films a detector was trained on, in words, for its record."""
+    kind = "bilateral" if bilateral else "single-knee"
+    h, w = films[0].shape
+    return f"phantom seed={seed}, {len(films)} {kind} films of {h}x{w} px"

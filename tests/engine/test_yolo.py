@@ -207,6 +207,19 @@ def test_held_out_split_is_seeded_and_disjoint():
         held_out_split(1, 0.2, seed=0)
 
 
+def test_phantom_films_draws_exactly_n_films_bilateral_ones_right_knee_first():
+    films, boxes = phantom_films(5, seed=9, film_size=(160, 160), bilateral=True)
+    assert len(films) == len(boxes) == 5
+    for film, (right, left) in zip(films, boxes, strict=True):
+        assert film.shape == (160, 320) and film.dtype == np.uint8
+        assert right[2] <= 160 <= left[0]  # each knee in its own half, right on the left
+    single, single_boxes = phantom_films(3, seed=9, film_size=(160, 160))
+    assert [f.shape for f in single] == [(160, 160)] * 3
+    assert [len(b) for b in single_boxes] == [1, 1, 1]
+    with pytest.raises(ValueError, match="at least 1"):
+        phantom_films(0, seed=9)
+
+
 def test_a_fresh_process_keeps_torchs_threads_when_ultralytics_loads(tmp_path):
     # ultralytics sets OMP_NUM_THREADS=1 on import; torch loaded after it would run on one
     # thread (CPU training at half speed on 2 cores) and pass that on to child processes.
@@ -228,14 +241,10 @@ def test_a_fresh_process_keeps_torchs_threads_when_ultralytics_loads(tmp_path):
     assert out.stdout.split() == [str(torch.get_num_threads()), "None"]
 
 
-def test_phantom_films_are_the_phantoms_own_bilateral_films_right_knee_first():
-    films, boxes = phantom_films(5, seed=9, film_size=(160, 160), bilateral=True)
-    assert len(films) == len(boxes) == 5
+def test_the_bilateral_detection_set_is_the_phantoms_own_two_knee_films():
+    spec = PhantomSpec(n_images=24, n_joint=12, seed=7, film_size=(160, 160))
+    films, boxes = phantom_detection_set(spec, bilateral=True)
+    assert films, "a phantom of 24 knees has patients with both knees"
     for film, (right, left) in zip(films, boxes, strict=True):
-        assert film.shape == (160, 320) and film.dtype == np.uint8
-        assert right[2] <= 160 <= left[0]  # each knee in its own half, right on the left
-    single, single_boxes = phantom_films(3, seed=9, film_size=(160, 160))
-    assert [f.shape for f in single] == [(160, 160)] * 3
-    assert [len(b) for b in single_boxes] == [1, 1, 1]
-    with pytest.raises(ValueError, match="at least 1"):
-        phantom_films(0, seed=9)
+        assert film.shape == (160, 320)
+        assert right[2] <= 160 <= left[0], "right knee on the viewer's left half, left on the right"
