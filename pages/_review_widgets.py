@@ -335,6 +335,9 @@ def training_progress() -> None:
     status = read_status()
     if status is None:
         return
+    if not status.dataset_id:  # the status file itself is damaged
+        st.error(f"The last training's status cannot be read: {status.message}")
+        return
     was_running = st.session_state.get("review_training_running", False)
     st.session_state["review_training_running"] = status.running
     if was_running and not status.running:

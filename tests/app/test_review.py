@@ -3,6 +3,8 @@ stored and change the next study's cache (excluded films out, corrected boxes cr
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -14,7 +16,7 @@ from engine.data import open_prepared, prepare_dataset
 from engine.detect import crop_and_resize
 from engine.import_check import check_import
 from engine.importing import read_film_file
-from jobs.detector import read_status
+from jobs.detector import TrainingStatus, read_status, status_file, write_status
 from jobs.importer import register_import
 from jobs.review import reviewed_spec
 from pages._review_view import review_crops_dir
@@ -157,3 +159,19 @@ def test_retrain_trains_in_the_background_then_shows_the_detectors_scores(path, 
     done = at.success[0].value
     assert f"Detector {status.key} trained on {dataset_id}" in done
     assert f"held-out mean IoU {status.held_out['mean_iou']:.3f}" in done and "mAP50" in done
+
+
+def test_a_training_that_died_shows_why_and_retrain_is_offered_again(path, home):
+    dataset_id = write_reviewed_folder(home, path, n=8, n_reviewed=8)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    started = "2026-11-26T10:00:00+00:00"
+    write_status(
+        status_file(), TrainingStatus("running", dataset_id, "mo", started, gone.pid, 64, 2, "cpu")
+    )
+    at = _page().run()
+    assert not at.exception
+    assert not at.button(key="review_retrain").disabled
+    failed = at.error[0].value
+    assert f"The last training on {dataset_id} (cpu, 64 px) failed" in failed
+    assert "ended without finishing" in failed and "training.log" in failed
