@@ -238,15 +238,7 @@ def training_set(
     items: list[np.ndarray | Path] = []
     boxes: list[list[Box]] = []
     said: list[str] = []
-    if phantom:
-        from engine.yolo import phantom_films, phantom_trained_on
-
-        films, film_boxes = phantom_films(
-            phantom, seed=phantom_seed, film_size=film_size, bilateral=bilateral
-        )
-        items += films
-        boxes += [list(b) for b in film_boxes]
-        said.append(phantom_trained_on(films, seed=phantom_seed, bilateral=bilateral))
+    # The dataset first: its refusals are quick, drawing phantom films is not.
     if dataset_id is not None:
         reviewed = reviewed_films(dataset_id, store_path=store_path)
         if not phantom and reviewed.too_few():
@@ -259,6 +251,15 @@ def training_set(
         items += reviewed.paths
         boxes += reviewed.boxes
         said.append(f"dataset {dataset_id}, {reviewed.n_films} films with reviewed boxes")
+    if phantom:
+        from engine.yolo import phantom_films, phantom_trained_on
+
+        films, film_boxes = phantom_films(
+            phantom, seed=phantom_seed, film_size=film_size, bilateral=bilateral
+        )
+        items += films
+        boxes += [list(b) for b in film_boxes]
+        said.append(phantom_trained_on(films, seed=phantom_seed, bilateral=bilateral))
     if len(items) < MIN_FILMS:
         raise TooFewFilms(f"{len(items)} film(s) to train on; a detector needs {MIN_FILMS}")
     return TrainingSet(TrainingFilms(items), boxes, " + ".join(said))
@@ -618,6 +619,8 @@ def _train_from_args(args: argparse.Namespace, keeper: StatusKeeper, start: floa
             raise ValueError(f"no store at {store}: import a folder of films first")
         init_schema(store)
         dataset_id = find_dataset(args.dataset, store_path=store)
+    if args.phantom > 0:
+        print(f"drawing {args.phantom} phantom film(s) of seed {args.phantom_seed}", flush=True)
     data = training_set(
         phantom=args.phantom,
         phantom_seed=args.phantom_seed,
