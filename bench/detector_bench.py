@@ -5,6 +5,16 @@ Usage (CPU, small; GPU; bilateral films):
     python3 bench/detector_bench.py --device cuda --train-films 1000 --image-size 384 --epochs 60
     .venv/bin/python bench/detector_bench.py --bilateral ...
 
+Bilateral films are the phantom's own (`engine.phantom.render_bilateral_film`: both knees of
+a patient on one (H, 2 W) film, one exposure, the right knee on the viewer's left), one per
+patient with both knees.
+
+On a bare GPU machine it needs only the repository's ``engine/`` and these Python packages:
+torch, ultralytics and ultralytics' own requirements (opencv, matplotlib, polars, pyyaml,
+pillow, psutil, ...), plus pandas (the phantom's labels) and scipy (box matching; jax
+installs it); none of the app's (streamlit, duckdb, pydicom). A missing one is named at
+the start, before any work.
+
 The YOLO detector (``engine.yolo``: YOLOv8n from scratch, offline) is trained on phantom
 films of one seed (a fifth of them held out inside training, for its record) and both
 detectors are scored on films of another seed that neither saw. Prints mean / median / min
@@ -27,6 +37,33 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+#: Import name -> pip name of what this bench imports (directly or through ultralytics).
+NEEDED = {
+    "numpy": "numpy",
+    "torch": "torch",
+    "torchvision": "torchvision",
+    "ultralytics": "ultralytics",
+    "cv2": "opencv-python-headless",
+    "matplotlib": "matplotlib",
+    "polars": "polars",
+    "yaml": "pyyaml",
+    "PIL": "pillow",
+    "psutil": "psutil",
+    "pandas": "pandas",
+    "scipy": "scipy",
+}
+
+
+def missing_packages() -> list[str]:
+    """The pip names of needed packages this Python cannot import."""
+    import importlib.util
+
+    return [pip for name, pip in NEEDED.items() if importlib.util.find_spec(name) is None]
+
+
+if __name__ == "__main__" and (_missing := missing_packages()):
+    sys.exit(f"error: install these Python packages first: {', '.join(_missing)}")
 
 from engine.detect import (  # noqa: E402
     DetectionMetrics,

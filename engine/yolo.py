@@ -753,3 +753,35 @@ def train_phantom_detector(
         ),
         seed=0,
     )
+
+
+def phantom_films(
+    n_films: int,
+    *,
+    seed: int,
+    film_size: tuple[int, int] = (384, 320),
+    bilateral: bool = False,
+) -> tuple[list[np.ndarray], list[list[Box]]]:
+    """Exactly ``n_films`` phantom films of one seed with their true boxes (see
+    :func:`phantom_detection_set`); bilateral films are ``(H, 2 W)`` with two knees each.
+
+    Raises:
+        ValueError: ``n_films`` below 1.
+    """
+    if n_films < 1:
+        raise ValueError(f"{n_films=} must be at least 1")
+    # About 47 % of the phantom's patients have both knees: draw enough knees for n films.
+    n_images = n_films * 9 // 4 + 16 if bilateral else n_films
+    while True:
+        spec = PhantomSpec(n_images=n_images, n_joint=n_images // 2, seed=seed, film_size=film_size)
+        films, boxes = phantom_detection_set(spec, bilateral=bilateral)
+        if len(films) >= n_films:
+            return films[:n_films], boxes[:n_films]
+        n_images *= 2
+
+
+def phantom_trained_on(films: Sequence[np.ndarray], *, seed: int, bilateral: bool) -> str:
+    """What phantom films a detector was trained on, in words, for its record."""
+    kind = "bilateral" if bilateral else "single-knee"
+    h, w = films[0].shape
+    return f"phantom seed={seed}, {len(films)} {kind} films of {h}x{w} px"

@@ -17,6 +17,8 @@
   detector).
 - ``import-study FILE``: load an exported study bundle (e.g. the bundled reference study,
   ``examples/reference-study.zip``) into the store; importing it again changes nothing.
+- ``detector train [--phantom N] [--dataset NAME_OR_ID]``: train a YOLOv8n knee detector on
+  phantom films and/or a dataset's reviewed boxes; ``detector list``: the trained ones.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import pandas as pd
 from engine.config import SpecError, StudySpec
 from jobs import lab_commands
 from jobs.access import BEHIND_PROXY, SERVED_HOST_ENV, refuse_unprotected_host
+from jobs.detector import add_commands as add_detector_commands
 from store import jobs as store_jobs
 from store.db import StoreError, default_store_path, init_schema
 from store.users import has_accounts
@@ -478,6 +481,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_up)
     lab_commands.add_commands(sub)
+    add_detector_commands(sub)
     return parser
 
 

@@ -1,7 +1,8 @@
 """The Review crops page's widget groups: the grade and problem filters, the grid of crops,
 the film under review (its boxes, a box typed or clicked, the decisions) and where the
-review goes next. Streamlit widgets, so no unit tests of their own: the page's AppTests
-(tests/app/test_review.py) drive them.
+review goes next (a study, and retraining the knee detector in the background). Streamlit
+widgets, so no unit tests of their own: the page's AppTests (tests/app/test_review.py) drive
+them.
 """
 
 from __future__ import annotations
@@ -18,6 +19,16 @@ from streamlit_image_coordinates import streamlit_image_coordinates
 from engine.detect import crop_and_resize
 from engine.importing import read_film_file
 from engine.vocab import TOP_GRADE
+from jobs.access import Action, can
+from jobs.detector import (
+    PAGE_EPOCHS,
+    PAGE_IMAGE_SIZE,
+    ReviewedFilms,
+    TrainingStatus,
+    read_status,
+    reviewed_films,
+    start_training,
+)
 from pages._review_view import (
     CANDIDATE,
     DETECTED,
@@ -38,7 +49,8 @@ from pages._review_view import (
 )
 from pages._ui import link_to_page
 from store.db import StoreError
-from store.reviews import clear_review, record_review, reviewed_boxes
+from store.reviews import clear_review, record_review
+from store.users import Account
 
 BOX_KEYS = ("review_x0", "review_y0", "review_x1", "review_y1")
 PREVIEW_PX = 192
@@ -235,8 +247,8 @@ def decide(
     st.rerun()
 
 
-def show_retrain(path: Path, dataset_id: str) -> None:
-    """Where the reviewed boxes go next: the next study, and (later) the detector."""
+def show_retrain(path: Path, dataset_id: str, account: Account) -> None:
+    """Where the reviewed boxes go next: the next study, and the knee detector."""
     st.subheader("Use the review", divider="gray")
     st.markdown(
         "The next study queued on this dataset from the Launch page crops each film with "
@@ -246,16 +258,106 @@ def show_retrain(path: Path, dataset_id: str) -> None:
     link_to_page(
         "pages/launch.py", "Queue a study on the reviewed films", ":material/rocket_launch:"
     )
-    try:
-        n_boxes = len(reviewed_boxes(dataset_id, path=path))
-    except StoreError:
-        n_boxes = 0
-    st.button(
-        "Retrain the detector with the reviewed boxes",
-        key="review_retrain",
-        disabled=True,
-        icon=":material/model_training:",
-        help="Not available yet: it comes with the trained (YOLO) knee detector. Until then "
-        "knees are located by the classical detector.",
+    st.markdown(
+        "**Retrain the knee detector** on the films whose boxes were saved here (a saved box "
+        "confirms or corrects the detector's). A fifth of them are held out to score it; it "
+        "trains in the background, one training at a time."
     )
-    st.caption(f"{n_boxes} reviewed box(es) of this dataset are ready to train it on.")
+    try:
+        films = reviewed_films(dataset_id, store_path=path)
+    except StoreError as exc:
+        st.error(f"The reviewed boxes cannot be read right now: {exc}")
+        return
+    status = read_status()
+    why_not = retrain_refusal(films, status, account)
+    image_size, epochs, device = training_settings()
+    if st.button(
+        f"Retrain the detector with the {films.n_boxes} reviewed box(es) ({films.n_films} film(s))",
+        key="review_retrain",
+        disabled=why_not is not None,
+        icon=":material/model_training:",
+        help=why_not,
+    ):
+        try:
+            start_training(account, dataset_id, image_size=image_size, epochs=epochs, device=device)
+        except ValueError as exc:  # refused: role, a training running, too few, settings
+            st.error(f"Not started: {exc}")
+        else:
+            st.rerun()
+    if why_not:
+        st.caption(why_not)
+    st.fragment(training_progress, run_every=2.0 if status and status.running else None)()
+
+
+def retrain_refusal(
+    films: ReviewedFilms, status: TrainingStatus | None, account: Account
+) -> str | None:
+    """Why the retrain button is disabled, or None when it may be pressed."""
+    if not can(account, Action.LAUNCH):
+        return f"{account.name} ({account.role.value}) may not start a training."
+    if status is not None and status.running:
+        return "A detector is training now (below); one trains at a time."
+    return films.too_few()
+
+
+def training_settings() -> tuple[int, int, str]:
+    """Image size, epochs and device for the next training (small, on CPU, by default)."""
+    import torch
+
+    devices = ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"]
+    with st.expander("Training settings"):
+        c1, c2, c3 = st.columns(3)
+        device = c1.selectbox(
+            "Device",
+            devices,
+            key="review_train_device",
+            help="cuda trains in seconds to minutes; cpu takes minutes at a small image size"
+            + ("" if len(devices) > 1 else " (this machine has no GPU)"),
+        )
+        image_size = c2.number_input(
+            "Image size (px)",
+            min_value=32,
+            max_value=1024,
+            value=PAGE_IMAGE_SIZE,
+            step=32,
+            key="review_train_size",
+            help="the network's input; 160 suits a CPU, 384 or more a GPU",
+        )
+        epochs = c3.number_input(
+            "Epochs", min_value=1, max_value=500, value=PAGE_EPOCHS, key="review_train_epochs"
+        )
+    return int(image_size), int(epochs), str(device)
+
+
+def training_progress() -> None:
+    """The latest training: epoch x of y, the detector it made, or why it failed (redrawn
+    every two seconds while it runs; the whole page once it ends)."""
+    status = read_status()
+    if status is None:
+        return
+    if not status.dataset_id:  # the status file itself is damaged
+        st.error(f"The last training's status cannot be read: {status.message}")
+        return
+    was_running = st.session_state.get("review_training_running", False)
+    st.session_state["review_training_running"] = status.running
+    if was_running and not status.running:
+        st.rerun()  # the button outside this fragment becomes available again
+    where = f"on {status.dataset_id} ({status.device}, {status.image_size} px)"
+    if status.running:
+        text = (
+            f"Training {where}: epoch {status.epoch} of {status.epochs}, "
+            f"{status.elapsed_s:.0f} s (started by {status.started_by})"
+            if status.epoch
+            else f"Training {where}: reading the films and starting (by {status.started_by})"
+        )
+        st.progress(min(1.0, status.epoch / max(1, status.epochs)), text=text)
+    elif status.state == "finished":
+        held = status.held_out
+        st.success(
+            f"Detector {status.key} trained {where} on {status.n_films} films: held-out mean "
+            f"IoU {held.get('mean_iou', float('nan')):.3f}, mAP50 "
+            f"{held.get('map50', float('nan')):.3f}. Stored under detectors/{status.key}.",
+            icon=":material/check_circle:",
+        )
+    else:
+        st.error(f"The last training {where} failed: {status.message}")

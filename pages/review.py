@@ -27,6 +27,7 @@ from pages._ui import cached_datasets, require_page, run_inside_shell, store_pat
 from store.db import StoreError, softgrade_home
 from store.imports import import_problems, latest_import, list_imports
 from store.reviews import crop_reviews
+from store.users import Account
 
 
 def pick_dataset(path: Path) -> tuple[str, dict[str, Any]] | None:
@@ -89,7 +90,7 @@ def review_state(path: Path, dataset_id: str) -> tuple[pd.DataFrame, pd.DataFram
     return reviews, problems
 
 
-def review_dataset(path: Path, dataset_id: str, params: dict[str, Any]) -> None:
+def review_dataset(path: Path, dataset_id: str, params: dict[str, Any], account: Account) -> None:
     """The crops of one dataset, filtered, and the film picked for review."""
     data = open_crops(dataset_id, params)
     state = review_state(path, dataset_id)
@@ -100,11 +101,11 @@ def review_dataset(path: Path, dataset_id: str, params: dict[str, Any]) -> None:
     shown = filters(table)
     show_grid(shown, data.images)
     show_film(table, path, dataset_id)
-    show_retrain(path, dataset_id)
+    show_retrain(path, dataset_id, account)
 
 
 run_inside_shell()
-require_page("review")
+account = require_page("review")
 st.title("Review crops")
 st.caption(
     "Check where the detector put each knee before training on it: crops come worst "
@@ -115,4 +116,4 @@ st.caption(
 store = store_path()
 picked = pick_dataset(store)
 if picked is not None:
-    review_dataset(store, *picked)
+    review_dataset(store, *picked, account)

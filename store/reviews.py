@@ -129,20 +129,28 @@ def reviewed_boxes(dataset_id: str, *, path: Path | str | None = None) -> pd.Dat
     """The (film, knee box) pairs a reviewer set, to train a detector on.
 
     Returns:
-        One row per film whose box was corrected (or confirmed): ``image_id``, ``film_path``
-        (the film file, from the dataset's images) and ``x0, y0, x1, y1`` in film pixels;
-        excluded films are not among them.
+        One row per image whose box was corrected (or confirmed): ``image_id``,
+        ``film_path`` (the film file, from the dataset's images), ``x0, y0, x1, y1`` in film
+        pixels and ``knees_on_film`` (how many of the dataset's images share that film: 2 for
+        each knee of a bilateral film, so a trainer can tell a film whose every knee has a
+        reviewed box); excluded films are not among them.
     """
     with _reviews_store(path, read_only=True) as con:
         frame = con.execute(
             """
-            SELECT r.image_id, i.source AS film_path, r.x0, r.y0, r.x1, r.y1
+            SELECT r.image_id, i.source AS film_path, r.x0, r.y0, r.x1, r.y1,
+                   n.knees_on_film
             FROM crop_reviews r JOIN images i USING (dataset_id, image_id)
+            JOIN (
+                SELECT source, count(*) AS knees_on_film FROM images
+                WHERE dataset_id = ? GROUP BY source
+            ) n USING (source)
             WHERE r.dataset_id = ? AND r.action = 'box' AND i.source IS NOT NULL
             ORDER BY r.image_id
             """,
-            [dataset_id],
+            [dataset_id, dataset_id],
         ).df()
+    frame["knees_on_film"] = frame["knees_on_film"].astype("int64")
     for column in BOX_COLUMNS:
         frame[column] = frame[column].astype("int64")
     return frame

@@ -224,6 +224,25 @@ def write_film_folder(
     return folder, csv, labels
 
 
+def write_reviewed_folder(root: Path, store: Path, *, n: int = 8, n_reviewed: int = 8) -> str:
+    """``n`` phantom films imported as a dataset named "lab", the first ``n_reviewed`` of
+    them given their true knee box in crop review (as a reviewer confirming the box would).
+    Returns the dataset id."""
+    from engine.import_check import check_import
+    from engine.phantom import PhantomSpec, render_film
+    from jobs.importer import register_import
+    from store.reviews import record_review
+
+    seed = 2
+    folder, _, labels = write_film_folder(root, n=n, n_joint=n, seed=seed)
+    done = register_import(check_import(folder), name="lab", store_path=store)
+    spec = PhantomSpec(n_images=n, n_joint=n, seed=seed)
+    for _, row in labels.iloc[:n_reviewed].iterrows():
+        _, _, box = render_film(spec, row)
+        record_review(done.dataset_id, row.image_id, "box", box, path=store)
+    return done.dataset_id
+
+
 @dataclass(frozen=True)
 class FaultyFolder:
     """A folder of good phantom films plus the seven faults of issue 12, planted.

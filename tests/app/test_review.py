@@ -3,6 +3,9 @@ stored and change the next study's cache (excluded films out, corrected boxes cr
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -13,11 +16,12 @@ from engine.data import open_prepared, prepare_dataset
 from engine.detect import crop_and_resize
 from engine.import_check import check_import
 from engine.importing import read_film_file
+from jobs.detector import TrainingStatus, read_status, status_file, write_status
 from jobs.importer import register_import
 from jobs.review import reviewed_spec
 from pages._review_view import review_crops_dir
 from store.reviews import crop_reviews
-from tests.conftest import write_film_folder
+from tests.conftest import write_film_folder, write_reviewed_folder
 
 PAGE = Path(__file__).parents[2] / "pages" / "review.py"
 CACHE_PX = 64
@@ -109,3 +113,65 @@ def test_undo_forgets_the_decision(imported, path):
     assert len(crop_reviews(done.dataset_id, path=path)) == 1
     at.button(key="review_undo").click().run()
     assert crop_reviews(done.dataset_id, path=path).empty and not at.exception
+
+
+def test_retrain_is_disabled_with_the_reason_while_too_few_boxes_are_reviewed(path, home):
+    write_reviewed_folder(home, path, n=8, n_reviewed=3)
+    at = _page().run()
+    assert not at.exception
+    button = at.button(key="review_retrain")
+    assert button.disabled
+    assert "with the 3 reviewed box(es) (3 film(s))" in button.label
+    reason = next(c.value for c in at.caption if "reviewed boxes" in c.value)
+    assert "has 3 film(s) with reviewed boxes; a detector needs at least 8" in reason
+    assert read_status() is None
+
+
+def test_retrain_trains_in_the_background_then_shows_the_detectors_scores(path, home):
+    dataset_id = write_reviewed_folder(home, path, n=8, n_reviewed=8)
+    at = _page().run()
+    button = at.button(key="review_retrain")
+    assert not button.disabled and "with the 8 reviewed box(es) (8 film(s))" in button.label
+    assert at.selectbox(key="review_train_device").value == "cpu"
+    at.number_input(key="review_train_size").set_value(64)
+    at.number_input(key="review_train_epochs").set_value(2)
+    at.button(key="review_retrain").click().run()
+    assert not at.exception
+
+    started = read_status()
+    assert started.running and (started.image_size, started.epochs, started.device) == (
+        64,
+        2,
+        "cpu",
+    )
+    # While it runs: no second training, and where it is.
+    assert at.button(key="review_retrain").disabled
+    assert any("one trains at a time" in c.value for c in at.caption)
+    progress = at.get("progress")[0].proto.text
+    assert f"Training on {dataset_id} (cpu, 64 px)" in progress
+
+    deadline = time.monotonic() + 600
+    while (status := read_status()).running and time.monotonic() < deadline:
+        time.sleep(1)
+    assert status.state == "finished", status.message
+    at.run()
+    assert not at.exception and not at.button(key="review_retrain").disabled
+    done = at.success[0].value
+    assert f"Detector {status.key} trained on {dataset_id}" in done
+    assert f"held-out mean IoU {status.held_out['mean_iou']:.3f}" in done and "mAP50" in done
+
+
+def test_a_training_that_died_shows_why_and_retrain_is_offered_again(path, home):
+    dataset_id = write_reviewed_folder(home, path, n=8, n_reviewed=8)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    started = "2026-11-26T10:00:00+00:00"
+    write_status(
+        status_file(), TrainingStatus("running", dataset_id, "mo", started, gone.pid, 64, 2, "cpu")
+    )
+    at = _page().run()
+    assert not at.exception
+    assert not at.button(key="review_retrain").disabled
+    failed = at.error[0].value
+    assert f"The last training on {dataset_id} (cpu, 64 px) failed" in failed
+    assert "ended without finishing" in failed and "training.log" in failed

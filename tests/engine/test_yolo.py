@@ -24,6 +24,7 @@ from engine.yolo import (
     held_out_split,
     load_detector,
     phantom_detection_set,
+    phantom_films,
     train_detector,
     write_yolo_dataset,
 )
@@ -204,6 +205,19 @@ def test_held_out_split_is_seeded_and_disjoint():
     assert np.array_equal(held_out_split(10, 0.2, seed=3)[1], held)
     with pytest.raises(ValueError, match="at least 2 films"):
         held_out_split(1, 0.2, seed=0)
+
+
+def test_phantom_films_draws_exactly_n_films_bilateral_ones_right_knee_first():
+    films, boxes = phantom_films(5, seed=9, film_size=(160, 160), bilateral=True)
+    assert len(films) == len(boxes) == 5
+    for film, (right, left) in zip(films, boxes, strict=True):
+        assert film.shape == (160, 320) and film.dtype == np.uint8
+        assert right[2] <= 160 <= left[0]  # each knee in its own half, right on the left
+    single, single_boxes = phantom_films(3, seed=9, film_size=(160, 160))
+    assert [f.shape for f in single] == [(160, 160)] * 3
+    assert [len(b) for b in single_boxes] == [1, 1, 1]
+    with pytest.raises(ValueError, match="at least 1"):
+        phantom_films(0, seed=9)
 
 
 def test_a_fresh_process_keeps_torchs_threads_when_ultralytics_loads(tmp_path):

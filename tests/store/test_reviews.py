@@ -80,8 +80,23 @@ def test_reviewed_boxes_pair_each_corrected_film_with_its_file(store, dataset):
             "y0": 2,
             "x1": 30,
             "y1": 40,
+            "knees_on_film": 1,
         }
     ]
+
+
+def test_reviewed_boxes_count_the_knees_that_share_a_bilateral_film(store):
+    meta = meta_frame(2)  # two patients, both knees each
+    meta["source"] = ["/films/both.png", "/films/both.png", "/films/one.png", "/films/two.png"]
+    dataset = register_dataset(
+        spec_key="folder(path=/films, bilateral)", kind="folder", params={}, meta=meta, path=store
+    )
+    ids = meta["image_id"].tolist()
+    record_review(dataset, ids[0], "box", (1, 2, 30, 40), path=store)
+    record_review(dataset, ids[2], "box", (5, 5, 50, 50), path=store)
+    boxes = reviewed_boxes(dataset, path=store).set_index("image_id")
+    assert boxes.loc[ids[0], "knees_on_film"] == 2
+    assert boxes.loc[ids[2], "knees_on_film"] == 1
 
 
 def test_a_store_without_the_review_tables_says_how_to_add_them(store):

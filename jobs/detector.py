@@ -1,0 +1,669 @@
+"""Training the knee detector: ``python -m jobs detector {train,list}`` and the background
+training the Review crops page starts.
+
+- ``detector train``: films with known knee boxes from ``--phantom N`` (phantom films of a
+  seed, their true boxes) and/or ``--dataset NAME_OR_ID`` (an imported folder's films whose
+  every knee has a box set in crop review), trained with `engine.yolo.train_detector` into
+  ``$SOFTGRADE_HOME/detectors/<key>/`` (keyed by films, boxes and settings: the same input
+  reuses the stored detector). Progress is printed per epoch; ``--status FILE`` also keeps
+  it in a JSON file, which is how the page follows a training it started.
+- ``detector list``: the trained detectors, newest first.
+- `start_training`: the page's button. It checks the role, refuses a second training while
+  one runs (one at a time per ``SOFTGRADE_HOME``: the app's machine may have one CPU to give
+  it), and starts ``python -m jobs detector train --dataset ID --status ...`` as a process of
+  its own session (it outlives the page's script run and the browser tab), its output in
+  ``detectors/training.log``. `read_status` is what the page shows: epoch x of y, the result,
+  or the failure.
+
+Boxes given in a dataset's labels CSV are not read here yet: only crop review's boxes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from jobs.access import Action, require
+from store.db import default_store_path, init_schema, softgrade_home
+from store.users import Account
+
+#: Fewest films a detector is trained on: a fifth (at least one) is held out to score it.
+MIN_FILMS = 8
+#: What the page trains with unless changed: small enough for a CPU without a GPU.
+PAGE_IMAGE_SIZE = 160
+PAGE_EPOCHS = 30
+DEVICES = ("auto", "cpu", "cuda")
+STATUS_FILE = "training.json"
+LOG_FILE = "training.log"
+_LOCK_FILE = ".training.lock"
+#: The phantom seed detectors train on by default (no study uses it; the app's phantom is 0).
+PHANTOM_SEED = 101
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+Box = tuple[int, int, int, int]
+
+
+class TooFewFilms(ValueError):
+    """Fewer films with reviewed boxes than a detector needs (the message says how many)."""
+
+
+class TrainingRefused(ValueError):
+    """A training is already running (the message says whose and how far)."""
+
+
+def detectors_dir(home: Path | None = None) -> Path:
+    """``$SOFTGRADE_HOME/detectors``: trained detectors, and the training status and log."""
+    return (home if home is not None else softgrade_home()) / "detectors"
+
+
+def resolve_device(device: str) -> str:
+    """'auto' → 'cuda' when a GPU is visible, else 'cpu'; 'cuda' refused without one.
+
+    Raises:
+        ValueError: An unknown device, or 'cuda' on a machine without a CUDA GPU.
+    """
+    if device not in DEVICES and not device.startswith("cuda:"):
+        raise ValueError(f"device {device!r} is not known; allowed: {', '.join(DEVICES)}")
+    if device == "cpu":
+        return device
+    import torch
+
+    has_gpu = torch.cuda.is_available()
+    if device == "auto":
+        return "cuda" if has_gpu else "cpu"
+    if not has_gpu:
+        raise ValueError(f"device {device!r}: this machine has no CUDA GPU; use cpu")
+    return device
+
+
+def check_settings(image_size: int, epochs: int) -> None:
+    """One message when the image size or epochs cannot be trained with."""
+    problems = []
+    if image_size < 32 or image_size % 32:
+        problems.append(f"image size {image_size} must be a multiple of 32, at least 32")
+    if epochs < 1:
+        problems.append(f"epochs {epochs} must be at least 1")
+    if problems:
+        raise ValueError("; ".join(problems))
+
+
+# -- the films to train on ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReviewedFilms:
+    """A dataset's films whose every knee has a reviewed box.
+
+    Attributes:
+        dataset_id: The dataset.
+        paths: Film files, one per film.
+        boxes: Per film, its reviewed knee boxes from the viewer's left to right.
+        n_boxes: Reviewed boxes of the dataset in all.
+        n_partial: Films left out because a knee on them has no reviewed box (one knee of
+            a bilateral film reviewed, the other not).
+    """
+
+    dataset_id: str
+    paths: list[Path]
+    boxes: list[list[Box]]
+    n_boxes: int
+    n_partial: int = 0
+
+    @property
+    def n_films(self) -> int:
+        """Films to train on."""
+        return len(self.paths)
+
+    def too_few(self) -> str | None:
+        """Why these films cannot train a detector, or None when they can."""
+        if self.n_films >= MIN_FILMS:
+            return None
+        partial = (
+            f" ({self.n_partial} more have a knee without a reviewed box)" if self.n_partial else ""
+        )
+        return (
+            f"{self.dataset_id} has {self.n_films} film(s) with reviewed boxes{partial}; a "
+            f"detector needs at least {MIN_FILMS} (a fifth are held out to score it). Save "
+            "the box of more films on the Review crops page (saving the detector's box as it "
+            "is confirms it)."
+        )
+
+
+def reviewed_films(dataset_id: str, *, store_path: Path | None = None) -> ReviewedFilms:
+    """The films of ``dataset_id`` a detector can be trained on, from its crop review."""
+    from store.reviews import reviewed_boxes
+
+    frame = reviewed_boxes(dataset_id, path=store_path)
+    paths, boxes, partial = [], [], 0
+    for film_path, rows in frame.groupby("film_path", sort=True):
+        if len(rows) != int(rows["knees_on_film"].iloc[0]) or len(rows) > 2:
+            partial += 1
+            continue
+        paths.append(Path(str(film_path)))
+        film_boxes = [tuple(int(v) for v in b) for b in rows[["x0", "y0", "x1", "y1"]].values]
+        boxes.append(sorted(film_boxes))
+    return ReviewedFilms(dataset_id, paths, boxes, n_boxes=len(frame), n_partial=partial)
+
+
+class TrainingFilms(Sequence[np.ndarray]):
+    """Films given as arrays or as files read when asked for (a dataset's films are not all
+    held in memory at once)."""
+
+    def __init__(self, items: Sequence[np.ndarray | Path]) -> None:
+        self._items = list(items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __getitem__(self, index: int) -> np.ndarray:  # type: ignore[override]
+        item = self._items[index]
+        if isinstance(item, np.ndarray):
+            return item
+        from engine.importing import read_film_file
+
+        try:
+            return read_film_file(item)
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"film {item} cannot be read: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class TrainingSet:
+    """Films, their knee boxes, and what they are in words (for the detector's record)."""
+
+    films: TrainingFilms
+    boxes: list[list[Box]]
+    trained_on: str
+
+
+def find_dataset(name_or_id: str, *, store_path: Path) -> str:
+    """The id of the imported folder dataset named ``name_or_id`` (its id or import name).
+
+    Raises:
+        ValueError: No such dataset, a phantom, or a name two datasets share (the message
+            lists what there is).
+    """
+    from store.datasets import list_datasets
+    from store.imports import list_imports
+
+    datasets = list_datasets(path=store_path).set_index("dataset_id")
+    imports = list_imports(path=store_path).drop_duplicates("dataset_id")
+    if name_or_id in datasets.index:
+        if datasets.at[name_or_id, "kind"] != "folder":
+            raise ValueError(f"{name_or_id} is a phantom dataset; give --phantom N instead")
+        return name_or_id
+    named = imports[imports["name"] == name_or_id]["dataset_id"].tolist()
+    if len(named) == 1:
+        return str(named[0])
+    if len(named) > 1:
+        raise ValueError(
+            f"{len(named)} datasets are named {name_or_id!r}: give its id ({', '.join(named)})"
+        )
+    known = ", ".join(f"{r.name} ({r.dataset_id})" for r in imports.itertuples()) or "none yet"
+    raise ValueError(f"no imported dataset {name_or_id!r}; imported datasets: {known}")
+
+
+def training_set(
+    *,
+    phantom: int = 0,
+    phantom_seed: int = PHANTOM_SEED,
+    film_size: tuple[int, int] = (384, 320),
+    bilateral: bool = False,
+    dataset_id: str | None = None,
+    store_path: Path | None = None,
+) -> TrainingSet:
+    """The films to train on: ``phantom`` phantom films and/or a dataset's reviewed films.
+
+    Raises:
+        ValueError: No source given, a negative count, or a film file that is gone.
+        TooFewFilms: The dataset alone has fewer than `MIN_FILMS` films with reviewed boxes.
+    """
+    if phantom < 0:
+        raise ValueError(f"--phantom {phantom}: give a number of films, 0 or more")
+    if not phantom and dataset_id is None:
+        raise ValueError("nothing to train on: give --phantom N and/or --dataset NAME_OR_ID")
+    items: list[np.ndarray | Path] = []
+    boxes: list[list[Box]] = []
+    said: list[str] = []
+    # The dataset first: its refusals are quick, drawing phantom films is not.
+    if dataset_id is not None:
+        reviewed = reviewed_films(dataset_id, store_path=store_path)
+        if not phantom and reviewed.too_few():
+            raise TooFewFilms(reviewed.too_few())
+        missing = [str(p) for p in reviewed.paths if not p.is_file()]
+        if missing:
+            raise ValueError(
+                f"{len(missing)} film file(s) of {dataset_id} are gone: {', '.join(missing[:5])}"
+            )
+        items += reviewed.paths
+        boxes += reviewed.boxes
+        said.append(f"dataset {dataset_id}, {reviewed.n_films} films with reviewed boxes")
+    if phantom:
+        from engine.yolo import phantom_films, phantom_trained_on
+
+        films, film_boxes = phantom_films(
+            phantom, seed=phantom_seed, film_size=film_size, bilateral=bilateral
+        )
+        items += films
+        boxes += [list(b) for b in film_boxes]
+        said.append(phantom_trained_on(films, seed=phantom_seed, bilateral=bilateral))
+    if len(items) < MIN_FILMS:
+        raise TooFewFilms(f"{len(items)} film(s) to train on; a detector needs {MIN_FILMS}")
+    return TrainingSet(TrainingFilms(items), boxes, " + ".join(said))
+
+
+# -- training and the stored detectors -------------------------------------------------------
+
+
+def train(
+    data: TrainingSet,
+    *,
+    image_size: int,
+    epochs: int,
+    device: str,
+    home: Path | None = None,
+    progress: Callable[[int, int, dict[str, float]], None] | None = None,
+) -> Any:
+    """Train (or reuse) a detector on ``data``; its `engine.yolo.DetectorRecord`."""
+    from engine.yolo import train_detector
+
+    check_settings(image_size, epochs)
+    return train_detector(
+        data.films,
+        data.boxes,
+        image_size=image_size,
+        epochs=epochs,
+        device=resolve_device(device),
+        out_dir=detectors_dir(home),
+        progress=progress,
+        trained_on=data.trained_on,
+    )
+
+
+def list_detectors(home: Path | None = None) -> list[Any]:
+    """Every complete detector under ``detectors/``, newest first (`DetectorRecord`s)."""
+    from engine.yolo import RECORD_FILE, WEIGHTS_FILE, DetectorRecord
+
+    records = []
+    for record_file in detectors_dir(home).glob(f"*/{RECORD_FILE}"):
+        if (
+            record_file.parent.name.startswith(".")
+            or not (record_file.parent / WEIGHTS_FILE).is_file()
+        ):
+            continue
+        with contextlib.suppress(ValueError, TypeError):
+            records.append(DetectorRecord.from_json(record_file.read_text()))
+    return sorted(records, key=lambda r: r.created_at, reverse=True)
+
+
+# -- the training status file ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrainingStatus:
+    """Where the latest background training is (``detectors/training.json``).
+
+    Attributes:
+        state: 'running', 'finished' or 'failed'.
+        dataset_id: What it trains on.
+        started_by: Who started it.
+        started_at: ISO 8601 UTC.
+        pid: The training process.
+        image_size / epochs / device: Its settings.
+        epoch: Epochs done so far.
+        elapsed_s: Seconds since it started, at the last update.
+        losses: The last epoch's mean training losses.
+        message: Why it failed, or what it finished with, in words.
+        key: The detector's key, once finished.
+        held_out: Its held-out figures (mean_iou, map50, ...), once finished.
+        n_films: Films it trains on (0 until the process has read them).
+    """
+
+    state: str
+    dataset_id: str
+    started_by: str
+    started_at: str
+    pid: int
+    image_size: int
+    epochs: int
+    device: str
+    epoch: int = 0
+    elapsed_s: float = 0.0
+    losses: dict[str, float] = field(default_factory=dict)
+    message: str = ""
+    key: str = ""
+    held_out: dict[str, float] = field(default_factory=dict)
+    n_films: int = 0
+
+    @property
+    def running(self) -> bool:
+        """Whether the training is still going."""
+        return self.state == "running"
+
+
+def status_file(home: Path | None = None) -> Path:
+    """``detectors/training.json``."""
+    return detectors_dir(home) / STATUS_FILE
+
+
+def log_file(home: Path | None = None) -> Path:
+    """``detectors/training.log``: the training process's output."""
+    return detectors_dir(home) / LOG_FILE
+
+
+def write_status(path: Path, status: TrainingStatus) -> None:
+    """Replace the status file in one step (a reader never sees half of it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}")
+    partial.write_text(json.dumps(asdict(status), indent=2))
+    os.replace(partial, path)
+
+
+# Training processes this process started, so that finished ones are reaped (a zombie would
+# look alive to `os.kill(pid, 0)`).
+_CHILDREN: dict[int, subprocess.Popen] = {}
+
+
+def _alive(pid: int) -> bool:
+    child = _CHILDREN.get(pid)
+    if child is not None:
+        return child.poll() is None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: it exists
+        return True
+    return True
+
+
+def read_status(home: Path | None = None) -> TrainingStatus | None:
+    """The latest training's status, or None if none was ever started here.
+
+    A 'running' status whose process is gone (killed, the machine restarted) reads as
+    'failed', with where its output is.
+    """
+    path = status_file(home)
+    try:
+        status = TrainingStatus(**json.loads(path.read_text()))
+    except FileNotFoundError:
+        return None
+    except (ValueError, TypeError) as exc:
+        return TrainingStatus("failed", "", "", "", 0, 0, 0, "", message=f"unreadable: {exc}")
+    if status.running and not _alive(status.pid):
+        return replace(
+            status,
+            state="failed",
+            message=f"the training process ended without finishing; see {log_file(home)}",
+        )
+    return status
+
+
+@contextlib.contextmanager
+def _training_lock(home: Path | None) -> Iterator[None]:
+    """Held while a training is checked for and started (two clicks start one)."""
+    folder = detectors_dir(home)
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / _LOCK_FILE, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def start_training(
+    account: Account,
+    dataset_id: str,
+    *,
+    image_size: int = PAGE_IMAGE_SIZE,
+    epochs: int = PAGE_EPOCHS,
+    device: str = "cpu",
+    home: Path | None = None,
+) -> TrainingStatus:
+    """Start training a detector on a dataset's reviewed boxes, in the background.
+
+    Raises:
+        jobs.access.AccessDenied: The role may not launch work.
+        TrainingRefused: A training is already running.
+        TooFewFilms: Fewer than `MIN_FILMS` films with reviewed boxes.
+        ValueError: Bad settings or device.
+    """
+    require(account, Action.LAUNCH)
+    check_settings(image_size, epochs)
+    device = resolve_device(device)
+    home = home if home is not None else softgrade_home()
+    store = home / default_store_path().name
+    with _training_lock(home):
+        current = read_status(home)
+        if current is not None and current.running:
+            raise TrainingRefused(
+                f"a detector is already training (started by {current.started_by} at "
+                f"{current.started_at}, epoch {current.epoch} of {current.epochs}); one trains "
+                "at a time: wait for it to finish"
+            )
+        why = reviewed_films(dataset_id, store_path=store).too_few()
+        if why:
+            raise TooFewFilms(why)
+        status_path = status_file(home)
+        # Written before the process exists (with this process's id, which is alive), so
+        # the training can never find the file missing or older than itself.
+        status = TrainingStatus(
+            state="running",
+            dataset_id=dataset_id,
+            started_by=account.name,
+            started_at=_now(),
+            pid=os.getpid(),
+            image_size=image_size,
+            epochs=epochs,
+            device=device,
+        )
+        write_status(status_path, status)
+        try:
+            child = _spawn_training(dataset_id, image_size, epochs, device, home)
+        except OSError as exc:
+            write_status(status_path, replace(status, state="failed", message=str(exc)))
+            raise ValueError(f"the training process could not be started: {exc}") from exc
+        status = replace(status, pid=child.pid)
+        write_status(status_path, status)
+    return status
+
+
+def _spawn_training(
+    dataset_id: str, image_size: int, epochs: int, device: str, home: Path
+) -> subprocess.Popen:
+    """``python -m jobs detector train --dataset ID ... --status`` in a session of its own
+    (it outlives the page's script run and a stopped app), its output in the log file."""
+    command = [
+        sys.executable,
+        "-m",
+        "jobs",
+        "detector",
+        "train",
+        "--dataset",
+        dataset_id,
+        "--image-size",
+        str(image_size),
+        "--epochs",
+        str(epochs),
+        "--device",
+        device,
+        "--status",
+        str(status_file(home)),
+    ]
+    with open(log_file(home), "w") as log:
+        child = subprocess.Popen(
+            command,
+            cwd=REPO_ROOT,
+            env={**os.environ, "SOFTGRADE_HOME": str(home), "PYTHONUNBUFFERED": "1"},
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    _CHILDREN[child.pid] = child
+    return child
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class StatusKeeper:
+    """The training process's side of the status file: each epoch, then the end."""
+
+    def __init__(self, path: Path | None, start: float) -> None:
+        self.path = path
+        self.start = start
+        self.status: TrainingStatus | None = None
+        if path is not None:
+            with contextlib.suppress(FileNotFoundError, ValueError, TypeError):
+                self.status = TrainingStatus(**json.loads(path.read_text()))
+
+    def update(self, **changes: Any) -> None:
+        """Write the status with ``changes`` (nothing without a status file)."""
+        if self.path is None or self.status is None:
+            return
+        elapsed = round(time.perf_counter() - self.start, 1)
+        self.status = replace(self.status, pid=os.getpid(), elapsed_s=elapsed, **changes)
+        write_status(self.path, self.status)
+
+
+# -- the command line ---------------------------------------------------------------------------
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    """Register ``detector train`` and ``detector list`` on the CLI's subcommands."""
+    verbs = sub.add_parser("detector", help="train and list knee detectors").add_subparsers(
+        dest="detector_command", required=True
+    )
+    p = verbs.add_parser("train", help="train a YOLOv8n knee detector from scratch")
+    p.add_argument(
+        "--phantom", type=int, default=0, metavar="N", help="N phantom films, true boxes"
+    )
+    p.add_argument("--phantom-seed", type=int, default=PHANTOM_SEED)
+    p.add_argument(
+        "--film-size",
+        type=int,
+        nargs=2,
+        default=(384, 320),
+        metavar=("H", "W"),
+        help="phantom film size (a bilateral film is twice as wide)",
+    )
+    p.add_argument("--bilateral", action="store_true", help="bilateral phantom films")
+    p.add_argument(
+        "--dataset",
+        default=None,
+        metavar="NAME_OR_ID",
+        help="an imported folder's films whose knees have boxes from crop review",
+    )
+    p.add_argument("--image-size", type=int, default=PAGE_IMAGE_SIZE, help="px, a multiple of 32")
+    p.add_argument("--epochs", type=int, default=PAGE_EPOCHS)
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    p.add_argument("--status", type=Path, default=None, help=argparse.SUPPRESS)
+    p.set_defaults(func=cmd_train)
+    verbs.add_parser("list", help="list the trained detectors").set_defaults(func=cmd_list)
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    """Train a detector, printing each epoch and the result (exit 2 on bad input)."""
+    start = time.perf_counter()
+    started_at = _now()
+    keeper = StatusKeeper(args.status, start)
+    try:
+        record = _train_from_args(args, keeper, start)
+    except Exception as exc:
+        keeper.update(state="failed", message=str(exc))
+        raise
+    held = record.held_out
+    reused = record.created_at < started_at  # both ISO 8601 UTC: text order is time order
+    verb = "already trained on this input; reused" if reused else "trained"
+    folder = Path(record.path).parent
+    print(
+        f"detector {record.key} {verb}: held-out mean IoU {held['mean_iou']:.3f}, "
+        f"mAP50 {held['map50']:.3f} on {record.n_held_out} held-out film(s) of "
+        f"{record.n_films}; stored in {folder}"
+    )
+    keeper.update(
+        state="finished",
+        epoch=keeper.status.epochs if keeper.status else record.epochs,
+        key=record.key,
+        held_out=dict(held),
+        n_films=record.n_films,
+        message=f"detector {record.key} {verb}, stored in {folder}",
+    )
+    return 0
+
+
+def _train_from_args(args: argparse.Namespace, keeper: StatusKeeper, start: float) -> Any:
+    check_settings(args.image_size, args.epochs)
+    device = resolve_device(args.device)
+    store = None
+    dataset_id = None
+    if args.dataset is not None:
+        store = default_store_path()
+        if not store.exists():
+            raise ValueError(f"no store at {store}: import a folder of films first")
+        init_schema(store)
+        dataset_id = find_dataset(args.dataset, store_path=store)
+    if args.phantom > 0:
+        print(f"drawing {args.phantom} phantom film(s) of seed {args.phantom_seed}", flush=True)
+    data = training_set(
+        phantom=args.phantom,
+        phantom_seed=args.phantom_seed,
+        film_size=tuple(args.film_size),
+        bilateral=args.bilateral,
+        dataset_id=dataset_id,
+        store_path=store,
+    )
+    print(
+        f"training a knee detector on {len(data.films)} films ({data.trained_on}) at "
+        f"{args.image_size} px for {args.epochs} epochs on {device}",
+        flush=True,
+    )
+    keeper.update(n_films=len(data.films))
+
+    def progress(epoch: int, epochs: int, losses: dict[str, float]) -> None:
+        shown = ", ".join(f"{k} {v:.3f}" for k, v in losses.items())
+        print(f"epoch {epoch}/{epochs}: {shown} ({time.perf_counter() - start:.0f} s)", flush=True)
+        keeper.update(epoch=epoch, losses=losses)
+
+    return train(
+        data,
+        image_size=args.image_size,
+        epochs=args.epochs,
+        device=device,
+        progress=progress,
+    )
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    """Print the trained detectors, newest first."""
+    records = list_detectors()
+    if not records:
+        print(
+            f"no trained detector in {detectors_dir()} yet; train one with "
+            "`python -m jobs detector train --phantom 200` or from the Review crops page"
+        )
+        return 0
+    print(f"{'key':<16}  {'trained':<25}  {'IoU':>5}  {'mAP50':>5}  {'px':>4}  {'epochs':>6}  on")
+    for r in records:
+        print(
+            f"{r.key:<16}  {r.created_at:<25}  {r.held_out.get('mean_iou', float('nan')):>5.3f}  "
+            f"{r.held_out.get('map50', float('nan')):>5.3f}  {r.image_size:>4}  {r.epochs:>6}  "
+            f"{r.trained_on}"
+        )
+    return 0

@@ -1,0 +1,167 @@
+"""Training the knee detector from the command line and in the background: progress, the
+stored detector, the status file the Review crops page reads, and refusals."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from jobs.__main__ import main
+from jobs.access import LOCAL_ACCOUNT, AccessDenied
+from jobs.detector import (
+    MIN_FILMS,
+    TooFewFilms,
+    TrainingRefused,
+    TrainingStatus,
+    read_status,
+    reviewed_films,
+    start_training,
+    status_file,
+    write_status,
+)
+from store.datasets import register_dataset
+from store.db import default_store_path, init_schema
+from store.reviews import record_review
+from store.users import Account, Role
+from tests.conftest import meta_frame, write_reviewed_folder
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = ["--image-size", "64", "--epochs", "2", "--device", "cpu"]
+
+
+@pytest.fixture
+def store(home: Path) -> Path:
+    """The store of ``$SOFTGRADE_HOME``, as the CLI and the page open it."""
+    path = default_store_path()
+    init_schema(path)
+    return path
+
+
+def _cli(home: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "SOFTGRADE_HOME": str(home)}
+    return subprocess.run(
+        [sys.executable, "-m", "jobs", "detector", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=600,
+    )
+
+
+def test_the_cli_trains_a_tiny_detector_on_phantom_films_and_lists_it(tmp_path):
+    done = _cli(tmp_path, "train", "--phantom", "16", "--film-size", "160", "160", *TINY)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "training a knee detector on 16 films (phantom seed=101" in out
+    assert "epoch 1/2: box_loss" in out and "epoch 2/2: box_loss" in out
+    result = next(line for line in out.splitlines() if line.startswith("detector "))
+    key = result.split()[1]
+    assert "held-out mean IoU" in result and "mAP50" in result
+    assert result.endswith(str(tmp_path / "detectors" / key))
+    record = json.loads((tmp_path / "detectors" / key / "record.json").read_text())
+    assert (record["n_films"], record["image_size"], record["epochs"]) == (16, 64, 2)
+
+    listed = _cli(tmp_path, "list")
+    assert listed.returncode == 0
+    row = next(line for line in listed.stdout.splitlines() if line.startswith(key))
+    assert "phantom seed=101, 16 single-knee films of 160x160 px" in row
+    assert f"{record['held_out']['mean_iou']:.3f}" in row
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "nothing to train on: give --phantom N and/or --dataset NAME_OR_ID"),
+        (["--dataset", "nope"], "no imported dataset 'nope'; imported datasets: lab (ds-"),
+        (
+            ["--dataset", "lab"],
+            f"has 3 film(s) with reviewed boxes; a detector needs at least {MIN_FILMS}",
+        ),
+        (["--phantom", "4", "--image-size", "50"], "image size 50 must be a multiple of 32"),
+        (["--phantom", "4", "--device", "tpu"], "device 'tpu' is not known; allowed: auto, cpu"),
+    ],
+)
+def test_bad_input_gets_one_message_and_no_traceback(store, tmp_path, capsys, args, message):
+    write_reviewed_folder(tmp_path, store, n=8, n_reviewed=3)
+    capsys.readouterr()
+    assert main(["detector", "train", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_dataset_is_found_by_its_import_name_or_id(store, tmp_path):
+    from jobs.detector import find_dataset
+
+    dataset_id = write_reviewed_folder(tmp_path, store, n=8, n_reviewed=8)
+    assert find_dataset("lab", store_path=store) == dataset_id
+    assert find_dataset(dataset_id, store_path=store) == dataset_id
+    films = reviewed_films(dataset_id, store_path=store)
+    assert (films.n_films, films.n_boxes, films.too_few()) == (8, 8, None)
+
+
+def test_a_bilateral_film_trains_only_when_both_its_knees_are_reviewed(store):
+    meta = meta_frame(2)  # two patients, both knees each: one film per patient
+    meta["source"] = ["/f/a.png", "/f/a.png", "/f/b.png", "/f/b.png"]
+    dataset = register_dataset(
+        spec_key="folder(bilateral)", kind="folder", params={}, meta=meta, path=store
+    )
+    ids = meta["image_id"].tolist()
+    record_review(dataset, ids[0], "box", (300, 10, 400, 110), path=store)
+    record_review(dataset, ids[1], "box", (10, 10, 110, 110), path=store)
+    record_review(dataset, ids[2], "box", (10, 10, 110, 110), path=store)
+    films = reviewed_films(dataset, store_path=store)
+    assert films.paths == [Path("/f/a.png")] and films.n_partial == 1
+    assert films.boxes == [[(10, 10, 110, 110), (300, 10, 400, 110)]]  # viewer's left first
+    assert "1 film(s) with reviewed boxes (1 more have a knee without" in films.too_few()
+
+
+def test_start_training_runs_in_the_background_until_the_status_says_finished(
+    store, home, tmp_path
+):
+    dataset_id = write_reviewed_folder(tmp_path, store, n=8, n_reviewed=8)
+    status = start_training(LOCAL_ACCOUNT, dataset_id, image_size=64, epochs=2, device="cpu")
+    assert status.running and status.started_by == "local" and status.epochs == 2
+    with pytest.raises(TrainingRefused, match="already training .* epoch 0 of 2"):
+        start_training(LOCAL_ACCOUNT, dataset_id, image_size=64, epochs=2, device="cpu")
+
+    deadline = time.monotonic() + 600
+    while (now := read_status()).running and time.monotonic() < deadline:
+        time.sleep(1)
+    log = (home / "detectors" / "training.log").read_text()
+    assert now.state == "finished", f"{now.message}\n{log}"
+    assert (now.epoch, now.n_films, now.dataset_id) == (2, 8, dataset_id)
+    assert "epoch 2/2: box_loss" in log
+    record = json.loads((home / "detectors" / now.key / "record.json").read_text())
+    assert record["trained_on"] == f"dataset {dataset_id}, 8 films with reviewed boxes"
+    assert now.held_out["mean_iou"] == record["held_out"]["mean_iou"]
+    assert "map50" in now.held_out
+
+
+def test_a_viewer_may_not_start_a_training_and_too_few_films_are_refused(store, tmp_path):
+    dataset_id = write_reviewed_folder(tmp_path, store, n=8, n_reviewed=3)
+    viewer = Account(name="vi", role=Role.VIEWER)
+    with pytest.raises(AccessDenied, match="vi \\(viewer\\) may not launch studies"):
+        start_training(viewer, dataset_id)
+    with pytest.raises(TooFewFilms, match="has 3 film\\(s\\) with reviewed boxes"):
+        start_training(LOCAL_ACCOUNT, dataset_id)
+    assert read_status() is None  # nothing was started
+
+
+def test_a_training_whose_process_is_gone_reads_as_failed(home):
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    started = "2026-11-26T10:00:00+00:00"
+    write_status(
+        status_file(), TrainingStatus("running", "ds-x", "mo", started, gone.pid, 64, 2, "cpu")
+    )
+    status = read_status()
+    assert status.state == "failed" and "ended without finishing" in status.message
+    assert str(home / "detectors" / "training.log") in status.message
