@@ -105,15 +105,17 @@ def check_settings(image_size: int, epochs: int) -> None:
 
 @dataclass(frozen=True)
 class ReviewedFilms:
-    """A dataset's films whose every knee has a reviewed box.
+    """A dataset's films whose every knee has a known box: reviewed, or given in its labels CSV.
 
     Attributes:
         dataset_id: The dataset.
         paths: Film files, one per film.
-        boxes: Per film, its reviewed knee boxes from the viewer's left to right.
+        boxes: Per film, its knee boxes from the viewer's left to right.
         n_boxes: Reviewed boxes of the dataset in all.
         n_partial: Films left out because a knee on them has no reviewed box (one knee of
             a bilateral film reviewed, the other not).
+        n_from_labels: Films among ``paths`` whose boxes come from the labels CSV's
+            ``x0, y0, x1, y1`` columns (films without a reviewed box, not excluded).
     """
 
     dataset_id: str
@@ -121,11 +123,19 @@ class ReviewedFilms:
     boxes: list[list[Box]]
     n_boxes: int
     n_partial: int = 0
+    n_from_labels: int = 0
 
     @property
     def n_films(self) -> int:
         """Films to train on."""
         return len(self.paths)
+
+    def described(self) -> str:
+        """The films in words, for the button and the detector's record."""
+        labels = (
+            f", {self.n_from_labels} with boxes from the labels CSV" if self.n_from_labels else ""
+        )
+        return f"{self.n_films} film(s): {self.n_boxes} reviewed box(es){labels}"
 
     def too_few(self) -> str | None:
         """Why these films cannot train a detector, or None when they can."""
@@ -135,19 +145,22 @@ class ReviewedFilms:
             f" ({self.n_partial} more have a knee without a reviewed box)" if self.n_partial else ""
         )
         return (
-            f"{self.dataset_id} has {self.n_films} film(s) with reviewed boxes{partial}; a "
-            f"detector needs at least {MIN_FILMS} (a fifth are held out to score it). Save "
+            f"{self.dataset_id} has {self.n_films} film(s) with reviewed or given boxes{partial}; "
+            f"a detector needs at least {MIN_FILMS} (a fifth are held out to score it). Save "
             "the box of more films on the Review crops page (saving the detector's box as it "
-            "is confirms it)."
+            "is confirms it), or give x0, y0, x1, y1 columns in the labels CSV."
         )
 
 
 def reviewed_films(dataset_id: str, *, store_path: Path | None = None) -> ReviewedFilms:
-    """The films of ``dataset_id`` a detector can be trained on, from its crop review."""
-    from store.reviews import reviewed_boxes
+    """The films of ``dataset_id`` a detector can be trained on: those whose every knee has
+    a reviewed box, then those whose labels CSV gives every knee's box (a reviewed box
+    wins; a film the review excluded never trains)."""
+    from store.reviews import excluded_films, reviewed_boxes
 
     frame = reviewed_boxes(dataset_id, path=store_path)
     paths, boxes, partial = [], [], 0
+    reviewed_sources = set(frame["film_path"].astype(str))
     for film_path, rows in frame.groupby("film_path", sort=True):
         if len(rows) != int(rows["knees_on_film"].iloc[0]) or len(rows) > 2:
             partial += 1
@@ -155,7 +168,40 @@ def reviewed_films(dataset_id: str, *, store_path: Path | None = None) -> Review
         paths.append(Path(str(film_path)))
         film_boxes = [tuple(int(v) for v in b) for b in rows[["x0", "y0", "x1", "y1"]].values]
         boxes.append(sorted(film_boxes))
-    return ReviewedFilms(dataset_id, paths, boxes, n_boxes=len(frame), n_partial=partial)
+    skip = reviewed_sources | excluded_films(dataset_id, path=store_path)
+    from_labels = [
+        (path, film_boxes)
+        for path, film_boxes in labels_csv_boxes(dataset_id, store_path=store_path)
+        if str(path) not in skip and 1 <= len(film_boxes) <= 2
+    ]
+    paths += [path for path, _ in from_labels]
+    boxes += [sorted(film_boxes) for _, film_boxes in from_labels]
+    return ReviewedFilms(
+        dataset_id,
+        paths,
+        boxes,
+        n_boxes=len(frame),
+        n_partial=partial,
+        n_from_labels=len(from_labels),
+    )
+
+
+def labels_csv_boxes(
+    dataset_id: str, *, store_path: Path | None = None
+) -> list[tuple[Path, list[Box]]]:
+    """The knee boxes a folder dataset's labels CSV gives (`engine.importing.labelled_boxes`);
+    empty for a phantom, a CSV without box columns, or a folder no longer readable."""
+    from engine.importing import labelled_boxes
+    from store.datasets import dataset_params
+
+    found = dataset_params(dataset_id, path=store_path)
+    if found is None or found[0] != "folder" or not found[1].get("labels_csv"):
+        return []
+    params = found[1]
+    try:
+        return labelled_boxes(Path(params["path"]), Path(params["labels_csv"]))
+    except (OSError, ValueError):
+        return []
 
 
 class TrainingFilms(Sequence[np.ndarray]):
@@ -250,7 +296,7 @@ def training_set(
             )
         items += reviewed.paths
         boxes += reviewed.boxes
-        said.append(f"dataset {dataset_id}, {reviewed.n_films} films with reviewed boxes")
+        said.append(f"dataset {dataset_id}, {reviewed.described()}")
     if phantom:
         from engine.yolo import phantom_films, phantom_trained_on
 
@@ -295,18 +341,9 @@ def train(
 
 def list_detectors(home: Path | None = None) -> list[Any]:
     """Every complete detector under ``detectors/``, newest first (`DetectorRecord`s)."""
-    from engine.yolo import RECORD_FILE, WEIGHTS_FILE, DetectorRecord
+    from engine.yolo import list_detectors as stored_detectors
 
-    records = []
-    for record_file in detectors_dir(home).glob(f"*/{RECORD_FILE}"):
-        if (
-            record_file.parent.name.startswith(".")
-            or not (record_file.parent / WEIGHTS_FILE).is_file()
-        ):
-            continue
-        with contextlib.suppress(ValueError, TypeError):
-            records.append(DetectorRecord.from_json(record_file.read_text()))
-    return sorted(records, key=lambda r: r.created_at, reverse=True)
+    return stored_detectors(detectors_dir(home))
 
 
 # -- the training status file ----------------------------------------------------------------

@@ -260,8 +260,9 @@ def show_retrain(path: Path, dataset_id: str, account: Account) -> None:
     )
     st.markdown(
         "**Retrain the knee detector** on the films whose boxes were saved here (a saved box "
-        "confirms or corrects the detector's). A fifth of them are held out to score it; it "
-        "trains in the background, one training at a time."
+        "confirms or corrects the detector's) and those whose labels CSV gives their boxes. "
+        "A fifth of them are held out to score it; it trains in the background, one training "
+        "at a time."
     )
     try:
         films = reviewed_films(dataset_id, store_path=path)
@@ -272,7 +273,7 @@ def show_retrain(path: Path, dataset_id: str, account: Account) -> None:
     why_not = retrain_refusal(films, status, account)
     image_size, epochs, device = training_settings()
     if st.button(
-        f"Retrain the detector with the {films.n_boxes} reviewed box(es) ({films.n_films} film(s))",
+        f"Retrain the detector on {films.described()}",
         key="review_retrain",
         disabled=why_not is not None,
         icon=":material/model_training:",

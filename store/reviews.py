@@ -154,3 +154,16 @@ def reviewed_boxes(dataset_id: str, *, path: Path | str | None = None) -> pd.Dat
     for column in BOX_COLUMNS:
         frame[column] = frame[column].astype("int64")
     return frame
+
+
+def excluded_films(dataset_id: str, *, path: Path | str | None = None) -> set[str]:
+    """The film files (``images.source``) of a dataset with an image the review excluded."""
+    with _reviews_store(path, read_only=True) as con:
+        rows = con.execute(
+            """
+            SELECT DISTINCT i.source FROM crop_reviews r JOIN images i USING (dataset_id, image_id)
+            WHERE r.dataset_id = ? AND r.action = 'exclude' AND i.source IS NOT NULL
+            """,
+            [dataset_id],
+        ).fetchall()
+    return {str(r[0]) for r in rows}

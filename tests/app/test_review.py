@@ -121,9 +121,9 @@ def test_retrain_is_disabled_with_the_reason_while_too_few_boxes_are_reviewed(pa
     assert not at.exception
     button = at.button(key="review_retrain")
     assert button.disabled
-    assert "with the 3 reviewed box(es) (3 film(s))" in button.label
-    reason = next(c.value for c in at.caption if "reviewed boxes" in c.value)
-    assert "has 3 film(s) with reviewed boxes; a detector needs at least 8" in reason
+    assert "on 3 film(s): 3 reviewed box(es)" in button.label
+    reason = next(c.value for c in at.caption if "given boxes" in c.value)
+    assert "has 3 film(s) with reviewed or given boxes; a detector needs at least 8" in reason
     assert read_status() is None
 
 
@@ -131,7 +131,7 @@ def test_retrain_trains_in_the_background_then_shows_the_detectors_scores(path, 
     dataset_id = write_reviewed_folder(home, path, n=8, n_reviewed=8)
     at = _page().run()
     button = at.button(key="review_retrain")
-    assert not button.disabled and "with the 8 reviewed box(es) (8 film(s))" in button.label
+    assert not button.disabled and "on 8 film(s): 8 reviewed box(es)" in button.label
     assert at.selectbox(key="review_train_device").value == "cpu"
     at.number_input(key="review_train_size").set_value(64)
     at.number_input(key="review_train_epochs").set_value(2)

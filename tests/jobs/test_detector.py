@@ -82,7 +82,7 @@ def test_the_cli_trains_a_tiny_detector_on_phantom_films_and_lists_it(tmp_path):
         (["--dataset", "nope"], "no imported dataset 'nope'; imported datasets: lab (ds-"),
         (
             ["--dataset", "lab"],
-            f"has 3 film(s) with reviewed boxes; a detector needs at least {MIN_FILMS}",
+            f"has 3 film(s) with reviewed or given boxes; a detector needs at least {MIN_FILMS}",
         ),
         (["--phantom", "4", "--image-size", "50"], "image size 50 must be a multiple of 32"),
         (["--phantom", "4", "--device", "tpu"], "device 'tpu' is not known; allowed: auto, cpu"),
@@ -120,7 +120,7 @@ def test_a_bilateral_film_trains_only_when_both_its_knees_are_reviewed(store):
     films = reviewed_films(dataset, store_path=store)
     assert films.paths == [Path("/f/a.png")] and films.n_partial == 1
     assert films.boxes == [[(10, 10, 110, 110), (300, 10, 400, 110)]]  # viewer's left first
-    assert "1 film(s) with reviewed boxes (1 more have a knee without" in films.too_few()
+    assert "1 film(s) with reviewed or given boxes (1 more have a knee without" in films.too_few()
 
 
 def test_start_training_runs_in_the_background_until_the_status_says_finished(
@@ -140,7 +140,7 @@ def test_start_training_runs_in_the_background_until_the_status_says_finished(
     assert (now.epoch, now.n_films, now.dataset_id) == (2, 8, dataset_id)
     assert "epoch 2/2: box_loss" in log
     record = json.loads((home / "detectors" / now.key / "record.json").read_text())
-    assert record["trained_on"] == f"dataset {dataset_id}, 8 films with reviewed boxes"
+    assert record["trained_on"] == f"dataset {dataset_id}, 8 film(s): 8 reviewed box(es)"
     assert now.held_out["mean_iou"] == record["held_out"]["mean_iou"]
     assert "map50" in now.held_out
 
@@ -150,7 +150,7 @@ def test_a_viewer_may_not_start_a_training_and_too_few_films_are_refused(store, 
     viewer = Account(name="vi", role=Role.VIEWER)
     with pytest.raises(AccessDenied, match="vi \\(viewer\\) may not launch studies"):
         start_training(viewer, dataset_id)
-    with pytest.raises(TooFewFilms, match="has 3 film\\(s\\) with reviewed boxes"):
+    with pytest.raises(TooFewFilms, match="has 3 film\\(s\\) with reviewed or given boxes"):
         start_training(LOCAL_ACCOUNT, dataset_id)
     assert read_status() is None  # nothing was started
 
@@ -165,3 +165,33 @@ def test_a_training_whose_process_is_gone_reads_as_failed(home):
     status = read_status()
     assert status.state == "failed" and "ended without finishing" in status.message
     assert str(home / "detectors" / "training.log") in status.message
+
+
+def test_boxes_given_in_the_labels_csv_train_too_unless_reviewed_or_excluded(store, tmp_path):
+    import pandas as pd
+
+    from engine.import_check import check_import
+    from engine.phantom import PhantomSpec, render_film
+    from jobs.importer import register_import
+    from tests.conftest import write_film_folder
+
+    folder, csv, labels = write_film_folder(tmp_path, n=10, n_joint=10, seed=2)
+    spec = PhantomSpec(n_images=10, n_joint=10, seed=2)
+    true_boxes = [render_film(spec, row)[2] for _, row in labels.iterrows()]
+    table = pd.read_csv(csv)
+    for i, column in enumerate(("x0", "y0", "x1", "y1")):  # rows 3-9 give their box
+        table[column] = [box[i] if k >= 3 else None for k, box in enumerate(true_boxes)]
+    table.to_csv(csv, index=False)
+    dataset_id = register_import(check_import(folder), name="lab", store_path=store).dataset_id
+    ids = labels["image_id"].tolist()
+    for k in range(4):  # rows 0-3 reviewed; row 3's review wins over its CSV box
+        record_review(dataset_id, ids[k], "box", true_boxes[k], path=store)
+    record_review(dataset_id, ids[9], "exclude", None, path=store)
+
+    films = reviewed_films(dataset_id, store_path=store)
+
+    assert (films.n_boxes, films.n_from_labels, films.n_films) == (4, 5, 9)
+    film_names = sorted(path.name for path in films.paths)
+    assert len(set(film_names)) == 9 and f"{ids[9]}.png" not in film_names
+    assert films.too_few() is None
+    assert films.described() == "9 film(s): 4 reviewed box(es), 5 with boxes from the labels CSV"
