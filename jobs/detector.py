@@ -516,6 +516,15 @@ def start_training(
             raise ValueError(f"the training process could not be started: {exc}") from exc
         status = replace(status, pid=child.pid)
         write_status(status_path, status)
+    from store import audit
+
+    audit.record(
+        "train_detector",
+        actor=account.name,
+        target=dataset_id,
+        detail=f"{image_size} px, {epochs} epochs on {device}",
+        path=store,
+    )
     return status
 
 

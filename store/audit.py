@@ -42,6 +42,7 @@ AUDIT_ACTIONS = frozenset(
         "user_enable",
         "user_password",
         "backup",
+        "train_detector",
     }
 )
 

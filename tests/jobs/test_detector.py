@@ -129,6 +129,10 @@ def test_start_training_runs_in_the_background_until_the_status_says_finished(
     dataset_id = write_reviewed_folder(tmp_path, store, n=8, n_reviewed=8)
     status = start_training(LOCAL_ACCOUNT, dataset_id, image_size=64, epochs=2, device="cpu")
     assert status.running and status.started_by == "local" and status.epochs == 2
+    from store.audit import read_audit
+
+    line = read_audit(path=store).iloc[0]
+    assert (line.action, line.actor, line.target) == ("train_detector", "local", dataset_id)
     with pytest.raises(TrainingRefused, match="already training .* epoch 0 of 2"):
         start_training(LOCAL_ACCOUNT, dataset_id, image_size=64, epochs=2, device="cpu")
 
