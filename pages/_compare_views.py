@@ -1,7 +1,8 @@
 """The Compare page's sections: the Tasks and Methods pickers, and one function per tab
 (Table 4, Fig. 5, Fig. 6, Tables 5-6). Streamlit widgets, so no unit tests of their own: the
 page's AppTests (tests/app/test_compare.py) drive them. The Probabilities tab is
-``pages/_probability_view.py``.
+``pages/_probability_view.py``. Every download is headed by the picked studies' cards
+(``pages._exports``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from streamlit.delta_generator import DeltaGenerator
 from engine import compare, stats
 from engine.metrics import LOWER_IS_BETTER, METRIC_LABELS, METRICS
 from engine.vocab import order_methods
-from pages import _tables, _ui
+from pages import _exports, _tables, _ui
 from store import runs as store_runs
 
 ABSENT_CLASSES_NOTE = (
@@ -40,6 +41,18 @@ def cached_results(
     counts = store_runs.confusion_counts(list(study_ids), path=path)
     counts = compare.label_methods(counts, dict(zip(study_ids, names, strict=True)))
     return counts, compare.per_run_metrics(counts)
+
+
+@st.cache_data(ttl=_ui.RESULTS_TTL_S, show_spinner=False)
+def cached_cards(path: str, study_ids: tuple[str, ...]) -> tuple[_exports.Card, ...]:
+    """The picked studies' cards that head every download (``_exports.export_cards``)."""
+    return _exports.export_cards(path, study_ids)
+
+
+def download_row(files: list[tuple[str, str, str, str]], cards: tuple[_exports.Card, ...]) -> None:
+    """One column per export ``(label, text, file name, key)``, each headed by the cards."""
+    for column, (label, text, name, key) in zip(st.columns(len(files)), files, strict=True):
+        _ui.download(column, label, _exports.headed(text, cards, name), name, key=key)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -86,8 +99,9 @@ def describe_selection(per_run: pd.DataFrame, methods: list[str]) -> None:
         )
 
 
-def table_tab(per_run: pd.DataFrame) -> None:
-    """Table 4: mean ± std per method, optionally with the paper's rows; downloads."""
+def table_tab(per_run: pd.DataFrame, cards: tuple[_exports.Card, ...]) -> None:
+    """Table 4: mean ± std per method, optionally with the paper's rows; downloads headed by
+    the study ``cards``."""
     show_paper = st.toggle(
         "Show the paper's published values under each method",
         value=False,
@@ -105,11 +119,15 @@ def table_tab(per_run: pd.DataFrame) -> None:
     st.table(_tables.style_summary(shown, marks))
     st.caption(_tables.table4_note(with_paper=published is not None))
     csv, latex = _tables.summary_csv(shown), _tables.summary_latex(shown, marks)
-    c1, c2, c3 = st.columns(3)
-    _ui.download(c1, "Table as CSV", csv, "softgrade_table4.csv", key="compare_download_csv")
-    _ui.download(c2, "Table as LaTeX", latex, "softgrade_table4.tex", key="compare_download_latex")
-    runs_csv, runs_name = per_run.to_csv(index=False), "softgrade_runs.csv"
-    _ui.download(c3, "Every run's metrics (CSV)", runs_csv, runs_name, key="compare_download_runs")
+    runs_csv = per_run.to_csv(index=False)
+    download_row(
+        [
+            ("Table as CSV", csv, "softgrade_table4.csv", "compare_download_csv"),
+            ("Table as LaTeX", latex, "softgrade_table4.tex", "compare_download_latex"),
+            ("Every run's metrics (CSV)", runs_csv, "softgrade_runs.csv", "compare_download_runs"),
+        ],
+        cards,
+    )
 
 
 def pick_metric(key: str, container: DeltaGenerator | None = None) -> str:
@@ -185,8 +203,11 @@ def confusion_tab(counts: pd.DataFrame, per_run: pd.DataFrame, tasks: list[str])
     )
 
 
-def statistics_tab(per_run: pd.DataFrame, tasks: list[str]) -> None:
-    """Tables 5-6 and the per-task tests of one metric, with downloads."""
+def statistics_tab(
+    per_run: pd.DataFrame, tasks: list[str], cards: tuple[_exports.Card, ...]
+) -> None:
+    """Tables 5-6 and the per-task tests of one metric, with downloads headed by the study
+    ``cards``."""
     c1, c2, c3 = st.columns(3)
     metric = pick_metric("compare_stats_metric", c1)
     task = c2.selectbox(
@@ -210,9 +231,11 @@ def statistics_tab(per_run: pd.DataFrame, tasks: list[str]) -> None:
 
     tables = _tables.method_test_tables(shapiro, kruskal, wilcoxon, anova, tukey)
     csv, latex = _tables.tables_csv(tables), _tables.stats_latex(tables, METRIC_LABELS[metric])
-    c1, c2 = st.columns(2)
     name = f"softgrade_stats_{metric}"
-    _ui.download(c1, "Statistics as CSV", csv, f"{name}.csv", key="compare_download_stats_csv")
-    _ui.download(
-        c2, "Statistics as LaTeX", latex, f"{name}.tex", key="compare_download_stats_latex"
+    download_row(
+        [
+            ("Statistics as CSV", csv, f"{name}.csv", "compare_download_stats_csv"),
+            ("Statistics as LaTeX", latex, f"{name}.tex", "compare_download_stats_latex"),
+        ],
+        cards,
     )

@@ -3,7 +3,8 @@
 Reads each selected run's per-film probabilities (``store.runs.selected_probabilities``),
 scores them with ``engine.probability_metrics`` and ranks the methods with
 ``engine.ranking.critical_difference`` (seeds as blocks); the table's text and exports are
-``pages._tables``'s, the diagrams ``pages._science_charts``'s, shared widgets ``pages._ui``'s.
+``pages._tables``'s (headed by the study cards, ``pages._exports``), the diagrams
+``pages._science_charts``'s, shared widgets ``pages._ui``'s.
 
 The page calls :func:`probabilities_tab` only while the tab is open, and everything it
 derives is cached on its (small) inputs, so reopening the tab or touching another widget
@@ -21,10 +22,9 @@ import streamlit as st
 from engine import compare
 from engine import probability_metrics as pm
 from engine.ranking import BLOCKING_SENTENCE, CriticalDifference, critical_difference
-from jobs.provenance import card_comments
-from pages import _science_charts, _tables, _ui
+from pages import _exports, _science_charts, _tables, _ui
+from pages._compare_views import download_row
 from store import runs as store_runs
-from store.db import StoreError
 
 
 @st.cache_data(ttl=_ui.RESULTS_TTL_S, show_spinner="Reading probabilities…")
@@ -69,27 +69,16 @@ def ranked(
     return cd, spec
 
 
-def export_header(path: str, study_ids: tuple[str, ...], *, prefix: str) -> str:
-    """Every picked study's card as comment lines (``# `` for CSV, ``% `` for LaTeX)."""
-    lines = []
-    for study_id in study_ids:
-        try:
-            card, _ = _ui.cached_study_card(path, study_id)
-        except StoreError:
-            card = {"study id": study_id}  # the export still says which study it is
-        lines.append(card_comments(card, prefix=prefix))
-    return "".join(lines)
-
-
 def probabilities_tab(
     path: str,
     picked: pd.DataFrame,
     progress: list[compare.StudyProgress],
     tasks: list[str],
     methods: list[str],
+    cards: tuple[_exports.Card, ...],
 ) -> None:
-    """Per-method probability metrics with downloads, their tests under the picked
-    correction, a reliability diagram and CD ranks."""
+    """Per-method probability metrics with downloads (headed by the study ``cards``), their
+    tests under the picked correction, a reliability diagram and CD ranks."""
     frame = cached_probabilities(path, tuple(picked["study_id"]), tuple(picked["name"]))
     frame = compare.keep_finished_seeds(frame, progress)
     frame = frame[frame["task"].isin(tasks) & frame["method"].isin(methods)]
@@ -99,7 +88,7 @@ def probabilities_tab(
     per_run, summary = scored(frame)
     st.table(_tables.probability_summary_frame(summary))
     st.caption(" ".join(pm.PROBABILITY_NOTES[m] for m in pm.PROBABILITY_METRICS))
-    export_section(path, tuple(picked["study_id"]), summary)
+    export_section(summary, cards)
     metric, task, correction = pick_metric_task_correction(tasks)
     scores = _tables.titled(compare.score_frame(per_run, metric, [task]))
     try:
@@ -127,11 +116,18 @@ def pick_metric_task_correction(tasks: list[str]) -> tuple[str, str, str]:
     return metric, task, _ui.pick_correction(c3, key="prob_correction")
 
 
-def export_section(path: str, study_ids: tuple[str, ...], summary: pd.DataFrame) -> None:
+def export_section(summary: pd.DataFrame, cards: tuple[_exports.Card, ...]) -> None:
     """The table as CSV and LaTeX, each headed by the study cards as comments."""
-    csv = _tables.probability_csv(summary, export_header(path, study_ids, prefix="# "))
-    latex = _tables.probability_latex(summary, export_header(path, study_ids, prefix="% "))
-    c1, c2 = st.columns(2)
     name = "softgrade_probabilities"
-    _ui.download(c1, "Table as CSV", csv, f"{name}.csv", key="prob_download_csv")
-    _ui.download(c2, "Table as LaTeX", latex, f"{name}.tex", key="prob_download_latex")
+    download_row(
+        [
+            ("Table as CSV", _tables.probability_csv(summary), f"{name}.csv", "prob_download_csv"),
+            (
+                "Table as LaTeX",
+                _tables.probability_latex(summary),
+                f"{name}.tex",
+                "prob_download_latex",
+            ),
+        ],
+        cards,
+    )

@@ -732,23 +732,20 @@ def probability_summary_frame(summary: pd.DataFrame, digits: int = 3) -> pd.Data
     return shown.rename(columns={"task": "Task", "method": "Method", "n_seeds": "Seeds"})
 
 
-def probability_csv(summary: pd.DataFrame, header: str = "") -> str:
+def probability_csv(summary: pd.DataFrame) -> str:
     """The probability-metric table as CSV with full-precision numbers.
 
     Args:
         summary: ``engine.probability_metrics.probability_summary``'s rows (task, method,
             n_seeds, ``<metric>_mean`` / ``<metric>_std``).
-        header: comment lines put first (the study cards, ``# label: value``); read the
-            file back with ``pandas.read_csv(..., comment="#")``.
     """
     columns = ["task", "method", "n_seeds"]
     columns += [f"{m}_{s}" for m in PROBABILITY_METRICS for s in ("mean", "std")]
-    return header + summary[columns].to_csv(index=False)
+    return summary[columns].to_csv(index=False)
 
 
 def probability_latex(
     summary: pd.DataFrame,
-    header: str = "",
     *,
     digits: int = 3,
     label: str = "tab:probabilities",
@@ -760,7 +757,6 @@ def probability_latex(
 
     Args:
         summary: as :func:`probability_csv`.
-        header: comment lines put first (the study cards, ``% label: value``).
         digits: decimals.
         label: ``\\label`` key.
     """
@@ -788,4 +784,4 @@ def probability_latex(
             cells.append(_latex_cell(row[f"{metric}_mean"], row[f"{metric}_std"], digits, ""))
         lines.append(" & ".join(cells) + r" \\")
     lines += [r"\bottomrule\bottomrule", r"\end{tabular}", r"\end{table*}"]
-    return header + "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n"

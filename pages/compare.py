@@ -39,18 +39,20 @@ per_run = views.keep_picked(per_run, tasks, methods)
 counts = views.keep_picked(counts, tasks, methods)
 views.describe_selection(per_run, methods)
 
+cards = views.cached_cards(path, tuple(picked["study_id"]))  # heading every download
+
 # Tabs that track which one is open, so the Probabilities tab is computed only when shown.
 tab_table, tab_dist, tab_cm, tab_stats, tab_prob = st.tabs(
     views.TABS, key="compare_tab", on_change="rerun"
 )
 with tab_table:
-    views.table_tab(per_run)
+    views.table_tab(per_run, cards)
 with tab_dist:
     views.distributions_tab(per_run, tasks)
 with tab_cm:
     views.confusion_tab(counts, per_run, tasks)
 with tab_stats:
-    views.statistics_tab(per_run, tasks)
+    views.statistics_tab(per_run, tasks, cards)
 with tab_prob:
     if tab_prob.open:
-        _probability_view.probabilities_tab(path, picked, progress, tasks, methods)
+        _probability_view.probabilities_tab(path, picked, progress, tasks, methods, cards)

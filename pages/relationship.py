@@ -4,7 +4,8 @@ For every seed, the KL model and the CPPD model of one method grade the same joi
 annotated test images; their predictions form a predicted KL × CPPD table that is compared
 with the true table of those images (paper, "KL & CPPD relationship", Fig. 8, Table 7).
 The numbers come from ``engine.relationship`` and ``engine.stats``, their text from
-``pages._tables`` and their charts from ``pages._charts``; this page renders them.
+``pages._tables`` and their charts from ``pages._charts``; this page renders them. Its
+downloads are headed by the picked studies' cards (``pages._exports``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import streamlit as st
 
 from engine import compare, relationship
 from engine.vocab import order_methods
-from pages import _tables, _ui
+from pages import _exports, _tables, _ui
+from pages._compare_views import cached_cards, download_row
 from store import runs as store_runs
 
 EPS_CHOICES = (1e-6, 1e-4, 1e-2)
@@ -146,10 +148,7 @@ def detail_section(summary: pd.DataFrame, results: list[relationship.SeedRelatio
     c2.vega_lite_chart(spec, width="content")
 
 
-TABLE7_VIEWS = {
-    "holm": "Holm-adjusted p-values (SoftGrade's default)",
-    "none": "As in the paper: uncorrected Wilcoxon p-values",
-}
+# What Table 7's p-values are under each correction (the page's caption under the picker).
 TABLE7_NOTES = {
     "holm": "Pairwise p-values are Holm-adjusted over all pairs (family-wise error held at "
     "5 %); the paper's Table 7 reports them unadjusted.",
@@ -158,12 +157,24 @@ TABLE7_NOTES = {
 }
 
 
+def table7_note(correction: str) -> str:
+    """The caption under Table 7's correction picker: what its p-values are."""
+    if correction in TABLE7_NOTES:
+        return TABLE7_NOTES[correction]
+    return (
+        f"Pairwise p-values are adjusted over all pairs ({_tables.correction_label(correction)}); "
+        "the paper's Table 7 reports them unadjusted."
+    )
+
+
 def kld_section(results: list[relationship.SeedRelationship]) -> pd.DataFrame:
     """The KLD of every seed per method and the tests of Table 7; returns Table 7."""
     st.subheader("KLD over seeds and tests (Table 7)", divider="gray")
     kld_scores = _tables.titled(relationship.relationship_scores(results, "kld"))
-    correction = _ui.pick_option("Table 7", TABLE7_VIEWS, key="rel_correction")
-    st.caption(TABLE7_NOTES[correction])
+    # The result pages' one correction picker: Holm by default, the paper's unadjusted
+    # p-values second, both labelled.
+    correction = _ui.pick_correction(st.columns(2)[0], key="rel_correction")
+    st.caption(table7_note(correction))
     options = {"value_title": "KLD (nats, lower is better)", "title": "KLD per seed"}
     spec = _ui.chart_spec("violin_box", kld_scores, {**options, "violin": False})
     st.vega_lite_chart(spec, width="stretch")
@@ -186,8 +197,10 @@ def export_section(
     truth: np.ndarray,
     table7: pd.DataFrame,
     eps: float,
+    cards: tuple[_exports.Card, ...],
 ) -> None:
-    """Per-seed tables, the summary with its tests and the mean true table, as CSV and LaTeX."""
+    """Per-seed tables, the summary with its tests and the mean true table, as CSV and LaTeX,
+    each headed by the study ``cards``."""
     st.subheader("Export", divider="gray")
     seeds_csv = _tables.relationship_seed_frame(results).to_csv(index=False)
     summary_csv = _tables.tables_csv(
@@ -198,17 +211,23 @@ def export_section(
         }
     )
     latex = _tables.relationship_latex(summary, table7, eps)
-    c1, c2, c3 = st.columns(3)
-    seeds_name = "softgrade_kl_cppd_seeds.csv"
-    _ui.download(
-        c1, "Per-seed tables, KLD and MAE (CSV)", seeds_csv, seeds_name, key="rel_download_seeds"
-    )
-    summary_name = "softgrade_kl_cppd_summary.csv"
-    _ui.download(
-        c2, "Summary and tests (CSV)", summary_csv, summary_name, key="rel_download_summary"
-    )
-    _ui.download(
-        c3, "Summary and tests (LaTeX)", latex, "softgrade_kl_cppd.tex", key="rel_download_latex"
+    download_row(
+        [
+            (
+                "Per-seed tables, KLD and MAE (CSV)",
+                seeds_csv,
+                "softgrade_kl_cppd_seeds.csv",
+                "rel_download_seeds",
+            ),
+            (
+                "Summary and tests (CSV)",
+                summary_csv,
+                "softgrade_kl_cppd_summary.csv",
+                "rel_download_summary",
+            ),
+            ("Summary and tests (LaTeX)", latex, "softgrade_kl_cppd.tex", "rel_download_latex"),
+        ],
+        cards,
     )
 
 
@@ -247,4 +266,5 @@ residuals_section(summary, eps)
 detail_section(summary, results)
 sensitivity_section(results)
 table7 = kld_section(results)
-export_section(summary, results, truth, table7, eps)
+cards = cached_cards(path, tuple(picked["study_id"]))  # heading every download
+export_section(summary, results, truth, table7, eps, cards)

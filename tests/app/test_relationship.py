@@ -35,7 +35,7 @@ def test_relationship_page_widgets(finished_study, monkeypatch):
     assert "ε = 0.0001" in texts(at, "caption")
     at.radio(key="rel_units").set_value("points").run()
     at.selectbox(key="rel_method").set_value("triangular").run()
-    at.radio(key="rel_correction").set_value("none").run()
+    at.selectbox(key="rel_correction").set_value("none").run()
     assert "unadjusted" in texts(at, "markdown") + texts(at, "caption")
     at.multiselect(key="rel_methods").set_value(["nominal", "beta"]).run()
     assert not at.exception
@@ -81,6 +81,15 @@ def test_relationship_page_shows_kld_sensitivity_and_table7_as_in_the_paper(
     # A smaller ε never lowers the KLD; the smoothed KLD needs no ε.
     assert (sensitivity[eps_columns].diff(axis=1).iloc[:, 1:] >= -1e-9).all().all()
     assert "Jeffreys" in texts(at, "caption")
-    radio = at.radio(key="rel_correction")
-    assert radio.value == "holm"
-    assert "As in the paper" in radio.format_func("none")
+    # Table 7 takes the result pages' one correction picker: Holm by default, the paper's
+    # unadjusted p-values one option away, both labelled.
+    picker = at.selectbox(key="rel_correction")
+    assert picker.value == "holm"
+    assert picker.options[:2] == [
+        "Holm (SoftGrade's default)",
+        "none — as in the paper (unadjusted p-values)",
+    ]
+    assert "Holm-adjusted" in texts(at, "caption")
+    picker.set_value("none").run()
+    assert not at.exception
+    assert "as in the paper's Table 7" in texts(at, "caption")

@@ -14,6 +14,7 @@ from engine.compare import StudyProgress
 from engine.metrics import METRICS
 from engine.relationship import SeedRelationship
 from engine.vocab import METHODS
+from pages import _exports
 from pages import _tables as tables
 from tests.engine.test_compare import confusion_counts_of, synthetic_predictions
 
@@ -314,9 +315,10 @@ def test_probability_summary_frame_shows_mean_and_std_per_metric():
     assert shown.iloc[0]["RPS"] == "0.100 ± –"  # no std: one seed's worth of spread
 
 
-def test_probability_csv_puts_comments_first_and_round_trips_numbers():
+def test_probability_csv_under_the_card_round_trips_numbers():
     summary = _probability_summary()
-    csv = tables.probability_csv(summary, "# study: knees\n# code: 1.2\n")
+    card = ({"study": "knees", "code": "1.2"},)
+    csv = _exports.headed(tables.probability_csv(summary), card, "probabilities.csv")
     assert csv.startswith("# study: knees\n# code: 1.2\ntask,method,n_seeds,rps_mean,rps_std,")
     back = pd.read_csv(io.StringIO(csv), comment="#")
     assert back["rps_mean"].tolist() == pytest.approx(summary["rps_mean"].tolist())
@@ -324,7 +326,8 @@ def test_probability_csv_puts_comments_first_and_round_trips_numbers():
 
 
 def test_probability_latex_is_a_table4_style_table_under_the_card():
-    latex = tables.probability_latex(_probability_summary(), "% study: knees\n")
+    card = ({"study": "knees"},)
+    latex = _exports.headed(tables.probability_latex(_probability_summary()), card, "p.tex")
     lines = latex.splitlines()
     assert lines[0] == "% study: knees" and lines[1] == r"\begin{table*}[!htbp]"
     header = "Dataset & Soft-labelling & Seeds & RPS & ECE (top label) & ECE (P(grade $>$ k))"
