@@ -81,3 +81,26 @@ def test_a_dicom_film_without_an_extension_is_graded(finished_study, monkeypatch
     _upload(at, "IM000123", dicom_bytes(film.astype(np.uint16) * 16), "application/octet-stream")
     assert not at.exception and not at.error
     assert [m.label for m in at.metric] == ["KL grade", "CPPD grade"]
+
+
+def test_the_seeds_that_tested_a_film_are_compared_and_the_others_left_out(
+    finished_study, monkeypatch
+):
+    at = run_page(finished_study.home, monkeypatch, PAGE)
+    assert "the 3 seeds' models with weights here are compared" in texts(at, "markdown")
+    seen_all, seen_left_out = False, False
+    for number in range(1, 13):
+        at.number_input(key="demo_film").set_value(number).run()
+        assert not at.exception
+        markdown, captions = texts(at, "markdown"), texts(at, "caption")
+        votes = [m for m in markdown.splitlines() if " seeds say " in m or "seed's model" in m]
+        if "All 3 seeds say" in markdown or "of 3 seeds say" in markdown:
+            seen_all = True
+            assert len(votes) == 2  # one sentence per task
+            assert len(at.get("arrow_vega_lite_chart") or at.get("vega_lite_chart")) == 2
+        if "so their models are left out of the comparison" in captions:
+            seen_left_out = True
+        if seen_all and seen_left_out:
+            break
+    assert seen_all, "no test film of the best seed was tested by all three seeds"
+    assert seen_left_out, "every film was tested by every seed (splits differ by seed)"

@@ -1,0 +1,223 @@
+"""Demo bundles and the kiosk: export a tiny real study, open it in a fresh folder, grade."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from jobs import demo_bundle
+from jobs.__main__ import main
+from jobs.demo_bundle import DemoBundleError, export_demo, fresh_demo_home, unpack_demo
+from jobs.kiosk import KioskSettings, kiosk_settings
+from store import runs as store_runs
+from store import users as store_users
+
+APP = Path(__file__).parents[2] / "app.py"
+
+
+@pytest.fixture(scope="module")
+def bundles(finished_study, tmp_path_factory) -> dict[str, Path]:
+    """The tiny study exported twice: its best seed only, and every seed."""
+    out = tmp_path_factory.mktemp("bundles")
+    one = export_demo(
+        finished_study.study_id,
+        out / "demo.zip",
+        home=finished_study.home,
+        path=finished_study.store,
+    )
+    every = export_demo(
+        finished_study.study_id,
+        out / "demo-all.zip",
+        all_seeds=True,
+        home=finished_study.home,
+        path=finished_study.store,
+    )
+    return {"one": one.path, "all": every.path}
+
+
+def _kiosk_app(monkeypatch, home: Path, settings: KioskSettings) -> AppTest:
+    """The whole app started as ``up --kiosk``/``--demo`` would start it."""
+    monkeypatch.setenv("SOFTGRADE_HOME", str(home))
+    for name, value in settings.env().items():
+        monkeypatch.setenv(name, value)
+    at = AppTest.from_file(str(APP), default_timeout=60).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _markdown(at: AppTest) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+def test_the_demo_bundle_holds_the_best_seeds_models_films_and_card(finished_study, bundles):
+    runs = store_runs.list_runs(
+        [finished_study.study_id], selected_only=True, path=finished_study.store
+    )
+    with zipfile.ZipFile(bundles["one"]) as zf:
+        manifest = json.loads(zf.read("manifest.json"))
+        card = json.loads(zf.read("card.json"))
+        names = set(zf.namelist())
+    assert manifest["format"] == "softgrade-demo" and manifest["version"] == 1
+    assert manifest["method"] == runs.groupby("method")["val_amae"].mean().idxmin()
+    assert len(manifest["seeds"]) == 1
+    assert {(m["task"], m["seed"]) for m in manifest["models"]} == {
+        ("KL", manifest["seeds"][0]),
+        ("CPPD", manifest["seeds"][0]),
+    }
+    assert len(manifest["films"]) == 12
+    assert all(manifest["seeds"][0] in f["test_seeds"] for f in manifest["films"])
+    assert len({f["kl"] for f in manifest["films"]}) >= 3  # spread over the grades
+    assert manifest["detector"] == {"name": "classical", "folder": None}
+    assert manifest["libraries"]["torch"] and "code_version" in manifest["softgrade"]
+    assert card["card"]["study id"] == finished_study.study_id
+    assert {m["file"] for m in manifest["models"]} | {f["file"] for f in manifest["films"]} <= names
+
+
+def test_the_demo_bundle_opened_in_a_fresh_folder_shows_a_grade(bundles, monkeypatch):
+    home, bundle = fresh_demo_home(bundles["one"])
+    try:
+        at = _kiosk_app(monkeypatch, home, KioskSettings(demo_dir=bundle.folder))
+        assert at.title[0].value == "Grade a film"
+        assert [m.label for m in at.metric] == ["KL grade", "CPPD grade"]
+        assert all(m.value.split()[0] in ("KL", "CPPD") for m in at.metric)
+        assert "Annotated:" in _markdown(at)
+        assert not at.selectbox  # no study or method picker: the bundle fixes them
+        assert not at.sidebar.children or not any(at.sidebar.children.values())
+        assert not (home / "softgrade.duckdb").exists()  # no lab store needed
+        at.segmented_control(key="demo_source").set_value("Upload a film").run()
+        assert "Upload a film to grade it." in [i.value for i in at.info]
+    finally:
+        shutil.rmtree(home)
+    assert not home.exists()
+
+
+def test_a_bundle_of_every_seed_shows_how_much_the_seeds_agree(bundles, monkeypatch):
+    home, bundle = fresh_demo_home(bundles["all"])
+    try:
+        assert len(bundle.manifest["seeds"]) == 3
+        at = _kiosk_app(monkeypatch, home, KioskSettings(demo_dir=bundle.folder))
+        agreement = [m for m in at.markdown if "seed" in m.value and " say" in m.value]
+        films = bundle.films
+        first = films.iloc[0]
+        if len(first["test_seeds"]) > 1:
+            assert len(agreement) == 2  # one sentence per task
+            assert f"of {len(first['test_seeds'])} seeds" in agreement[0].value or (
+                f"All {len(first['test_seeds'])} seeds" in agreement[0].value
+            )
+        # Some film tested by every seed is compared by all three.
+        everyone = [i for i, t in enumerate(films["test_seeds"]) if len(t) == 3]
+        assert everyone, "the export puts films every seed tested on first"
+        at.number_input(key="demo_film").set_value(everyone[0] + 1).run()
+        assert not at.exception
+        text = _markdown(at)
+        assert "3 seeds" in text or "of 3 seeds" in text
+    finally:
+        shutil.rmtree(home)
+
+
+def test_a_kiosk_on_the_store_fixes_study_and_method_and_needs_no_sign_in(
+    finished_study, monkeypatch
+):
+    store_users.add_user("pi", "admin", "a long enough password", path=finished_study.store)
+    try:
+        settings = KioskSettings(study_id=finished_study.study_id, method="nominal")
+        at = _kiosk_app(monkeypatch, finished_study.home, settings)
+        assert at.title[0].value == "Grade a film"  # no sign-in form, though accounts exist
+        assert not at.selectbox
+        assert "Models: Nominal" in _markdown(at)
+        assert "of 3 seeds" in _markdown(at) or "seed" in _markdown(at)
+        assert [m.label for m in at.metric] == ["KL grade", "CPPD grade"]
+        # Another page's URL opens Grade a film again: it is the only page there is.
+        at.switch_page("pages/launch.py").run()
+        assert not at.exception
+        assert at.title[0].value == "Grade a film"
+    finally:
+        store_users.remove_user("pi", by="test", path=finished_study.store)
+
+
+def test_kiosk_settings_travel_through_the_environment(tmp_path):
+    settings = KioskSettings(study_id="s1", method="beta")
+    assert kiosk_settings(settings.env()) == settings
+    assert kiosk_settings({}) is None
+    demo = KioskSettings(demo_dir=tmp_path)
+    assert kiosk_settings(demo.env()) == demo
+
+
+def _rewrite(source: Path, out: Path, *, drop: str = "", manifest: dict | None = None) -> Path:
+    """A copy of a bundle without ``drop`` and/or with another manifest."""
+    with zipfile.ZipFile(source) as zin, zipfile.ZipFile(out, "w") as zout:
+        for item in zin.infolist():
+            if item.filename == drop:
+                continue
+            data = zin.read(item)
+            if item.filename == "manifest.json" and manifest is not None:
+                data = json.dumps(manifest).encode()
+            zout.writestr(item, data)
+    return out
+
+
+def test_bad_bundles_get_one_clear_message_and_leave_nothing(bundles, tmp_path):
+    with zipfile.ZipFile(bundles["one"]) as zf:
+        manifest = json.loads(zf.read("manifest.json"))
+    not_zip = tmp_path / "notes.zip"
+    not_zip.write_text("hello")
+    model = manifest["models"][0]["file"]
+    cases = {
+        not_zip: "not a readable zip file",
+        _rewrite(bundles["one"], tmp_path / "part.zip", drop=model): f"missing: {model}",
+        _rewrite(
+            bundles["one"], tmp_path / "v9.zip", manifest=manifest | {"version": 9}
+        ): "version 9; this SoftGrade reads version 1",
+        _rewrite(
+            bundles["one"], tmp_path / "nomanifest.zip", drop="manifest.json"
+        ): "it has no manifest.json",
+        _rewrite(
+            bundles["one"],
+            tmp_path / "escape.zip",
+            manifest=manifest | {"films": [{**manifest["films"][0], "file": "../x.png"}]},
+        ): "outside itself",
+        tmp_path / "absent.zip": "no such file",
+    }
+    for bad, words in cases.items():
+        dest = tmp_path / f"out-{bad.stem}"
+        with pytest.raises(DemoBundleError, match=words.replace(".", r"\.")):
+            unpack_demo(bad, dest)
+        assert not (dest / "manifest.json").exists()
+
+
+def test_up_demo_with_a_bad_bundle_exits_with_one_line(tmp_path, capsys):
+    bad = tmp_path / "demo.zip"
+    bad.write_bytes(b"PK\x03\x04 broken")
+    assert main(["up", "--demo", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "not a readable zip file" in err
+    assert "Traceback" not in err
+
+
+def test_cli_refuses_a_kiosk_without_study_or_with_an_unknown_method(
+    finished_study, monkeypatch, capsys
+):
+    monkeypatch.setenv("SOFTGRADE_HOME", str(finished_study.home))
+    assert main(["up", "--kiosk"]) == 2
+    assert "--kiosk needs --study ID" in capsys.readouterr().err
+    assert main(["up", "--kiosk", "--study", finished_study.study_id, "--method", "x"]) == 2
+    assert "has no finished runs of 'x'" in capsys.readouterr().err
+
+
+def test_export_demo_cli_writes_a_bundle_and_refuses_a_seed_without_weights(
+    finished_study, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setenv("SOFTGRADE_HOME", str(finished_study.home))
+    out = tmp_path / "d.zip"
+    assert main(["export-demo", finished_study.study_id, "--seed", "1", "-o", str(out)]) == 0
+    assert "seed 1, 12 test films" in capsys.readouterr().out
+    assert json.loads(zipfile.ZipFile(out).read("manifest.json"))["seeds"] == [1]
+    assert main(["export-demo", finished_study.study_id, "--seed", "9", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "seed 9 of" in err and "seeds that have: 0, 1, 2" in err
+    assert demo_bundle.DEMO_BUNDLE_VERSION == 1
