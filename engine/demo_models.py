@@ -10,19 +10,21 @@
   cropped with (a trained YOLO detector's folder, or the classical detector).
 
 No streamlit and no store: the pages and `jobs.demo_bundle` read runs and pass them in.
+torch, Grad-CAM and the detectors are imported where a model runs, so the CLI (which
+imports this through `jobs.demo_bundle`) starts without them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from engine.detect import Box, detect_knee_box, find_knees
-from engine.gradcam import predict
-from engine.train import load_checkpoint
+if TYPE_CHECKING:
+    from engine.detect import Box
 
 
 def default_method(runs: pd.DataFrame) -> str:
@@ -94,6 +96,9 @@ def checkpoint_probabilities(checkpoint: Path | str, images: np.ndarray) -> np.n
     Returns:
         (N, J) probabilities.
     """
+    from engine.gradcam import predict
+    from engine.train import load_checkpoint
+
     model, _ = load_checkpoint(Path(checkpoint))
     return predict(model, images)
 
@@ -113,6 +118,8 @@ def knee_box(film: np.ndarray, detector_dir: Path | None = None) -> Box:
 
     A trained detector that finds no knee falls back to the classical box, as imports do.
     """
+    from engine.detect import detect_knee_box, find_knees
+
     if detector_dir is None:
         return detect_knee_box(film)
     from engine.yolo import load_detector  # ultralytics is slow to import; only when used
