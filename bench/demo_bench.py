@@ -73,13 +73,17 @@ def train_tiny_study(home: Path) -> str:
 
 
 def first_grade_apptest(bundle: str) -> None:
-    """Child process: unpack, run the kiosk page, print seconds since the parent's start."""
+    """Child process: unpack, run the kiosk page, print seconds since the parent's start,
+    and how long each phase took (imports, unpacking, the page's first run, a second film)."""
+    t0 = time.perf_counter()
     from streamlit.testing.v1 import AppTest
 
     from jobs.demo_bundle import fresh_demo_home
     from jobs.kiosk import KioskSettings
 
+    t1 = time.perf_counter()
     home, unpacked = fresh_demo_home(bundle)
+    t2 = time.perf_counter()
     try:
         os.environ["SOFTGRADE_HOME"] = str(home)
         os.environ.update(KioskSettings(demo_dir=unpacked.folder).env())
@@ -88,6 +92,13 @@ def first_grade_apptest(bundle: str) -> None:
         if at.exception or labels != ["KL grade", "CPPD grade"]:
             raise SystemExit(f"no grade shown: {labels} {[e.value for e in at.exception]}")
         print(f"FIRST_GRADE_AT {time.time():.3f}")
+        t3 = time.perf_counter()
+        at.number_input(key="demo_film").set_value(2).run()
+        t4 = time.perf_counter()
+        print(
+            f"PHASES imports {t1 - t0:.1f} s, unpack {t2 - t1:.1f} s, "
+            f"page {t3 - t2:.1f} s, next film {t4 - t3:.1f} s"
+        )
     finally:
         shutil.rmtree(home, ignore_errors=True)
 
@@ -109,6 +120,7 @@ def time_apptest(bundle: Path) -> float:
     line = next((x for x in done.stdout.splitlines() if x.startswith("FIRST_GRADE_AT")), None)
     if line is None:
         raise SystemExit(f"apptest child failed:\n{done.stdout}\n{done.stderr}")
+    print("    " + next((x for x in done.stdout.splitlines() if x.startswith("PHASES")), ""))
     return float(line.split()[1]) - start
 
 

@@ -130,14 +130,31 @@ def knee_box(film: np.ndarray, detector_dir: Path | None = None) -> Box:
     return tuple(int(round(v)) for v in found[0].box)
 
 
-def example_films(films: pd.DataFrame, n: int, task: str) -> pd.DataFrame:
+def example_films(
+    films: pd.DataFrame, n: int, task: str, *, first: str | None = None
+) -> pd.DataFrame:
     """Up to ``n`` films spread over the grades of ``task``: one of each grade in turn, in
     the films' own order, so a demo shows healthy and diseased knees alike.
 
+    Args:
+        films: One row per film, with the task's grade column (e.g. ``kl``).
+        n: How many to keep.
+        task: The task whose grades to spread over.
+        first: A boolean column of ``films``: those films are taken first (spread over the
+            grades among themselves), e.g. the films every exported seed tested on.
+
     Films without a grade of ``task`` come last (a CPPD-only film has no KL grade).
     """
-    grades = films[task.lower()] if task.lower() in films else pd.Series(pd.NA, films.index)
-    turn = grades.groupby(grades.fillna(-1).to_numpy()).cumcount()
-    order = pd.DataFrame({"turn": turn, "ungraded": grades.isna(), "grade": grades.fillna(-1)})
-    chosen = order.sort_values(["ungraded", "turn", "grade"], kind="stable").index[:n]
+    column = task.lower()
+    grades = films[column] if column in films else pd.Series(pd.NA, films.index)
+    preferred = films[first].astype(bool) if first else pd.Series(True, films.index)
+    order = pd.DataFrame(
+        {
+            "later": ~preferred,
+            "ungraded": grades.isna(),
+            "grade": grades.fillna(-1).astype(int),
+        }
+    )
+    order["turn"] = order.groupby(["later", "grade"]).cumcount()
+    chosen = order.sort_values(["later", "ungraded", "turn", "grade"], kind="stable").index[:n]
     return films.loc[chosen]

@@ -156,7 +156,7 @@ def export_demo(
     seeds, checkpoints = _chosen_seeds(runs, method, tasks, seed=seed, all_seeds=all_seeds)
     prepared = _prepared_films(spec, home)
     films = _films_with_test_seeds(prepared.meta, study.dataset_id, seeds, path)
-    films = example_films(films, n_films, tasks[0])
+    films = example_films(films, n_films, tasks[0], first="every_seed_tested")
     card = store_studies.study_card(study_id, path=path)
     manifest = {
         "format": FORMAT,
@@ -256,8 +256,8 @@ def _films_with_test_seeds(
 ) -> pd.DataFrame:
     """The best seed's test films, each with the shipped seeds that tested on it.
 
-    Films that every shipped seed kept for testing come first, so the seeds' agreement is
-    shown on films none of them trained on.
+    ``every_seed_tested`` marks the films every shipped seed kept for testing: they are
+    taken first, so the seeds' agreement is shown on films none of them trained on.
     """
     test_seeds: dict[str, list[int]] = {}
     for s in seeds:
@@ -268,9 +268,9 @@ def _films_with_test_seeds(
             test_seeds.setdefault(str(image_id), []).append(s)
     films = meta.assign(row=np.arange(len(meta)))
     films["test_seeds"] = films["image_id"].map(lambda i: tuple(test_seeds.get(i, ())))
-    films = films[films["test_seeds"].map(lambda t: seeds[0] in t)]
-    everyone = films["test_seeds"].map(len) == len(seeds)
-    return pd.concat([films[everyone], films[~everyone]])
+    films = films[films["test_seeds"].map(lambda t: seeds[0] in t)].copy()
+    films["every_seed_tested"] = films["test_seeds"].map(len) == len(seeds)
+    return films
 
 
 def _film_entry(i: int, row: pd.Series) -> dict[str, Any]:
@@ -429,7 +429,7 @@ def open_demo(folder: Path | str) -> DemoBundle:
 def read_crop(file: Path | str) -> np.ndarray:
     """A bundled film's knee crop, (S, S) uint8."""
     with Image.open(file) as image:
-        return np.asarray(image.convert("L"))
+        return np.array(image.convert("L"))  # a writable copy: torch warns on read-only
 
 
 def fresh_demo_home(bundle: Path | str) -> tuple[Path, DemoBundle]:

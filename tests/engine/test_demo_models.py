@@ -101,6 +101,9 @@ def test_example_films_take_each_grade_in_turn_and_ungraded_films_last():
     chosen = example_films(films, 5, "KL")
     assert list(chosen["image_id"]) == ["a", "d", "g", "b", "f"]
     assert list(example_films(films, 10, "KL")["image_id"])[-1] == "e"
+    films["all_seeds"] = [False, True, False, False, False, True, False]
+    first = example_films(films, 4, "KL", first="all_seeds")
+    assert list(first["image_id"]) == ["b", "f", "a", "d"]  # preferred films first
 
 
 def test_seed_probabilities_are_each_saved_models_own(tmp_path):

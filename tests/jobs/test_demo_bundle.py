@@ -100,22 +100,19 @@ def test_a_bundle_of_every_seed_shows_how_much_the_seeds_agree(bundles, monkeypa
     home, bundle = fresh_demo_home(bundles["all"])
     try:
         assert len(bundle.manifest["seeds"]) == 3
+        counts = [len(t) for t in bundle.films["test_seeds"]]
+        assert counts[0] == max(counts)  # films more seeds tested on come first
         at = _kiosk_app(monkeypatch, home, KioskSettings(demo_dir=bundle.folder))
-        agreement = [m for m in at.markdown if "seed" in m.value and " say" in m.value]
-        films = bundle.films
-        first = films.iloc[0]
-        if len(first["test_seeds"]) > 1:
-            assert len(agreement) == 2  # one sentence per task
-            assert f"of {len(first['test_seeds'])} seeds" in agreement[0].value or (
-                f"All {len(first['test_seeds'])} seeds" in agreement[0].value
-            )
-        # Some film tested by every seed is compared by all three.
-        everyone = [i for i, t in enumerate(films["test_seeds"]) if len(t) == 3]
-        assert everyone, "the export puts films every seed tested on first"
-        at.number_input(key="demo_film").set_value(everyone[0] + 1).run()
+        shared = next(i for i, n in enumerate(counts) if n >= 2)
+        at.number_input(key="demo_film").set_value(shared + 1).run()
         assert not at.exception
-        text = _markdown(at)
-        assert "3 seeds" in text or "of 3 seeds" in text
+        n = counts[shared]
+        votes = [m.value for m in at.markdown if " seeds say " in m.value]
+        assert len(votes) == 2  # one sentence per task
+        assert all(f"of {n} seeds say" in v or f"All {n} seeds say" in v for v in votes)
+        assert len(at.get("arrow_vega_lite_chart") or at.get("vega_lite_chart")) == 2
+        if n < 3:
+            assert "so their models are left out" in "\n".join(c.value for c in at.caption)
     finally:
         shutil.rmtree(home)
 
@@ -132,10 +129,9 @@ def test_a_kiosk_on_the_store_fixes_study_and_method_and_needs_no_sign_in(
         assert "Models: Nominal" in _markdown(at)
         assert "of 3 seeds" in _markdown(at) or "seed" in _markdown(at)
         assert [m.label for m in at.metric] == ["KL grade", "CPPD grade"]
-        # Another page's URL opens Grade a film again: it is the only page there is.
-        at.switch_page("pages/launch.py").run()
-        assert not at.exception
-        assert at.title[0].value == "Grade a film"
+        # Grade a film is the only page the kiosk's navigation knows: no other is reachable.
+        with pytest.raises(ValueError, match=r"Known pages: \['[^,]*pages/demo\.py'\]"):
+            at.switch_page("pages/launch.py")
     finally:
         store_users.remove_user("pi", by="test", path=finished_study.store)
 
