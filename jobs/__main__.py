@@ -416,7 +416,10 @@ def cmd_up_kiosk(args: argparse.Namespace) -> int:
         name, method = check_kiosk_study(args.study, args.method, path=path)
         settings = KioskSettings(study_id=args.study, method=args.method)
         what = f"“{name}” ({args.study}), {method}, store {path}"
-    print(f"SoftGrade kiosk (Grade a film only) on http://{args.host}:{args.port}: {what}")
+    print(
+        f"SoftGrade kiosk (Grade a film only) on http://{args.host}:{args.port}: {what}",
+        flush=True,
+    )
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     app_proc: subprocess.Popen | None = None
     try:

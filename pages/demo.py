@@ -220,6 +220,8 @@ if kiosk is not None and kiosk.demo_dir is not None:
     card, notes = bundle_card(kiosk.demo_dir)
     with st.expander("Study card", key="demo_bundle_card"):
         st.markdown("\n".join(f"- **{label}**: {value}" for label, value in card.items()))
+    if notes.strip():
+        st.markdown(notes)
 else:
     path = str(store_path())
     source = store_source(path, kiosk)

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
 import zipfile
 from pathlib import Path
 
@@ -217,3 +224,40 @@ def test_export_demo_cli_writes_a_bundle_and_refuses_a_seed_without_weights(
     err = capsys.readouterr().err
     assert "seed 9 of" in err and "seeds that have: 0, 1, 2" in err
     assert demo_bundle.DEMO_BUNDLE_VERSION == 1
+
+
+def test_up_demo_serves_on_every_interface_without_accounts_and_cleans_up(bundles, tmp_path):
+    """A real ``up --demo`` process: 0.0.0.0 is allowed (the kiosk can only grade), the app
+    answers, and SIGTERM removes the temporary folder the bundle was unpacked into."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "SOFTGRADE_HOME": str(tmp_path / "no-store-here")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jobs", "up", "--demo", str(bundles["one"])]
+        + ["--host", "0.0.0.0", "--port", str(port)],
+        cwd=APP.parent,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        first = proc.stdout.readline()
+        assert "SoftGrade kiosk (Grade a film only) on http://0.0.0.0:" in first, first
+        unpacked = Path(re.search(r"unpacked in (\S+)\)", first).group(1))
+        assert (unpacked / "demo" / "manifest.json").is_file()
+        deadline = time.time() + 240
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health") as r:
+                    assert r.status == 200
+                    break
+            except OSError:
+                assert proc.poll() is None and time.time() < deadline, proc.stdout.read()
+                time.sleep(0.5)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+    assert not unpacked.exists()
+    assert not (tmp_path / "no-store-here").exists()  # the lab's home was never touched
