@@ -10,6 +10,7 @@ form comes first, and the menu lists only the pages the person's role allows
 (`jobs.access.pages_for`); each restricted page also guards itself (`pages._ui.require_page`).
 Every page's URL resolves whoever opens it: signed out, to the sign-in form (then that page);
 signed in without the role, to the page's guard, which says so and shows nothing else.
+A kiosk (`jobs.kiosk`) serves Grade a film alone.
 """
 
 from __future__ import annotations
@@ -17,9 +18,17 @@ from __future__ import annotations
 import streamlit as st
 
 from jobs.access import pages_for
+from jobs.kiosk import kiosk_settings
 from pages._ui import current_account, render_account, render_sidebar, sign_in_form
 
 st.set_page_config(page_title="SoftGrade", page_icon=":material/radiology:", layout="wide")
+
+if kiosk_settings() is not None:
+    # `python -m jobs up --kiosk / --demo`: Grade a film alone, no menu, no sidebar, no
+    # sign-in. Any other URL opens this page too: it is the only one the navigation knows.
+    page = st.Page("pages/demo.py", title="Grade a film", icon=":material/radiology:")
+    st.navigation([page], position="hidden").run()
+    st.stop()
 
 
 # Section -> (file stem under pages/, title, icon), in menu order.

@@ -311,8 +311,14 @@ class FilmReading:
     grades: dict[str, CamBatch]
 
 
-def read_film(film: np.ndarray, models: dict[str, GradeNet], image_size: int) -> FilmReading:
-    """Find the knee on a whole film, crop it as training did, and grade it with each model."""
-    box = detect_knee_box(film)
+def read_film(
+    film: np.ndarray, models: dict[str, GradeNet], image_size: int, *, box: Box | None = None
+) -> FilmReading:
+    """Find the knee on a whole film, crop it as training did, and grade it with each model.
+
+    ``box`` is the knee when another detector already found it (e.g. a study's trained
+    detector); None finds it with the classical detector.
+    """
+    box = detect_knee_box(film) if box is None else box
     crop = crop_and_resize(film, box, image_size)
     return FilmReading(box, crop, {task: grad_cam(m, crop[None]) for task, m in models.items()})

@@ -15,6 +15,9 @@
   dataset (``--labels CSV``, ``--name``, ``--check`` only reports, ``--skip-bad`` registers
   the good films and keeps the report, ``--detector latest|classical|KEY`` picks the knee
   detector).
+- ``up --kiosk --study ID [--method M]``: only Grade a film, the study and method fixed;
+  ``up --demo demo.zip``: the same kiosk on a demo bundle, without the lab's store.
+- ``export-demo STUDY -o demo.zip``: a study's models and example films for a laptop.
 - ``import-study FILE``: load an exported study bundle (e.g. the bundled reference study,
   ``examples/reference-study.zip``) into the store; importing it again changes nothing.
 - ``detector train [--phantom N] [--dataset NAME_OR_ID]``: train a YOLOv8n knee detector on
@@ -36,7 +39,7 @@ from typing import Any
 import pandas as pd
 
 from engine.config import SpecError, StudySpec
-from jobs import lab_commands
+from jobs import demo_bundle, lab_commands
 from jobs.access import BEHIND_PROXY, SERVED_HOST_ENV, refuse_unprotected_host
 from jobs.detector import add_commands as add_detector_commands
 from store import jobs as store_jobs
@@ -317,6 +320,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     import signal
     import subprocess
 
+    if args.kiosk or args.demo:
+        return cmd_up_kiosk(args)
     path = _open_store()
     # Behind a reverse proxy the app listens on loopback but people reach it from anywhere.
     served = BEHIND_PROXY if args.behind_proxy else args.host
@@ -324,40 +329,12 @@ def cmd_up(args: argparse.Namespace) -> int:
     if refusal:
         print(f"error: {refusal}", file=sys.stderr)
         return 2
-    app = Path(__file__).resolve().parent.parent / "app.py"
     print(f"SoftGrade on http://{args.host}:{args.port} (store {path}); Ctrl+C stops both")
     # SIGTERM (e.g. from a service manager) must also stop the app and the worker.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     children: list[subprocess.Popen] = []
     try:
-        app_proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "jobs.serve_app",
-                "run",
-                str(app),
-                "--server.address",
-                args.host,
-                "--server.port",
-                str(args.port),
-                "--server.headless",
-                "true",
-                "--browser.gatherUsageStats",
-                "false",
-                # A lab tool is not deployed from its menu: no "Deploy" button.
-                "--client.toolbarMode",
-                "minimal",
-                # Users do not edit the code while they use the app; watching the checkout
-                # (.venv included) exhausts inotify watches and costs CPU the worker needs.
-                "--server.fileWatcherType",
-                "none",
-                # Grade a film's uploads are held in memory only; cap their size.
-                "--server.maxUploadSize",
-                str(args.max_upload_mb),
-            ],
-            env={**os.environ, SERVED_HOST_ENV: served},
-        )
+        app_proc = subprocess.Popen(_app_command(args), env={**os.environ, SERVED_HOST_ENV: served})
         children.append(app_proc)
         worker: subprocess.Popen | None = None
         while app_proc.poll() is None:
@@ -380,6 +357,91 @@ def cmd_up(args: argparse.Namespace) -> int:
                 child.terminate()
         for child in children:
             child.wait(timeout=15)
+
+
+def _app_command(args: argparse.Namespace) -> list[str]:
+    """Streamlit serving ``app.py`` on ``args.host``:``args.port``, as `up` runs it."""
+    app = Path(__file__).resolve().parent.parent / "app.py"
+    return [
+        sys.executable,
+        "-m",
+        "jobs.serve_app",
+        "run",
+        str(app),
+        "--server.address",
+        args.host,
+        "--server.port",
+        str(args.port),
+        "--server.headless",
+        "true",
+        "--browser.gatherUsageStats",
+        "false",
+        # A lab tool is not deployed from its menu: no "Deploy" button.
+        "--client.toolbarMode",
+        "minimal",
+        # Users do not edit the code while they use the app; watching the checkout
+        # (.venv included) exhausts inotify watches and costs CPU the worker needs.
+        "--server.fileWatcherType",
+        "none",
+        # Grade a film's uploads are held in memory only; cap their size.
+        "--server.maxUploadSize",
+        str(args.max_upload_mb),
+    ]
+
+
+def cmd_up_kiosk(args: argparse.Namespace) -> int:
+    """Serve only Grade a film: on a study of the store (``--kiosk --study``) or on a demo
+    bundle unpacked into a fresh temporary home (``--demo``). No worker, no sign-in: the
+    kiosk can only grade films, so it may be served beyond loopback without accounts."""
+    import shutil
+    import signal
+    import subprocess
+
+    from jobs.demo_bundle import fresh_demo_home
+    from jobs.kiosk import KioskSettings, check_kiosk_study
+
+    home: Path | None = None
+    env = dict(os.environ)
+    if args.demo:
+        if args.study or args.method:
+            raise ValueError("--demo FILE carries its own study and method; leave --study out")
+        home, bundle = fresh_demo_home(args.demo)
+        settings = KioskSettings(demo_dir=bundle.folder)
+        env["SOFTGRADE_HOME"] = str(home)
+        seeds = len(bundle.manifest["seeds"])
+        what = (
+            f"the demo bundle {args.demo} ({bundle.manifest['study']['name']}, "
+            f"{bundle.method}, {seeds} seed{'s' * (seeds != 1)}; unpacked in {home})"
+        )
+    else:
+        if not args.study:
+            raise ValueError(
+                "--kiosk needs --study ID, the study whose models grade (`python -m jobs "
+                "status` lists jobs and their studies), or --demo FILE"
+            )
+        path = _open_store()
+        name, method = check_kiosk_study(args.study, args.method, path=path)
+        settings = KioskSettings(study_id=args.study, method=args.method)
+        what = f"“{name}” ({args.study}), {method}, store {path}"
+    print(
+        f"SoftGrade kiosk (Grade a film only) on http://{args.host}:{args.port}: {what}",
+        flush=True,
+    )
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    app_proc: subprocess.Popen | None = None
+    try:
+        app_proc = subprocess.Popen(
+            _app_command(args), env={**env, SERVED_HOST_ENV: args.host, **settings.env()}
+        )
+        return app_proc.wait()
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        if app_proc is not None and app_proc.poll() is None:
+            app_proc.terminate()
+            app_proc.wait(timeout=15)
+        if home is not None:
+            shutil.rmtree(home, ignore_errors=True)
 
 
 def _worker_command(args: argparse.Namespace) -> list[str]:
@@ -479,7 +541,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--max-upload-mb", type=int, default=64, help="largest film Grade a film accepts (MB)"
     )
+    p.add_argument(
+        "--kiosk",
+        action="store_true",
+        help="serve only Grade a film, with --study (and --method) fixed; no sign-in, no worker",
+    )
+    p.add_argument("--study", default=None, help="the kiosk's study (with --kiosk)")
+    p.add_argument(
+        "--method", default=None, help="the kiosk's method (default: best on validation)"
+    )
+    p.add_argument(
+        "--demo",
+        default=None,
+        metavar="FILE",
+        help="open the kiosk on a demo bundle (from export-demo) in a fresh temporary folder",
+    )
     p.set_defaults(func=cmd_up)
+    demo_bundle.add_commands(sub)
     lab_commands.add_commands(sub)
     add_detector_commands(sub)
     return parser

@@ -14,6 +14,7 @@ import streamlit as st
 from engine import gradcam
 from engine.config import SpecError, StudySpec
 from engine.data import cache_dir_for, load_masks, open_prepared
+from engine.demo_models import checkpoint_probabilities
 from engine.train import load_checkpoint
 from pages._tables import method_title
 from pages._ui import RESULTS_TTL_S
@@ -97,8 +98,7 @@ def saved_models(runs: pd.DataFrame, task: str, seed: int, methods: list[str]) -
 @st.cache_data(max_entries=128, show_spinner=False)
 def cached_probs(checkpoint: str, modified: float, images: np.ndarray) -> np.ndarray:
     """Grade probabilities of one saved model on some crops (forward only)."""
-    model, _ = load_checkpoint(Path(checkpoint))
-    return gradcam.predict(model, images)
+    return checkpoint_probabilities(checkpoint, images)
 
 
 def probs_of(checkpoint: str, images: np.ndarray) -> np.ndarray:

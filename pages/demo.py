@@ -2,8 +2,14 @@
 
 A clinician or a visitor picks a test film of the study (whose grades are known) or uploads a
 film of their own. SoftGrade finds the knee, crops it as training did, and each task's model
-of the chosen method gives its grade, its probabilities and a Grad-CAM map. The models are the
-selected ones of the seed where that method did best on validation.
+of the chosen method gives its grade and a Grad-CAM map. The maps come from the selected models
+of the seed where that method did best on validation; where several seeds' models are on the
+machine, the grade is the seeds' consensus and a chart shows how much they agree (the spread of
+P(grade) over seeds, `pages._seed_agreement`), not one seed's word.
+
+Started as a kiosk (`python -m jobs up --kiosk` or `--demo`, `jobs.kiosk`), the page is the
+whole app: no sign-in, large type, and the study and method fixed by whoever started it (or
+taken from a demo bundle, `jobs.demo_bundle`), so it shows no pickers.
 """
 
 from __future__ import annotations
@@ -16,33 +22,39 @@ import pandas as pd
 import streamlit as st
 
 from engine import gradcam
+from engine.demo_models import knee_box
 from engine.importing import FILM_FORMATS, decode_film
 from engine.train import load_checkpoint
-from engine.vocab import GRADE_SIGNS, TASKS, order_methods
+from engine.vocab import GRADE_SIGNS
+from jobs.kiosk import kiosk_settings
 from pages import _charts as charts
+from pages import _seed_agreement as agreement
 from pages._admin_tables import upload_size_problem
-from pages._model_choice import best_seed, default_method
-from pages._models import (
-    OpenedStudy,
-    cached_crops,
-    cached_splits,
-    heat_help,
-    maps_of,
-    open_study,
+from pages._demo_source import (
+    KIOSK_CSS,
+    DemoSource,
+    bundle_card,
+    bundle_source,
+    models_line,
+    store_source,
 )
-from pages._tables import method_title
-from pages._ui import pick_study, require_page, run_inside_shell, store_path
+from pages._models import heat_help, maps_of, probs_of
+from pages._ui import require_page, run_inside_shell, show_study_card, store_path
 
 SOURCES = ("A test film of this study", "Upload a film")
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def cached_reading(
-    checkpoints: tuple[tuple[str, str], ...], film: np.ndarray, image_size: int
+    checkpoints: tuple[tuple[str, str], ...],
+    film: np.ndarray,
+    image_size: int,
+    detector_dir: str | None = None,
 ) -> gradcam.FilmReading:
     """An uploaded film graded by one model per task (cached on the film's pixels)."""
     models = {task: load_checkpoint(Path(p))[0] for task, p in checkpoints}
-    return gradcam.read_film(film, models, image_size)
+    box = knee_box(film, Path(detector_dir) if detector_dir else None)
+    return gradcam.read_film(film, models, image_size, box=box)
 
 
 def film_with_box(film: np.ndarray, box: tuple[int, int, int, int]) -> np.ndarray:
@@ -53,24 +65,55 @@ def film_with_box(film: np.ndarray, box: tuple[int, int, int, int]) -> np.ndarra
     return rgb
 
 
-def show_grades(crop: np.ndarray, grades: dict[str, gradcam.CamBatch], known: dict) -> None:
-    """Per task: the grade given, what it means, the probabilities and the map."""
+def seed_probs(seeds: dict[int, str], crop: np.ndarray) -> dict[int, np.ndarray]:
+    """Each seed's P(grade) for one crop (cached per checkpoint and crop)."""
+    return {seed: probs_of(ckpt, crop[None])[0] for seed, ckpt in seeds.items()}
+
+
+def show_grades(
+    crop: np.ndarray,
+    grades: dict[str, gradcam.CamBatch],
+    known: dict,
+    seeds: dict[str, dict[int, str]],
+    best: int,
+) -> None:
+    """Per task: the grade, what it means, how much the seeds agree (or the one model's
+    probabilities) and where the best seed's model looked.
+
+    Args:
+        grades: The best seed's models' probabilities and maps, by task.
+        seeds: task -> seed -> checkpoint of the seeds to compare (one seed: no comparison).
+        best: The seed whose maps are shown.
+    """
     columns = st.columns(len(grades))
     for column, (task, batch) in zip(columns, grades.items(), strict=True):
-        grade = int(batch.predicted[0])
         with column:
-            st.metric(
-                f"{task} grade",
-                f"{task} {grade}",
-                border=True,
-            )
+            if len(seeds.get(task, {})) > 1:
+                probs = seed_probs(seeds[task], crop)
+                spread = agreement.seed_spread(probs)
+                grade = agreement.consensus_grade(spread)
+                st.metric(f"{task} grade", f"{task} {grade}", border=True)
+                st.markdown(agreement.agreement_sentence(spread, task))
+            else:
+                grade = int(batch.predicted[0])
+                st.metric(f"{task} grade", f"{task} {grade}", border=True)
             st.caption(f"{task} {grade}: {GRADE_SIGNS[task][grade]}.")
             if task in known:
                 st.markdown(known[task])
-            st.altair_chart(charts.grade_probabilities(batch.probs[0], task), width="stretch")
+            if len(seeds.get(task, {})) > 1:
+                points = agreement.seed_points(probs)
+                st.altair_chart(
+                    agreement.seed_agreement_chart(spread, points, task), width="stretch"
+                )
+                st.caption(
+                    "Bars: mean probability over the seeds' models; whiskers: lowest to "
+                    "highest seed; dots: each seed."
+                )
+            else:
+                st.altair_chart(charts.grade_probabilities(batch.probs[0], task), width="stretch")
             st.image(
                 gradcam.overlay(crop, batch.cams[0]),
-                caption=f"Where the {task} model looked",
+                caption=f"Where seed {best}'s {task} model looked",
                 width="stretch",
             )
     first = next(iter(grades.values()))
@@ -93,61 +136,40 @@ def known_grades(row: pd.Series, tasks: list[str]) -> dict[str, str]:
     return out
 
 
-def pick_models(opened: OpenedStudy) -> tuple[int, dict[str, str]]:
-    """The method picker (the best on validation first chosen), then that method's best seed:
-    the seed and its checkpoint by task. Stops the page when no weights are here."""
-    runs = opened.runs
-    tasks = [t for t in TASKS if t in set(runs["task"])]
-    methods = order_methods(runs["method"])
-    best = default_method(runs)
-    c1, c2 = st.columns([1, 2])
-    method = c1.selectbox(
-        "Method",
-        methods,
-        index=methods.index(best),
-        format_func=lambda m: method_title(m) + (" (best on validation)" if m == best else ""),
-        key="demo_method",
-    )
-    seed, checkpoints = best_seed(runs, method, tasks)
-    if not checkpoints:
-        st.warning(
-            f"No seed of this study has saved weights of {method_title(method)} for "
-            f"{' and '.join(tasks)} on this machine, so it cannot grade a film here."
-        )
+def show_test_film(source: DemoSource) -> None:
+    """A test film of the best seed (its models never trained on it), graded by each task's
+    model; the other seeds are compared only where they too kept the film for testing."""
+    test = source.films
+    if test.empty:
+        st.info(f"Seed {source.seed} kept no film for testing.")
         st.stop()
-    c2.markdown(
-        f"Models: {method_title(method)}, seed {seed} (its best on validation), trained at "
-        f"{opened.spec.image_size} px."
-    )
-    return seed, checkpoints
-
-
-def show_test_film(
-    path: str, dataset_id: str, opened: OpenedStudy, seed: int, checkpoints: dict[str, str]
-) -> None:
-    """A test film of the seed (its models never trained on it), graded by each task's model."""
-    splits = cached_splits(path, dataset_id, seed)
-    meta = opened.meta
-    if splits is None:
-        st.info(f"Seed {seed} has no stored split yet.")
-        st.stop()
-    test = meta[(splits.reindex(meta["image_id"]) == "test").to_numpy()]
     number = st.number_input(
         "Test film",
         min_value=1,
         max_value=len(test),
         value=1,
         key="demo_film",
-        help=f"The {len(test)} films seed {seed} kept aside for testing: its models never "
-        "trained on them.",
+        help=f"The {len(test)} films seed {source.seed} kept aside for testing: its models "
+        "never trained on them.",
     )
     row = test.iloc[int(number) - 1]
-    crop = cached_crops(str(opened.cache_dir), (int(row.name),))[0][0]
+    crop = source.crop(row)
+    tested = set(row["test_seeds"])
+    seeds = {
+        task: {s: ckpt for s, ckpt in by_seed.items() if s in tested}
+        for task, by_seed in source.seeds.items()
+    }
     left, right = st.columns([1, 3])
     left.image(crop, caption=f"film {row['image_id']} (knee crop)", width="stretch")
+    left_out = len(set().union(*map(set, source.seeds.values())) - tested)
+    if left_out:
+        left.caption(
+            f"{left_out} other seed{'s' * (left_out != 1)} trained or validated on this film, "
+            "so their models are left out of the comparison."
+        )
     with right:
-        grades = {task: maps_of(ckpt, crop[None]) for task, ckpt in checkpoints.items()}
-        show_grades(crop, grades, known_grades(row, list(checkpoints)))  # keys: the tasks
+        grades = {task: maps_of(ckpt, crop[None]) for task, ckpt in source.checkpoints.items()}
+        show_grades(crop, grades, known_grades(row, list(source.checkpoints)), seeds, source.seed)
 
 
 def upload_limit_mb() -> float:
@@ -155,7 +177,7 @@ def upload_limit_mb() -> float:
     return float(st.get_option("server.maxUploadSize"))
 
 
-def show_upload(checkpoints: dict[str, str], image_size: int) -> None:
+def show_upload(source: DemoSource) -> None:
     """An uploaded film: the knee found, cropped as in training, and graded."""
     upload = st.file_uploader(
         f"A knee radiograph, anteroposterior view (DICOM, {', '.join(FILM_FORMATS)})",
@@ -177,19 +199,27 @@ def show_upload(checkpoints: dict[str, str], image_size: int) -> None:
     except ValueError as exc:
         st.error(str(exc))
         st.stop()
+    detector = str(source.detector_dir) if source.detector_dir else None
     with st.spinner("Finding the knee and grading…"):
-        reading = cached_reading(tuple(checkpoints.items()), film, image_size)
+        reading = cached_reading(
+            tuple(source.checkpoints.items()), film, source.image_size, detector
+        )
     left, right = st.columns([1, 3])
     left.image(
         film_with_box(film, reading.box), caption="the knee SoftGrade found", width="stretch"
     )
     left.image(reading.crop, caption="what the models saw", width="stretch")
     with right:
-        show_grades(reading.crop, reading.grades, {})
+        show_grades(reading.crop, reading.grades, {}, source.seeds, source.seed)
 
 
 run_inside_shell()
-require_page("demo")
+kiosk = kiosk_settings()
+if kiosk is None:
+    require_page("demo")
+else:
+    # The kiosk needs no sign-in: it grades films and can do nothing else (jobs.kiosk).
+    st.markdown(KIOSK_CSS, unsafe_allow_html=True)
 st.title("Grade a film")
 st.caption(
     "Show a knee radiograph to a study's models: SoftGrade finds the knee, and each model "
@@ -197,18 +227,21 @@ st.caption(
     "diagnosis."
 )
 
-path = str(store_path())
-study = pick_study(
-    path,
-    key="demo_study",
-    empty_hint="No study has finished runs yet. Launch one from the Launch page; its models "
-    "can grade films here once its first seed finishes.",
-    dependent_keys=("demo_method", "demo_film"),
-)
-opened = open_study(path, study)
-seed, checkpoints = pick_models(opened)
-source = st.segmented_control("Film", SOURCES, default=SOURCES[0], required=True, key="demo_source")
-if source == SOURCES[0]:
-    show_test_film(path, str(study["dataset_id"]), opened, seed, checkpoints)
+if kiosk is not None and kiosk.demo_dir is not None:
+    source = bundle_source(kiosk.demo_dir)
+    card, notes = bundle_card(kiosk.demo_dir)
+    with st.expander("Study card", key="demo_bundle_card"):
+        st.markdown("\n".join(f"- **{label}**: {value}" for label, value in card.items()))
+    if notes.strip():
+        st.markdown(notes)
 else:
-    show_upload(checkpoints, opened.spec.image_size)
+    path = str(store_path())
+    source = store_source(path, kiosk)
+    if kiosk is not None:
+        show_study_card(path, str(kiosk.study_id), key="demo_kiosk_card")
+st.markdown(models_line(source))
+choice = st.segmented_control("Film", SOURCES, default=SOURCES[0], required=True, key="demo_source")
+if choice == SOURCES[0]:
+    show_test_film(source)
+else:
+    show_upload(source)

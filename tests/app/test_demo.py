@@ -108,3 +108,26 @@ def test_an_upload_over_the_limit_gets_one_message_and_nothing_is_written(
     finally:
         config.set_option("server.maxUploadSize", limit)
     assert _files_under(finished_study.home, tmp_path) == before  # the films stayed in memory
+
+
+def test_the_seeds_that_tested_a_film_are_compared_and_the_others_left_out(
+    finished_study, monkeypatch
+):
+    at = run_page(finished_study.home, monkeypatch, PAGE)
+    assert "the 3 seeds' models with weights here are compared" in texts(at, "markdown")
+    seen_all, seen_left_out = False, False
+    for number in range(1, 13):
+        at.number_input(key="demo_film").set_value(number).run()
+        assert not at.exception
+        markdown, captions = texts(at, "markdown"), texts(at, "caption")
+        votes = [m for m in markdown.splitlines() if " seeds say " in m or "seed's model" in m]
+        if "All 3 seeds say" in markdown or "of 3 seeds say" in markdown:
+            seen_all = True
+            assert len(votes) == 2  # one sentence per task
+            assert len(at.get("arrow_vega_lite_chart") or at.get("vega_lite_chart")) == 2
+        if "so their models are left out of the comparison" in captions:
+            seen_left_out = True
+        if seen_all and seen_left_out:
+            break
+    assert seen_all, "no test film of the best seed was tested by all three seeds"
+    assert seen_left_out, "every film was tested by every seed (splits differ by seed)"

@@ -1,0 +1,160 @@
+"""The models that grade a film in a demonstration: which ones, and what each seed says.
+
+- `default_method` and `best_seed`: the method best on validation, and its seed whose
+  selected models did best on validation with weights on this machine (that seed's models
+  give the grade and the Grad-CAM map).
+- `seed_checkpoints`: every seed's selected model of a method with weights here, so the demo
+  can show how much the seeds agree rather than one seed's word.
+- `checkpoint_probabilities`: P(grade) of a saved model on knee crops.
+- `knee_box`: where the knee is on a whole film, by the detector the study's films were
+  cropped with (a trained YOLO detector's folder, or the classical detector).
+
+No streamlit and no store: the pages and `jobs.demo_bundle` read runs and pass them in.
+torch, Grad-CAM and the detectors are imported where a model runs, so the CLI (which
+imports this through `jobs.demo_bundle`) starts without them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:
+    from engine.detect import Box
+
+
+def default_method(runs: pd.DataFrame) -> str:
+    """The method with the lowest mean validation AMAE over its selected runs."""
+    return str(runs.groupby("method")["val_amae"].mean().idxmin())
+
+
+def _with_weights(runs: pd.DataFrame, method: str, tasks: list[str]) -> pd.DataFrame:
+    """Selected runs of ``method`` on ``tasks`` whose checkpoint file is on this machine."""
+    mine = runs[(runs["method"] == method) & runs["task"].isin(tasks)].copy()
+    return mine[mine["checkpoint_path"].map(lambda p: isinstance(p, str) and Path(p).is_file())]
+
+
+def best_seed(runs: pd.DataFrame, method: str, tasks: list[str]) -> tuple[int, dict[str, str]]:
+    """The seed whose selected models of ``method`` did best on validation (mean AMAE over
+    the tasks) among seeds with saved weights for every task, and those weights' paths.
+
+    Args:
+        runs: Selected runs: ``task``, ``method``, ``seed``, ``val_amae``, ``checkpoint_path``.
+        method: The method whose models grade.
+        tasks: Every task that must have a model.
+
+    Returns:
+        The seed and the checkpoint path by task; ``(-1, {})`` when no seed has weights on
+        this machine for every task.
+    """
+    complete = (
+        _with_weights(runs, method, tasks)
+        .groupby("seed")
+        .filter(lambda g: set(g["task"]) == set(tasks))
+    )
+    if complete.empty:
+        return -1, {}
+    seed = int(complete.groupby("seed")["val_amae"].mean().idxmin())
+    rows = complete[complete["seed"] == seed].set_index("task")["checkpoint_path"]
+    return seed, {task: str(rows[task]) for task in tasks}
+
+
+def seed_checkpoints(
+    runs: pd.DataFrame, method: str, tasks: list[str]
+) -> dict[str, dict[int, str]]:
+    """Per task, every seed's selected model of ``method`` with weights on this machine.
+
+    Args:
+        runs: Selected runs, as for `best_seed`.
+        method: The method whose seeds are compared.
+        tasks: The tasks to list (a task without any saved model maps to ``{}``).
+
+    Returns:
+        task -> seed -> checkpoint path, seeds in ascending order.
+    """
+    mine = _with_weights(runs, method, tasks).sort_values("seed")
+    return {
+        task: {
+            int(row.seed): str(row.checkpoint_path)
+            for row in mine[mine["task"] == task].itertuples(index=False)
+        }
+        for task in tasks
+    }
+
+
+def checkpoint_probabilities(checkpoint: Path | str, images: np.ndarray) -> np.ndarray:
+    """P(grade) of a saved model on knee crops.
+
+    Args:
+        checkpoint: A file written by `engine.train.save_checkpoint`.
+        images: (N, S, S) uint8 crops at the size the model was trained on.
+
+    Returns:
+        (N, J) probabilities.
+    """
+    from engine.gradcam import predict
+    from engine.train import load_checkpoint
+
+    model, _ = load_checkpoint(Path(checkpoint))
+    return predict(model, images)
+
+
+def seed_probabilities(
+    checkpoints: Mapping[int, Path | str], crop: np.ndarray
+) -> dict[int, np.ndarray]:
+    """Each seed's model's P(grade) for one (S, S) uint8 crop: seed -> (J,)."""
+    return {
+        seed: checkpoint_probabilities(path, crop[None])[0] for seed, path in checkpoints.items()
+    }
+
+
+def knee_box(film: np.ndarray, detector_dir: Path | None = None) -> Box:
+    """The knee to grade on a whole film: the most confident knee of a trained detector
+    (``detector_dir``, an `engine.yolo` detector folder), else the classical detector's box.
+
+    A trained detector that finds no knee falls back to the classical box, as imports do.
+    """
+    from engine.detect import detect_knee_box, find_knees
+
+    if detector_dir is None:
+        return detect_knee_box(film)
+    from engine.yolo import load_detector  # ultralytics is slow to import; only when used
+
+    found = find_knees(film, detector=load_detector(detector_dir), max_knees=1)
+    if not found:
+        return detect_knee_box(film)
+    return tuple(int(round(v)) for v in found[0].box)
+
+
+def example_films(
+    films: pd.DataFrame, n: int, task: str, *, first: str | None = None
+) -> pd.DataFrame:
+    """Up to ``n`` films spread over the grades of ``task``: one of each grade in turn, in
+    the films' own order, so a demo shows healthy and diseased knees alike.
+
+    Args:
+        films: One row per film, with the task's grade column (e.g. ``kl``).
+        n: How many to keep.
+        task: The task whose grades to spread over.
+        first: A boolean column of ``films``: those films are taken first (spread over the
+            grades among themselves), e.g. the films every exported seed tested on.
+
+    Films without a grade of ``task`` come last (a CPPD-only film has no KL grade).
+    """
+    column = task.lower()
+    grades = films[column] if column in films else pd.Series(pd.NA, films.index)
+    preferred = films[first].astype(bool) if first else pd.Series(True, films.index)
+    order = pd.DataFrame(
+        {
+            "later": ~preferred,
+            "ungraded": grades.isna(),
+            "grade": grades.fillna(-1).astype(int),
+        }
+    )
+    order["turn"] = order.groupby(["later", "grade"]).cumcount()
+    chosen = order.sort_values(["later", "ungraded", "turn", "grade"], kind="stable").index[:n]
+    return films.loc[chosen]

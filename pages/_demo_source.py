@@ -1,0 +1,203 @@
+"""Where Grade a film's models and test films come from: a study of the lab's store (picked,
+or fixed by a kiosk), or an unpacked demo bundle (`jobs.demo_bundle`). Either way the page
+gets one `DemoSource`, so it grades the same way on the lab server and on a laptop."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from engine.demo_models import best_seed, default_method, seed_checkpoints
+from engine.vocab import TASKS, order_methods
+from jobs.demo_bundle import DemoBundle, DemoBundleError, open_demo, read_crop
+from jobs.kiosk import KioskSettings
+from pages._models import OpenedStudy, cached_crops, cached_splits, open_study
+from pages._tables import method_title
+from pages._ui import cached_studies, pick_study
+
+# The kiosk's look: large type for a room, no toolbar or sidebar to wander off through.
+KIOSK_CSS = """
+<style>
+html, body, [data-testid="stAppViewContainer"] { font-size: 1.35rem; }
+[data-testid="stMarkdownContainer"] p, [data-testid="stCaptionContainer"] { font-size: 1.2rem; }
+[data-testid="stMetricValue"] { font-size: 3.4rem; }
+[data-testid="stToolbar"], [data-testid="stSidebar"],
+[data-testid="stSidebarCollapsedControl"], #MainMenu { display: none !important; }
+</style>
+"""
+
+
+@dataclass(frozen=True)
+class DemoSource:
+    """The models that grade and the test films offered.
+
+    Attributes:
+        method: The method whose models grade.
+        seed: The seed best on validation: its models draw the Grad-CAM maps.
+        checkpoints: task -> that seed's model file.
+        seeds: task -> seed -> model file, for every seed of the method here.
+        image_size: Side of the crops the models were trained on (px).
+        films: The best seed's test films: ``image_id``, recorded and true grades
+            (``kl``, ``kl_true``, ``cppd``, ``cppd_true``) and ``test_seeds`` (the seeds
+            whose models never trained on the film).
+        crop: A film row's knee crop, (S, S) uint8.
+        detector_dir: A trained knee detector's folder for uploads, or None (classical).
+    """
+
+    method: str
+    seed: int
+    checkpoints: dict[str, str]
+    seeds: dict[str, dict[int, str]]
+    image_size: int
+    films: pd.DataFrame
+    crop: Callable[[pd.Series], np.ndarray]
+    detector_dir: Path | None = None
+
+
+def models_line(source: DemoSource) -> str:
+    """Which models grade, in one line under the pickers."""
+    n = len(next(iter(source.seeds.values()), {}))
+    others = (
+        f"; the {n} seeds' models with weights here are compared below each grade" if n > 1 else ""
+    )
+    return (
+        f"Models: {method_title(source.method)}, seed {source.seed} (its best on validation), "
+        f"trained at {source.image_size} px{others}."
+    )
+
+
+# -- the lab's store ---------------------------------------------------------------------------
+
+
+def store_source(path: str, kiosk: KioskSettings | None) -> DemoSource:
+    """A study of the store: picked on the page, or the kiosk's fixed study and method."""
+    if kiosk is None:
+        study = pick_study(
+            path,
+            key="demo_study",
+            empty_hint="No study has finished runs yet. Launch one from the Launch page; its "
+            "models can grade films here once its first seed finishes.",
+            dependent_keys=("demo_method", "demo_film"),
+        )
+    else:
+        study = _kiosk_study(path, kiosk.study_id)
+    opened = open_study(path, study)
+    method = _method(opened, kiosk)
+    tasks = [t for t in TASKS if t in set(opened.runs["task"])]
+    seed, checkpoints = best_seed(opened.runs, method, tasks)
+    if not checkpoints:
+        st.warning(
+            f"No seed of this study has saved weights of {method_title(method)} for "
+            f"{' and '.join(tasks)} on this machine, so it cannot grade a film here."
+        )
+        st.stop()
+    seeds = seed_checkpoints(opened.runs, method, tasks)
+    films = _store_films(path, str(study["dataset_id"]), opened, seed, seeds)
+    cache_dir = str(opened.cache_dir)
+    return DemoSource(
+        method=method,
+        seed=seed,
+        checkpoints=checkpoints,
+        seeds=seeds,
+        image_size=opened.spec.image_size,
+        films=films,
+        crop=lambda row: cached_crops(cache_dir, (int(row["row"]),))[0][0],
+    )
+
+
+def _kiosk_study(path: str, study_id: str | None) -> pd.Series:
+    studies = cached_studies(path)
+    found = studies[studies["study_id"] == study_id]
+    if found.empty or int(found["runs_selected"].iloc[0]) == 0:
+        st.error(
+            f"This kiosk was started for study {study_id}, which has no finished runs in "
+            "this store (deleted or archived?). Ask whoever started it to restart it."
+        )
+        st.stop()
+    return found.set_index("study_id").iloc[0]
+
+
+def _method(opened: OpenedStudy, kiosk: KioskSettings | None) -> str:
+    """The kiosk's method, or the picker (the best on validation first chosen)."""
+    runs = opened.runs
+    best = default_method(runs)
+    if kiosk is not None:
+        return kiosk.method or best
+    methods = order_methods(runs["method"])
+    return st.selectbox(
+        "Method",
+        methods,
+        index=methods.index(best),
+        format_func=lambda m: method_title(m) + (" (best on validation)" if m == best else ""),
+        key="demo_method",
+    )
+
+
+def _store_films(
+    path: str, dataset_id: str, opened: OpenedStudy, seed: int, seeds: dict[str, dict[int, str]]
+) -> pd.DataFrame:
+    """The best seed's test films, each with the seeds (with weights here) that tested on it."""
+    splits = cached_splits(path, dataset_id, seed)
+    if splits is None:
+        st.info(f"Seed {seed} has no stored split yet.")
+        st.stop()
+    meta = opened.meta.assign(row=np.arange(len(opened.meta)))
+    ids = meta["image_id"]
+    tested = {seed: (splits.reindex(ids) == "test").to_numpy()}
+    for other in sorted(set().union(*(set(s) for s in seeds.values())) - {seed}):
+        other_splits = cached_splits(path, dataset_id, other)
+        if other_splits is not None:
+            tested[other] = (other_splits.reindex(ids) == "test").to_numpy()
+    meta["test_seeds"] = [
+        tuple(s for s in sorted(tested) if tested[s][i]) for i in range(len(meta))
+    ]
+    return meta[tested[seed]].reset_index(drop=True)
+
+
+# -- a demo bundle -----------------------------------------------------------------------------
+
+
+@st.cache_resource(show_spinner=False)
+def cached_bundle(folder: str) -> DemoBundle:
+    """The unpacked bundle the kiosk serves (read once: it does not change)."""
+    return open_demo(Path(folder))
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def cached_bundle_crop(file: str) -> np.ndarray:
+    """A bundled film's crop."""
+    return read_crop(Path(file))
+
+
+def bundle_source(folder: Path) -> DemoSource:
+    """The kiosk's demo bundle; a bundle that cannot be read stops the page with the reason."""
+    try:
+        bundle = cached_bundle(str(folder))
+    except DemoBundleError as exc:
+        st.error(str(exc))
+        st.stop()
+    seeds = {
+        task: {seed: str(p) for seed, p in by_seed.items()}
+        for task, by_seed in bundle.checkpoints.items()
+    }
+    return DemoSource(
+        method=bundle.method,
+        seed=bundle.best_seed,
+        checkpoints={task: by_seed[bundle.best_seed] for task, by_seed in seeds.items()},
+        seeds=seeds,
+        image_size=bundle.image_size,
+        films=bundle.films,
+        crop=lambda row: cached_bundle_crop(str(row["file"])),
+        detector_dir=bundle.detector_dir,
+    )
+
+
+def bundle_card(folder: Path) -> tuple[dict[str, str], str]:
+    """The bundled study card and notes."""
+    bundle = cached_bundle(str(folder))
+    return bundle.card, bundle.notes

@@ -1,0 +1,263 @@
+"""Demo bundles and the kiosk: export a tiny real study, open it in a fresh folder, grade."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import zipfile
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from jobs import demo_bundle
+from jobs.__main__ import main
+from jobs.demo_bundle import DemoBundleError, export_demo, fresh_demo_home, unpack_demo
+from jobs.kiosk import KioskSettings, kiosk_settings
+from store import runs as store_runs
+from store import users as store_users
+
+APP = Path(__file__).parents[2] / "app.py"
+
+
+@pytest.fixture(scope="module")
+def bundles(finished_study, tmp_path_factory) -> dict[str, Path]:
+    """The tiny study exported twice: its best seed only, and every seed."""
+    out = tmp_path_factory.mktemp("bundles")
+    one = export_demo(
+        finished_study.study_id,
+        out / "demo.zip",
+        home=finished_study.home,
+        path=finished_study.store,
+    )
+    every = export_demo(
+        finished_study.study_id,
+        out / "demo-all.zip",
+        all_seeds=True,
+        home=finished_study.home,
+        path=finished_study.store,
+    )
+    return {"one": one.path, "all": every.path}
+
+
+def _kiosk_app(monkeypatch, home: Path, settings: KioskSettings) -> AppTest:
+    """The whole app started as ``up --kiosk``/``--demo`` would start it."""
+    monkeypatch.setenv("SOFTGRADE_HOME", str(home))
+    for name, value in settings.env().items():
+        monkeypatch.setenv(name, value)
+    at = AppTest.from_file(str(APP), default_timeout=60).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _markdown(at: AppTest) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+def test_the_demo_bundle_holds_the_best_seeds_models_films_and_card(finished_study, bundles):
+    runs = store_runs.list_runs(
+        [finished_study.study_id], selected_only=True, path=finished_study.store
+    )
+    with zipfile.ZipFile(bundles["one"]) as zf:
+        manifest = json.loads(zf.read("manifest.json"))
+        card = json.loads(zf.read("card.json"))
+        names = set(zf.namelist())
+    assert manifest["format"] == "softgrade-demo" and manifest["version"] == 1
+    assert manifest["method"] == runs.groupby("method")["val_amae"].mean().idxmin()
+    assert len(manifest["seeds"]) == 1
+    assert {(m["task"], m["seed"]) for m in manifest["models"]} == {
+        ("KL", manifest["seeds"][0]),
+        ("CPPD", manifest["seeds"][0]),
+    }
+    assert len(manifest["films"]) == 12
+    assert all(manifest["seeds"][0] in f["test_seeds"] for f in manifest["films"])
+    assert len({f["kl"] for f in manifest["films"]}) >= 3  # spread over the grades
+    assert manifest["detector"] == {"name": "classical", "folder": None}
+    assert manifest["libraries"]["torch"] and "code_version" in manifest["softgrade"]
+    assert card["card"]["study id"] == finished_study.study_id
+    assert {m["file"] for m in manifest["models"]} | {f["file"] for f in manifest["films"]} <= names
+
+
+def test_the_demo_bundle_opened_in_a_fresh_folder_shows_a_grade(bundles, monkeypatch):
+    home, bundle = fresh_demo_home(bundles["one"])
+    try:
+        at = _kiosk_app(monkeypatch, home, KioskSettings(demo_dir=bundle.folder))
+        assert at.title[0].value == "Grade a film"
+        assert [m.label for m in at.metric] == ["KL grade", "CPPD grade"]
+        assert all(m.value.split()[0] in ("KL", "CPPD") for m in at.metric)
+        assert "Annotated:" in _markdown(at)
+        assert not at.selectbox  # no study or method picker: the bundle fixes them
+        assert not at.sidebar.children or not any(at.sidebar.children.values())
+        assert not (home / "softgrade.duckdb").exists()  # no lab store needed
+        at.segmented_control(key="demo_source").set_value("Upload a film").run()
+        assert "Upload a film to grade it." in [i.value for i in at.info]
+    finally:
+        shutil.rmtree(home)
+    assert not home.exists()
+
+
+def test_a_bundle_of_every_seed_shows_how_much_the_seeds_agree(bundles, monkeypatch):
+    home, bundle = fresh_demo_home(bundles["all"])
+    try:
+        assert len(bundle.manifest["seeds"]) == 3
+        counts = [len(t) for t in bundle.films["test_seeds"]]
+        assert counts[0] == max(counts)  # films more seeds tested on come first
+        at = _kiosk_app(monkeypatch, home, KioskSettings(demo_dir=bundle.folder))
+        shared = next(i for i, n in enumerate(counts) if n >= 2)
+        at.number_input(key="demo_film").set_value(shared + 1).run()
+        assert not at.exception
+        n = counts[shared]
+        votes = [m.value for m in at.markdown if " seeds say " in m.value]
+        assert len(votes) == 2  # one sentence per task
+        assert all(f"of {n} seeds say" in v or f"All {n} seeds say" in v for v in votes)
+        assert len(at.get("arrow_vega_lite_chart") or at.get("vega_lite_chart")) == 2
+        if n < 3:
+            assert "so their models are left out" in "\n".join(c.value for c in at.caption)
+    finally:
+        shutil.rmtree(home)
+
+
+def test_a_kiosk_on_the_store_fixes_study_and_method_and_needs_no_sign_in(
+    finished_study, monkeypatch
+):
+    store_users.add_user("pi", "admin", "a long enough password", path=finished_study.store)
+    try:
+        settings = KioskSettings(study_id=finished_study.study_id, method="nominal")
+        at = _kiosk_app(monkeypatch, finished_study.home, settings)
+        assert at.title[0].value == "Grade a film"  # no sign-in form, though accounts exist
+        assert not at.selectbox
+        assert "Models: Nominal" in _markdown(at)
+        assert "of 3 seeds" in _markdown(at) or "seed" in _markdown(at)
+        assert [m.label for m in at.metric] == ["KL grade", "CPPD grade"]
+        # Grade a film is the only page the kiosk's navigation knows: no other is reachable.
+        with pytest.raises(ValueError, match=r"Known pages: \['[^,]*pages/demo\.py'\]"):
+            at.switch_page("pages/launch.py")
+    finally:
+        store_users.remove_user("pi", by="test", path=finished_study.store)
+
+
+def test_kiosk_settings_travel_through_the_environment(tmp_path):
+    settings = KioskSettings(study_id="s1", method="beta")
+    assert kiosk_settings(settings.env()) == settings
+    assert kiosk_settings({}) is None
+    demo = KioskSettings(demo_dir=tmp_path)
+    assert kiosk_settings(demo.env()) == demo
+
+
+def _rewrite(source: Path, out: Path, *, drop: str = "", manifest: dict | None = None) -> Path:
+    """A copy of a bundle without ``drop`` and/or with another manifest."""
+    with zipfile.ZipFile(source) as zin, zipfile.ZipFile(out, "w") as zout:
+        for item in zin.infolist():
+            if item.filename == drop:
+                continue
+            data = zin.read(item)
+            if item.filename == "manifest.json" and manifest is not None:
+                data = json.dumps(manifest).encode()
+            zout.writestr(item, data)
+    return out
+
+
+def test_bad_bundles_get_one_clear_message_and_leave_nothing(bundles, tmp_path):
+    with zipfile.ZipFile(bundles["one"]) as zf:
+        manifest = json.loads(zf.read("manifest.json"))
+    not_zip = tmp_path / "notes.zip"
+    not_zip.write_text("hello")
+    model = manifest["models"][0]["file"]
+    cases = {
+        not_zip: "not a readable zip file",
+        _rewrite(bundles["one"], tmp_path / "part.zip", drop=model): f"missing: {model}",
+        _rewrite(
+            bundles["one"], tmp_path / "v9.zip", manifest=manifest | {"version": 9}
+        ): "version 9; this SoftGrade reads version 1",
+        _rewrite(
+            bundles["one"], tmp_path / "nomanifest.zip", drop="manifest.json"
+        ): "it has no manifest.json",
+        _rewrite(
+            bundles["one"],
+            tmp_path / "escape.zip",
+            manifest=manifest | {"films": [{**manifest["films"][0], "file": "../x.png"}]},
+        ): "outside itself",
+        tmp_path / "absent.zip": "no such file",
+    }
+    for bad, words in cases.items():
+        dest = tmp_path / f"out-{bad.stem}"
+        with pytest.raises(DemoBundleError, match=words.replace(".", r"\.")):
+            unpack_demo(bad, dest)
+        assert not (dest / "manifest.json").exists()
+
+
+def test_up_demo_with_a_bad_bundle_exits_with_one_line(tmp_path, capsys):
+    bad = tmp_path / "demo.zip"
+    bad.write_bytes(b"PK\x03\x04 broken")
+    assert main(["up", "--demo", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "not a readable zip file" in err
+    assert "Traceback" not in err
+
+
+def test_cli_refuses_a_kiosk_without_study_or_with_an_unknown_method(
+    finished_study, monkeypatch, capsys
+):
+    monkeypatch.setenv("SOFTGRADE_HOME", str(finished_study.home))
+    assert main(["up", "--kiosk"]) == 2
+    assert "--kiosk needs --study ID" in capsys.readouterr().err
+    assert main(["up", "--kiosk", "--study", finished_study.study_id, "--method", "x"]) == 2
+    assert "has no finished runs of 'x'" in capsys.readouterr().err
+
+
+def test_export_demo_cli_writes_a_bundle_and_refuses_a_seed_without_weights(
+    finished_study, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setenv("SOFTGRADE_HOME", str(finished_study.home))
+    out = tmp_path / "d.zip"
+    assert main(["export-demo", finished_study.study_id, "--seed", "1", "-o", str(out)]) == 0
+    assert "seed 1, 12 test films" in capsys.readouterr().out
+    assert json.loads(zipfile.ZipFile(out).read("manifest.json"))["seeds"] == [1]
+    assert main(["export-demo", finished_study.study_id, "--seed", "9", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "seed 9 of" in err and "seeds that have: 0, 1, 2" in err
+    assert demo_bundle.DEMO_BUNDLE_VERSION == 1
+
+
+def test_up_demo_serves_on_every_interface_without_accounts_and_cleans_up(bundles, tmp_path):
+    """A real ``up --demo`` process: 0.0.0.0 is allowed (the kiosk can only grade), the app
+    answers, and SIGTERM removes the temporary folder the bundle was unpacked into."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "SOFTGRADE_HOME": str(tmp_path / "no-store-here")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jobs", "up", "--demo", str(bundles["one"])]
+        + ["--host", "0.0.0.0", "--port", str(port)],
+        cwd=APP.parent,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        first = proc.stdout.readline()
+        assert "SoftGrade kiosk (Grade a film only) on http://0.0.0.0:" in first, first
+        unpacked = Path(re.search(r"unpacked in (\S+)\)", first).group(1))
+        assert (unpacked / "demo" / "manifest.json").is_file()
+        deadline = time.time() + 240
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health") as r:
+                    assert r.status == 200
+                    break
+            except OSError:
+                assert proc.poll() is None and time.time() < deadline, proc.stdout.read()
+                time.sleep(0.5)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+    assert not unpacked.exists()
+    assert not (tmp_path / "no-store-here").exists()  # the lab's home was never touched
