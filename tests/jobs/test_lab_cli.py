@@ -149,3 +149,13 @@ def test_damaged_store_is_one_message_from_the_cli(home):
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.startswith("error: the store ") and "cannot be opened" in done.stderr
     assert (home / "softgrade.duckdb").read_bytes() == b"this is not a database" * 100
+
+
+def test_up_hands_its_upload_cap_to_streamlit():
+    from jobs.__main__ import _app_command, build_parser
+
+    args = build_parser().parse_args(["up", "--max-upload-mb", "5"])
+    command = _app_command(args)
+    assert command[command.index("--server.maxUploadSize") + 1] == "5"
+    default = _app_command(build_parser().parse_args(["up"]))
+    assert default[default.index("--server.maxUploadSize") + 1] == "64"
