@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import multiprocessing
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -28,6 +27,7 @@ import numpy as np
 
 from engine.detect import Box, KneeDetection, assign_sides, detect_knee_box, find_knees
 from engine.importing import FILM_FORMATS, MIN_FILM_SIDE, grey_film, is_dicom, read_dicom
+from engine.spawn import spawn_pool
 
 # Fewer films than this are decoded in this process: starting workers costs more.
 PARALLEL_FROM = 200
@@ -195,10 +195,9 @@ def inspect_files(
         results = map(_inspect_task, tasks)
         pool = None
     else:
-        # spawn: safe from a threaded caller (Streamlit) and loads no torch into workers.
-        pool = multiprocessing.get_context("spawn").Pool(
-            workers, initializer=_init_worker, initargs=(folder,)
-        )
+        # spawn: safe from a threaded caller (Streamlit) and loads no torch into workers;
+        # spawn_pool keeps a Streamlit page (sys.modules["__main__"]) out of the children.
+        pool = spawn_pool(workers, _init_worker, (folder,))
         chunk = max(1, min(32, total // (workers * 8)))
         results = pool.imap_unordered(_inspect_task, tasks, chunksize=chunk)
     try:

@@ -8,8 +8,6 @@ import functools
 import hashlib
 import json
 import logging
-import multiprocessing as mp
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,7 @@ from engine.detect import box_iou, crop_and_resize, detect_knee_box
 from engine.phantom.labels import phantom_labels
 from engine.phantom.render import render_film
 from engine.phantom.spec import PhantomSpec
+from engine.spawn import spawn_pool
 
 logger = logging.getLogger(__name__)
 
@@ -175,9 +174,6 @@ def _render_all(
     chunk = max(1, min(64, -(-n // (workers * 8))))
     ranges = [(s, min(n, s + chunk)) for s in range(0, n, chunk)]
     initargs = (spec, labels, image_size, detector)
-    if workers > 1 and not _spawn_can_import_main():
-        logger.warning("__main__ is not importable (interactive/stdin); rendering in-process")
-        workers = 1
     if workers == 1:
         saved = dict(_WORKER)
         _init_worker(*initargs)
@@ -187,8 +183,7 @@ def _render_all(
             _WORKER.clear()
             _WORKER.update(saved)
     else:
-        ctx = mp.get_context("spawn")
-        with ctx.Pool(workers, initializer=_init_worker, initargs=initargs) as pool:
+        with spawn_pool(workers, _init_worker, initargs) as pool:
             _store_results(pool.imap_unordered(_render_range, ranges), images, masks, boxes)
     return boxes
 
@@ -202,13 +197,6 @@ def _meta_with_boxes(labels: pd.DataFrame, boxes: np.ndarray) -> pd.DataFrame:
         meta[name] = boxes[:, j]
     meta["box_iou"] = [round(box_iou(b[:4], b[4:]), 4) for b in boxes]
     return meta
-
-
-def _spawn_can_import_main() -> bool:
-    """Whether spawned workers can re-import ``__main__`` (not so for ``python -`` < file),
-    where a pool would otherwise respawn crashing workers forever."""
-    main_file = getattr(sys.modules.get("__main__"), "__file__", None)
-    return main_file is None or os.path.exists(main_file)
 
 
 def _store_results(results: Any, images: np.ndarray, masks: np.ndarray, boxes: np.ndarray) -> None:
