@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
+from engine.spawn import main_module_hidden
 from jobs.slots import Message, RunTask, SlotState, execute_run, slot_main
 
 log = logging.getLogger(__name__)
@@ -167,7 +168,8 @@ class LocalExecutor(Executor):
                 name=f"softgrade-slot-{first_slot}",
                 daemon=True,
             )
-            proc.start()
+            with main_module_hidden():  # a slot needs nothing from __main__ (engine.spawn)
+                proc.start()
             self._inboxes.append(inbox)
             self._procs.append(proc)
             device = plan.device if plan.visible_gpu is None else f"cuda:{plan.visible_gpu}"
