@@ -89,6 +89,6 @@ def test_an_empty_compare_page_loads_the_bundled_reference_study_in_one_click(
     playwright_api.expect(picker).to_have_value(
         re.compile(f"^{re.escape(label)} · "), timeout=PAGE_TIMEOUT_MS
     )
-    shows(tab.get_by_role("heading", name="Learning curves"))
+    shows(tab.get_by_role("heading", name="Learning curves", exact=True))
     shows(tab.locator(CHARTS).first)
     assert_no_error(tab, "Search & learning curves, reference")
