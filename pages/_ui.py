@@ -430,6 +430,20 @@ def forget(*keys: str) -> None:
         st.session_state.pop(key, None)
 
 
+def _studies_with_selected_runs(path: str) -> pd.DataFrame:
+    """Studies with at least one selected run, read through `cached_studies`; read again
+    past the cache when it shows none, or not the study a Jobs link asks for: a study that
+    finished within the cache's few seconds must not read as "no results yet"."""
+    studies = cached_studies(path, include_archived=True)
+    done = studies[studies["runs_selected"] > 0]
+    request = st.session_state.get(REQUESTED_STUDY)
+    if done.empty or (request is not None and request[0] not in set(done["study_id"])):
+        cached_studies.clear()
+        studies = cached_studies(path, include_archived=True)
+        done = studies[studies["runs_selected"] > 0]
+    return done.reset_index(drop=True)
+
+
 def studies_with_results(
     path: str,
     empty_hint: str,
@@ -445,11 +459,10 @@ def studies_with_results(
     flipping it forgets ``reset_keys`` (the picker's value may no longer be offered).
     """
     try:
-        studies = cached_studies(path, include_archived=True)
+        studies = _studies_with_selected_runs(path)
     except StoreError as exc:
         st.error(f"The store cannot be read right now: {exc}")
         st.stop()
-    studies = studies[studies["runs_selected"] > 0].reset_index(drop=True)
     archived = studies["archived_at"].notna()
     show = (
         archived_key is not None

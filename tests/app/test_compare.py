@@ -235,3 +235,29 @@ def test_a_study_requested_by_the_jobs_page_is_picked_once(tmp_path, monkeypatch
     at.multiselect(key="compare_studies").set_value([newer]).run()
     at.run()
     assert at.multiselect(key="compare_studies").value == [newer]
+
+
+def test_a_study_that_finished_after_the_list_was_cached_shows_at_once(
+    finished_study, monkeypatch, tmp_path
+):
+    import shutil
+
+    import duckdb
+
+    shutil.copy(finished_study.store, tmp_path / "softgrade.duckdb")
+    store = tmp_path / "softgrade.duckdb"
+    with duckdb.connect(str(store)) as con:  # as while its first seed was still running
+        selected = [r[0] for r in con.execute("SELECT run_id FROM runs WHERE selected").fetchall()]
+        con.execute("UPDATE runs SET selected = false")
+    at = run_page(tmp_path, monkeypatch)
+    assert "No study has finished runs yet" in texts(at, "info")
+    with duckdb.connect(str(store)) as con:  # its selected runs are back: the study is done
+        con.execute(
+            "UPDATE runs SET selected = true WHERE run_id IN (SELECT unnest(?))", [selected]
+        )
+    assert selected
+
+    at = run_page(tmp_path, monkeypatch)  # within the study list's cache time
+
+    assert at.multiselect(key="compare_studies").value == [finished_study.study_id]
+    assert "No study has finished runs yet" not in texts(at, "info")
