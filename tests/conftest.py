@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,6 +71,23 @@ def device(request: pytest.FixtureRequest) -> str:
     if request.param == "cuda" and not torch.cuda.is_available():
         pytest.skip("no CUDA GPU on this machine")
     return request.param
+
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_jobs_cli(home: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    """``python -m jobs ARGS`` in a process of its own on ``home`` (``SOFTGRADE_HOME``), as a
+    person types it; its output captured."""
+    env = {**os.environ, "SOFTGRADE_HOME": str(home)}
+    return subprocess.run(
+        [sys.executable, "-m", "jobs", *args],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def tiny_study(**overrides: object) -> dict:

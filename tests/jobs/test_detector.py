@@ -4,7 +4,6 @@ stored detector, the status file the Review crops page reads, and refusals."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -29,9 +28,8 @@ from store.datasets import register_dataset
 from store.db import default_store_path, init_schema
 from store.reviews import record_review
 from store.users import Account, Role
-from tests.conftest import meta_frame, write_reviewed_folder
+from tests.conftest import meta_frame, run_jobs_cli, write_reviewed_folder
 
-ROOT = Path(__file__).resolve().parents[2]
 TINY = ["--image-size", "64", "--epochs", "2", "--device", "cpu"]
 
 
@@ -44,15 +42,7 @@ def store(home: Path) -> Path:
 
 
 def _cli(home: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "SOFTGRADE_HOME": str(home)}
-    return subprocess.run(
-        [sys.executable, "-m", "jobs", "detector", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=600,
-    )
+    return run_jobs_cli(home, "detector", *args, timeout=600)
 
 
 def test_the_cli_trains_a_tiny_detector_on_phantom_films_and_lists_it(tmp_path):

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -17,21 +15,11 @@ from store import jobs as store_jobs
 from store.datasets import dataset_labels, load_splits
 from store.db import connect
 from store.imports import import_problems, latest_import, list_imports
-from tests.conftest import tiny_study, write_faulty_folder, write_film_folder
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.conftest import run_jobs_cli, tiny_study, write_faulty_folder, write_film_folder
 
 
 def run_import(home: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "SOFTGRADE_HOME": str(home)}
-    return subprocess.run(
-        [sys.executable, "-m", "jobs", "import", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return run_jobs_cli(home, "import", *args)
 
 
 @pytest.fixture(scope="module")

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,8 +13,7 @@ from store import jobs as store_jobs
 from store import users
 from store.audit import read_audit
 from store.db import connect, init_schema
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.conftest import run_jobs_cli
 
 
 @pytest.fixture
@@ -122,15 +119,7 @@ def test_the_backups_audit_line_names_the_os_user_or_local(monkeypatch):
 
 
 def _cli(home: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "SOFTGRADE_HOME": str(home)}
-    return subprocess.run(
-        [sys.executable, "-m", "jobs", *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_jobs_cli(home, *args, timeout=120)
 
 
 def test_up_beyond_loopback_without_accounts_refuses_to_start(home):
