@@ -43,18 +43,6 @@ def cached_results(
     return counts, compare.per_run_metrics(counts)
 
 
-@st.cache_data(ttl=_ui.RESULTS_TTL_S, show_spinner=False)
-def cached_cards(path: str, study_ids: tuple[str, ...]) -> tuple[_exports.Card, ...]:
-    """The picked studies' cards that head every download (``_exports.export_cards``)."""
-    return _exports.export_cards(path, study_ids)
-
-
-def download_row(files: list[tuple[str, str, str, str]], cards: tuple[_exports.Card, ...]) -> None:
-    """One column per export ``(label, text, file name, key)``, each headed by the cards."""
-    for column, (label, text, name, key) in zip(st.columns(len(files)), files, strict=True):
-        _ui.download(column, label, _exports.headed(text, cards, name), name, key=key)
-
-
 @st.cache_data(max_entries=32, show_spinner=False)
 def pooled_tests(
     scores: pd.DataFrame, descending: bool
@@ -120,7 +108,7 @@ def table_tab(per_run: pd.DataFrame, cards: tuple[_exports.Card, ...]) -> None:
     st.caption(_tables.table4_note(with_paper=published is not None))
     csv, latex = _tables.summary_csv(shown), _tables.summary_latex(shown, marks)
     runs_csv = per_run.to_csv(index=False)
-    download_row(
+    _ui.download_row(
         [
             ("Table as CSV", csv, "softgrade_table4.csv", "compare_download_csv"),
             ("Table as LaTeX", latex, "softgrade_table4.tex", "compare_download_latex"),
@@ -232,7 +220,7 @@ def statistics_tab(
     tables = _tables.method_test_tables(shapiro, kruskal, wilcoxon, anova, tukey)
     csv, latex = _tables.tables_csv(tables), _tables.stats_latex(tables, METRIC_LABELS[metric])
     name = f"softgrade_stats_{metric}"
-    download_row(
+    _ui.download_row(
         [
             ("Statistics as CSV", csv, f"{name}.csv", "compare_download_stats_csv"),
             ("Statistics as LaTeX", latex, f"{name}.tex", "compare_download_stats_latex"),

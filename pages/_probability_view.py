@@ -23,7 +23,7 @@ from engine import compare
 from engine import probability_metrics as pm
 from engine.ranking import BLOCKING_SENTENCE, CriticalDifference, critical_difference
 from pages import _exports, _science_charts, _tables, _ui
-from pages._compare_views import download_row
+from pages._ui import download_row
 from store import runs as store_runs
 
 

@@ -29,6 +29,7 @@ from jobs.access import (
     single_user_mode,
 )
 from jobs.describe import format_devices
+from pages import _exports
 from pages._tables import (
     CORRECTION_ORDER,
     correction_label,
@@ -779,3 +780,15 @@ def offer_reference_study(path: str) -> None:
             return
         cached_studies.clear()
         st.rerun()
+
+
+@st.cache_data(ttl=RESULTS_TTL_S, show_spinner=False)
+def cached_cards(path: str, study_ids: tuple[str, ...]) -> tuple[_exports.Card, ...]:
+    """The picked studies' cards that head every download (``_exports.export_cards``)."""
+    return _exports.export_cards(path, study_ids)
+
+
+def download_row(files: list[tuple[str, str, str, str]], cards: tuple[_exports.Card, ...]) -> None:
+    """One column per export ``(label, text, file name, key)``, each headed by the cards."""
+    for column, (label, text, name, key) in zip(st.columns(len(files)), files, strict=True):
+        download(column, label, _exports.headed(text, cards, name), name, key=key)

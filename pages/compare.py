@@ -39,7 +39,7 @@ per_run = views.keep_picked(per_run, tasks, methods)
 counts = views.keep_picked(counts, tasks, methods)
 views.describe_selection(per_run, methods)
 
-cards = views.cached_cards(path, tuple(picked["study_id"]))  # heading every download
+cards = _ui.cached_cards(path, tuple(picked["study_id"]))  # heading every download
 
 # Tabs that track which one is open, so the Probabilities tab is computed only when shown.
 tab_table, tab_dist, tab_cm, tab_stats, tab_prob = st.tabs(

@@ -17,7 +17,7 @@ import streamlit as st
 from engine import compare, relationship
 from engine.vocab import order_methods
 from pages import _exports, _tables, _ui
-from pages._compare_views import cached_cards, download_row
+from pages._ui import cached_cards, download_row
 from store import runs as store_runs
 
 EPS_CHOICES = (1e-6, 1e-4, 1e-2)
