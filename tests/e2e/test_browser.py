@@ -157,6 +157,20 @@ def set_number(tab: object, label: str, value: int) -> None:
     tab.wait_for_timeout(400)  # let the rerun that commits the value finish
 
 
+def queue_quick_study(tab: object, name: str, numbers: dict[str, int]) -> None:
+    """From the Launch page: the quick preset, its number inputs set (label -> value, in
+    order), named ``name``, queued."""
+    tab.get_by_role("button", name="Quick look").click()
+    tab.wait_for_timeout(500)
+    for label, value in numbers.items():
+        set_number(tab, label, value)
+    name_box = tab.get_by_role("textbox", name="Study name")
+    name_box.fill(name)
+    name_box.press("Enter")
+    tab.wait_for_timeout(400)
+    tab.get_by_role("button", name="Queue this study").click()
+
+
 @pytest.fixture
 def whole_film(tmp_path: Path) -> Path:
     """A whole phantom radiograph (not a crop) saved as a PNG file."""
@@ -176,17 +190,12 @@ def test_launch_a_study_follow_it_and_read_every_page(
     open_page(tab, f"{app_url}/", "Launch a study")
     assert_no_error(tab, "Launch")
     assert_only_softgrade_menu(tab)  # the first session of a fresh server
-    tab.get_by_role("button", name="Quick look").click()
-    tab.wait_for_timeout(500)
-    set_number(tab, "KL-graded films", 40)
-    set_number(tab, "Films", 60)
-    set_number(tab, "Phantom seed", 3)
-    set_number(tab, "Seeds", 1)
-    set_number(tab, "Max epochs", 2)
-    set_number(tab, "Patience (epochs)", 2)
-    tab.get_by_role("textbox", name="Study name").fill("browser check")
-    tab.get_by_role("textbox", name="Study name").press("Enter")
-    tab.get_by_role("button", name="Queue this study").click()
+    queue_quick_study(
+        tab,
+        "browser check",
+        {"KL-graded films": 40, "Films": 60, "Phantom seed": 3, "Seeds": 1}
+        | {"Max epochs": 2, "Patience (epochs)": 2},
+    )
     tab.get_by_text("Queued **browser check**".replace("**", "")).wait_for()
     assert_no_error(tab, "Launch after queueing")
 

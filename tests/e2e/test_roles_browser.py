@@ -30,8 +30,8 @@ from tests.e2e.test_browser import (  # noqa: E402 - after the skip; fixtures us
     STUDY_TIMEOUT_MS,
     assert_no_error,
     page,  # noqa: F401
+    queue_quick_study,
     serve_app,
-    set_number,
 )
 
 pytestmark = pytest.mark.skipif(
@@ -93,19 +93,12 @@ def menu_links(tab: object) -> set[str]:
 
 def queue_tiny_study(tab: object) -> None:
     """From the Launch page: the quick preset shrunk to one seed, one epoch, 32 px."""
-    tab.get_by_role("button", name="Quick look").click()
-    tab.wait_for_timeout(500)
-    set_number(tab, "KL-graded films", 40)
-    set_number(tab, "Films", 60)
-    set_number(tab, "Seeds", 1)
-    set_number(tab, "Max epochs", 1)
-    set_number(tab, "Patience (epochs)", 1)
-    set_number(tab, "Image size (px)", 32)
-    name_box = tab.get_by_role("textbox", name="Study name")
-    name_box.fill(STUDY)
-    name_box.press("Enter")
-    tab.wait_for_timeout(400)
-    tab.get_by_role("button", name="Queue this study").click()
+    queue_quick_study(
+        tab,
+        STUDY,
+        {"KL-graded films": 40, "Films": 60, "Seeds": 1, "Max epochs": 1}
+        | {"Patience (epochs)": 1, "Image size (px)": 32},
+    )
     shows(tab.get_by_text(f"Queued {STUDY}").first)
 
 
