@@ -147,6 +147,29 @@ def open_page(tab: object, url: str, heading: str) -> None:
     tab.wait_for_load_state("networkidle")
 
 
+def wait_until_idle(tab: object, timeout_ms: int = PAGE_TIMEOUT_MS) -> None:
+    """Wait until Streamlit's "Running..." status widget is gone (no rerun in flight)."""
+    running = tab.locator('[data-testid="stStatusWidget"]')
+    playwright_api.expect(running).to_have_count(0, timeout=timeout_ms)
+
+
+def open_tab(tab: object, name: str, attempts: int = 4) -> None:
+    """Select the tab called ``name`` and wait until the rerun it starts has ended.
+
+    Tabs that rerun the page on a change can snap back to the old tab when a click lands
+    while an earlier rerun is still drawing; click again until the tab stays selected.
+    """
+    button = tab.get_by_role("tab", name=name)
+    for _ in range(attempts):
+        wait_until_idle(tab)
+        button.click()
+        tab.wait_for_timeout(500)  # the status widget shows a moment after a rerun starts
+        wait_until_idle(tab)
+        if button.get_attribute("aria-selected") == "true":
+            return
+    playwright_api.expect(button).to_have_attribute("aria-selected", "true", timeout=1000)
+
+
 def set_number(tab: object, label: str, value: int) -> None:
     box = tab.get_by_label(label, exact=True)
     # Right after a rerun (a preset click) Streamlit may briefly draw the old and the new

@@ -28,6 +28,7 @@ from tests.e2e.test_browser import (  # noqa: E402 - fixtures used by name
     app_url,  # noqa: F401
     assert_no_error,
     open_page,
+    open_tab,
     page,  # noqa: F401
 )
 
@@ -74,9 +75,9 @@ def test_an_empty_compare_page_loads_the_bundled_reference_study_in_one_click(
     assert all(method_title(method) in text for method in METHODS), text
     shows(tab.get_by_text(f"{n_seeds} seed(s) per task and method").first)
 
-    tab.get_by_role("tab", name="Distributions over seeds").click()
+    open_tab(tab, "Distributions over seeds")
     shows(tab.locator(CHARTS).nth(1))  # one violin-and-box chart per task
-    tab.get_by_role("tab", name="Statistics").click()
+    open_tab(tab, "Statistics")
     shows(tab.get_by_text("Two-way ANOVA, method × task (Table 5)").first)
     shows(tab.get_by_text("Tukey HSD homogeneous subsets").first)
     assert_no_error(tab, "Compare methods, reference tabs")
