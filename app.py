@@ -19,17 +19,15 @@ import streamlit as st
 
 from jobs.access import pages_for
 from jobs.kiosk import kiosk_settings
-from pages._ui import current_account, render_account, render_sidebar, sign_in_form
+from pages._ui import (
+    SIGNED_OUT_KEY,
+    current_account,
+    render_account,
+    render_sidebar,
+    sign_in_form,
+)
 
 st.set_page_config(page_title="SoftGrade", page_icon=":material/radiology:", layout="wide")
-
-if kiosk_settings() is not None:
-    # `python -m jobs up --kiosk / --demo`: Grade a film alone, no menu, no sidebar, no
-    # sign-in. Any other URL opens this page too: it is the only one the navigation knows.
-    page = st.Page("pages/demo.py", title="Grade a film", icon=":material/radiology:")
-    st.navigation([page], position="hidden").run()
-    st.stop()
-
 
 # Section -> (file stem under pages/, title, icon), in menu order.
 MENU = {
@@ -101,10 +99,39 @@ def sign_in_pages() -> list[st.Page]:
     return [st.Page(sign_in_form, title="Sign in", icon=":material/login:", default=True), *hidden]
 
 
+def kiosk_pages() -> list[st.Page]:
+    """Grade a film alone, at the root; every other page's URL leads back to it.
+
+    A bookmark or a typed URL of another page (``/queue``) on the kiosk then opens Grade a
+    film without Streamlit's "Page not found" note over it, and shows nothing else.
+    """
+    grade = st.Page("pages/demo.py", title="Grade a film", icon=":material/radiology:")
+
+    def back_to_grade_a_film() -> None:
+        st.switch_page(grade)
+
+    others = [
+        st.Page(back_to_grade_a_film, title=title, url_path=stem, visibility="hidden")
+        for entries in MENU.values()
+        for stem, title, _ in entries
+        if stem != "demo"
+    ]
+    return [grade, *others]
+
+
+if kiosk_settings() is not None:
+    # `python -m jobs up --kiosk / --demo`: Grade a film alone, no menu, no sidebar, no sign-in.
+    st.navigation(kiosk_pages(), position="hidden").run()
+    st.stop()
+
 account = current_account()
 if account is None:
     # Signed out, or the session ended: only the sign-in form, no menu, no sidebar.
-    st.navigation(sign_in_pages(), position="hidden").run()
+    pages = sign_in_pages()
+    signing_in = st.navigation(pages, position="hidden")
+    if st.session_state.pop(SIGNED_OUT_KEY, False) and signing_in is not pages[0]:
+        st.switch_page(pages[0])  # the form at the root: the next person's first page follows
+    signing_in.run()
     st.stop()
 navigation = st.navigation(menu_for(pages_for(account)))
 render_account(account)

@@ -83,6 +83,9 @@ def run_inside_shell() -> None:
 # The one thing sign-in keeps in the browser's session: the session token (never the name,
 # role or password), checked against the store on every rerun.
 TOKEN_KEY = "softgrade_token"
+# Set by sign-out so that the sign-in form opens at the app's root, not at the page the last
+# person was on: whoever signs in next lands on their own first page (app.py reads it).
+SIGNED_OUT_KEY = "softgrade_signed_out"
 
 # Pages by file stem -> the words of the guard's message.
 PAGE_TITLES = {
@@ -239,6 +242,7 @@ def sign_in_form() -> None:
 def sign_out() -> None:
     """Button callback: end the session in the store and forget the token."""
     token = st.session_state.pop(TOKEN_KEY, None)
+    st.session_state[SIGNED_OUT_KEY] = True
     if token:
         store_users.sign_out(token, path=store_path())
     if _oidc_signed_in():

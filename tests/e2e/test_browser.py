@@ -71,14 +71,14 @@ def _wait_for_http(url: str, proc: subprocess.Popen, timeout_s: float = 60.0) ->
 
 
 @contextlib.contextmanager
-def serve_app(home: Path) -> Iterator[str]:
-    """`python -m jobs up` (app + worker) on a free port and the store under ``home``;
-    yields the app's URL and stops both on exit."""
+def serve_app(home: Path, *up_options: str) -> Iterator[str]:
+    """`python -m jobs up [OPTIONS]` (app + worker, or a kiosk) on a free port and the store
+    under ``home``; yields the app's URL and stops it on exit."""
     port = _free_port()
     env = {**os.environ, "SOFTGRADE_HOME": str(home), "PYTHONUNBUFFERED": "1"}
     log = (home / "up.log").open("w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jobs", "up", "--port", str(port)],
+        [sys.executable, "-m", "jobs", "up", *up_options, "--port", str(port)],
         cwd=ROOT,
         env=env,
         stdout=log,

@@ -121,8 +121,12 @@ def test_a_member_launches_and_a_viewer_reads_results_but_cannot_launch(
     shows(tab.get_by_text("succeeded").first, STUDY_TIMEOUT_MS)
     assert_no_error(tab, "Jobs, member")
 
+    # Signed out on Jobs: the form opens at the root, so the viewer who signs in next lands
+    # on their own first page, not on Jobs' refusal.
     tab.get_by_role("button", name="Sign out").click()
     sign_in(tab, VIEWER, "viewer")
+    playwright_api.expect(tab).to_have_url(f"{app_url}/")
+    assert tab.get_by_text("is not open to").count() == 0
     assert_no_error(tab, "first page, viewer")
     shown = menu_links(tab)
     assert {"Compare methods", "KL × CPPD", "Grade a film"} <= shown, shown
