@@ -266,3 +266,76 @@ def test_up_demo_serves_on_every_interface_without_accounts_and_cleans_up(bundle
         proc.wait(timeout=60)
     assert not unpacked.exists()
     assert not (tmp_path / "no-store-here").exists()  # the lab's home was never touched
+
+
+# -- a study whose films were cropped by a trained detector ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def detector_study(tmp_path_factory) -> tuple[Path, Path, str, str]:
+    """A tiny study on an imported folder whose dataset names a trained YOLO detector (2
+    epochs, 64 px: it trains in seconds; films it misses are cropped by the classical
+    detector, as imports do). Returns (home, store, study id, detector key)."""
+    from engine.config import StudySpec
+    from engine.phantom import PhantomSpec
+    from engine.yolo import phantom_detection_set, train_detector
+    from jobs.executors import InlineExecutor
+    from jobs.runner import Worker
+    from store import jobs as store_jobs
+    from store.db import init_schema
+    from tests.conftest import tiny_study, write_film_folder
+
+    home = tmp_path_factory.mktemp("detector-study")
+    films, boxes = phantom_detection_set(
+        PhantomSpec(n_images=16, n_joint=8, seed=4, film_size=(160, 160))
+    )
+    detectors = home / "detectors"
+    record = train_detector(films, boxes, image_size=64, epochs=2, device="cpu", out_dir=detectors)
+    folder, csv, _ = write_film_folder(home, n=40, n_joint=40, seed=6)
+    dataset = {"kind": "folder", "path": str(folder), "labels_csv": str(csv)}
+    dataset |= {"detector": record.key, "detectors_dir": str(detectors)}
+    store = home / "softgrade.duckdb"
+    init_schema(store)
+    spec = StudySpec.from_dict(tiny_study(dataset=dataset, methods=["beta"]))
+    job_id = store_jobs.enqueue_job(spec.to_dict(), path=store)
+    Worker(InlineExecutor("cpu"), store_path=store, home=home).serve(stop_when_idle=True)
+    job = store_jobs.get_job(job_id, path=store)
+    assert job.status == "succeeded", job
+    return home, store, job.study_id, record.key
+
+
+def test_a_bundle_carries_the_trained_detector_its_films_were_cropped_with_and_uploads_use_it(
+    detector_study, tmp_path, monkeypatch
+):
+    import engine.yolo
+    from tests.app.test_demo import _png
+    from tests.conftest import phantom_film
+
+    home, store, study_id, key = detector_study
+    out = export_demo(study_id, tmp_path / "demo.zip", home=home, path=store).path
+    with zipfile.ZipFile(out) as zf:
+        manifest = json.loads(zf.read("manifest.json"))
+        bundled_weights = zf.read("detector/detector.pt")
+    assert manifest["detector"] == {"name": key, "folder": "detector"}
+    assert bundled_weights == (home / "detectors" / key / "detector.pt").read_bytes()
+
+    demo_home, bundle = fresh_demo_home(out)
+    loaded: list[Path] = []
+    real_load = engine.yolo.load_detector
+
+    def spy(path: Path, **kwargs: object) -> object:
+        loaded.append(Path(path))
+        return real_load(path, **kwargs)
+
+    monkeypatch.setattr(engine.yolo, "load_detector", spy)
+    try:
+        at = _kiosk_app(monkeypatch, demo_home, KioskSettings(demo_dir=bundle.folder))
+        at.segmented_control(key="demo_source").set_value("Upload a film").run()
+        film = phantom_film(index=0)
+        at.file_uploader(key="demo_upload").upload("knee.png", _png(film), "image/png").run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert [m.label for m in at.metric] == ["KL grade", "CPPD grade"]
+        assert loaded == [bundle.detector_dir]  # the bundle's own copy, not the lab's
+        assert bundle.detector_dir.is_relative_to(demo_home)
+    finally:
+        shutil.rmtree(demo_home)
