@@ -188,3 +188,10 @@ def list_accounts(account: Account, *, path: Path | str | None = None) -> pd.Dat
     """Every account with its role, disabled flag and last sign-in; admins only."""
     require(account, Action.MANAGE_ACCOUNTS)
     return store_users.list_users(path=path)
+
+
+def list_lab_account_sign_ins(account: Account, *, path: Path | str | None = None) -> pd.DataFrame:
+    """Everyone who signed in through the lab's identity provider (not rows of `users`:
+    their role comes from the e-mail mapping), with first and last sign-in; admins only."""
+    require(account, Action.MANAGE_ACCOUNTS)
+    return store_audit.lab_account_sign_ins(path=path)

@@ -1,11 +1,12 @@
-"""What the admin pages show, as frames and text: the accounts table, the audit log and its
-CSV, a new account's form checked, an upload's size checked. No streamlit, so it is
-unit-tested."""
+"""What the admin pages show, as frames and text: the accounts table, the lab accounts that
+sign in through the identity provider and their mapping, the audit log and its CSV, a new
+account's form checked, an upload's size checked. No streamlit, so it is unit-tested."""
 
 from __future__ import annotations
 
 import pandas as pd
 
+from jobs.access import oidc_account
 from store.users import MIN_PASSWORD_CHARS, NAME_PATTERN, Role
 
 ACCOUNT_COLUMNS = {
@@ -36,6 +37,35 @@ def accounts_table(accounts: pd.DataFrame) -> pd.DataFrame:
     ]
     table["disabled"] = table["disabled"].fillna(False).astype(bool)
     return table.rename(columns=ACCOUNT_COLUMNS)
+
+
+def lab_accounts_table(sign_ins: pd.DataFrame, mapping: dict[str, Role]) -> pd.DataFrame:
+    """`store.audit.lab_account_sign_ins` with the role the e-mail mapping gives each person
+    now ("no access" once the mapping no longer lists them)."""
+    roles = []
+    for email in sign_ins["name"]:
+        account = oidc_account(str(email), mapping)
+        roles.append(account.role.value if account else "no access (not in the mapping)")
+    return pd.DataFrame(
+        {
+            "E-mail": sign_ins["name"].astype(str),
+            "Role now": roles,
+            "Last sign-in": [f"{pd.Timestamp(t):%Y-%m-%d %H:%M}" for t in sign_ins["last_sign_in"]],
+            "First sign-in": [f"{pd.Timestamp(t):%Y-%m-%d}" for t in sign_ins["first_sign_in"]],
+            "Sign-ins": sign_ins["sign_ins"].astype(int),
+        }
+    )
+
+
+def role_mapping_table(mapping: dict[str, Role]) -> pd.DataFrame:
+    """The e-mail mapping as rows: single e-mails first, then whole domains."""
+    keys = sorted(mapping, key=lambda key: (key.startswith("@"), key))
+    return pd.DataFrame(
+        {
+            "E-mail or domain": keys,
+            "Role": [mapping[key].value for key in keys],
+        }
+    )
 
 
 def audit_table(log: pd.DataFrame) -> pd.DataFrame:

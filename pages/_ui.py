@@ -46,7 +46,7 @@ from store import runs as store_runs
 from store import studies as store_studies
 from store import users as store_users
 from store.db import StoreError, default_store_path, init_schema
-from store.users import Account
+from store.users import Account, Role
 
 WORKER_ALIVE_WITHIN_S = 30.0
 SIDEBAR_REFRESH_S = 5.0
@@ -142,6 +142,15 @@ def _secrets_section(name: str) -> dict[str, Any] | None:
     return section.to_dict() if hasattr(section, "to_dict") else section
 
 
+def oidc_role_mapping() -> dict[str, Role]:
+    """The e-mail (or @domain) -> role mapping for sign-in through the identity provider.
+
+    Raises:
+        ValueError: The mapping is misconfigured (the message lists every bad entry).
+    """
+    return oidc_roles(_secrets_section("softgrade") or {})
+
+
 def oidc_configured() -> bool:
     """Whether the lab configured an identity provider for `st.login`."""
     return bool(_secrets_section("auth"))
@@ -161,7 +170,7 @@ def _oidc_account() -> Account | None:
         return None
     email = str(st.user.get("email") or "")
     try:
-        roles = oidc_roles(_secrets_section("softgrade") or {})
+        roles = oidc_role_mapping()
     except ValueError as exc:
         st.error(f"Sign-in through the lab account is misconfigured: {exc}")
         st.stop()
@@ -179,7 +188,7 @@ def _oidc_account() -> Account | None:
             "sign_in",
             actor=account.name,
             target=account.name,
-            detail="lab account (OIDC)",
+            detail=store_audit.OIDC_SIGN_IN_DETAIL,
             path=store_path(),
         )
         st.session_state[OIDC_AUDITED_KEY] = account.name

@@ -13,8 +13,20 @@ import streamlit as st
 
 from jobs import lab
 from jobs.access import LOCAL_ACCOUNT, AccessDenied
-from pages._admin_tables import accounts_table, new_account_problems
-from pages._ui import current_account, require_page, run_inside_shell, store_path
+from pages._admin_tables import (
+    accounts_table,
+    lab_accounts_table,
+    new_account_problems,
+    role_mapping_table,
+)
+from pages._ui import (
+    current_account,
+    oidc_configured,
+    oidc_role_mapping,
+    require_page,
+    run_inside_shell,
+    store_path,
+)
 from store.db import StoreError
 from store.users import Role
 
@@ -113,6 +125,33 @@ def show_changes(names: list[str], roles: dict[str, str], disabled: dict[str, bo
     )
 
 
+def show_lab_accounts(sign_ins: Any) -> None:
+    """People who sign in through the lab's identity provider: the e-mail mapping that gives
+    them a role, and everyone who has signed in that way."""
+    st.subheader("Lab accounts (the identity provider)")
+    st.caption(
+        "These people sign in with the lab's own account, so they have no row above: the "
+        "role comes from the e-mail mapping (`[softgrade.roles]` in .streamlit/secrets.toml, "
+        "or the file named by SOFTGRADE_OIDC_ROLES; docs/security.md). Change a role there; "
+        "it applies from their next page."
+    )
+    try:
+        mapping = oidc_role_mapping()
+    except ValueError as exc:
+        st.error(f"The e-mail mapping is misconfigured, so nobody gets in that way: {exc}")
+        mapping = {}
+    if mapping:
+        st.markdown("**Who may sign in, by e-mail or domain**")
+        st.dataframe(role_mapping_table(mapping), hide_index=True, width="content")
+    elif oidc_configured():
+        st.warning("The e-mail mapping is empty: nobody can sign in with a lab account yet.")
+    if sign_ins.empty:
+        st.caption("Nobody has signed in with a lab account yet.")
+    else:
+        st.markdown("**Who has signed in that way**")
+        st.dataframe(lab_accounts_table(sign_ins, mapping), hide_index=True, width="content")
+
+
 run_inside_shell()
 ACCOUNT = require_page("accounts")
 st.title("Accounts")
@@ -126,6 +165,7 @@ if message := st.session_state.pop(MESSAGE_KEY, None):
     (st.error if message[0] == "error" else st.success)(message[1])
 try:
     accounts = lab.list_accounts(ACCOUNT, path=store_path())
+    lab_sign_ins = lab.list_lab_account_sign_ins(ACCOUNT, path=store_path())
 except StoreError as exc:
     st.error(f"The accounts cannot be read right now: {exc}")
     st.stop()
@@ -146,3 +186,5 @@ if not accounts.empty:
         dict(zip(accounts["name"], accounts["role"], strict=True)),
         dict(zip(accounts["name"], accounts["disabled"].astype(bool), strict=True)),
     )
+if oidc_configured() or not lab_sign_ins.empty:
+    show_lab_accounts(lab_sign_ins)

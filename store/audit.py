@@ -18,6 +18,9 @@ from store.db import connect
 
 # Who acted when nobody signed in: single-user mode on 127.0.0.1, and the command line.
 LOCAL_ACTOR = "local"
+# The detail of a sign-in through the lab's identity provider (OIDC): such people are not
+# rows of `users`, so their sign-in lines are how the Accounts page knows them.
+OIDC_SIGN_IN_DETAIL = "lab account (OIDC)"
 
 # Every action the log knows. Not a CHECK in the schema, so a new action needs no migration;
 # `record` refuses anything else so a typo cannot hide an action from an admin's filter.
@@ -135,3 +138,21 @@ def audit_actors(*, path: Path | str | None = None) -> list[str]:
         return [
             r[0] for r in con.execute("SELECT DISTINCT actor FROM audit_log ORDER BY 1").fetchall()
         ]
+
+
+def lab_account_sign_ins(*, path: Path | str | None = None) -> pd.DataFrame:
+    """Everyone who signed in through the lab's identity provider, latest first.
+
+    Returns:
+        Columns name (their e-mail), first_sign_in, last_sign_in, sign_ins.
+    """
+    with connect(path, read_only=True) as con:
+        return con.execute(
+            """
+            SELECT actor AS name, min(logged_at) AS first_sign_in,
+                   max(logged_at) AS last_sign_in, count(*) AS sign_ins
+            FROM audit_log WHERE action = 'sign_in' AND detail = ?
+            GROUP BY actor ORDER BY last_sign_in DESC, name
+            """,
+            [OIDC_SIGN_IN_DETAIL],
+        ).df()

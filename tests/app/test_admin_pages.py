@@ -12,13 +12,16 @@ from streamlit.testing.v1 import AppTest
 from pages._admin_tables import (
     accounts_table,
     audit_csv,
+    lab_accounts_table,
     new_account_problems,
+    role_mapping_table,
     upload_size_problem,
 )
 from pages._ui import STORE_UNUSABLE_TITLE, TOKEN_KEY
 from store import users as store_users
-from store.audit import read_audit
+from store.audit import OIDC_SIGN_IN_DETAIL, read_audit, record
 from store.db import default_store_path
+from store.users import Role
 from tests.app.test_roles import PASSWORD, ROOT, _signed_in
 
 
@@ -144,6 +147,53 @@ def test_audit_csv_and_accounts_table_read_as_shown():
         "Last sign-in": "never",
         "Added": "2026-11-01",
     }
+
+
+def test_lab_accounts_show_the_role_their_mapping_gives_now():
+    mapping = {"kim@lab.org": Role.ADMIN, "@lab.org": Role.VIEWER}
+    sign_ins = pd.DataFrame(
+        {
+            "name": ["kim@lab.org", "lee@lab.org", "max@gone.org"],
+            "first_sign_in": pd.to_datetime(["2026-11-01 09:00"] * 3),
+            "last_sign_in": pd.to_datetime(
+                ["2026-11-26 10:00", "2026-11-25 08:30", "2026-11-02 07:00"]
+            ),
+            "sign_ins": [3, 1, 1],
+        }
+    )
+    table = lab_accounts_table(sign_ins, mapping)
+    assert table["Role now"].tolist() == ["admin", "viewer", "no access (not in the mapping)"]
+    assert table["Last sign-in"].tolist()[1] == "2026-11-25 08:30"
+    assert table["Sign-ins"].tolist() == [3, 1, 1]
+    rows = role_mapping_table(mapping)
+    assert rows.values.tolist() == [["kim@lab.org", "admin"], ["@lab.org", "viewer"]]
+
+
+def test_the_accounts_page_lists_people_who_signed_in_with_a_lab_account(
+    path, tmp_path, monkeypatch
+):
+    roles = tmp_path / "roles.txt"
+    roles.write_text("kim@lab.org member\n@lab.org viewer\n")
+    monkeypatch.setenv("SOFTGRADE_OIDC_ROLES", str(roles))
+    record(
+        "sign_in", actor="kim@lab.org", target="kim@lab.org", detail=OIDC_SIGN_IN_DETAIL, path=path
+    )
+    at = _signed_in("accounts", "ada", "admin", path).run()
+    assert not at.exception
+    assert "Lab accounts (the identity provider)" in [h.value for h in at.subheader]
+    frames = [d.value for d in at.dataframe]
+    mapping = next(f for f in frames if "E-mail or domain" in f)
+    assert mapping.values.tolist() == [["kim@lab.org", "member"], ["@lab.org", "viewer"]]
+    seen = next(f for f in frames if "E-mail" in f and "Role now" in f)
+    assert seen[["E-mail", "Role now", "Sign-ins"]].values.tolist() == [
+        ["kim@lab.org", "member", 1]
+    ]
+
+
+def test_the_accounts_page_has_no_lab_accounts_section_without_an_identity_provider(path):
+    at = _signed_in("accounts", "ada", "admin", path).run()
+    assert not at.exception
+    assert "Lab accounts (the identity provider)" not in [h.value for h in at.subheader]
 
 
 def test_a_new_accounts_problems_are_all_listed():

@@ -205,3 +205,16 @@ def test_audit_lines_filter_by_day(store):
     assert read_audit(since=today, until=today, path=store).action.tolist() == ["backup"]
     assert read_audit(since=today + timedelta(days=1), path=store).empty
     assert read_audit(until=today - timedelta(days=1), path=store).empty
+
+
+def test_lab_account_sign_ins_count_only_identity_provider_sign_ins_per_person(store):
+    from store.audit import OIDC_SIGN_IN_DETAIL, lab_account_sign_ins
+
+    users.add_user("ada", "admin", "a long enough password", path=store)
+    users.sign_in("ada", "a long enough password", path=store)  # a password sign-in: not listed
+    for email in ("kim@lab.org", "lee@lab.org", "kim@lab.org"):
+        record("sign_in", actor=email, target=email, detail=OIDC_SIGN_IN_DETAIL, path=store)
+    seen = lab_account_sign_ins(path=store)
+    assert seen["name"].tolist() == ["kim@lab.org", "lee@lab.org"]  # latest sign-in first
+    assert seen["sign_ins"].tolist() == [2, 1]
+    assert (seen["first_sign_in"] <= seen["last_sign_in"]).all()
