@@ -93,7 +93,7 @@ def show_problem_table(summary: ImportSummary, problems: pd.DataFrame) -> None:
     show_problems(problems, key="data_import_problems")
     st.download_button(
         "Download report (CSV)",
-        report_csv(problems),
+        report_csv(problems, summary),
         file_name=f"{summary.name}-import-report.csv",
         mime="text/csv",
         key="data_import_download",

@@ -15,6 +15,7 @@ import pandas as pd
 
 from engine.import_check import KNEE_LOW_CONFIDENCE, ImportReport
 from jobs.access import confine_import_path, data_roots
+from jobs.provenance import card_comments
 
 #: Layout choices of the import form (``auto`` first), in words.
 LAYOUT_LABELS = {
@@ -76,10 +77,33 @@ def counts_text(report: ImportReport) -> str:
     )
 
 
-def report_csv(problems: pd.DataFrame) -> str:
+def import_card(summary: Any) -> dict[str, str]:
+    """What a stored import (``store.imports.ImportSummary``) was, as the card that heads its
+    report's CSV: where the films came from, when, how it was checked and what it found."""
+    counts = ", ".join(f"{n} {label}" for label, n in summary_counts(summary))
+    card = {
+        "import": str(summary.name),
+        "dataset id": str(summary.dataset_id),
+        "import id": str(summary.import_id),
+        "folder": str(summary.source),
+        "labels csv": str(summary.labels_csv or "none (the layout gives the grades)"),
+        "layout": str(summary.layout)
+        + (f", its split: {summary.layout_split}" if summary.layout_split else ""),
+        "bad films": "skipped" if summary.skip_bad else "none skipped",
+        "knees located by": detector_text(
+            summary.detector, summary.detector_iou, summary.detector_map
+        ),
+        "imported at": f"{summary.created_at:%Y-%m-%d %H:%M}",
+        "counts": counts,
+    }
+    return card
+
+
+def report_csv(problems: pd.DataFrame, summary: Any) -> str:
     """A stored import's problems as the CSV the Data page offers (the store's columns:
-    file, csv_row, severity, kind, problem, action)."""
-    return problems.to_csv(index=False)
+    file, csv_row, severity, kind, problem, action), headed by the import's card as ``#``
+    comment lines (read it back with ``pandas.read_csv(..., comment="#")``)."""
+    return card_comments(import_card(summary)) + problems.to_csv(index=False)
 
 
 def left_out_text(left_out: tuple[str, ...] | list[str], shown: int = 20) -> str:

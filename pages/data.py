@@ -113,8 +113,10 @@ def show_datasets(path: str) -> None:
         st.markdown("**Images per recorded grade**")
         counts = grade_counts(labels)
         # CPPD has no grade 4: show a dash there rather than "None".
-        # Text cells: a "—" in an integer column cannot travel to the browser as Arrow.
-        st.dataframe(counts.astype("string").fillna("—"), width="stretch")
+        # Text cells and a text index: a "—" in an integer column, or "total" among the
+        # integer grades, cannot travel to the browser as Arrow.
+        shown = counts.astype("string").fillna("—").rename(index=str)
+        st.dataframe(shown, width="stretch")
     with joint_col:
         st.markdown("**KL × CPPD** (images graded for both)")
         st.dataframe(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pandas as pd
@@ -92,9 +93,16 @@ def test_an_imported_dataset_shows_its_report_detector_and_films_left_out(path, 
     assert "`empty.png`" in "\n".join(m.value for m in expander.markdown)
     (download,) = at.get("download_button")
     assert download.label == "Download report (CSV)" and download.proto.url.endswith(".csv")
-    stored = import_problems(latest_import(done.dataset_id, path=path).import_id, path=path)
-    assert report_csv(stored).splitlines()[0] == "file,csv_row,severity,kind,problem,action"
-    assert "empty.png,10,error,empty_file" in report_csv(stored)
+    summary = latest_import(done.dataset_id, path=path)
+    text = report_csv(import_problems(summary.import_id, path=path), summary)
+    # Headed by the import's card, and read back as the table with pandas' comment mark.
+    card = dict(line[2:].split(": ", 1) for line in text.splitlines() if line.startswith("# "))
+    assert card["dataset id"] == done.dataset_id and card["folder"] == summary.source
+    assert card["knees located by"].startswith("the classical detector")
+    assert "8 films registered" in card["counts"] and "1 left out" in card["counts"]
+    table = pd.read_csv(io.StringIO(text), comment="#")
+    assert table.columns.tolist() == ["file", "csv_row", "severity", "kind", "problem", "action"]
+    assert table.loc[table["file"] == "empty.png", "kind"].tolist() == ["empty_file"]
 
 
 def _split_seeds(dataset_id: str, seeds: range, path: Path) -> None:
