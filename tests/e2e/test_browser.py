@@ -180,14 +180,36 @@ def open_tab(tab: object, name: str, attempts: int = 4) -> None:
     playwright_api.expect(button).to_have_attribute("aria-selected", "true", timeout=1000)
 
 
-def set_number(tab: object, label: str, value: int) -> None:
+def set_number(tab: object, label: str, value: int, attempts: int = 3) -> None:
+    """Type ``value`` into the number box called ``label`` and wait until it holds it.
+
+    A value typed while an earlier rerun is still drawing can be lost when that rerun
+    redraws the box; type it again until the box keeps it.
+    """
     box = tab.get_by_label(label, exact=True)
-    # Right after a rerun (a preset click) Streamlit may briefly draw the old and the new
-    # widget together; wait until one is left before typing into it.
-    playwright_api.expect(box).to_have_count(1, timeout=PAGE_TIMEOUT_MS)
-    box.fill(str(value))
-    box.press("Enter")
-    tab.wait_for_timeout(400)  # let the rerun that commits the value finish
+    for _ in range(attempts):
+        wait_until_idle(tab)
+        # Right after a rerun (a preset click) Streamlit may briefly draw the old and the
+        # new widget together; wait until one is left before typing into it.
+        playwright_api.expect(box).to_have_count(1, timeout=PAGE_TIMEOUT_MS)
+        box.fill(str(value))
+        box.press("Enter")
+        tab.wait_for_timeout(400)  # the status widget shows a moment after a rerun starts
+        wait_until_idle(tab)
+        if box.input_value() == str(value):
+            return
+    playwright_api.expect(box).to_have_value(str(value), timeout=1000)
+
+
+def click_enabled_button(tab: object, name: str) -> None:
+    """Click the button called ``name``; if it stays disabled, fail with what the page said."""
+    button = tab.get_by_role("button", name=name)
+    try:
+        playwright_api.expect(button).to_be_enabled(timeout=PAGE_TIMEOUT_MS)
+    except AssertionError:
+        shown = tab.inner_text("body")[-3000:]
+        pytest.fail(f"{name!r} stayed disabled; the page ends:\n{shown}")
+    button.click()
 
 
 def queue_quick_study(tab: object, name: str, numbers: dict[str, int]) -> None:
@@ -201,7 +223,8 @@ def queue_quick_study(tab: object, name: str, numbers: dict[str, int]) -> None:
     name_box.fill(name)
     name_box.press("Enter")
     tab.wait_for_timeout(400)
-    tab.get_by_role("button", name="Queue this study").click()
+    wait_until_idle(tab)
+    click_enabled_button(tab, "Queue this study")
 
 
 @pytest.fixture
