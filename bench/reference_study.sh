@@ -4,13 +4,15 @@
 #
 #   bash bench/reference_study.sh start [SECONDS]    # worker in the background, then wait
 #   bash bench/reference_study.sh progress [SECONDS] # wait, then say which seeds are complete
+#   bash bench/reference_study.sh wait [SECONDS]     # until the study ends (at most SECONDS)
 #   bash bench/reference_study.sh finish OUT_DIR     # cancel, keep complete seeds, export
 #
 # The study is studies/paper.yaml (20 seeds, both tasks, five methods, budget 15, 224 px), or
 # STUDY_FILE=... for a spec with some of its seeds (e.g. `seeds: [13, 14, ...]`, to add seeds
 # in a later session);
 # runs go seed by seed over every slot of every GPU, so a study stopped early keeps its
-# complete seeds. The export is bench/export_reference.py's bundle with its study card.
+# complete seeds. The export is bench/export_reference.py's bundle with its study card; two
+# such parts are merged into one bundle by bench/merge_reference.py.
 set -u
 HOME_DIR=${SOFTGRADE_HOME:-/tmp/sg}
 export SOFTGRADE_HOME=$HOME_DIR PYTHONUNBUFFERED=1
@@ -52,6 +54,15 @@ progress)
     sleep "${2:-0}"
     progress
     ;;
+wait)
+    # The worker's own command line, not this script's: a caller's `pgrep -f "jobs run ..."`
+    # also matches the shell that runs it and never ends.
+    for _ in $(seq $(( ${2:-540} / 10 ))); do
+        pgrep -f "^python3 -m jobs run $STUDY_FILE" >/dev/null || break
+        sleep 10
+    done
+    progress
+    ;;
 finish)
     out=${2:?finish needs an output folder}
     job=$(grep -o "running [a-z0-9-]*" "$HOME_DIR/run.log" | head -1 | cut -d' ' -f2)
@@ -64,7 +75,7 @@ finish)
     cp "$HOME_DIR/gpu.log" "$out/gpu.log"
     ;;
 *)
-    echo "usage: $0 start|progress|finish ..." >&2
+    echo "usage: $0 start|progress|wait|finish ..." >&2
     exit 2
     ;;
 esac

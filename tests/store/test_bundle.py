@@ -172,3 +172,114 @@ def test_split_rules_name_the_legacy_rule_for_splits_stored_before_rules(store):
         {"seed": 0, "rule": LEGACY_SPLIT_RULE},
         {"seed": 1, "rule": SPLIT_RULE},
     ]
+
+
+@pytest.fixture(scope="module")
+def later_part(finished_study: FinishedStudy, tmp_path_factory: pytest.TempPathFactory):
+    """Seed 3 of the same tiny protocol, run later as a study of its own (another id), in a
+    copy of the finished study's store, and exported with its own card."""
+    import shutil
+
+    from engine.config import StudySpec
+    from jobs.executors import InlineExecutor
+    from jobs.runner import Worker
+    from store import jobs as store_jobs
+    from tests.conftest import tiny_study
+
+    home = tmp_path_factory.mktemp("later-part")
+    store = home / "softgrade.duckdb"
+    shutil.copyfile(finished_study.store, store)
+    spec = StudySpec.from_dict(tiny_study(seeds=[3], methods=["nominal", "beta", "triangular"]))
+    job_id = store_jobs.enqueue_job(spec.to_dict(), path=store)
+    Worker(InlineExecutor("cpu"), store_path=store, home=home).serve(stop_when_idle=True)
+    job = store_jobs.get_job(job_id, path=store)
+    assert job.status == "succeeded" and job.study_id != finished_study.study_id
+    out = home / "part.zip"
+    export_study(job.study_id, out, card=LATER_CARD, path=store)
+    return out, store, job.study_id
+
+
+LATER_CARD = {"gpus": ["NVIDIA H200"] * 4, "command": "python -m jobs run seeds-3.yaml"}
+
+
+def test_merged_parts_import_as_one_study_with_every_seed_and_both_cards(
+    finished_study, bundle, later_part, tmp_path
+):
+    from store.bundle import merge_bundles
+
+    part, part_store, part_study = later_part
+    merged = merge_bundles(bundle, part, tmp_path / "merged.zip", name="tiny (3 seeds)")
+    meta = read_card(merged)
+    assert meta["seeds"] == [0, 1, 3] and meta["study"]["spec"]["seeds"] == [0, 1, 3]
+    assert meta["study"]["study_id"] == finished_study.study_id
+    assert (
+        meta["rows"]["runs"] == read_card(bundle)["rows"]["runs"] + read_card(part)["rows"]["runs"]
+    )
+    # a field the parts share stays; one that differs is kept per part, under its seeds
+    assert meta["card"]["gpus"] == {"seeds 0, 1": CARD["gpus"], "seeds 3": LATER_CARD["gpus"]}
+    assert meta["card"]["seeds_complete"] == [0, 1, 3]
+
+    store = _fresh_store(tmp_path)
+    done = import_study(merged, path=store)
+    assert done.seeds == (0, 1, 3) and done.name == "tiny (3 seeds)"
+    runs = store_runs.list_runs([done.study_id], path=store)
+    assert runs["run_id"].str.startswith(f"{finished_study.study_id}-").all()
+    assert sorted(runs["seed"].unique()) == [0, 1, 3]
+
+    def counts(path, study_id, seeds):
+        frame = store_runs.confusion_counts([study_id], path=path)
+        frame = frame[frame["seed"].isin(seeds)].drop(columns=["study_id", "run_id"])
+        return frame.sort_values(list(frame.columns[:-1])).reset_index(drop=True)
+
+    # the later part's predictions arrive whole, under the merged study's run ids
+    pd.testing.assert_frame_equal(
+        counts(store, done.study_id, [3]), counts(part_store, part_study, [3])
+    )
+    pd.testing.assert_frame_equal(
+        counts(store, done.study_id, [0, 1]),
+        counts(finished_study.store, finished_study.study_id, [0, 1]),
+    )
+    with connect(store, read_only=True) as con:
+        orphans = con.execute(
+            "SELECT count(*) FROM predictions p ANTI JOIN runs r USING (run_id)"
+        ).fetchone()[0]
+        epochs = con.execute(
+            "SELECT count(*) FROM epoch_metrics e JOIN runs r USING (run_id) WHERE r.seed = 3"
+        ).fetchone()[0]
+    assert orphans == 0 and epochs == read_card(part)["rows"]["epochs"]
+
+
+def _doctored(bundle, out, **changes):
+    """A copy of ``bundle`` whose card.json has ``changes`` applied (study spec, dataset)."""
+    with zipfile.ZipFile(bundle) as zf:
+        meta = json.loads(zf.read("card.json"))
+        members = {name: zf.read(name) for name in zf.namelist() if name != "card.json"}
+    meta["study"]["spec"].update(changes.get("spec", {}))
+    meta["dataset"].update(changes.get("dataset", {}))
+    with zipfile.ZipFile(out, "w") as zf:
+        zf.writestr("card.json", json.dumps(meta))
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return out
+
+
+def test_parts_that_cannot_be_merged_get_every_reason_and_no_file(bundle, tmp_path):
+    from store.bundle import merge_bundles
+
+    other = _doctored(
+        bundle,
+        tmp_path / "other.zip",
+        spec={"max_epochs": 99, "image_size": 64},
+        dataset={"spec_key": "phantom(n_images=9,n_joint=9,seed=9)"},
+    )
+    out = tmp_path / "merged.zip"
+    with pytest.raises(StoreError) as refused:
+        merge_bundles(bundle, other, out)
+    message = str(refused.value)
+    assert "other datasets" in message and "phantom(n_images=9" in message
+    assert "protocols differ in image_size, max_epochs" in message
+    assert "seed(s) 0, 1 are in both" in message
+    assert not out.exists()
+    with pytest.raises(StoreError, match="missing.zip"):
+        merge_bundles(bundle, tmp_path / "missing.zip", out)
+    assert not out.exists()
