@@ -45,6 +45,7 @@ from store import jobs as store_jobs
 from store import runs as store_runs
 from store import studies as store_studies
 from store import users as store_users
+from store.bundle import imported_card
 from store.db import StoreError, default_store_path, init_schema
 from store.users import Account, Role
 
@@ -518,9 +519,12 @@ def _requested(key: str, options: Iterable[str]) -> str | None:
 
 @st.cache_data(ttl=RESULTS_TTL_S, show_spinner=False)
 def cached_study_card(path: str, study_id: str) -> tuple[dict[str, str], str]:
-    """A study's card (`store.studies.study_card`) and its markdown notes."""
+    """A study's card (`store.studies.study_card`) and its markdown notes; an imported
+    study's card also says where and how it was run (its bundle's card, `_exports`)."""
     return (
-        store_studies.study_card(study_id, path=path),
+        _exports.export_card(
+            store_studies.study_card(study_id, path=path), imported_card(study_id, path=path)
+        ),
         store_studies.get_study(study_id, path=path).notes or "",
     )
 
@@ -766,7 +770,7 @@ def download(container: DeltaGenerator, label: str, data: str, file_name: str, *
     )
 
 
-REFERENCE_BUTTON = "Load the reference study (13 seeds of the paper protocol on the phantom)"
+REFERENCE_BUTTON = "Load the reference study (20 seeds of the paper protocol on the phantom)"
 
 
 def offer_reference_study(path: str) -> None:

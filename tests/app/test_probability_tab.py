@@ -99,7 +99,7 @@ def test_probabilities_tab_renders_the_reference_study(reference, monkeypatch):
     assert "Friedman" in texts(at, "markdown")
     at.selectbox(key="prob_correction").set_value("none").run()
     assert not at.exception, [e.value for e in at.exception]
-    assert wilcoxon_corrections(at) == {"unadjusted"}  # 13 seeds: the table is shown
+    assert wilcoxon_corrections(at) == {"unadjusted"}  # 20 seeds: the table is shown
 
 
 def test_probability_exports_carry_the_study_card_and_the_numbers(reference):
@@ -111,7 +111,9 @@ def test_probability_exports_carry_the_study_card_and_the_numbers(reference):
     csv = _exports.headed(_tables.probability_csv(summary), cards, "p.csv")
     assert csv.startswith("# study: Reference: paper protocol on the phantom")
     # The bundled reference study's own card (where and how it was run) comes with it.
-    assert "\n# bundle command: python -m jobs run studies/paper.yaml" in csv
+    # It ran in two parts: the card keeps each part's command under its seeds.
+    assert "\n# bundle command: seeds 0-12 python -m jobs run studies/paper.yaml" in csv
+    assert "seeds 13-19 python -m jobs run bench/paper-seeds-13-19.yaml" in csv
     assert "\n# bundle gpus: " in csv
     back = pd.read_csv(io.StringIO(csv), comment="#")
     assert len(back) == len(summary) and back["rps_mean"].tolist() == pytest.approx(

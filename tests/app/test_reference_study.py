@@ -52,6 +52,7 @@ def test_the_bundled_reference_study_opens_on_both_pages(tmp_path, monkeypatch):
     from store.bundle import REFERENCE_STUDY, read_card
 
     seeds = len(read_card(REFERENCE_STUDY)["seeds"])
+    assert seeds == 20  # the paper protocol's every seed
     store = tmp_path / "softgrade.duckdb"
     init_schema(store)
     done = import_study(REFERENCE_STUDY, path=store)
@@ -61,5 +62,9 @@ def test_the_bundled_reference_study_opens_on_both_pages(tmp_path, monkeypatch):
     table = at.table[0].value
     assert set(table["Seeds"]) == {str(seeds)}
     assert set(table[table["Task"] == "KL"]["Method"]) >= {"Nominal", "Beta", "Exponential"}
+    # Its study card says where each part ran (seeds 0-12 on H100s, 13-19 on H200s).
+    card = texts(at, "markdown")
+    assert "**bundle gpus**: seeds 0-12 NVIDIA H100 80GB HBM3 x4" in card
+    assert "seeds 13-19 NVIDIA H200 x4" in card
     at = run_page(tmp_path, monkeypatch, "../../pages/relationship.py")
     assert set(at.dataframe[0].value["n_seeds"]) == {seeds}
