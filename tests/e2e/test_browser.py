@@ -181,24 +181,28 @@ def open_tab(tab: object, name: str, attempts: int = 4) -> None:
 
 
 def set_number(tab: object, label: str, value: int, attempts: int = 3) -> None:
-    """Type ``value`` into the number box called ``label`` and wait until it holds it.
+    """Type ``value`` into the number box called ``label`` and wait until it holds it."""
+    type_until_kept(tab, tab.get_by_label(label, exact=True), str(value), attempts)
+
+
+def type_until_kept(tab: object, box: object, value: str, attempts: int = 3) -> None:
+    """Type ``value`` into ``box``, press Enter and wait until the box holds it.
 
     A value typed while an earlier rerun is still drawing can be lost when that rerun
     redraws the box; type it again until the box keeps it.
     """
-    box = tab.get_by_label(label, exact=True)
     for _ in range(attempts):
         wait_until_idle(tab)
         # Right after a rerun (a preset click) Streamlit may briefly draw the old and the
         # new widget together; wait until one is left before typing into it.
         playwright_api.expect(box).to_have_count(1, timeout=PAGE_TIMEOUT_MS)
-        box.fill(str(value))
+        box.fill(value)
         box.press("Enter")
         tab.wait_for_timeout(400)  # the status widget shows a moment after a rerun starts
         wait_until_idle(tab)
-        if box.input_value() == str(value):
+        if box.input_value() == value:
             return
-    playwright_api.expect(box).to_have_value(str(value), timeout=1000)
+    playwright_api.expect(box).to_have_value(value, timeout=1000)
 
 
 def click_enabled_button(tab: object, name: str) -> None:
@@ -219,11 +223,7 @@ def queue_quick_study(tab: object, name: str, numbers: dict[str, int]) -> None:
     tab.wait_for_timeout(500)
     for label, value in numbers.items():
         set_number(tab, label, value)
-    name_box = tab.get_by_role("textbox", name="Study name")
-    name_box.fill(name)
-    name_box.press("Enter")
-    tab.wait_for_timeout(400)
-    wait_until_idle(tab)
+    type_until_kept(tab, tab.get_by_role("textbox", name="Study name"), name)
     click_enabled_button(tab, "Queue this study")
 
 

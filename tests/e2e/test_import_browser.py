@@ -25,9 +25,11 @@ from tests.e2e.test_browser import (  # noqa: E402 - after the skip; fixtures us
     CHROMIUM,
     app_url,  # noqa: F401
     assert_no_error,
+    click_enabled_button,
     open_page,
     page,  # noqa: F401
     set_number,
+    type_until_kept,
 )
 
 pytestmark = pytest.mark.skipif(
@@ -68,8 +70,7 @@ def test_import_a_folder_skip_its_bad_film_queue_a_study_and_review_a_crop(
     _settled(tab.get_by_label("Dataset", exact=True)).click()
     tab.get_by_role("option", name="Import a folder of films").click()
     folder_box = tab.get_by_role("textbox", name="Film folder")
-    folder_box.fill(str(films_with_one_bad))
-    folder_box.press("Enter")
+    type_until_kept(tab, folder_box, str(films_with_one_bad))
     tab.get_by_text("check the folder first").wait_for()
     assert tab.get_by_role("button", name="Queue this study").is_disabled()
 
@@ -90,10 +91,8 @@ def test_import_a_folder_skip_its_bad_film_queue_a_study_and_review_a_crop(
     set_number(tab, "Seeds", 1)
     set_number(tab, "Max epochs", 1)
     set_number(tab, "Image size (px)", 32)
-    tab.get_by_role("textbox", name="Study name").fill("lab films")
-    tab.get_by_role("textbox", name="Study name").press("Enter")
-    tab.wait_for_timeout(400)
-    tab.get_by_role("button", name="Queue this study").click()
+    type_until_kept(tab, tab.get_by_role("textbox", name="Study name"), "lab films")
+    click_enabled_button(tab, "Queue this study")
     tab.get_by_text("Queued lab films as job").wait_for()
     assert_no_error(tab, "Launch after queueing")
     ((spec,),) = _store_rows(tmp_path, "SELECT spec FROM studies")
