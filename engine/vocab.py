@@ -163,6 +163,19 @@ def run_id(study_id: str, task: str, method: str, seed: int, config_index: int) 
     return f"{study_id}-{task}-{method}-s{seed}-c{config_index}"
 
 
+def seed_ranges(seeds: list[int]) -> str:
+    """Seeds as ``"seed 3"``, ``"seeds 0–12"`` or ``"seeds 0, 2, 5–7"`` (runs collapsed)."""
+    ordered = sorted(int(s) for s in seeds)
+    runs: list[list[int]] = []
+    for seed in ordered:
+        if runs and seed == runs[-1][-1] + 1:
+            runs[-1].append(seed)
+        else:
+            runs.append([seed])
+    parts = [str(r[0]) if len(r) == 1 else f"{r[0]}–{r[-1]}" for r in runs]
+    return ("seed " if len(ordered) == 1 else "seeds ") + ", ".join(parts)
+
+
 def parse_run_id(value: str) -> RunKey | None:
     """The parts of a run id built by `run_id`, or None for an id of another shape.
 

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from engine.relationship import contingency
-from engine.vocab import LABEL_COLUMNS, LEGACY_SPLIT_RULE, SPLIT_RULE, TASK_INFO
+from engine.vocab import LABEL_COLUMNS, LEGACY_SPLIT_RULE, SPLIT_RULE, TASK_INFO, seed_ranges
 
 #: Each split rule in plain words: (what it does, why it matters), for the Data page.
 SPLIT_RULE_WORDS: dict[str, tuple[str, str]] = {
@@ -136,19 +136,6 @@ def dataset_settings(datasets: pd.DataFrame) -> pd.DataFrame:
     )
     columns = ["dataset_id", "kind", "settings", "n_images", "n_kl", "n_cppd", "created_at"]
     return datasets.assign(settings=settings)[columns]
-
-
-def seed_ranges(seeds: list[int]) -> str:
-    """Seeds as ``"seed 3"``, ``"seeds 0–12"`` or ``"seeds 0, 2, 5–7"`` (runs collapsed)."""
-    ordered = sorted(int(s) for s in seeds)
-    runs: list[list[int]] = []
-    for seed in ordered:
-        if runs and seed == runs[-1][-1] + 1:
-            runs[-1].append(seed)
-        else:
-            runs.append([seed])
-    parts = [str(r[0]) if len(r) == 1 else f"{r[0]}–{r[-1]}" for r in runs]
-    return ("seed " if len(ordered) == 1 else "seeds ") + ", ".join(parts)
 
 
 def split_rule_note(rules: pd.DataFrame) -> str:

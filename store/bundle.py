@@ -29,7 +29,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from engine.vocab import run_id
+from engine.vocab import run_id, seed_ranges
 from store.datasets import dataset_id_for
 from store.db import StoreError, connect
 
@@ -442,7 +442,9 @@ def merge_bundles(
     study spec in everything but its seeds, and hold no seed twice. The merged study keeps
     ``base``'s id; ``extra``'s runs are renamed into it (`engine.vocab.run_id`), its
     predictions and epochs with them. Card fields that differ between the parts become one
-    entry per part, keyed by its seeds (``{"seeds 0-12": ..., "seeds 13-19": ...}``).
+    entry per part, keyed by its seeds (`engine.vocab.seed_ranges`: ``{"seeds 0–12": ...,
+    "seeds 13–19": ...}``; the shipped reference bundle, merged before that helper was used
+    here, spells them with a hyphen).
 
     Raises:
         StoreError: Either file is not a readable bundle, or the two cannot be merged (every
@@ -581,7 +583,7 @@ def merged_card(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     """Two bundles' study cards as one: a field both share stays; one that differs holds
     each part's value under its seeds; the complete seeds are the union."""
     card_a, card_b = a.get("card") or {}, b.get("card") or {}
-    label_a, label_b = seeds_label(a["seeds"]), seeds_label(b["seeds"])
+    label_a, label_b = seed_ranges(a["seeds"]), seed_ranges(b["seeds"])
     card: dict[str, Any] = {}
     for key in [*card_a, *(k for k in card_b if k not in card_a)]:
         value_a, value_b = card_a.get(key), card_b.get(key)
@@ -592,11 +594,3 @@ def merged_card(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         planned = [card_a.get("seeds_planned") or 0, card_b.get("seeds_planned") or 0]
         card["seeds_planned"] = max(*planned, len(seeds))
     return card
-
-
-def seeds_label(seeds: list[int]) -> str:
-    """``"seeds 0-12"`` for a run of seeds, ``"seeds 1, 3, 5"`` otherwise."""
-    seeds = sorted(int(s) for s in seeds)
-    if seeds and seeds == list(range(seeds[0], seeds[-1] + 1)) and len(seeds) > 2:
-        return f"seeds {seeds[0]}-{seeds[-1]}"
-    return "seeds " + ", ".join(map(str, seeds))

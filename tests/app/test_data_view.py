@@ -79,14 +79,6 @@ def test_dataset_settings_reads_each_datasets_params_in_one_line():
     assert table["settings"].item() == "n_images=400, seed=0"
 
 
-def test_seed_ranges_collapse_runs_of_seeds():
-    from pages._data_view import seed_ranges
-
-    assert seed_ranges([3]) == "seed 3"
-    assert seed_ranges([2, 0, 1]) == "seeds 0–2"
-    assert seed_ranges([0, 2, 5, 6, 7]) == "seeds 0, 2, 5–7"
-
-
 def test_split_rule_note_names_one_rule_per_seed_group_in_plain_words():
     from engine.vocab import LEGACY_SPLIT_RULE, SPLIT_RULE
     from pages._data_view import SPLIT_RULE_WORDS, split_rule_note

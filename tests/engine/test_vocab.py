@@ -14,6 +14,7 @@ from engine.vocab import (
     order_methods,
     parse_run_id,
     run_id,
+    seed_ranges,
     task_info,
 )
 
@@ -51,3 +52,9 @@ def test_methods_sort_in_the_papers_order_whatever_their_case_or_label():
     labels = pd.Series(["beta · b", "exponential", "beta · a", "nominal", "beta · a"])
     assert order_methods(labels) == ["nominal", "beta · a", "beta · b", "exponential"]
     assert order_methods(["other", "beta"]) == ["beta", "other"]  # unknown names come last
+
+
+def test_seed_ranges_collapse_runs_of_seeds() -> None:
+    assert seed_ranges([3]) == "seed 3"
+    assert seed_ranges([2, 0, 1]) == "seeds 0–2"
+    assert seed_ranges([0, 2, 5, 6, 7]) == "seeds 0, 2, 5–7"

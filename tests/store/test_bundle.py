@@ -216,7 +216,7 @@ def test_merged_parts_import_as_one_study_with_every_seed_and_both_cards(
         meta["rows"]["runs"] == read_card(bundle)["rows"]["runs"] + read_card(part)["rows"]["runs"]
     )
     # a field the parts share stays; one that differs is kept per part, under its seeds
-    assert meta["card"]["gpus"] == {"seeds 0, 1": CARD["gpus"], "seeds 3": LATER_CARD["gpus"]}
+    assert meta["card"]["gpus"] == {"seeds 0–1": CARD["gpus"], "seed 3": LATER_CARD["gpus"]}
     assert meta["card"]["seeds_complete"] == [0, 1, 3]
 
     store = _fresh_store(tmp_path)
