@@ -557,22 +557,23 @@ def _merge_tables(
     }
     counts = {}
     for table in _TABLES:
-        a, b = parts_a[table], parts_b[table]
+        files = {"a": parts_a[table], "b": parts_b[table]}
         if table in ("images", "labels"):  # the same in both (checked)
-            query = f"SELECT * FROM read_parquet('{a}')"
+            query = "SELECT * FROM read_parquet($a)"
+            del files["b"]
         elif table in ("runs", "predictions", "epochs"):
             query = (
-                f"SELECT * FROM read_parquet('{a}') UNION ALL "
-                f"SELECT t.* REPLACE (r.new_id AS run_id) FROM read_parquet('{b}') t "
+                "SELECT * FROM read_parquet($a) UNION ALL "
+                "SELECT t.* REPLACE (r.new_id AS run_id) FROM read_parquet($b) t "
                 f"JOIN renamed r ON t.run_id = r.old_id ORDER BY {ordering[table]}"
             )
         else:
             query = (
-                f"SELECT * FROM read_parquet('{a}') UNION ALL "
-                f"SELECT * FROM read_parquet('{b}') ORDER BY {ordering[table]}"
+                "SELECT * FROM read_parquet($a) UNION ALL "
+                f"SELECT * FROM read_parquet($b) ORDER BY {ordering[table]}"
             )
         target = folder / f"{table}.parquet"
-        con.execute(f"COPY ({query}) TO '{target}' (FORMAT parquet, COMPRESSION zstd)")
+        con.execute(f"COPY ({query}) TO '{target}' (FORMAT parquet, COMPRESSION zstd)", files)
         counts[table] = int(
             con.execute("SELECT count(*) FROM read_parquet(?)", [str(target)]).fetchone()[0]
         )
