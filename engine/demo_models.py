@@ -114,7 +114,7 @@ def seed_probabilities(
 
 def knee_box(film: np.ndarray, detector_dir: Path | None = None) -> Box:
     """The knee to grade on a whole film: the most confident knee of a trained detector
-    (``detector_dir``, an `engine.yolo` detector folder), else the classical detector's box.
+    (``detector_dir``, an `engine.detect.yolo` detector folder), else the classical detector's box.
 
     A trained detector that finds no knee falls back to the classical box, as imports do.
     """
@@ -122,7 +122,7 @@ def knee_box(film: np.ndarray, detector_dir: Path | None = None) -> Box:
 
     if detector_dir is None:
         return detect_knee_box(film)
-    from engine.yolo import load_detector  # ultralytics is slow to import; only when used
+    from engine.detect import load_detector  # ultralytics is slow to import; only when used
 
     found = find_knees(film, detector=load_detector(detector_dir), max_knees=1)
     if not found:

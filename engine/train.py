@@ -35,9 +35,9 @@ import torch
 import torchvision
 from torch import nn
 
+from engine.analysis.metrics import compute_metrics
 from engine.config import TrainConfig
-from engine.data import TaskSplit
-from engine.metrics import compute_metrics
+from engine.datasets import TaskSplit
 from engine.soft_labels import make_loss, soft_label_matrix
 from engine.stem import use_fast_stem
 

@@ -148,8 +148,9 @@ def per_run_probability_metrics(
     Args:
         frame: one row per (run, film): ``run_id``, ``task``, ``y_true``, ``p0..``; other
             columns constant within a run (``study_id``, ``method``, ``seed``,
-            ``base_method``, ...) are carried through, as `engine.compare.per_run_metrics`
-            does, so the result feeds `engine.compare.score_frame` and `engine.stats`.
+            ``base_method``, ...) are carried through, as
+            `engine.analysis.compare.per_run_metrics` does, so the result feeds
+            `engine.analysis.compare.score_frame` and `engine.analysis.stats`.
         n_bins: calibration bins.
         tolerance: ties for :func:`is_unimodal`.
 

@@ -1,39 +1,34 @@
-"""Importing real radiographs: a folder of DICOM/PNG/JPEG/TIFF films and a labels CSV.
+"""The labels-CSV grammar: one row per film, or per knee, and how each cell is read.
 
 The CSV has one row per film, or per knee: ``image`` (path inside the folder),
 ``patient_id``, optionally ``side`` (L/R, left/right: the patient's side), ``kl`` (0–4,
 empty for CPPD-only films), ``cppd`` (0–3) and the knee's box ``x0, y0, x1, y1`` (film
 pixels). A bilateral film listed twice, once with side R and once with side L, is two
 images, ``<id>_R`` and ``<id>_L`` (`knee_image_id`); a film listed once keeps its id
-(`image_id_for`). Each image is read as grey, cropped to its knee (the box a crop review
-set, else the labels' box, else the detector's knee of its side,
-`engine.import_check.knee_for_side`), resized and written to the same cache layout as the
-phantom (``images.npy``, ``meta.csv``, then ``manifest.json`` last).
+(`image_id_for`).
 
-`read_labels` stops at the first problem; `engine.import_check.check_import` reports every
-problem of a folder at once, in any of the layouts of `engine.import_layouts`, and an
-import registers the good films as a labels CSV this module reads like any other.
+The cells are read here once (`parse_grade`, `normalise_side`, `label_box_problem`,
+`per_knee_films`), by two readers: `read_labels` stops at the first problem (a dataset
+spec's labels, read when its cache is built by `engine.datasets.build_folder_cache`);
+`engine.films.check.check_import` reports every problem of a folder at once, in any of the
+layouts of `engine.films.layouts`, and an import registers the good films as a labels CSV
+`read_labels` reads like any other. A crop review file (`write_review_csv`,
+`read_review_csv`) lists films to leave out and boxes to crop around.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
-import json
 import logging
 import posixpath
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from PIL import Image, UnidentifiedImageError
 
-from engine.data import image_cache_writer
-from engine.detect import Box, crop_and_resize, detect_knee_box
-from engine.vocab import TASK_INFO
+from engine.films.decode import FILM_SUFFIXES
+from engine.vocab import TASK_INFO, Box
 
 log = logging.getLogger(__name__)
 
@@ -50,148 +45,6 @@ LABEL_BOX_COLUMNS = ("x0", "y0", "x1", "y1")
 # Column of a labels file naming films the import fixed as the test set ("test"; empty for
 # the rest): a grade-per-folder layout's own test folder, when the import keeps it.
 GIVEN_SPLIT = "given_split"
-FILM_FORMATS = ("PNG", "JPEG", "TIFF")
-# File extensions of films (DICOM files often have none, or a UID's last number).
-FILM_SUFFIXES = (".dcm", ".dicom", ".png", ".jpg", ".jpeg", ".tif", ".tiff")
-MIN_FILM_SIDE = 64
-# Modes of films deeper than 8 bits (16-bit PNG/TIFF exports of radiographs, float TIFFs).
-_DEEP_MODES = ("I;16", "I;16B", "I;16L", "I;16N", "I", "F")
-
-
-def grey_film(image: Image.Image) -> np.ndarray:
-    """A film as (H, W) uint8 grey.
-
-    8-bit and colour films are converted as they are. Deeper films (16-bit, float) are
-    windowed to their own 0.5-99.5 percentile range: Pillow's plain conversion would clip
-    every value above 255 to white, which is most of a 16-bit radiograph.
-    """
-    if image.mode not in _DEEP_MODES:
-        return np.asarray(image.convert("L"))
-    return _window(np.asarray(image, dtype=np.float32))
-
-
-def _window(values: np.ndarray) -> np.ndarray:
-    """Deep pixel values to uint8 over their own 0.5-99.5 percentile range."""
-    lo, hi = np.percentile(values, [0.5, 99.5])
-    scaled = np.clip((values - lo) / max(float(hi - lo), 1e-6), 0.0, 1.0)
-    return (scaled * 255.0 + 0.5).astype(np.uint8)
-
-
-def is_dicom(head: bytes) -> bool:
-    """Whether bytes start like a DICOM Part 10 file (128-byte preamble, then 'DICM')."""
-    return head[128:132] == b"DICM"
-
-
-@dataclass(frozen=True)
-class DicomTags:
-    """What a DICOM file's header says about whose knee it shows (empty strings if absent)."""
-
-    patient_id: str
-    laterality: str  # ImageLaterality (0020,0062), else Laterality (0020,0060): 'L', 'R' or ''
-    sop_instance_uid: str
-
-
-def dicom_film(source: bytes | Path, name: str) -> np.ndarray:
-    """A DICOM radiograph as (H, W) uint8 grey, as a reader would see it.
-
-    The modality LUT (rescale slope and intercept) and the file's own display window (VOI
-    LUT, window centre and width) are applied, MONOCHROME1 films (where high values are dark)
-    are inverted so bone is bright, and the result is mapped to 0-255 over its own 0.5-99.5
-    percentile range.
-
-    Raises:
-        ValueError: Not readable, no image, several frames, or pixels compressed in a way
-            pydicom cannot decode here; the message names the file and what to do.
-    """
-    return read_dicom(source, name)[0]
-
-
-def read_dicom(source: bytes | Path, name: str) -> tuple[np.ndarray, DicomTags]:
-    """A DICOM radiograph as `dicom_film` reads it, with the tags an import needs.
-
-    Raises:
-        ValueError: As `dicom_film`.
-    """
-    import pydicom
-    from pydicom.errors import InvalidDicomError
-    from pydicom.pixels import apply_modality_lut, apply_voi_lut
-
-    try:
-        ds = pydicom.dcmread(io.BytesIO(source) if isinstance(source, bytes) else source)
-    except (InvalidDicomError, OSError, ValueError) as exc:
-        raise ValueError(f"{name} is not a DICOM file SoftGrade can read ({exc})") from exc
-    if "PixelData" not in ds:
-        raise ValueError(f"{name} is a DICOM file without an image (no pixel data)")
-    try:
-        pixels = ds.pixel_array
-    except (NotImplementedError, RuntimeError, ValueError) as exc:
-        syntax = getattr(getattr(ds, "file_meta", None), "TransferSyntaxUID", None)
-        how = syntax.name if syntax is not None else "an unknown transfer syntax"
-        raise ValueError(
-            f"{name}: its pixels are stored as {how}, which cannot be decoded here; "
-            "export the film uncompressed (or as PNG)"
-        ) from exc
-    frames = int(getattr(ds, "NumberOfFrames", 1) or 1)
-    if frames > 1 or pixels.ndim != 2:
-        raise ValueError(
-            f"{name} holds {frames} frame(s) of shape {pixels.shape}; give one grey film per file"
-        )
-    values = apply_voi_lut(apply_modality_lut(pixels, ds), ds).astype(np.float32)
-    if str(getattr(ds, "PhotometricInterpretation", "")) == "MONOCHROME1":
-        values = values.max() - values
-    laterality = str(ds.get("ImageLaterality", "") or ds.get("Laterality", "") or "")
-    tags = DicomTags(
-        patient_id=str(ds.get("PatientID", "") or "").strip(),
-        laterality=laterality.strip().upper(),
-        sop_instance_uid=str(ds.get("SOPInstanceUID", "") or "").strip(),
-    )
-    return _window(values), tags
-
-
-def decode_film(data: bytes, name: str) -> np.ndarray:
-    """Read an uploaded film (DICOM, PNG, JPEG or TIFF bytes) as (H, W) uint8 grey.
-
-    Raises:
-        ValueError: Not an image, another format, or smaller than ``MIN_FILM_SIDE`` pixels a
-            side; the message names the file and what is allowed.
-    """
-    film = dicom_film(data, name) if is_dicom(data) else _pillow_film(io.BytesIO(data), name)
-    if min(film.shape) < MIN_FILM_SIDE:
-        h, w = film.shape
-        raise ValueError(f"{name} is {w} x {h} px; a film needs at least {MIN_FILM_SIDE} px a side")
-    return film
-
-
-def read_film_file(path: Path) -> np.ndarray:
-    """A film file of an imported folder (DICOM, PNG, JPEG or TIFF) as (H, W) uint8 grey."""
-    with path.open("rb") as handle:
-        head = handle.read(132)
-    if is_dicom(head):
-        return dicom_film(path, path.name)
-    return _pillow_film(path, path.name)
-
-
-def read_film_and_laterality(path: Path) -> tuple[np.ndarray, str]:
-    """A film file as `read_film_file` reads it, with its DICOM laterality tag ('' if none)."""
-    with path.open("rb") as handle:
-        head = handle.read(132)
-    if is_dicom(head):
-        film, tags = read_dicom(path, path.name)
-        return film, tags.laterality
-    return _pillow_film(path, path.name), ""
-
-
-def _pillow_film(source: io.BytesIO | Path, name: str) -> np.ndarray:
-    allowed = ", ".join(("DICOM", *FILM_FORMATS))
-    try:
-        with Image.open(source) as image:
-            if image.format not in FILM_FORMATS:
-                raise ValueError(f"{name} is a {image.format} image; give a {allowed} film")
-            return grey_film(image)
-    except (UnidentifiedImageError, OSError) as exc:
-        raise ValueError(
-            f"{name} is not an image SoftGrade can read: give a {allowed} film"
-        ) from exc
 
 
 def read_labels(folder: Path, labels_csv: Path) -> pd.DataFrame:
@@ -212,25 +65,23 @@ def read_labels(folder: Path, labels_csv: Path) -> pd.DataFrame:
     for column, (low, high) in GRADE_RANGES.items():
         if column not in table:
             table[column] = pd.NA
-        grades = pd.to_numeric(table[column], errors="coerce").astype("Float64")
-        bad = table[column].notna() & (
-            grades.isna() | (grades < low) | (grades > high) | (grades % 1 != 0)
-        )
-        if bad.any():
-            row = int(np.flatnonzero(bad.to_numpy())[0])
+        parsed = [parse_grade(value, high) for value in table[column]]
+        bad = [i for i, (_, message) in enumerate(parsed) if message]
+        if bad:
+            row = bad[0]
             raise ValueError(
                 f"dataset.labels_csv: row {row + 2} has {column}="
                 f"{_as_written(table[column].iloc[row])}; "
                 f"allowed: whole numbers {low} to {high} or empty"
             )
-        table[column] = grades.astype("Int64")
+        table[column] = pd.array([grade for grade, _ in parsed], dtype="Int64")
         table[f"{column}_true"] = pd.array([pd.NA] * len(table), dtype="Int64")
     absent = [name for name in table["image"] if not (folder / name).is_file()]
     if absent:
         raise ValueError(f"dataset.path: {len(absent)} listed films are missing, e.g. {absent[0]}")
     sides = table["side"] if "side" in table else pd.Series([None] * len(table))
     table["side"] = [_side_of_row(value, i) for i, value in enumerate(sides)]
-    per_knee = _per_knee_films(table)
+    per_knee = per_knee_films(table)
     table["image_id"] = [
         knee_image_id(image, side) if image in per_knee else image_id_for(image)
         for image, side in zip(table["image"], table["side"], strict=True)
@@ -255,17 +106,38 @@ def read_labels(folder: Path, labels_csv: Path) -> pd.DataFrame:
     return table
 
 
-def _per_knee_films(table: pd.DataFrame) -> set[str]:
-    """Films listed once per knee: two rows of one patient, side R and side L."""
-    counts = table["image"].value_counts()
-    twice = counts[counts == 2].index
-    per_knee = set()
-    for image in twice:
-        rows = table[table["image"] == image]
-        one_patient = rows["patient_id"].astype(str).nunique() == 1
-        if one_patient and sorted(rows["side"].fillna("")) == ["L", "R"]:
-            per_knee.add(image)
-    return per_knee
+def per_knee_films(table: pd.DataFrame) -> set[str]:
+    """Films listed once per knee: two rows of one patient, side R and side L (sides as
+    `normalise_side` reads them; empty or None for none)."""
+    named = table[
+        table["image"].notna() & (table["image"] != "") & table["image"].duplicated(keep=False)
+    ]
+    return {
+        str(image)
+        for image, group in named.groupby("image", sort=False)
+        if len(group) == 2
+        and sorted(group["side"].fillna("")) == ["L", "R"]
+        and group["patient_id"].astype(str).nunique() == 1
+    }
+
+
+def parse_grade(raw: object, top: int) -> tuple[int | None, str]:
+    """(grade or None, '' or what is wrong) of a grade cell as written: a whole number 0 to
+    ``top``, or empty (None, NaN or blank)."""
+    if raw is None or (not isinstance(raw, str) and pd.isna(raw)):
+        return None, ""
+    text = str(raw).strip()
+    if not text:
+        return None, ""
+    try:
+        value = float(text)
+    except ValueError:
+        return None, "not a number"
+    if not value.is_integer():
+        return None, "not a whole number"
+    if not 0 <= value <= top:
+        return None, f"outside 0 to {top}"
+    return int(value), ""
 
 
 def _read_label_boxes(table: pd.DataFrame) -> None:
@@ -402,13 +274,6 @@ def _as_written(value: object) -> str:
 #: Columns of a crop review file (a dataset spec's ``review_csv``): one row per reviewed film,
 #: ``action`` 'exclude' (leave it out) or 'box' (crop around x0, y0, x1, y1 in film pixels).
 REVIEW_CSV_COLUMNS = ("image_id", "action", "x0", "y0", "x1", "y1")
-#: Columns a folder cache's ``meta.csv`` adds per film: the box it was cropped around (film
-#: pixels), the detector's confidence (empty for a reviewed or labelled box) and where the box
-#: came from: 'detector', 'labels' (the labels CSV's box) or 'review' (a crop review's).
-BOX_META_COLUMNS = ("x0", "y0", "x1", "y1", "knee_confidence", "box_source")
-
-#: Called as films are cropped: (films done, films in all).
-CacheProgress = Callable[[int, int], None]
 
 
 def write_review_csv(reviews: pd.DataFrame, out_root: Path) -> Path:
@@ -470,105 +335,3 @@ def read_review_csv(path: Path) -> tuple[set[str], dict[str, Box]]:
             raise ValueError(f"{where}: the box needs x1 > x0 and y1 > y0")
         boxes[str(row.image_id)] = (x0, y0, x1, y1)
     return excluded, boxes
-
-
-def build_folder_cache(
-    params: dict[str, Any],
-    image_size: int,
-    out_dir: Path,
-    *,
-    progress: CacheProgress | None = None,
-) -> Path:
-    """Crop, resize and cache an imported folder (idempotent, manifest written last).
-
-    Each row of the labels (a film, or one knee of a film listed once per knee) is cropped
-    around, in order of precedence: its reviewed box when the spec names a crop review
-    (``params["review_csv"]``, see `read_review_csv`; box_source 'review'); the box its
-    labels row gives (`LABEL_BOX_COLUMNS`; 'labels'); else the knee the detector finds on
-    its side of the film (`engine.import_check.knee_for_side`; 'detector'). The detector is
-    the one the params name (``detector``: a trained detector's key in ``detectors_dir``,
-    or 'classical', the default), and the manifest records it, so a cache cropped by one
-    detector is never reused for another. Films the review excludes are not in the cache,
-    so no split of this dataset ever holds them. ``meta.csv`` records each film's box and
-    its source (`BOX_META_COLUMNS`).
-
-    Args:
-        params: The folder dataset's parameters: ``path``, ``labels_csv`` and optionally
-            ``review_csv``, ``detector`` and ``detectors_dir``.
-        image_size: Side of the cached crops (px).
-        out_dir: The cache folder.
-        progress: Called after each film with (done, total).
-    """
-    # engine.import_check imports this module.
-    from engine.import_check import detector_from_params, film_knees, knee_for_side
-
-    folder = Path(params["path"]).expanduser()
-    labels_csv = Path(params.get("labels_csv", folder / "labels.csv")).expanduser()
-    table = read_labels(folder, labels_csv)
-    review_digest = None
-    excluded: set[str] = set()
-    boxes: dict[str, Box] = {}
-    if params.get("review_csv"):
-        review_csv = Path(params["review_csv"]).expanduser()
-        excluded, boxes = read_review_csv(review_csv)
-        review_digest = hashlib.sha1(review_csv.read_bytes()).hexdigest()
-        table = table[~table["image_id"].isin(excluded)].reset_index(drop=True)
-    if table.empty:
-        raise ValueError("dataset: the crop review excludes every film; keep at least one")
-    detector = detector_from_params(params)
-    # What decides the crops: films, grades, and (only where a CSV has them, so caches of
-    # plain CSVs stay valid) the knees' ids and the boxes the labels give.
-    hashed = ["image", "kl", "cppd"]
-    if (table["image_id"] != table["image"].map(image_id_for)).any():
-        hashed += ["side", "image_id"]
-    hashed += [c for c in LABEL_BOX_COLUMNS if c in table]
-    digest = hashlib.sha1(pd.util.hash_pandas_object(table[hashed]).values.tobytes()).hexdigest()
-    manifest = {
-        "kind": "folder",
-        "path": str(folder),
-        "image_size": image_size,
-        "labels_sha1": digest,
-        "review_sha1": review_digest,
-        "detector": detector.key,
-        "meta_columns": list(BOX_META_COLUMNS),
-        "complete": True,
-    }
-    manifest_path = out_dir / "manifest.json"
-    if manifest_path.exists() and json.loads(manifest_path.read_text()) == manifest:
-        return out_dir
-    placed = []
-    film_of: dict[str, tuple[np.ndarray, str]] = {}  # the last film: a knee's pair is next
-    with image_cache_writer(out_dir, len(table), image_size) as cache:
-        for i, row in enumerate(table.itertuples(index=False)):
-            if row.source not in film_of:
-                film_of = {row.source: read_film_and_laterality(Path(row.source))}
-            film, laterality = film_of[row.source]
-            given = row_box(row)
-            if row.image_id in boxes:
-                box, confidence, where = boxes[row.image_id], None, "review"
-            elif given is not None:
-                box, confidence, where = given, None, "labels"
-            else:
-                knees = film_knees(film, laterality=laterality, detector=detector)
-                found = knee_for_side(knees, row.side)
-                box, confidence = found if found is not None else (detect_knee_box(film), 0.0)
-                where = "detector"
-            cache.images[i] = crop_and_resize(film, box, image_size)
-            placed.append((*box, confidence, where))
-            if progress is not None:
-                progress(i + 1, len(table))
-        columns = ["image_id", "patient_id", "side", "source", "kl", "kl_true", "cppd", "cppd_true"]
-        columns += [GIVEN_SPLIT] if GIVEN_SPLIT in table else []
-        boxes_placed = pd.DataFrame(placed, columns=list(BOX_META_COLUMNS))
-        cache.commit(pd.concat([table[columns], boxes_placed], axis=1), manifest)
-    log.info(
-        "imported %d films from %s into %s with the %s detector (%d left out by crop review, "
-        "%d reviewed boxes)",
-        len(table),
-        folder,
-        out_dir,
-        detector.key,
-        len(excluded),
-        len(boxes),
-    )
-    return out_dir

@@ -10,15 +10,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from engine.datasets import build_phantom_cache, is_complete_cache
 from engine.phantom import (
     CPPD_TOTALS,
     JOINT_COUNTS,
     MASK_BITS,
     PhantomSpec,
     bilateral_film_size,
-    build_phantom_cache,
     cppd_only_counts,
-    is_complete_cache,
     joint_cell_counts,
     phantom_labels,
     render_bilateral_film,
