@@ -69,8 +69,9 @@ def detectors_dir(home: Path | None = None) -> Path:
     return (home if home is not None else softgrade_home()) / "detectors"
 
 
-def resolve_device(device: str) -> str:
-    """'auto' → 'cuda' when a GPU is visible, else 'cpu'; 'cuda' refused without one.
+def training_device(device: str) -> str:
+    """The device a detector trains on, named for ultralytics: 'auto' → 'cuda' when a GPU is
+    visible, else 'cpu' (`engine.train.resolve_device`, the one resolver).
 
     Raises:
         ValueError: An unknown device, or 'cuda' on a machine without a CUDA GPU.
@@ -78,15 +79,10 @@ def resolve_device(device: str) -> str:
     if device not in DEVICES and not device.startswith("cuda:"):
         raise ValueError(f"device {device!r} is not known; allowed: {', '.join(DEVICES)}")
     if device == "cpu":
-        return device
-    import torch
+        return device  # no torch import for the common CPU case
+    from engine.train import resolve_device  # imports torch
 
-    has_gpu = torch.cuda.is_available()
-    if device == "auto":
-        return "cuda" if has_gpu else "cpu"
-    if not has_gpu:
-        raise ValueError(f"device {device!r}: this machine has no CUDA GPU; use cpu")
-    return device
+    return str(resolve_device(device))
 
 
 def check_settings(image_size: int, epochs: int) -> None:
@@ -332,7 +328,7 @@ def train(
         data.boxes,
         image_size=image_size,
         epochs=epochs,
-        device=resolve_device(device),
+        device=training_device(device),
         out_dir=detectors_dir(home),
         progress=progress,
         trained_on=data.trained_on,
@@ -481,7 +477,7 @@ def start_training(
     """
     require(account, Action.LAUNCH)
     check_settings(image_size, epochs)
-    device = resolve_device(device)
+    device = training_device(device)
     home = home if home is not None else softgrade_home()
     store = home / default_store_path().name
     with _training_lock(home):
@@ -656,7 +652,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def _train_from_args(args: argparse.Namespace, keeper: StatusKeeper, start: float) -> Any:
     check_settings(args.image_size, args.epochs)
-    device = resolve_device(args.device)
+    device = training_device(args.device)
     store = None
     dataset_id = None
     if args.dataset is not None:
