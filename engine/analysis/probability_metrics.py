@@ -126,7 +126,7 @@ def is_unimodal(probs: np.ndarray, tolerance: float = UNIMODAL_TOLERANCE) -> np.
     falls = steps < -tolerance
     rises = steps > tolerance
     fallen_before = np.logical_or.accumulate(falls, axis=1)[:, :-1]
-    return ~(fallen_before & rises[:, 1:]).any(axis=1)
+    return np.asarray(~(fallen_before & rises[:, 1:]).any(axis=1))
 
 
 def bin_index(values: np.ndarray, n_bins: int = N_BINS) -> np.ndarray:

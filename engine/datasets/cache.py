@@ -54,8 +54,8 @@ class ImageCacheDraft:
     """
 
     out_dir: Path
-    images: np.ndarray
-    masks: np.ndarray | None
+    images: np.memmap
+    masks: np.memmap | None
     committed: bool = False
 
     def commit(self, meta: pd.DataFrame, manifest: dict[str, Any]) -> None:

@@ -143,7 +143,9 @@ def build_phantom_cache(
     n = len(labels)
     logger.info("rendering %d phantom films at %d px with %d worker(s)", n, image_size, workers)
     with image_cache_writer(out_dir, n, image_size, with_masks=True) as cache:
-        boxes = _render_all(spec, labels, image_size, detector, workers, cache.images, cache.masks)
+        masks = cache.masks
+        assert masks is not None  # with_masks=True
+        boxes = _render_all(spec, labels, image_size, detector, workers, cache.images, masks)
         meta = _meta_with_boxes(labels, boxes)
         cache.commit(meta, _manifest(spec, image_size, detector) | {"n_images": n})
     logger.info("phantom cache written to %s (mean box IoU %.3f)", out_dir, meta["box_iou"].mean())

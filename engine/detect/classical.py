@@ -114,7 +114,7 @@ def _bone_mask(small: np.ndarray) -> np.ndarray:
     t_air = _otsu(small.ravel())
     t_bone = _otsu(small[small > t_air])
     t_low = t_air + 0.7 * (t_bone - t_air)
-    weak = (small > t_low).astype(np.uint8)
+    weak: np.ndarray = (small > t_low).astype(np.uint8)
     weak = cv2.morphologyEx(weak, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
     n, labels, stats, _ = cv2.connectedComponentsWithStats(weak, connectivity=8)
     seeded = np.zeros(n, bool)

@@ -73,7 +73,9 @@ def evaluate_detector(
     confidences: list[float] = []
     for film, truths in zip(films, true_boxes, strict=True):
         found = list(detect_fn(film))
-        boxes = [tuple(getattr(d, "box", d)) for d in found]
+        boxes: list[Sequence[float]] = [
+            tuple(d.box) if isinstance(d, KneeDetection) else tuple(d) for d in found
+        ]
         confidences += [float(d.confidence) for d in found if isinstance(d, KneeDetection)]
         film_ious = _matched_ious(list(truths), boxes)
         ious += film_ious

@@ -82,7 +82,7 @@ def write_yolo_dataset(
     boxes: Sequence[Sequence[Sequence[int]]],
     out_dir: Path,
     *,
-    held_out: Sequence[int],
+    held_out: Sequence[int] | np.ndarray,
 ) -> Path:
     """Write films and knee boxes as a one-class ultralytics dataset.
 

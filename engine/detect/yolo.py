@@ -111,7 +111,7 @@ def ultralytics_offline(config_dir: Path) -> types.ModuleType:
     _place_fonts(Path(uutils.USER_CONFIG_DIR))
     for name, module in list(sys.modules.items()):
         if name.startswith("ultralytics") and getattr(module, "ONLINE", None) is True:
-            module.ONLINE = False
+            module.ONLINE = False  # type: ignore[attr-defined]  # set on ultralytics' modules that have it
     off = {k: False for k in _SETTINGS_OFF if k in ultralytics.settings}
     if any(ultralytics.settings.get(k) for k in off):
         ultralytics.settings.update(off)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +34,14 @@ from engine.detect import (
     knee_detector,
     loaded_detector,
 )
-from engine.films.decode import FILM_FORMATS, MIN_FILM_SIDE, grey_film, is_dicom, read_dicom
+from engine.films.decode import (
+    FILM_FORMATS,
+    MIN_FILM_SIDE,
+    DicomTags,
+    grey_film,
+    is_dicom,
+    read_dicom,
+)
 from engine.spawn import spawn_pool
 from engine.vocab import Box
 
@@ -103,7 +110,7 @@ def inspect_files(
     start = time.perf_counter()
     out: dict[str, FilmCheck] = {}
     if workers <= 1 or total < 2:
-        results = map(_inspect_task, tasks)
+        results: Iterator[FilmCheck] = map(_inspect_task, tasks)
         pool = None
     else:
         # spawn: safe from a threaded caller (Streamlit) and loads no torch into workers;
@@ -221,7 +228,7 @@ def _known_tag(laterality: str | None) -> str:
     return tag if tag in ("R", "L", "B", "U") else ""
 
 
-def _decode_dicom(data: bytes, file: str) -> tuple[np.ndarray, object]:
+def _decode_dicom(data: bytes, file: str) -> tuple[np.ndarray, DicomTags]:
     try:
         return read_dicom(data, file)
     except ValueError as exc:
@@ -289,7 +296,7 @@ def locate_knees(
     The one place the import check asks for knees.
     """
     found = film_knees(film, laterality=laterality, detector=detector)
-    return [(tuple(k.box), float(k.confidence)) for k in found]
+    return [(k.box, float(k.confidence)) for k in found]
 
 
 def knee_for_side(knees: Sequence[KneeDetection], side: str | None) -> tuple[Box, float] | None:
@@ -304,7 +311,8 @@ def knee_for_side(knees: Sequence[KneeDetection], side: str | None) -> tuple[Box
     chosen = next((k for k in knees if side and k.side == side), None)
     if chosen is None:
         chosen = max(knees, key=lambda k: k.confidence)
-    return tuple(int(round(v)) for v in chosen.box), float(chosen.confidence)
+    x0, y0, x1, y1 = (int(round(v)) for v in chosen.box)
+    return (x0, y0, x1, y1), float(chosen.confidence)
 
 
 def best_knee(

@@ -185,7 +185,7 @@ def label_box_problem(cells: list[object]) -> str:
 
 def row_box(row: Any) -> Box | None:
     """The knee box a labels row gives (`LABEL_BOX_COLUMNS`), or None."""
-    cells = [getattr(row, c, None) for c in LABEL_BOX_COLUMNS]
+    cells: list[Any] = [getattr(row, c, None) for c in LABEL_BOX_COLUMNS]
     if any(c is None or pd.isna(c) for c in cells):
         return None
     x0, y0, x1, y1 = (int(c) for c in cells)

@@ -12,6 +12,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any
 
 import pandas as pd
 
@@ -115,7 +116,7 @@ class Problem:
         return cls(file, row, known.severity, kind, text, action or known.action)
 
 
-def row_number(value: object) -> int | None:
+def row_number(value: Any) -> int | None:
     """A CSV line number as an int (None: the problem has no line)."""
     return None if value is None or pd.isna(value) else int(value)
 

@@ -182,20 +182,20 @@ def _parse_rows(rows: pd.DataFrame, listing: Listing) -> tuple[pd.DataFrame, lis
     boxes: dict[str, list[object]] = {c: [] for c in LABEL_BOX_COLUMNS}
     for i, record in records.items():
         cells = [record.get(c, "") for c in LABEL_BOX_COLUMNS]
-        problem = label_box_problem(cells)
-        if problem:
+        box_problem = label_box_problem(cells)
+        if box_problem:
             bad.add(i)
             problems.append(
                 Problem.of(
                     "bad_box",
                     record["image"],
                     row_number(record["row"]),
-                    problem,
+                    box_problem,
                     "give the knee's box as four whole film pixels x0, y0, x1, y1 "
                     "(x1 > x0, y1 > y0), or leave all four empty",
                 )
             )
-        fine = not problem and str(cells[0]).strip() not in ("", "nan", "None")
+        fine = not box_problem and str(cells[0]).strip() not in ("", "nan", "None")
         for column, cell in zip(LABEL_BOX_COLUMNS, cells, strict=True):
             boxes[column].append(int(float(str(cell))) if fine else None)
     for column in LABEL_BOX_COLUMNS:

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine.datasets import build_phantom_cache, is_complete_cache
+from engine.datasets import build_phantom_cache, is_complete_cache, phantom_cache
 from engine.phantom import (
     CPPD_TOTALS,
     JOINT_COUNTS,
@@ -24,7 +24,6 @@ from engine.phantom import (
     render_film,
     render_variant,
 )
-from engine.phantom import cache as phantom_cache
 from engine.phantom.anatomy import patient_anatomy
 
 REFERENCE_CSV = Path(__file__).resolve().parents[3] / "shared/reference/kl_cppd_contingency.csv"
