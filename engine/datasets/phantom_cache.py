@@ -64,17 +64,21 @@ def _render_range(bounds: tuple[int, int]) -> tuple[int, np.ndarray, np.ndarray,
     return start, images, masks, boxes
 
 
-@functools.cache
-def _code_fingerprint() -> str:
-    """Short hash of the code that decides a cache's bytes: every module of `engine.phantom`
-    (in name order, as when this module lived in that package), this module (the cropping)
-    and the classical detector's module (the box it crops to). Nothing else is hashed, so
-    changes elsewhere in engine/ leave phantom caches valid."""
+def fingerprinted_sources() -> list[Path]:
+    """The source files whose bytes key a phantom cache: every module of `engine.phantom` (in
+    name order, as when this module lived in that package), this module (the cropping) and
+    the classical detector's module (the box it crops to). Nothing else, so changes elsewhere
+    in engine/ leave phantom caches valid."""
     package = Path(engine.phantom.__file__).resolve().parent
     detector = Path(engine.detect.classical.__file__).resolve()
-    sources = [*sorted(package.glob("*.py")), Path(__file__).resolve(), detector]
+    return [*sorted(package.glob("*.py")), Path(__file__).resolve(), detector]
+
+
+@functools.cache
+def _code_fingerprint() -> str:
+    """Short hash of the code that decides a cache's bytes (`fingerprinted_sources`)."""
     digest = hashlib.sha256()
-    for path in sources:
+    for path in fingerprinted_sources():
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
