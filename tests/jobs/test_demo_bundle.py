@@ -321,7 +321,7 @@ def test_a_bundle_carries_the_trained_detector_its_films_were_cropped_with_and_u
 
     demo_home, bundle = fresh_demo_home(out)
     loaded: list[Path] = []
-    real_load = engine.detect.load_detector
+    real_load = engine.detect.yolo.load_detector
 
     def spy(path: Path, **kwargs: object) -> object:
         loaded.append(Path(path))
