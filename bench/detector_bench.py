@@ -15,7 +15,7 @@ pillow, psutil, ...), plus pandas (the phantom's labels) and scipy (box matching
 installs it); none of the app's (streamlit, duckdb, pydicom). A missing one is named at
 the start, before any work.
 
-The YOLO detector (``engine.yolo``: YOLOv8n from scratch, offline) is trained on phantom
+The YOLO detector (``engine.detect.yolo``: YOLOv8n from scratch, offline) is trained on phantom
 films of one seed (a fifth of them held out inside training, for its record) and both
 detectors are scored on films of another seed that neither saw. Prints mean / median / min
 IoU, the share of knees found at IoU >= 0.5 and >= 0.75, misses (knees without a box at IoU
@@ -65,15 +65,17 @@ def missing_packages() -> list[str]:
 if __name__ == "__main__" and (_missing := missing_packages()):
     sys.exit(f"error: install these Python packages first: {', '.join(_missing)}")
 
-from engine.detect import (  # noqa: E402
+from engine.detect import (  # noqa: E402  # noqa: E402
     DetectionMetrics,
     KneeDetection,
     box_iou,
     evaluate_detector,
     find_knees,
+    load_detector,
+    phantom_detection_set,
+    train_detector,
 )
 from engine.phantom import PhantomSpec  # noqa: E402
-from engine.yolo import load_detector, phantom_detection_set, train_detector  # noqa: E402
 
 TRAIN_SEED, TEST_SEED = 101, 202  # two phantoms no study uses (the app's is seed 0)
 

@@ -251,8 +251,8 @@ def main() -> None:
         build_store(args.home)
 
     t = time.perf_counter()
-    from engine import compare, explorer, ranking
-    from engine import probability_metrics as pm
+    from engine.analysis import compare, explorer, ranking
+    from engine.analysis import probability_metrics as pm
     from store import runs as store_runs
 
     imports = time.perf_counter() - t
@@ -315,7 +315,10 @@ def main() -> None:
     }
     print(f"Store: {n_runs:,} runs, {n_epochs:,} epoch rows, {path.stat().st_size / 2**20:.0f} MiB")
     print(f"Machine: {machine_info()}")
-    print(f"Imports (engine.explorer, probability_metrics, ranking, store.runs): {imports:.2f} s\n")
+    print(
+        "Imports (engine.analysis.explorer, probability_metrics, ranking, store.runs): "
+        f"{imports:.2f} s\n"
+    )
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"Load average (1 min) at the start: {load:.1f}\n")
     print("| step | cold wall s | warm wall median s | warm wall max s | warm CPU median s |")

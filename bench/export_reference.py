@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.compare import finished_seeds  # noqa: E402
+from engine.analysis.compare import finished_seeds  # noqa: E402
 from store.bundle import export_study, read_card  # noqa: E402
 from store.db import connect, default_store_path  # noqa: E402
 from store.runs import list_studies, run_group_counts  # noqa: E402

@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.compare import metrics_table, per_run_metrics  # noqa: E402
+from engine.analysis.compare import metrics_table, per_run_metrics  # noqa: E402
 from store.db import default_store_path  # noqa: E402
 from store.runs import confusion_counts, list_runs, list_studies  # noqa: E402
 

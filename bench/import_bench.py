@@ -35,10 +35,15 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.import_check import check_import  # noqa: E402
-from engine.import_films import CLASSICAL_DETECTOR, DetectorInfo, choose_detector  # noqa: E402
+from engine.detect import (  # noqa: E402  # noqa: E402
+    CLASSICAL_DETECTOR,
+    DetectorInfo,
+    choose_detector,
+    phantom_detection_set,
+    train_detector,
+)
+from engine.films import check_import  # noqa: E402
 from engine.phantom import PhantomSpec, phantom_labels, render_film  # noqa: E402
-from engine.yolo import phantom_detection_set, train_detector  # noqa: E402
 
 FAULTS_PER_KIND = 20
 

@@ -269,7 +269,8 @@ out["imports: torch + dlordinal (engine.soft_labels)"] = [time.perf_counter() - 
 t = time.perf_counter()
 import streamlit as st
 from streamlit.testing.v1 import AppTest
-import pages._charts, engine.compare, engine.relationship, engine.stats, store.runs
+import pages._charts, store.runs
+import engine.analysis.compare, engine.analysis.relationship, engine.analysis.stats
 out["imports: streamlit, statsmodels, scipy, altair, duckdb, the page's modules"] = [
     time.perf_counter() - t
 ]
@@ -351,7 +352,8 @@ out = {{}}
 t = time.perf_counter()
 import streamlit as st
 from streamlit.testing.v1 import AppTest
-import engine.compare, engine.stats, pages._compare_views, pages._probability_view, store.runs
+import engine.analysis.compare, engine.analysis.stats
+import pages._compare_views, pages._probability_view, store.runs
 out["imports: streamlit, scipy, statsmodels, altair, duckdb, the page's modules"] = [
     (time.perf_counter() - t, None)
 ]

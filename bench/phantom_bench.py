@@ -26,8 +26,9 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from engine.datasets import build_phantom_cache
 from engine.detect import box_iou, crop_and_resize, detect_knee_box  # noqa: E402
-from engine.phantom import PhantomSpec, build_phantom_cache, phantom_labels, render_film  # noqa: E402
+from engine.phantom import PhantomSpec, phantom_labels, render_film  # noqa: E402
 
 
 def machine_info() -> str:

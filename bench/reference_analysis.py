@@ -1,5 +1,5 @@
 """What the bundled reference study shows, computed from the bundle with the engine's own
-functions (engine.compare, engine.stats, engine.relationship), as the pages compute it.
+functions (engine.analysis: compare, stats, relationship), as the pages compute it.
 
     python bench/reference_analysis.py [examples/reference-study.zip]
 

@@ -23,7 +23,7 @@ COMMAND="python -m jobs run $STUDY_FILE (4 slots per GPU as lanes; GPUs ${CUDA_V
 progress() {
     python3 - <<'EOF'
 import json
-from engine.compare import finished_seeds
+from engine.analysis.compare import finished_seeds
 from store.db import default_store_path
 from store.runs import list_studies, run_group_counts
 path = default_store_path()

@@ -189,7 +189,7 @@ def main() -> None:
 def soak(seconds: float, period_s: float, n_studies: int) -> None:
     """Run the soak and print its table."""
     from engine.config import StudySpec
-    from engine.data import prepare_dataset
+    from engine.datasets import prepare_dataset
     from store import jobs as store_jobs
     from store import users
     from store.db import init_schema

@@ -1,4 +1,4 @@
-"""Per-class test (and validation) shares of `engine.data.make_splits` over many seeds on the
+"""Per-class test (and validation) shares of `engine.datasets.make_splits` over many seeds on the
 default phantom: how evenly each grade of each task is split.
 
     python bench/split_shares.py --seeds 20
@@ -18,7 +18,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.data import make_splits  # noqa: E402
+from engine.datasets import make_splits  # noqa: E402
 from engine.phantom import PhantomSpec, phantom_labels  # noqa: E402
 from engine.vocab import SPLIT_RULE, TASK_INFO  # noqa: E402
 

@@ -34,7 +34,7 @@ from torchvision.transforms import v2
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engine.config import TrainConfig  # noqa: E402
-from engine.data import TaskSplit  # noqa: E402
+from engine.datasets import TaskSplit  # noqa: E402
 from engine.train import (  # noqa: E402
     GREY_MEAN,
     GREY_STD,
@@ -300,7 +300,7 @@ def worker_many_runs(
     job's end. "Steady" leaves out the first K runs to finish, which carry that start-up.
     """
     from engine.config import StudySpec
-    from engine.data import prepare_dataset
+    from engine.datasets import prepare_dataset
     from jobs.executors import LocalExecutor, plan_slots
     from jobs.runner import Worker, WorkerOptions
     from store import jobs as store_jobs
@@ -343,7 +343,7 @@ def worker_many_runs(
     job = store_jobs.get_job(job_id, path=store)
     runs = store_runs.list_runs([job.study_id], path=store)
     meta = prepared.meta
-    from engine.data import make_splits, task_split
+    from engine.datasets import make_splits, task_split
 
     n_train = {
         s: len(task_split(prepared, make_splits(meta, s), "CPPD").y_train) for s in spec.seeds

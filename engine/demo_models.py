@@ -114,7 +114,7 @@ def seed_probabilities(
 
 def knee_box(film: np.ndarray, detector_dir: Path | None = None) -> Box:
     """The knee to grade on a whole film: the most confident knee of a trained detector
-    (``detector_dir``, an `engine.yolo` detector folder), else the classical detector's box.
+    (``detector_dir``, an `engine.detect.yolo` detector folder), else the classical detector's box.
 
     A trained detector that finds no knee falls back to the classical box, as imports do.
     """
@@ -122,12 +122,14 @@ def knee_box(film: np.ndarray, detector_dir: Path | None = None) -> Box:
 
     if detector_dir is None:
         return detect_knee_box(film)
-    from engine.yolo import load_detector  # ultralytics is slow to import; only when used
+    # Looked up on engine.detect.yolo when called (ultralytics, slow to import, comes with it).
+    from engine.detect.yolo import load_detector
 
     found = find_knees(film, detector=load_detector(detector_dir), max_knees=1)
     if not found:
         return detect_knee_box(film)
-    return tuple(int(round(v)) for v in found[0].box)
+    x0, y0, x1, y1 = (int(round(v)) for v in found[0].box)
+    return (x0, y0, x1, y1)
 
 
 def example_films(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -43,7 +43,7 @@ class MethodParams:
     alpha2: float | None = None
     p: float | None = None
 
-    def as_dict(self) -> dict[str, float]:
+    def as_dict(self) -> dict[str, Any]:
         """The parameters that are set, for JSON and display."""
         return {k: v for k, v in self.__dict__.items() if v is not None}
 
@@ -97,7 +97,7 @@ def soft_label_matrix(
     eye = torch.eye(num_classes)
     if method == "nominal":
         return eye.numpy()
-    eta = loss.eta
+    eta = cast(float, loss.eta)  # every dlordinal soft loss keeps its constructor's eta
     return ((1 - eta) * eye + eta * loss.get_buffer("cls_probs")).numpy()
 
 

@@ -87,6 +87,8 @@ def use_fast_stem(backbone: nn.Module) -> None:
     initialisation, Grad-CAM target layers) still finds conv1.
     """
     old = backbone.conv1
+    if not isinstance(old, nn.Conv2d):
+        raise ValueError("use_fast_stem: the backbone's conv1 must be a convolution")
     if (old.in_channels, old.kernel_size, old.stride, old.padding) != (1, (7, 7), (2, 2), (3, 3)):
         raise ValueError("use_fast_stem: conv1 must be a grey 7x7 stride-2 convolution")
     conv = GemmConv1(1, old.out_channels, kernel_size=7, stride=2, padding=3, bias=False)

@@ -28,16 +28,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
 import torchvision
 from torch import nn
 
+from engine.analysis.metrics import compute_metrics
 from engine.config import TrainConfig
-from engine.data import TaskSplit
-from engine.metrics import compute_metrics
+from engine.datasets import TaskSplit
 from engine.soft_labels import make_loss, soft_label_matrix
 from engine.stem import use_fast_stem
 
@@ -94,7 +94,7 @@ class FastPathOptions:
     inductor_options: Mapping[str, bool] = field(default_factory=lambda: dict(INDUCTOR_OPTIONS))
     cuda_graphs: bool = True
 
-    def compile_settings(self) -> dict[str, object]:
+    def compile_settings(self) -> dict[str, Any]:
         """torch.compile's keyword arguments: the mode, or the default mode's options."""
         if self.compile_mode == "default":
             return {"options": dict(self.inductor_options)}
@@ -195,7 +195,9 @@ def resolve_device(device: str) -> torch.device:
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ValueError(f"device: {device!r} asked for, but this machine has no CUDA GPU")
+        raise ValueError(
+            f"device: {device!r} asked for, but this machine has no CUDA GPU; use cpu or auto"
+        )
     return torch.device(device)
 
 
@@ -498,8 +500,9 @@ class Trainer:
         # dynamic=False: each batch shape (training, evaluation; per task) gets a graph of its
         # own. Left to guess, dynamo turns a second batch size into symbolic shapes, whose
         # backward then fails a stride check on 1x1 feature maps (32 px films) and is slower.
+        # torch.compile of a module returns a module (OptimizedModule); its stubs say callable.
         self.step_model: nn.Module = (
-            torch.compile(self.model, dynamic=False, **options.compile_settings())
+            cast(nn.Module, torch.compile(self.model, dynamic=False, **options.compile_settings()))
             if compile_model
             else self.model
         )
@@ -521,11 +524,12 @@ class Trainer:
         torch.manual_seed(seed)
         if self._initial is not None:
             self.model.load_state_dict(self._initial)
-            self.model.backbone.fc.reset_parameters()
+            cast(nn.Linear, self.model.backbone.fc).reset_parameters()  # build_model's head
             return
         for module in self.model.modules():
-            if hasattr(module, "reset_parameters"):
-                module.reset_parameters()
+            reset = getattr(module, "reset_parameters", None)
+            if callable(reset):
+                reset()
             if isinstance(module, nn.BatchNorm2d):
                 module.reset_running_stats()
         # torchvision's resnet init (kaiming for convs), as at construction

@@ -10,6 +10,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from types import MappingProxyType
 
+#: A knee's box on a film: (x0, y0, x1, y1) in film pixels, x1 and y1 exclusive. The
+#: detectors, the phantom and the labels CSV all write boxes this way.
+Box = tuple[int, int, int, int]
+
 
 @dataclass(frozen=True)
 class Task:

@@ -93,7 +93,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _summary(job_id: str, path: Path) -> str:
-    from engine.compare import metrics_table, per_run_metrics
+    from engine.analysis.compare import metrics_table, per_run_metrics
     from store.runs import confusion_counts
 
     job = store_jobs.get_job(job_id, path=path)
@@ -173,7 +173,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     Exit status: 0 clean (or registered); 1 problems found (``--check``) or bad films and no
     ``--skip-bad`` (nothing registered); 2 the folder, CSV or layout cannot be read at all.
     """
-    from engine.import_check import check_import
+    from engine.films import check_import
     from jobs.importer import ImportRefused, import_detector, register_import
 
     # The report's notes name the detector; an unknown key is one message (exit 2).

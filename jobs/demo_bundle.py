@@ -36,7 +36,7 @@ import pandas as pd
 from PIL import Image
 
 from engine.config import SpecError, StudySpec
-from engine.data import cache_dir_for, open_prepared
+from engine.datasets import cache_dir_for, open_prepared
 from engine.demo_models import best_seed, default_method, example_films, seed_checkpoints
 from engine.vocab import TASKS
 from jobs.provenance import code_version, library_versions

@@ -3,7 +3,7 @@ training the Review crops page starts.
 
 - ``detector train``: films with known knee boxes from ``--phantom N`` (phantom films of a
   seed, their true boxes) and/or ``--dataset NAME_OR_ID`` (an imported folder's films whose
-  every knee has a box set in crop review), trained with `engine.yolo.train_detector` into
+  every knee has a box set in crop review), trained with `engine.detect.train_detector` into
   ``$SOFTGRADE_HOME/detectors/<key>/`` (keyed by films, boxes and settings: the same input
   reuses the stored detector). Progress is printed per epoch; ``--status FILE`` also keeps
   it in a JSON file, which is how the page follows a training it started.
@@ -69,8 +69,9 @@ def detectors_dir(home: Path | None = None) -> Path:
     return (home if home is not None else softgrade_home()) / "detectors"
 
 
-def resolve_device(device: str) -> str:
-    """'auto' → 'cuda' when a GPU is visible, else 'cpu'; 'cuda' refused without one.
+def training_device(device: str) -> str:
+    """The device a detector trains on, named for ultralytics: 'auto' → 'cuda' when a GPU is
+    visible, else 'cpu' (`engine.train.resolve_device`, the one resolver).
 
     Raises:
         ValueError: An unknown device, or 'cuda' on a machine without a CUDA GPU.
@@ -78,15 +79,10 @@ def resolve_device(device: str) -> str:
     if device not in DEVICES and not device.startswith("cuda:"):
         raise ValueError(f"device {device!r} is not known; allowed: {', '.join(DEVICES)}")
     if device == "cpu":
-        return device
-    import torch
+        return device  # no torch import for the common CPU case
+    from engine.train import resolve_device  # imports torch
 
-    has_gpu = torch.cuda.is_available()
-    if device == "auto":
-        return "cuda" if has_gpu else "cpu"
-    if not has_gpu:
-        raise ValueError(f"device {device!r}: this machine has no CUDA GPU; use cpu")
-    return device
+    return str(resolve_device(device))
 
 
 def check_settings(image_size: int, epochs: int) -> None:
@@ -189,9 +185,9 @@ def reviewed_films(dataset_id: str, *, store_path: Path | None = None) -> Review
 def labels_csv_boxes(
     dataset_id: str, *, store_path: Path | None = None
 ) -> list[tuple[Path, list[Box]]]:
-    """The knee boxes a folder dataset's labels CSV gives (`engine.importing.labelled_boxes`);
+    """The knee boxes a folder dataset's labels CSV gives (`engine.films.labelled_boxes`);
     empty for a phantom, a CSV without box columns, or a folder no longer readable."""
-    from engine.importing import labelled_boxes
+    from engine.films import labelled_boxes
     from store.datasets import dataset_params
 
     found = dataset_params(dataset_id, path=store_path)
@@ -218,7 +214,7 @@ class TrainingFilms(Sequence[np.ndarray]):
         item = self._items[index]
         if isinstance(item, np.ndarray):
             return item
-        from engine.importing import read_film_file
+        from engine.films import read_film_file
 
         try:
             return read_film_file(item)
@@ -298,7 +294,7 @@ def training_set(
         boxes += reviewed.boxes
         said.append(f"dataset {dataset_id}, {reviewed.described()}")
     if phantom:
-        from engine.yolo import phantom_films, phantom_trained_on
+        from engine.detect import phantom_films, phantom_trained_on
 
         films, film_boxes = phantom_films(
             phantom, seed=phantom_seed, film_size=film_size, bilateral=bilateral
@@ -323,8 +319,8 @@ def train(
     home: Path | None = None,
     progress: Callable[[int, int, dict[str, float]], None] | None = None,
 ) -> Any:
-    """Train (or reuse) a detector on ``data``; its `engine.yolo.DetectorRecord`."""
-    from engine.yolo import train_detector
+    """Train (or reuse) a detector on ``data``; its `engine.detect.DetectorRecord`."""
+    from engine.detect import train_detector
 
     check_settings(image_size, epochs)
     return train_detector(
@@ -332,7 +328,7 @@ def train(
         data.boxes,
         image_size=image_size,
         epochs=epochs,
-        device=resolve_device(device),
+        device=training_device(device),
         out_dir=detectors_dir(home),
         progress=progress,
         trained_on=data.trained_on,
@@ -341,7 +337,7 @@ def train(
 
 def list_detectors(home: Path | None = None) -> list[Any]:
     """Every complete detector under ``detectors/``, newest first (`DetectorRecord`s)."""
-    from engine.yolo import list_detectors as stored_detectors
+    from engine.detect import list_detectors as stored_detectors
 
     return stored_detectors(detectors_dir(home))
 
@@ -481,7 +477,7 @@ def start_training(
     """
     require(account, Action.LAUNCH)
     check_settings(image_size, epochs)
-    device = resolve_device(device)
+    device = training_device(device)
     home = home if home is not None else softgrade_home()
     store = home / default_store_path().name
     with _training_lock(home):
@@ -656,7 +652,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def _train_from_args(args: argparse.Namespace, keeper: StatusKeeper, start: float) -> Any:
     check_settings(args.image_size, args.epochs)
-    device = resolve_device(args.device)
+    device = training_device(args.device)
     store = None
     dataset_id = None
     if args.dataset is not None:

@@ -1,9 +1,9 @@
 """Registering a checked import as a dataset, with its report kept in the store.
 
-The check (`engine.import_check.check_import`) decides which films are good; this module
+The check (`engine.films.check_import`) decides which films are good; this module
 writes their labels as one canonical labels CSV under ``$SOFTGRADE_HOME/imports/`` and
 registers a ``folder`` dataset over it, so a study on that dataset caches, crops and splits
-exactly the good films through the ordinary path (`engine.data.prepare_dataset`).
+exactly the good films through the ordinary path (`engine.datasets.prepare_dataset`).
 
 The knee detector is chosen here (`import_detector`: the newest trained detector in
 ``$SOFTGRADE_HOME/detectors`` by default, the classical one when none is trained) and pinned
@@ -19,8 +19,8 @@ from pathlib import Path
 import pandas as pd
 
 from engine.config import DatasetSpec
-from engine.import_check import DetectorInfo, ImportReport, choose_detector, write_clean_labels
-from engine.importing import read_labels
+from engine.detect import DetectorInfo, choose_detector
+from engine.films import ImportReport, read_labels, write_clean_labels
 from store import imports as store_imports
 from store.db import default_store_path, softgrade_home
 

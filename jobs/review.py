@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.config import DatasetSpec
-from engine.importing import write_review_csv
+from engine.films import write_review_csv
 from store.datasets import dataset_id_for, dataset_params
 from store.db import StoreError, default_store_path, softgrade_home
 from store.reviews import crop_reviews

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from engine.config import DatasetSpec, StudySpec
-from engine.data import make_splits, prepare_dataset
+from engine.datasets import make_splits, prepare_dataset
 from engine.study import PlannedRun, plan_runs
 from jobs.executors import Executor
 from jobs.provenance import worker_environment

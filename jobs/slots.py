@@ -30,7 +30,7 @@ import pandas as pd
 import torch
 
 from engine.config import TrainConfig
-from engine.data import TaskSplit, open_prepared, task_split
+from engine.datasets import TaskSplit, open_prepared, task_split
 from engine.train import RunCancelled, Trainer, resolve_device, save_checkpoint
 
 log = logging.getLogger(__name__)

@@ -11,8 +11,8 @@ import pandas as pd
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from engine import compare, stats
-from engine.metrics import LOWER_IS_BETTER, METRIC_LABELS, METRICS
+from engine.analysis import compare, stats
+from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS, METRICS
 from engine.vocab import order_methods
 from pages import _exports, _tables, _ui
 from store import runs as store_runs

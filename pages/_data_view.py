@@ -9,7 +9,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from engine.relationship import contingency
+from engine.analysis.relationship import contingency
 from engine.vocab import LABEL_COLUMNS, LEGACY_SPLIT_RULE, SPLIT_RULE, TASK_INFO, seed_ranges
 
 #: Each split rule in plain words: (what it does, why it matters), for the Data page.

@@ -13,8 +13,8 @@ from typing import Any
 import pandas as pd
 from pandas.io.formats.style import Styler
 
-from engine.compare import planned_runs
-from engine.explorer import PARAM_LABELS, SEARCH_PARAMS, in_flight_point
+from engine.analysis.compare import planned_runs
+from engine.analysis.explorer import PARAM_LABELS, SEARCH_PARAMS, in_flight_point
 from engine.vocab import METHODS
 from pages._tables import method_title
 

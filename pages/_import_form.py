@@ -15,8 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from engine.config import SpecError
-from engine.import_check import check_import
-from engine.import_layouts import ImportSourceError
+from engine.films import ImportSourceError, check_import
 from jobs.importer import ImportRefused, import_detector, register_import
 from jobs.review import reviewed_spec
 from pages._import_view import (

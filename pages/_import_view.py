@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from engine.import_check import KNEE_LOW_CONFIDENCE, ImportReport
+from engine.films import KNEE_LOW_CONFIDENCE, ImportReport
 from jobs.access import confine_import_path, data_roots
 from jobs.provenance import card_comments
 

@@ -13,7 +13,7 @@ import streamlit as st
 
 from engine import gradcam
 from engine.config import SpecError, StudySpec
-from engine.data import cache_dir_for, load_masks, open_prepared
+from engine.datasets import cache_dir_for, load_masks, open_prepared
 from engine.demo_models import checkpoint_probabilities
 from engine.train import load_checkpoint
 from pages._tables import method_title

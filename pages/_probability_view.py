@@ -19,9 +19,9 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from engine import compare
-from engine import probability_metrics as pm
-from engine.ranking import BLOCKING_SENTENCE, CriticalDifference, critical_difference
+from engine.analysis import compare
+from engine.analysis import probability_metrics as pm
+from engine.analysis.ranking import BLOCKING_SENTENCE, CriticalDifference, critical_difference
 from pages import _exports, _science_charts, _tables, _ui
 from pages._ui import download_row
 from store import runs as store_runs

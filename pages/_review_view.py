@@ -18,10 +18,9 @@ import cv2
 import numpy as np
 import pandas as pd
 
-from engine.data import PreparedDataset, open_prepared
+from engine.datasets import PreparedDataset, build_folder_cache, open_prepared
 from engine.detect import Box
-from engine.import_check import KNEE_LOW_CONFIDENCE
-from engine.importing import build_folder_cache, image_id_for
+from engine.films import KNEE_LOW_CONFIDENCE, image_id_for
 from jobs.review import REVIEW_PARAM
 
 #: Side of the review crops (px): enough to judge a crop, cheap to build for every film.

@@ -17,7 +17,7 @@ import streamlit as st
 from streamlit_image_coordinates import streamlit_image_coordinates
 
 from engine.detect import crop_and_resize
-from engine.importing import read_film_file
+from engine.films import read_film_file
 from engine.vocab import TOP_GRADE
 from jobs.access import Action, can
 from jobs.detector import (

@@ -69,7 +69,7 @@ def request_id_for(form_id: str, study: Mapping[str, Any]) -> str:
 def read_folder_labels(folder: str, labels_csv: str) -> pd.DataFrame:
     """A folder's labels CSV, after checking every row and that every listed film exists
     (ValueError names the first problem)."""
-    from engine.importing import read_labels
+    from engine.films import read_labels
 
     return read_labels(Path(folder).expanduser(), Path(labels_csv).expanduser())
 
@@ -92,7 +92,7 @@ def check_study(
                 raise SpecError(f"dataset.{field}: give the path of {what} on this machine")
     spec = StudySpec.from_dict(raw)
     if importing:
-        from engine.data import check_split_sizes  # imports torch: only when importing
+        from engine.datasets import check_split_sizes  # imports torch: only when importing
 
         try:
             table = read_folder(

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 from pandas.io.formats.style import Styler
 
-from engine.compare import (
+from engine.analysis.compare import (
     AVERAGE,
     PUBLISHED_SEEDS,
     ROW_AVERAGE,
@@ -35,15 +35,15 @@ from engine.compare import (
     StudyProgress,
     sort_by_method,
 )
-from engine.metrics import LOWER_IS_BETTER, METRIC_LABELS
-from engine.probability_metrics import PROBABILITY_LABELS, PROBABILITY_METRICS
-from engine.stats import CORRECTIONS
+from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS
+from engine.analysis.probability_metrics import PROBABILITY_LABELS, PROBABILITY_METRICS
+from engine.analysis.stats import CORRECTIONS
 from engine.vocab import LABEL_SEPARATOR
 from store.bundle import REFERENCE_STUDY, read_card
 from store.db import StoreError
 
 if TYPE_CHECKING:
-    from engine.stats import TestResult
+    from engine.analysis.stats import TestResult
 
 # Column order of the paper's Table 4.
 TABLE4_METRICS: tuple[str, ...] = ("qwk", "mae", "ms", "ba", "amae", "mmae")

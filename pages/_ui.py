@@ -18,7 +18,7 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 from streamlit.errors import StreamlitAPIException
 
-from engine import compare, stats
+from engine.analysis import compare, stats
 from engine.config import StudySpec
 from jobs.access import (
     LOCAL_ACCOUNT,

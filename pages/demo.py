@@ -23,7 +23,7 @@ import streamlit as st
 
 from engine import gradcam
 from engine.demo_models import knee_box
-from engine.importing import FILM_FORMATS, decode_film
+from engine.films import FILM_FORMATS, decode_film
 from engine.train import load_checkpoint
 from engine.vocab import GRADE_SIGNS
 from jobs.kiosk import kiosk_settings

@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from engine import explorer
+from engine.analysis import explorer
 from engine.vocab import order_methods
 from pages import _explorer_views as views
 from pages import _science_charts as charts

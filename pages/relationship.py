@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from engine import compare, relationship
+from engine.analysis import compare, relationship
 from engine.vocab import order_methods
 from pages import _exports, _tables, _ui
 from pages._ui import cached_cards, download_row

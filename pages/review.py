@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from engine.data import PreparedDataset
+from engine.datasets import PreparedDataset
 from jobs.review import REVIEW_PARAM
 from pages._import_view import ProgressThrottle
 from pages._review_view import (

@@ -162,7 +162,7 @@ def save_splits(
 
     Args:
         splits: image_id -> 'train' | 'val' | 'test'.
-        rule: the rule that made it (`engine.data.make_splits` follows `SPLIT_RULE`).
+        rule: the rule that made it (`engine.datasets.make_splits` follows `SPLIT_RULE`).
     """
     frame = pd.DataFrame(
         {"dataset_id": dataset_id, "seed": seed, "image_id": splits.index, "split": splits.values}

@@ -233,7 +233,7 @@ def selected_probabilities(
 ) -> pd.DataFrame:
     """Per-film probabilities of the selected runs, one column per grade.
 
-    The input of `engine.probability_metrics` (RPS, calibration, unimodality). Splitting
+    The input of `engine.analysis.probability_metrics` (RPS, calibration, unimodality). Splitting
     the ``probs`` list into columns in DuckDB keeps pandas free of per-row arrays: 200 runs'
     ~100,000 test rows come back as plain float columns.
 

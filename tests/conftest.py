@@ -59,7 +59,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture(scope="session")
 def tiny_phantom(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 60-film phantom cached at 32 px (built once per test session)."""
-    from engine.data import prepare_dataset
+    from engine.datasets import prepare_dataset
 
     root = tmp_path_factory.mktemp("cache")
     return prepare_dataset(DatasetSpec("phantom", dict(TINY_PHANTOM)), 32, root).cache_dir
@@ -248,7 +248,7 @@ def write_reviewed_folder(root: Path, store: Path, *, n: int = 8, n_reviewed: in
     """``n`` phantom films imported as a dataset named "lab", the first ``n_reviewed`` of
     them given their true knee box in crop review (as a reviewer confirming the box would).
     Returns the dataset id."""
-    from engine.import_check import check_import
+    from engine.films import check_import
     from engine.phantom import PhantomSpec, render_film
     from jobs.importer import register_import
     from store.reviews import record_review
@@ -366,8 +366,8 @@ def write_bilateral_folder(root: Path, n_patients: int = 3) -> tuple[Path, dict[
 
 def fake_detector(detectors: Path, key: str, created_at: str, **held: float) -> object:
     """A detector folder with a record and an (empty) weights file: enough to be chosen
-    (`engine.yolo.DetectorRecord`), never to be loaded."""
-    from engine.yolo import DetectorRecord
+    (`engine.detect.DetectorRecord`), never to be loaded."""
+    from engine.detect import DetectorRecord
 
     record = DetectorRecord(
         key=key,

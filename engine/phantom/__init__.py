@@ -13,9 +13,10 @@ The real radiographs behind the paper are private, so the default dataset is thi
 * :func:`render_bilateral_film` draws both knees of one patient on one wider film (the
   patient's right knee on the viewer's left), with a :class:`KneeTruth` (box, side, grades,
   mask) per knee.
-* :func:`build_phantom_cache` renders every film in worker processes, crops each one to the
-  knee found by :mod:`engine.detect` and writes ``images.npy``, ``masks.npy``, ``meta.csv``
-  and, last, ``manifest.json``.
+* `engine.datasets.build_phantom_cache` (outside this package: it crops with the
+  detector) renders every film in worker processes, crops each one to the knee found by
+  :mod:`engine.detect` and writes ``images.npy``, ``masks.npy``, ``meta.csv`` and, last,
+  ``manifest.json``.
 
 The package, one concept a module:
 
@@ -32,7 +33,6 @@ The package, one concept a module:
 ``film``            placement on the film, exposure, artefacts
 ``render``          :func:`render_film`, :func:`render_variant`
 ``bilateral``       :func:`render_bilateral_film`: both knees of a patient on one film
-``cache``           :func:`build_phantom_cache`, :func:`is_complete_cache`
 ==================  =========================================================================
 
 Difficulty: each grade is drawn from a continuous severity inside a band around it, every
@@ -48,7 +48,6 @@ and trabecular texture and film noise are windows cut at random from per-process
 """
 
 from engine.phantom.bilateral import KneeTruth, bilateral_film_size, render_bilateral_film
-from engine.phantom.cache import PHANTOM_VERSION, build_phantom_cache, is_complete_cache
 from engine.phantom.labels import (
     CPPD_TOTALS,
     JOINT_COUNTS,
@@ -65,12 +64,9 @@ __all__ = [
     "JOINT_COUNTS",
     "KneeTruth",
     "MASK_BITS",
-    "PHANTOM_VERSION",
     "PhantomSpec",
     "bilateral_film_size",
-    "build_phantom_cache",
     "cppd_only_counts",
-    "is_complete_cache",
     "joint_cell_counts",
     "phantom_labels",
     "render_bilateral_film",

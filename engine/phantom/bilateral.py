@@ -24,7 +24,6 @@ import pandas as pd
 
 from engine.phantom.canvas import BOX_SIDE
 from engine.phantom.film import (
-    Box,
     box_half_extent,
     canvas_to_film,
     collimate,
@@ -38,6 +37,7 @@ from engine.phantom.film import (
 from engine.phantom.labels import phantom_labels
 from engine.phantom.render import draw_film_knee
 from engine.phantom.spec import STREAM_BILATERAL, PhantomSpec
+from engine.vocab import Box
 
 #: Sides in the order they appear from the viewer's left to right (radiographic convention).
 SIDES_LEFT_TO_RIGHT = ("R", "L")

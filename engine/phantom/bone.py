@@ -12,7 +12,7 @@ import numpy as np
 
 
 def shell_attenuation(
-    d: np.ndarray, radius: float, cortex: np.ndarray | float, texture: np.ndarray
+    d: np.ndarray, radius: float, cortex: np.ndarray | np.floating | float, texture: np.ndarray
 ) -> np.ndarray:
     """Bone seen in projection: dense cortical shell around a textured trabecular core.
 
@@ -45,7 +45,7 @@ def add_bone(
     body: np.ndarray,
     bone: np.ndarray,
     radius: float,
-    cortex: np.ndarray,
+    cortex: np.ndarray | np.floating,
     texture: np.ndarray,
     density: float,
 ) -> None:
@@ -70,6 +70,6 @@ def add_bone(
     x0, y0 = max(0, bx - 1), max(0, by - 1)
     x1, y1 = min(w, bx + bw + 1), min(h, by + bh + 1)
     d = cv2.distanceTransform(np.ascontiguousarray(body[y0:y1, x0:x1]), cv2.DIST_L2, 5)
-    cortex_roi = cortex[y0:y1] if np.ndim(cortex) == 2 else cortex
+    cortex_roi = cortex[y0:y1] if isinstance(cortex, np.ndarray) and cortex.ndim == 2 else cortex
     att = shell_attenuation(d, radius, cortex_roi, texture[y0:y1, x0:x1])
     out[y0:y1, x0:x1] += (density * att) * bone[y0:y1, x0:x1]

@@ -16,8 +16,7 @@ import numpy as np
 from engine.phantom.canvas import BOX_SIDE, CX, CY
 from engine.phantom.spec import PhantomSpec
 from engine.phantom.texture import film_noise
-
-Box = tuple[int, int, int, int]
+from engine.vocab import Box
 
 
 def place_and_expose(

@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 
 from engine.phantom.anatomy import patient_anatomy
-from engine.phantom.film import Box, place_and_expose
+from engine.phantom.film import place_and_expose
 from engine.phantom.knee import draw_knee
 from engine.phantom.lesions import SIGN_FIELDS, film_lesions, severity_at
 from engine.phantom.spec import STREAM_FILM, PhantomSpec
-from engine.vocab import TOP_GRADE
+from engine.vocab import TOP_GRADE, Box
 
 
 def render_film(spec: PhantomSpec, row: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray, Box]:

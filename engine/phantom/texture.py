@@ -31,7 +31,7 @@ def _texture_bank(sigma: float) -> np.ndarray:
     )
     fine = cv2.GaussianBlur(noise, (0, 0), sigmaX=0.6 * sigma, sigmaY=1.1 * sigma)
     coarse = cv2.GaussianBlur(noise, (0, 0), sigmaX=1.8 * sigma, sigmaY=2.8 * sigma)
-    tex = cv2.resize(fine - coarse, (w, h), interpolation=cv2.INTER_LINEAR)
+    tex: np.ndarray = cv2.resize(fine - coarse, (w, h), interpolation=cv2.INTER_LINEAR)
     tex /= float(tex.std())
     tex.setflags(write=False)
     return tex

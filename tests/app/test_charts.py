@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine import compare
+from engine.analysis import compare
 from engine.soft_labels import soft_label_matrix
 from pages import _charts as charts
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from engine import compare
+from engine.analysis import compare
 from store import jobs as store_jobs
 from store import runs as store_runs
 from store.db import init_schema

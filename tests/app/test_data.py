@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from engine.import_check import check_import
+from engine.films import check_import
 from jobs.importer import register_import
 from pages._import_view import report_csv
 from store import datasets as store_datasets

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from engine import explorer
+from engine.analysis import explorer
 from engine.soft_labels import search_grid
 from engine.vocab import run_id
 from pages import _explorer_views as views

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from engine.import_check import PROBLEM_COLUMNS, ImportReport
+from engine.films import PROBLEM_COLUMNS, ImportReport
 from pages._import_view import (
     ImportRequest,
     ProgressThrottle,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 from streamlit.testing.v1 import AppTest
 
-from engine.import_check import check_import
+from engine.films import check_import
 from jobs.importer import register_import
 from store import jobs as store_jobs
 from store.datasets import dataset_labels

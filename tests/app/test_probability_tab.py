@@ -8,8 +8,8 @@ import io
 import pandas as pd
 import pytest
 
-from engine import probability_metrics as pm
-from engine.ranking import BLOCKING_SENTENCE
+from engine.analysis import probability_metrics as pm
+from engine.analysis.ranking import BLOCKING_SENTENCE
 from pages import _exports, _tables
 from store import runs as store_runs
 from store.bundle import REFERENCE_STUDY, import_study, read_card

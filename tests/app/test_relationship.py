@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine import relationship
+from engine.analysis import relationship
 from store import runs as store_runs
 from tests.app.test_compare import make_store, run_page, texts
 

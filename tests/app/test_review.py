@@ -12,10 +12,9 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from engine.data import open_prepared, prepare_dataset
+from engine.datasets import open_prepared, prepare_dataset
 from engine.detect import crop_and_resize
-from engine.import_check import check_import
-from engine.importing import read_film_file
+from engine.films import check_import, read_film_file
 from jobs.detector import TrainingStatus, read_status, status_file, write_status
 from jobs.importer import register_import
 from jobs.review import reviewed_spec

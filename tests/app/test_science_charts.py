@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine import explorer, ranking
-from engine import probability_metrics as pm
+from engine.analysis import explorer, ranking
+from engine.analysis import probability_metrics as pm
 from pages import _science_charts as charts
 
 METHODS = ["nominal", "binomial", "beta", "triangular", "exponential"]

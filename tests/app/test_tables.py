@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine import compare, stats
-from engine.compare import StudyProgress
-from engine.metrics import METRICS
-from engine.relationship import SeedRelationship
+from engine.analysis import compare, stats
+from engine.analysis.compare import StudyProgress
+from engine.analysis.metrics import METRICS
+from engine.analysis.relationship import SeedRelationship
 from engine.vocab import METHODS
 from pages import _exports
 from pages import _tables as tables
@@ -283,7 +283,7 @@ def test_relationship_latex_holds_the_summary_and_table7():
 
 
 def test_correction_choices_open_on_holm_with_the_papers_unadjusted_second():
-    from engine.stats import CORRECTIONS
+    from engine.analysis.stats import CORRECTIONS
 
     assert tables.CORRECTION_ORDER[:2] == ("holm", "none")
     assert sorted(tables.CORRECTION_ORDER) == sorted(CORRECTIONS)
@@ -293,7 +293,7 @@ def test_correction_choices_open_on_holm_with_the_papers_unadjusted_second():
 
 
 def _probability_summary() -> pd.DataFrame:
-    from engine.probability_metrics import PROBABILITY_METRICS
+    from engine.analysis.probability_metrics import PROBABILITY_METRICS
 
     rows = []
     for task, methods in (("CPPD", ("nominal", "beta")), ("KL", ("nominal", "beta"))):

@@ -1,4 +1,5 @@
-"""engine.compare against independent computations (sklearn, numpy, statsmodels, the paper).
+"""engine.analysis.compare against independent computations (sklearn, numpy, statsmodels,
+the paper).
 
 How the numbers read (text, LaTeX, CSV) is tested in tests/app/test_tables.py.
 """
@@ -19,7 +20,7 @@ from sklearn.metrics import (
 )
 from statsmodels.stats.anova import anova_lm
 
-from engine import compare, stats
+from engine.analysis import compare, stats
 from engine.soft_labels import grid_size
 from engine.vocab import order_methods
 
@@ -367,7 +368,7 @@ def test_one_dataset_keeps_the_studies_on_the_first_picked_dataset():
 
 
 def test_pages_open_on_the_newest_finished_study():
-    from engine.compare import default_study_id
+    from engine.analysis.compare import default_study_id
 
     studies = pd.DataFrame(
         {

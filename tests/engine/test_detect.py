@@ -16,10 +16,10 @@ from engine.detect import (
     detect_knee_box,
     evaluate_detector,
     find_knees,
+    phantom_detection_set,
     select_knees,
 )
 from engine.phantom import PhantomSpec, phantom_labels, render_film
-from engine.yolo import phantom_detection_set
 
 SPEC = PhantomSpec(n_images=40, n_joint=20, seed=5)
 

@@ -1,4 +1,4 @@
-"""engine.explorer: the search explorer's and the learning curves' frames, checked by hand."""
+"""engine.analysis.explorer: the search explorer's and the learning curves' frames, by hand."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine import explorer
+from engine.analysis import explorer
 
 
 def _runs() -> pd.DataFrame:

@@ -12,7 +12,7 @@ import torch
 from pytorch_grad_cam import GradCAM
 
 from engine import gradcam
-from engine.data import load_masks, make_splits, open_prepared
+from engine.datasets import load_masks, make_splits, open_prepared
 from engine.phantom import MASK_BITS, PhantomSpec
 from engine.train import build_model
 

@@ -1,4 +1,4 @@
-"""The one dataset-cache writer (engine.data.image_cache_writer) both cache builders use."""
+"""The one dataset-cache writer (engine.datasets.image_cache_writer) both cache builders use."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine.data import image_cache_writer, open_prepared
+from engine.datasets import image_cache_writer, open_prepared
 
 
 def _meta(n: int) -> pd.DataFrame:

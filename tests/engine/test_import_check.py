@@ -7,14 +7,14 @@ import pandas as pd
 import pytest
 
 from engine.config import DatasetSpec
-from engine.data import prepare_dataset
-from engine.import_check import (
+from engine.datasets import prepare_dataset
+from engine.films import (
     MIN_FILMS_PER_GRADE,
+    ImportSourceError,
     check_import,
     clean_labels,
     write_clean_labels,
 )
-from engine.import_layouts import ImportSourceError
 from tests.conftest import phantom_film, png_bytes, write_faulty_folder, write_film_folder
 
 
@@ -242,7 +242,7 @@ def test_every_film_format_is_read_and_others_are_named(tmp_path):
 def test_a_knee_found_with_low_confidence_is_flagged_and_none_found_left_out(
     tmp_path, monkeypatch, confidence, kind, severity
 ):
-    import engine.import_films as import_films
+    import engine.films.inspection as import_films
 
     monkeypatch.setattr(
         import_films,
@@ -261,7 +261,7 @@ def test_a_knee_found_with_low_confidence_is_flagged_and_none_found_left_out(
 
 def test_knees_come_from_find_knees_with_their_confidence():
     from engine.detect import find_knees
-    from engine.import_check import locate_knees
+    from engine.films import locate_knees
 
     film = phantom_film(5, 0)
     expected = [(tuple(k.box), float(k.confidence)) for k in find_knees(film, laterality="L")]

@@ -9,25 +9,20 @@ from pathlib import Path
 
 import pytest
 
-from engine.data import open_prepared
-from engine.import_check import (
+from engine.datasets import build_folder_cache, open_prepared
+from engine.detect import (
     CLASSICAL_DETECTOR,
-    check_import,
-    choose_detector,
-    detector_from_params,
-    inspect_files,
-    locate_knees,
-)
-from engine.importing import build_folder_cache, read_film_file
-from engine.phantom import PhantomSpec
-from engine.yolo import (
     DetectorRecord,
+    choose_detector,
+    choose_record,
+    detector_from_params,
     latest_detector,
     list_detectors,
     phantom_detection_set,
     train_detector,
 )
-from engine.yolo import choose_detector as choose_record
+from engine.films import check_import, inspect_files, locate_knees, read_film_file
+from engine.phantom import PhantomSpec
 from tests.conftest import fake_detector, write_film_folder
 
 TINY = {"image_size": 64, "epochs": 2, "device": "cpu"}
@@ -155,7 +150,7 @@ def test_the_cache_is_cropped_by_the_datasets_detector_and_rebuilt_for_another(t
 def test_a_process_that_loaded_a_detector_still_names_a_text_file_as_one(trained, tmp_path):
     # ultralytics patches PIL.Image.open on import (a HEIF plugin it would download).
     detectors, record = trained
-    from engine.import_films import knee_detector
+    from engine.detect import knee_detector
 
     knee_detector(choose_detector(detectors, record.key))
     folder = tmp_path / "films"

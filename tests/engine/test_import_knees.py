@@ -11,10 +11,9 @@ import pytest
 from PIL import Image
 
 from engine.config import DatasetSpec
-from engine.data import prepare_dataset
+from engine.datasets import prepare_dataset
 from engine.detect import box_iou
-from engine.import_check import check_import, write_clean_labels
-from engine.importing import labelled_boxes, read_labels
+from engine.films import check_import, labelled_boxes, read_labels, write_clean_labels
 from tests.conftest import dicom_bytes, phantom_film, write_bilateral_folder
 
 SIZE = 64

@@ -7,9 +7,14 @@ import pandas as pd
 import pytest
 
 from engine.config import DatasetSpec
-from engine.data import make_splits, prepare_dataset
-from engine.import_check import check_import, write_clean_labels
-from engine.import_layouts import ImportSourceError, detect_layout, patient_from_stem
+from engine.datasets import make_splits, prepare_dataset
+from engine.films import (
+    ImportSourceError,
+    check_import,
+    detect_layout,
+    patient_from_stem,
+    write_clean_labels,
+)
 from tests.conftest import dicom_bytes, phantom_film, png_bytes, write_film_folder
 
 

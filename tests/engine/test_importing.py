@@ -10,8 +10,8 @@ import pytest
 from PIL import Image
 
 from engine.config import DatasetSpec
-from engine.data import prepare_dataset
-from engine.importing import decode_film
+from engine.datasets import prepare_dataset
+from engine.films import decode_film
 from tests.conftest import dicom_bytes, write_film_folder
 
 

@@ -1,4 +1,4 @@
-"""Tests for engine.metrics: hand-computed cases, library cross-checks, batching."""
+"""Tests for engine.analysis.metrics: hand-computed cases, library cross-checks, batching."""
 
 import math
 import time
@@ -9,7 +9,7 @@ import torch
 from dlordinal.metrics import amae, minimum_sensitivity, mmae
 from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score, mean_absolute_error
 
-from engine.metrics import (
+from engine.analysis.metrics import (
     LOWER_IS_BETTER,
     METRIC_LABELS,
     METRICS,

@@ -10,22 +10,20 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from engine.datasets import build_phantom_cache, is_complete_cache, phantom_cache
 from engine.phantom import (
     CPPD_TOTALS,
     JOINT_COUNTS,
     MASK_BITS,
     PhantomSpec,
     bilateral_film_size,
-    build_phantom_cache,
     cppd_only_counts,
-    is_complete_cache,
     joint_cell_counts,
     phantom_labels,
     render_bilateral_film,
     render_film,
     render_variant,
 )
-from engine.phantom import cache as phantom_cache
 from engine.phantom.anatomy import patient_anatomy
 
 REFERENCE_CSV = Path(__file__).resolve().parents[3] / "shared/reference/kl_cppd_contingency.csv"
@@ -543,3 +541,15 @@ def test_bilateral_film_refuses_an_unknown_patient(bilateral_labels):
     top = int(bilateral_labels.patient_index.max())
     with pytest.raises(ValueError, match=rf"patient_index must be 0\.\.{top}, not {top + 1}"):
         render_bilateral_film(TINY, top + 1, bilateral_labels)
+
+
+def test_the_cache_fingerprint_hashes_the_phantom_its_builder_and_the_detector_only():
+    engine_dir = Path(phantom_cache.__file__).resolve().parents[1]
+    sources = phantom_cache.fingerprinted_sources()
+    phantom_modules = sorted((engine_dir / "phantom").glob("*.py"))
+    assert sources == [
+        *phantom_modules,
+        engine_dir / "datasets" / "phantom_cache.py",
+        engine_dir / "detect" / "classical.py",
+    ]
+    assert engine_dir / "phantom" / "render.py" in sources

@@ -1,4 +1,4 @@
-"""engine.probability_metrics against hand cases, dlordinal and scikit-learn."""
+"""engine.analysis.probability_metrics against hand cases, dlordinal and scikit-learn."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from dlordinal.metrics import ranked_probability_score
 from sklearn.calibration import calibration_curve
 
-from engine import compare, stats
-from engine import probability_metrics as pm
+from engine.analysis import compare, stats
+from engine.analysis import probability_metrics as pm
 
 
 def _frame(runs: dict[tuple[str, str, int], tuple[np.ndarray, np.ndarray]]) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""engine.ranking against hand formulas, scipy and scikit-posthocs."""
+"""engine.analysis.ranking against hand formulas, scipy and scikit-posthocs."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 import scikit_posthocs as sp
 from scipy import stats
 
-from engine import ranking
+from engine.analysis import ranking
 
 METHODS = ["nominal", "binomial", "beta", "triangular", "exponential"]
 

@@ -1,4 +1,4 @@
-"""Tests for engine.relationship: tables, KLD, residuals and per-seed scoring."""
+"""Tests for engine.analysis.relationship: tables, KLD, residuals and per-seed scoring."""
 
 import logging
 import math
@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from scipy.stats import entropy
 
-from engine.relationship import (
+from engine.analysis.relationship import (
     CPPD_GRADES,
     DEFAULT_EPS,
     KL_GRADES,
@@ -190,7 +190,7 @@ def test_relationship_uses_each_seeds_own_truth():
 def test_relationship_scores_missing_images_against_what_was_graded(caplog):
     frame = _frame()
     frame = frame[~((frame["method"] == "shifted") & (frame["image_id"] == "b"))]
-    with caplog.at_level(logging.WARNING, logger="engine.relationship"):
+    with caplog.at_level(logging.WARNING, logger="engine.analysis.relationship"):
         _, results = relationship_by_seed(frame)
     shifted0 = next(r for r in results if (r.method, r.seed) == ("shifted", 0))
     assert shifted0.n_images == 2
@@ -257,7 +257,7 @@ def test_kld_grows_by_the_missed_mass_times_ln_1000_per_step_of_eps():
     (there 0.44, 1.49, 2.54 nats at 1e-3, 1e-6, 1e-9: steps of 1.05). Here 38 of 250 true
     films (0.152) sit in cells the model never predicts, so each factor 1000 in ε adds
     0.152 × ln 1000 = 1.05 nats, the same shape."""
-    from engine.relationship import SENSITIVITY_EPS, missed_mass
+    from engine.analysis.relationship import SENSITIVITY_EPS, missed_mass
 
     truth = np.array(
         [[40, 12, 8, 0], [35, 20, 5, 10], [20, 25, 10, 5], [5, 15, 12, 8], [2, 6, 6, 6]]
@@ -283,7 +283,7 @@ def test_kld_grows_by_the_missed_mass_times_ln_1000_per_step_of_eps():
 
 
 def test_kld_does_not_depend_on_eps_when_every_true_cell_is_predicted():
-    from engine.relationship import SENSITIVITY_EPS, missed_mass
+    from engine.analysis.relationship import SENSITIVITY_EPS, missed_mass
 
     truth = np.array([[5, 1], [0, 4]])
     predicted = np.array([[4, 2], [0, 4]])  # the empty cell is empty in the truth too
@@ -293,7 +293,7 @@ def test_kld_does_not_depend_on_eps_when_every_true_cell_is_predicted():
 
 
 def test_jeffreys_smoothed_kld_by_hand():
-    from engine.relationship import kld_smoothed
+    from engine.analysis.relationship import kld_smoothed
 
     truth = np.array([5, 3, 2])
     predicted = np.array([6, 4, 0])
@@ -307,7 +307,7 @@ def test_jeffreys_smoothed_kld_by_hand():
 
 
 def test_kld_sensitivity_lists_every_method_seed_and_eps():
-    from engine.relationship import SENSITIVITY_EPS, kld_sensitivity, relationship_by_seed
+    from engine.analysis.relationship import SENSITIVITY_EPS, kld_sensitivity, relationship_by_seed
 
     frame = pd.DataFrame(
         {

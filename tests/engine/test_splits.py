@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from engine.data import make_splits
+from engine.datasets import make_splits
 from tests.conftest import meta_frame
 
 
@@ -94,7 +94,7 @@ def test_the_rule_that_makes_splits_is_named():
 
 
 def test_split_sizes_are_checked_for_every_seed_and_task():
-    from engine.data import check_split_sizes
+    from engine.datasets import check_split_sizes
 
     meta = meta_frame(n_patients=40)
     check_split_sizes(meta, (0, 1, 2), ("KL", "CPPD"))  # enough films: no error

@@ -1,4 +1,4 @@
-"""Tests for engine.stats against direct scipy / statsmodels / numpy computations."""
+"""Tests for engine.analysis.stats against direct scipy / statsmodels / numpy computations."""
 
 import itertools
 
@@ -9,7 +9,7 @@ from scipy import stats
 from statsmodels.stats.multicomp import pairwise_tukeyhsd
 from statsmodels.stats.multitest import multipletests
 
-from engine.stats import (
+from engine.analysis.stats import (
     TestResult,
     TukeyResult,
     homogeneous_subsets,

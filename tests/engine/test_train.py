@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from engine.config import TrainConfig
-from engine.data import TaskSplit
+from engine.datasets import TaskSplit
 from engine.train import (
     RunCancelled,
     Trainer,

@@ -13,21 +13,19 @@ import numpy as np
 import pytest
 import torch
 
-from engine.detect import KneeDetection, find_knees
-from engine.phantom import PhantomSpec
-from engine.yolo import (
-    RECORD_FILE,
-    WEIGHTS_FILE,
+from engine.detect import (
     DetectorRecord,
+    KneeDetection,
     KneeDetector,
-    detector_key,
-    held_out_split,
+    find_knees,
     load_detector,
     phantom_detection_set,
     phantom_films,
     train_detector,
-    write_yolo_dataset,
 )
+from engine.detect.registry import RECORD_FILE, WEIGHTS_FILE, detector_key
+from engine.detect.training import held_out_split, write_yolo_dataset
+from engine.phantom import PhantomSpec
 
 TINY = {"image_size": 64, "epochs": 2, "device": "cpu"}
 
@@ -225,7 +223,7 @@ def test_a_fresh_process_keeps_torchs_threads_when_ultralytics_loads(tmp_path):
     # thread (CPU training at half speed on 2 cores) and pass that on to child processes.
     code = (
         "import os, sys; from pathlib import Path; sys.path.insert(0, os.getcwd()); "
-        "from engine.yolo import ultralytics_offline; "
+        "from engine.detect.yolo import ultralytics_offline; "
         f"ultralytics_offline(Path({str(tmp_path)!r})); import torch; "
         "print(torch.get_num_threads(), os.environ.get('OMP_NUM_THREADS'))"
     )

@@ -277,8 +277,8 @@ def detector_study(tmp_path_factory) -> tuple[Path, Path, str, str]:
     epochs, 64 px: it trains in seconds; films it misses are cropped by the classical
     detector, as imports do). Returns (home, store, study id, detector key)."""
     from engine.config import StudySpec
+    from engine.detect import phantom_detection_set, train_detector
     from engine.phantom import PhantomSpec
-    from engine.yolo import phantom_detection_set, train_detector
     from jobs.executors import InlineExecutor
     from jobs.runner import Worker
     from store import jobs as store_jobs
@@ -307,7 +307,7 @@ def detector_study(tmp_path_factory) -> tuple[Path, Path, str, str]:
 def test_a_bundle_carries_the_trained_detector_its_films_were_cropped_with_and_uploads_use_it(
     detector_study, tmp_path, monkeypatch
 ):
-    import engine.yolo
+    import engine.detect.yolo
     from tests.app.test_demo import _png
     from tests.conftest import phantom_film
 
@@ -321,13 +321,13 @@ def test_a_bundle_carries_the_trained_detector_its_films_were_cropped_with_and_u
 
     demo_home, bundle = fresh_demo_home(out)
     loaded: list[Path] = []
-    real_load = engine.yolo.load_detector
+    real_load = engine.detect.yolo.load_detector
 
     def spy(path: Path, **kwargs: object) -> object:
         loaded.append(Path(path))
         return real_load(path, **kwargs)
 
-    monkeypatch.setattr(engine.yolo, "load_detector", spy)
+    monkeypatch.setattr(engine.detect.yolo, "load_detector", spy)
     try:
         at = _kiosk_app(monkeypatch, demo_home, KioskSettings(demo_dir=bundle.folder))
         at.segmented_control(key="demo_source").set_value("Upload a film").run()

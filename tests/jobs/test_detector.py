@@ -164,7 +164,7 @@ def test_a_training_whose_process_is_gone_reads_as_failed(home):
 def test_boxes_given_in_the_labels_csv_train_too_unless_reviewed_or_excluded(store, tmp_path):
     import pandas as pd
 
-    from engine.import_check import check_import
+    from engine.films import check_import
     from engine.phantom import PhantomSpec, render_film
     from jobs.importer import register_import
     from tests.conftest import write_film_folder

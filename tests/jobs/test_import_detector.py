@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from PIL import Image
 
-from engine.import_check import check_import
+from engine.films import check_import
 from jobs.importer import import_detector, register_import
 from store.datasets import dataset_labels
 from store.imports import latest_import, list_imports

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from engine.config import StudySpec
-from engine.import_check import check_import
+from engine.films import check_import
 from jobs.executors import InlineExecutor
 from jobs.importer import register_import
 from jobs.review import base_dataset_id, reviewed_spec

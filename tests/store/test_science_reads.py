@@ -138,7 +138,7 @@ def test_study_epoch_metrics_carry_run_keys_and_filter_selected_or_listed_runs(s
 
 def test_the_explorer_reads_a_tiny_store_end_to_end(store):
     """Every configuration of a search, its parameters and curves, straight from the store."""
-    from engine import explorer
+    from engine.analysis import explorer
 
     study = _study(store)
     for config, (lr, eta, amae) in enumerate([(0.001, 0.8, 0.5), (0.01, 1.0, 0.3)]):

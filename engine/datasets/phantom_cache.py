@@ -1,5 +1,8 @@
 """The phantom's dataset cache: every film rendered in worker processes, cropped to the knee
 and written as ``images.npy``, ``masks.npy``, ``meta.csv`` and, last, ``manifest.json``.
+
+It lives outside `engine.phantom` because it crops with the knee detector, and
+`engine.detect` draws its training sets from the phantom.
 """
 
 from __future__ import annotations
@@ -8,7 +11,6 @@ import functools
 import hashlib
 import json
 import logging
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,18 +18,19 @@ import cv2
 import numpy as np
 import pandas as pd
 
-from engine.data import IMAGE_CACHE_FILES, image_cache_writer
-from engine.detect import box_iou, crop_and_resize, detect_knee_box
-from engine.phantom.labels import phantom_labels
-from engine.phantom.render import render_film
-from engine.phantom.spec import PhantomSpec
+import engine.detect.classical
+import engine.phantom
+from engine.datasets.cache import IMAGE_CACHE_FILES, image_cache_writer
+from engine.detect.classical import box_iou, crop_and_resize, detect_knee_box
+from engine.phantom import PhantomSpec, phantom_labels, render_film
 from engine.spawn import spawn_pool
 
 logger = logging.getLogger(__name__)
 
 #: Human-readable generator version, recorded in cache manifests. Caches are also keyed
-#: on a fingerprint of this package's and engine.detect's source (see _code_fingerprint),
-#: so any change to the drawing or the detector rebuilds them.
+#: on a fingerprint of the source of engine.phantom, this module and the classical detector
+#: (see _code_fingerprint), so any change to the drawing, the cropping or the detector
+#: rebuilds them.
 PHANTOM_VERSION = 1
 
 # Per-process state for pool workers, set once by _init_worker (spawn-safe: everything
@@ -61,15 +64,21 @@ def _render_range(bounds: tuple[int, int]) -> tuple[int, np.ndarray, np.ndarray,
     return start, images, masks, boxes
 
 
+def fingerprinted_sources() -> list[Path]:
+    """The source files whose bytes key a phantom cache: every module of `engine.phantom` (in
+    name order, as when this module lived in that package), this module (the cropping) and
+    the classical detector's module (the box it crops to). Nothing else, so changes elsewhere
+    in engine/ leave phantom caches valid."""
+    package = Path(engine.phantom.__file__).resolve().parent
+    detector = Path(engine.detect.classical.__file__).resolve()
+    return [*sorted(package.glob("*.py")), Path(__file__).resolve(), detector]
+
+
 @functools.cache
 def _code_fingerprint() -> str:
-    """Short hash of the code that decides a cache's bytes: every module of this package
-    (in name order) and the knee detector's."""
-    package = Path(__file__).resolve().parent
-    detector = Path(sys.modules[detect_knee_box.__module__].__file__)
-    sources = [*sorted(package.glob("*.py")), detector]
+    """Short hash of the code that decides a cache's bytes (`fingerprinted_sources`)."""
     digest = hashlib.sha256()
-    for path in sources:
+    for path in fingerprinted_sources():
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
@@ -109,9 +118,9 @@ def build_phantom_cache(
 ) -> Path:
     """Render the phantom, crop every film to its knee and cache the crops.
 
-    Writes into ``out_dir``, through :func:`engine.data.image_cache_writer`: ``images.npy``
-    (N, S, S) uint8, ``masks.npy`` (N, S, S) uint8 MASK_BITS flags (cropped the same way,
-    nearest-neighbour), ``meta.csv`` (the :func:`phantom_labels` columns plus
+    Writes into ``out_dir``, through :func:`engine.datasets.cache.image_cache_writer`:
+    ``images.npy`` (N, S, S) uint8, ``masks.npy`` (N, S, S) uint8 MASK_BITS flags (cropped the
+    same way, nearest-neighbour), ``meta.csv`` (the :func:`phantom_labels` columns plus
     ``true_x0..true_y1``, ``det_x0..det_y1`` in film pixels and ``box_iou``), and last
     ``manifest.json`` with ``"complete": true``. The manifest is removed before anything else
     is written and written atomically at the end, so an interrupted build never looks
@@ -138,7 +147,9 @@ def build_phantom_cache(
     n = len(labels)
     logger.info("rendering %d phantom films at %d px with %d worker(s)", n, image_size, workers)
     with image_cache_writer(out_dir, n, image_size, with_masks=True) as cache:
-        boxes = _render_all(spec, labels, image_size, detector, workers, cache.images, cache.masks)
+        masks = cache.masks
+        assert masks is not None  # with_masks=True
+        boxes = _render_all(spec, labels, image_size, detector, workers, cache.images, masks)
         meta = _meta_with_boxes(labels, boxes)
         cache.commit(meta, _manifest(spec, image_size, detector) | {"n_images": n})
     logger.info("phantom cache written to %s (mean box IoU %.3f)", out_dir, meta["box_iou"].mean())

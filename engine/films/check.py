@@ -1,6 +1,6 @@
 """The import check: every row and every film of a folder, all problems at once.
 
-`check_import` reads a folder in one of the layouts of `engine.import_layouts`, decodes
+`check_import` reads a folder in one of the layouts of `engine.films.layouts`, decodes
 every film once (in worker processes when there are many), and returns an `ImportReport`:
 one row per problem (file, CSV line, problem, what to do) and the good films, i.e. those a
 dataset registered from this import would hold. Nothing is queued or stored here.
@@ -35,60 +35,11 @@ from pathlib import Path
 
 import pandas as pd
 
-# The film half (decoding, knees) and the row half (every check) live in their own modules;
-# their public names are re-exported here, the import check's one entry point.
-from engine.import_films import (
-    CLASSICAL_DETECTOR,
-    PARALLEL_FROM,
-    DetectorInfo,
-    FilmCheck,
-    Progress,
-    best_knee,
-    choose_detector,
-    detector_from_params,
-    detector_note,
-    film_knees,
-    inspect_files,
-    inspect_film,
-    knee_for_side,
-    locate_knees,
-)
-from engine.import_layouts import GRADE_COLUMNS, Listing, read_listing, resolve_dicom
-from engine.import_rows import (
-    KNEE_LOW_CONFIDENCE,
-    KNEE_NOT_FOUND,
-    MIN_FILMS_PER_GRADE,
-    PROBLEM_COLUMNS,
-    Problem,
-    find_problems,
-)
-from engine.importing import GIVEN_SPLIT, LABEL_BOX_COLUMNS
-
-__all__ = [
-    "CLASSICAL_DETECTOR",
-    "FILM_COLUMNS",
-    "KNEE_LOW_CONFIDENCE",
-    "KNEE_NOT_FOUND",
-    "MIN_FILMS_PER_GRADE",
-    "PARALLEL_FROM",
-    "PROBLEM_COLUMNS",
-    "DetectorInfo",
-    "FilmCheck",
-    "ImportReport",
-    "Problem",
-    "Progress",
-    "best_knee",
-    "check_import",
-    "choose_detector",
-    "clean_labels",
-    "detector_from_params",
-    "film_knees",
-    "inspect_film",
-    "inspect_files",
-    "knee_for_side",
-    "locate_knees",
-    "write_clean_labels",
-]
+from engine.detect import CLASSICAL_DETECTOR, DetectorInfo, detector_note
+from engine.films.inspection import FilmCheck, Progress, inspect_files
+from engine.films.labels import GIVEN_SPLIT, LABEL_BOX_COLUMNS
+from engine.films.layouts import GRADE_COLUMNS, Listing, read_listing, resolve_dicom
+from engine.films.rows import find_problems
 
 #: Columns of `ImportReport.films` (the good films; ``given_split`` only with a fixed test set).
 FILM_COLUMNS = (
@@ -175,7 +126,7 @@ def check_import(
     Args:
         source: The folder of films.
         labels_csv: The labels CSV (default ``source/labels.csv``; none for grade folders).
-        layout: 'auto' or one of `engine.import_layouts.LAYOUTS`.
+        layout: 'auto' or one of `engine.films.layouts.LAYOUTS`.
         layout_split: For grade folders with train/val/test: 'ignore' their split, or make
             the 'test' folder every seed's test set.
         detect: Locate the knee on each film (off only to time decoding alone).
@@ -186,7 +137,7 @@ def check_import(
             the newest trained one); the classical detector by default.
 
     Raises:
-        engine.import_layouts.ImportSourceError: The folder or CSV cannot be read at all, or
+        engine.films.layouts.ImportSourceError: The folder or CSV cannot be read at all, or
             the folder is in no known layout (one message; nothing checked).
     """
     start = time.perf_counter()

@@ -6,33 +6,47 @@ copies under two names), its DICOM tags and, where asked, the knees the detector
 (with their sides). `film_knees` / `locate_knees` are the one place the import asks for
 knees; `knee_for_side` picks the knee a labels row is cropped around.
 
-The detector is a `DetectorInfo`: the classical one, or a trained YOLO detector chosen by
-`choose_detector` (newest, by key) from ``$SOFTGRADE_HOME/detectors``. A trained one is
-loaded once per process (`knee_detector`; in the pool's initializer for workers), on CPU;
-ultralytics is imported only then, never for a classical import.
+The detector is a `engine.detect.DetectorInfo`: the classical one, or a trained YOLO
+detector chosen by `engine.detect.choose_detector` (newest, by key) from
+``$SOFTGRADE_HOME/detectors``. A trained one is loaded once per process
+(`engine.detect.knee_detector`; in the pool's initializer for workers), on CPU; ultralytics
+is imported only then, never for a classical import.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from engine.detect import Box, KneeDetection, assign_sides, detect_knee_box, find_knees
-from engine.importing import FILM_FORMATS, MIN_FILM_SIDE, grey_film, is_dicom, read_dicom
+from engine.detect import (
+    CLASSICAL_DETECTOR,
+    DetectorInfo,
+    KneeDetection,
+    assign_sides,
+    detect_knee_box,
+    find_knees,
+    knee_detector,
+    loaded_detector,
+)
+from engine.films.decode import (
+    FILM_FORMATS,
+    MIN_FILM_SIDE,
+    DicomTags,
+    grey_film,
+    is_dicom,
+    read_dicom,
+)
 from engine.spawn import spawn_pool
+from engine.vocab import Box
 
 # Fewer films than this are decoded in this process: starting workers costs more.
 PARALLEL_FROM = 200
-#: The classical detector's key (`DetectorInfo.key`); `engine.yolo.CLASSICAL` says the same.
-CLASSICAL = "classical"
 
 Progress = Callable[[int, int, float], None]
 """Called as films are decoded: (films done, films in all, films per second)."""
@@ -67,102 +81,6 @@ class FilmCheck:
         return not self.error_kind
 
 
-@dataclass(frozen=True)
-class DetectorInfo:
-    """Which knee detector locates the knees, and how it scored on held-out boxes.
-
-    Attributes:
-        name: 'classical' (`engine.detect.detect_knee_box`) or 'YOLOv8n' (a trained
-            detector, `engine.yolo`).
-        key: 'classical', or the trained detector's key (its folder's name).
-        held_out_iou: Mean IoU on the detector's held-out films (a trained detector's only).
-        held_out_map: mAP at IoU 0.5 on them (ultralytics' ``map50``; trained only).
-        folder: The trained detector's folder ('' for the classical detector).
-        trained_on: What a trained detector was trained on, in words.
-    """
-
-    name: str
-    key: str = CLASSICAL
-    held_out_iou: float | None = None
-    held_out_map: float | None = None
-    folder: str = ""
-    trained_on: str = ""
-
-    @property
-    def trained(self) -> bool:
-        """A trained YOLO detector (not the classical fallback)."""
-        return self.key != CLASSICAL
-
-
-CLASSICAL_DETECTOR = DetectorInfo("classical")
-
-
-def trained_detector_info(record: Any, detectors_dir: Path) -> DetectorInfo:
-    """The `DetectorInfo` of a trained detector's record (`engine.yolo.DetectorRecord`)."""
-    held = record.held_out or {}
-
-    def score(name: str) -> float | None:
-        value = held.get(name)
-        return None if value is None or value != value else float(value)  # NaN: not scored
-
-    return DetectorInfo(
-        name="YOLOv8n",
-        key=record.key,
-        held_out_iou=score("mean_iou"),
-        held_out_map=score("map50"),
-        folder=str(Path(detectors_dir) / record.key),
-        trained_on=record.trained_on,
-    )
-
-
-def choose_detector(detectors_dir: Path, choice: str = "latest") -> DetectorInfo:
-    """The detector an import uses: ``latest`` (the newest trained detector in
-    ``detectors_dir``, the classical one when none is trained), ``classical``, or a trained
-    detector's key. Reads records only: ultralytics is not imported here.
-
-    Raises:
-        ValueError: No trained detector has that key (the message lists the known ones).
-    """
-    from engine.yolo import choose_detector as choose_record
-
-    record = choose_record(detectors_dir, choice)
-    return CLASSICAL_DETECTOR if record is None else trained_detector_info(record, detectors_dir)
-
-
-def detector_from_params(params: dict[str, Any]) -> DetectorInfo:
-    """The detector a folder dataset's params name (``detector`` and ``detectors_dir``);
-    the classical detector when they name none (datasets imported before detectors).
-
-    Raises:
-        ValueError: The named detector is not in its folder (any more).
-    """
-    key = str(params.get("detector") or CLASSICAL)
-    if key == CLASSICAL:
-        return CLASSICAL_DETECTOR
-    if not params.get("detectors_dir"):
-        raise ValueError(
-            f"dataset.detector: {key!r} needs dataset.detectors_dir (the detectors folder)"
-        )
-    detectors_dir = Path(str(params["detectors_dir"])).expanduser()
-    try:
-        return choose_detector(detectors_dir, key)
-    except ValueError as exc:
-        raise ValueError(f"dataset.detector: {exc}") from exc
-
-
-@functools.lru_cache(maxsize=2)
-def _loaded_detector(folder: str) -> Any:
-    """A trained detector loaded once per process (CPU)."""
-    from engine.yolo import load_detector
-
-    return load_detector(Path(folder), device="cpu")
-
-
-def knee_detector(detector: DetectorInfo) -> Any:
-    """The trained detector to pass to `engine.detect.find_knees` (None: classical)."""
-    return _loaded_detector(detector.folder) if detector.trained else None
-
-
 # -- decoding --------------------------------------------------------------------------------
 
 
@@ -192,7 +110,7 @@ def inspect_files(
     start = time.perf_counter()
     out: dict[str, FilmCheck] = {}
     if workers <= 1 or total < 2:
-        results = map(_inspect_task, tasks)
+        results: Iterator[FilmCheck] = map(_inspect_task, tasks)
         pool = None
     else:
         # spawn: safe from a threaded caller (Streamlit) and loads no torch into workers;
@@ -229,7 +147,7 @@ def _init_worker(detector_folder: str = "") -> None:
 
     cv2.setNumThreads(1)  # one film per process at a time; threads would only contend
     if detector_folder:
-        _loaded_detector(detector_folder)  # once per worker, not once per film
+        loaded_detector(detector_folder)  # once per worker, not once per film
         import ultralytics.utils.torch_utils as torch_utils
 
         torch_utils.NUM_THREADS = 1  # the detector's inference threads, per worker
@@ -310,7 +228,7 @@ def _known_tag(laterality: str | None) -> str:
     return tag if tag in ("R", "L", "B", "U") else ""
 
 
-def _decode_dicom(data: bytes, file: str) -> tuple[np.ndarray, object]:
+def _decode_dicom(data: bytes, file: str) -> tuple[np.ndarray, DicomTags]:
     try:
         return read_dicom(data, file)
     except ValueError as exc:
@@ -378,7 +296,7 @@ def locate_knees(
     The one place the import check asks for knees.
     """
     found = film_knees(film, laterality=laterality, detector=detector)
-    return [(tuple(k.box), float(k.confidence)) for k in found]
+    return [(k.box, float(k.confidence)) for k in found]
 
 
 def knee_for_side(knees: Sequence[KneeDetection], side: str | None) -> tuple[Box, float] | None:
@@ -393,7 +311,8 @@ def knee_for_side(knees: Sequence[KneeDetection], side: str | None) -> tuple[Box
     chosen = next((k for k in knees if side and k.side == side), None)
     if chosen is None:
         chosen = max(knees, key=lambda k: k.confidence)
-    return tuple(int(round(v)) for v in chosen.box), float(chosen.confidence)
+    x0, y0, x1, y1 = (int(round(v)) for v in chosen.box)
+    return (x0, y0, x1, y1), float(chosen.confidence)
 
 
 def best_knee(
@@ -407,25 +326,3 @@ def best_knee(
     box with confidence 0 when no knee is found at all)."""
     chosen = knee_for_side(film_knees(film, laterality=laterality, detector=detector), side)
     return chosen if chosen is not None else (detect_knee_box(film), 0.0)
-
-
-def detector_note(detector: DetectorInfo = CLASSICAL_DETECTOR) -> str:
-    """The import report's note on which detector located the knees."""
-    if detector.trained:
-        scores = ", ".join(
-            f"{what} {value:.3f}"
-            for what, value in (
-                ("held-out mean IoU", detector.held_out_iou),
-                ("mAP50", detector.held_out_map),
-            )
-            if value is not None
-        )
-        return (
-            f"knees located by the trained YOLOv8n detector {detector.key} "
-            f"({detector.trained_on}{'; ' + scores if scores else ''})"
-        )
-    return (
-        "knees located by the classical detector (no trained detector chosen or none "
-        "trained); its confidence is how much of the film's contrast is large structure "
-        "(noise and blank films score near 0)"
-    )

@@ -2,7 +2,7 @@
 
 :func:`find_knees` is the one entry point: it returns up to two :class:`KneeDetection` per
 film (box, confidence, patient's side), from a trained YOLO detector
-(:class:`engine.yolo.KneeDetector`) when one is given, otherwise from the classical detector
+(:class:`engine.detect.yolo.KneeDetector`) when one is given, otherwise from the classical detector
 below.
 
 Sides follow the radiographic display convention of AP and PA films: the patient's right
@@ -34,17 +34,16 @@ blank films, text and photographs score near 0.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import cv2
 import numpy as np
-from scipy.optimize import linear_sum_assignment
+
+from engine.vocab import Box
 
 logger = logging.getLogger(__name__)
-
-Box = tuple[int, int, int, int]
 
 _WORK_SIDE = 160  # detection works on the film resized to this shorter side (px)
 _SIDE_PER_WIDTH = 1.17  # knee box side / widest bone extent (phantom calibration)
@@ -115,7 +114,7 @@ def _bone_mask(small: np.ndarray) -> np.ndarray:
     t_air = _otsu(small.ravel())
     t_bone = _otsu(small[small > t_air])
     t_low = t_air + 0.7 * (t_bone - t_air)
-    weak = (small > t_low).astype(np.uint8)
+    weak: np.ndarray = (small > t_low).astype(np.uint8)
     weak = cv2.morphologyEx(weak, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
     n, labels, stats, _ = cv2.connectedComponentsWithStats(weak, connectivity=8)
     seeded = np.zeros(n, bool)
@@ -425,7 +424,8 @@ class KneeDetection:
 
 
 class KneeDetectorLike(Protocol):
-    """What :func:`find_knees` needs of a trained detector (:class:`engine.yolo.KneeDetector`)."""
+    """What :func:`find_knees` needs of a trained detector
+    (:class:`engine.detect.yolo.KneeDetector`)."""
 
     def detect(self, film: np.ndarray, max_knees: int = 2) -> list[KneeDetection]:
         """Up to ``max_knees`` knees on a (H, W) uint8 film, sides unset."""
@@ -443,7 +443,7 @@ def find_knees(
 
     Args:
         film: (H, W) uint8 radiograph.
-        detector: a trained detector (:func:`engine.yolo.load_detector`); None uses the
+        detector: a trained detector (:func:`engine.detect.load_detector`); None uses the
             classical detector.
         max_knees: most knees to return (1 or 2 for knee films).
         laterality: the film's DICOM laterality tag if it has one: ``"R"`` or ``"L"`` (a
@@ -591,127 +591,3 @@ def _gap_columns(bone_columns: np.ndarray, most: int = 3) -> list[int]:
         if min(before[start], total - before[stop]) >= 0.2 * total
     ]
     return [middle for _, middle in sorted(runs, reverse=True)[:most]]
-
-
-# --------------------------------------------------------------------------------------
-# Scoring a detector against true boxes
-# --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class DetectionMetrics:
-    """How well a detector's boxes match the true knee boxes of a set of films.
-
-    Each true knee is matched to at most one detection (the assignment with the highest
-    total IoU); an unmatched knee scores IoU 0.
-
-    Attributes:
-        n_films: films scored.
-        n_knees: true knees on them.
-        mean_iou / median_iou / min_iou: IoU of each true knee with its matched detection.
-        share_iou_50 / share_iou_75: share of true knees matched at IoU >= 0.5 / >= 0.75.
-        misses: true knees with no detection at IoU >= 0.5 (not found or found elsewhere).
-        extra: detections matched to no true knee at IoU >= 0.5 (false knees).
-        films_all_found: share of films whose every true knee (both, on a bilateral film)
-            is matched at IoU >= 0.5.
-        mean_confidence: mean confidence of the detections.
-    """
-
-    n_films: int
-    n_knees: int
-    mean_iou: float
-    median_iou: float
-    min_iou: float
-    share_iou_50: float
-    share_iou_75: float
-    misses: int
-    extra: int
-    films_all_found: float
-    mean_confidence: float
-
-    def to_dict(self) -> dict[str, float | int]:
-        """JSON-ready dict of the fields."""
-        return asdict(self)
-
-
-def evaluate_detector(
-    detect_fn: Callable[[np.ndarray], Sequence[KneeDetection | Sequence[float]]],
-    films: Sequence[np.ndarray],
-    true_boxes: Sequence[Sequence[Sequence[float]]],
-) -> DetectionMetrics:
-    """Score any detector (classical or trained) on films with known knee boxes.
-
-    Args:
-        detect_fn: film -> its detections (:class:`KneeDetection` or plain boxes), e.g.
-            ``lambda f: find_knees(f, detector=det)``.
-        films: (H, W) uint8 films.
-        true_boxes: per film, its true knee boxes (one or two) in film pixels.
-
-    Returns:
-        The metrics over all films.
-    """
-    if len(films) != len(true_boxes):
-        raise ValueError(f"{len(films)} films but {len(true_boxes)} lists of true boxes")
-    if not films:
-        raise ValueError("no films to evaluate the detector on")
-    ious: list[float] = []
-    extra = 0
-    all_found = 0
-    confidences: list[float] = []
-    for film, truths in zip(films, true_boxes, strict=True):
-        found = list(detect_fn(film))
-        boxes = [tuple(getattr(d, "box", d)) for d in found]
-        confidences += [float(d.confidence) for d in found if isinstance(d, KneeDetection)]
-        film_ious = _matched_ious(list(truths), boxes)
-        ious += film_ious
-        hits = sum(v >= 0.5 for v in film_ious)
-        extra += len(boxes) - hits
-        all_found += hits == len(truths)
-    v = np.asarray(ious, dtype=np.float64)
-    return DetectionMetrics(
-        n_films=len(films),
-        n_knees=len(v),
-        mean_iou=round(float(v.mean()), 4),
-        median_iou=round(float(np.median(v)), 4),
-        min_iou=round(float(v.min()), 4),
-        share_iou_50=round(float((v >= 0.5).mean()), 4),
-        share_iou_75=round(float((v >= 0.75).mean()), 4),
-        misses=int((v < 0.5).sum()),
-        extra=int(extra),
-        films_all_found=round(all_found / len(films), 4),
-        mean_confidence=round(float(np.mean(confidences)), 4) if confidences else float("nan"),
-    )
-
-
-def _matched_ious(truths: list[Sequence[float]], found: list[Sequence[float]]) -> list[float]:
-    """IoU of each true box with its detection under the best one-to-one matching."""
-    if not truths:
-        return []
-    if not found:
-        return [0.0] * len(truths)
-    iou = np.array([[box_iou(t, f) for f in found] for t in truths])
-    rows, cols = linear_sum_assignment(-iou)
-    out = [0.0] * len(truths)
-    for r, c in zip(rows, cols, strict=True):
-        out[r] = float(iou[r, c])
-    return out
-
-
-__all__ = [
-    "LATERALITY_VALUES",
-    "LOW_CONFIDENCE",
-    "SECOND_KNEE_CONFIDENCE",
-    "Box",
-    "DetectionMetrics",
-    "KneeDetection",
-    "KneeDetectorLike",
-    "assign_sides",
-    "box_iou",
-    "classical_knee",
-    "classical_knees",
-    "crop_and_resize",
-    "detect_knee_box",
-    "evaluate_detector",
-    "find_knees",
-    "select_knees",
-]

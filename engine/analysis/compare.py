@@ -32,7 +32,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from engine.metrics import LOWER_IS_BETTER, METRICS, confusion_matrices, metrics_from_confusion
+from engine.analysis.metrics import (
+    LOWER_IS_BETTER,
+    METRICS,
+    confusion_matrices,
+    metrics_from_confusion,
+)
 from engine.soft_labels import grid_size
 from engine.vocab import LABEL_SEPARATOR, METHODS, TASK_CLASSES, method_sort_key, order_methods
 
@@ -66,7 +71,7 @@ def per_run_metrics(counts: pd.DataFrame) -> pd.DataFrame:
             column constant within a run (e.g. ``base_method``) is carried through.
 
     Returns:
-        The run columns plus one column per name in :data:`engine.metrics.METRICS`.
+        The run columns plus one column per name in :data:`engine.analysis.metrics.METRICS`.
     """
     run_columns = [c for c in counts.columns if c not in COUNT_COLUMNS]
     if counts.empty:
@@ -453,12 +458,12 @@ def rank_marks(
 def score_frame(
     per_run: pd.DataFrame, metric: str, tasks: Sequence[str] | None = None
 ) -> pd.DataFrame:
-    """One metric per run in the long shape of `engine.stats` and the charts.
+    """One metric per run in the long shape of `engine.analysis.stats` and the charts.
 
     Args:
         per_run: from :func:`per_run_metrics` (or
-            `engine.probability_metrics.per_run_probability_metrics`).
-        metric: a name in :data:`engine.metrics.METRICS`, or another per-run metric
+            `engine.analysis.probability_metrics.per_run_probability_metrics`).
+        metric: a name in :data:`engine.analysis.metrics.METRICS`, or another per-run metric
             column of ``per_run`` (e.g. ``"rps"``).
         tasks: keep only these tasks (all when None).
 

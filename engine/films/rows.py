@@ -1,7 +1,9 @@
 """The import check's row and file checks: every problem of a listing and its decoded films.
 
-`find_problems` turns a folder's listing (`engine.import_layouts`) and what decoding found
-(`engine.import_films.FilmCheck`) into one `Problem` per finding and the good films:
+`find_problems` turns a folder's listing (`engine.films.layouts`) and what decoding found
+(`engine.films.inspection.FilmCheck`) into one `Problem` per finding (its kind from
+`engine.films.problems.PROBLEM_KINDS`) and the good films. Cells are read by the labels
+grammar (`engine.films.labels`), as `read_labels` reads them:
 
 - each row: the listed file exists, a patient id, grades whole numbers in the task's range
   (`engine.vocab`), at least one grade, a side in `SIDE_WORDS` or empty, the row's cell
@@ -15,48 +17,32 @@
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from dataclasses import dataclass
 
 import pandas as pd
 
-from engine.import_films import FilmCheck
-from engine.import_layouts import GRADE_COLUMNS, Listing
-from engine.importing import (
+from engine.films.inspection import FilmCheck
+from engine.films.labels import (
     GIVEN_SPLIT,
     LABEL_BOX_COLUMNS,
-    MIN_FILM_SIDE,
     SIDES_ALLOWED,
     image_id_for,
     knee_image_id,
     label_box_problem,
     normalise_side,
+    parse_grade,
+    per_knee_films,
 )
-from engine.vocab import TASK_INFO, TEST_FRACTION, TRAIN_FRACTION, VAL_FRACTION
-
-#: Columns of `ImportReport.problems`.
-PROBLEM_COLUMNS = ("file", "row", "severity", "kind", "problem", "action")
-# Below this detector confidence no knee counts as found (the film is left out); below the
-# second the crop is kept but flagged for a look.
-KNEE_NOT_FOUND = 0.25
-KNEE_LOW_CONFIDENCE = 0.5
-# A grade needs this many films for the smallest split (validation: 30 % of the 70 %
-# kept after the test holdout) to expect at least one of them.
-_SMALLEST_SPLIT = min(TEST_FRACTION, TRAIN_FRACTION, (1 - TEST_FRACTION) * VAL_FRACTION)
-MIN_FILMS_PER_GRADE = math.ceil(1 / _SMALLEST_SPLIT)
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One row of the report."""
-
-    file: str
-    row: int | None
-    severity: str
-    kind: str
-    problem: str
-    action: str
+from engine.films.layouts import GRADE_COLUMNS, Listing
+from engine.films.problems import (
+    MIN_FILMS_PER_GRADE,
+    Problem,
+    problem_frame,
+    row_knees,
+    row_number,
+)
+from engine.vocab import TASK_INFO, TEST_FRACTION, VAL_FRACTION
 
 
 @dataclass(frozen=True, eq=False)  # holds frames: compare their parts
@@ -78,29 +64,28 @@ def find_problems(listing: Listing, rows: pd.DataFrame, checks: dict[str, FilmCh
     """Every problem of the rows and films of one listing, and the good films.
 
     Args:
-        listing: The folder as read (`engine.import_layouts.read_listing`).
+        listing: The folder as read (`engine.films.layouts.read_listing`).
         rows: Its rows (for DICOM, resolved against the films' tags).
-        checks: file → what decoding it found (`engine.import_films.inspect_files`).
+        checks: file → what decoding it found (`engine.films.inspection.inspect_files`).
     """
     problems: list[Problem] = []
     rows = rows.reset_index(drop=True)
     problems += _short_row_problems(listing)
     repeats = _exact_repeats(rows)
     problems += [
-        Problem(
-            rows.at[i, "image"],
-            _row(rows.at[i, "row"]),
-            "error",
+        Problem.of(
             "duplicate_row",
-            f"repeats row {_row(rows.at[first, 'row'])} exactly",
-            f"delete row {_row(rows.at[i, 'row'])}",
+            rows.at[i, "image"],
+            row_number(rows.at[i, "row"]),
+            f"repeats row {row_number(rows.at[first, 'row'])} exactly",
+            f"delete row {row_number(rows.at[i, 'row'])}",
         )
         for i, first in repeats.items()
     ]
     kept = rows.drop(index=list(repeats))
     parsed, row_problems, bad_rows = _parse_rows(kept, listing)
     problems += row_problems
-    per_knee = _per_knee_films(parsed)
+    per_knee = per_knee_films(parsed)
     twice, twice_problems = _listed_twice(parsed, per_knee)
     problems += twice_problems
     missing, file_problems = _file_problems(kept, checks, listing)
@@ -109,7 +94,7 @@ def find_problems(listing: Listing, rows: pd.DataFrame, checks: dict[str, FilmCh
     bad_images |= {f for f, c in checks.items() if not c.ok}
     # One row per knee: a film listed once, or once per knee of a bilateral film.
     knee_rows = parsed[(parsed["image"] != "") & ~parsed["image"].isin(twice)]
-    knees = _row_knees(knee_rows, checks, bad_images, per_knee)
+    knees = row_knees(knee_rows, checks, bad_images, per_knee)
     problems += knees.problems
     bad_rows |= knees.bad_rows
     bad_images |= knees.bad_images
@@ -129,20 +114,15 @@ def find_problems(listing: Listing, rows: pd.DataFrame, checks: dict[str, FilmCh
     listed = list(dict.fromkeys(f for f in kept["image"] if f))
     registered = set(films["image"])
     left_out = tuple(f for f in listed if f not in registered)
-    return Findings(_problem_frame(problems), films, left_out)
-
-
-def _row(value: object) -> int | None:
-    return None if value is None or pd.isna(value) else int(value)
+    return Findings(problem_frame(problems), films, left_out)
 
 
 def _short_row_problems(listing: Listing) -> list[Problem]:
     return [
-        Problem(
+        Problem.of(
+            "bad_row",
             "",
             line,
-            "error",
-            "bad_row",
             f"row has {n} cell(s); the header has {m}",
             "fix the row's commas (quote a cell that holds a comma)",
         )
@@ -173,17 +153,16 @@ def _parse_rows(rows: pd.DataFrame, listing: Listing) -> tuple[pd.DataFrame, lis
         task = next(t for t in TASK_INFO.values() if t.column == column)
         values = []
         for i, raw in zip(rows.index, rows[column], strict=True):
-            grade, message = _grade(raw, task.top_grade)
+            grade, message = parse_grade(raw, task.top_grade)
             values.append(grade)
             if message:
                 bad.add(i)
                 where = " (its folder's name)" if from_folder else ""
                 problems.append(
-                    Problem(
-                        rows.at[i, "image"],
-                        _row(rows.at[i, "row"]),
-                        "error",
+                    Problem.of(
                         "bad_grade",
+                        rows.at[i, "image"],
+                        row_number(rows.at[i, "row"]),
                         f"{column}={raw}{where} is not a {task.name} grade: {message}",
                         f"use a whole number 0 to {task.top_grade}"
                         + ("" if from_folder else ", or leave it empty"),
@@ -203,37 +182,35 @@ def _parse_rows(rows: pd.DataFrame, listing: Listing) -> tuple[pd.DataFrame, lis
     boxes: dict[str, list[object]] = {c: [] for c in LABEL_BOX_COLUMNS}
     for i, record in records.items():
         cells = [record.get(c, "") for c in LABEL_BOX_COLUMNS]
-        problem = label_box_problem(cells)
-        if problem:
+        box_problem = label_box_problem(cells)
+        if box_problem:
             bad.add(i)
             problems.append(
-                Problem(
-                    record["image"],
-                    _row(record["row"]),
-                    "error",
+                Problem.of(
                     "bad_box",
-                    problem,
+                    record["image"],
+                    row_number(record["row"]),
+                    box_problem,
                     "give the knee's box as four whole film pixels x0, y0, x1, y1 "
                     "(x1 > x0, y1 > y0), or leave all four empty",
                 )
             )
-        fine = not problem and str(cells[0]).strip() not in ("", "nan", "None")
+        fine = not box_problem and str(cells[0]).strip() not in ("", "nan", "None")
         for column, cell in zip(LABEL_BOX_COLUMNS, cells, strict=True):
             boxes[column].append(int(float(str(cell))) if fine else None)
     for column in LABEL_BOX_COLUMNS:
         parsed[column] = pd.array(boxes[column], dtype="Int64")
     graded = parsed[list(GRADE_COLUMNS)].notna().any(axis=1)
     for i, record in records.items():
-        image, line = record["image"], _row(record["row"])
+        image, line = record["image"], row_number(record["row"])
         if not image:
             bad.add(i)
             what = "SOPInstanceUID" if listing.key == "sop_instance_uid" else "file"
             problems.append(
-                Problem(
+                Problem.of(
+                    "no_file",
                     "",
                     line,
-                    "error",
-                    "no_file",
                     f"no {what} named in this row",
                     "name the film, or delete the row",
                 )
@@ -243,11 +220,10 @@ def _parse_rows(rows: pd.DataFrame, listing: Listing) -> tuple[pd.DataFrame, lis
             bad.add(i)
             where = " (not in the CSV and no PatientID tag)" if listing.layout == "dicom" else ""
             problems.append(
-                Problem(
+                Problem.of(
+                    "no_patient",
                     image,
                     line,
-                    "error",
-                    "no_patient",
                     f"no patient id{where}",
                     "give every film its patient's id (both knees of a patient share it)",
                 )
@@ -255,11 +231,10 @@ def _parse_rows(rows: pd.DataFrame, listing: Listing) -> tuple[pd.DataFrame, lis
         if not graded[i] and i not in bad:
             bad.add(i)
             problems.append(
-                Problem(
+                Problem.of(
+                    "no_grade",
                     image,
                     line,
-                    "error",
-                    "no_grade",
                     f"no grade: {' and '.join(GRADE_COLUMNS)} are all empty",
                     "give a grade, or delete the row",
                 )
@@ -267,32 +242,15 @@ def _parse_rows(rows: pd.DataFrame, listing: Listing) -> tuple[pd.DataFrame, lis
     return parsed, problems, bad
 
 
-def _grade(raw: str, top: int) -> tuple[int | None, str]:
-    """(grade or None, '' or what is wrong) of a grade cell as written."""
-    text = str(raw).strip()
-    if not text:
-        return None, ""
-    try:
-        value = float(text)
-    except ValueError:
-        return None, "not a number"
-    if not value.is_integer():
-        return None, "not a whole number"
-    if not 0 <= value <= top:
-        return None, f"outside 0 to {top}"
-    return int(value), ""
-
-
 def _side(row: dict) -> tuple[str | None, Problem | None]:
-    image, line = row["image"], _row(row["row"])
+    image, line = row["image"], row_number(row["row"])
     try:
         side = normalise_side(row["side"])
     except ValueError:
-        return None, Problem(
+        return None, Problem.of(
+            "bad_side",
             image,
             line,
-            "error",
-            "bad_side",
             f"side={row['side']} is not a side",
             f"use {SIDES_ALLOWED}",
         )
@@ -303,11 +261,10 @@ def _side(row: dict) -> tuple[str | None, Problem | None]:
         except ValueError:
             written_side = None
         if written_side is not None and normalise_side(tag) != written_side:
-            return None, Problem(
+            return None, Problem.of(
+                "side_conflict",
                 image,
                 line,
-                "error",
-                "side_conflict",
                 f"side {written} in the CSV, but the film's laterality tag says {tag}",
                 "correct the CSV's side (or the film's tag)",
             )
@@ -318,26 +275,13 @@ def _patient_conflict(row: dict) -> Problem | None:
     tag, written = row.get("tag_patient", ""), row.get("csv_patient", "")
     if not (tag and written) or tag == written:
         return None
-    return Problem(
-        row["image"],
-        _row(row["row"]),
-        "error",
+    return Problem.of(
         "patient_conflict",
+        row["image"],
+        row_number(row["row"]),
         f"patient {written} in the CSV, but the film's PatientID tag says {tag}",
         "correct the CSV's patient_id (or the film's tag)",
     )
-
-
-def _per_knee_films(parsed: pd.DataFrame) -> set[str]:
-    """Films listed once per knee: two rows, sides R and L, one patient."""
-    named = parsed[(parsed["image"] != "") & parsed["image"].duplicated(keep=False)]
-    return {
-        image
-        for image, group in named.groupby("image", sort=False)
-        if len(group) == 2
-        and sorted(group["side"]) == ["L", "R"]
-        and group["patient_id"].astype(str).nunique() == 1
-    }
 
 
 def _listed_twice(rows: pd.DataFrame, per_knee: set[str]) -> tuple[list[str], list[Problem]]:
@@ -352,28 +296,20 @@ def _listed_twice(rows: pd.DataFrame, per_knee: set[str]) -> tuple[list[str], li
         if len(index) < 2:
             continue
         twice.append(image)
-        lines = [_row(named.at[i, "row"]) for i in index]
+        lines = [row_number(named.at[i, "row"]) for i in index]
         listed = ", ".join(str(n) for n in lines if n is not None)
         for i in index:
             problems.append(
-                Problem(
-                    image,
-                    _row(named.at[i, "row"]),
-                    "error",
+                Problem.of(
                     "listed_twice",
+                    image,
+                    row_number(named.at[i, "row"]),
                     f"listed in {len(index)} rows ({listed}) with different cells",
                     "keep the one right row for this film; a film showing both knees is "
                     "listed once per knee: two rows of one patient, side R and side L",
                 )
             )
     return twice, problems
-
-
-_FILM_ACTIONS = {
-    "empty_file": "export the film again, or delete its row",
-    "unreadable": "export the film again as DICOM, PNG, JPEG or TIFF, or delete its row",
-    "too_small": f"give the full-size film (at least {MIN_FILM_SIDE} px a side), or delete its row",
-}
 
 
 def _file_problems(
@@ -388,11 +324,10 @@ def _file_problems(
             if listing.layout == "dicom" and listing.key == "sop_instance_uid":
                 continue  # reported as the row's missing SOPInstanceUID below
             problems.append(
-                Problem(
+                Problem.of(
+                    "missing_file",
                     image,
                     line,
-                    "error",
-                    "missing_file",
                     "listed in the CSV but not in the folder"
                     + (" (a path must stay inside the folder)" if ".." in image.split("/") else ""),
                     "add the film to the folder, or correct or delete the row",
@@ -400,23 +335,20 @@ def _file_problems(
             )
         elif not check.ok:
             problems.append(
-                Problem(
+                Problem.of(
+                    check.error_kind,
                     image,
                     line,
-                    "error",
-                    check.error_kind,
                     check.error,
-                    _FILM_ACTIONS[check.error_kind],
                 )
             )
     if listing.layout == "dicom" and listing.key == "sop_instance_uid":
         for i in rows.index[(rows["image"] == "") & (rows["key"] != "")]:
             problems.append(
-                Problem(
-                    str(rows.at[i, "key"]),
-                    _row(rows.at[i, "row"]),
-                    "error",
+                Problem.of(
                     "missing_file",
+                    str(rows.at[i, "key"]),
+                    row_number(rows.at[i, "row"]),
                     "no DICOM file in the folder has this SOPInstanceUID",
                     "add the film to the folder, or correct or delete the row",
                 )
@@ -426,141 +358,7 @@ def _file_problems(
 
 def _first_lines(rows: pd.DataFrame) -> list[tuple[str, int | None]]:
     named = rows[rows["image"] != ""].drop_duplicates("image")
-    return [(img, _row(line)) for img, line in zip(named["image"], named["row"], strict=True)]
-
-
-def _no_knee(check: FilmCheck) -> bool:
-    return check.knee_confidence is not None and (
-        check.n_knees == 0 or check.knee_confidence < KNEE_NOT_FOUND
-    )
-
-
-@dataclass(frozen=True)
-class RowKnees:
-    """What `_row_knees` found: each good row's knee confidence (None for a row whose box the
-    labels give, or when knees were not looked for), problems, rows and films to leave out."""
-
-    confidence: dict[int, float | None]
-    problems: list[Problem]
-    bad_rows: set[int]
-    bad_images: set[str]
-
-
-def _row_knees(
-    rows: pd.DataFrame, checks: dict[str, FilmCheck], bad_images: set[str], per_knee: set[str]
-) -> RowKnees:
-    """The knee each row (a film, or one knee of it) is cropped around, and its problems.
-
-    A row with a box in the labels needs no detector (its box must lie on the film). Else:
-    no knee found on the film is an error (once per film); two knees found and no side in
-    the row is an error (which knee does it grade?); a film listed once per knee on which
-    one knee is found is an error for both rows; the row's knee found with low confidence
-    is an error below `KNEE_NOT_FOUND` and a warning below `KNEE_LOW_CONFIDENCE`.
-    """
-    found = RowKnees({}, [], set(), set())
-    boxed = set(rows.loc[rows[LABEL_BOX_COLUMNS[0]].notna(), "image"])
-    for i, row in zip(rows.index, rows.to_dict("records"), strict=True):
-        image, line = row["image"], _row(row["row"])
-        check = checks.get(image)
-        if check is None or not check.ok or image in bad_images:
-            continue
-        problem = None
-        if not pd.isna(row[LABEL_BOX_COLUMNS[0]]):
-            problem = _box_off_film(row, check, line)
-            found.confidence[i] = None
-        elif check.knee_confidence is None:
-            found.confidence[i] = None
-        elif _no_knee(check):
-            if image not in boxed:
-                found.bad_images.add(image)
-            problem = _knee_problem(image, line, check.knee_confidence, "no knee found")
-        else:
-            problem, confidence = _knee_of_row(row, check, line, image in per_knee)
-            found.confidence[i] = confidence
-        if problem is not None:
-            found.problems.append(problem)
-            if problem.severity == "error":
-                found.bad_rows.add(i)
-    # A film without a knee is named once (on its first row), as one film.
-    seen: set[tuple[str, str]] = set()
-    unique = []
-    for p in found.problems:
-        if p.kind == "no_knee" and p.file in found.bad_images:
-            if (p.file, p.kind) in seen:
-                continue
-            seen.add((p.file, p.kind))
-        unique.append(p)
-    return RowKnees(found.confidence, unique, found.bad_rows, found.bad_images)
-
-
-def _knee_of_row(
-    row: dict, check: FilmCheck, line: int | None, listed_per_knee: bool
-) -> tuple[Problem | None, float | None]:
-    """(problem or None, the row's knee confidence) for a row cropped by the detector."""
-    image, side = row["image"], row["side"]
-    knees = [(s, c) for s, c in check.knees] or [("", float(check.knee_confidence or 0.0))]
-    if len(knees) >= 2 and not side:
-        return Problem(
-            image,
-            line,
-            "error",
-            "two_knees",
-            "two knees found on this film and this row gives no side: which knee is graded?",
-            "give one row per knee with its side (R and L; the patient's right knee is on the "
-            "viewer's left), or give this row's side",
-        ), None
-    if len(knees) == 1 and listed_per_knee:
-        return Problem(
-            image,
-            line,
-            "error",
-            "one_knee",
-            f"listed once per knee (sides R and L), but one knee found on the film "
-            f"(confidence {knees[0][1]:.2f})",
-            "give each row its knee's box (x0, y0, x1, y1), or keep one row with the side of "
-            "the knee the film shows",
-        ), None
-    of_side = [c for s, c in knees if side and s == side]
-    confidence = of_side[0] if of_side else max(c for _, c in knees)
-    if confidence < KNEE_NOT_FOUND:
-        what = f"no {side} knee found" if of_side and len(knees) > 1 else "no knee found"
-        return _knee_problem(image, line, confidence, what), confidence
-    if confidence < KNEE_LOW_CONFIDENCE:
-        return Problem(
-            image,
-            line,
-            "warning",
-            "low_confidence",
-            f"knee found with low confidence ({confidence:.2f} < {KNEE_LOW_CONFIDENCE})",
-            "look at its crop in crop review before training on it",
-        ), confidence
-    return None, confidence
-
-
-def _knee_problem(image: str, line: int | None, confidence: float, what: str) -> Problem:
-    return Problem(
-        image,
-        line,
-        "error",
-        "no_knee",
-        f"{what} (detector confidence {confidence:.2f} < {KNEE_NOT_FOUND})",
-        "check that this is a knee radiograph; leave it out, give its knee box "
-        "(x0, y0, x1, y1), or crop it by hand in crop review",
-    )
-
-
-def _box_off_film(row: dict, check: FilmCheck, line: int | None) -> Problem | None:
-    x0, y0, x1, y1 = (int(row[c]) for c in LABEL_BOX_COLUMNS)
-    if x1 <= check.width_px and y1 <= check.height_px:
-        return None
-    return Problem(
-        row["image"],
-        line,
-        "error",
-        "bad_box",
-        f"box {x0}, {y0}, {x1}, {y1} is not on the film ({check.width_px} x {check.height_px} px)",
-        f"give a box inside the film: x from 0 to {check.width_px}, y from 0 to {check.height_px}",
-    )
+    return [(img, row_number(line)) for img, line in zip(named["image"], named["row"], strict=True)]
 
 
 def _same_id(
@@ -580,11 +378,10 @@ def _same_id(
         image_id = films["image_id"].iat[k]
         others = [f for f in films.loc[films["image_id"] == image_id, "image"] if f]
         problems.append(
-            Problem(
-                films["image"].iat[k],
-                _row(rows[k]),
-                "error",
+            Problem.of(
                 "same_id",
+                films["image"].iat[k],
+                row_number(rows[k]),
                 f"its image id {image_id!r} is also that of {', '.join(others)}",
                 "rename one of the films (ids are paths without the film extension, "
                 "_R / _L added for a film listed once per knee)",
@@ -628,11 +425,10 @@ def _same_pixels(
                 else "one film listed under two names"
             )
             problems.append(
-                Problem(
-                    f,
-                    _row(info.at[f, "row"]),
-                    "error",
+                Problem.of(
                     "same_pixels",
+                    f,
+                    row_number(info.at[f, "row"]),
                     f"same pixels as {others}, and this is patient {info.at[f, 'patient_id']}: "
                     f"{what}",
                     "keep one copy under its true patient and grades, delete the others",
@@ -656,7 +452,7 @@ def _patient_problems(rows: pd.DataFrame) -> list[Problem]:
         if len(group) <= 2 and not repeated:
             continue
         where = ", ".join(
-            f"{img}" + (f" (row {_row(line)})" if _row(line) is not None else "")
+            f"{img}" + (f" (row {row_number(line)})" if row_number(line) is not None else "")
             for img, line in zip(group["image"], group["row"], strict=True)
         )
         what = (
@@ -666,11 +462,10 @@ def _patient_problems(rows: pd.DataFrame) -> list[Problem]:
         )
         for img, line in zip(group["image"], group["row"], strict=True):
             problems.append(
-                Problem(
-                    img,
-                    _row(line),
-                    "warning",
+                Problem.of(
                     "too_many_knees",
+                    img,
+                    row_number(line),
                     what,
                     "check the patient ids and sides (the films stay together in one split)",
                 )
@@ -727,11 +522,10 @@ def _rare_grade_problems(films: pd.DataFrame) -> list[Problem]:
             if n >= MIN_FILMS_PER_GRADE:
                 continue
             problems.append(
-                Problem(
+                Problem.of(
+                    "rare_grade",
                     "",
                     None,
-                    "warning",
-                    "rare_grade",
                     f"{task.name} grade {grade}: {n} good film(s); every split expects one "
                     f"only from {MIN_FILMS_PER_GRADE} on (validation gets "
                     f"{(1 - TEST_FRACTION) * VAL_FRACTION:.0%} of them)",
@@ -751,21 +545,12 @@ def _unlisted_problems(listing: Listing, rows: pd.DataFrame) -> list[Problem]:
     else:
         return []
     return [
-        Problem(
+        Problem.of(
+            "unlisted",
             f,
             None,
-            "warning",
-            "unlisted",
             "in the folder but no row of the CSV lists it; it is not imported",
             "add a row for it if it should be imported",
         )
         for f in unlisted
     ]
-
-
-def _problem_frame(problems: list[Problem]) -> pd.DataFrame:
-    frame = pd.DataFrame([p.__dict__ for p in problems], columns=list(PROBLEM_COLUMNS))
-    frame["row"] = frame["row"].astype("Int64")
-    frame["_no_row"] = frame["row"].isna()
-    frame = frame.sort_values(["_no_row", "row", "file"], kind="stable").drop(columns="_no_row")
-    return frame.reset_index(drop=True)

@@ -4,7 +4,7 @@ The data of a critical-difference diagram (Demšar 2006, JMLR 7:1-30): each meth
 rank over blocks (1 = best), the Friedman test of "all methods rank alike", a post-hoc
 p-value for every pair, the Nemenyi critical difference and the groups of methods that no
 test tells apart (the diagram's bars). Input is the long ``scores`` frame of
-`engine.stats` (``method``, ``seed``, ``value``; ``task`` optional), so any per-run metric
+`engine.analysis.stats` (``method``, ``seed``, ``value``; ``task`` optional), so any per-run metric
 (AMAE, RPS, KLD, ...) can be ranked.
 
 Blocking by seed (:data:`BLOCKING_SENTENCE`, which a page shows next to the diagram): every
@@ -15,7 +15,7 @@ each (task, seed) is one block.
 
 The test statistics come from scipy (``friedmanchisquare``, ``studentized_range``) and
 scikit-posthocs (``posthoc_nemenyi_friedman``, ``posthoc_conover_friedman``); this module
-only arranges the data, guards small samples and words the result, as `engine.stats` does.
+only arranges the data, guards small samples and words the result, as `engine.analysis.stats` does.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from engine.stats import ALPHA, TestResult, _prepare
+from engine.analysis.stats import ALPHA, TestResult, _prepare
 
 logger = logging.getLogger(__name__)
 

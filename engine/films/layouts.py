@@ -24,7 +24,7 @@ Three layouts (README, "Bring your own films"):
   ``side`` and ``patient_id`` where the tags lack them).
 
 A reader returns a `Listing`: one row per listed film with its CSV line, raw cells as
-written (checked later, all at once, by `engine.import_check`), and the files to decode.
+written (checked later, all at once, by `engine.films.check`), and the files to decode.
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from engine.importing import FILM_SUFFIXES, GIVEN_SPLIT, LABEL_BOX_COLUMNS, is_dicom
+from engine.films.decode import FILM_SUFFIXES, is_dicom
+from engine.films.labels import GIVEN_SPLIT, LABEL_BOX_COLUMNS
 from engine.vocab import KL, TASK_INFO
 
 LAYOUTS: tuple[str, ...] = ("csv", "grade_folders", "dicom")

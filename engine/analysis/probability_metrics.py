@@ -126,7 +126,7 @@ def is_unimodal(probs: np.ndarray, tolerance: float = UNIMODAL_TOLERANCE) -> np.
     falls = steps < -tolerance
     rises = steps > tolerance
     fallen_before = np.logical_or.accumulate(falls, axis=1)[:, :-1]
-    return ~(fallen_before & rises[:, 1:]).any(axis=1)
+    return np.asarray(~(fallen_before & rises[:, 1:]).any(axis=1))
 
 
 def bin_index(values: np.ndarray, n_bins: int = N_BINS) -> np.ndarray:
@@ -148,8 +148,9 @@ def per_run_probability_metrics(
     Args:
         frame: one row per (run, film): ``run_id``, ``task``, ``y_true``, ``p0..``; other
             columns constant within a run (``study_id``, ``method``, ``seed``,
-            ``base_method``, ...) are carried through, as `engine.compare.per_run_metrics`
-            does, so the result feeds `engine.compare.score_frame` and `engine.stats`.
+            ``base_method``, ...) are carried through, as
+            `engine.analysis.compare.per_run_metrics` does, so the result feeds
+            `engine.analysis.compare.score_frame` and `engine.analysis.stats`.
         n_bins: calibration bins.
         tolerance: ties for :func:`is_unimodal`.
 

@@ -355,7 +355,7 @@ def summarise_relationship(results: list[SeedRelationship]) -> pd.DataFrame:
 
 
 def relationship_scores(results: list[SeedRelationship], value: str = "kld") -> pd.DataFrame:
-    """Per-seed scores in the long shape that :mod:`engine.stats` tests take.
+    """Per-seed scores in the long shape that :mod:`engine.analysis.stats` tests take.
 
     Args:
         results: from :func:`relationship_by_seed`.
