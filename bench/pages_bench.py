@@ -269,7 +269,7 @@ out["imports: torch + dlordinal (engine.soft_labels)"] = [time.perf_counter() - 
 t = time.perf_counter()
 import streamlit as st
 from streamlit.testing.v1 import AppTest
-import pages._charts, engine.compare, engine.relationship, engine.stats, store.runs
+import pages.present.charts, engine.compare, engine.relationship, engine.stats, store.runs
 out["imports: streamlit, statsmodels, scipy, altair, duckdb, the page's modules"] = [
     time.perf_counter() - t
 ]
@@ -351,7 +351,8 @@ out = {{}}
 t = time.perf_counter()
 import streamlit as st
 from streamlit.testing.v1 import AppTest
-import engine.compare, engine.stats, pages._compare_views, pages._probability_view, store.runs
+import engine.compare, engine.stats, store.runs
+import pages.widgets.compare_views, pages.widgets.probability_view
 out["imports: streamlit, scipy, statsmodels, altair, duckdb, the page's modules"] = [
     (time.perf_counter() - t, None)
 ]

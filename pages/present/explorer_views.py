@@ -16,7 +16,7 @@ from pandas.io.formats.style import Styler
 from engine.compare import planned_runs
 from engine.explorer import PARAM_LABELS, SEARCH_PARAMS, in_flight_point
 from engine.vocab import METHODS
-from pages._tables import method_title
+from pages.present.tables import method_title
 
 SELECTED_MARK = "✓ selected"
 SELECTED_BACKGROUND = "background-color: rgba(255, 215, 0, 0.25); font-weight: bold"

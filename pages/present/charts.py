@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from engine.vocab import order_methods
-from pages._tables import method_title
+from pages.present.tables import method_title
 
 MEAN_COLOUR = "#d62728"
 MEDIAN_COLOUR = "#222222"

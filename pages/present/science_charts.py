@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from engine.vocab import method_sort_key, order_methods
-from pages._tables import method_title
+from pages.present.tables import method_title
 
 DIAGONAL_COLOUR = "#888888"
 BAR_COLOUR = "#222222"
