@@ -22,7 +22,6 @@ from store.db import StoreError, default_store_path, init_schema
 # The repository's studies/ folder (the Launch presets).
 STUDIES_DIR = Path(__file__).resolve().parents[2] / "studies"
 
-
 # Stores this server process has set up or upgraded (`init_schema` once, not every rerun:
 # it takes the write lock the worker needs).
 _READY_STORES: set[str] = set()

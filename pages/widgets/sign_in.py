@@ -27,7 +27,6 @@ from store.users import Account, Role
 # role or password), checked against the store on every rerun.
 TOKEN_KEY = "softgrade_token"
 
-
 # Set by sign-out so that the sign-in form opens at the app's root, not at the page the last
 # person was on: whoever signs in next lands on their own first page (app.py reads it).
 SIGNED_OUT_KEY = "softgrade_signed_out"

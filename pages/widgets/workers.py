@@ -14,9 +14,7 @@ from store.db import StoreError
 
 WORKER_ALIVE_WITHIN_S = 30.0
 
-
 NO_WORKER_TITLE = "No worker is running: queued studies will wait."
-
 
 NO_WORKER_HOW = (
     "Start one in a terminal, in the SoftGrade folder: `python -m jobs worker` "
