@@ -7,7 +7,9 @@ first request (see ``jobs/serve_app.py``).
 Served on 127.0.0.1 with no accounts, SoftGrade is the one-person tool it always was: no
 sign-in, every page. Otherwise (accounts exist, or it is served beyond loopback) a sign-in
 form comes first, and the menu lists only the pages the person's role allows
-(`jobs.access.pages_for`); each restricted page also guards itself (`pages._ui.require_page`).
+(`jobs.access.pages_for`); each restricted page also guards itself
+(`pages.widgets.sign_in.require_page`). The pages, their titles, icons, menu sections and
+roles are one registry, `jobs.access.PAGES`.
 Every page's URL resolves whoever opens it: signed out, to the sign-in form (then that page);
 signed in without the role, to the page's guard, which says so and shows nothing else.
 A kiosk (`jobs.kiosk`) serves Grade a film alone.
@@ -17,40 +19,23 @@ from __future__ import annotations
 
 import streamlit as st
 
-from jobs.access import pages_for
+from jobs.access import PAGES, page_entry, pages_for
 from jobs.kiosk import kiosk_settings
-from pages._ui import (
-    SIGNED_OUT_KEY,
-    current_account,
-    render_account,
-    render_sidebar,
-    sign_in_form,
-)
+from pages.widgets.shell import render_sidebar
+from pages.widgets.sign_in import SIGNED_OUT_KEY, current_account, render_account, sign_in_form
 
 st.set_page_config(page_title="SoftGrade", page_icon=":material/radiology:", layout="wide")
 
-# Section -> (file stem under pages/, title, icon), in menu order.
-MENU = {
-    "Run studies": [
-        ("launch", "Launch", ":material/rocket_launch:"),
-        ("queue", "Jobs", ":material/list_alt:"),
-        ("data", "Data", ":material/photo_library:"),
-        ("review", "Review crops", ":material/crop_free:"),
-    ],
-    "Read results": [
-        ("compare", "Compare methods", ":material/leaderboard:"),
-        ("explorer", "Search & learning curves", ":material/query_stats:"),
-        ("relationship", "KL × CPPD", ":material/grid_on:"),
-        ("attention", "Attention", ":material/visibility:"),
-    ],
-    "Demonstrate": [
-        ("demo", "Grade a film", ":material/radiology:"),
-    ],
-    "Administer": [
-        ("accounts", "Accounts", ":material/manage_accounts:"),
-        ("audit", "Audit log", ":material/history:"),
-    ],
-}
+
+def sections() -> dict[str, list[tuple[str, str, str]]]:
+    """Section -> (file stem under pages/, title, icon), in menu order, from `jobs.access.PAGES`."""
+    menu: dict[str, list[tuple[str, str, str]]] = {}
+    for page in PAGES:
+        menu.setdefault(page.section, []).append((page.stem, page.title, page.icon))
+    return menu
+
+
+MENU = sections()
 
 
 def menu_for(allowed: tuple[str, ...]) -> dict[str, list[st.Page]]:
@@ -105,7 +90,8 @@ def kiosk_pages() -> list[st.Page]:
     A bookmark or a typed URL of another page (``/queue``) on the kiosk then opens Grade a
     film without Streamlit's "Page not found" note over it, and shows nothing else.
     """
-    grade = st.Page("pages/demo.py", title="Grade a film", icon=":material/radiology:")
+    demo = page_entry("demo")
+    grade = st.Page(f"pages/{demo.stem}.py", title=demo.title, icon=demo.icon)
 
     def back_to_grade_a_film() -> None:
         st.switch_page(grade)
@@ -114,7 +100,7 @@ def kiosk_pages() -> list[st.Page]:
         st.Page(back_to_grade_a_film, title=title, url_path=stem, visibility="hidden")
         for entries in MENU.values()
         for stem, title, _ in entries
-        if stem != "demo"
+        if stem != demo.stem
     ]
     return [grade, *others]
 

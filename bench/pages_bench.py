@@ -269,7 +269,7 @@ out["imports: torch + dlordinal (engine.soft_labels)"] = [time.perf_counter() - 
 t = time.perf_counter()
 import streamlit as st
 from streamlit.testing.v1 import AppTest
-import pages._charts, store.runs
+import pages.present.charts, store.runs
 import engine.analysis.compare, engine.analysis.relationship, engine.analysis.stats
 out["imports: streamlit, statsmodels, scipy, altair, duckdb, the page's modules"] = [
     time.perf_counter() - t
@@ -352,8 +352,8 @@ out = {{}}
 t = time.perf_counter()
 import streamlit as st
 from streamlit.testing.v1 import AppTest
-import engine.analysis.compare, engine.analysis.stats
-import pages._compare_views, pages._probability_view, store.runs
+import engine.analysis.compare, engine.analysis.stats, store.runs
+import pages.widgets.compare_views, pages.widgets.probability_view
 out["imports: streamlit, scipy, statsmodels, altair, duckdb, the page's modules"] = [
     (time.perf_counter() - t, None)
 ]

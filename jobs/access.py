@@ -1,8 +1,9 @@
 """Who may open which page and do what, and which folders films may be imported from.
 
 One place for the policy the app and the CLI enforce:
-- `PAGES_BY_ROLE`: the pages each role's navigation lists (app.py builds ``st.navigation``
-  from it; a page opened by URL without the role shows nothing else).
+- `PAGES`: the one page registry (stem, title, icon, menu section, lowest role); app.py's
+  navigation, the pages' guards, `PAGE_TITLES` and `PAGES_BY_ROLE` (the pages each role's
+  navigation lists; a page opened by URL without the role shows nothing else) derive from it.
 - `can` / `require`: actions (launch, cancel own or any job, archive, delete, ...).
 - `served_beyond_loopback` / `single_user_mode`: served on 127.0.0.1 with no accounts,
   SoftGrade stays the one-person tool it was (everyone is the local admin); beyond loopback
@@ -19,6 +20,7 @@ from __future__ import annotations
 import ipaddress
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -63,15 +65,63 @@ ACTIONS_BY_ROLE: dict[Role, frozenset[Action]] = {
     Role.ADMIN: _ADMIN,
 }
 
-# Pages by their file under pages/ (without .py); the admin's "accounts" and "audit" are the
-# Administer section of the menu.
-_VIEWER_PAGES = ("compare", "explorer", "relationship", "attention", "demo", "data")
-_MEMBER_PAGES = ("launch", "queue", "review", *_VIEWER_PAGES)
+
+@dataclass(frozen=True)
+class PageEntry:
+    """One page of the app, as the menu, the guards and the roles know it.
+
+    Attributes:
+        stem: Its file under pages/ without ``.py``, which is also its URL path.
+        title: Its name in the menu and in the guard's message.
+        icon: Its menu icon (a Streamlit ``:material/...:`` name).
+        section: The menu section that lists it.
+        role: The lowest role whose menu lists it; every higher role's does too.
+    """
+
+    stem: str
+    title: str
+    icon: str
+    section: str
+    role: Role
+
+
+# Every page of the app, in menu order: the one registry that app.py's navigation, each
+# page's guard (`pages.widgets.sign_in.require_page`) and `PAGES_BY_ROLE` derive from.
+PAGES: tuple[PageEntry, ...] = (
+    PageEntry("launch", "Launch", ":material/rocket_launch:", "Run studies", Role.MEMBER),
+    PageEntry("queue", "Jobs", ":material/list_alt:", "Run studies", Role.MEMBER),
+    PageEntry("data", "Data", ":material/photo_library:", "Run studies", Role.VIEWER),
+    PageEntry("review", "Review crops", ":material/crop_free:", "Run studies", Role.MEMBER),
+    PageEntry("compare", "Compare methods", ":material/leaderboard:", "Read results", Role.VIEWER),
+    PageEntry(
+        "explorer",
+        "Search & learning curves",
+        ":material/query_stats:",
+        "Read results",
+        Role.VIEWER,
+    ),
+    PageEntry("relationship", "KL × CPPD", ":material/grid_on:", "Read results", Role.VIEWER),
+    PageEntry("attention", "Attention", ":material/visibility:", "Read results", Role.VIEWER),
+    PageEntry("demo", "Grade a film", ":material/radiology:", "Demonstrate", Role.VIEWER),
+    PageEntry("accounts", "Accounts", ":material/manage_accounts:", "Administer", Role.ADMIN),
+    PageEntry("audit", "Audit log", ":material/history:", "Administer", Role.ADMIN),
+)
+
+# Roles from the fewest pages and actions to the most.
+ROLE_ORDER: tuple[Role, ...] = (Role.VIEWER, Role.MEMBER, Role.ADMIN)
+
+
+def _role_lists(role: Role, page: PageEntry) -> bool:
+    """Whether ``role`` is ``page.role`` or a higher one."""
+    return ROLE_ORDER.index(role) >= ROLE_ORDER.index(page.role)
+
+
+# Page stems each role's navigation lists, in menu order (derived from `PAGES`).
 PAGES_BY_ROLE: dict[Role, tuple[str, ...]] = {
-    Role.VIEWER: _VIEWER_PAGES,
-    Role.MEMBER: _MEMBER_PAGES,
-    Role.ADMIN: (*_MEMBER_PAGES, "accounts", "audit"),
+    role: tuple(page.stem for page in PAGES if _role_lists(role, page)) for role in ROLE_ORDER
 }
+# Page stem -> its title (the guard's message names the page with it).
+PAGE_TITLES: dict[str, str] = {page.stem: page.title for page in PAGES}
 
 
 class AccessDenied(ValueError):
@@ -139,6 +189,19 @@ _WORDS = {
 def pages_for(account: Account) -> tuple[str, ...]:
     """The pages (file stems under pages/) ``account`` sees, in menu order."""
     return PAGES_BY_ROLE[account.role]
+
+
+def page_entry(stem: str) -> PageEntry:
+    """The registered page of file stem ``stem``.
+
+    Raises:
+        KeyError: No page of that stem is registered in `PAGES` (a page file added without
+            its row).
+    """
+    for page in PAGES:
+        if page.stem == stem:
+            return page
+    raise KeyError(f"no page {stem!r} in jobs.access.PAGES; add its row there")
 
 
 # -- where SoftGrade is served ------------------------------------------------------------------

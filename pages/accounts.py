@@ -13,20 +13,15 @@ import streamlit as st
 
 from jobs import lab
 from jobs.access import LOCAL_ACCOUNT, AccessDenied
-from pages._admin_tables import (
+from pages.present.admin_tables import (
     accounts_table,
     lab_accounts_table,
     new_account_problems,
     role_mapping_table,
 )
-from pages._ui import (
-    current_account,
-    oidc_configured,
-    oidc_role_mapping,
-    require_page,
-    run_inside_shell,
-    store_path,
-)
+from pages.widgets.reads import store_path
+from pages.widgets.shell import run_inside_shell
+from pages.widgets.sign_in import current_account, oidc_configured, oidc_role_mapping, require_page
 from store.db import StoreError
 from store.users import Role
 
@@ -153,7 +148,7 @@ def show_lab_accounts(sign_ins: Any) -> None:
 
 
 run_inside_shell()
-ACCOUNT = require_page("accounts")
+ACCOUNT = require_page(__file__)
 st.title("Accounts")
 st.caption(
     "Who may sign in, and what each role may do: viewers read results and grade films; "

@@ -22,15 +22,18 @@ import streamlit as st
 from engine import gradcam
 from engine.phantom import PhantomSpec
 from engine.vocab import TOP_GRADE, order_methods
-from pages._attention_views import (
+from pages.present.tables import method_title
+from pages.widgets.attention_views import (
     show_cooccurrence_scores,
     show_map_grid,
     show_stress_grid,
     show_stress_scores,
 )
-from pages._models import cached_splits, maps_of, open_study, saved_models
-from pages._tables import method_title
-from pages._ui import pick_study, require_page, run_inside_shell, store_path
+from pages.widgets.models import cached_splits, maps_of, open_study, saved_models
+from pages.widgets.pickers import pick_study
+from pages.widgets.reads import store_path
+from pages.widgets.shell import run_inside_shell
+from pages.widgets.sign_in import require_page
 
 MAX_STRESS_KNEES = 12
 DEFAULT_STRESS_KNEES = 4
@@ -192,7 +195,7 @@ def show_cooccurrence_films(
 
 
 run_inside_shell()
-require_page("attention")
+require_page(__file__)
 st.title("Attention (Grad-CAM)")
 st.caption(
     "Where each method's model looked when it graded a film: Grad-CAM maps of the selected "

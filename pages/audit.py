@@ -6,8 +6,10 @@ from __future__ import annotations
 import streamlit as st
 
 from jobs import lab
-from pages._admin_tables import audit_csv, audit_table
-from pages._ui import require_page, run_inside_shell, store_path
+from pages.present.admin_tables import audit_csv, audit_table
+from pages.widgets.reads import store_path
+from pages.widgets.shell import run_inside_shell
+from pages.widgets.sign_in import require_page
 from store.audit import AUDIT_ACTIONS, audit_actors
 from store.db import StoreError
 
@@ -15,7 +17,7 @@ ANY = "(anyone)"
 ANY_ACTION = "(any action)"
 
 run_inside_shell()
-ACCOUNT = require_page("audit")
+ACCOUNT = require_page(__file__)
 st.title("Audit log")
 st.caption(
     "Every sign-in, launch, cancel, import, rename, note, archive, delete, backup and account "

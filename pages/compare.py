@@ -2,35 +2,36 @@
 probability metrics.
 
 Everything is derived from the stored test predictions of each (task, method, seed)'s
-selected run. The numbers come from ``engine.compare``, ``engine.stats`` and
-``engine.probability_metrics``; each tab is one function of ``pages._compare_views`` or
-``pages._probability_view``. This page picks, reads and calls them.
+selected run. The numbers come from ``engine.analysis.compare``, ``engine.analysis.stats`` and
+``engine.analysis.probability_metrics``; each tab is one function of
+``pages.widgets.compare_views`` or
+``pages.widgets.probability_view``. This page picks, reads and calls them.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from pages import _compare_views as views
-from pages import _probability_view, _ui
+from pages.widgets import compare_views as views
+from pages.widgets import downloads, pickers, probability_view, reads, shell, sign_in
 
-_ui.run_inside_shell()
-_ui.require_page("compare")
+shell.run_inside_shell()
+sign_in.require_page(__file__)
 st.title("Compare methods")
 st.caption(
     "Test-set metrics of each method's selected model (the search configuration with the "
     "best validation AMAE), per seed, as in the paper's Table 4 and Figs. 5–6."
 )
-path = str(_ui.store_path())
-_ui.offer_reference_study(path)
-picked = _ui.pick_studies(
+path = str(reads.store_path())
+pickers.offer_reference_study(path)
+picked = pickers.pick_studies(
     path,
     key="compare_studies",
     empty_hint="No study has finished runs yet. Launch one from the Launch page; its results "
     "appear here as soon as its first seed is done.",
     dependent_keys=views.DEPENDENT_KEYS,
 )
-progress, _, (counts, per_run) = _ui.read_finished(path, picked, views.cached_results)
+progress, _, (counts, per_run) = pickers.read_finished(path, picked, views.cached_results)
 if per_run.empty:
     st.info("Nothing to compare yet: no seed of the selected studies has finished.")
     st.stop()
@@ -39,7 +40,7 @@ per_run = views.keep_picked(per_run, tasks, methods)
 counts = views.keep_picked(counts, tasks, methods)
 views.describe_selection(per_run, methods)
 
-cards = _ui.cached_cards(path, tuple(picked["study_id"]))  # heading every download
+cards = downloads.cached_cards(path, tuple(picked["study_id"]))  # heading every download
 
 # Tabs that track which one is open, so the Probabilities tab is computed only when shown.
 tab_table, tab_dist, tab_cm, tab_stats, tab_prob = st.tabs(
@@ -55,4 +56,4 @@ with tab_stats:
     views.statistics_tab(per_run, tasks, cards)
 with tab_prob:
     if tab_prob.open:
-        _probability_view.probabilities_tab(path, picked, progress, tasks, methods, cards)
+        probability_view.probabilities_tab(path, picked, progress, tasks, methods, cards)

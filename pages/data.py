@@ -11,19 +11,11 @@ import streamlit as st
 
 from engine.vocab import GRADE_SIGNS
 from jobs.review import base_dataset_id
-from pages._data_sections import show_gallery, show_import_report, show_split_rules
-from pages._data_view import (
-    dataset_settings,
-    grade_counts,
-    joint_table,
-)
-from pages._ui import (
-    cached_dataset_labels,
-    cached_datasets,
-    require_page,
-    run_inside_shell,
-    store_path,
-)
+from pages.present.data_view import dataset_settings, grade_counts, joint_table
+from pages.widgets.data_sections import show_gallery, show_import_report, show_split_rules
+from pages.widgets.reads import cached_dataset_labels, cached_datasets, store_path
+from pages.widgets.shell import run_inside_shell
+from pages.widgets.sign_in import require_page
 from store.db import StoreError
 
 KL_SIGNS = GRADE_SIGNS["KL"]
@@ -135,7 +127,7 @@ def show_datasets(path: str) -> None:
 
 
 run_inside_shell()
-require_page("data")
+require_page(__file__)
 st.title("Data")
 show_phantom()
 show_datasets(str(store_path()))

@@ -5,7 +5,7 @@ film of their own. SoftGrade finds the knee, crops it as training did, and each 
 of the chosen method gives its grade and a Grad-CAM map. The maps come from the selected models
 of the seed where that method did best on validation; where several seeds' models are on the
 machine, the grade is the seeds' consensus and a chart shows how much they agree (the spread of
-P(grade) over seeds, `pages._seed_agreement`), not one seed's word.
+P(grade) over seeds, `pages.present.seed_agreement`), not one seed's word.
 
 Started as a kiosk (`python -m jobs up --kiosk` or `--demo`, `jobs.kiosk`), the page is the
 whole app: no sign-in, large type, and the study and method fixed by whoever started it (or
@@ -16,9 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import cv2
 import numpy as np
-import pandas as pd
 import streamlit as st
 
 from engine import gradcam
@@ -27,10 +25,11 @@ from engine.films import FILM_FORMATS, decode_film
 from engine.train import load_checkpoint
 from engine.vocab import GRADE_SIGNS
 from jobs.kiosk import kiosk_settings
-from pages import _charts as charts
-from pages import _seed_agreement as agreement
-from pages._admin_tables import upload_size_problem
-from pages._demo_source import (
+from pages.present import charts
+from pages.present import seed_agreement as agreement
+from pages.present.admin_tables import upload_size_problem
+from pages.present.graded_film import film_with_box, known_grades
+from pages.widgets.demo_source import (
     KIOSK_CSS,
     DemoSource,
     bundle_card,
@@ -38,8 +37,11 @@ from pages._demo_source import (
     models_line,
     store_source,
 )
-from pages._models import heat_help, maps_of, probs_of
-from pages._ui import require_page, run_inside_shell, show_study_card, store_path
+from pages.widgets.models import heat_help, maps_of, probs_of
+from pages.widgets.pickers import show_study_card
+from pages.widgets.reads import store_path
+from pages.widgets.shell import run_inside_shell
+from pages.widgets.sign_in import require_page
 
 SOURCES = ("A test film of this study", "Upload a film")
 
@@ -55,14 +57,6 @@ def cached_reading(
     models = {task: load_checkpoint(Path(p))[0] for task, p in checkpoints}
     box = knee_box(film, Path(detector_dir) if detector_dir else None)
     return gradcam.read_film(film, models, image_size, box=box)
-
-
-def film_with_box(film: np.ndarray, box: tuple[int, int, int, int]) -> np.ndarray:
-    """The film in RGB with the found knee outlined, to show what was graded."""
-    rgb = cv2.cvtColor(film, cv2.COLOR_GRAY2RGB)
-    thickness = max(2, min(film.shape) // 150)
-    cv2.rectangle(rgb, box[:2], (box[2] - 1, box[3] - 1), (255, 140, 0), thickness)
-    return rgb
 
 
 def seed_probs(seeds: dict[int, str], crop: np.ndarray) -> dict[int, np.ndarray]:
@@ -118,22 +112,6 @@ def show_grades(
             )
     first = next(iter(grades.values()))
     st.caption(heat_help(first.block, crop.shape[-1]))
-
-
-def known_grades(row: pd.Series, tasks: list[str]) -> dict[str, str]:
-    """What the annotator recorded for a test film (and the phantom's truth where it differs)."""
-    out = {}
-    for task in tasks:
-        recorded = row.get(task.lower())
-        if pd.isna(recorded):
-            out[task] = f"Annotated: no {task} grade on this film."
-            continue
-        text = f"Annotated: **{task} {int(recorded)}**"
-        truth = row.get(f"{task.lower()}_true")
-        if truth is not None and not pd.isna(truth) and int(truth) != int(recorded):
-            text += f" (the phantom drew {task} {int(truth)}: annotation noise)"
-        out[task] = text
-    return out
 
 
 def show_test_film(source: DemoSource) -> None:
@@ -216,7 +194,7 @@ def show_upload(source: DemoSource) -> None:
 run_inside_shell()
 kiosk = kiosk_settings()
 if kiosk is None:
-    require_page("demo")
+    require_page(__file__)
 else:
     # The kiosk needs no sign-in: it grades films and can do nothing else (jobs.kiosk).
     st.markdown(KIOSK_CSS, unsafe_allow_html=True)

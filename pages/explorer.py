@@ -1,8 +1,8 @@
 """Search & learning curves: every configuration each search tried, and how its runs trained.
 
-The numbers come from ``engine.explorer`` over ``store.runs``; tables and sentences from
-``pages._explorer_views``, charts from ``pages._science_charts``. This page reads widgets and
-renders. A running study's sections re-read the store every few seconds.
+The numbers come from ``engine.analysis.explorer`` over ``store.runs``; tables and sentences from
+``pages.present.explorer_views``, charts from ``pages.present.science_charts``. This page
+reads widgets and renders. A running study's sections re-read the store every few seconds.
 """
 
 from __future__ import annotations
@@ -14,18 +14,13 @@ import streamlit as st
 
 from engine.analysis import explorer
 from engine.vocab import order_methods
-from pages import _explorer_views as views
-from pages import _science_charts as charts
-from pages._tables import method_title
-from pages._ui import (
-    cached_jobs,
-    cached_studies,
-    forget,
-    pick_study,
-    require_page,
-    run_inside_shell,
-    store_path,
-)
+from pages.present import explorer_views as views
+from pages.present import science_charts as charts
+from pages.present.tables import method_title
+from pages.widgets.pickers import forget, pick_study
+from pages.widgets.reads import cached_jobs, cached_studies, store_path
+from pages.widgets.shell import run_inside_shell
+from pages.widgets.sign_in import require_page
 from store import runs as store_runs
 from store.db import StoreError
 
@@ -53,7 +48,7 @@ def cached_curves(path: str, study_id: str) -> pd.DataFrame:
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def chart_spec(name: str, data: pd.DataFrame, options: dict[str, Any]) -> dict[str, Any]:
-    """The Vega-Lite spec of ``pages._science_charts.<name>(data, **options)``, cached.
+    """The Vega-Lite spec of ``pages.present.science_charts.<name>(data, **options)``, cached.
 
     Altair validates each spec (50-190 ms a chart here); caching keeps a rerun that changes
     nothing the chart shows fast.
@@ -174,7 +169,7 @@ def render_curves(path: str, study: pd.Series, task: str, method: str, seed: int
 
 
 run_inside_shell()
-require_page("explorer")
+require_page(__file__)
 st.title("Search & learning curves")
 st.caption(
     "For each task, method and seed, a study trains several configurations of the paper's "

@@ -17,8 +17,17 @@ import streamlit as st
 from engine.config import TASK_CLASSES, SpecError, StudySpec
 from engine.soft_labels import soft_label_matrix
 from engine.vocab import METHOD_DESCRIPTIONS, METHODS
-from pages._charts import soft_label_frame, soft_label_heatmap
-from pages._launch_form import (
+from pages.present.charts import soft_label_frame, soft_label_heatmap
+from pages.present.study_form import (
+    FOLDER,
+    SHOWN_PARAMS,
+    TASK_LABELS,
+    check_study,
+    request_id_for,
+    rough_time_text,
+    study_size,
+)
+from pages.widgets.launch_form import (
     LAST_KEY,
     dataset_inputs,
     enqueue,
@@ -30,25 +39,10 @@ from pages._launch_form import (
     registered_datasets,
     training_inputs,
 )
-from pages._study_form import (
-    FOLDER,
-    SHOWN_PARAMS,
-    TASK_LABELS,
-    check_study,
-    request_id_for,
-    rough_time_text,
-    study_size,
-)
-from pages._ui import (
-    NO_WORKER_HOW,
-    cached_jobs,
-    link_to_page,
-    require_page,
-    run_inside_shell,
-    store_path,
-    warn_if_no_worker,
-    worker_has_gpu,
-)
+from pages.widgets.reads import cached_jobs, store_path
+from pages.widgets.shell import link_to_page, run_inside_shell
+from pages.widgets.sign_in import require_page
+from pages.widgets.workers import NO_WORKER_HOW, warn_if_no_worker, worker_has_gpu
 from store.db import StoreError
 
 
@@ -225,7 +219,7 @@ def show_queued(last: dict[str, Any], name: str, path: Path, *, worker_alive: bo
 
 
 run_inside_shell()
-ACCOUNT = require_page("launch")
+ACCOUNT = require_page(__file__)
 st.title("Launch a study")
 st.caption(
     "Choose the data, the grading tasks and the soft-label methods to compare. SoftGrade "

@@ -12,23 +12,13 @@ import streamlit as st
 
 from jobs import lab
 from jobs.access import ACTIONS_BY_ROLE, AccessDenied, Action, can
-from pages._job_view import cancel_text, ended_caption, progress, running_numbers, value
-from pages._manage_study import manage_study_section
-from pages._ui import (
-    NO_WORKER_HOW,
-    NO_WORKER_TITLE,
-    alive_workers,
-    cached_job_log,
-    cached_jobs,
-    clear_job_caches,
-    current_account,
-    link_to_page,
-    request_study,
-    require_page,
-    run_inside_shell,
-    show_study_card,
-    store_path,
-)
+from pages.present.job_view import cancel_text, ended_caption, progress, running_numbers, value
+from pages.widgets.manage_study import manage_study_section
+from pages.widgets.pickers import request_study, show_study_card
+from pages.widgets.reads import cached_job_log, cached_jobs, clear_job_caches, store_path
+from pages.widgets.shell import link_to_page, run_inside_shell
+from pages.widgets.sign_in import current_account, require_page
+from pages.widgets.workers import NO_WORKER_HOW, NO_WORKER_TITLE, alive_workers
 from store.db import StoreError
 
 REFRESH_S = 2.0
@@ -186,7 +176,7 @@ def render_jobs() -> None:
 
 
 run_inside_shell()
-ACCOUNT = require_page("queue")
+ACCOUNT = require_page(__file__)
 st.title("Jobs")
 st.caption(
     "Every study queued from this store, newest first, with live progress. Time left is the "

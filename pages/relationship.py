@@ -3,9 +3,10 @@
 For every seed, the KL model and the CPPD model of one method grade the same jointly
 annotated test images; their predictions form a predicted KL × CPPD table that is compared
 with the true table of those images (paper, "KL & CPPD relationship", Fig. 8, Table 7).
-The numbers come from ``engine.relationship`` and ``engine.stats``, their text from
-``pages._tables`` and their charts from ``pages._charts``; this page renders them. Its
-downloads are headed by the picked studies' cards (``pages._exports``).
+The numbers come from ``engine.analysis.relationship`` and ``engine.analysis.stats``, their text
+from
+``pages.present.tables`` and their charts from ``pages.present.charts``; this page renders them. Its
+downloads are headed by the picked studies' cards (``pages.present.exports``).
 """
 
 from __future__ import annotations
@@ -16,15 +17,16 @@ import streamlit as st
 
 from engine.analysis import compare, relationship
 from engine.vocab import order_methods
-from pages import _exports, _tables, _ui
-from pages._ui import cached_cards, download_row
+from pages.present import exports, stat_tables, tables
+from pages.widgets import chart_cache, pickers, reads, shell, sign_in, stat_tests
+from pages.widgets.downloads import cached_cards, download_row
+from pages.widgets.relationship_views import detail_section, residuals_section
 from store import runs as store_runs
 
 EPS_CHOICES = (1e-6, 1e-4, 1e-2)
-RESIDUAL_UNITS = {"images": "images per cell", "points": "percentage points of the table"}
 
 
-@st.cache_data(ttl=_ui.RESULTS_TTL_S, show_spinner="Reading predictions…")
+@st.cache_data(ttl=reads.RESULTS_TTL_S, show_spinner="Reading predictions…")
 def cached_joint(
     path: str, study_ids: tuple[str, ...], names: tuple[str, ...]
 ) -> tuple[pd.DataFrame]:
@@ -33,7 +35,7 @@ def cached_joint(
     return (compare.label_methods(joint, dict(zip(study_ids, names, strict=True))),)
 
 
-@st.cache_data(ttl=_ui.RESULTS_TTL_S, show_spinner=False)
+@st.cache_data(ttl=reads.RESULTS_TTL_S, show_spinner=False)
 def scored(
     joint: pd.DataFrame, eps: float
 ) -> tuple[np.ndarray, list[relationship.SeedRelationship], pd.DataFrame]:
@@ -45,7 +47,7 @@ def scored(
 def pick_methods_and_eps(joint: pd.DataFrame) -> tuple[list[str], float]:
     """The Methods picker and the ε given to empty cells; stops when no method is picked."""
     c1, c2 = st.columns([3, 1])
-    methods = _ui.pick_methods(c1, order_methods(joint["method"]), key="rel_methods")
+    methods = pickers.pick_methods(c1, order_methods(joint["method"]), key="rel_methods")
     eps = c2.selectbox(
         "ε for empty cells",
         options=list(EPS_CHOICES),
@@ -68,7 +70,7 @@ def ground_truth_section(joint: pd.DataFrame, truth: np.ndarray) -> None:
     per_seed = images.size()
     left, right = st.columns([1, 2])
     options = {"decimals": 1 if n_seeds > 1 else 0, "title": "Recorded grades"}
-    spec = _ui.chart_spec("contingency_heatmap", compare.grid_frame(truth), options)
+    spec = chart_cache.chart_spec("contingency_heatmap", compare.grid_frame(truth), options)
     left.vega_lite_chart(spec, width="content")
     right.markdown(
         f"Jointly annotated test images of each seed: {per_seed.min()}"
@@ -81,71 +83,6 @@ def ground_truth_section(joint: pd.DataFrame, truth: np.ndarray) -> None:
         "Grades are the recorded (annotated) ones the models were trained and scored on. Rows: "
         "KL 0–4; columns: CPPD 0–3."
     )
-
-
-def residuals_section(summary: pd.DataFrame, eps: float, per_row: int = 3) -> None:
-    """Fig. 8: each method's mean predicted − true table on one shared colour scale."""
-    st.subheader("How each method reproduces it", divider="gray")
-    unit = _ui.pick_option("Residuals in", RESIDUAL_UNITS, key="rel_units")
-    rows = list(summary.itertuples(index=False))
-    tables = {
-        r.method: r.mean_table - r.mean_truth if unit == "images" else r.residuals for r in rows
-    }
-    limit = max((float(np.abs(t).max()) for t in tables.values()), default=1.0)
-    for start in range(0, len(rows), per_row):
-        for column, row in zip(st.columns(per_row), rows[start : start + per_row], strict=False):
-            kld_text = _tables.mean_std_text(row.kld_mean, row.kld_std, 3)
-            mae_text = _tables.mean_std_text(row.mae_mean, row.mae_std, 2)
-            options = {
-                "title": _tables.method_title(row.method),
-                "subtitle": [f"KLD {kld_text} · MAE {mae_text}", f"{row.n_seeds} seeds"],
-                "limit": limit,
-                "unit": unit,
-            }
-            spec = _ui.chart_spec(
-                "residual_heatmap", compare.grid_frame(tables[row.method]), options
-            )
-            column.vega_lite_chart(spec, width="content")
-    st.caption(
-        "Residual = mean predicted table − mean true table, over seeds: **red = the model "
-        "predicts that KL/CPPD combination more often than it occurs (over-estimation), blue = "
-        f"less often**. KLD = D_KL(true ‖ predicted) in nats, with ε = {eps:g} given to an empty "
-        "predicted cell before renormalising; MAE = mean absolute difference of the cell counts "
-        "(images per cell). Both are computed per seed, then shown as mean ± std over seeds. "
-        "All heatmaps share one colour scale."
-    )
-    shown = _tables.relationship_summary_frame(summary)
-    st.dataframe(
-        shown.assign(method=shown["method"].map(_tables.method_title)),
-        hide_index=True,
-        width="content",
-        column_config={
-            "method": "Method",
-            "n_seeds": "Seeds",
-            "kld_mean": st.column_config.NumberColumn("KLD mean", format="%.4f"),
-            "kld_std": st.column_config.NumberColumn("KLD std", format="%.4f"),
-            "mae_mean": st.column_config.NumberColumn("MAE mean", format="%.3f"),
-            "mae_std": st.column_config.NumberColumn("MAE std", format="%.3f"),
-        },
-    )
-    if (shown["n_seeds"] < 2).any():
-        st.caption("A standard deviation needs at least two seeds; it stays empty until then.")
-
-
-def detail_section(summary: pd.DataFrame, results: list[relationship.SeedRelationship]) -> None:
-    """One method's mean predicted table beside its table of every seed."""
-    st.subheader("One method, seed by seed", divider="gray")
-    detail = st.selectbox(
-        "Method", list(summary["method"]), format_func=_tables.method_title, key="rel_method"
-    )
-    mean_table = summary.loc[summary["method"] == detail, "mean_table"].iloc[0]
-    seeds = [compare.grid_frame(r.table).assign(seed=r.seed) for r in results if r.method == detail]
-    c1, c2 = st.columns([1, 2])
-    options = {"decimals": 1, "title": "Mean predicted table", "scheme": "purples"}
-    spec = _ui.chart_spec("contingency_heatmap", compare.grid_frame(mean_table), options)
-    c1.vega_lite_chart(spec, width="content")
-    spec = _ui.chart_spec("seed_tables", pd.concat(seeds, ignore_index=True), {})
-    c2.vega_lite_chart(spec, width="content")
 
 
 # What Table 7's p-values are under each correction (the page's caption under the picker).
@@ -162,33 +99,34 @@ def table7_note(correction: str) -> str:
     if correction in TABLE7_NOTES:
         return TABLE7_NOTES[correction]
     return (
-        f"Pairwise p-values are adjusted over all pairs ({_tables.correction_label(correction)}); "
-        "the paper's Table 7 reports them unadjusted."
+        "Pairwise p-values are adjusted over all pairs "
+        f"({stat_tables.correction_label(correction)}); the paper's Table 7 reports them "
+        "unadjusted."
     )
 
 
 def kld_section(results: list[relationship.SeedRelationship]) -> pd.DataFrame:
     """The KLD of every seed per method and the tests of Table 7; returns Table 7."""
     st.subheader("KLD over seeds and tests (Table 7)", divider="gray")
-    kld_scores = _tables.titled(relationship.relationship_scores(results, "kld"))
+    kld_scores = tables.titled(relationship.relationship_scores(results, "kld"))
     # The result pages' one correction picker: Holm by default, the paper's unadjusted
     # p-values second, both labelled.
-    correction = _ui.pick_correction(st.columns(2)[0], key="rel_correction")
+    correction = stat_tests.pick_correction(st.columns(2)[0], key="rel_correction")
     st.caption(table7_note(correction))
     options = {"value_title": "KLD (nats, lower is better)", "title": "KLD per seed"}
-    spec = _ui.chart_spec("violin_box", kld_scores, {**options, "violin": False})
+    spec = chart_cache.chart_spec("violin_box", kld_scores, {**options, "violin": False})
     st.vega_lite_chart(spec, width="stretch")
-    shapiro, kruskal, wilcoxon = _ui.method_tests(kld_scores, correction)
-    _ui.show_method_tests(shapiro, kruskal, wilcoxon)
-    return _tables.kld_tests_frame(shapiro, kruskal, wilcoxon)
+    shapiro, kruskal, wilcoxon = stat_tests.method_tests(kld_scores, correction)
+    stat_tests.show_method_tests(shapiro, kruskal, wilcoxon)
+    return stat_tables.kld_tests_frame(shapiro, kruskal, wilcoxon)
 
 
 def sensitivity_section(results: list[relationship.SeedRelationship]) -> None:
     """How much each method's KLD depends on ε, beside the smoothed KLD that needs none."""
     st.subheader("How much does ε decide the KLD?", divider="gray")
     sensitivity = relationship.kld_sensitivity(results)
-    st.dataframe(_tables.kld_sensitivity_frame(sensitivity), hide_index=True, width="content")
-    st.caption(_tables.KLD_SENSITIVITY_NOTE)
+    st.dataframe(stat_tables.kld_sensitivity_frame(sensitivity), hide_index=True, width="content")
+    st.caption(stat_tables.KLD_SENSITIVITY_NOTE)
 
 
 def export_section(
@@ -197,20 +135,20 @@ def export_section(
     truth: np.ndarray,
     table7: pd.DataFrame,
     eps: float,
-    cards: tuple[_exports.Card, ...],
+    cards: tuple[exports.Card, ...],
 ) -> None:
     """Per-seed tables, the summary with its tests and the mean true table, as CSV and LaTeX,
     each headed by the study ``cards``."""
     st.subheader("Export", divider="gray")
-    seeds_csv = _tables.relationship_seed_frame(results).to_csv(index=False)
-    summary_csv = _tables.tables_csv(
+    seeds_csv = stat_tables.relationship_seed_frame(results).to_csv(index=False)
+    summary_csv = stat_tables.tables_csv(
         {
-            "summary": _tables.relationship_summary_frame(summary),
+            "summary": stat_tables.relationship_summary_frame(summary),
             "tests": table7,
             "true_table_mean": compare.grid_frame(truth),
         }
     )
-    latex = _tables.relationship_latex(summary, table7, eps)
+    latex = stat_tables.relationship_latex(summary, table7, eps)
     download_row(
         [
             (
@@ -231,8 +169,8 @@ def export_section(
     )
 
 
-_ui.run_inside_shell()
-_ui.require_page("relationship")
+shell.run_inside_shell()
+sign_in.require_page(__file__)
 st.title("KL × CPPD relationship")
 st.caption(
     "Knee osteoarthritis (KL) and CPPD grades are related asymmetrically. For each seed, the "
@@ -240,18 +178,18 @@ st.caption(
     "images; the pairs of predicted grades form a predicted KL × CPPD table, compared here "
     "with the true table (paper Fig. 8 and Table 7)."
 )
-path = str(_ui.store_path())
-picked = _ui.pick_studies(
+path = str(reads.store_path())
+picked = pickers.pick_studies(
     path,
     key="rel_studies",
     empty_hint="No study has finished runs yet. Launch one with both tasks (KL and CPPD) from "
     "the Launch page; this page fills in as its seeds finish.",
     dependent_keys=("rel_methods", "rel_method"),
 )
-progress, group_counts, (joint,) = _ui.read_finished(path, picked, cached_joint)
+progress, group_counts, (joint,) = pickers.read_finished(path, picked, cached_joint)
 if joint.empty:
     partial = any(item.partial for item in progress)
-    st.info(_tables.no_joint_reason(set(group_counts["task"]), partial))
+    st.info(stat_tables.no_joint_reason(set(group_counts["task"]), partial))
     st.stop()
 methods, eps = pick_methods_and_eps(joint)
 joint = compare.sort_by_method(joint[joint["method"].isin(methods)])

@@ -15,15 +15,12 @@ import streamlit as st
 
 from engine.datasets import PreparedDataset
 from jobs.review import REVIEW_PARAM
-from pages._import_view import ProgressThrottle
-from pages._review_view import (
-    REVIEW_PX,
-    prepare_review_crops,
-    review_counts,
-    review_table,
-)
-from pages._review_widgets import filters, show_film, show_grid, show_retrain
-from pages._ui import cached_datasets, require_page, run_inside_shell, store_path
+from pages.present.import_view import ProgressThrottle
+from pages.present.review_view import REVIEW_PX, prepare_review_crops, review_counts, review_table
+from pages.widgets.reads import cached_datasets, store_path
+from pages.widgets.review_widgets import filters, show_film, show_grid, show_retrain
+from pages.widgets.shell import run_inside_shell
+from pages.widgets.sign_in import require_page
 from store.db import StoreError, softgrade_home
 from store.imports import import_problems, latest_import, list_imports
 from store.reviews import crop_reviews
@@ -105,7 +102,7 @@ def review_dataset(path: Path, dataset_id: str, params: dict[str, Any], account:
 
 
 run_inside_shell()
-account = require_page("review")
+account = require_page(__file__)
 st.title("Review crops")
 st.caption(
     "Check where the detector put each knee before training on it: crops come worst "

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 from streamlit.testing.v1 import AppTest
 
-from pages._admin_tables import (
+from pages.present.admin_tables import (
     accounts_table,
     audit_csv,
     lab_accounts_table,
@@ -17,7 +17,8 @@ from pages._admin_tables import (
     role_mapping_table,
     upload_size_problem,
 )
-from pages._ui import STORE_UNUSABLE_TITLE, TOKEN_KEY
+from pages.widgets.reads import STORE_UNUSABLE_TITLE
+from pages.widgets.sign_in import TOKEN_KEY
 from store import users as store_users
 from store.audit import OIDC_SIGN_IN_DETAIL, read_audit, record
 from store.db import default_store_path

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from engine.gradcam import StressFilms
-from pages._attention_tables import cooccurrence_summary, knee_caption, stress_summary
+from pages.present.attention_tables import cooccurrence_summary, knee_caption, stress_summary
 
 
 def _stress_rows() -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""pages._charts: every chart is a valid Vega-Lite spec showing the numbers it was given."""
+"""pages.present.charts: every chart is a valid Vega-Lite spec showing the numbers it was given."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from engine.analysis import compare
 from engine.soft_labels import soft_label_matrix
-from pages import _charts as charts
+from pages.present import charts
 
 
 def _spec(chart) -> dict:

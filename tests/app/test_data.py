@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from engine.films import check_import
 from jobs.importer import register_import
-from pages._import_view import report_csv
+from pages.present.import_view import report_csv
 from store import datasets as store_datasets
 from store.imports import import_problems, latest_import
 from store.reviews import record_review

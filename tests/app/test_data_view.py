@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from pages import _data_view as data_view
+from pages.present import data_view
 
 
 def _labels() -> pd.DataFrame:
@@ -81,7 +81,7 @@ def test_dataset_settings_reads_each_datasets_params_in_one_line():
 
 def test_split_rule_note_names_one_rule_per_seed_group_in_plain_words():
     from engine.vocab import LEGACY_SPLIT_RULE, SPLIT_RULE
-    from pages._data_view import SPLIT_RULE_WORDS, split_rule_note
+    from pages.present.data_view import SPLIT_RULE_WORDS, split_rule_note
 
     new = pd.DataFrame({"seed": [0, 1], "rule": [SPLIT_RULE] * 2})
     what, why = SPLIT_RULE_WORDS[SPLIT_RULE]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine.vocab import TRAIN_FRACTION
-from pages import _estimates as estimates
+from pages.present import estimates
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 from engine.analysis import explorer
 from engine.soft_labels import search_grid
 from engine.vocab import run_id
-from pages import _explorer_views as views
+from pages.present import explorer_views as views
 from store import jobs as store_jobs
 from store import runs as store_runs
 from store.db import init_schema

@@ -1,5 +1,5 @@
 """Every CSV and LaTeX download of the result pages starts with the study cards it covers
-(``pages._exports``) and still reads back as the same table."""
+(``pages.present.exports``) and still reads back as the same table."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest, app_test
 
-from pages import _exports
+from pages.present import exports
 from tests.app.test_compare import make_store, run_page
 
 RELATIONSHIP = "../../pages/relationship.py"
@@ -65,7 +65,7 @@ def assert_headed_by(served: tuple[str, str], cards: tuple[dict[str, str], ...])
     kind, text = served
     mark = {"csv": "# ", "tex": "% "}[kind]
     header, body = split_header(text, mark[0])
-    assert header == _exports.cards_header(cards, prefix=mark).splitlines()
+    assert header == exports.cards_header(cards, prefix=mark).splitlines()
     assert body.strip(), "the export has a table under its cards"
     if kind == "csv":
         back = pd.read_csv(io.StringIO(text), comment="#")
@@ -78,23 +78,23 @@ def assert_headed_by(served: tuple[str, str], cards: tuple[dict[str, str], ...])
 
 
 def test_comment_prefix_follows_the_file_type_and_refuses_others():
-    assert _exports.comment_prefix("softgrade_table4.csv") == "# "
-    assert _exports.comment_prefix("softgrade_table4.TEX") == "% "
+    assert exports.comment_prefix("softgrade_table4.csv") == "# "
+    assert exports.comment_prefix("softgrade_table4.TEX") == "% "
     with pytest.raises(ValueError, match=r"\.csv or \.tex"):
-        _exports.comment_prefix("softgrade_table4.xlsx")
+        exports.comment_prefix("softgrade_table4.xlsx")
 
 
 def test_one_line_flattens_mappings_and_counts_repeated_items():
-    assert _exports.one_line({"torch": "2.11.0", "numpy": "2.5.2"}) == "torch 2.11.0, numpy 2.5.2"
-    assert _exports.one_line(["H100", "H100", "A100"]) == "H100 x2, A100"
-    assert _exports.one_line([0, 1, 2]) == "0, 1, 2"
-    assert _exports.one_line(3.5) == "3.5"
+    assert exports.one_line({"torch": "2.11.0", "numpy": "2.5.2"}) == "torch 2.11.0, numpy 2.5.2"
+    assert exports.one_line(["H100", "H100", "A100"]) == "H100 x2, A100"
+    assert exports.one_line([0, 1, 2]) == "0, 1, 2"
+    assert exports.one_line(3.5) == "3.5"
 
 
 def test_export_card_puts_an_imported_studys_own_card_after_the_local_one():
     local = {"study": "Reference", "study id": "study-1"}
     bundle = {"date": "2026-11-26", "gpus": ["H100", "H100"], "cuda": "13.0", "job": {"a": 1}}
-    card = _exports.export_card(local, bundle)
+    card = exports.export_card(local, bundle)
     assert list(card) == [
         "study",
         "study id",
@@ -104,23 +104,23 @@ def test_export_card_puts_an_imported_studys_own_card_after_the_local_one():
         "bundle job",
     ]
     assert card["bundle gpus"] == "H100 x2" and card["bundle job"] == "a 1"
-    assert _exports.export_card(local, None) == local
+    assert exports.export_card(local, None) == local
 
 
 def test_headed_puts_every_card_before_the_text_with_the_files_comment_mark():
     cards = ({"study": "a", "code": "git 1"}, {"study": "b\nwith a line break"})
-    csv = _exports.headed("x,y\n1,2\n", cards, "t.csv")
+    csv = exports.headed("x,y\n1,2\n", cards, "t.csv")
     assert csv == "# study: a\n# code: git 1\n# study: b with a line break\nx,y\n1,2\n"
     pd.testing.assert_frame_equal(
         pd.read_csv(io.StringIO(csv), comment="#"), pd.DataFrame({"x": [1], "y": [2]})
     )
-    assert _exports.headed("\\begin{table}\n", cards[:1], "t.tex").startswith("% study: a\n% code")
+    assert exports.headed("\\begin{table}\n", cards[:1], "t.tex").startswith("% study: a\n% code")
 
 
 def test_export_cards_read_the_store_and_name_a_study_they_cannot_read(tmp_path):
     study_id = make_store(tmp_path, name="knees v2")
     store = str(tmp_path / "softgrade.duckdb")
-    card, missing = _exports.export_cards(store, (study_id, "study-gone"))
+    card, missing = exports.export_cards(store, (study_id, "study-gone"))
     assert card["study"] == "knees v2" and card["study id"] == study_id
     assert not any(label.startswith("bundle") for label in card)  # run here, not imported
     assert missing == {"study id": "study-gone"}
@@ -137,7 +137,7 @@ def test_compare_downloads_start_with_every_picked_studys_card(tmp_path, monkeyp
     assert not at.exception, [e.value for e in at.exception]
     served = downloads(at)
     assert set(served) == COMPARE_KEYS
-    cards = _exports.export_cards(str(tmp_path / "softgrade.duckdb"), (first, second))
+    cards = exports.export_cards(str(tmp_path / "softgrade.duckdb"), (first, second))
     assert [c["study"] for c in cards] == ["first", "second"]
     for key in COMPARE_KEYS:
         assert_headed_by(served[key], cards)
@@ -148,7 +148,7 @@ def test_probability_downloads_start_with_the_study_card(tmp_path, monkeypatch, 
     at = run_page(tmp_path, monkeypatch, tab="Probabilities")
     served = downloads(at)
     assert set(served) >= PROBABILITY_KEYS
-    cards = _exports.export_cards(str(tmp_path / "softgrade.duckdb"), (study_id,))
+    cards = exports.export_cards(str(tmp_path / "softgrade.duckdb"), (study_id,))
     for key in PROBABILITY_KEYS:
         assert_headed_by(served[key], cards)
 
@@ -158,7 +158,7 @@ def test_relationship_downloads_start_with_the_study_card(tmp_path, monkeypatch,
     at = run_page(tmp_path, monkeypatch, RELATIONSHIP)
     served = downloads(at)
     assert set(served) == RELATIONSHIP_KEYS
-    cards = _exports.export_cards(str(tmp_path / "softgrade.duckdb"), (study_id,))
+    cards = exports.export_cards(str(tmp_path / "softgrade.duckdb"), (study_id,))
     for key in RELATIONSHIP_KEYS:
         assert_headed_by(served[key], cards)
     # The Table 7 export follows the correction picked on the page.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pages import _format as fmt
+from pages.present import formatting as fmt
 
 
 @pytest.mark.parametrize(

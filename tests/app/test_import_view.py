@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from engine.films import PROBLEM_COLUMNS, ImportReport
-from pages._import_view import (
+from pages.present.import_view import (
     ImportRequest,
     ProgressThrottle,
     detector_text,

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pages._job_view import cancel_text, ended_caption, progress, running_numbers
+from pages.present.job_view import cancel_text, ended_caption, progress, running_numbers
 
 
 def _job(**fields: Any) -> Any:

@@ -10,7 +10,7 @@ import pytest
 
 from engine.analysis import probability_metrics as pm
 from engine.analysis.ranking import BLOCKING_SENTENCE
-from pages import _exports, _tables
+from pages.present import exports, stat_tables
 from store import runs as store_runs
 from store.bundle import REFERENCE_STUDY, import_study, read_card
 from store.db import init_schema
@@ -107,8 +107,8 @@ def test_probability_exports_carry_the_study_card_and_the_numbers(reference):
     frame = store_runs.selected_probabilities([study_id], path=store)
     summary = pm.probability_summary(pm.per_run_probability_metrics(frame))
 
-    cards = _exports.export_cards(str(store), (study_id,))
-    csv = _exports.headed(_tables.probability_csv(summary), cards, "p.csv")
+    cards = exports.export_cards(str(store), (study_id,))
+    csv = exports.headed(stat_tables.probability_csv(summary), cards, "p.csv")
     assert csv.startswith("# study: Reference: paper protocol on the phantom")
     # The bundled reference study's own card (where and how it was run) comes with it.
     # It ran in two parts: the card keeps each part's command under its seeds.
@@ -120,7 +120,7 @@ def test_probability_exports_carry_the_study_card_and_the_numbers(reference):
         summary["rps_mean"].tolist()
     )
 
-    latex = _exports.headed(_tables.probability_latex(summary), cards, "p.tex")
+    latex = exports.headed(stat_tables.probability_latex(summary), cards, "p.tex")
     assert latex.startswith("% study: Reference: paper protocol on the phantom")
     assert "\n% bundle date: " in latex
     assert r"\begin{table*}" in latex and "ECE (P(grade $>$ k))" in latex

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pages import _tables
+from pages.present import tables
 from store.bundle import REFERENCE_STUDY, read_card
 from store.db import init_schema
 from tests.app.test_compare import run_page, texts
@@ -18,7 +18,7 @@ def test_empty_compare_page_loads_the_reference_study_in_one_click(tmp_path, mon
     study_id = read_card(REFERENCE_STUDY)["study"]["study_id"]
     picker = at.multiselect(key="compare_studies")
     assert picker.value == [study_id]
-    assert all(label.startswith(_tables.REFERENCE_MARK) for label in picker.options)
+    assert all(label.startswith(tables.REFERENCE_MARK) for label in picker.options)
     assert set(at.table[0].value["Seeds"]) == {str(len(read_card(REFERENCE_STUDY)["seeds"]))}
     assert not at.button  # the offer is gone once a study has results
 
@@ -26,6 +26,6 @@ def test_empty_compare_page_loads_the_reference_study_in_one_click(tmp_path, mon
 def test_study_label_marks_only_the_bundled_reference():
     row = {"name": "x", "status": "succeeded", "spec": {"seeds": [0]}}
     row["created_at"] = "2025-01-01"
-    reference = {**row, "study_id": _tables.reference_study_id()}
-    assert _tables.study_label(reference).startswith(_tables.REFERENCE_MARK)
-    assert not _tables.study_label({**row, "study_id": "study-other"}).startswith("Bundled")
+    reference = {**row, "study_id": tables.reference_study_id()}
+    assert tables.study_label(reference).startswith(tables.REFERENCE_MARK)
+    assert not tables.study_label({**row, "study_id": "study-other"}).startswith("Bundled")

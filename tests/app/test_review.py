@@ -18,7 +18,7 @@ from engine.films import check_import, read_film_file
 from jobs.detector import TrainingStatus, read_status, status_file, write_status
 from jobs.importer import register_import
 from jobs.review import reviewed_spec
-from pages._review_view import review_crops_dir
+from pages.present.review_view import review_crops_dir
 from store.reviews import crop_reviews
 from tests.conftest import write_film_folder, write_reviewed_folder
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pages._review_view import (
+from pages.present.review_view import (
     CANDIDATE,
     box_on_film,
     click_on_film,

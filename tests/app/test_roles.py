@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from pages._ui import PAGE_TITLES, TOKEN_KEY
+from jobs.access import PAGE_TITLES
+from pages.widgets.sign_in import TOKEN_KEY
 from store import jobs as store_jobs
 from store import runs as store_runs
 from store import studies as store_studies

@@ -1,4 +1,4 @@
-"""pages._science_charts: each chart is a valid Vega-Lite spec showing the numbers given."""
+"""pages.present.science_charts: each chart is a valid Vega-Lite spec showing the numbers given."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from engine.analysis import explorer, ranking
 from engine.analysis import probability_metrics as pm
-from pages import _science_charts as charts
+from pages.present import science_charts as charts
 
 METHODS = ["nominal", "binomial", "beta", "triangular", "exponential"]
 

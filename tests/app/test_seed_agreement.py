@@ -1,11 +1,11 @@
-"""pages._seed_agreement: the spread of P(grade) over seeds, the vote, and its chart."""
+"""pages.present.seed_agreement: the spread of P(grade) over seeds, the vote, and its chart."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from pages import _seed_agreement as agreement
+from pages.present import seed_agreement as agreement
 
 # Three seeds' KL probabilities for one film: two say KL 2, one says KL 3.
 PROBS = {

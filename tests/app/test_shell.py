@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from jobs import access
 from store import jobs as store_jobs
 from store.db import default_store_path, init_schema
 
@@ -66,3 +69,26 @@ def test_every_page_opens_inside_the_shell(home, page, title):
     assert at.title[0].value == title
     assert [m.label for m in at.sidebar.metric] == ["Jobs queued · running"]
     assert any("No worker is running" in e.value for e in at.sidebar.error)
+
+
+def test_only_the_registered_page_scripts_live_directly_in_pages():
+    # Streamlit's legacy discovery lists every pages/*.py file as a page (never a
+    # sub-package's): the helpers live in pages/widgets and pages/present, and each page file
+    # has its row in the one page registry that the menu and the guards derive from.
+    files = {path.stem for path in (APP.parent / "pages").glob("*.py")}
+    assert files == {page.stem for page in access.PAGES}
+
+
+def test_presentation_helpers_load_without_streamlit():
+    # pages/present is the presentation that needs no server; a fresh interpreter imports
+    # every module of it and must not have loaded streamlit along the way.
+    code = (
+        "import importlib, pkgutil, sys, pages.present as p\n"
+        "for m in pkgutil.iter_modules(p.__path__):\n"
+        "    importlib.import_module(f'pages.present.{m.name}')\n"
+        "print('streamlit' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=APP.parent, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "False", done.stderr

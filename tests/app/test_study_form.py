@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from engine.config import SpecError, StudySpec
-from pages._study_form import (
+from pages.present.study_form import (
     check_study,
     preset_values,
     request_id_for,

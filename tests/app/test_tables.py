@@ -1,4 +1,4 @@
-"""pages._tables: how the comparison pages write numbers (Table 4 text, LaTeX, CSV, p-values,
+"""pages.present.tables: how the comparison pages write numbers (Table 4 text, LaTeX, CSV, p-values,
 progress sentences, exports)."""
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ from engine.analysis.compare import StudyProgress
 from engine.analysis.metrics import METRICS
 from engine.analysis.relationship import SeedRelationship
 from engine.vocab import METHODS
-from pages import _exports
-from pages import _tables as tables
+from pages.present import exports, stat_tables, tables
 from tests.engine.test_compare import confusion_counts_of, synthetic_predictions
 
 
@@ -119,11 +118,11 @@ def test_relationship_exports_and_table7_frame():
         SeedRelationship(1, "nominal", table, 0.40, 4.0, table, 10),
         SeedRelationship(2, "nominal", table, 0.35, 3.5, table, 10),
     ]
-    seeds = tables.relationship_seed_frame(results)
+    seeds = stat_tables.relationship_seed_frame(results)
     assert seeds.loc[0, "pred_kl0_cppd0"] == 7 and seeds.loc[0, "pred_kl4_cppd3"] == 3
     assert list(seeds["kld"]) == [0.12, 0.20, 0.10, 0.30, 0.40, 0.35]
     scores = pd.DataFrame({"method": seeds["method"], "seed": seeds["seed"], "value": seeds["kld"]})
-    table7 = tables.kld_tests_frame(
+    table7 = stat_tables.kld_tests_frame(
         stats.shapiro_by_method(scores),
         stats.kruskal_across_methods(scores),
         stats.wilcoxon_pairwise(scores, correction="none"),
@@ -135,7 +134,7 @@ def test_relationship_exports_and_table7_frame():
         "Pairwise (Wilcoxon, unadjusted)",
     ]
     assert table7["models"].iloc[-1] == "Beta vs. Nominal"
-    latex = tables.frame_latex(table7, caption="KLD tests", label="tab:kld")
+    latex = stat_tables.frame_latex(table7, caption="KLD tests", label="tab:kld")
     assert r"\label{tab:kld}" in latex and "Shapiro--Wilk" in latex
     assert latex.count(r"\\") == 1 + len(table7)
 
@@ -144,7 +143,7 @@ def test_frame_latex_formats_p_values_and_escapes_text():
     frame = pd.DataFrame(
         {"factor": ["Method × Task", "a_b"], "DF": [4, 190], "F": [1.289, np.nan], "p": [1e-5, 0.2]}
     )
-    latex = tables.frame_latex(frame, caption="ANOVA", label="tab:anova")
+    latex = stat_tables.frame_latex(frame, caption="ANOVA", label="tab:anova")
     assert r"Method $\times$ Task & 4 & $1.289$ & $<0.001$ \\" in latex
     assert r"a\_b & 190 & -- & $0.2$ \\" in latex
 
@@ -161,7 +160,7 @@ def test_format_test_table_reads_like_a_paper_table():
             "S1": [np.nan],
         }
     )
-    out = tables.format_test_table(table)
+    out = stat_tables.format_test_table(table)
     assert list(out.columns) == [
         "Method A",
         "Paired seeds",
@@ -175,7 +174,7 @@ def test_format_test_table_reads_like_a_paper_table():
 
 
 def test_tables_csv_names_each_table():
-    text = tables.tables_csv(
+    text = stat_tables.tables_csv(
         {"a": pd.DataFrame({"x": [1]}), "b": pd.DataFrame({"y": [2]}), "c": pd.DataFrame()}
     )
     back = pd.read_csv(io.StringIO(text))
@@ -193,13 +192,13 @@ def test_wilcoxon_seed_shortfall_matches_the_smallest_exact_p(n_seeds, blocked):
         }
     )
     result = stats.wilcoxon_pairwise(scores, correction="none")
-    message = tables.wilcoxon_seed_shortfall(result.table)
+    message = stat_tables.wilcoxon_seed_shortfall(result.table)
     # b is above a on every seed: the p-value is the smallest the exact test can give.
     assert result.table["p"].iloc[0] == pytest.approx(2 / 2**n_seeds)
     assert (message is not None) == blocked
     if blocked:
         assert "at least 6 seeds" in message
-    assert tables.wilcoxon_seed_shortfall(result.table.iloc[0:0]) is None
+    assert stat_tables.wilcoxon_seed_shortfall(result.table.iloc[0:0]) is None
 
 
 def test_seed_range_is_one_number_or_a_range():
@@ -221,10 +220,10 @@ def test_missing_tasks_note_names_the_tasks_without_predictions():
 
 
 def test_no_joint_reason_says_which_task_is_missing_or_that_seeds_are_running():
-    assert "KL predictions only" in tables.no_joint_reason({"KL"}, partial=False)
-    assert "run a study with CPPD too" in tables.no_joint_reason({"KL"}, partial=False)
-    assert "has finished yet" in tables.no_joint_reason({"KL", "CPPD"}, partial=True)
-    assert "No test image was graded" in tables.no_joint_reason({"KL", "CPPD"}, partial=False)
+    assert "KL predictions only" in stat_tables.no_joint_reason({"KL"}, partial=False)
+    assert "run a study with CPPD too" in stat_tables.no_joint_reason({"KL"}, partial=False)
+    assert "has finished yet" in stat_tables.no_joint_reason({"KL", "CPPD"}, partial=True)
+    assert "No test image was graded" in stat_tables.no_joint_reason({"KL", "CPPD"}, partial=False)
 
 
 def _method_results(n_seeds: int = 6) -> tuple:
@@ -246,7 +245,7 @@ def _method_results(n_seeds: int = 6) -> tuple:
 def test_method_test_tables_and_stats_latex_name_every_table(per_run):
     scores = compare.score_frame(per_run, "amae")
     anova, tukey = stats.two_way_anova(scores), stats.tukey_hsd(scores, descending=True)
-    found = tables.method_test_tables(*_method_results(), anova, tukey)
+    found = stat_tables.method_test_tables(*_method_results(), anova, tukey)
     assert list(found) == [
         "shapiro",
         "kruskal",
@@ -256,9 +255,9 @@ def test_method_test_tables_and_stats_latex_name_every_table(per_run):
         "tukey_subsets",
     ]
     assert found["tukey_subsets"] is tukey.subsets
-    latex = tables.stats_latex(found, "AMAE")
+    latex = stat_tables.stats_latex(found, "AMAE")
     assert r"\caption{anova (AMAE)}" in latex and r"\label{tab:tukey_pairs}" in latex
-    assert tables.stats_latex({"anova": pd.DataFrame()}, "AMAE") == "% no test could be run\n"
+    assert stat_tables.stats_latex({"anova": pd.DataFrame()}, "AMAE") == "% no test could be run\n"
 
 
 def test_relationship_latex_holds_the_summary_and_table7():
@@ -276,8 +275,8 @@ def test_relationship_latex_holds_the_summary_and_table7():
             }
         ]
     )
-    table7 = tables.kld_tests_frame(*_method_results())
-    latex = tables.relationship_latex(summary, table7, 1e-6)
+    table7 = stat_tables.kld_tests_frame(*_method_results())
+    latex = stat_tables.relationship_latex(summary, table7, 1e-6)
     assert r"\label{tab:kld_summary}" in latex and r"\label{tab:kld_stats}" in latex
     assert r"$\varepsilon = 1e-06$" in latex and "Beta &" in latex
 
@@ -285,11 +284,11 @@ def test_relationship_latex_holds_the_summary_and_table7():
 def test_correction_choices_open_on_holm_with_the_papers_unadjusted_second():
     from engine.analysis.stats import CORRECTIONS
 
-    assert tables.CORRECTION_ORDER[:2] == ("holm", "none")
-    assert sorted(tables.CORRECTION_ORDER) == sorted(CORRECTIONS)
-    assert tables.correction_label("holm") == "Holm (SoftGrade's default)"
-    assert tables.correction_label("none") == "none — as in the paper (unadjusted p-values)"
-    assert tables.correction_label("bonferroni") == "Bonferroni"
+    assert stat_tables.CORRECTION_ORDER[:2] == ("holm", "none")
+    assert sorted(stat_tables.CORRECTION_ORDER) == sorted(CORRECTIONS)
+    assert stat_tables.correction_label("holm") == "Holm (SoftGrade's default)"
+    assert stat_tables.correction_label("none") == "none — as in the paper (unadjusted p-values)"
+    assert stat_tables.correction_label("bonferroni") == "Bonferroni"
 
 
 def _probability_summary() -> pd.DataFrame:
@@ -307,7 +306,7 @@ def _probability_summary() -> pd.DataFrame:
 
 
 def test_probability_summary_frame_shows_mean_and_std_per_metric():
-    shown = tables.probability_summary_frame(_probability_summary())
+    shown = stat_tables.probability_summary_frame(_probability_summary())
     assert list(shown.columns[:3]) == ["Task", "Method", "Seeds"]
     assert list(shown["Method"]) == ["Nominal", "Beta", "Nominal", "Beta"]
     kl_beta = shown[(shown["Task"] == "KL") & (shown["Method"] == "Beta")].iloc[0]
@@ -318,7 +317,7 @@ def test_probability_summary_frame_shows_mean_and_std_per_metric():
 def test_probability_csv_under_the_card_round_trips_numbers():
     summary = _probability_summary()
     card = ({"study": "knees", "code": "1.2"},)
-    csv = _exports.headed(tables.probability_csv(summary), card, "probabilities.csv")
+    csv = exports.headed(stat_tables.probability_csv(summary), card, "probabilities.csv")
     assert csv.startswith("# study: knees\n# code: 1.2\ntask,method,n_seeds,rps_mean,rps_std,")
     back = pd.read_csv(io.StringIO(csv), comment="#")
     assert back["rps_mean"].tolist() == pytest.approx(summary["rps_mean"].tolist())
@@ -327,7 +326,7 @@ def test_probability_csv_under_the_card_round_trips_numbers():
 
 def test_probability_latex_is_a_table4_style_table_under_the_card():
     card = ({"study": "knees"},)
-    latex = _exports.headed(tables.probability_latex(_probability_summary()), card, "p.tex")
+    latex = exports.headed(stat_tables.probability_latex(_probability_summary()), card, "p.tex")
     lines = latex.splitlines()
     assert lines[0] == "% study: knees" and lines[1] == r"\begin{table*}[!htbp]"
     header = "Dataset & Soft-labelling & Seeds & RPS & ECE (top label) & ECE (P(grade $>$ k))"

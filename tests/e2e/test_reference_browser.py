@@ -19,8 +19,8 @@ playwright_api = pytest.importorskip(
     "playwright.sync_api", reason="playwright is not installed (requirements-dev.txt)"
 )
 from engine.vocab import METHODS  # noqa: E402 - after the skip
-from pages._tables import REFERENCE_MARK, method_title  # noqa: E402
-from pages._ui import REFERENCE_BUTTON  # noqa: E402
+from pages.present.tables import REFERENCE_MARK, method_title  # noqa: E402
+from pages.widgets.pickers import REFERENCE_BUTTON  # noqa: E402
 from store.bundle import REFERENCE_STUDY, read_card  # noqa: E402
 from tests.e2e.test_browser import (  # noqa: E402 - fixtures used by name
     CHROMIUM,

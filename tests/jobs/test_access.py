@@ -17,7 +17,7 @@ ADMIN = Account("ada", Role.ADMIN)
 
 
 def test_each_role_sees_its_pages_and_each_higher_role_sees_more():
-    viewer = ("compare", "explorer", "relationship", "attention", "demo", "data")
+    viewer = ("data", "compare", "explorer", "relationship", "attention", "demo")
     assert access.pages_for(VIEWER) == viewer
     assert set(access.pages_for(MEMBER)) - set(access.pages_for(VIEWER)) == {
         "launch",

@@ -1,10 +1,10 @@
 """The Compare page's "Probabilities" tab: RPS, calibration, unimodality and ranks.
 
 Reads each selected run's per-film probabilities (``store.runs.selected_probabilities``),
-scores them with ``engine.probability_metrics`` and ranks the methods with
-``engine.ranking.critical_difference`` (seeds as blocks); the table's text and exports are
-``pages._tables``'s (headed by the study cards, ``pages._exports``), the diagrams
-``pages._science_charts``'s, shared widgets ``pages._ui``'s.
+scores them with ``engine.analysis.probability_metrics`` and ranks the methods with
+``engine.analysis.ranking.critical_difference`` (seeds as blocks); the table's text and exports are
+``pages.present.stat_tables``'s (headed by the study cards, ``pages.present.exports``), the diagrams
+``pages.present.science_charts``'s, shared widgets ``pages.widgets``'.
 
 The page calls :func:`probabilities_tab` only while the tab is open, and everything it
 derives is cached on its (small) inputs, so reopening the tab or touching another widget
@@ -22,12 +22,13 @@ import streamlit as st
 from engine.analysis import compare
 from engine.analysis import probability_metrics as pm
 from engine.analysis.ranking import BLOCKING_SENTENCE, CriticalDifference, critical_difference
-from pages import _exports, _science_charts, _tables, _ui
-from pages._ui import download_row
+from pages.present import exports, science_charts, stat_tables, tables
+from pages.widgets import reads, stat_tests
+from pages.widgets.downloads import download_row
 from store import runs as store_runs
 
 
-@st.cache_data(ttl=_ui.RESULTS_TTL_S, show_spinner="Reading probabilities…")
+@st.cache_data(ttl=reads.RESULTS_TTL_S, show_spinner="Reading probabilities…")
 def cached_probabilities(
     path: str, study_ids: tuple[str, ...], names: tuple[str, ...]
 ) -> pd.DataFrame:
@@ -51,7 +52,7 @@ def reliability_spec(frame: pd.DataFrame, task: str) -> dict[str, Any]:
     """The Vega-Lite spec of one task's reliability diagram (Altair validates each spec,
     ~50 ms: built once per input)."""
     reliability = pm.reliability_table(frame[frame["task"] == task])
-    return _science_charts.reliability_diagram(reliability, title=task).to_dict()
+    return science_charts.reliability_diagram(reliability, title=task).to_dict()
 
 
 @st.cache_data(max_entries=32, show_spinner="Ranking the methods…")
@@ -65,7 +66,7 @@ def ranked(
     cd = critical_difference(scores, lower_is_better=lower_is_better)
     if not math.isfinite(cd.cd):  # too few methods or complete seeds to test
         return cd, None
-    spec = _science_charts.critical_difference_diagram(cd.table, cd.groups, cd.cd).to_dict()
+    spec = science_charts.critical_difference_diagram(cd.table, cd.groups, cd.cd).to_dict()
     return cd, spec
 
 
@@ -75,7 +76,7 @@ def probabilities_tab(
     progress: list[compare.StudyProgress],
     tasks: list[str],
     methods: list[str],
-    cards: tuple[_exports.Card, ...],
+    cards: tuple[exports.Card, ...],
 ) -> None:
     """Per-method probability metrics with downloads (headed by the study ``cards``), their
     tests under the picked correction, a reliability diagram and CD ranks."""
@@ -86,13 +87,13 @@ def probabilities_tab(
         st.info("No stored test probabilities for this selection.")
         return
     per_run, summary = scored(frame)
-    st.table(_tables.probability_summary_frame(summary))
+    st.table(stat_tables.probability_summary_frame(summary))
     st.caption(" ".join(pm.PROBABILITY_NOTES[m] for m in pm.PROBABILITY_METRICS))
     export_section(summary, cards)
     metric, task, correction = pick_metric_task_correction(tasks)
-    scores = _tables.titled(compare.score_frame(per_run, metric, [task]))
+    scores = tables.titled(compare.score_frame(per_run, metric, [task]))
     try:
-        _ui.show_method_tests(*_ui.method_tests(scores, correction))
+        stat_tests.show_method_tests(*stat_tests.method_tests(scores, correction))
     except ValueError as exc:
         st.error(f"The tests cannot be run on this selection: {exc}")
     st.subheader(f"Reliability on {task}", divider="gray")
@@ -113,18 +114,23 @@ def pick_metric_task_correction(tasks: list[str]) -> tuple[str, str, str]:
         "Metric", list(pm.PROBABILITY_METRICS), format_func=labels.get, key="prob_metric"
     )
     task = c2.selectbox("Task", compare.task_order(tasks), key="prob_task")
-    return metric, task, _ui.pick_correction(c3, key="prob_correction")
+    return metric, task, stat_tests.pick_correction(c3, key="prob_correction")
 
 
-def export_section(summary: pd.DataFrame, cards: tuple[_exports.Card, ...]) -> None:
+def export_section(summary: pd.DataFrame, cards: tuple[exports.Card, ...]) -> None:
     """The table as CSV and LaTeX, each headed by the study cards as comments."""
     name = "softgrade_probabilities"
     download_row(
         [
-            ("Table as CSV", _tables.probability_csv(summary), f"{name}.csv", "prob_download_csv"),
+            (
+                "Table as CSV",
+                stat_tables.probability_csv(summary),
+                f"{name}.csv",
+                "prob_download_csv",
+            ),
             (
                 "Table as LaTeX",
-                _tables.probability_latex(summary),
+                stat_tables.probability_latex(summary),
                 f"{name}.tex",
                 "prob_download_latex",
             ),

@@ -7,8 +7,8 @@ from typing import Any
 
 import pandas as pd
 
-from pages._estimates import eta_seconds
-from pages._format import format_duration, run_label
+from pages.present.estimates import eta_seconds
+from pages.present.formatting import format_duration, run_label
 
 
 def value(row: Any, name: str) -> Any:

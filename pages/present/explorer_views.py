@@ -1,6 +1,6 @@
 """Tables and sentences of the Search & learning curves page (no streamlit, unit-testable).
 
-The numbers come from `engine.explorer`; this module only chooses columns, orders rows,
+The numbers come from `engine.analysis.explorer`; this module only chooses columns, orders rows,
 marks the selected configuration and words what a reader needs to read each view.
 """
 
@@ -16,7 +16,7 @@ from pandas.io.formats.style import Styler
 from engine.analysis.compare import planned_runs
 from engine.analysis.explorer import PARAM_LABELS, SEARCH_PARAMS, in_flight_point
 from engine.vocab import METHODS
-from pages._tables import method_title
+from pages.present.tables import method_title
 
 SELECTED_MARK = "✓ selected"
 SELECTED_BACKGROUND = "background-color: rgba(255, 215, 0, 0.25); font-weight: bold"
@@ -90,7 +90,7 @@ def configuration_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Every configuration of one search, best validation AMAE first.
 
     Args:
-        runs: `engine.explorer.search_table` rows of one search.
+        runs: `engine.analysis.explorer.search_table` rows of one search.
 
     Returns:
         The columns of :data:`CONFIGURATION_COLUMNS` under their display names, without the
@@ -175,7 +175,7 @@ def parameter_reading(param: str, effects: pd.DataFrame) -> str:
 
 
 def summary_table(summary: pd.DataFrame, param: str) -> pd.DataFrame:
-    """`engine.explorer.parameter_summary` rows of one parameter, for display."""
+    """`engine.analysis.explorer.parameter_summary` rows of one parameter, for display."""
     rows = summary[summary["param"] == param]
     return pd.DataFrame(
         {
@@ -207,7 +207,8 @@ def live_point(
             belongs to them (``method`` or ``seed`` None: any).
 
     Returns:
-        `engine.explorer.in_flight_point`'s row (empty when not drawn) and a sentence naming
+        `engine.analysis.explorer.in_flight_point`'s row (empty when not drawn) and a sentence
+        naming
         the run, or None when the job reports no run in training.
     """
     empty = in_flight_point(None, None, None)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pages._format import is_missing
+from pages.present.formatting import is_missing
 
 
 def eta_seconds(elapsed_s: float | None, runs_done: int, runs_total: int | None) -> float | None:

@@ -54,7 +54,7 @@ def grade_counts(labels: pd.DataFrame) -> pd.DataFrame:
 def joint_table(labels: pd.DataFrame) -> pd.DataFrame:
     """KL × CPPD counts of the images graded for both, as a table (rows KL, columns CPPD).
 
-    The counting is `engine.relationship.contingency`'s; this only labels its axes.
+    The counting is `engine.analysis.relationship.contingency`'s; this only labels its axes.
     """
     kl, cppd = LABEL_COLUMNS["KL"], LABEL_COLUMNS["CPPD"]
     both = labels.dropna(subset=[kl, cppd])

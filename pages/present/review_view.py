@@ -4,7 +4,7 @@ a film; typed or clicked boxes checked. No streamlit, so it is unit-tested.
 
 The crops come from one seam, `prepare_review_crops`: a folder cache of the dataset as
 imported (no review applied), built by the same code as a study's cache, so each crop, box
-and confidence is what the detector in use gives (`engine.import_check.best_knee`, which
+and confidence is what the detector in use gives (`engine.films.best_knee`, which
 asks `engine.detect.find_knees` once a trained detector exists, else the classical one).
 """
 

@@ -12,14 +12,9 @@ import streamlit as st
 
 from engine import phantom
 from engine.detect import crop_and_resize
-from pages._data_view import (
-    MASK_COLOURS,
-    overlay_mask,
-    pick_examples,
-    split_rule_note,
-)
-from pages._import_form import show_problems
-from pages._import_view import detector_text, left_out_films, report_csv, summary_counts
+from pages.present.data_view import MASK_COLOURS, overlay_mask, pick_examples, split_rule_note
+from pages.present.import_view import detector_text, left_out_films, report_csv, summary_counts
+from pages.widgets.import_form import show_problems
 from store.datasets import split_rules
 from store.db import StoreError
 from store.imports import ImportSummary, import_problems, latest_import

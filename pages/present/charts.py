@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from engine.vocab import order_methods
-from pages._tables import method_title
+from pages.present.tables import method_title
 
 MEAN_COLOUR = "#d62728"
 MEDIAN_COLOUR = "#222222"
@@ -227,7 +227,7 @@ def confusion_heatmap(
     """A confusion matrix as a heatmap with the value in every cell (paper Fig. 6).
 
     Args:
-        frame: from :func:`engine.compare.confusion_frame` (``true``, ``predicted``,
+        frame: from :func:`engine.analysis.compare.confusion_frame` (``true``, ``predicted``,
             ``count``, ``share``).
         normalised: colour and label by ``share`` (row-normalised, shown in %) instead of
             ``count``.
@@ -283,7 +283,8 @@ def contingency_heatmap(
     """A KL × CPPD table as a heatmap with its counts (paper Fig. 2, right).
 
     Args:
-        frame: from :func:`engine.compare.grid_frame` (columns ``KL``, ``CPPD``, ``value``).
+        frame: from :func:`engine.analysis.compare.grid_frame` (columns ``KL``, ``CPPD``,
+            ``value``).
         title: chart title.
         decimals: decimals shown (1 for means over seeds).
         scheme: Vega colour scheme.

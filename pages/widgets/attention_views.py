@@ -1,6 +1,6 @@
 """The Attention page's grids and score sections: films with each method's Grad-CAM map,
 and the stress test's and co-occurrence's scores. Tables come from
-``pages/_attention_tables.py``; maps and probabilities from ``pages/_models.py``."""
+``pages/present/attention_tables.py``; maps and probabilities from ``pages/widgets/models.py``."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import streamlit as st
 
 from engine import gradcam
 from engine.vocab import TOP_GRADE
-from pages import _charts as charts
-from pages._attention_tables import cooccurrence_summary, knee_caption, stress_summary
-from pages._models import cached_crops, heat_help, maps_of, probs_of
-from pages._tables import method_title
+from pages.present import charts
+from pages.present.attention_tables import cooccurrence_summary, knee_caption, stress_summary
+from pages.present.tables import method_title
+from pages.widgets.models import cached_crops, heat_help, maps_of, probs_of
 
 MAX_FILMS_PER_LEVEL = 12  # films per level whose predictions are averaged
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from engine.vocab import TOP_GRADE, order_methods
-from pages._tables import method_title
+from pages.present.tables import method_title
 
 if TYPE_CHECKING:
     from engine.gradcam import StressFilms

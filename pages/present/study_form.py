@@ -19,8 +19,8 @@ from engine.phantom import PhantomSpec
 from engine.soft_labels import MethodParams
 from engine.study import plan_runs
 from engine.vocab import TOP_GRADE, TRAIN_FRACTION
-from pages._estimates import rough_study_seconds
-from pages._format import format_duration
+from pages.present.estimates import rough_study_seconds
+from pages.present.formatting import format_duration
 
 PHANTOM = "phantom"
 FOLDER = "folder"

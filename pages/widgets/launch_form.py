@@ -1,6 +1,6 @@
 """The Launch page's form widgets and state: presets, the form instance id, the dataset
 picker and the training settings. The checking and counting behind them is in
-``pages/_study_form.py``.
+``pages/present/study_form.py``.
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ from engine.config import SpecError, StudySpec
 from jobs import lab
 from jobs.access import AccessDenied
 from jobs.review import REVIEW_PARAM, reviewed_spec
-from pages._import_form import import_dataset
-from pages._study_form import (
+from pages.present.study_form import (
     DEVICES,
     FOLDER,
     PHANTOM,
@@ -26,14 +25,9 @@ from pages._study_form import (
     preset_values,
     read_folder_labels,
 )
-from pages._ui import (
-    cached_datasets,
-    cached_jobs,
-    clear_job_caches,
-    client_address,
-    current_account,
-    load_preset,
-)
+from pages.widgets.import_form import import_dataset
+from pages.widgets.reads import cached_datasets, cached_jobs, clear_job_caches, load_preset
+from pages.widgets.sign_in import client_address, current_account
 from store.db import StoreError
 
 FORM_ID_KEY = "launch_form_id"

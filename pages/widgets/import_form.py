@@ -1,6 +1,6 @@
 """The Launch page's import of a folder of films: the folder and its layout, the check with a
 progress bar, one table of every problem, and registering the good films; the problems table
-is shared with the Data page. What is shown is built in ``pages/_import_view.py``.
+is shared with the Data page. What is shown is built in ``pages/present/import_view.py``.
 
 Nothing is queued while the folder's problems are unresolved: the Launch page asks
 `import_dataset` for the dataset, which it gives only once the films are registered.
@@ -18,7 +18,7 @@ from engine.config import SpecError
 from engine.films import ImportSourceError, check_import
 from jobs.importer import ImportRefused, import_detector, register_import
 from jobs.review import reviewed_spec
-from pages._import_view import (
+from pages.present.import_view import (
     LAYOUT_LABELS,
     SPLIT_LABELS,
     ImportRequest,
@@ -31,7 +31,7 @@ from pages._import_view import (
     problems_table,
     resolve_import_path,
 )
-from pages._ui import cached_datasets
+from pages.widgets.reads import cached_datasets
 from store.db import StoreError
 
 #: Session state of the import: the request checked, its report, and what was registered.

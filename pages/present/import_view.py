@@ -148,7 +148,7 @@ def detector_text(name: str | None, iou: float | None = None, map_: float | None
 
 
 def planned_detector_text(detector: Any) -> str:
-    """Which detector an import will use (`engine.import_check.DetectorInfo`), in words."""
+    """Which detector an import will use (`engine.films.DetectorInfo`), in words."""
     if not detector.trained:
         return (
             "Knees will be located by the classical detector: no YOLO knee detector is "

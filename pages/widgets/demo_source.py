@@ -16,9 +16,10 @@ from engine.demo_models import best_seed, default_method, seed_checkpoints
 from engine.vocab import TASKS, order_methods
 from jobs.demo_bundle import DemoBundle, DemoBundleError, open_demo, read_crop
 from jobs.kiosk import KioskSettings
-from pages._models import OpenedStudy, cached_crops, cached_splits, open_study
-from pages._tables import method_title
-from pages._ui import cached_studies, pick_study
+from pages.present.tables import method_title
+from pages.widgets.models import OpenedStudy, cached_crops, cached_splits, open_study
+from pages.widgets.pickers import pick_study
+from pages.widgets.reads import cached_studies
 
 # The kiosk's look: large type for a room, no toolbar or sidebar to wander off through.
 KIOSK_CSS = """

@@ -15,15 +15,9 @@ import streamlit as st
 
 from jobs import lab
 from jobs.access import AccessDenied, Action, can
-from pages._ui import (
-    cached_studies,
-    cached_study_card,
-    clear_job_caches,
-    current_account,
-    forget,
-    picker_labels,
-    store_path,
-)
+from pages.widgets.pickers import cached_study_card, forget, picker_labels
+from pages.widgets.reads import cached_studies, clear_job_caches, store_path
+from pages.widgets.sign_in import current_account
 from store import studies as store_studies
 from store.db import StoreError
 from store.studies import Study

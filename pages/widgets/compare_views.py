@@ -1,8 +1,8 @@
 """The Compare page's sections: the Tasks and Methods pickers, and one function per tab
 (Table 4, Fig. 5, Fig. 6, Tables 5-6). Streamlit widgets, so no unit tests of their own: the
 page's AppTests (tests/app/test_compare.py) drive them. The Probabilities tab is
-``pages/_probability_view.py``. Every download is headed by the picked studies' cards
-(``pages._exports``).
+``pages/widgets/probability_view.py``. Every download is headed by the picked studies' cards
+(``pages.present.exports``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from streamlit.delta_generator import DeltaGenerator
 from engine.analysis import compare, stats
 from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS, METRICS
 from engine.vocab import order_methods
-from pages import _exports, _tables, _ui
+from pages.present import exports, stat_tables, tables
+from pages.widgets import chart_cache, downloads, pickers, reads, stat_tests
 from store import runs as store_runs
 
 ABSENT_CLASSES_NOTE = (
@@ -33,7 +34,7 @@ TABS = [
 ]
 
 
-@st.cache_data(ttl=_ui.RESULTS_TTL_S, show_spinner="Reading predictions…")
+@st.cache_data(ttl=reads.RESULTS_TTL_S, show_spinner="Reading predictions…")
 def cached_results(
     path: str, study_ids: tuple[str, ...], names: tuple[str, ...]
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -58,11 +59,11 @@ def pick_tasks_and_methods(
     """The Tasks and Methods pickers (everything present by default); stops when empty."""
     tasks_present = compare.task_order(per_run["task"])
     planned = {t for item in progress for t in item.tasks}
-    if note := _tables.missing_tasks_note(planned, tasks_present):
+    if note := tables.missing_tasks_note(planned, tasks_present):
         st.info(note)
     left, right = st.columns(2)
     tasks = left.multiselect("Tasks", tasks_present, default=tasks_present, key="compare_tasks")
-    methods = _ui.pick_methods(right, order_methods(per_run["method"]), key="compare_methods")
+    methods = pickers.pick_methods(right, order_methods(per_run["method"]), key="compare_methods")
     if not tasks or not methods:
         st.info("Pick at least one task and one method.")
         st.stop()
@@ -76,7 +77,7 @@ def keep_picked(frame: pd.DataFrame, tasks: list[str], methods: list[str]) -> pd
 
 def describe_selection(per_run: pd.DataFrame, methods: list[str]) -> None:
     """How many runs and seeds the figures use, and a word when one method is picked."""
-    seeds = _tables.seed_range(per_run.groupby(["task", "method"])["seed"].nunique())
+    seeds = tables.seed_range(per_run.groupby(["task", "method"])["seed"].nunique())
     st.caption(
         f"{len(per_run)} selected runs · {seeds} seed(s) per task and method. {ABSENT_CLASSES_NOTE}"
     )
@@ -87,7 +88,7 @@ def describe_selection(per_run: pd.DataFrame, methods: list[str]) -> None:
         )
 
 
-def table_tab(per_run: pd.DataFrame, cards: tuple[_exports.Card, ...]) -> None:
+def table_tab(per_run: pd.DataFrame, cards: tuple[exports.Card, ...]) -> None:
     """Table 4: mean ± std per method, optionally with the paper's rows; downloads headed by
     the study ``cards``."""
     show_paper = st.toggle(
@@ -104,11 +105,11 @@ def table_tab(per_run: pd.DataFrame, cards: tuple[_exports.Card, ...]) -> None:
         )
     shown = compare.with_published(compare.summary_table(per_run), published)
     marks = compare.rank_marks(shown)
-    st.table(_tables.style_summary(shown, marks))
-    st.caption(_tables.table4_note(with_paper=published is not None))
-    csv, latex = _tables.summary_csv(shown), _tables.summary_latex(shown, marks)
+    st.table(tables.style_summary(shown, marks))
+    st.caption(tables.table4_note(with_paper=published is not None))
+    csv, latex = tables.summary_csv(shown), tables.summary_latex(shown, marks)
     runs_csv = per_run.to_csv(index=False)
-    _ui.download_row(
+    downloads.download_row(
         [
             ("Table as CSV", csv, "softgrade_table4.csv", "compare_download_csv"),
             ("Table as LaTeX", latex, "softgrade_table4.tex", "compare_download_latex"),
@@ -124,7 +125,7 @@ def pick_metric(key: str, container: DeltaGenerator | None = None) -> str:
         "Metric",
         options=list(METRICS),
         index=list(METRICS).index("amae"),
-        format_func=_tables.metric_name,
+        format_func=tables.metric_name,
         key=key,
     )
 
@@ -134,8 +135,10 @@ def distributions_tab(per_run: pd.DataFrame, tasks: list[str]) -> None:
     metric = pick_metric("compare_metric")
     for column, task in zip(st.columns(len(tasks)), compare.task_order(tasks), strict=True):
         scores = compare.score_frame(per_run, metric, [task])
-        options = {"value_title": _tables.metric_name(metric), "title": task}
-        column.vega_lite_chart(_ui.chart_spec("violin_box", scores, options), width="stretch")
+        options = {"value_title": tables.metric_name(metric), "title": task}
+        column.vega_lite_chart(
+            chart_cache.chart_spec("violin_box", scores, options), width="stretch"
+        )
     st.caption("A violin is drawn for methods with at least two different values.")
 
 
@@ -149,7 +152,7 @@ def confusion_tab(counts: pd.DataFrame, per_run: pd.DataFrame, tasks: list[str])
         "First method",
         options=task_methods,
         index=task_methods.index(default_a),
-        format_func=_tables.method_title,
+        format_func=tables.method_title,
         key="compare_cm_method_a",
     )
     others = [m for m in task_methods if m != method_a]
@@ -158,14 +161,14 @@ def confusion_tab(counts: pd.DataFrame, per_run: pd.DataFrame, tasks: list[str])
         "Second method",
         options=others,
         index=others.index(best) if best in others else 0,
-        format_func=_tables.method_title,
+        format_func=tables.method_title,
         key="compare_cm_method_b",
         help="Defaults to the best other method by mean AMAE.",
         disabled=not others,
     )
     c4, c5 = st.columns(2)
-    how = _ui.pick_option("Over seeds", SEED_VIEWS, key="compare_cm_how", container=c4)
-    scale = _ui.pick_option("Cells show", CELL_VIEWS, key="compare_cm_scale", container=c5)
+    how = pickers.pick_option("Over seeds", SEED_VIEWS, key="compare_cm_how", container=c4)
+    scale = pickers.pick_option("Cells show", CELL_VIEWS, key="compare_cm_scale", container=c5)
     shown_methods = [method_a] + ([method_b] if others and method_b else [])
     if not others:
         st.info(f"Only one method has {task} predictions, so there is nothing to set it against.")
@@ -178,11 +181,11 @@ def confusion_tab(counts: pd.DataFrame, per_run: pd.DataFrame, tasks: list[str])
             "normalised": scale == "share",
             "decimals": 1 if how == "mean" else 0,
             "domain_max": 1.0 if scale == "share" else shared_top,
-            "title": f"{task} · {_tables.method_title(method)} "
+            "title": f"{task} · {tables.method_title(method)} "
             f"({matrices[method][1]} seeds, mean AMAE {rows['amae'].mean():.3f})",
         }
         column.vega_lite_chart(
-            _ui.chart_spec("confusion_heatmap", frames[method], options), width="content"
+            chart_cache.chart_spec("confusion_heatmap", frames[method], options), width="content"
         )
     st.caption(
         "Rows are the recorded (true) grade, columns the predicted grade; both matrices "
@@ -192,7 +195,7 @@ def confusion_tab(counts: pd.DataFrame, per_run: pd.DataFrame, tasks: list[str])
 
 
 def statistics_tab(
-    per_run: pd.DataFrame, tasks: list[str], cards: tuple[_exports.Card, ...]
+    per_run: pd.DataFrame, tasks: list[str], cards: tuple[exports.Card, ...]
 ) -> None:
     """Tables 5-6 and the per-task tests of one metric, with downloads headed by the study
     ``cards``."""
@@ -201,26 +204,29 @@ def statistics_tab(
     task = c2.selectbox(
         "Task for the per-task tests", options=compare.task_order(tasks), key="compare_stats_task"
     )
-    correction = _ui.pick_correction(c3, key="compare_correction")
-    task_scores = _tables.titled(compare.score_frame(per_run, metric, [task]))
-    all_scores = _tables.titled(compare.score_frame(per_run, metric))
+    correction = stat_tests.pick_correction(c3, key="compare_correction")
+    task_scores = tables.titled(compare.score_frame(per_run, metric, [task]))
+    all_scores = tables.titled(compare.score_frame(per_run, metric))
     try:
-        shapiro, kruskal, wilcoxon = _ui.method_tests(task_scores, correction)
+        shapiro, kruskal, wilcoxon = stat_tests.method_tests(task_scores, correction)
         anova, tukey = pooled_tests(all_scores, metric in LOWER_IS_BETTER)
     except ValueError as exc:  # e.g. two values for one method and seed
         st.error(f"The tests cannot be run on this selection: {exc}")
         st.stop()
 
     st.subheader(f"{METRIC_LABELS[metric]} on {task}", divider="gray")
-    _ui.show_method_tests(shapiro, kruskal, wilcoxon)
+    stat_tests.show_method_tests(shapiro, kruskal, wilcoxon)
     st.subheader(f"{METRIC_LABELS[metric]} over {' and '.join(tasks)}", divider="gray")
-    _ui.show_test("Two-way ANOVA, method × task (Table 5)", anova)
-    _ui.show_test("Tukey HSD homogeneous subsets, tasks pooled (Table 6)", tukey, tukey.subsets)
+    stat_tests.show_test("Two-way ANOVA, method × task (Table 5)", anova)
+    stat_tests.show_test(
+        "Tukey HSD homogeneous subsets, tasks pooled (Table 6)", tukey, tukey.subsets
+    )
 
-    tables = _tables.method_test_tables(shapiro, kruskal, wilcoxon, anova, tukey)
-    csv, latex = _tables.tables_csv(tables), _tables.stats_latex(tables, METRIC_LABELS[metric])
+    test_tables = stat_tables.method_test_tables(shapiro, kruskal, wilcoxon, anova, tukey)
+    csv = stat_tables.tables_csv(test_tables)
+    latex = stat_tables.stats_latex(test_tables, METRIC_LABELS[metric])
     name = f"softgrade_stats_{metric}"
-    _ui.download_row(
+    downloads.download_row(
         [
             ("Statistics as CSV", csv, f"{name}.csv", "compare_download_stats_csv"),
             ("Statistics as LaTeX", latex, f"{name}.tex", "compare_download_stats_latex"),

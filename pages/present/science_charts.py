@@ -1,7 +1,8 @@
 """Altair charts of the probability, ranking and search-explorer views.
 
-Each function takes DataFrames (from `engine.probability_metrics`, `engine.ranking` and
-`engine.explorer`) and returns a chart; no streamlit here, so tests check a chart's data
+Each function takes DataFrames (from `engine.analysis.probability_metrics`,
+`engine.analysis.ranking` and
+`engine.analysis.explorer`) and returns a chart; no streamlit here, so tests check a chart's data
 and encodings without a browser.
 
 * :func:`reliability_diagram` — observed frequency against mean predicted probability per
@@ -25,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from engine.vocab import method_sort_key, order_methods
-from pages._tables import method_title
+from pages.present.tables import method_title
 
 DIAGONAL_COLOUR = "#888888"
 BAR_COLOUR = "#222222"
@@ -64,7 +65,7 @@ def reliability_diagram(
     """Reliability diagram(s) of one task.
 
     Args:
-        reliability: `engine.probability_metrics.reliability_table` rows of one task
+        reliability: `engine.analysis.probability_metrics.reliability_table` rows of one task
             (``method``, ``event``, ``threshold``, ``bin_low``, ``bin_high``, ``confidence``,
             ``accuracy``, ``count``); every event present gets its own panel, in threshold
             order (top label first).
@@ -140,7 +141,7 @@ def critical_difference_layout(
     its own row below the axis; bars that overlap in rank go on separate rows.
 
     Args:
-        ranks: ``method``, ``mean_rank`` (the `engine.ranking.CriticalDifference` table).
+        ranks: ``method``, ``mean_rank`` (the `engine.analysis.ranking.CriticalDifference` table).
         groups: ``methods``, ``low``, ``high`` (its ``groups``).
 
     Returns:
@@ -196,7 +197,7 @@ def critical_difference_diagram(
     """The critical-difference diagram of one ranking.
 
     Args:
-        ranks: the `engine.ranking.CriticalDifference` table (``method``, ``mean_rank``).
+        ranks: the `engine.analysis.ranking.CriticalDifference` table (``method``, ``mean_rank``).
         groups: its ``groups`` (``methods``, ``low``, ``high``).
         cd: its critical difference (NaN: no CD bar is drawn).
         title: chart title.
@@ -285,7 +286,7 @@ def configuration_strip(
     """Every configuration one (task, method) search tried, with its validation AMAE.
 
     Args:
-        search: `engine.explorer.search_table` rows of one task and method (any seeds).
+        search: `engine.analysis.explorer.search_table` rows of one task and method (any seeds).
         title: chart title.
         height: pixels.
 
@@ -334,7 +335,7 @@ def parameter_strip(
     """One hyper-parameter's values against validation AMAE, one panel per method.
 
     Args:
-        effects: `engine.explorer.parameter_effects` rows of one task.
+        effects: `engine.analysis.explorer.parameter_effects` rows of one task.
         param: ``"lr"``, ``"eta"``, ``"alpha2"`` or ``"p"``.
         title: chart title.
         height: pixels.
@@ -423,11 +424,11 @@ def learning_curves_chart(
     """Learning curves side by side, one panel per series.
 
     Args:
-        curves: `engine.explorer.overlay` rows (``line``, ``colour``, ``epoch``,
+        curves: `engine.analysis.explorer.overlay` rows (``line``, ``colour``, ``epoch``,
             ``series``, ``value``, ``best``, plus ``method``, ``seed``, ``config_index``
             for the tooltip).
         series: the panels, in order.
-        live: optional `engine.explorer.in_flight_point` row(s): drawn as a red diamond on
+        live: optional `engine.analysis.explorer.in_flight_point` row(s): drawn as a red diamond on
             the validation AMAE panel.
         title: chart title.
         width: pixels per panel.

@@ -29,7 +29,7 @@ from jobs.detector import (
     reviewed_films,
     start_training,
 )
-from pages._review_view import (
+from pages.present.review_view import (
     CANDIDATE,
     DETECTED,
     GRID_COLUMNS,
@@ -47,7 +47,7 @@ from pages._review_view import (
     reviewed_box,
     tile_caption,
 )
-from pages._ui import link_to_page
+from pages.widgets.shell import link_to_page
 from store.db import StoreError
 from store.reviews import clear_review, record_review
 from store.users import Account

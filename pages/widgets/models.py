@@ -16,8 +16,8 @@ from engine.config import SpecError, StudySpec
 from engine.datasets import cache_dir_for, load_masks, open_prepared
 from engine.demo_models import checkpoint_probabilities
 from engine.train import load_checkpoint
-from pages._tables import method_title
-from pages._ui import RESULTS_TTL_S
+from pages.present.tables import method_title
+from pages.widgets.reads import RESULTS_TTL_S
 from store import runs as store_runs
 from store.datasets import load_splits
 from store.db import StoreError, softgrade_home

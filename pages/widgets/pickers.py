@@ -1,0 +1,288 @@
+"""The result pages' study pickers: studies with results, the Jobs page's request for one,
+the study card, the methods and option pickers, reading the finished seeds, and the
+one-click reference study on an empty store."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+
+import pandas as pd
+import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
+
+from engine.analysis import compare
+from pages.present import exports
+from pages.present.tables import method_title, progress_message, study_label
+from pages.widgets.reads import RESULTS_TTL_S, cached_group_counts, cached_studies
+from store import studies as store_studies
+from store.bundle import imported_card
+from store.db import StoreError
+
+
+def forget(*keys: str) -> None:
+    """Drop widget values that depend on the selected studies, so they reset to defaults.
+
+    A method picked in one study may not exist (or be labelled differently) in another.
+    """
+    for key in keys:
+        st.session_state.pop(key, None)
+
+
+def _studies_with_selected_runs(path: str) -> pd.DataFrame:
+    """Studies with at least one selected run, read through `cached_studies`; read again
+    past the cache when it shows none, or not the study a Jobs link asks for: a study that
+    finished within the cache's few seconds must not read as "no results yet"."""
+    studies = cached_studies(path, include_archived=True)
+    done = studies[studies["runs_selected"] > 0]
+    request = st.session_state.get(REQUESTED_STUDY)
+    if done.empty or (request is not None and request[0] not in set(done["study_id"])):
+        cached_studies.clear()
+        studies = cached_studies(path, include_archived=True)
+        done = studies[studies["runs_selected"] > 0]
+    return done.reset_index(drop=True)
+
+
+def studies_with_results(
+    path: str,
+    empty_hint: str,
+    *,
+    archived_key: str | None = None,
+    reset_keys: tuple[str, ...] = (),
+) -> pd.DataFrame:
+    """Studies with at least one selected run, newest first; stops the page when none.
+
+    A store that cannot be read stops the page with the reason; ``empty_hint`` says what to
+    do when no study has results yet. Archived studies are left out unless the "Show
+    archived" toggle ``archived_key`` (drawn only when some study is archived) is on;
+    flipping it forgets ``reset_keys`` (the picker's value may no longer be offered).
+    """
+    try:
+        studies = _studies_with_selected_runs(path)
+    except StoreError as exc:
+        st.error(f"The store cannot be read right now: {exc}")
+        st.stop()
+    archived = studies["archived_at"].notna()
+    show = (
+        archived_key is not None
+        and archived.any()
+        and st.toggle(
+            f"Show archived studies ({int(archived.sum())})",
+            key=archived_key,
+            help="Archived studies are kept in full, only hidden from the pickers.",
+            on_change=forget,
+            args=reset_keys,
+        )
+    )
+    if not show:
+        studies = studies[~archived].reset_index(drop=True)
+    if studies.empty:
+        st.info(empty_hint, icon=":material/hourglass_empty:")
+        st.stop()
+    return studies
+
+
+# Set by the Jobs page's result links: (study_id, when); each picker applies it once.
+REQUESTED_STUDY = "requested_study"
+
+
+def request_study(study_id: str) -> None:
+    """Make the next result page opened show this study (the Jobs page's result links)."""
+    st.session_state[REQUESTED_STUDY] = (study_id, time.time())
+
+
+def _requested(key: str, options: Iterable[str]) -> str | None:
+    """The study the Jobs page asked for, the first time the picker ``key`` sees the request."""
+    request = st.session_state.get(REQUESTED_STUDY)
+    applied = f"_{key}_applied"
+    if request is None or st.session_state.get(applied) == request:
+        return None
+    st.session_state[applied] = request
+    return request[0] if request[0] in set(options) else None
+
+
+@st.cache_data(ttl=RESULTS_TTL_S, show_spinner=False)
+def cached_study_card(path: str, study_id: str) -> tuple[dict[str, str], str]:
+    """A study's card (`store.studies.study_card`) and its markdown notes; an imported
+    study's card also says where and how it was run (its bundle's card, `pages.present.exports`)."""
+    return (
+        exports.export_card(
+            store_studies.study_card(study_id, path=path), imported_card(study_id, path=path)
+        ),
+        store_studies.get_study(study_id, path=path).notes or "",
+    )
+
+
+def show_study_card(path: str, study_id: str, *, key: str, notes: bool = True) -> None:
+    """The "Study card" expander (who launched it, code, versions, devices) and its notes."""
+    try:
+        card, text = cached_study_card(path, study_id)
+    except StoreError as exc:
+        st.caption(f"The study card cannot be read right now: {exc}")
+        return
+    with st.expander("Study card", key=key):
+        st.markdown("\n".join(f"- **{label}**: {value}" for label, value in card.items()))
+    if notes and text.strip():
+        st.markdown(text)
+
+
+def picker_labels(studies: pd.DataFrame) -> dict[str, str]:
+    """Study id -> the pickers' label; archived studies say so."""
+    return {
+        row["study_id"]: study_label(row)
+        + (" · archived" if pd.notna(row.get("archived_at")) else "")
+        for _, row in studies.iterrows()
+    }
+
+
+def pick_study(
+    path: str, *, key: str, empty_hint: str, dependent_keys: tuple[str, ...]
+) -> pd.Series:
+    """A single-study picker (newest finished first); stops when no study has results."""
+    studies = studies_with_results(
+        path, empty_hint, archived_key=f"{key}_archived", reset_keys=(key, *dependent_keys)
+    )
+    labels = picker_labels(studies)
+    ids = list(labels)
+    initial = {"index": ids.index(compare.default_study_id(studies))}
+    if requested := _requested(key, ids):
+        forget(*dependent_keys)
+        st.session_state[key] = requested
+        initial = {}  # the widget takes the requested value from the session state
+    chosen = st.selectbox(
+        "Study",
+        ids,
+        format_func=labels.get,
+        key=key,
+        on_change=forget,
+        args=dependent_keys,
+        **initial,
+    )
+    show_study_card(path, chosen, key=f"{key}_card")
+    return studies.set_index("study_id").loc[chosen]
+
+
+def pick_studies(
+    path: str, *, key: str, empty_hint: str, dependent_keys: tuple[str, ...]
+) -> pd.DataFrame:
+    """The result pages' study picker: studies with results, newest finished first.
+
+    Stops the page with a plain message when there is nothing to pick. Studies on another
+    dataset than the first picked are left out with a warning (their seeds test other
+    images). Returns the picked studies' rows.
+    """
+    studies = studies_with_results(
+        path, empty_hint, archived_key=f"{key}_archived", reset_keys=(key, *dependent_keys)
+    )
+    labels = picker_labels(studies)
+    initial = {"default": [compare.default_study_id(studies)]}
+    if requested := _requested(key, labels):
+        forget(*dependent_keys)
+        st.session_state[key] = [requested]
+        initial = {}  # the widget takes the requested value from the session state
+    chosen = st.multiselect(
+        "Studies",
+        options=list(labels),
+        format_func=labels.get,
+        key=key,
+        help="Pick one study, or several run on the same dataset: a method run in more than "
+        "one of them is shown once per study.",
+        on_change=forget,
+        args=dependent_keys,
+        **initial,
+    )
+    if not chosen:
+        st.info("Pick at least one study.")
+        st.stop()
+    for study_id in chosen:
+        show_study_card(path, study_id, key=f"{key}_card_{study_id}")
+    chosen, left_out = compare.one_dataset(studies, chosen)
+    if left_out:
+        st.warning(
+            "Studies on different datasets cannot be compared seed by seed: their seeds test "
+            f"different images. Left out: {', '.join(left_out)} (another dataset than the "
+            "first study picked)."
+        )
+    return studies.set_index("study_id").loc[chosen].reset_index()
+
+
+def read_finished(
+    path: str, picked: pd.DataFrame, read: Callable[..., tuple[pd.DataFrame, ...]]
+) -> tuple[list[compare.StudyProgress], pd.DataFrame, tuple[pd.DataFrame, ...]]:
+    """What a result page shows of the picked studies: their finished seeds only.
+
+    Stops the page with the reason when the store cannot be read, and warns once per study
+    that is still running or stopped early (see :func:`warn_partial`).
+
+    Args:
+        path: the store.
+        picked: rows of :func:`pick_studies`.
+        read: a cached reader called as ``read(path, study_ids, study_names)`` that returns
+            frames with ``study_id`` and ``seed`` columns.
+
+    Returns:
+        ``(progress per study, stored runs per group, read's frames cut to finished seeds)``.
+    """
+    chosen = tuple(picked["study_id"])
+    try:
+        group_counts = cached_group_counts(path, chosen)
+        frames = read(path, chosen, tuple(picked["name"].astype(str)))
+    except StoreError as exc:
+        st.error(f"The store cannot be read right now: {exc}")
+        st.stop()
+    progress = compare.study_progress(picked, group_counts)
+    warn_partial(progress)
+    return progress, group_counts, tuple(compare.keep_finished_seeds(f, progress) for f in frames)
+
+
+def pick_methods(container: DeltaGenerator, methods: list[str], *, key: str) -> list[str]:
+    """The result pages' Methods picker: every method present, in the paper's order."""
+    return container.multiselect(
+        "Methods", options=methods, default=methods, format_func=method_title, key=key
+    )
+
+
+def pick_option(
+    label: str, choices: Mapping[str, str], *, key: str, container: DeltaGenerator | None = None
+) -> str:
+    """A row of radio buttons in ``container`` (default: the page); ``choices`` maps each
+    value to the text shown for it."""
+    return (container or st).radio(
+        label, options=list(choices), format_func=choices.get, horizontal=True, key=key
+    )
+
+
+def warn_partial(progress: list[compare.StudyProgress]) -> None:
+    """Say, per study still running, that its figures use only its finished seeds."""
+    for item in progress:
+        if message := progress_message(item):
+            st.warning(message, icon=":material/hourglass_top:")
+
+
+REFERENCE_BUTTON = "Load the reference study (20 seeds of the paper protocol on the phantom)"
+
+
+def offer_reference_study(path: str) -> None:
+    """On a store with no study results, a one-click import of the bundled reference study
+    (``examples/reference-study.zip``); the page reruns showing it."""
+    try:
+        if (cached_studies(path)["runs_selected"] > 0).any():
+            return
+    except StoreError:
+        return  # studies_with_results says why the store cannot be read
+    from store.bundle import REFERENCE_STUDY, import_study
+
+    if not REFERENCE_STUDY.is_file():
+        return
+    st.caption(
+        "The bundled reference study shows the paper's full analysis on the phantom at "
+        "once; your own studies appear beside it once run."
+    )
+    if st.button(REFERENCE_BUTTON, key="load_reference_study", icon=":material/download:"):
+        try:
+            import_study(REFERENCE_STUDY, path=path)
+        except StoreError as exc:
+            st.error(f"The reference study could not be loaded: {exc}")
+            return
+        cached_studies.clear()
+        st.rerun()

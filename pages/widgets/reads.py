@@ -1,0 +1,108 @@
+"""The store in use and the pages' cached reads of it.
+
+Pages read through these cached wrappers (a few seconds' TTL) so that reruns do not hit the
+store on every widget change, and never hold a DuckDB connection across reruns: a DuckDB
+connection is not thread-safe, so none is kept in ``st.cache_resource``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from engine.config import StudySpec
+from store import datasets as store_datasets
+from store import jobs as store_jobs
+from store import runs as store_runs
+from store.db import StoreError, default_store_path, init_schema
+
+# The repository's studies/ folder (the Launch presets).
+STUDIES_DIR = Path(__file__).resolve().parents[2] / "studies"
+
+# Stores this server process has set up or upgraded (`init_schema` once, not every rerun:
+# it takes the write lock the worker needs).
+_READY_STORES: set[str] = set()
+
+
+def store_path() -> Path:
+    """The store this app uses: ``$SOFTGRADE_HOME/softgrade.duckdb``.
+
+    The first call in a server process creates it if missing and upgrades an older one
+    before any page reads it. A store that cannot be used (truncated, not DuckDB, another
+    program's, of a newer version) stops the page with one message; nothing in it is changed.
+    """
+    path = default_store_path()
+    if str(path) not in _READY_STORES:
+        try:
+            init_schema(path)
+        except StoreError as exc:
+            store_unusable(exc)
+        _READY_STORES.add(str(path))
+    return path
+
+
+STORE_UNUSABLE_TITLE = "SoftGrade cannot use its store"
+
+
+def store_unusable(exc: StoreError) -> None:
+    """Stop the page with why the store cannot be used and what to do (no traceback)."""
+    st.error(f"**{STORE_UNUSABLE_TITLE}.** {exc}", icon=":material/database:")
+    st.stop()
+
+
+@st.cache_data(ttl=2, show_spinner=False)
+def cached_jobs(path: str) -> pd.DataFrame:
+    """Every job with its progress, newest first."""
+    return store_jobs.list_jobs(path=path)
+
+
+@st.cache_data(ttl=2, show_spinner=False)
+def cached_job_log(path: str, job_id: str) -> pd.DataFrame:
+    """A job's log lines, oldest first."""
+    return store_jobs.job_log(job_id, path=path)
+
+
+@st.cache_data(ttl=10, show_spinner=False)
+def cached_datasets(path: str) -> pd.DataFrame:
+    """Registered datasets with their image and label counts."""
+    return store_datasets.list_datasets(path=path)
+
+
+@st.cache_data(ttl=30, show_spinner=False)
+def cached_dataset_labels(path: str, dataset_id: str) -> pd.DataFrame:
+    """One row per image of a dataset with its KL and CPPD grades."""
+    return store_datasets.dataset_labels(dataset_id, path=path)
+
+
+@st.cache_data(ttl=60, show_spinner=False)
+def load_preset(name: str) -> dict[str, Any]:
+    """The validated study of ``studies/<name>.yaml`` as a mapping (``StudySpec.to_dict``).
+
+    Raises:
+        SpecError: The preset file is missing or invalid.
+    """
+    return StudySpec.from_file(STUDIES_DIR / f"{name}.yaml").to_dict()
+
+
+def clear_job_caches() -> None:
+    """Forget cached job reads, after this session wrote a job or a cancel request."""
+    cached_jobs.clear()
+    cached_job_log.clear()
+
+
+RESULTS_TTL_S = 10  # a running study adds seeds; result pages re-read at most this often
+
+
+@st.cache_data(ttl=RESULTS_TTL_S, show_spinner=False)
+def cached_studies(path: str, include_archived: bool = False) -> pd.DataFrame:
+    """Every study (archived ones only if asked) with its status and run counts."""
+    return store_runs.list_studies(include_archived=include_archived, path=path)
+
+
+@st.cache_data(ttl=RESULTS_TTL_S, show_spinner=False)
+def cached_group_counts(path: str, study_ids: tuple[str, ...]) -> pd.DataFrame:
+    """Stored runs per (study, task, method, seed)."""
+    return store_runs.run_group_counts(list(study_ids), path=path)

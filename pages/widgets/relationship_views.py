@@ -1,0 +1,79 @@
+"""The KL × CPPD page's per-method charts: each method's mean residual table (Fig. 8) and one
+method's mean predicted table beside every seed's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from engine.analysis import compare, relationship
+from pages.present import stat_tables, tables
+from pages.widgets import chart_cache, pickers
+
+RESIDUAL_UNITS = {"images": "images per cell", "points": "percentage points of the table"}
+
+
+def residuals_section(summary: pd.DataFrame, eps: float, per_row: int = 3) -> None:
+    """Fig. 8: each method's mean predicted − true table on one shared colour scale."""
+    st.subheader("How each method reproduces it", divider="gray")
+    unit = pickers.pick_option("Residuals in", RESIDUAL_UNITS, key="rel_units")
+    rows = list(summary.itertuples(index=False))
+    residuals = {
+        r.method: r.mean_table - r.mean_truth if unit == "images" else r.residuals for r in rows
+    }
+    limit = max((float(np.abs(t).max()) for t in residuals.values()), default=1.0)
+    for start in range(0, len(rows), per_row):
+        for column, row in zip(st.columns(per_row), rows[start : start + per_row], strict=False):
+            kld_text = tables.mean_std_text(row.kld_mean, row.kld_std, 3)
+            mae_text = tables.mean_std_text(row.mae_mean, row.mae_std, 2)
+            options = {
+                "title": tables.method_title(row.method),
+                "subtitle": [f"KLD {kld_text} · MAE {mae_text}", f"{row.n_seeds} seeds"],
+                "limit": limit,
+                "unit": unit,
+            }
+            spec = chart_cache.chart_spec(
+                "residual_heatmap", compare.grid_frame(residuals[row.method]), options
+            )
+            column.vega_lite_chart(spec, width="content")
+    st.caption(
+        "Residual = mean predicted table − mean true table, over seeds: **red = the model "
+        "predicts that KL/CPPD combination more often than it occurs (over-estimation), blue = "
+        f"less often**. KLD = D_KL(true ‖ predicted) in nats, with ε = {eps:g} given to an empty "
+        "predicted cell before renormalising; MAE = mean absolute difference of the cell counts "
+        "(images per cell). Both are computed per seed, then shown as mean ± std over seeds. "
+        "All heatmaps share one colour scale."
+    )
+    shown = stat_tables.relationship_summary_frame(summary)
+    st.dataframe(
+        shown.assign(method=shown["method"].map(tables.method_title)),
+        hide_index=True,
+        width="content",
+        column_config={
+            "method": "Method",
+            "n_seeds": "Seeds",
+            "kld_mean": st.column_config.NumberColumn("KLD mean", format="%.4f"),
+            "kld_std": st.column_config.NumberColumn("KLD std", format="%.4f"),
+            "mae_mean": st.column_config.NumberColumn("MAE mean", format="%.3f"),
+            "mae_std": st.column_config.NumberColumn("MAE std", format="%.3f"),
+        },
+    )
+    if (shown["n_seeds"] < 2).any():
+        st.caption("A standard deviation needs at least two seeds; it stays empty until then.")
+
+
+def detail_section(summary: pd.DataFrame, results: list[relationship.SeedRelationship]) -> None:
+    """One method's mean predicted table beside its table of every seed."""
+    st.subheader("One method, seed by seed", divider="gray")
+    detail = st.selectbox(
+        "Method", list(summary["method"]), format_func=tables.method_title, key="rel_method"
+    )
+    mean_table = summary.loc[summary["method"] == detail, "mean_table"].iloc[0]
+    seeds = [compare.grid_frame(r.table).assign(seed=r.seed) for r in results if r.method == detail]
+    c1, c2 = st.columns([1, 2])
+    options = {"decimals": 1, "title": "Mean predicted table", "scheme": "purples"}
+    spec = chart_cache.chart_spec("contingency_heatmap", compare.grid_frame(mean_table), options)
+    c1.vega_lite_chart(spec, width="content")
+    spec = chart_cache.chart_spec("seed_tables", pd.concat(seeds, ignore_index=True), {})
+    c2.vega_lite_chart(spec, width="content")

@@ -1,0 +1,79 @@
+"""The app's shell around every page: running inside ``app.py``, links between pages, and the
+sidebar's store, worker health and queue size."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import streamlit as st
+from streamlit.errors import StreamlitAPIException
+
+from jobs.describe import format_devices
+from pages.widgets.reads import cached_jobs, store_path
+from pages.widgets.workers import NO_WORKER_HOW, NO_WORKER_TITLE, alive_workers
+from store.db import StoreError
+
+SIDEBAR_REFRESH_S = 5.0
+
+
+def run_inside_shell() -> None:
+    """Rerun through ``app.py`` when Streamlit ran this page file on its own.
+
+    Until ``st.navigation`` has run once in a server process, Streamlit treats a folder named
+    ``pages/`` next to the entrypoint as its legacy multipage layout. So when the first
+    session of a fresh server opens a sub-page URL (a bookmark, or a tab reconnecting after a
+    restart), the page file runs alone: no sidebar, no page config, and a menu listing every
+    page file in ``pages/``. Turning the legacy mode off and rerunning makes Streamlit run
+    ``app.py``, whose navigation opens the same page (both name it by its URL path). Every
+    page calls this first; it does nothing once the shell is in charge.
+    """
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if getattr(PagesManager, "uses_pages_directory", False):
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
+def link_to_page(page: str, label: str, icon: str | None = None) -> None:
+    """A link to another page of the app; plain text where the page is not in the menu.
+
+    AppTest renders one page file alone, without ``app.py``'s navigation, so a page link
+    there has no target; the text fallback keeps the page usable in both cases.
+    """
+    try:
+        st.page_link(page, label=label, icon=icon)
+    except StreamlitAPIException:
+        st.caption(f"{label}: open it from the menu on the left.")
+
+
+def render_sidebar() -> None:
+    """Store in use, worker health and the queue size, on every page."""
+    path = store_path()
+    with st.sidebar:
+        st.caption(f"Store: `{path}`")
+        _sidebar_status(str(path))
+
+
+@st.fragment(run_every=SIDEBAR_REFRESH_S)
+def _sidebar_status(path: str) -> None:
+    """Worker health and queue counts; reruns alone so they stay current on every page."""
+    try:
+        workers = alive_workers(Path(path))
+        jobs = cached_jobs(path)
+    except StoreError as exc:
+        st.warning(f"The store cannot be read right now: {exc}")
+        return
+    if workers.empty:
+        st.error(f"{NO_WORKER_TITLE} {NO_WORKER_HOW}", icon=":material/power_off:")
+    else:
+        for _, w in workers.iterrows():
+            devices = format_devices(json.loads(w.devices))
+            st.success(
+                f"Worker alive · {w.slots} slot(s) on {devices} · last beat "
+                f"{w.seconds_since_beat:.0f} s ago",
+                icon=":material/bolt:",
+            )
+    queued = int((jobs["status"] == "queued").sum()) if len(jobs) else 0
+    running = int((jobs["status"] == "running").sum()) if len(jobs) else 0
+    st.metric("Jobs queued · running", f"{queued} · {running}")

@@ -1,0 +1,207 @@
+"""Who is using the app: sign-in (a SoftGrade account or the lab's identity provider),
+sign-out, the signed-in name in the sidebar, and the guard every restricted page calls."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from jobs.access import (
+    LOCAL_ACCOUNT,
+    PAGE_TITLES,
+    oidc_account,
+    oidc_provider,
+    oidc_roles,
+    pages_for,
+    single_user_mode,
+)
+from pages.widgets.reads import store_path, store_unusable
+from store import audit as store_audit
+from store import users as store_users
+from store.db import StoreError
+from store.users import Account, Role
+
+# The one thing sign-in keeps in the browser's session: the session token (never the name,
+# role or password), checked against the store on every rerun.
+TOKEN_KEY = "softgrade_token"
+
+# Set by sign-out so that the sign-in form opens at the app's root, not at the page the last
+# person was on: whoever signs in next lands on their own first page (app.py reads it).
+SIGNED_OUT_KEY = "softgrade_signed_out"
+
+
+def signing_in_needed() -> bool:
+    """Whether people must sign in: accounts exist, or the app is served beyond loopback."""
+    return not single_user_mode(has_accounts=store_users.has_accounts(path=store_path()))
+
+
+def current_account() -> Account | None:
+    """Who is using this browser session: `LOCAL_ACCOUNT` in single-user mode, the account
+    of the session token, or the lab account signed in through OIDC (None when signed out,
+    expired or disabled). A store that cannot be read stops the page with its reason."""
+    try:
+        if not signing_in_needed():
+            return LOCAL_ACCOUNT
+        if (account := _oidc_account()) is not None:
+            return account
+        token = st.session_state.get(TOKEN_KEY)
+        account = store_users.validate_session(token, path=store_path()) if token else None
+    except StoreError as exc:
+        store_unusable(exc)
+    if account is None and token:
+        # Expired or revoked: forget it so the sign-in form shows.
+        st.session_state.pop(TOKEN_KEY, None)
+    return account
+
+
+OIDC_AUDITED_KEY = "softgrade_oidc_audited"
+
+
+def _secrets_section(name: str) -> dict[str, Any] | None:
+    """A top-level table of ``.streamlit/secrets.toml`` as a dict, or None (no file, no table)."""
+    try:
+        section = st.secrets.get(name)
+    except Exception:  # noqa: BLE001 - a missing or unparsable secrets file means "not set"
+        return None
+    return section.to_dict() if hasattr(section, "to_dict") else section
+
+
+def oidc_role_mapping() -> dict[str, Role]:
+    """The e-mail (or @domain) -> role mapping for sign-in through the identity provider.
+
+    Raises:
+        ValueError: The mapping is misconfigured (the message lists every bad entry).
+    """
+    return oidc_roles(_secrets_section("softgrade") or {})
+
+
+def oidc_configured() -> bool:
+    """Whether the lab configured an identity provider for `st.login`."""
+    return bool(_secrets_section("auth"))
+
+
+def _oidc_signed_in() -> bool:
+    try:
+        return bool(st.user.is_logged_in)
+    except Exception:  # noqa: BLE001 - runtimes without auth support (AppTest) have no user
+        return False
+
+
+def _oidc_account() -> Account | None:
+    """The account of the person signed in through OIDC, with the role the mapping gives
+    their e-mail; stops the page when the mapping gives them none."""
+    if not oidc_configured() or not _oidc_signed_in():
+        return None
+    email = str(st.user.get("email") or "")
+    try:
+        roles = oidc_role_mapping()
+    except ValueError as exc:
+        st.error(f"Sign-in through the lab account is misconfigured: {exc}")
+        st.stop()
+    account = oidc_account(email, roles)
+    if account is None:
+        st.error(
+            f"{email or 'This lab account'} has no access to SoftGrade. Ask an admin to add "
+            "your e-mail to the role mapping (docs/security.md says how).",
+            icon=":material/lock:",
+        )
+        st.button("Sign out", key="oidc_sign_out", on_click=st.logout)
+        st.stop()
+    if st.session_state.get(OIDC_AUDITED_KEY) != account.name:
+        store_audit.record(
+            "sign_in",
+            actor=account.name,
+            target=account.name,
+            detail=store_audit.OIDC_SIGN_IN_DETAIL,
+            path=store_path(),
+        )
+        st.session_state[OIDC_AUDITED_KEY] = account.name
+    return account
+
+
+def require_page(page_file: str) -> Account:
+    """The guard every restricted page calls with its ``__file__`` right after
+    `run_inside_shell`.
+
+    The page is named by its file's stem, its key in `jobs.access.PAGES`. Returns the
+    account when its role lists the page; otherwise says why and stops the page (a page
+    opened by its URL without the role shows nothing else).
+    """
+    stem = Path(page_file).stem
+    account = current_account()
+    if account is None:
+        st.warning("Sign in to open this page.", icon=":material/lock:")
+        st.stop()
+    if stem not in pages_for(account):
+        title = PAGE_TITLES.get(stem, stem)
+        st.error(
+            f"**{title}** is not open to {account.name} ({account.role.value}). Ask an admin "
+            "for another role if you need it.",
+            icon=":material/lock:",
+        )
+        st.stop()
+    return account
+
+
+def sign_in_form() -> None:
+    """Name and password, and the lab's identity provider when one is configured; on
+    success keep only the session token and rerun."""
+    st.title("Sign in to SoftGrade")
+    if oidc_configured():
+        provider = oidc_provider(_secrets_section("auth") or {})
+        st.button(
+            "Sign in with your lab account",
+            key="oidc_sign_in",
+            type="primary",
+            icon=":material/badge:",
+            on_click=st.login,
+            args=(provider,) if provider else (),
+        )
+        st.caption("Or with a SoftGrade account:")
+    with st.form("sign_in"):
+        name = st.text_input("Name", key="sign_in_name")
+        password = st.text_input("Password", type="password", key="sign_in_password")
+        submitted = st.form_submit_button("Sign in", type="primary")
+    if not submitted:
+        return
+    try:
+        _, token = store_users.sign_in(
+            name.strip(), password, client=client_address(), path=store_path()
+        )
+    except (store_users.SignInError, StoreError) as exc:
+        st.error(f"Could not sign in: {exc}.", icon=":material/lock:")
+        return
+    st.session_state[TOKEN_KEY] = token
+    st.rerun()
+
+
+def sign_out() -> None:
+    """Button callback: end the session in the store and forget the token."""
+    token = st.session_state.pop(TOKEN_KEY, None)
+    st.session_state[SIGNED_OUT_KEY] = True
+    if token:
+        store_users.sign_out(token, path=store_path())
+    if _oidc_signed_in():
+        st.session_state.pop(OIDC_AUDITED_KEY, None)
+        st.logout()
+
+
+def client_address() -> str | None:
+    """Where the browser is, when Streamlit knows (kept on sessions and studies)."""
+    try:
+        address = st.context.ip_address
+    except Exception:  # noqa: BLE001 - not every runtime (AppTest) has a request context
+        return None
+    # AppTest's context hands back a stand-in object, not an address.
+    return address if isinstance(address, str) else None
+
+
+def render_account(account: Account) -> None:
+    """The signed-in name and role, and sign-out, at the top of the sidebar."""
+    if account is LOCAL_ACCOUNT:
+        return
+    with st.sidebar:
+        st.markdown(f"Signed in as **{account.name}** ({account.role.value})")
+        st.button("Sign out", key="sign_out", on_click=sign_out, icon=":material/logout:")

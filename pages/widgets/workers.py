@@ -1,0 +1,55 @@
+"""Worker health as the pages show it: who is alive, whether any has a GPU, the "no worker"
+warning with how to start one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from store import jobs as store_jobs
+from store.db import StoreError
+
+WORKER_ALIVE_WITHIN_S = 30.0
+
+NO_WORKER_TITLE = "No worker is running: queued studies will wait."
+
+NO_WORKER_HOW = (
+    "Start one in a terminal, in the SoftGrade folder: `python -m jobs worker` "
+    "(or `python -m jobs up` starts the app and a worker together)."
+)
+
+
+@st.cache_data(ttl=3, show_spinner=False)
+def cached_alive_workers(path: str) -> pd.DataFrame:
+    """The workers that beat recently."""
+    return store_jobs.alive_workers(alive_within_s=WORKER_ALIVE_WITHIN_S, path=path)
+
+
+def alive_workers(path: Path) -> pd.DataFrame:
+    """The workers that beat recently (cached for a few seconds)."""
+    return cached_alive_workers(str(path))
+
+
+def worker_has_gpu(path: Path) -> bool:
+    """Whether any live worker reports a CUDA device."""
+    try:
+        workers = alive_workers(path)
+    except StoreError:
+        return False
+    devices = [d for listed in workers["devices"] for d in json.loads(listed)]
+    return any(d.startswith("cuda") for d in devices)
+
+
+def warn_if_no_worker(path: Path) -> bool:
+    """Show a prominent 'no worker' message with how to start one; return whether one is alive."""
+    try:
+        alive = not alive_workers(path).empty
+    except StoreError as exc:
+        st.warning(f"Worker health cannot be read right now: {exc}")
+        return False
+    if not alive:
+        st.error(f"**{NO_WORKER_TITLE}** {NO_WORKER_HOW}", icon=":material/power_off:")
+    return alive
