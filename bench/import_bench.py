@@ -25,7 +25,6 @@ import importlib.metadata
 import os
 import platform
 import resource
-import sys
 import time
 from pathlib import Path
 
@@ -33,12 +32,10 @@ import cv2
 import numpy as np
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from engine.import_check import check_import  # noqa: E402
-from engine.import_films import CLASSICAL_DETECTOR, DetectorInfo, choose_detector  # noqa: E402
-from engine.phantom import PhantomSpec, phantom_labels, render_film  # noqa: E402
-from engine.yolo import phantom_detection_set, train_detector  # noqa: E402
+from engine.import_check import check_import
+from engine.import_films import CLASSICAL_DETECTOR, DetectorInfo, choose_detector
+from engine.phantom import PhantomSpec, phantom_labels, render_film
+from engine.yolo import phantom_detection_set, train_detector
 
 FAULTS_PER_KIND = 20
 

@@ -28,10 +28,9 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+import numpy as np
 
-import numpy as np  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 STUDY = {
     "name": "soak",

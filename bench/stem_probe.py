@@ -35,16 +35,13 @@ import argparse
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import torch
 import torch._inductor.config as inductor_config
 import torch.nn.functional as F  # noqa: N812
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from engine.stem import max_pool_3x3s2  # noqa: E402
-from engine.train import GREY_MEAN, GREY_STD, GraphedSteps, build_model  # noqa: E402
+from engine.stem import max_pool_3x3s2
+from engine.train import GREY_MEAN, GREY_STD, GraphedSteps, build_model
 
 
 @torch.library.custom_op("softgrade_probe::max_pool", mutates_args=())

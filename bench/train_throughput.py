@@ -19,7 +19,6 @@ import os
 import platform
 import resource
 import statistics
-import sys
 import tempfile
 import threading
 import time
@@ -31,11 +30,9 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset, TensorDataset
 from torchvision.transforms import v2
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from engine.config import TrainConfig  # noqa: E402
-from engine.data import TaskSplit  # noqa: E402
-from engine.train import (  # noqa: E402
+from engine.config import TrainConfig
+from engine.data import TaskSplit
+from engine.train import (
     GREY_MEAN,
     GREY_STD,
     INDUCTOR_OPTIONS,
