@@ -7,7 +7,7 @@ import pytest
 from store import runs as store_runs
 from store.bundle import export_study, import_study
 from store.db import init_schema
-from tests.app.test_compare import run_page, texts
+from tests.helpers.pages import run_page, texts
 
 NAME = "Reference: paper protocol on the phantom (3 seeds)"
 

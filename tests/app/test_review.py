@@ -21,7 +21,7 @@ from jobs.importer import register_import
 from jobs.review import reviewed_spec
 from pages._review_view import review_crops_dir
 from store.reviews import crop_reviews
-from tests.conftest import write_film_folder, write_reviewed_folder
+from tests.helpers.films import write_film_folder, write_reviewed_folder
 
 PAGE = Path(__file__).parents[2] / "pages" / "review.py"
 CACHE_PX = 64

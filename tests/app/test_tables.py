@@ -16,7 +16,7 @@ from engine.relationship import SeedRelationship
 from engine.vocab import METHODS
 from pages import _exports
 from pages import _tables as tables
-from tests.engine.test_compare import confusion_counts_of, synthetic_predictions
+from tests.helpers.predictions import confusion_counts_of, synthetic_predictions
 
 
 @pytest.fixture(scope="module")

@@ -16,20 +16,18 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.conftest import write_film_folder
-
-playwright_api = pytest.importorskip(
-    "playwright.sync_api", reason="playwright is not installed (requirements-dev.txt)"
-)
-from tests.e2e.test_browser import (  # noqa: E402 - after the skip; fixtures used by name
+from tests.helpers.browser import (
     CHROMIUM,
-    app_url,  # noqa: F401
     assert_no_error,
     click_enabled_button,
     open_page,
-    page,  # noqa: F401
     set_number,
     type_until_kept,
+)
+from tests.helpers.films import write_film_folder
+
+pytest.importorskip(
+    "playwright.sync_api", reason="playwright is not installed (requirements-dev.txt)"
 )
 
 pytestmark = pytest.mark.skipif(

@@ -20,18 +20,18 @@ from pathlib import Path
 
 import pytest
 
-playwright_api = pytest.importorskip(
-    "playwright.sync_api", reason="playwright is not installed (requirements-dev.txt)"
-)
-from tests.e2e.test_browser import (  # noqa: E402 - after the skip; fixtures used by name
+from tests.helpers.browser import (
     CHROMIUM,
     PAGE_TIMEOUT_MS,
     ROOT,
     STUDY_TIMEOUT_MS,
     assert_no_error,
-    page,  # noqa: F401
     queue_quick_study,
     serve_app,
+)
+
+playwright_api = pytest.importorskip(
+    "playwright.sync_api", reason="playwright is not installed (requirements-dev.txt)"
 )
 
 pytestmark = pytest.mark.skipif(

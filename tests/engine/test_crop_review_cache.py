@@ -12,7 +12,7 @@ from engine.data import cache_dir_for, make_splits, prepare_dataset
 from engine.detect import crop_and_resize
 from engine.import_check import best_knee
 from engine.importing import read_film_file, write_review_csv
-from tests.conftest import write_film_folder
+from tests.helpers.films import write_film_folder
 
 SIZE = 64
 

@@ -28,7 +28,7 @@ from engine.yolo import (
     train_detector,
 )
 from engine.yolo import choose_detector as choose_record
-from tests.conftest import fake_detector, write_film_folder
+from tests.helpers.films import fake_detector, write_film_folder
 
 TINY = {"image_size": 64, "epochs": 2, "device": "cpu"}
 

@@ -15,7 +15,7 @@ from engine.data import prepare_dataset
 from engine.detect import box_iou
 from engine.import_check import check_import, write_clean_labels
 from engine.importing import labelled_boxes, read_labels
-from tests.conftest import dicom_bytes, phantom_film, write_bilateral_folder
+from tests.helpers.films import dicom_bytes, phantom_film, write_bilateral_folder
 
 SIZE = 64
 

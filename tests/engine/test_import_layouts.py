@@ -10,7 +10,7 @@ from engine.config import DatasetSpec
 from engine.data import make_splits, prepare_dataset
 from engine.import_check import check_import, write_clean_labels
 from engine.import_layouts import ImportSourceError, detect_layout, patient_from_stem
-from tests.conftest import dicom_bytes, phantom_film, png_bytes, write_film_folder
+from tests.helpers.films import dicom_bytes, phantom_film, png_bytes, write_film_folder
 
 
 def _film(i: int) -> np.ndarray:

@@ -23,6 +23,8 @@ from jobs.demo_bundle import DemoBundleError, export_demo, fresh_demo_home, unpa
 from jobs.kiosk import KioskSettings, kiosk_settings
 from store import runs as store_runs
 from store import users as store_users
+from tests.helpers.films import phantom_film, png_bytes, write_film_folder
+from tests.helpers.studies import tiny_study
 
 APP = Path(__file__).parents[2] / "app.py"
 
@@ -283,7 +285,6 @@ def detector_study(tmp_path_factory) -> tuple[Path, Path, str, str]:
     from jobs.runner import Worker
     from store import jobs as store_jobs
     from store.db import init_schema
-    from tests.conftest import tiny_study, write_film_folder
 
     home = tmp_path_factory.mktemp("detector-study")
     films, boxes = phantom_detection_set(
@@ -308,8 +309,6 @@ def test_a_bundle_carries_the_trained_detector_its_films_were_cropped_with_and_u
     detector_study, tmp_path, monkeypatch
 ):
     import engine.yolo
-    from tests.app.test_demo import _png
-    from tests.conftest import phantom_film
 
     home, store, study_id, key = detector_study
     out = export_demo(study_id, tmp_path / "demo.zip", home=home, path=store).path
@@ -332,7 +331,7 @@ def test_a_bundle_carries_the_trained_detector_its_films_were_cropped_with_and_u
         at = _kiosk_app(monkeypatch, demo_home, KioskSettings(demo_dir=bundle.folder))
         at.segmented_control(key="demo_source").set_value("Upload a film").run()
         film = phantom_film(index=0)
-        at.file_uploader(key="demo_upload").upload("knee.png", _png(film), "image/png").run()
+        at.file_uploader(key="demo_upload").upload("knee.png", png_bytes(film), "image/png").run()
         assert not at.exception, [e.value for e in at.exception]
         assert [m.label for m in at.metric] == ["KL grade", "CPPD grade"]
         assert loaded == [bundle.detector_dir]  # the bundle's own copy, not the lab's

@@ -28,7 +28,8 @@ from store.datasets import register_dataset
 from store.db import default_store_path, init_schema
 from store.reviews import record_review
 from store.users import Account, Role
-from tests.conftest import meta_frame, run_jobs_cli, write_reviewed_folder
+from tests.helpers.films import meta_frame, write_film_folder, write_reviewed_folder
+from tests.helpers.studies import run_jobs_cli
 
 TINY = ["--image-size", "64", "--epochs", "2", "--device", "cpu"]
 
@@ -167,7 +168,6 @@ def test_boxes_given_in_the_labels_csv_train_too_unless_reviewed_or_excluded(sto
     from engine.import_check import check_import
     from engine.phantom import PhantomSpec, render_film
     from jobs.importer import register_import
-    from tests.conftest import write_film_folder
 
     folder, csv, labels = write_film_folder(tmp_path, n=10, n_joint=10, seed=2)
     spec = PhantomSpec(n_images=10, n_joint=10, seed=2)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pandas as pd
@@ -15,11 +14,8 @@ from store import jobs as store_jobs
 from store.datasets import dataset_labels, load_splits
 from store.db import connect
 from store.imports import import_problems, latest_import, list_imports
-from tests.conftest import run_jobs_cli, tiny_study, write_faulty_folder, write_film_folder
-
-
-def run_import(home: Path, *args: str) -> subprocess.CompletedProcess:
-    return run_jobs_cli(home, "import", *args)
+from tests.helpers.films import write_faulty_folder, write_film_folder
+from tests.helpers.studies import run_import, tiny_study
 
 
 @pytest.fixture(scope="module")

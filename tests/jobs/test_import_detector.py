@@ -11,8 +11,8 @@ from engine.import_check import check_import
 from jobs.importer import import_detector, register_import
 from store.datasets import dataset_labels
 from store.imports import latest_import, list_imports
-from tests.conftest import fake_detector, write_bilateral_folder, write_film_folder
-from tests.jobs.test_import_cli import run_import
+from tests.helpers.films import fake_detector, write_bilateral_folder, write_film_folder
+from tests.helpers.studies import run_import
 
 
 def test_the_registered_dataset_names_the_detector_and_the_import_keeps_its_scores(tmp_path, store):

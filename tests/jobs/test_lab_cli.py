@@ -13,7 +13,7 @@ from store import jobs as store_jobs
 from store import users
 from store.audit import read_audit
 from store.db import connect, init_schema
-from tests.conftest import run_jobs_cli
+from tests.helpers.studies import run_jobs_cli
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from jobs.runner import Worker
 from store import jobs as store_jobs
 from store import runs as store_runs
 from store.db import init_schema
-from tests.conftest import tiny_study
+from tests.helpers.studies import tiny_study
 
 
 def test_a_gpus_slots_are_spread_evenly_over_its_processes_as_lanes():

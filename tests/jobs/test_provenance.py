@@ -16,7 +16,7 @@ from store import jobs as store_jobs
 from store import studies
 from store.db import init_schema
 from store.studies import ENVIRONMENT_FIELDS
-from tests.conftest import tiny_study
+from tests.helpers.studies import tiny_study
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -16,7 +16,8 @@ from store import jobs as store_jobs
 from store.datasets import dataset_labels, load_splits
 from store.db import connect
 from store.reviews import record_review
-from tests.conftest import tiny_study, write_film_folder
+from tests.helpers.films import write_film_folder
+from tests.helpers.studies import tiny_study
 
 
 @pytest.fixture

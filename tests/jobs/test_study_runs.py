@@ -10,7 +10,8 @@ from jobs.runner import Worker
 from store import jobs as store_jobs
 from store import runs as store_runs
 from store.db import connect
-from tests.conftest import tiny_study, write_film_folder
+from tests.helpers.films import write_film_folder
+from tests.helpers.studies import tiny_study
 
 
 def test_finished_study_stores_every_run_with_val_and_test_predictions(finished_study):

@@ -12,7 +12,7 @@ from store import datasets as store_datasets
 from store import runs as store_runs
 from store.bundle import export_study, import_study, imported_card, read_card
 from store.db import StoreError, connect, init_schema
-from tests.conftest import FinishedStudy
+from tests.helpers.studies import FinishedStudy, tiny_study
 
 CARD = {"gpus": ["NVIDIA H100 80GB HBM3"] * 4, "command": "python -m jobs run paper.yaml"}
 
@@ -184,7 +184,6 @@ def later_part(finished_study: FinishedStudy, tmp_path_factory: pytest.TempPathF
     from jobs.executors import InlineExecutor
     from jobs.runner import Worker
     from store import jobs as store_jobs
-    from tests.conftest import tiny_study
 
     home = tmp_path_factory.mktemp("later-part")
     store = home / "softgrade.duckdb"
