@@ -161,6 +161,7 @@ def test_retrain_trains_in_the_background_then_shows_the_detectors_scores(path, 
     assert f"held-out mean IoU {status.held_out['mean_iou']:.3f}" in done and "mAP50" in done
 
 
+@pytest.mark.slow
 def test_a_training_that_died_shows_why_and_retrain_is_offered_again(path, home):
     dataset_id = write_reviewed_folder(home, path, n=8, n_reviewed=8)
     gone = subprocess.Popen([sys.executable, "-c", "pass"])

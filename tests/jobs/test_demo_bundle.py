@@ -87,6 +87,7 @@ def test_the_demo_bundle_holds_the_best_seeds_models_films_and_card(finished_stu
     assert {m["file"] for m in manifest["models"]} | {f["file"] for f in manifest["films"]} <= names
 
 
+@pytest.mark.slow
 def test_the_demo_bundle_opened_in_a_fresh_folder_shows_a_grade(bundles, monkeypatch):
     home, bundle = fresh_demo_home(bundles["one"])
     try:
@@ -105,6 +106,7 @@ def test_the_demo_bundle_opened_in_a_fresh_folder_shows_a_grade(bundles, monkeyp
     assert not home.exists()
 
 
+@pytest.mark.slow
 def test_a_bundle_of_every_seed_shows_how_much_the_seeds_agree(bundles, monkeypatch):
     home, bundle = fresh_demo_home(bundles["all"])
     try:
@@ -171,6 +173,7 @@ def _rewrite(source: Path, out: Path, *, drop: str = "", manifest: dict | None =
     return out
 
 
+@pytest.mark.slow
 def test_bad_bundles_get_one_clear_message_and_leave_nothing(bundles, tmp_path):
     with zipfile.ZipFile(bundles["one"]) as zf:
         manifest = json.loads(zf.read("manifest.json"))
@@ -233,6 +236,7 @@ def test_export_demo_cli_writes_a_bundle_and_refuses_a_seed_without_weights(
     assert demo_bundle.DEMO_BUNDLE_VERSION == 1
 
 
+@pytest.mark.slow
 def test_up_demo_serves_on_every_interface_without_accounts_and_cleans_up(bundles, tmp_path):
     """A real ``up --demo`` process: 0.0.0.0 is allowed (the kiosk can only grade), the app
     answers, and SIGTERM removes the temporary folder the bundle was unpacked into."""
@@ -305,6 +309,7 @@ def detector_study(tmp_path_factory) -> tuple[Path, Path, str, str]:
     return home, store, job.study_id, record.key
 
 
+@pytest.mark.slow
 def test_a_bundle_carries_the_trained_detector_its_films_were_cropped_with_and_uploads_use_it(
     detector_study, tmp_path, monkeypatch
 ):

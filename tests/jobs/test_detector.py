@@ -46,6 +46,7 @@ def _cli(home: Path, *args: str) -> subprocess.CompletedProcess:
     return run_jobs_cli(home, "detector", *args, timeout=600)
 
 
+@pytest.mark.slow
 def test_the_cli_trains_a_tiny_detector_on_phantom_films_and_lists_it(tmp_path):
     done = _cli(tmp_path, "train", "--phantom", "16", "--film-size", "160", "160", *TINY)
     assert done.returncode == 0, done.stderr
@@ -150,6 +151,7 @@ def test_a_viewer_may_not_start_a_training_and_too_few_films_are_refused(store, 
     assert read_status() is None  # nothing was started
 
 
+@pytest.mark.slow
 def test_a_training_whose_process_is_gone_reads_as_failed(home):
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()

@@ -31,6 +31,7 @@ def _datasets(home: Path) -> int:
         return con.execute("SELECT count(*) FROM datasets").fetchone()[0]
 
 
+@pytest.mark.slow
 def test_check_names_every_fault_by_file_and_registers_nothing(faulty, tmp_path):
     done = run_import(tmp_path, str(faulty.folder), "--check")
     assert done.returncode == 1, done.stderr
@@ -44,6 +45,7 @@ def test_check_names_every_fault_by_file_and_registers_nothing(faulty, tmp_path)
     assert _datasets(tmp_path) == 0 and not (tmp_path / "imports").exists()
 
 
+@pytest.mark.slow
 def test_an_import_with_bad_films_registers_nothing_unless_told_to_skip_them(faulty, tmp_path):
     refused = run_import(tmp_path, str(faulty.folder))
     assert refused.returncode == 1
@@ -51,6 +53,7 @@ def test_an_import_with_bad_films_registers_nothing_unless_told_to_skip_them(fau
     assert _datasets(tmp_path) == 0
 
 
+@pytest.mark.slow
 def test_skip_bad_registers_exactly_the_good_films_and_keeps_the_report(faulty, tmp_path):
     done = run_import(tmp_path, str(faulty.folder), "--skip-bad", "--name", "planted")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -82,6 +85,7 @@ def test_skip_bad_registers_exactly_the_good_films_and_keeps_the_report(faulty, 
     assert set(split.index + ".png") == set(faulty.good)
 
 
+@pytest.mark.slow
 def test_a_clean_folder_checks_clean_and_registers(tmp_path):
     folder, csv, _ = write_film_folder(tmp_path, n=30, n_joint=30, seed=6)
     table = pd.read_csv(csv)
@@ -96,6 +100,7 @@ def test_a_clean_folder_checks_clean_and_registers(tmp_path):
     assert _datasets(tmp_path / "home") == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "message"),
     [

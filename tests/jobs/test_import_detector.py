@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from PIL import Image
 
 from engine.import_check import check_import
@@ -35,6 +36,7 @@ def test_the_registered_dataset_names_the_detector_and_the_import_keeps_its_scor
     assert latest_import(classical.dataset_id, path=store).detector == "classical"
 
 
+@pytest.mark.slow
 def test_an_unknown_detector_key_is_one_message_listing_the_trained_ones(tmp_path):
     home = tmp_path / "home"
     fake_detector(home / "detectors", "abc0000000000000", "2026-03-01T10:00:00+00:00")
@@ -48,6 +50,7 @@ def test_an_unknown_detector_key_is_one_message_listing_the_trained_ones(tmp_pat
     assert "abc0000000000000" in lines[0] and "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_a_bilateral_folder_imports_one_image_per_knee(tmp_path):
     folder, truth = write_bilateral_folder(tmp_path, n_patients=2)
     home = tmp_path / "home"

@@ -35,6 +35,7 @@ def test_without_a_review_the_spec_is_the_imported_one(imported, store):
     assert reviewed.spec == done.spec and not reviewed.reviewed
 
 
+@pytest.mark.slow
 def test_a_study_on_the_reviewed_spec_never_splits_an_excluded_film(imported, store):
     done, home = imported
     images = dataset_labels(done.dataset_id, path=store)["image_id"].tolist()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 
+import pytest
+
 from engine.config import StudySpec
 from jobs.executors import InlineExecutor
 from jobs.runner import Worker
@@ -28,6 +30,7 @@ def test_finished_study_stores_every_run_with_val_and_test_predictions(finished_
     assert (splits == {"val", "test"}).all()
 
 
+@pytest.mark.slow
 def test_selection_keeps_lowest_validation_amae_and_its_checkpoint(tmp_path):
     store = tmp_path / "softgrade.duckdb"
     spec = StudySpec.from_dict(tiny_study(methods=["nominal"], tasks=["CPPD"], budget=3))
@@ -85,6 +88,7 @@ def _spy(handle, seen):
     return wrapped
 
 
+@pytest.mark.slow
 def test_a_raising_run_fails_the_job_with_its_traceback(tmp_path, monkeypatch):
     import engine.train
 
@@ -111,6 +115,7 @@ class _NotesInFlightAtRecord(Worker):
         super()._record(state, msg)
 
 
+@pytest.mark.slow
 def test_a_slot_gets_its_next_run_before_the_finished_one_is_stored(tmp_path):
     store = tmp_path / "softgrade.duckdb"
     spec = StudySpec.from_dict(tiny_study(methods=["nominal"], tasks=["CPPD"], budget=3))
@@ -122,6 +127,7 @@ def test_a_slot_gets_its_next_run_before_the_finished_one_is_stored(tmp_path):
     assert worker.in_flight_at_record == [1, 1, 0]
 
 
+@pytest.mark.slow
 def test_a_study_on_an_imported_folder_of_dicom_films_trains_and_is_stored(tmp_path):
     folder, csv, _ = write_film_folder(tmp_path, n=40, n_joint=40, seed=6, fmt="dcm")
     dataset = {"kind": "folder", "path": str(folder), "labels_csv": str(csv)}
