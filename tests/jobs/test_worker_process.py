@@ -16,7 +16,12 @@ from store import jobs as store_jobs
 from store import runs as store_runs
 from store.db import init_schema
 from tests.helpers.studies import tiny_study
-from tests.helpers.workers import incomplete_runs, start_worker, wait_for
+from tests.helpers.workers import (
+    incomplete_runs,
+    start_worker,
+    wait_for,
+    wait_while_the_job_progresses,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -41,15 +46,22 @@ def queued_study(home: Path):
 
 def test_sigkill_mid_run_loses_nothing_and_a_new_worker_resumes(home, queued_study):
     store, job_id, study_id = queued_study
+    log = home / "worker.log"
     first = start_worker(home)
     try:
         # Kill once a run is stored and the next one is mid-way through its epochs.
-        def mid_second_run():
-            job = store_jobs.list_jobs(path=store).set_index("job_id").loc[job_id]
-            epoch = job.current_epoch
-            return job.runs_done >= 1 and not pd.isna(epoch) and epoch >= 2
+        def mid_second_run(job: dict) -> bool:
+            epoch = job["current_epoch"]
+            return job["runs_done"] >= 1 and not pd.isna(epoch) and epoch >= 2
 
-        wait_for(mid_second_run, 240, "a finished run and another one mid-training")
+        wait_while_the_job_progresses(
+            store,
+            job_id,
+            mid_second_run,
+            "a finished run and another one mid-training",
+            worker=first,
+            log=log,
+        )
     finally:
         first.send_signal(signal.SIGKILL)
         first.wait(10)
@@ -60,10 +72,13 @@ def test_sigkill_mid_run_loses_nothing_and_a_new_worker_resumes(home, queued_stu
 
     second = start_worker(home)
     try:
-        wait_for(
-            lambda: store_jobs.get_job(job_id, path=store).status == "succeeded",
-            300,
+        wait_while_the_job_progresses(
+            store,
+            job_id,
+            lambda job: job["status"] == "succeeded",
             "the resumed job to succeed",
+            worker=second,
+            log=log,
         )
     finally:
         second.terminate()
