@@ -68,7 +68,7 @@ def main() -> None:
         f"across grades: 5 crops x {n} models ({5 * n} maps)",
         lambda: [grad_cam(m, crops) for m in models],
         args.repeats,
-    )  # noqa: E501
+    )
     films = []
     timed(
         f"stress test: redraw {args.knees} knees x 4 levels",
@@ -93,7 +93,7 @@ def main() -> None:
         "5 maps, backward stopped at layer4 (engine.gradcam)",
         lambda: grad_cam(models[0], crops),
         args.repeats,
-    )  # noqa: E501
+    )
 
 
 if __name__ == "__main__":

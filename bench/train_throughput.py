@@ -220,7 +220,7 @@ def fast_lanes(
                 for r in range(runs):
                     trainer.fit(bench_config(epochs, batch, seed=k * runs + r), data)
                 torch.cuda.current_stream().synchronize()
-        except BaseException as exc:  # noqa: BLE001 - re-raised by the main thread
+        except BaseException as exc:  # re-raised by the main thread
             errors.append(exc)
             ready.abort()
 

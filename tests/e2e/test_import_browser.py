@@ -57,8 +57,8 @@ def _store_rows(home: Path, sql: str) -> list[tuple]:
 
 
 def test_import_a_folder_skip_its_bad_film_queue_a_study_and_review_a_crop(
-    app_url: str,  # noqa: F811
-    page: object,  # noqa: F811
+    app_url: str,
+    page: object,
     films_with_one_bad: Path,
     tmp_path: Path,
 ) -> None:

@@ -38,7 +38,7 @@ def app_url(finished_study) -> Iterator[str]:
 
 def test_every_page_url_on_a_kiosk_opens_grade_a_film_at_the_root(
     app_url: str,
-    page: object,  # noqa: F811
+    page: object,
 ) -> None:
     tab = page
     for path in ("/", "/launch", "/queue", "/accounts"):

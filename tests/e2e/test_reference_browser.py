@@ -16,9 +16,9 @@ import re
 import pytest
 
 from engine.vocab import METHODS
-from pages._tables import REFERENCE_MARK, method_title  # noqa: E402
-from pages._ui import REFERENCE_BUTTON  # noqa: E402
-from store.bundle import REFERENCE_STUDY, read_card  # noqa: E402
+from pages._tables import REFERENCE_MARK, method_title
+from pages._ui import REFERENCE_BUTTON
+from store.bundle import REFERENCE_STUDY, read_card
 from tests.helpers.browser import (
     CHROMIUM,
     PAGE_TIMEOUT_MS,
@@ -45,8 +45,8 @@ def shows(locator: object, timeout_ms: int = PAGE_TIMEOUT_MS) -> None:
 
 
 def test_an_empty_compare_page_loads_the_bundled_reference_study_in_one_click(
-    app_url: str,  # noqa: F811
-    page: object,  # noqa: F811
+    app_url: str,
+    page: object,
 ) -> None:
     tab = page
     card = read_card(REFERENCE_STUDY)

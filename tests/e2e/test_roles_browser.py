@@ -104,7 +104,7 @@ def queue_tiny_study(tab: object) -> None:
 
 def test_a_member_launches_and_a_viewer_reads_results_but_cannot_launch(
     app_url: str,
-    page: object,  # noqa: F811
+    page: object,
 ) -> None:
     tab = page
     tab.goto(f"{app_url}/")
