@@ -415,24 +415,6 @@ def imported_card(study_id: str, *, path: Path | str | None = None) -> dict[str,
     return json.loads(row[0]) if row else None
 
 
-def bundle_frames(bundle: Path | str) -> dict[str, pd.DataFrame]:
-    """Every table of a bundle as a DataFrame (for analyses straight from the file)."""
-    read_card(bundle)
-    with tempfile.TemporaryDirectory() as tmp:
-        with zipfile.ZipFile(bundle) as zf:
-            zf.extractall(tmp, members=[f"{t}.parquet" for t in _TABLES])
-        con = duckdb.connect()
-        try:
-            return {
-                t: con.execute(
-                    "SELECT * FROM read_parquet(?)", [str(Path(tmp) / f"{t}.parquet")]
-                ).df()
-                for t in _TABLES
-            }
-        finally:
-            con.close()
-
-
 def merge_bundles(
     base: Path | str, extra: Path | str, out: Path | str, *, name: str | None = None
 ) -> Path:

@@ -362,21 +362,6 @@ def validate_session(
     return Account(name=row[0], role=Role(row[1]), created_at=row[2], disabled=False)
 
 
-def revoke_session(token: str, *, path: Path | str | None = None) -> None:
-    """End one session (sign-out); unknown tokens are ignored."""
-    with connect(path) as con:
-        con.execute("DELETE FROM sessions WHERE token_sha256 = ?", [_digest(token)])
-
-
-def revoke_user_sessions(name: str, *, path: Path | str | None = None) -> int:
-    """End every session of an account; return how many there were."""
-    with connect(path) as con:
-        rows = con.execute(
-            "DELETE FROM sessions WHERE user_name = ? RETURNING token_sha256", [name]
-        ).fetchall()
-    return len(rows)
-
-
 def sign_in(
     name: str, password: str, *, client: str | None = None, path: Path | str | None = None
 ) -> tuple[Account, str]:
