@@ -40,12 +40,14 @@ FIRST_RESULTS_TIMEOUT_MS = 240_000  # Compare's first metrics table on a loaded 
 
 
 def _free_port() -> int:
+    """A TCP port nothing listens on now, for one `jobs up`."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
 def _wait_for_http(url: str, proc: subprocess.Popen, timeout_s: float = 60.0) -> None:
+    """Wait until ``url`` answers 200; fail at once if `jobs up` exits first."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -113,6 +115,7 @@ def assert_no_error(tab: object, where: str) -> None:
 
 
 def open_page(tab: object, url: str, heading: str) -> None:
+    """Open ``url`` and wait until its page heading shows and the network is idle."""
     tab.goto(url)
     tab.get_by_role("heading", name=heading, exact=True, level=1).wait_for()
     tab.wait_for_load_state("networkidle")

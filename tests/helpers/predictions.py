@@ -34,5 +34,6 @@ def synthetic_predictions(seed: int = 0) -> pd.DataFrame:
 
 
 def confusion_counts_of(images: pd.DataFrame) -> pd.DataFrame:
+    """Per-image predictions counted per run and (true, predicted) grade pair."""
     keys = ["study_id", "run_id", "task", "method", "seed", "y_true", "y_pred"]
     return images.groupby(keys).size().rename("n").reset_index()

@@ -15,6 +15,7 @@ from store.db import connect
 
 
 def rows_of(store: Path, study_id: str) -> dict[str, int]:
+    """How many rows each table holds for ``study_id`` (what a delete must clear)."""
     with connect(store, read_only=True) as con:
         q = lambda sql: con.execute(sql, [study_id]).fetchone()[0]  # noqa: E731
         runs = "SELECT run_id FROM runs WHERE study_id = ?"
@@ -48,6 +49,7 @@ def make_two_studies(store: Path, home: Path):
 
 
 def schema_text(path: Path) -> str:
+    """Every table's columns and types, one line each: two stores compare as text."""
     with connect(path, read_only=True) as con:
         rows = con.execute(
             "SELECT table_name, column_name, data_type, is_nullable "
@@ -76,6 +78,7 @@ ENVIRONMENT = {
 
 
 def launch_study(store, name="knees", by="alice"):
+    """Queue a one-seed study named ``name``, launched by ``by``; return its job."""
     job_id = store_jobs.enqueue_job(
         {"name": name, "seeds": [0]}, launched_by=by, launched_from="10.1.2.3", path=store
     )
@@ -83,6 +86,7 @@ def launch_study(store, name="knees", by="alice"):
 
 
 def record_study_run(store, study_id, job_id, config, checkpoint):
+    """Store one KL beta run (config ``config``) with predictions, epochs and a checkpoint."""
     images = ["a", "b", "c"]
     store_runs.record_run(
         store_runs.RunRecord(

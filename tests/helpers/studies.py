@@ -58,4 +58,5 @@ class FinishedStudy:
 
 
 def run_import(home: Path, *args: str) -> subprocess.CompletedProcess:
+    """``python -m jobs import ARGS`` in its own process on ``home``."""
     return run_jobs_cli(home, "import", *args)

@@ -16,6 +16,8 @@ from tests.helpers.studies import REPO_ROOT
 
 
 def start_worker(home: Path, *extra: str) -> subprocess.Popen:
+    """``python -m jobs worker`` on the CPU in its own process on ``home`` (fast beats,
+    stale after 3 s); its stderr goes to ``home/worker.log``."""
     env = {**os.environ, "SOFTGRADE_HOME": str(home), "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen(
         [
@@ -39,6 +41,7 @@ def start_worker(home: Path, *extra: str) -> subprocess.Popen:
 
 
 def wait_for(condition, timeout_s: float, what: str):
+    """Poll ``condition`` until it is truthy; fail after ``timeout_s`` naming ``what``."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
