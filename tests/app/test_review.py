@@ -127,6 +127,7 @@ def test_retrain_is_disabled_with_the_reason_while_too_few_boxes_are_reviewed(pa
     assert read_status() is None
 
 
+@pytest.mark.slow  # trains a detector in a background process
 def test_retrain_trains_in_the_background_then_shows_the_detectors_scores(path, home):
     dataset_id = write_reviewed_folder(home, path, n=8, n_reviewed=8)
     at = _page().run()
