@@ -115,6 +115,7 @@ def test_a_bilateral_film_trains_only_when_both_its_knees_are_reviewed(store):
     assert "1 film(s) with reviewed or given boxes (1 more have a knee without" in films.too_few()
 
 
+@pytest.mark.slow  # trains a detector in a background process
 def test_start_training_runs_in_the_background_until_the_status_says_finished(
     store, home, tmp_path
 ):

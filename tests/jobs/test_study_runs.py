@@ -56,6 +56,7 @@ class _StopsAfterFirstRun(Worker):
         raise KeyboardInterrupt
 
 
+@pytest.mark.slow  # trains the study's runs
 def test_an_interrupted_job_is_handed_back_and_resumes_without_redoing_runs(tmp_path):
     store = tmp_path / "softgrade.duckdb"
     spec = StudySpec.from_dict(tiny_study(methods=["nominal", "beta"], tasks=["CPPD"]))
