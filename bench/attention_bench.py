@@ -16,20 +16,16 @@ from __future__ import annotations
 
 import argparse
 import platform
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
 from pytorch_grad_cam import GradCAM
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from engine.detect import detect_knee_box  # noqa: E402
-from engine.gradcam import BOX_COLUMNS, grad_cam, read_film, stress_films  # noqa: E402
-from engine.phantom import PhantomSpec, phantom_labels, render_film  # noqa: E402
-from engine.train import build_model  # noqa: E402
+from engine.detect import detect_knee_box
+from engine.gradcam import BOX_COLUMNS, grad_cam, read_film, stress_films
+from engine.phantom import PhantomSpec, phantom_labels, render_film
+from engine.train import build_model
 
 
 def timed(label: str, fn: object, repeats: int) -> float:
@@ -72,7 +68,7 @@ def main() -> None:
         f"across grades: 5 crops x {n} models ({5 * n} maps)",
         lambda: [grad_cam(m, crops) for m in models],
         args.repeats,
-    )  # noqa: E501
+    )
     films = []
     timed(
         f"stress test: redraw {args.knees} knees x 4 levels",
@@ -97,7 +93,7 @@ def main() -> None:
         "5 maps, backward stopped at layer4 (engine.gradcam)",
         lambda: grad_cam(models[0], crops),
         args.repeats,
-    )  # noqa: E501
+    )
 
 
 if __name__ == "__main__":

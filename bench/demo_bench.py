@@ -33,7 +33,6 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 CORES = "0,1"  # taskset: the laptop's 2 cores
 

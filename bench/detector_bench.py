@@ -36,8 +36,6 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 #: Import name -> pip name of what this bench imports (directly or through ultralytics).
 NEEDED = {
     "numpy": "numpy",
@@ -65,7 +63,7 @@ def missing_packages() -> list[str]:
 if __name__ == "__main__" and (_missing := missing_packages()):
     sys.exit(f"error: install these Python packages first: {', '.join(_missing)}")
 
-from engine.detect import (  # noqa: E402  # noqa: E402
+from engine.detect import (  # noqa: E402 - after the package check above
     DetectionMetrics,
     KneeDetection,
     box_iou,

@@ -27,7 +27,6 @@ import json
 import os
 import platform
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -36,13 +35,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from engine.soft_labels import search_grid
+from engine.vocab import METHODS, TASK_CLASSES, run_id
+from store import jobs as store_jobs
+from store.db import connect, init_schema
 
-from engine.soft_labels import search_grid  # noqa: E402
-from engine.vocab import METHODS, TASK_CLASSES, run_id  # noqa: E402
-from store import jobs as store_jobs  # noqa: E402
-from store.db import connect, init_schema  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 DEFAULT_HOME = Path("/tmp/softgrade_explorer_bench")
 SEEDS, BUDGET, MAX_EPOCHS, PATIENCE = 20, 15, 100, 40

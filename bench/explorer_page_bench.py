@@ -18,16 +18,13 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+from explorer_bench import build_store, machine_info
 
-from explorer_bench import build_store, machine_info  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 DEFAULT_HOME = Path("/tmp/softgrade_explorer_page_bench")
 REPEATS = 3

@@ -21,12 +21,10 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from engine.analysis.compare import finished_seeds  # noqa: E402
-from store.bundle import export_study, read_card  # noqa: E402
-from store.db import connect, default_store_path  # noqa: E402
-from store.runs import list_studies, run_group_counts  # noqa: E402
+from engine.analysis.compare import finished_seeds
+from store.bundle import export_study, read_card
+from store.db import connect, default_store_path
+from store.runs import list_studies, run_group_counts
 
 REFERENCE_NAME = "Reference: paper protocol on the phantom ({n} seeds)"
 PACKAGES = ("torch", "torchvision", "numpy", "pandas", "duckdb", "dlordinal", "scikit-learn")

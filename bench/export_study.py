@@ -7,15 +7,12 @@ metrics of the selected runs (used after GPU runs, whose store must travel back 
 from __future__ import annotations
 
 import argparse
-import sys
 import zipfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from engine.analysis.compare import metrics_table, per_run_metrics  # noqa: E402
-from store.db import default_store_path  # noqa: E402
-from store.runs import confusion_counts, list_runs, list_studies  # noqa: E402
+from engine.analysis.compare import metrics_table, per_run_metrics
+from store.db import default_store_path
+from store.runs import confusion_counts, list_runs, list_studies
 
 
 def main() -> None:

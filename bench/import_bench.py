@@ -25,7 +25,6 @@ import importlib.metadata
 import os
 import platform
 import resource
-import sys
 import time
 from pathlib import Path
 
@@ -33,17 +32,15 @@ import cv2
 import numpy as np
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from engine.detect import (  # noqa: E402  # noqa: E402
+from engine.detect import (
     CLASSICAL_DETECTOR,
     DetectorInfo,
     choose_detector,
     phantom_detection_set,
     train_detector,
 )
-from engine.films import check_import  # noqa: E402
-from engine.phantom import PhantomSpec, phantom_labels, render_film  # noqa: E402
+from engine.films import check_import
+from engine.phantom import PhantomSpec, phantom_labels, render_film
 
 FAULTS_PER_KIND = 20
 

@@ -17,14 +17,13 @@ import tempfile
 import time
 from pathlib import Path
 
+import pandas as pd
+
+from engine.config import StudySpec
+from store import jobs as store_jobs
+from store.db import LOCK_STATS, StoreError, init_schema
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-import pandas as pd  # noqa: E402
-
-from engine.config import StudySpec  # noqa: E402
-from store import jobs as store_jobs  # noqa: E402
-from store.db import LOCK_STATS, StoreError, init_schema  # noqa: E402
 
 
 def main() -> None:

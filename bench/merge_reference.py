@@ -16,10 +16,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from store.bundle import merge_bundles, read_card  # noqa: E402
-from store.db import StoreError  # noqa: E402
+from store.bundle import merge_bundles, read_card
+from store.db import StoreError
 
 REFERENCE_NAME = "Reference: paper protocol on the phantom ({n} seeds)"
 

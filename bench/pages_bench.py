@@ -51,13 +51,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from engine.soft_labels import METHODS, grid_size
+from store import jobs as store_jobs
+from store import runs as store_runs
+from store.db import connect, init_schema
 
-from engine.soft_labels import METHODS, grid_size  # noqa: E402
-from store import jobs as store_jobs  # noqa: E402
-from store import runs as store_runs  # noqa: E402
-from store.db import connect, init_schema  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 DEFAULT_HOME = Path("/tmp/softgrade_bench")
 DEFAULT_REFERENCE_HOME = Path("/tmp/softgrade_reference_bench")
@@ -261,7 +260,6 @@ def build_store(home: Path) -> Path:
 
 CHILD = r"""
 import json, os, sys, time
-sys.path.insert(0, {root!r})
 out = {{}}
 t = time.perf_counter()
 import engine.soft_labels  # torch and dlordinal, pulled in by engine.config
@@ -347,7 +345,6 @@ def store_size(path: Path) -> str:
 
 PROBABILITY_CHILD = r"""
 import json, os, sys, time
-sys.path.insert(0, {root!r})
 out = {{}}
 t = time.perf_counter()
 import streamlit as st

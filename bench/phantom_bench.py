@@ -15,7 +15,6 @@ import importlib.metadata
 import os
 import platform
 import resource
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -24,11 +23,9 @@ import cv2
 import numpy as np
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from engine.datasets import build_phantom_cache
-from engine.detect import box_iou, crop_and_resize, detect_knee_box  # noqa: E402
-from engine.phantom import PhantomSpec, phantom_labels, render_film  # noqa: E402
+from engine.detect import box_iou, crop_and_resize, detect_knee_box
+from engine.phantom import PhantomSpec, phantom_labels, render_film
 
 
 def machine_info() -> str:

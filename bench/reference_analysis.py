@@ -16,12 +16,10 @@ from pathlib import Path
 
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from engine.analysis import compare, relationship, stats  # noqa: E402
-from store import runs as store_runs  # noqa: E402
-from store.bundle import REFERENCE_STUDY, import_study, read_card  # noqa: E402
-from store.db import init_schema  # noqa: E402
+from engine.analysis import compare, relationship, stats
+from store import runs as store_runs
+from store.bundle import REFERENCE_STUDY, import_study, read_card
+from store.db import init_schema
 
 pd.set_option("display.width", 160)
 

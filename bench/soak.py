@@ -28,10 +28,9 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+import numpy as np
 
-import numpy as np  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 STUDY = {
     "name": "soak",
@@ -83,7 +82,7 @@ def run_worker(out: Path) -> None:
         worker.serve()
     except SystemExit:
         pass
-    except Exception as exc:  # noqa: BLE001 - a worker that cannot even start is a failure
+    except Exception as exc:  # a worker that cannot even start is a failure
         failures.messages.append(f"{type(exc).__name__}: {str(exc)[:160]}")
     finally:
         out.write_text(
@@ -139,7 +138,7 @@ def run_reader(kind: str, out: Path, seconds: float, period_s: float, token: str
         started = time.monotonic()
         try:
             reads(path, token)
-        except Exception as exc:  # noqa: BLE001 - every failure is what we count
+        except Exception as exc:  # every failure is what we count
             failures.append(f"{type(exc).__name__}: {str(exc)[:160]}")
         latencies.append(time.monotonic() - started)
         refreshes += 1

@@ -10,17 +10,13 @@ validation, with the class sizes (films with that grade).
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from engine.datasets import make_splits  # noqa: E402
-from engine.phantom import PhantomSpec, phantom_labels  # noqa: E402
-from engine.vocab import SPLIT_RULE, TASK_INFO  # noqa: E402
+from engine.datasets import make_splits
+from engine.phantom import PhantomSpec, phantom_labels
+from engine.vocab import SPLIT_RULE, TASK_INFO
 
 
 def shares(meta: pd.DataFrame, seeds: range) -> pd.DataFrame:

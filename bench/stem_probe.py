@@ -35,16 +35,13 @@ import argparse
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import torch
 import torch._inductor.config as inductor_config
 import torch.nn.functional as F  # noqa: N812
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from engine.stem import max_pool_3x3s2  # noqa: E402
-from engine.train import GREY_MEAN, GREY_STD, GraphedSteps, build_model  # noqa: E402
+from engine.stem import max_pool_3x3s2
+from engine.train import GREY_MEAN, GREY_STD, GraphedSteps, build_model
 
 
 @torch.library.custom_op("softgrade_probe::max_pool", mutates_args=())
@@ -72,11 +69,11 @@ def _(grad: torch.Tensor, x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
     return torch.empty_like(x)
 
 
-def _setup(ctx, inputs, output) -> None:  # noqa: ANN001
+def _setup(ctx, inputs, output) -> None:
     ctx.save_for_backward(inputs[0], output[1])
 
 
-def _backward(ctx, grad, _grad_idx):  # noqa: ANN001
+def _backward(ctx, grad, _grad_idx):
     x, idx = ctx.saved_tensors
     return max_pool_backward(grad.contiguous(memory_format=torch.channels_last), x, idx)
 
@@ -148,7 +145,7 @@ def max_pool_separable(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def patched_forward(model: torch.nn.Module, conv: str, pool: str):  # noqa: ANN201
+def patched_forward(model: torch.nn.Module, conv: str, pool: str):
     b = model.backbone
     channels = int(conv[1:]) if conv.startswith("c") else 1
     pools = {"pool": lambda t: max_pool(t)[0], "slices": max_pool_slices}
@@ -234,7 +231,7 @@ def kernel_table(graphs: GraphedSteps, x: torch.Tensor, y: torch.Tensor, steps: 
     return "\n".join(lines)
 
 
-def _eager_step(model, opt, x, y) -> None:  # noqa: ANN001
+def _eager_step(model, opt, x, y) -> None:
     # cache_enabled=False as in GraphedSteps, so the compiled forward is reused, not rebuilt
     with torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False):
         loss = F.cross_entropy(model(x).float(), y)

@@ -19,7 +19,6 @@ import os
 import platform
 import resource
 import statistics
-import sys
 import tempfile
 import threading
 import time
@@ -31,11 +30,9 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset, TensorDataset
 from torchvision.transforms import v2
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from engine.config import TrainConfig  # noqa: E402
-from engine.datasets import TaskSplit  # noqa: E402
-from engine.train import (  # noqa: E402
+from engine.config import TrainConfig
+from engine.datasets import TaskSplit
+from engine.train import (
     GREY_MEAN,
     GREY_STD,
     INDUCTOR_OPTIONS,
@@ -223,7 +220,7 @@ def fast_lanes(
                 for r in range(runs):
                     trainer.fit(bench_config(epochs, batch, seed=k * runs + r), data)
                 torch.cuda.current_stream().synchronize()
-        except BaseException as exc:  # noqa: BLE001 - re-raised by the main thread
+        except BaseException as exc:  # re-raised by the main thread
             errors.append(exc)
             ready.abort()
 

@@ -68,14 +68,14 @@ def max_pool_3x3s2(x: torch.Tensor) -> torch.Tensor:
 class GemmConv1(nn.Conv2d):
     """ResNet's conv1 computed by `conv1_as_gemm`."""
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:  # noqa: D102
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         return conv1_as_gemm(x, self.weight)
 
 
 class TritonMaxPool(nn.MaxPool2d):
     """ResNet's max-pool computed by `max_pool_3x3s2`."""
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:  # noqa: D102
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         return max_pool_3x3s2(x)
 
 

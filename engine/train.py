@@ -141,7 +141,7 @@ class GradeNet(nn.Module):
         super().__init__()
         self.backbone = backbone
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:  # noqa: D102
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = (x.float() / 255.0 - GREY_MEAN) / GREY_STD
         return self.backbone(x)
 

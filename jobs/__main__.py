@@ -466,10 +466,16 @@ def _worker_command(args: argparse.Namespace) -> list[str]:
     ]
 
 
+def _program_name() -> str:
+    """How the user called the CLI: the installed ``softgrade`` script or ``python -m jobs``."""
+    called = Path(sys.argv[0]).name if sys.argv else ""
+    return "softgrade" if called.startswith("softgrade") else "python -m jobs"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The CLI's argument parser."""
     parser = argparse.ArgumentParser(
-        prog="python -m jobs",
+        prog=_program_name(),
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

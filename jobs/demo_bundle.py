@@ -373,7 +373,7 @@ def _parts(manifest: dict[str, Any], names: set[str], bundle: Path) -> set[str]:
         wanted |= {f["file"] for f in manifest["films"]}
         folder = manifest["detector"]["folder"]
         for key in ("study", "method", "tasks", "image_size", "seeds"):
-            manifest[key]  # noqa: B018 - a KeyError names the missing field
+            manifest[key]  # a KeyError names the missing field
     except (KeyError, TypeError) as exc:
         raise DemoBundleError(f"{bundle}: its {MANIFEST} lacks {exc}") from exc
     if folder:

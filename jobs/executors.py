@@ -115,20 +115,20 @@ class InlineExecutor(Executor):
         self._task: RunTask | None = None
 
     @property
-    def slots(self) -> int:  # noqa: D102
+    def slots(self) -> int:
         return 1
 
     @property
-    def devices(self) -> list[str]:  # noqa: D102
+    def devices(self) -> list[str]:
         return [str(self.state.device)]
 
-    def submit(self, task: RunTask) -> None:  # noqa: D102
+    def submit(self, task: RunTask) -> None:
         self._task = task
 
-    def free_slots(self) -> int:  # noqa: D102
+    def free_slots(self) -> int:
         return 0 if self._task else 1
 
-    def poll(self, timeout_s: float, handle: Handle) -> None:  # noqa: D102
+    def poll(self, timeout_s: float, handle: Handle) -> None:
         task, self._task = self._task, None
         if task is not None:
             execute_run(self.state, task, emit=handle, should_stop=self.cancel.is_set)
@@ -179,23 +179,23 @@ class LocalExecutor(Executor):
                 self._device_of[slot] = device
 
     @property
-    def slots(self) -> int:  # noqa: D102
+    def slots(self) -> int:
         return len(self._busy)
 
     @property
-    def devices(self) -> list[str]:  # noqa: D102
+    def devices(self) -> list[str]:
         return list(self._device_of.values())
 
-    def free_slots(self) -> int:  # noqa: D102
+    def free_slots(self) -> int:
         self._check_alive()
         return sum(run is None for run in self._busy.values())
 
-    def submit(self, task: RunTask) -> None:  # noqa: D102
+    def submit(self, task: RunTask) -> None:
         slot = next(s for s, run in self._busy.items() if run is None)
         self._busy[slot] = task.run_id
         self._inboxes[self._process_of[slot]].put((slot, task))
 
-    def poll(self, timeout_s: float, handle: Handle) -> None:  # noqa: D102
+    def poll(self, timeout_s: float, handle: Handle) -> None:
         try:
             message = self._outbox.get(timeout=timeout_s)
         except queue.Empty:
@@ -219,7 +219,7 @@ class LocalExecutor(Executor):
                     f"{run}; out of memory is the usual cause"
                 )
 
-    def close(self) -> None:  # noqa: D102
+    def close(self) -> None:
         for inbox in self._inboxes:
             inbox.put(None)
         for proc in self._procs:

@@ -289,17 +289,17 @@ class RayExecutor(Executor):
     # -- Executor API ------------------------------------------------------------------------
 
     @property
-    def slots(self) -> int:  # noqa: D102
+    def slots(self) -> int:
         return len(self._actors)
 
     @property
-    def devices(self) -> list[str]:  # noqa: D102
+    def devices(self) -> list[str]:
         return [d["device"] for d in self._devices]
 
-    def free_slots(self) -> int:  # noqa: D102
+    def free_slots(self) -> int:
         return sum(run is None for run in self._slot_run)
 
-    def submit(self, task: RunTask) -> None:  # noqa: D102
+    def submit(self, task: RunTask) -> None:
         slot = self._slot_run.index(None)
         # Actors run elsewhere (other cwd, other machine): send absolute paths.
         task = replace(
@@ -312,7 +312,7 @@ class RayExecutor(Executor):
         self._reported.discard(task.run_id)
         self._start(task, slot, attempt=0)
 
-    def poll(self, timeout_s: float, handle: Handle) -> None:  # noqa: D102
+    def poll(self, timeout_s: float, handle: Handle) -> None:
         deadline = time.monotonic() + timeout_s
         while True:
             by_ref = {flight.ref: run_id for run_id, flight in self._flights.items()}

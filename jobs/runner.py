@@ -146,7 +146,7 @@ class Worker:
             return False
         try:
             self._execute(job)
-        except Exception:  # noqa: BLE001 - the job boundary: keep the traceback on the job
+        except Exception:  # the job boundary: keep the traceback on the job
             tb = traceback.format_exc()
             log.error("job %s failed:\n%s", job.job_id, tb)
             store_jobs.fail_job(job.job_id, tb, path=self.store_path)
@@ -338,7 +338,7 @@ class Worker:
                 state = self._current
                 if state is not None:
                     self._beat_job(state)
-            except Exception:  # noqa: BLE001 - a missed beat must not kill the worker
+            except Exception:  # a missed beat must not kill the worker
                 log.warning("heartbeat failed", exc_info=True)
 
     # -- data --------------------------------------------------------------------------------

@@ -124,7 +124,7 @@ def execute_run(
         )
     except RunCancelled:
         emit({**base, "kind": "cancelled"})
-    except Exception:  # noqa: BLE001 - the task boundary: every failure becomes a message
+    except Exception:  # the task boundary: every failure becomes a message
         emit({**base, "kind": "error", "traceback": traceback.format_exc()})
 
 

@@ -21,7 +21,14 @@ from pathlib import Path
 
 import duckdb
 
-from store.db import DEFAULT_RETRY, RetryPolicy, StoreError, connect, default_store_path
+from store.db import (
+    DEFAULT_RETRY,
+    RetryPolicy,
+    StoreError,
+    connect,
+    default_store_path,
+    one_value,
+)
 
 _ALIAS = "softgrade_backup"
 
@@ -85,7 +92,7 @@ def backup_store(
 def _copy(store: Path, target: Path, retry: RetryPolicy) -> dict[str, int]:
     """Copy every table of ``store`` into the new file ``target``; return its row counts."""
     with connect(store, read_only=True, retry=retry) as con:
-        catalog = con.execute("SELECT current_database()").fetchone()[0]
+        catalog = one_value(con, "SELECT current_database()")
         quoted = str(target).replace("'", "''")
         con.execute(f"ATTACH '{quoted}' AS {_ALIAS} (READ_WRITE)")
         try:
@@ -103,7 +110,7 @@ def _row_counts(con: duckdb.DuckDBPyConnection, catalog: str) -> dict[str, int]:
             [catalog],
         ).fetchall()
     ]
-    return {t: con.execute(f'SELECT count(*) FROM "{catalog}"."{t}"').fetchone()[0] for t in tables}
+    return {t: one_value(con, f'SELECT count(*) FROM "{catalog}"."{t}"') for t in tables}
 
 
 def _verify(copy: Path, expected: dict[str, int]) -> None:
@@ -111,7 +118,7 @@ def _verify(copy: Path, expected: dict[str, int]) -> None:
     with the schema version, included). The store's version is kept as it is: a backup taken
     before an upgrade is a copy of the old version."""
     with connect(copy, read_only=True) as con:
-        catalog = con.execute("SELECT current_database()").fetchone()[0]
+        catalog = one_value(con, "SELECT current_database()")
         found = _row_counts(con, catalog)
     if found != expected:
         differ = sorted(

@@ -31,7 +31,7 @@ import pandas as pd
 
 from engine.vocab import run_id, seed_ranges
 from store.datasets import dataset_id_for
-from store.db import StoreError, connect
+from store.db import StoreError, connect, one_row, one_value
 
 BUNDLE_VERSION = 1
 #: The reference study shipped with SoftGrade (paper protocol on the phantom, 20 seeds).
@@ -187,8 +187,7 @@ def _copy_tables(
         used = {k: v for k, v in params.items() if f"${k}" in query}
         target = folder / f"{table}.parquet"
         con.execute(f"COPY ({query}) TO '{target}' (FORMAT parquet, COMPRESSION zstd)", used)
-        written = con.execute("SELECT count(*) FROM read_parquet(?)", [str(target)]).fetchone()
-        counts[table] = int(written[0])
+        counts[table] = int(one_value(con, "SELECT count(*) FROM read_parquet(?)", [str(target)]))
     return counts
 
 
@@ -239,12 +238,12 @@ def import_study(bundle: Path | str, *, path: Path | str | None = None) -> Impor
     seeds = tuple(int(s) for s in meta["seeds"])
     with tempfile.TemporaryDirectory() as tmp, connect(path) as con:
         if con.execute("SELECT 1 FROM studies WHERE study_id = ?", [study["study_id"]]).fetchone():
-            runs = con.execute(
-                "SELECT count(*) FROM runs WHERE study_id = ?", [study["study_id"]]
-            ).fetchone()[0]
-            name = con.execute(
-                "SELECT name FROM studies WHERE study_id = ?", [study["study_id"]]
-            ).fetchone()[0]
+            runs = one_value(
+                con, "SELECT count(*) FROM runs WHERE study_id = ?", [study["study_id"]]
+            )
+            name = one_value(
+                con, "SELECT name FROM studies WHERE study_id = ?", [study["study_id"]]
+            )
             return ImportedStudy(study["study_id"], name, False, int(runs), seeds)
         with zipfile.ZipFile(bundle) as zf:
             zf.extractall(tmp, members=[f"{t}.parquet" for t in _TABLES])
@@ -299,7 +298,8 @@ def _register(
 
 def _same_labels(con: duckdb.DuckDBPyConnection, dataset_id: str, parts: dict[str, str]) -> bool:
     """True when the stored dataset grades the same films the same way as the bundle."""
-    differ = con.execute(
+    differ = one_value(
+        con,
         """
         SELECT count(*) FROM (
             (SELECT image_id, task, grade FROM labels WHERE dataset_id = ?
@@ -310,7 +310,7 @@ def _same_labels(con: duckdb.DuckDBPyConnection, dataset_id: str, parts: dict[st
         )
         """,
         [dataset_id, parts["labels"], parts["labels"], dataset_id],
-    ).fetchone()[0]
+    )
     return differ == 0
 
 
@@ -318,14 +318,15 @@ def _same_splits(
     con: duckdb.DuckDBPyConnection, dataset_id: str, seeds: list[int], parts: dict[str, str]
 ) -> bool:
     """True unless the store holds, for one of ``seeds``, a split other than the bundle's."""
-    differ = con.execute(
+    differ = one_value(
+        con,
         """
         SELECT count(*) FROM splits s
         JOIN read_parquet(?) b USING (seed, image_id)
         WHERE s.dataset_id = ? AND s.split <> b.split
         """,
         [parts["splits"], dataset_id],
-    ).fetchone()[0]
+    )
     return differ == 0
 
 
@@ -360,10 +361,10 @@ def _insert_study(
     """The study, a finished job for it, its runs, predictions, epochs and card."""
     study = meta["study"]
     study_id = study["study_id"]
-    runs = con.execute("SELECT count(*) FROM read_parquet(?)", [parts["runs"]]).fetchone()[0]
-    span = con.execute(
-        "SELECT min(created_at), max(created_at) FROM read_parquet(?)", [parts["runs"]]
-    ).fetchone()
+    runs = one_value(con, "SELECT count(*) FROM read_parquet(?)", [parts["runs"]])
+    span = one_row(
+        con, "SELECT min(created_at), max(created_at) FROM read_parquet(?)", [parts["runs"]]
+    )
     con.execute(
         "INSERT INTO studies (study_id, name, dataset_id, spec, created_at) VALUES (?, ?, ?, ?, ?)",
         [study_id, study["name"], dataset_id, json.dumps(study["spec"]), study["created_at"]],
@@ -412,24 +413,6 @@ def imported_card(study_id: str, *, path: Path | str | None = None) -> dict[str,
             "SELECT card FROM imported_studies WHERE study_id = ?", [study_id]
         ).fetchone()
     return json.loads(row[0]) if row else None
-
-
-def bundle_frames(bundle: Path | str) -> dict[str, pd.DataFrame]:
-    """Every table of a bundle as a DataFrame (for analyses straight from the file)."""
-    read_card(bundle)
-    with tempfile.TemporaryDirectory() as tmp:
-        with zipfile.ZipFile(bundle) as zf:
-            zf.extractall(tmp, members=[f"{t}.parquet" for t in _TABLES])
-        con = duckdb.connect()
-        try:
-            return {
-                t: con.execute(
-                    "SELECT * FROM read_parquet(?)", [str(Path(tmp) / f"{t}.parquet")]
-                ).df()
-                for t in _TABLES
-            }
-        finally:
-            con.close()
 
 
 def merge_bundles(
@@ -515,7 +498,8 @@ def _dataset_differences(
     """Tables of the dataset (films, grades) that are not the same in both bundles."""
     problems = []
     for table in ("images", "labels"):
-        differ = con.execute(
+        differ = one_value(
+            con,
             """
             SELECT count(*) FROM (
                 (SELECT * FROM read_parquet($a) EXCEPT SELECT * FROM read_parquet($b))
@@ -523,7 +507,7 @@ def _dataset_differences(
                 (SELECT * FROM read_parquet($b) EXCEPT SELECT * FROM read_parquet($a)))
             """,
             {"a": parts_a[table], "b": parts_b[table]},
-        ).fetchone()[0]
+        )
         if differ:
             problems.append(f"their dataset's {table} differ in {differ} row(s)")
     return problems
@@ -574,9 +558,7 @@ def _merge_tables(
             )
         target = folder / f"{table}.parquet"
         con.execute(f"COPY ({query}) TO '{target}' (FORMAT parquet, COMPRESSION zstd)", files)
-        counts[table] = int(
-            con.execute("SELECT count(*) FROM read_parquet(?)", [str(target)]).fetchone()[0]
-        )
+        counts[table] = int(one_value(con, "SELECT count(*) FROM read_parquet(?)", [str(target)]))
     return counts
 
 

@@ -11,7 +11,7 @@ import duckdb
 import pandas as pd
 
 from engine.vocab import LEGACY_SPLIT_RULE, SPLIT_RULE, TASK_INFO
-from store.db import StoreError, connect
+from store.db import StoreError, connect, one_value
 
 
 def dataset_id_for(spec_key: str) -> str:
@@ -187,9 +187,9 @@ def split_rules(dataset_id: str, *, path: Path | str | None = None) -> pd.DataFr
         Columns ``seed`` and ``rule``, one row per seed with a stored split, by seed.
     """
     with connect(path, read_only=True) as con:
-        recorded = con.execute(
-            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'split_rules'"
-        ).fetchone()[0]
+        recorded = one_value(
+            con, "SELECT count(*) FROM information_schema.tables WHERE table_name = 'split_rules'"
+        )
         join = (
             "LEFT JOIN split_rules r USING (dataset_id, seed)"
             if recorded

@@ -35,10 +35,11 @@ import re
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -49,6 +50,8 @@ SCHEMA_FILE = Path(__file__).with_name("schema.sql")
 
 log = logging.getLogger(__name__)
 _PROCESS_LOCK = threading.RLock()
+# What DuckDB binds to a query's ``?`` (a sequence) or ``$name`` (a mapping) placeholders.
+QueryParams = Sequence[object] | Mapping[str, object]
 
 
 class StoreError(RuntimeError):
@@ -250,6 +253,23 @@ def _rollback_quietly(con: duckdb.DuckDBPyConnection) -> None:
         con.execute("ROLLBACK")
     except duckdb.Error:
         log.debug("rollback after error failed", exc_info=True)
+
+
+def one_row(con: duckdb.DuckDBPyConnection, sql: str, params: QueryParams = ()) -> tuple[Any, ...]:
+    """The row of a query that always returns exactly one (an aggregate, a catalog lookup).
+
+    Raises:
+        StoreError: the query returned no row, which such a query cannot do.
+    """
+    row = con.execute(sql, params).fetchone()
+    if row is None:
+        raise StoreError(f"the store returned no row for: {sql}")
+    return row
+
+
+def one_value(con: duckdb.DuckDBPyConnection, sql: str, params: QueryParams = ()) -> Any:
+    """The single value of a one-row, one-column query, e.g. ``SELECT count(*) ...``."""
+    return one_row(con, sql, params)[0]
 
 
 def init_schema(path: Path | str | None = None) -> None:

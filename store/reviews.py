@@ -15,7 +15,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from store.db import StoreError, connect
+from store.db import StoreError, connect, one_value
 
 #: What a reviewer may decide about a film.
 REVIEW_ACTIONS = ("exclude", "box")
@@ -30,9 +30,9 @@ def _reviews_store(
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """`connect`, with one message when the store predates the crop review table."""
     with connect(path, read_only=read_only) as con:
-        found = con.execute(
-            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'crop_reviews'"
-        ).fetchone()[0]
+        found = one_value(
+            con, "SELECT count(*) FROM information_schema.tables WHERE table_name = 'crop_reviews'"
+        )
         if not found:
             raise StoreError(
                 "this store has no crop review table yet: start `python -m jobs up` (or a "

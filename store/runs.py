@@ -212,22 +212,6 @@ def confusion_counts(
         ).df()
 
 
-def selected_predictions(
-    study_ids: list[str], *, split: str = "test", path: Path | str | None = None
-) -> pd.DataFrame:
-    """Per-image predictions of the selected runs (no probabilities), with the image's
-    dataset, for the relationship analysis."""
-    with connect(path, read_only=True) as con:
-        return con.execute(
-            """
-            SELECT r.study_id, r.task, r.method, r.seed, p.image_id, p.y_true, p.y_pred
-            FROM runs r JOIN predictions p USING (run_id)
-            WHERE r.study_id IN (SELECT unnest(?)) AND r.selected AND p.split = ?
-            """,
-            [study_ids, split],
-        ).df()
-
-
 def selected_probabilities(
     study_ids: list[str], *, split: str = "test", path: Path | str | None = None
 ) -> pd.DataFrame:

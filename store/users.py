@@ -30,7 +30,7 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from store.audit import LOCAL_ACTOR, record_in
-from store.db import StoreError, connect, default_store_path
+from store.db import StoreError, connect, default_store_path, one_row, one_value
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
 MIN_PASSWORD_CHARS = 8
@@ -154,10 +154,11 @@ def other_enabled_admins(name: str, *, path: Path | str | None = None) -> int:
     """How many enabled admin accounts there are besides ``name``."""
     with connect(path, read_only=True) as con:
         return int(
-            con.execute(
+            one_value(
+                con,
                 "SELECT count(*) FROM users WHERE role = 'admin' AND NOT disabled AND name <> ?",
                 [name],
-            ).fetchone()[0]
+            )
         )
 
 
@@ -240,7 +241,7 @@ def has_accounts(*, path: Path | str | None = None) -> bool:
     if not store.exists():
         return False
     with connect(store, read_only=True) as con:
-        return bool(con.execute("SELECT count(*) FROM users WHERE NOT disabled").fetchone()[0])
+        return bool(one_value(con, "SELECT count(*) FROM users WHERE NOT disabled"))
 
 
 def verify_password(name: str, password: str, *, path: Path | str | None = None) -> Account | None:
@@ -280,11 +281,12 @@ def _account(con: duckdb.DuckDBPyConnection, name: str) -> Account:
 
 def _keep_an_admin(con: duckdb.DuckDBPyConnection, name: str, verb: str) -> None:
     """Refuse to leave accounts with no enabled admin to manage them."""
-    admins, others = con.execute(
+    admins, others = one_row(
+        con,
         "SELECT count(*) FILTER (WHERE role = 'admin' AND NOT disabled AND name <> ?), "
         "count(*) FILTER (WHERE name <> ?) FROM users",
         [name, name],
-    ).fetchone()
+    )
     if admins == 0 and others > 0:
         raise StoreError(
             f"{name!r} is the last admin; make another account admin first "
@@ -358,21 +360,6 @@ def validate_session(
                 [_digest(token)],
             )
     return Account(name=row[0], role=Role(row[1]), created_at=row[2], disabled=False)
-
-
-def revoke_session(token: str, *, path: Path | str | None = None) -> None:
-    """End one session (sign-out); unknown tokens are ignored."""
-    with connect(path) as con:
-        con.execute("DELETE FROM sessions WHERE token_sha256 = ?", [_digest(token)])
-
-
-def revoke_user_sessions(name: str, *, path: Path | str | None = None) -> int:
-    """End every session of an account; return how many there were."""
-    with connect(path) as con:
-        rows = con.execute(
-            "DELETE FROM sessions WHERE user_name = ? RETURNING token_sha256", [name]
-        ).fetchall()
-    return len(rows)
 
 
 def sign_in(

@@ -3,7 +3,7 @@
 Input is a long frame of (run, y_true, y_pred, n) counts, as `store.runs.confusion_counts`
 returns, so metrics are computed for thousands of runs at once. Everything here is pandas /
 numpy and returns DataFrames, arrays or plain values; how they read on a page (text, LaTeX,
-CSV, styled tables) is `pages/_tables.py`'s business.
+CSV, styled tables) is `pages/present/tables.py`'s business.
 
 Conventions:
 

@@ -187,7 +187,7 @@ def inspect_film(
             film = _decode_pillow(data)
     except _FilmError as exc:
         return FilmCheck(file, len(data), exc.kind, str(exc))
-    except Exception as exc:  # noqa: BLE001 - any decoder failure means "cannot be read"
+    except Exception as exc:  # any decoder failure means "cannot be read"
         return FilmCheck(file, len(data), "unreadable", f"cannot be decoded ({exc})")
     h, w = film.shape
     digest = hashlib.blake2b(f"{h}x{w}".encode(), digest_size=16)

@@ -26,7 +26,7 @@ def show_map_grid(
     task: str,
     head: str,
     key: str,
-    help: str,  # noqa: A002 - the widget's own name for it
+    help: str,  # the widget's own name for it
     missing: str,
     top: int | None = None,
 ) -> None:

@@ -63,7 +63,7 @@ def _secrets_section(name: str) -> dict[str, Any] | None:
     """A top-level table of ``.streamlit/secrets.toml`` as a dict, or None (no file, no table)."""
     try:
         section = st.secrets.get(name)
-    except Exception:  # noqa: BLE001 - a missing or unparsable secrets file means "not set"
+    except Exception:
         return None
     return section.to_dict() if hasattr(section, "to_dict") else section
 
@@ -85,7 +85,7 @@ def oidc_configured() -> bool:
 def _oidc_signed_in() -> bool:
     try:
         return bool(st.user.is_logged_in)
-    except Exception:  # noqa: BLE001 - runtimes without auth support (AppTest) have no user
+    except Exception:
         return False
 
 
@@ -192,7 +192,7 @@ def client_address() -> str | None:
     """Where the browser is, when Streamlit knows (kept on sessions and studies)."""
     try:
         address = st.context.ip_address
-    except Exception:  # noqa: BLE001 - not every runtime (AppTest) has a request context
+    except Exception:
         return None
     # AppTest's context hands back a stand-in object, not an address.
     return address if isinstance(address, str) else None

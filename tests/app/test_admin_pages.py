@@ -23,7 +23,7 @@ from store import users as store_users
 from store.audit import OIDC_SIGN_IN_DETAIL, read_audit, record
 from store.db import default_store_path
 from store.users import Role
-from tests.app.test_roles import PASSWORD, ROOT, _signed_in
+from tests.helpers.pages import PASSWORD, ROOT, signed_in
 
 
 def _add(at: AppTest, name: str, role: str, password: str, again: str) -> AppTest:
@@ -35,7 +35,7 @@ def _add(at: AppTest, name: str, role: str, password: str, again: str) -> AppTes
 
 
 def test_an_admin_adds_an_account_only_with_the_password_typed_twice_alike(path):
-    at = _signed_in("accounts", "ada", "admin", path).run()
+    at = signed_in("accounts", "ada", "admin", path).run()
     assert not at.exception
     _add(at, "mo", "member", PASSWORD, "something else")
     assert "the two passwords differ" in at.error[0].value
@@ -51,7 +51,7 @@ def test_an_admin_adds_an_account_only_with_the_password_typed_twice_alike(path)
 
 def test_an_admin_sets_a_role_disables_and_removes_an_account(path):
     store_users.add_user("mo", "member", PASSWORD, path=path)
-    at = _signed_in("accounts", "ada", "admin", path).run()
+    at = signed_in("accounts", "ada", "admin", path).run()
     at.selectbox(key="accounts_pick").set_value("mo").run()
     at.selectbox(key="accounts_role_mo").set_value("viewer").run()
     at.button(key="accounts_set_role").click().run()
@@ -69,7 +69,7 @@ def test_an_admin_sets_a_role_disables_and_removes_an_account(path):
 
 def test_the_last_admin_cannot_demote_disable_or_remove_themself(path):
     store_users.add_user("mo", "member", PASSWORD, path=path)
-    at = _signed_in("accounts", "ada", "admin", path).run()
+    at = signed_in("accounts", "ada", "admin", path).run()
     at.selectbox(key="accounts_pick").set_value("ada").run()
     at.selectbox(key="accounts_role_ada").set_value("member").run()
     at.button(key="accounts_set_role").click().run()
@@ -99,7 +99,7 @@ def test_the_first_account_added_in_single_user_mode_is_an_admin(path):
 def test_the_audit_page_lists_lines_and_filters_by_person_action_and_day(path):
     store_users.add_user("mo", "member", PASSWORD, path=path)
     store_users.sign_in("mo", PASSWORD, path=path)
-    at = _signed_in("audit", "ada", "admin", path).run()
+    at = signed_in("audit", "ada", "admin", path).run()
     assert not at.exception
     table = at.dataframe[0].value
     assert list(table.columns) == ["When", "Who", "Action", "Target", "Details"]
@@ -179,7 +179,7 @@ def test_the_accounts_page_lists_people_who_signed_in_with_a_lab_account(
     record(
         "sign_in", actor="kim@lab.org", target="kim@lab.org", detail=OIDC_SIGN_IN_DETAIL, path=path
     )
-    at = _signed_in("accounts", "ada", "admin", path).run()
+    at = signed_in("accounts", "ada", "admin", path).run()
     assert not at.exception
     assert "Lab accounts (the identity provider)" in [h.value for h in at.subheader]
     frames = [d.value for d in at.dataframe]
@@ -192,7 +192,7 @@ def test_the_accounts_page_lists_people_who_signed_in_with_a_lab_account(
 
 
 def test_the_accounts_page_has_no_lab_accounts_section_without_an_identity_provider(path):
-    at = _signed_in("accounts", "ada", "admin", path).run()
+    at = signed_in("accounts", "ada", "admin", path).run()
     assert not at.exception
     assert "Lab accounts (the identity provider)" not in [h.value for h in at.subheader]
 

@@ -5,17 +5,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import duckdb
-
 from store import runs as store_runs
-from tests.app.test_compare import make_store, run_page, texts
+from tests.helpers.pages import copy_home, images, make_store, run_page, texts
 
 PAGE = "../../pages/attention.py"
-
-
-def images(at) -> list:
-    """Every st.image element's images, in page order."""
-    return [img for element in at.get("image") for img in element.proto.imgs]
 
 
 def test_attention_page_maps_every_grade_for_every_method(finished_study, monkeypatch):
@@ -75,18 +68,6 @@ def test_stress_test_redraws_the_knee_at_every_other_grade(finished_study, monke
     assert table.loc[table["CPPD grade"] == 0, "Lift on CPPD signs"].isna().all()
     assert table.loc[table["CPPD grade"] == 3, "Lift on CPPD signs"].notna().all()
     assert len(at.get("arrow_vega_lite_chart") or at.get("vega_lite_chart")) == 2
-
-
-def copy_home(finished_study, home: Path, *ignore: str) -> Path:
-    """A copy of the study's home (leaving out ``ignore`` patterns) whose store points at the
-    copy's own checkpoints, so removing a file there is what the page sees."""
-    shutil.copytree(finished_study.home, home, ignore=shutil.ignore_patterns(*ignore))
-    with duckdb.connect(str(home / "softgrade.duckdb")) as con:
-        con.execute(
-            "UPDATE runs SET checkpoint_path = replace(checkpoint_path, ?, ?)",
-            [str(finished_study.home), str(home)],
-        )
-    return home
 
 
 def test_missing_weights_are_named_not_drawn(finished_study, tmp_path, monkeypatch):

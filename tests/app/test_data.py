@@ -15,7 +15,8 @@ from pages.present.import_view import report_csv
 from store import datasets as store_datasets
 from store.imports import import_problems, latest_import
 from store.reviews import record_review
-from tests.conftest import meta_frame, write_film_folder
+from tests.helpers.films import meta_frame, write_film_folder
+from tests.helpers.stores import V1_SCHEMA
 
 PAGE = Path(__file__).parents[2] / "pages" / "data.py"
 
@@ -138,7 +139,6 @@ def test_splits_of_an_older_store_are_named_as_first_knee_and_mixed_seeds_per_se
     import duckdb
 
     from store.db import default_store_path, init_schema
-    from tests.store.test_migrations import V1_SCHEMA
 
     path = default_store_path()
     con = duckdb.connect(str(path))

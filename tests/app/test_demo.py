@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import numpy as np
-from PIL import Image
 from streamlit import config
 
 from store import runs as store_runs
-from tests.app.test_attention import copy_home, images
-from tests.app.test_compare import run_page, texts
-from tests.conftest import dicom_bytes, phantom_film
+from tests.helpers.films import dicom_bytes, phantom_film, png_bytes
+from tests.helpers.pages import copy_home, images, run_page, texts
 
 PAGE = "../../pages/demo.py"
 
@@ -21,12 +18,6 @@ def _upload(at, name: str, data: bytes, mime: str) -> None:
     """Switch the page to 'Upload a film' and upload one file."""
     at.segmented_control(key="demo_source").set_value("Upload a film").run()
     at.file_uploader(key="demo_upload").upload(name, data, mime).run()
-
-
-def _png(film: np.ndarray) -> bytes:
-    buffer = io.BytesIO()
-    Image.fromarray(film).save(buffer, format="PNG")
-    return buffer.getvalue()
 
 
 def test_a_test_film_is_graded_by_the_best_methods_models(finished_study, monkeypatch):
@@ -55,7 +46,7 @@ def test_an_uploaded_film_is_cropped_to_the_knee_and_graded(finished_study, monk
     at.segmented_control(key="demo_source").set_value("Upload a film").run()
     assert "Upload a film to grade it." in texts(at, "info")
 
-    at.file_uploader(key="demo_upload").upload("knee.png", _png(film), "image/png").run()
+    at.file_uploader(key="demo_upload").upload("knee.png", png_bytes(film), "image/png").run()
 
     assert not at.exception
     captions = [img.caption for img in images(at)]
@@ -102,7 +93,7 @@ def test_an_upload_over_the_limit_gets_one_message_and_nothing_is_written(
         assert not at.exception
         assert texts(at, "error").startswith("big.png is 1.0 MB; Grade a film takes films up to 1")
         assert not at.metric
-        _upload(at, "knee.png", _png(phantom_film(index=0)), "image/png")
+        _upload(at, "knee.png", png_bytes(phantom_film(index=0)), "image/png")
         assert not at.exception and not at.error
         assert [m.label for m in at.metric] == ["KL grade", "CPPD grade"]
     finally:

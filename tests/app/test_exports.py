@@ -11,7 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest, app_test
 
 from pages.present import exports
-from tests.app.test_compare import make_store, run_page
+from tests.helpers.pages import make_store, run_page
 
 RELATIONSHIP = "../../pages/relationship.py"
 COMPARE_KEYS = {

@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from store import datasets as store_datasets
 from store import jobs as store_jobs
-from tests.conftest import meta_frame
+from tests.helpers.films import meta_frame
 
 PAGE = Path(__file__).parents[2] / "pages" / "launch.py"
 

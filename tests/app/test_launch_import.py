@@ -15,7 +15,7 @@ from store import jobs as store_jobs
 from store.datasets import dataset_labels
 from store.imports import latest_import, list_imports
 from store.reviews import record_review
-from tests.conftest import write_film_folder
+from tests.helpers.films import write_film_folder
 
 PAGE = Path(__file__).parents[2] / "pages" / "launch.py"
 

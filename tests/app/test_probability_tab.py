@@ -14,7 +14,7 @@ from pages.present import exports, stat_tables
 from store import runs as store_runs
 from store.bundle import REFERENCE_STUDY, import_study, read_card
 from store.db import init_schema
-from tests.app.test_compare import make_store, run_page, texts
+from tests.helpers.pages import make_store, run_page, texts
 
 TAB = "Probabilities"
 

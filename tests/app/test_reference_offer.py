@@ -5,7 +5,7 @@ from __future__ import annotations
 from pages.present import tables
 from store.bundle import REFERENCE_STUDY, read_card
 from store.db import init_schema
-from tests.app.test_compare import run_page, texts
+from tests.helpers.pages import run_page, texts
 
 
 def test_empty_compare_page_loads_the_reference_study_in_one_click(tmp_path, monkeypatch):

@@ -7,7 +7,7 @@ import pytest
 from store import runs as store_runs
 from store.bundle import export_study, import_study
 from store.db import init_schema
-from tests.app.test_compare import run_page, texts
+from tests.helpers.pages import run_page, texts
 
 NAME = "Reference: paper protocol on the phantom (3 seeds)"
 
@@ -25,6 +25,7 @@ def imported(finished_study, tmp_path_factory):
     return home, store, done.study_id
 
 
+@pytest.mark.slow
 def test_compare_page_shows_the_imported_study(imported, monkeypatch):
     home, store, study_id = imported
     at = run_page(home, monkeypatch)
@@ -37,6 +38,7 @@ def test_compare_page_shows_the_imported_study(imported, monkeypatch):
     assert not texts(at, "warning")  # a finished study: no "partial" warning
 
 
+@pytest.mark.slow
 def test_relationship_page_shows_the_imported_study(imported, monkeypatch):
     home, store, study_id = imported
     at = run_page(home, monkeypatch, "../../pages/relationship.py")

@@ -6,7 +6,7 @@ import numpy as np
 
 from engine.analysis import relationship
 from store import runs as store_runs
-from tests.app.test_compare import make_store, run_page, texts
+from tests.helpers.pages import make_store, run_page, texts
 
 PAGE = "../../pages/relationship.py"
 

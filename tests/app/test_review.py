@@ -20,7 +20,7 @@ from jobs.importer import register_import
 from jobs.review import reviewed_spec
 from pages.present.review_view import review_crops_dir
 from store.reviews import crop_reviews
-from tests.conftest import write_film_folder, write_reviewed_folder
+from tests.helpers.films import write_film_folder, write_reviewed_folder
 
 PAGE = Path(__file__).parents[2] / "pages" / "review.py"
 CACHE_PX = 64
@@ -126,6 +126,7 @@ def test_retrain_is_disabled_with_the_reason_while_too_few_boxes_are_reviewed(pa
     assert read_status() is None
 
 
+@pytest.mark.slow  # trains a detector in a background process
 def test_retrain_trains_in_the_background_then_shows_the_detectors_scores(path, home):
     dataset_id = write_reviewed_folder(home, path, n=8, n_reviewed=8)
     at = _page().run()
@@ -160,6 +161,7 @@ def test_retrain_trains_in_the_background_then_shows_the_detectors_scores(path, 
     assert f"held-out mean IoU {status.held_out['mean_iou']:.3f}" in done and "mAP50" in done
 
 
+@pytest.mark.slow
 def test_a_training_that_died_shows_why_and_retrain_is_offered_again(path, home):
     dataset_id = write_reviewed_folder(home, path, n=8, n_reviewed=8)
     gone = subprocess.Popen([sys.executable, "-c", "pass"])

@@ -14,23 +14,8 @@ from store import runs as store_runs
 from store import studies as store_studies
 from store import users as store_users
 from store.audit import read_audit
-from store.db import StoreError
-from tests.store.test_studies import _rows_of, make_two_studies
-
-ROOT = Path(__file__).parents[2]
-PASSWORD = "correct horse battery"
-
-
-def _signed_in(page: str, name: str, role: str, path: Path) -> AppTest:
-    """The page as ``name`` (added with ``role`` if new), signed in through the store."""
-    try:
-        store_users.get_user(name, path=path)
-    except StoreError:  # not there yet
-        store_users.add_user(name, role, PASSWORD, path=path)
-    _, token = store_users.sign_in(name, PASSWORD, path=path)
-    at = AppTest.from_file(str(ROOT / "pages" / f"{page}.py"), default_timeout=30)
-    at.session_state[TOKEN_KEY] = token
-    return at
+from tests.helpers.pages import PASSWORD, ROOT, signed_in
+from tests.helpers.stores import make_two_studies, rows_of
 
 
 def _queued_by(name: str, path: Path) -> str:
@@ -42,7 +27,7 @@ def _cancel_buttons(at: AppTest) -> list:
 
 
 def test_a_viewer_opening_launch_by_url_gets_the_guard_message_and_no_form(path):
-    at = _signed_in("launch", "vi", "viewer", path).run()
+    at = signed_in("launch", "vi", "viewer", path).run()
     assert not at.exception
     assert "not open to vi (viewer)" in at.error[0].value
     assert not at.text_input and not at.button
@@ -51,7 +36,7 @@ def test_a_viewer_opening_launch_by_url_gets_the_guard_message_and_no_form(path)
 def test_a_viewer_sees_no_cancel_button(path):
     store_users.add_user("ada", "admin", PASSWORD, path=path)
     _queued_by("ada", path)
-    at = _signed_in("queue", "vi", "viewer", path).run()
+    at = signed_in("queue", "vi", "viewer", path).run()
     assert "not open to vi (viewer)" in at.error[0].value
     assert not _cancel_buttons(at)
 
@@ -61,7 +46,7 @@ def test_a_member_cancels_their_own_job_but_not_anothers(path):
     store_users.add_user("mo", "member", PASSWORD, path=path)
     other = _queued_by("ada", path)
     own = _queued_by("mo", path)
-    at = _signed_in("queue", "mo", "member", path).run()
+    at = signed_in("queue", "mo", "member", path).run()
     assert not at.exception
     buttons = {b.key: b for b in _cancel_buttons(at)}
     assert buttons[f"queue_cancel_{other}"].disabled
@@ -74,7 +59,7 @@ def test_a_member_cancels_their_own_job_but_not_anothers(path):
 def test_an_admin_cancels_anyones_job(path):
     store_users.add_user("mo", "member", PASSWORD, path=path)
     job = _queued_by("mo", path)
-    at = _signed_in("queue", "ada", "admin", path).run()
+    at = signed_in("queue", "ada", "admin", path).run()
     button = next(b for b in _cancel_buttons(at) if b.key == f"queue_cancel_{job}")
     assert not button.disabled
     button.click().run()
@@ -123,7 +108,7 @@ def test_single_user_mode_needs_no_sign_in(path):
 def test_through_the_app_a_viewer_opening_launch_gets_its_guard_not_the_default_page(path):
     """app.py keeps the pages a role lacks as hidden entries, so their URL runs the page's
     guard rather than Streamlit's "Page not found" over the viewer's first page."""
-    at = _signed_in("launch", "vi", "viewer", path)
+    at = signed_in("launch", "vi", "viewer", path)
     shell = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30)
     shell.session_state[TOKEN_KEY] = at.session_state[TOKEN_KEY]
     shell.run()
@@ -140,7 +125,7 @@ def test_through_the_app_a_viewer_opening_launch_gets_its_guard_not_the_default_
 @pytest.mark.parametrize("role", ["viewer", "member"])
 def test_a_non_admin_opening_an_admin_page_by_url_sees_only_the_refusal(path, page, role):
     store_users.add_user("ada", "admin", PASSWORD, path=path)
-    at = _signed_in(page, "someone", role, path).run()
+    at = signed_in(page, "someone", role, path).run()
     assert not at.exception
     assert [e.value for e in at.error] == [
         f"**{PAGE_TITLES[page]}** is not open to someone ({role}). Ask an admin for another "
@@ -151,8 +136,8 @@ def test_a_non_admin_opening_an_admin_page_by_url_sees_only_the_refusal(path, pa
 
 def test_an_admin_deletes_a_study_after_typing_its_name_and_the_other_stays(path):
     _, _, _, (doomed, doomed_files), (kept, kept_files) = make_two_studies(path, path.parent)
-    kept_rows = _rows_of(path, kept.study_id)
-    at = _signed_in("queue", "ada", "admin", path).run()
+    kept_rows = rows_of(path, kept.study_id)
+    at = signed_in("queue", "ada", "admin", path).run()
     at.selectbox(key="manage_study").set_value(doomed.study_id).run()
     assert at.button(key="manage_delete").disabled
     at.text_input(key=f"manage_delete_name_{doomed.study_id}").input("doome").run()
@@ -161,9 +146,9 @@ def test_an_admin_deletes_a_study_after_typing_its_name_and_the_other_stays(path
     at.button(key="manage_delete").click().run()
     assert not at.exception
     assert at.success[0].value.startswith("Deleted doomed:")
-    assert set(_rows_of(path, doomed.study_id).values()) == {0}
+    assert set(rows_of(path, doomed.study_id).values()) == {0}
     assert not any(f.exists() for f in doomed_files)
-    assert _rows_of(path, kept.study_id) == kept_rows
+    assert rows_of(path, kept.study_id) == kept_rows
     assert all(f.exists() for f in kept_files)
     assert read_audit(action="delete", path=path).actor.tolist() == ["ada"]
     assert at.selectbox(key="manage_study").value == kept.study_id
@@ -173,12 +158,12 @@ def test_an_admin_archives_a_study_and_the_pickers_hide_it_until_asked(path):
     _, _, _, (doomed, _), (kept, _) = make_two_studies(path, path.parent)
     for study in (doomed, kept):
         store_runs.select_best_runs(study.study_id, path=path)  # results for the pickers
-    at = _signed_in("queue", "ada", "admin", path).run()
+    at = signed_in("queue", "ada", "admin", path).run()
     at.selectbox(key="manage_study").set_value(doomed.study_id).run()
     at.button(key="manage_archive").click().run()
     assert not at.exception
     assert store_studies.get_study(doomed.study_id, path=path).archived
-    picker = _signed_in("explorer", "ada", "admin", path).run()
+    picker = signed_in("explorer", "ada", "admin", path).run()
     assert not picker.exception
     toggle = picker.toggle(key="explorer_study_archived")
     assert toggle.label == "Show archived studies (1)" and not toggle.value
@@ -193,7 +178,7 @@ def test_an_admin_archives_a_study_and_the_pickers_hide_it_until_asked(path):
 
 def test_a_member_renames_and_annotates_their_own_study_but_cannot_archive_or_delete(path):
     _, _, _, (doomed, _), _ = make_two_studies(path, path.parent)  # launched by alice
-    at = _signed_in("queue", "alice", "member", path).run()
+    at = signed_in("queue", "alice", "member", path).run()
     at.selectbox(key="manage_study").set_value(doomed.study_id).run()
     sid = doomed.study_id
     assert not [b for b in at.button if b.key in ("manage_archive", "manage_delete")]
@@ -209,7 +194,7 @@ def test_a_member_renames_and_annotates_their_own_study_but_cannot_archive_or_de
 
 def test_a_member_cannot_edit_another_persons_study(path):
     _, _, _, (doomed, _), _ = make_two_studies(path, path.parent)  # launched by alice
-    at = _signed_in("queue", "mo", "member", path).run()
+    at = signed_in("queue", "mo", "member", path).run()
     at.selectbox(key="manage_study").set_value(doomed.study_id).run()
     assert at.text_input(key=f"manage_name_{doomed.study_id}").disabled
     assert at.button(key="manage_save").disabled

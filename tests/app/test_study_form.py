@@ -13,7 +13,8 @@ from pages.present.study_form import (
     rough_time_text,
     study_size,
 )
-from tests.conftest import meta_frame, tiny_study
+from tests.helpers.films import meta_frame
+from tests.helpers.studies import tiny_study
 
 
 def test_a_preset_fills_every_widget_of_a_phantom_study():

@@ -15,7 +15,7 @@ from engine.analysis.metrics import METRICS
 from engine.analysis.relationship import SeedRelationship
 from engine.vocab import METHODS
 from pages.present import exports, stat_tables, tables
-from tests.engine.test_compare import confusion_counts_of, synthetic_predictions
+from tests.helpers.predictions import confusion_counts_of, synthetic_predictions
 
 
 @pytest.fixture(scope="module")

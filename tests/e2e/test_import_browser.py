@@ -16,20 +16,18 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.conftest import write_film_folder
-
-playwright_api = pytest.importorskip(
-    "playwright.sync_api", reason="playwright is not installed (requirements-dev.txt)"
-)
-from tests.e2e.test_browser import (  # noqa: E402 - after the skip; fixtures used by name
+from tests.helpers.browser import (
     CHROMIUM,
-    app_url,  # noqa: F401
     assert_no_error,
     click_enabled_button,
     open_page,
-    page,  # noqa: F401
     set_number,
     type_until_kept,
+)
+from tests.helpers.films import write_film_folder
+
+pytest.importorskip(
+    "playwright.sync_api", reason="playwright is not installed (requirements-dev.txt)"
 )
 
 pytestmark = pytest.mark.skipif(
@@ -59,8 +57,8 @@ def _store_rows(home: Path, sql: str) -> list[tuple]:
 
 
 def test_import_a_folder_skip_its_bad_film_queue_a_study_and_review_a_crop(
-    app_url: str,  # noqa: F811
-    page: object,  # noqa: F811
+    app_url: str,
+    page: object,
     films_with_one_bad: Path,
     tmp_path: Path,
 ) -> None:

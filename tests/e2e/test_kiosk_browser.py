@@ -12,15 +12,15 @@ from collections.abc import Iterator
 
 import pytest
 
-playwright_api = pytest.importorskip(
-    "playwright.sync_api", reason="playwright is not installed (requirements-dev.txt)"
-)
-from tests.e2e.test_browser import (  # noqa: E402 - after the skip
+from tests.helpers.browser import (
     CHROMIUM,
     PAGE_TIMEOUT_MS,
     assert_no_error,
-    page,  # noqa: F401 - a fixture used by name
     serve_app,
+)
+
+playwright_api = pytest.importorskip(
+    "playwright.sync_api", reason="playwright is not installed (requirements-dev.txt)"
 )
 
 pytestmark = pytest.mark.skipif(
@@ -38,7 +38,7 @@ def app_url(finished_study) -> Iterator[str]:
 
 def test_every_page_url_on_a_kiosk_opens_grade_a_film_at_the_root(
     app_url: str,
-    page: object,  # noqa: F811
+    page: object,
 ) -> None:
     tab = page
     for path in ("/", "/launch", "/queue", "/accounts"):

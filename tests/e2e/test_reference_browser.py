@@ -15,21 +15,20 @@ import re
 
 import pytest
 
-playwright_api = pytest.importorskip(
-    "playwright.sync_api", reason="playwright is not installed (requirements-dev.txt)"
-)
-from engine.vocab import METHODS  # noqa: E402 - after the skip
-from pages.present.tables import REFERENCE_MARK, method_title  # noqa: E402
-from pages.widgets.pickers import REFERENCE_BUTTON  # noqa: E402
-from store.bundle import REFERENCE_STUDY, read_card  # noqa: E402
-from tests.e2e.test_browser import (  # noqa: E402 - fixtures used by name
+from engine.vocab import METHODS
+from pages.present.tables import REFERENCE_MARK, method_title
+from pages.widgets.pickers import REFERENCE_BUTTON
+from store.bundle import REFERENCE_STUDY, read_card
+from tests.helpers.browser import (
     CHROMIUM,
     PAGE_TIMEOUT_MS,
-    app_url,  # noqa: F401
     assert_no_error,
     open_page,
     open_tab,
-    page,  # noqa: F401
+)
+
+playwright_api = pytest.importorskip(
+    "playwright.sync_api", reason="playwright is not installed (requirements-dev.txt)"
 )
 
 # The reference study ships in the repo (examples/): its absence is a failure, not a skip.
@@ -46,8 +45,8 @@ def shows(locator: object, timeout_ms: int = PAGE_TIMEOUT_MS) -> None:
 
 
 def test_an_empty_compare_page_loads_the_bundled_reference_study_in_one_click(
-    app_url: str,  # noqa: F811
-    page: object,  # noqa: F811
+    app_url: str,
+    page: object,
 ) -> None:
     tab = page
     card = read_card(REFERENCE_STUDY)

@@ -20,18 +20,18 @@ from pathlib import Path
 
 import pytest
 
-playwright_api = pytest.importorskip(
-    "playwright.sync_api", reason="playwright is not installed (requirements-dev.txt)"
-)
-from tests.e2e.test_browser import (  # noqa: E402 - after the skip; fixtures used by name
+from tests.helpers.browser import (
     CHROMIUM,
     PAGE_TIMEOUT_MS,
     ROOT,
     STUDY_TIMEOUT_MS,
     assert_no_error,
-    page,  # noqa: F401
     queue_quick_study,
     serve_app,
+)
+
+playwright_api = pytest.importorskip(
+    "playwright.sync_api", reason="playwright is not installed (requirements-dev.txt)"
 )
 
 pytestmark = pytest.mark.skipif(
@@ -104,7 +104,7 @@ def queue_tiny_study(tab: object) -> None:
 
 def test_a_member_launches_and_a_viewer_reads_results_but_cannot_launch(
     app_url: str,
-    page: object,  # noqa: F811
+    page: object,
 ) -> None:
     tab = page
     tab.goto(f"{app_url}/")

@@ -23,6 +23,7 @@ from statsmodels.stats.anova import anova_lm
 from engine.analysis import compare, stats
 from engine.soft_labels import grid_size
 from engine.vocab import order_methods
+from tests.helpers.predictions import confusion_counts_of, synthetic_predictions
 
 # The paper's Table 4 Average rows as printed (mean, std), paper.tex lines ~450 and ~458.
 PAPER_AVERAGES = {
@@ -58,38 +59,6 @@ PAPER_MARKS = {
     ("KL", "amae"): ("beta", "exponential"),
     ("KL", "mmae"): ("beta", "exponential"),
 }
-
-
-def synthetic_predictions(seed: int = 0) -> pd.DataFrame:
-    """Per-image predictions of 2 tasks × 3 methods × 4 seeds with method-dependent noise."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    quality = {"nominal": 0.4, "beta": 0.7, "triangular": 0.6}
-    for task, n_classes in (("KL", 5), ("CPPD", 4)):
-        for method, exact in quality.items():
-            for s in range(4):
-                y_true = rng.integers(0, n_classes, 60)
-                noise = rng.integers(-1, 2, 60) * (rng.random(60) > exact)
-                y_pred = np.clip(y_true + noise, 0, n_classes - 1)
-                rows.append(
-                    pd.DataFrame(
-                        {
-                            "study_id": "st",
-                            "run_id": f"{task}-{method}-{s}",
-                            "task": task,
-                            "method": method,
-                            "seed": s,
-                            "y_true": y_true,
-                            "y_pred": y_pred,
-                        }
-                    )
-                )
-    return pd.concat(rows, ignore_index=True)
-
-
-def confusion_counts_of(images: pd.DataFrame) -> pd.DataFrame:
-    keys = ["study_id", "run_id", "task", "method", "seed", "y_true", "y_pred"]
-    return images.groupby(keys).size().rename("n").reset_index()
 
 
 @pytest.fixture(scope="module")

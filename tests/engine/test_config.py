@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from engine.config import SpecError, StudySpec, TrainConfig
-from tests.conftest import tiny_study
+from tests.helpers.studies import tiny_study
 
 
 def test_tiny_study_parses_and_round_trips():

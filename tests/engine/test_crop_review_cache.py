@@ -11,7 +11,7 @@ from engine.config import DatasetSpec
 from engine.datasets import cache_dir_for, make_splits, prepare_dataset
 from engine.detect import crop_and_resize
 from engine.films import best_knee, read_film_file, write_review_csv
-from tests.conftest import write_film_folder
+from tests.helpers.films import write_film_folder
 
 SIZE = 64
 

@@ -15,6 +15,7 @@ from engine import gradcam
 from engine.datasets import load_masks, make_splits, open_prepared
 from engine.phantom import MASK_BITS, PhantomSpec
 from engine.train import build_model
+from tests.helpers.films import meta_frame
 
 
 @pytest.fixture
@@ -153,7 +154,6 @@ def test_stress_table_reports_prediction_and_lift_per_level(model, tiny_phantom:
 
 
 def test_cooccurrence_films_group_top_grade_test_films_by_the_other_grade():
-    from tests.conftest import meta_frame
 
     meta = meta_frame(n_patients=200, seed=3)
     splits = make_splits(meta, 0)

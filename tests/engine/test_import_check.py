@@ -15,7 +15,7 @@ from engine.films import (
     clean_labels,
     write_clean_labels,
 )
-from tests.conftest import phantom_film, png_bytes, write_faulty_folder, write_film_folder
+from tests.helpers.films import phantom_film, png_bytes, write_faulty_folder, write_film_folder
 
 
 @pytest.fixture(scope="module")

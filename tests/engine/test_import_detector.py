@@ -23,7 +23,7 @@ from engine.detect import (
 )
 from engine.films import check_import, inspect_files, locate_knees, read_film_file
 from engine.phantom import PhantomSpec
-from tests.conftest import fake_detector, write_film_folder
+from tests.helpers.films import fake_detector, write_film_folder
 
 TINY = {"image_size": 64, "epochs": 2, "device": "cpu"}
 
@@ -104,6 +104,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, DetectorRec
     return out, record
 
 
+@pytest.mark.slow
 def test_the_import_check_locates_knees_with_the_trained_detector_in_every_worker(
     trained, tmp_path
 ):
@@ -127,6 +128,7 @@ def test_the_import_check_locates_knees_with_the_trained_detector_in_every_worke
     assert any(record.key in note for note in report.notes)
 
 
+@pytest.mark.slow
 def test_the_cache_is_cropped_by_the_datasets_detector_and_rebuilt_for_another(trained, tmp_path):
     detectors, record = trained
     folder, csv, _ = write_film_folder(tmp_path, n=3, n_joint=3, seed=1)
@@ -147,6 +149,7 @@ def test_the_cache_is_cropped_by_the_datasets_detector_and_rebuilt_for_another(t
     assert list(meta["knee_confidence"]) != list(classical["knee_confidence"])
 
 
+@pytest.mark.slow
 def test_a_process_that_loaded_a_detector_still_names_a_text_file_as_one(trained, tmp_path):
     # ultralytics patches PIL.Image.open on import (a HEIF plugin it would download).
     detectors, record = trained

@@ -14,7 +14,7 @@ from engine.config import DatasetSpec
 from engine.datasets import prepare_dataset
 from engine.detect import box_iou
 from engine.films import check_import, labelled_boxes, read_labels, write_clean_labels
-from tests.conftest import dicom_bytes, phantom_film, write_bilateral_folder
+from tests.helpers.films import dicom_bytes, phantom_film, write_bilateral_folder
 
 SIZE = 64
 

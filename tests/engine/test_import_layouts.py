@@ -15,7 +15,7 @@ from engine.films import (
     patient_from_stem,
     write_clean_labels,
 )
-from tests.conftest import dicom_bytes, phantom_film, png_bytes, write_film_folder
+from tests.helpers.films import dicom_bytes, phantom_film, png_bytes, write_film_folder
 
 
 def _film(i: int) -> np.ndarray:

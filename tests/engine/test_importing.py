@@ -12,7 +12,7 @@ from PIL import Image
 from engine.config import DatasetSpec
 from engine.datasets import prepare_dataset
 from engine.films import decode_film
-from tests.conftest import dicom_bytes, write_film_folder
+from tests.helpers.films import dicom_bytes, write_film_folder
 
 
 def test_imported_folder_becomes_a_cache_like_the_phantom(tmp_path):

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from engine.datasets import make_splits
-from tests.conftest import meta_frame
+from tests.helpers.films import meta_frame
 
 
 def test_split_fractions_are_close_to_the_papers():

@@ -94,6 +94,7 @@ print("ok")
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="no triton here")
 def test_the_triton_max_pool_kernels_match_aten_in_the_interpreter():
     """Runs the kernels themselves on the CPU through Triton's interpreter."""

@@ -45,6 +45,7 @@ def _config(**kw) -> TrainConfig:
     return TrainConfig(**base)
 
 
+@pytest.mark.slow
 def test_one_run_gives_probabilities_for_val_and_test(images, labels):
     result = fit(_config(), _split(images, labels))
     assert result.val_probs.shape == (4, 4) and result.test_probs.shape == (4, 4)
@@ -53,6 +54,7 @@ def test_one_run_gives_probabilities_for_val_and_test(images, labels):
     assert result.weights_init == "random"
 
 
+@pytest.mark.slow
 def test_early_stopping_keeps_the_best_epoch_by_validation_loss(images, labels):
     result = fit(_config(max_epochs=30, patience=2, lr=1e-2), _split(images, labels))
     val_losses = [h.val_loss for h in result.history]
@@ -60,12 +62,14 @@ def test_early_stopping_keeps_the_best_epoch_by_validation_loss(images, labels):
     assert result.epochs_run <= result.best_epoch + 2
 
 
+@pytest.mark.slow
 def test_same_seed_gives_the_same_run(images, labels):
     a = fit(_config(), _split(images, labels))
     b = fit(_config(), _split(images, labels))
     np.testing.assert_allclose(a.test_probs, b.test_probs, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_cancel_stops_at_an_epoch_boundary(images, labels):
     epochs = []
     with pytest.raises(RunCancelled):
@@ -78,6 +82,7 @@ def test_cancel_stops_at_an_epoch_boundary(images, labels):
     assert len(epochs) == 2
 
 
+@pytest.mark.slow
 def test_checkpoint_survives_a_round_trip(tmp_path, images, labels):
     config = _config(max_epochs=1)
     result = fit(config, _split(images, labels))
@@ -122,6 +127,7 @@ def _brightness_problem() -> tuple[TaskSplit, torch.Tensor]:
     return data, y[80:]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("batch_size", [16, 24])
 @pytest.mark.parametrize("method", ["nominal", "triangular"])
 def test_fast_path_learns_like_the_plain_path(device, method, batch_size):
@@ -161,6 +167,7 @@ def test_graph_loss_equals_dlordinal_loss(method):
     torch.testing.assert_close(soft_target_cross_entropy(logits, matrix[y]), expected)
 
 
+@pytest.mark.slow
 def test_a_leftover_batch_of_one_image_does_not_break_batch_norm(images, labels):
     data = TaskSplit(
         images[:5],
@@ -234,6 +241,7 @@ def _train_and_watch(trainer: Trainer, config: TrainConfig, data: TaskSplit):
     return result, epochs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", ["cpu-fast", "cuda-graphs"])
 def test_every_path_takes_the_same_steps_over_the_same_films(path):
     """The plain path (CPU) and the fast path (CPU variant, or CUDA graphs with a tail graph)

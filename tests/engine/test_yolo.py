@@ -76,18 +76,22 @@ def trained(tmp_path_factory: pytest.TempPathFactory, phantom):
     }
 
 
+@pytest.mark.slow
 def test_training_fetches_nothing(trained):
     assert trained["attempts"] == []
 
 
+@pytest.mark.slow
 def test_ultralytics_leaves_the_process_thread_settings_alone(trained):
     assert (torch.get_num_threads(), os.environ.get("OMP_NUM_THREADS")) == trained["threads"]
 
 
+@pytest.mark.slow
 def test_training_reports_progress_every_epoch(trained):
     assert trained["epochs"] == [(1, 2), (2, 2)]
 
 
+@pytest.mark.slow
 def test_ultralytics_runs_offline_with_local_fonts(trained):
     import ultralytics
     from ultralytics.utils import USER_CONFIG_DIR
@@ -100,6 +104,7 @@ def test_ultralytics_runs_offline_with_local_fonts(trained):
     assert ultralytics.utils.ONLINE is False
 
 
+@pytest.mark.slow
 def test_the_detector_is_a_file_under_its_key_with_a_record(trained, phantom):
     record: DetectorRecord = trained["record"]
     folder = trained["out"] / record.key
@@ -118,6 +123,7 @@ def test_the_detector_is_a_file_under_its_key_with_a_record(trained, phantom):
     assert not list(trained["out"].glob(".*.partial"))
 
 
+@pytest.mark.slow
 def test_the_same_input_gives_the_same_key_and_reuses_the_detector(trained, phantom):
     films, boxes = phantom
     again = train_detector(films, boxes, out_dir=trained["out"], **TINY)
@@ -138,6 +144,7 @@ def test_the_key_changes_with_pixels_boxes_and_settings(phantom):
     assert detector_key(films, boxes, {**settings, "epochs": 3}) != key
 
 
+@pytest.mark.slow
 def test_detect_returns_at_most_two_knees_in_film_pixels(trained, phantom):
     detector: KneeDetector = trained["detector"]
     films, _ = phantom
@@ -153,6 +160,7 @@ def test_detect_returns_at_most_two_knees_in_film_pixels(trained, phantom):
     assert all(isinstance(k, KneeDetection) for k in find_knees(wide, detector=detector))
 
 
+@pytest.mark.slow
 def test_load_detector_takes_the_weights_file_and_refuses_a_folder_without_one(trained, tmp_path):
     record = trained["record"]
     loaded = load_detector(Path(record.path))
@@ -178,6 +186,7 @@ def test_write_yolo_dataset_writes_normalised_boxes_and_the_held_out_split(tmp_p
     )
 
 
+@pytest.mark.slow
 def test_bad_training_input_is_refused_with_every_problem_named(tmp_path):
     films = [
         np.zeros((50, 50), np.uint8),
@@ -218,6 +227,7 @@ def test_phantom_films_draws_exactly_n_films_bilateral_ones_right_knee_first():
         phantom_films(0, seed=9)
 
 
+@pytest.mark.slow
 def test_a_fresh_process_keeps_torchs_threads_when_ultralytics_loads(tmp_path):
     # ultralytics sets OMP_NUM_THREADS=1 on import; torch loaded after it would run on one
     # thread (CPU training at half speed on 2 cores) and pass that on to child processes.

@@ -23,6 +23,8 @@ from jobs.demo_bundle import DemoBundleError, export_demo, fresh_demo_home, unpa
 from jobs.kiosk import KioskSettings, kiosk_settings
 from store import runs as store_runs
 from store import users as store_users
+from tests.helpers.films import phantom_film, png_bytes, write_film_folder
+from tests.helpers.studies import tiny_study
 
 APP = Path(__file__).parents[2] / "app.py"
 
@@ -85,6 +87,7 @@ def test_the_demo_bundle_holds_the_best_seeds_models_films_and_card(finished_stu
     assert {m["file"] for m in manifest["models"]} | {f["file"] for f in manifest["films"]} <= names
 
 
+@pytest.mark.slow
 def test_the_demo_bundle_opened_in_a_fresh_folder_shows_a_grade(bundles, monkeypatch):
     home, bundle = fresh_demo_home(bundles["one"])
     try:
@@ -103,6 +106,7 @@ def test_the_demo_bundle_opened_in_a_fresh_folder_shows_a_grade(bundles, monkeyp
     assert not home.exists()
 
 
+@pytest.mark.slow
 def test_a_bundle_of_every_seed_shows_how_much_the_seeds_agree(bundles, monkeypatch):
     home, bundle = fresh_demo_home(bundles["all"])
     try:
@@ -169,6 +173,7 @@ def _rewrite(source: Path, out: Path, *, drop: str = "", manifest: dict | None =
     return out
 
 
+@pytest.mark.slow
 def test_bad_bundles_get_one_clear_message_and_leave_nothing(bundles, tmp_path):
     with zipfile.ZipFile(bundles["one"]) as zf:
         manifest = json.loads(zf.read("manifest.json"))
@@ -231,6 +236,7 @@ def test_export_demo_cli_writes_a_bundle_and_refuses_a_seed_without_weights(
     assert demo_bundle.DEMO_BUNDLE_VERSION == 1
 
 
+@pytest.mark.slow
 def test_up_demo_serves_on_every_interface_without_accounts_and_cleans_up(bundles, tmp_path):
     """A real ``up --demo`` process: 0.0.0.0 is allowed (the kiosk can only grade), the app
     answers, and SIGTERM removes the temporary folder the bundle was unpacked into."""
@@ -283,7 +289,6 @@ def detector_study(tmp_path_factory) -> tuple[Path, Path, str, str]:
     from jobs.runner import Worker
     from store import jobs as store_jobs
     from store.db import init_schema
-    from tests.conftest import tiny_study, write_film_folder
 
     home = tmp_path_factory.mktemp("detector-study")
     films, boxes = phantom_detection_set(
@@ -304,12 +309,11 @@ def detector_study(tmp_path_factory) -> tuple[Path, Path, str, str]:
     return home, store, job.study_id, record.key
 
 
+@pytest.mark.slow
 def test_a_bundle_carries_the_trained_detector_its_films_were_cropped_with_and_uploads_use_it(
     detector_study, tmp_path, monkeypatch
 ):
     import engine.detect.yolo
-    from tests.app.test_demo import _png
-    from tests.conftest import phantom_film
 
     home, store, study_id, key = detector_study
     out = export_demo(study_id, tmp_path / "demo.zip", home=home, path=store).path
@@ -332,7 +336,7 @@ def test_a_bundle_carries_the_trained_detector_its_films_were_cropped_with_and_u
         at = _kiosk_app(monkeypatch, demo_home, KioskSettings(demo_dir=bundle.folder))
         at.segmented_control(key="demo_source").set_value("Upload a film").run()
         film = phantom_film(index=0)
-        at.file_uploader(key="demo_upload").upload("knee.png", _png(film), "image/png").run()
+        at.file_uploader(key="demo_upload").upload("knee.png", png_bytes(film), "image/png").run()
         assert not at.exception, [e.value for e in at.exception]
         assert [m.label for m in at.metric] == ["KL grade", "CPPD grade"]
         assert loaded == [bundle.detector_dir]  # the bundle's own copy, not the lab's

@@ -28,7 +28,8 @@ from store.datasets import register_dataset
 from store.db import default_store_path, init_schema
 from store.reviews import record_review
 from store.users import Account, Role
-from tests.conftest import meta_frame, run_jobs_cli, write_reviewed_folder
+from tests.helpers.films import meta_frame, write_film_folder, write_reviewed_folder
+from tests.helpers.studies import run_jobs_cli
 
 TINY = ["--image-size", "64", "--epochs", "2", "--device", "cpu"]
 
@@ -45,6 +46,7 @@ def _cli(home: Path, *args: str) -> subprocess.CompletedProcess:
     return run_jobs_cli(home, "detector", *args, timeout=600)
 
 
+@pytest.mark.slow
 def test_the_cli_trains_a_tiny_detector_on_phantom_films_and_lists_it(tmp_path):
     done = _cli(tmp_path, "train", "--phantom", "16", "--film-size", "160", "160", *TINY)
     assert done.returncode == 0, done.stderr
@@ -113,6 +115,7 @@ def test_a_bilateral_film_trains_only_when_both_its_knees_are_reviewed(store):
     assert "1 film(s) with reviewed or given boxes (1 more have a knee without" in films.too_few()
 
 
+@pytest.mark.slow  # trains a detector in a background process
 def test_start_training_runs_in_the_background_until_the_status_says_finished(
     store, home, tmp_path
 ):
@@ -149,6 +152,7 @@ def test_a_viewer_may_not_start_a_training_and_too_few_films_are_refused(store, 
     assert read_status() is None  # nothing was started
 
 
+@pytest.mark.slow
 def test_a_training_whose_process_is_gone_reads_as_failed(home):
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
@@ -167,7 +171,6 @@ def test_boxes_given_in_the_labels_csv_train_too_unless_reviewed_or_excluded(sto
     from engine.films import check_import
     from engine.phantom import PhantomSpec, render_film
     from jobs.importer import register_import
-    from tests.conftest import write_film_folder
 
     folder, csv, labels = write_film_folder(tmp_path, n=10, n_joint=10, seed=2)
     spec = PhantomSpec(n_images=10, n_joint=10, seed=2)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pandas as pd
@@ -15,11 +14,8 @@ from store import jobs as store_jobs
 from store.datasets import dataset_labels, load_splits
 from store.db import connect
 from store.imports import import_problems, latest_import, list_imports
-from tests.conftest import run_jobs_cli, tiny_study, write_faulty_folder, write_film_folder
-
-
-def run_import(home: Path, *args: str) -> subprocess.CompletedProcess:
-    return run_jobs_cli(home, "import", *args)
+from tests.helpers.films import write_faulty_folder, write_film_folder
+from tests.helpers.studies import run_import, tiny_study
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +31,7 @@ def _datasets(home: Path) -> int:
         return con.execute("SELECT count(*) FROM datasets").fetchone()[0]
 
 
+@pytest.mark.slow
 def test_check_names_every_fault_by_file_and_registers_nothing(faulty, tmp_path):
     done = run_import(tmp_path, str(faulty.folder), "--check")
     assert done.returncode == 1, done.stderr
@@ -48,6 +45,7 @@ def test_check_names_every_fault_by_file_and_registers_nothing(faulty, tmp_path)
     assert _datasets(tmp_path) == 0 and not (tmp_path / "imports").exists()
 
 
+@pytest.mark.slow
 def test_an_import_with_bad_films_registers_nothing_unless_told_to_skip_them(faulty, tmp_path):
     refused = run_import(tmp_path, str(faulty.folder))
     assert refused.returncode == 1
@@ -55,6 +53,7 @@ def test_an_import_with_bad_films_registers_nothing_unless_told_to_skip_them(fau
     assert _datasets(tmp_path) == 0
 
 
+@pytest.mark.slow
 def test_skip_bad_registers_exactly_the_good_films_and_keeps_the_report(faulty, tmp_path):
     done = run_import(tmp_path, str(faulty.folder), "--skip-bad", "--name", "planted")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -86,6 +85,7 @@ def test_skip_bad_registers_exactly_the_good_films_and_keeps_the_report(faulty, 
     assert set(split.index + ".png") == set(faulty.good)
 
 
+@pytest.mark.slow
 def test_a_clean_folder_checks_clean_and_registers(tmp_path):
     folder, csv, _ = write_film_folder(tmp_path, n=30, n_joint=30, seed=6)
     table = pd.read_csv(csv)
@@ -100,6 +100,7 @@ def test_a_clean_folder_checks_clean_and_registers(tmp_path):
     assert _datasets(tmp_path / "home") == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from PIL import Image
 
 from engine.films import check_import
 from jobs.importer import import_detector, register_import
 from store.datasets import dataset_labels
 from store.imports import latest_import, list_imports
-from tests.conftest import fake_detector, write_bilateral_folder, write_film_folder
-from tests.jobs.test_import_cli import run_import
+from tests.helpers.films import fake_detector, write_bilateral_folder, write_film_folder
+from tests.helpers.studies import run_import
 
 
 def test_the_registered_dataset_names_the_detector_and_the_import_keeps_its_scores(tmp_path, store):
@@ -35,6 +36,7 @@ def test_the_registered_dataset_names_the_detector_and_the_import_keeps_its_scor
     assert latest_import(classical.dataset_id, path=store).detector == "classical"
 
 
+@pytest.mark.slow
 def test_an_unknown_detector_key_is_one_message_listing_the_trained_ones(tmp_path):
     home = tmp_path / "home"
     fake_detector(home / "detectors", "abc0000000000000", "2026-03-01T10:00:00+00:00")
@@ -48,6 +50,7 @@ def test_an_unknown_detector_key_is_one_message_listing_the_trained_ones(tmp_pat
     assert "abc0000000000000" in lines[0] and "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_a_bilateral_folder_imports_one_image_per_knee(tmp_path):
     folder, truth = write_bilateral_folder(tmp_path, n_patients=2)
     home = tmp_path / "home"

@@ -23,6 +23,7 @@ def bundle(finished_study, tmp_path_factory):
     )
 
 
+@pytest.mark.slow
 def test_import_study_loads_the_bundle_once(home, bundle, capsys):
     assert main(["import-study", str(bundle)]) == 0
     said = capsys.readouterr().out

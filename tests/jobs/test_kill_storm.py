@@ -19,8 +19,8 @@ from store import jobs as store_jobs
 from store import runs as store_runs
 from store.db import connect, init_schema
 from store.runs import PAUSE_IN_RECORD_ENV
-from tests.conftest import tiny_study
-from tests.jobs.test_worker_process import _incomplete_runs, _start_worker, _wait_for
+from tests.helpers.studies import tiny_study
+from tests.helpers.workers import incomplete_runs, start_worker, wait_for
 
 pytestmark = pytest.mark.slow
 RANDOM_KILLS = 4
@@ -92,20 +92,20 @@ def test_five_kills_during_one_study_lose_nothing_and_store_every_run_once(home,
     os.environ[PAUSE_IN_RECORD_ENV] = str(marker)  # read by the worker processes only
     try:
         # Kill 1: inside the transaction that writes the first finished run.
-        worker = _start_worker(home)
-        _wait_for(marker.exists, 180, f"the first run's write {why}")
+        worker = start_worker(home)
+        wait_for(marker.exists, 180, f"the first run's write {why}")
         _assert_no_orphans(_kill(worker, "mid-write"), "mid-write")
         assert store_runs.finished_run_ids(study_id, path=store) == set(), why
         # Kills 2-5: a random moment after each new worker has claimed the job.
         for k in range(RANDOM_KILLS):
-            worker = _start_worker(home)
-            _wait_for(lambda w=worker: _claimed_by(store, w.pid, job_id), 120, f"claim {why}")
+            worker = start_worker(home)
+            wait_for(lambda w=worker: _claimed_by(store, w.pid, job_id), 120, f"claim {why}")
             time.sleep(rng.uniform(0.0, 4.0))
             _assert_no_orphans(_kill(worker, f"kill {k + 2}"), f"kill {k + 2}")
-            assert _incomplete_runs(store) == 0, why
-        worker = _start_worker(home)
+            assert incomplete_runs(store) == 0, why
+        worker = start_worker(home)
         try:
-            _wait_for(
+            wait_for(
                 lambda: store_jobs.get_job(job_id, path=store).status == "succeeded",
                 240,
                 f"the job to finish {why}",
@@ -117,7 +117,7 @@ def test_five_kills_during_one_study_lose_nothing_and_store_every_run_once(home,
         os.environ.pop(PAUSE_IN_RECORD_ENV, None)
     runs = store_runs.list_runs([study_id], path=store)
     assert set(runs.run_id) == planned and runs.run_id.is_unique, why
-    assert _incomplete_runs(store) == 0
+    assert incomplete_runs(store) == 0
     with connect(store, read_only=True) as con:
         per_run = con.execute(
             "SELECT run_id, count(*) FROM predictions GROUP BY run_id ORDER BY 1"

@@ -13,7 +13,7 @@ from store import jobs as store_jobs
 from store import users
 from store.audit import read_audit
 from store.db import connect, init_schema
-from tests.conftest import run_jobs_cli
+from tests.helpers.studies import run_jobs_cli
 
 
 @pytest.fixture
@@ -122,6 +122,7 @@ def _cli(home: Path, *args: str) -> subprocess.CompletedProcess:
     return run_jobs_cli(home, *args, timeout=120)
 
 
+@pytest.mark.slow
 def test_up_beyond_loopback_without_accounts_refuses_to_start(home):
     done = _cli(home, "up", "--host", "0.0.0.0", "--port", "1")
     assert done.returncode == 2
@@ -132,6 +133,7 @@ def test_up_beyond_loopback_without_accounts_refuses_to_start(home):
     assert proxied.returncode == 2 and "behind a reverse proxy" in proxied.stderr
 
 
+@pytest.mark.slow
 def test_damaged_store_is_one_message_from_the_cli(home):
     (home / "softgrade.duckdb").write_bytes(b"this is not a database" * 100)
     done = _cli(home, "users", "list")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from engine.config import StudySpec
 from jobs.executors import (
@@ -19,7 +20,7 @@ from jobs.runner import Worker
 from store import jobs as store_jobs
 from store import runs as store_runs
 from store.db import init_schema
-from tests.conftest import tiny_study
+from tests.helpers.studies import tiny_study
 
 
 def test_a_gpus_slots_are_spread_evenly_over_its_processes_as_lanes():
@@ -54,6 +55,7 @@ def _train(executor: Executor, home: Path, device: str) -> tuple[str, list[tuple
     return store_jobs.get_job(job_id, path=store).study_id, finished
 
 
+@pytest.mark.slow  # trains in two lanes
 def test_two_lanes_of_one_process_both_train_and_match_one_slot_run_by_run(tmp_path, device):
     lanes_home, alone_home = tmp_path / "lanes", tmp_path / "alone"
     lanes_home.mkdir()

@@ -6,6 +6,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 import torch
 
 from engine.config import StudySpec
@@ -16,7 +17,7 @@ from store import jobs as store_jobs
 from store import studies
 from store.db import init_schema
 from store.studies import ENVIRONMENT_FIELDS
-from tests.conftest import tiny_study
+from tests.helpers.studies import tiny_study
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -73,6 +74,7 @@ def test_card_renders_as_one_comment_line_per_field():
     )
 
 
+@pytest.mark.slow
 def test_worker_records_its_environment_with_the_study_it_trains(tmp_path):
     store = tmp_path / "softgrade.duckdb"
     init_schema(store)

@@ -19,7 +19,7 @@ from jobs.slots import RunTask
 from store import jobs as store_jobs
 from store import runs as store_runs
 from store.db import connect
-from tests.conftest import tiny_study
+from tests.helpers.studies import tiny_study
 
 pytestmark = pytest.mark.slow
 

@@ -16,7 +16,8 @@ from store import jobs as store_jobs
 from store.datasets import dataset_labels, load_splits
 from store.db import connect
 from store.reviews import record_review
-from tests.conftest import tiny_study, write_film_folder
+from tests.helpers.films import write_film_folder
+from tests.helpers.studies import tiny_study
 
 
 @pytest.fixture
@@ -34,6 +35,7 @@ def test_without_a_review_the_spec_is_the_imported_one(imported, store):
     assert reviewed.spec == done.spec and not reviewed.reviewed
 
 
+@pytest.mark.slow
 def test_a_study_on_the_reviewed_spec_never_splits_an_excluded_film(imported, store):
     done, home = imported
     images = dataset_labels(done.dataset_id, path=store)["image_id"].tolist()

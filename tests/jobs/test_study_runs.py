@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import contextlib
 
+import pytest
+
 from engine.config import StudySpec
 from jobs.executors import InlineExecutor
 from jobs.runner import Worker
 from store import jobs as store_jobs
 from store import runs as store_runs
 from store.db import connect
-from tests.conftest import tiny_study, write_film_folder
+from tests.helpers.films import write_film_folder
+from tests.helpers.studies import tiny_study
 
 
 def test_finished_study_stores_every_run_with_val_and_test_predictions(finished_study):
@@ -27,6 +30,7 @@ def test_finished_study_stores_every_run_with_val_and_test_predictions(finished_
     assert (splits == {"val", "test"}).all()
 
 
+@pytest.mark.slow
 def test_selection_keeps_lowest_validation_amae_and_its_checkpoint(tmp_path):
     store = tmp_path / "softgrade.duckdb"
     spec = StudySpec.from_dict(tiny_study(methods=["nominal"], tasks=["CPPD"], budget=3))
@@ -52,6 +56,7 @@ class _StopsAfterFirstRun(Worker):
         raise KeyboardInterrupt
 
 
+@pytest.mark.slow  # trains the study's runs
 def test_an_interrupted_job_is_handed_back_and_resumes_without_redoing_runs(tmp_path):
     store = tmp_path / "softgrade.duckdb"
     spec = StudySpec.from_dict(tiny_study(methods=["nominal", "beta"], tasks=["CPPD"]))
@@ -84,6 +89,7 @@ def _spy(handle, seen):
     return wrapped
 
 
+@pytest.mark.slow
 def test_a_raising_run_fails_the_job_with_its_traceback(tmp_path, monkeypatch):
     import engine.train
 
@@ -110,6 +116,7 @@ class _NotesInFlightAtRecord(Worker):
         super()._record(state, msg)
 
 
+@pytest.mark.slow
 def test_a_slot_gets_its_next_run_before_the_finished_one_is_stored(tmp_path):
     store = tmp_path / "softgrade.duckdb"
     spec = StudySpec.from_dict(tiny_study(methods=["nominal"], tasks=["CPPD"], budget=3))
@@ -121,6 +128,7 @@ def test_a_slot_gets_its_next_run_before_the_finished_one_is_stored(tmp_path):
     assert worker.in_flight_at_record == [1, 1, 0]
 
 
+@pytest.mark.slow
 def test_a_study_on_an_imported_folder_of_dicom_films_trains_and_is_stored(tmp_path):
     folder, csv, _ = write_film_folder(tmp_path, n=40, n_joint=40, seed=6, fmt="dcm")
     dataset = {"kind": "folder", "path": str(folder), "labels_csv": str(csv)}

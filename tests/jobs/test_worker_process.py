@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -15,62 +14,21 @@ import pytest
 from engine.config import StudySpec
 from store import jobs as store_jobs
 from store import runs as store_runs
-from store.db import StoreError, connect, init_schema
-from tests.conftest import tiny_study
+from store.db import init_schema
+from tests.helpers.studies import tiny_study
+from tests.helpers.workers import (
+    incomplete_runs,
+    start_worker,
+    wait_for,
+    wait_while_the_job_progresses,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 
-def _start_worker(home: Path, *extra: str) -> subprocess.Popen:
-    env = {**os.environ, "SOFTGRADE_HOME": str(home), "PYTHONUNBUFFERED": "1"}
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jobs",
-            "worker",
-            "--device",
-            "cpu",
-            "--beat-s",
-            "0.5",
-            "--stale-after-s",
-            "3",
-            *extra,
-        ],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=(home / "worker.log").open("a"),
-    )
-
-
-def _wait_for(condition, timeout_s: float, what: str):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            value = condition()
-        except StoreError:
-            value = None  # the worker holds the file for a moment; look again
-        if value:
-            return value
-        time.sleep(0.3)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-
-
 def _stored_runs(store: Path, study_id: str):
     return store_runs.list_runs([study_id], path=store)
-
-
-def _incomplete_runs(store: Path) -> int:
-    """Runs without both their val and test predictions (must never exist)."""
-    with connect(store, read_only=True) as con:
-        return con.execute(
-            """
-            SELECT count(*) FROM runs r
-            WHERE (SELECT count(DISTINCT split) FROM predictions p WHERE p.run_id = r.run_id) < 2
-            """
-        ).fetchone()[0]
 
 
 @pytest.fixture
@@ -88,29 +46,39 @@ def queued_study(home: Path):
 
 def test_sigkill_mid_run_loses_nothing_and_a_new_worker_resumes(home, queued_study):
     store, job_id, study_id = queued_study
-    first = _start_worker(home)
+    log = home / "worker.log"
+    first = start_worker(home)
     try:
         # Kill once a run is stored and the next one is mid-way through its epochs.
-        def mid_second_run():
-            job = store_jobs.list_jobs(path=store).set_index("job_id").loc[job_id]
-            epoch = job.current_epoch
-            return job.runs_done >= 1 and not pd.isna(epoch) and epoch >= 2
+        def mid_second_run(job: dict) -> bool:
+            epoch = job["current_epoch"]
+            return job["runs_done"] >= 1 and not pd.isna(epoch) and epoch >= 2
 
-        _wait_for(mid_second_run, 240, "a finished run and another one mid-training")
+        wait_while_the_job_progresses(
+            store,
+            job_id,
+            mid_second_run,
+            "a finished run and another one mid-training",
+            worker=first,
+            log=log,
+        )
     finally:
         first.send_signal(signal.SIGKILL)
         first.wait(10)
     before = _stored_runs(store, study_id)
     assert len(before) >= 1
-    assert _incomplete_runs(store) == 0
+    assert incomplete_runs(store) == 0
     assert store_jobs.get_job(job_id, path=store).status == "running"
 
-    second = _start_worker(home)
+    second = start_worker(home)
     try:
-        _wait_for(
-            lambda: store_jobs.get_job(job_id, path=store).status == "succeeded",
-            300,
+        wait_while_the_job_progresses(
+            store,
+            job_id,
+            lambda job: job["status"] == "succeeded",
             "the resumed job to succeed",
+            worker=second,
+            log=log,
         )
     finally:
         second.terminate()
@@ -119,16 +87,16 @@ def test_sigkill_mid_run_loses_nothing_and_a_new_worker_resumes(home, queued_stu
     assert len(after) == 4 and after.run_id.is_unique
     kept = after.set_index("run_id").loc[before.run_id, "created_at"]
     assert (kept.to_numpy() == before.set_index("run_id")["created_at"].to_numpy()).all()
-    assert _incomplete_runs(store) == 0
+    assert incomplete_runs(store) == 0
     log = " ".join(store_jobs.job_log(job_id, path=store)["message"])
     assert "requeued" in log and f"{len(before)} already finished" in log
 
 
 def test_cancel_reaches_a_running_worker_and_keeps_finished_runs(home, queued_study):
     store, job_id, study_id = queued_study
-    worker = _start_worker(home)
+    worker = start_worker(home)
     try:
-        _wait_for(
+        wait_for(
             lambda: store_jobs.get_job(job_id, path=store).runs_done >= 1,
             240,
             "the first finished run",
@@ -143,7 +111,7 @@ def test_cancel_reaches_a_running_worker_and_keeps_finished_runs(home, queued_st
             check=True,
         )
         assert "cancel" in out.stdout
-        _wait_for(
+        wait_for(
             lambda: store_jobs.get_job(job_id, path=store).status == "cancelled",
             120,
             "the job to stop",
@@ -153,7 +121,7 @@ def test_cancel_reaches_a_running_worker_and_keeps_finished_runs(home, queued_st
         worker.wait(30)
     runs = _stored_runs(store, study_id)
     assert 1 <= len(runs) < 4
-    assert _incomplete_runs(store) == 0
+    assert incomplete_runs(store) == 0
 
 
 def test_up_serves_the_app_starts_a_worker_once_none_is_alive_and_stops_both(home):
@@ -190,7 +158,7 @@ def test_up_serves_the_app_starts_a_worker_once_none_is_alive_and_stops_both(hom
             except OSError:
                 return False
 
-        _wait_for(serving, 120, "the app to answer on its port")
+        wait_for(serving, 120, "the app to answer on its port")
         alive = store_jobs.list_workers(path=store).query("alive")
         assert alive.worker_id.tolist() == [leaving]
         store_jobs.beat_worker(leaving, stopped=True, path=store)
@@ -199,11 +167,11 @@ def test_up_serves_the_app_starts_a_worker_once_none_is_alive_and_stops_both(hom
             alive = store_jobs.list_workers(path=store).query("alive")
             return len(alive) == 1 and alive.worker_id.iloc[0] != leaving
 
-        _wait_for(own_worker_beats, 120, "up's own worker to beat")
+        wait_for(own_worker_beats, 120, "up's own worker to beat")
     finally:
         up.terminate()
         up.wait(30)
-    _wait_for(
+    wait_for(
         lambda: not store_jobs.list_workers(path=store)["alive"].any(),
         30,
         "the worker to stop with the app",

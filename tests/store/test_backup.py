@@ -9,7 +9,7 @@ import pytest
 
 from store.backup import backup_store
 from store.db import StoreError, check_schema, connect
-from tests.store.test_db import _schema_text
+from tests.helpers.stores import schema_text
 
 
 def _write_pairs(path: str, started, stop) -> None:
@@ -53,7 +53,7 @@ def test_backup_while_a_writer_runs_is_a_consistent_copy(store, tmp_path):
     assert [b.rows["job_logs"] for b in backups] == counts
     for b in backups:
         check_schema(b.path)
-        assert _schema_text(b.path) == _schema_text(store)
+        assert schema_text(b.path) == schema_text(store)
         assert b.size_bytes == b.path.stat().st_size
     assert not list(tmp_path.glob("*.partial*"))
 

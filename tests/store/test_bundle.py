@@ -12,7 +12,7 @@ from store import datasets as store_datasets
 from store import runs as store_runs
 from store.bundle import export_study, import_study, imported_card, read_card
 from store.db import StoreError, connect, init_schema
-from tests.conftest import FinishedStudy
+from tests.helpers.studies import FinishedStudy, tiny_study
 
 CARD = {"gpus": ["NVIDIA H100 80GB HBM3"] * 4, "command": "python -m jobs run paper.yaml"}
 
@@ -88,6 +88,7 @@ def test_an_imported_study_gives_the_same_results_as_the_original(finished_study
     assert set(epochs["run_id"]) == set(chosen)
 
 
+@pytest.mark.slow
 def test_importing_twice_changes_nothing(bundle, tmp_path):
     store = _fresh_store(tmp_path)
     first = import_study(bundle, path=store)
@@ -100,6 +101,7 @@ def test_importing_twice_changes_nothing(bundle, tmp_path):
         assert con.execute("SELECT count(*) FROM studies").fetchone()[0] == 1
 
 
+@pytest.mark.slow
 def test_a_store_with_other_splits_of_the_dataset_keeps_them(bundle, tmp_path):
     """The store already split the same dataset differently for seed 0: that split stays and
     the imported study comes in on a dataset of its own."""
@@ -184,7 +186,6 @@ def later_part(finished_study: FinishedStudy, tmp_path_factory: pytest.TempPathF
     from jobs.executors import InlineExecutor
     from jobs.runner import Worker
     from store import jobs as store_jobs
-    from tests.conftest import tiny_study
 
     home = tmp_path_factory.mktemp("later-part")
     store = home / "softgrade.duckdb"
@@ -263,6 +264,7 @@ def _doctored(bundle, out, **changes):
     return out
 
 
+@pytest.mark.slow
 def test_parts_that_cannot_be_merged_get_every_reason_and_no_file(bundle, tmp_path):
     from store.bundle import merge_bundles
 

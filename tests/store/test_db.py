@@ -17,24 +17,16 @@ from store.db import (
     connect,
     init_schema,
 )
+from tests.helpers.stores import schema_text
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "schema.txt"
-
-
-def _schema_text(path: Path) -> str:
-    with connect(path, read_only=True) as con:
-        rows = con.execute(
-            "SELECT table_name, column_name, data_type, is_nullable "
-            "FROM information_schema.columns ORDER BY table_name, ordinal_position"
-        ).fetchall()
-    return "\n".join(" ".join(map(str, r)) for r in rows) + "\n"
 
 
 def test_init_schema_is_idempotent_and_matches_snapshot(tmp_path):
     path = tmp_path / "s.duckdb"
     for _ in range(3):
         init_schema(path)
-    assert _schema_text(path) == SNAPSHOT.read_text()
+    assert schema_text(path) == SNAPSHOT.read_text()
 
 
 def test_store_of_another_version_fails_with_a_remedy(store):

@@ -15,7 +15,7 @@ from store.imports import (
     list_imports,
     record_import,
 )
-from tests.conftest import meta_frame
+from tests.helpers.films import meta_frame
 
 SUMMARY = {
     "name": "knees",

@@ -15,9 +15,7 @@ from store.db import (
     connect,
     init_schema,
 )
-from tests.store.test_db import _schema_text
-
-V1_SCHEMA = Path(__file__).parent / "fixtures" / "schema_v1.sql"
+from tests.helpers.stores import V1_SCHEMA, schema_text
 
 
 def _v1_store(path: Path) -> Path:
@@ -69,7 +67,7 @@ def test_upgraded_store_has_exactly_the_schema_of_a_new_store(tmp_path):
     init_schema(old)  # a second start changes nothing
     new = tmp_path / "new.duckdb"
     init_schema(new)
-    assert _schema_text(old) == _schema_text(new)
+    assert schema_text(old) == schema_text(new)
 
 
 def _unchanged_after(path: Path, call) -> StoreError:

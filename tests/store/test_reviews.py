@@ -9,7 +9,7 @@ import pytest
 from store.datasets import register_dataset
 from store.db import connect
 from store.reviews import clear_review, crop_reviews, record_review, reviewed_boxes
-from tests.conftest import meta_frame
+from tests.helpers.films import meta_frame
 
 
 @pytest.fixture

@@ -2,117 +2,20 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import numpy as np
-import pandas as pd
 import pytest
 
 from store import jobs as store_jobs
 from store import runs as store_runs
 from store import studies
 from store.audit import read_audit
-from store.datasets import register_dataset, save_splits, set_study_dataset
 from store.db import StoreError, connect
-
-ENVIRONMENT = {
-    "worker_host": "gpu-box",
-    "devices": ["cuda:0", "cuda:0", "cuda:1"],
-    "gpu_names": ["NVIDIA H100", "NVIDIA H100", "NVIDIA H100"],
-    "code_version": "0.1.0",
-    "git_commit": "3de5e32aa9bb0c1d2e3f",
-    "git_dirty": True,
-    "python": "3.11.7",
-    "torch": "2.14.1",
-    "cuda": "13.0",
-    "cudnn": "9.10.2",
-    "dlordinal": "2.7.0",
-    "ultralytics": "8.4.190",
-}
-
-
-def _launch(store, name="knees", by="alice"):
-    job_id = store_jobs.enqueue_job(
-        {"name": name, "seeds": [0]}, launched_by=by, launched_from="10.1.2.3", path=store
-    )
-    return store_jobs.get_job(job_id, path=store)
-
-
-def _run(store, study_id, job_id, config, checkpoint):
-    images = ["a", "b", "c"]
-    store_runs.record_run(
-        store_runs.RunRecord(
-            run_id=f"{study_id}-KL-beta-s0-c{config}",
-            study_id=study_id,
-            job_id=job_id,
-            task="KL",
-            method="beta",
-            seed=0,
-            config_index=config,
-            config={"lr": 0.001},
-            best_epoch=1,
-            epochs_run=2,
-            val_amae=0.5 + config,
-            device="cuda",
-            duration_s=1.0,
-            weights_init="random",
-            checkpoint_path=None if checkpoint is None else str(checkpoint),
-            predictions=pd.DataFrame(
-                {
-                    "image_id": images,
-                    "split": ["val", "test", "test"],
-                    "y_true": [0, 1, 2],
-                    "y_pred": [0, 1, 1],
-                    "probs": [np.full(5, 0.2, dtype=np.float32)] * 3,
-                }
-            ),
-            epochs=pd.DataFrame(
-                {
-                    "epoch": [0, 1],
-                    "train_loss": [1.0, 0.9],
-                    "val_loss": [1.1, 1.0],
-                    "val_amae": [0.6, 0.5],
-                    "duration_s": [0.1, 0.1],
-                }
-            ),
-        ),
-        path=store,
-    )
-
-
-def _finished_study(store: Path, home: Path, name: str, dataset_id: str):
-    """A study with a succeeded job, two runs, their checkpoint files and an environment."""
-    job = _launch(store, name)
-    set_study_dataset(job.study_id, dataset_id, path=store)
-    store_jobs.claim_next_job("w", path=store)
-    studies.record_environment(
-        job.study_id, job_id=job.job_id, worker_id="w", environment=ENVIRONMENT, path=store
-    )
-    files = []
-    for config in (0, 1):
-        ckpt = home / "checkpoints" / job.study_id / f"c{config}.pt"
-        ckpt.parent.mkdir(parents=True, exist_ok=True)
-        ckpt.write_bytes(b"weights")
-        files.append(ckpt)
-        _run(store, job.study_id, job.job_id, config, ckpt)
-    store_jobs.finish_job(job.job_id, store_jobs.JobStatus.SUCCEEDED, path=store)
-    return job, files
-
-
-def _rows_of(store: Path, study_id: str) -> dict[str, int]:
-    with connect(store, read_only=True) as con:
-        q = lambda sql: con.execute(sql, [study_id]).fetchone()[0]  # noqa: E731
-        runs = "SELECT run_id FROM runs WHERE study_id = ?"
-        jobs = "SELECT job_id FROM jobs WHERE study_id = ?"
-        return {
-            "studies": q("SELECT count(*) FROM studies WHERE study_id = ?"),
-            "runs": q("SELECT count(*) FROM runs WHERE study_id = ?"),
-            "predictions": q(f"SELECT count(*) FROM predictions WHERE run_id IN ({runs})"),
-            "epoch_metrics": q(f"SELECT count(*) FROM epoch_metrics WHERE run_id IN ({runs})"),
-            "jobs": q("SELECT count(*) FROM jobs WHERE study_id = ?"),
-            "job_logs": q(f"SELECT count(*) FROM job_logs WHERE job_id IN ({jobs})"),
-            "study_environments": q("SELECT count(*) FROM study_environments WHERE study_id = ?"),
-        }
+from tests.helpers.stores import (
+    ENVIRONMENT,
+    launch_study,
+    make_two_studies,
+    record_study_run,
+    rows_of,
+)
 
 
 @pytest.fixture
@@ -124,36 +27,19 @@ def two_studies(tmp_path):
     return make_two_studies(store, tmp_path)
 
 
-def make_two_studies(store: Path, home: Path):
-    """Studies "doomed" and "kept" (launched by alice) on one dataset, each with two runs
-    and their checkpoint files under ``home``; the store is set up already."""
-    meta = pd.DataFrame(
-        {"image_id": ["a", "b", "c"], "patient_id": ["p", "q", "r"], "kl": [0, 1, 2]}
-    )
-    dataset_id = register_dataset(
-        spec_key="phantom:1", kind="phantom", params={}, meta=meta, path=store
-    )
-    save_splits(
-        dataset_id, 0, pd.Series(["val", "test", "test"], index=["a", "b", "c"]), path=store
-    )
-    doomed, doomed_files = _finished_study(store, home, "doomed", dataset_id)
-    kept, kept_files = _finished_study(store, home, "kept", dataset_id)
-    return store, home, dataset_id, (doomed, doomed_files), (kept, kept_files)
-
-
 def test_delete_removes_the_study_everywhere_and_leaves_the_other_untouched(two_studies):
     store, home, dataset_id, (doomed, doomed_files), (kept, kept_files) = two_studies
-    kept_rows = _rows_of(store, kept.study_id)
+    kept_rows = rows_of(store, kept.study_id)
     assert all(kept_rows.values())
     deleted = studies.delete_study(
         doomed.study_id, confirm_name="doomed", by="ada", home=home, path=store
     )
-    assert set(_rows_of(store, doomed.study_id).values()) == {0}
+    assert set(rows_of(store, doomed.study_id).values()) == {0}
     assert deleted.rows["runs"] == 2 and deleted.rows["predictions"] == 6
     assert sorted(deleted.files_removed) == sorted(map(str, doomed_files))
     assert not any(f.exists() for f in doomed_files)
     assert not (home / "checkpoints" / doomed.study_id).exists()
-    assert _rows_of(store, kept.study_id) == kept_rows
+    assert rows_of(store, kept.study_id) == kept_rows
     assert all(f.read_bytes() == b"weights" for f in kept_files)
     with connect(store, read_only=True) as con:
         assert con.execute("SELECT count(*) FROM datasets").fetchone()[0] == 1
@@ -167,27 +53,27 @@ def test_delete_needs_the_exact_name_and_a_stopped_job(two_studies):
     store, home, _, (doomed, _), _ = two_studies
     with pytest.raises(StoreError, match="type the study's name 'doomed' exactly"):
         studies.delete_study(doomed.study_id, confirm_name="kept", home=home, path=store)
-    running = _launch(store, "busy")
+    running = launch_study(store, "busy")
     store_jobs.claim_next_job("w", path=store)
     with pytest.raises(StoreError, match="is training.*cancel it"):
         studies.delete_study(running.study_id, confirm_name="busy", home=home, path=store)
-    assert _rows_of(store, doomed.study_id)["runs"] == 2
-    assert _rows_of(store, running.study_id)["jobs"] == 1
+    assert rows_of(store, doomed.study_id)["runs"] == 2
+    assert rows_of(store, running.study_id)["jobs"] == 1
 
 
 def test_delete_leaves_checkpoint_files_outside_the_home(two_studies, tmp_path_factory):
     store, home, _, _, _ = two_studies
     elsewhere = tmp_path_factory.mktemp("elsewhere") / "precious.pt"
     elsewhere.write_bytes(b"not ours")
-    job = _launch(store, "odd")
-    _run(store, job.study_id, job.job_id, 0, elsewhere)
+    job = launch_study(store, "odd")
+    record_study_run(store, job.study_id, job.job_id, 0, elsewhere)
     store_jobs.request_cancel(job.job_id, path=store)
     deleted = studies.delete_study(job.study_id, confirm_name="odd", home=home, path=store)
     assert deleted.files_left == [str(elsewhere)] and elsewhere.exists()
 
 
 def test_rename_notes_and_tags_are_kept_and_audited(store):
-    job = _launch(store)
+    job = launch_study(store)
     studies.rename_study(job.study_id, "  knees   v2 ", by="bob", path=store)
     studies.set_notes(job.study_id, "# Why\nbeta wins on **CPPD**", by="bob", path=store)
     studies.set_tags(job.study_id, ["paper", " cppd ", "paper", ""], by="bob", path=store)
@@ -210,7 +96,7 @@ def test_rename_notes_and_tags_are_kept_and_audited(store):
     ],
 )
 def test_bad_lifecycle_input_gets_one_message_and_changes_nothing(store, call, message):
-    job = _launch(store)
+    job = launch_study(store)
     with pytest.raises((ValueError, StoreError), match=message):
         call(store, job.study_id)
     study = studies.get_study(job.study_id, path=store)
@@ -218,7 +104,7 @@ def test_bad_lifecycle_input_gets_one_message_and_changes_nothing(store, call, m
 
 
 def test_archived_study_leaves_the_pickers_until_unarchived(store):
-    shown, hidden = _launch(store, "shown"), _launch(store, "hidden")
+    shown, hidden = launch_study(store, "shown"), launch_study(store, "hidden")
     studies.archive_study(hidden.study_id, by="ada", path=store)
     assert store_runs.list_studies(path=store).name.tolist() == ["shown"]
     everything = store_runs.list_studies(include_archived=True, path=store)
@@ -235,7 +121,7 @@ def test_archived_study_leaves_the_pickers_until_unarchived(store):
 
 
 def test_launch_and_cancel_record_who_and_from_where(store):
-    job = _launch(store, by="alice")
+    job = launch_study(store, by="alice")
     assert job.launched_by == "alice"
     assert store_jobs.list_jobs(path=store).launched_by.tolist() == ["alice"]
     store_jobs.request_cancel(job.job_id, by="ada", path=store)
@@ -292,7 +178,7 @@ def test_study_card_of_a_study_stored_before_provenance(store):
 
 
 def test_environment_with_unknown_fields_is_refused(store):
-    job = _launch(store)
+    job = launch_study(store)
     with pytest.raises(ValueError, match="unknown environment fields \\['gpu'\\]"):
         studies.record_environment(
             job.study_id, job_id=job.job_id, worker_id="w", environment={"gpu": 1}, path=store
