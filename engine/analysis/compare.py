@@ -47,7 +47,7 @@ COUNT_COLUMNS = ("y_true", "y_pred", "n")
 TASK_ORDER: tuple[str, ...] = ("CPPD", "KL")  # the paper lists CPPD first
 AVERAGE = "Average"
 # ../shared/reference next to the repository, as the project lays it out.
-REFERENCE_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "reference"
+REFERENCE_DIR = Path(__file__).resolve().parents[3] / "shared" / "reference"
 PUBLISHED_FILE = "paper_table4.csv"
 PUBLISHED_SEEDS = 20  # Table 4 reports 20 seeds
 
