@@ -44,3 +44,17 @@ def test_no_primary_comparison_survives_the_correction_on_the_reference(referenc
     assert len(endpoint) == 8
     assert not endpoint["significant"].any()
     assert (endpoint["mean_diff"] < 0).all()  # every soft method errs less on average
+
+
+def test_blocking_by_seed_makes_the_interaction_significant_on_the_reference(reference):
+    from engine import compare
+    from engine.analysis import designs
+    from store import runs as store_runs
+
+    store, study = reference
+    per_run = compare.per_run_metrics(store_runs.confusion_counts([study], path=store))
+    scores = compare.score_frame(per_run, "amae")
+    blocked = designs.seed_blocked_anova(scores).table.set_index("factor")
+    ols = designs.ols_anova_with_effect_sizes(scores).table.set_index("factor")
+    assert blocked.loc["Method × Task", "p"] == pytest.approx(0.03, abs=0.005)
+    assert ols.loc["Method × Task", "p"] > 0.05
