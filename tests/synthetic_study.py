@@ -90,7 +90,7 @@ def write_synthetic_study(
             true = held[column].to_numpy()
             for method in methods:
                 for c in range(configs[method]):
-                    noise = METHOD_NOISE.get(method, 0.3) + 0.05 * c
+                    noise = min(METHOD_NOISE.get(method, 0.3) + 0.03 * c, 0.9)
                     pred, probs = _predict(true, n_classes, noise, rng)
                     predictions = pd.DataFrame(
                         {

@@ -39,7 +39,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
-from statsmodels.stats.multitest import multipletests
 
 from engine import compare
 from engine.metrics import METRICS, metrics_from_confusion
@@ -304,6 +303,19 @@ def _is_primary(metric: str, a: str, b: str) -> bool:
     return metric == PRIMARY_METRIC and BASELINE in (a, b) and a != b
 
 
+def holm(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Holm's step-down adjusted p-values (as ``statsmodels.stats.multitest.multipletests``
+    with ``method="holm"``, which this replaces because it runs a full garbage collection on
+    every call: 0.1-0.2 s each in a large process)."""
+    p = np.asarray(p_values, dtype=np.float64)
+    m = p.size
+    order = np.argsort(p, kind="stable")
+    stepped = np.maximum.accumulate((m - np.arange(m)) * p[order])
+    out = np.empty(m)
+    out[order] = np.minimum(stepped, 1.0)
+    return out
+
+
 def _holm_by(table: pd.DataFrame, column: str, family: str, alpha: float) -> np.ndarray:
     """Holm-adjusted ``column`` within each ``family`` (NaN p-values stay NaN, outside)."""
     out = np.full(len(table), np.nan)
@@ -311,8 +323,7 @@ def _holm_by(table: pd.DataFrame, column: str, family: str, alpha: float) -> np.
         p = table[column].to_numpy()[index]
         ok = np.isfinite(p)
         if ok.any():
-            adjusted = multipletests(p[ok], alpha=alpha, method="holm")[1]
-            out[index[ok]] = adjusted
+            out[index[ok]] = holm(p[ok])
     return out
 
 

@@ -227,3 +227,10 @@ def test_reading_keeps_consistent_over_seeds_apart_from_new_patients():
     }
     text = paired.reading(row)
     assert "consistently over seeds" in text and "not significantly for new patients" in text
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_holm_matches_statsmodels(seed):
+    p = np.random.default_rng(seed).uniform(0, 0.2, size=9)
+    p[3] = p[5]  # a tie
+    assert paired.holm(p) == pytest.approx(multipletests(p, method="holm")[1])
