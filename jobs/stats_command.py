@@ -7,7 +7,8 @@ page gives it (raw and Holm-adjusted within the task and metric), d_z and the ra
 the Holm-adjusted corrected p within its declared family and that family. A CSV is headed by
 the study card as ``# `` lines, as the pages' exports are (`jobs.export_cards`).
 
-:func:`study_paired_table` is the same table for any caller (a page, a bench script).
+`jobs.study_analysis.paired_table` is the same table for any caller (a page, a bench
+script).
 """
 
 from __future__ import annotations
@@ -16,11 +17,9 @@ import argparse
 import sys
 from pathlib import Path, PurePath
 
-import pandas as pd
-
-from engine import compare
 from engine.analysis import paired
 from engine.metrics import METRICS
+from jobs import study_analysis
 from jobs.export_cards import export_cards, headed
 from store import analysis as store_analysis
 from store import runs as store_runs
@@ -28,39 +27,7 @@ from store.db import default_store_path
 
 #: Exit status for bad input (an unknown study, an unknown metric, a bad output name).
 BAD_INPUT = 2
-DEFAULT_BOOTSTRAP = 1000
-
-
-def study_paired_table(
-    study_id: str,
-    *,
-    metrics: tuple[str, ...] = METRICS,
-    n_boot: int = DEFAULT_BOOTSTRAP,
-    path: Path | str | None = None,
-) -> pd.DataFrame:
-    """The paired table of a study's selected runs, with the hierarchical bootstrap interval.
-
-    Args:
-        study_id: a study in the store.
-        metrics: grade metrics (`engine.metrics.METRICS`).
-        n_boot: bootstrap replicates; 0 leaves ``boot_ci_low``/``boot_ci_high`` out.
-        path: the store.
-
-    Returns:
-        `engine.analysis.paired.paired_table`'s columns, then ``boot_ci_low`` and
-        ``boot_ci_high`` when ``n_boot`` > 0; empty when no run is selected yet.
-    """
-    per_run = compare.per_run_metrics(store_runs.confusion_counts([study_id], path=path))
-    if per_run.empty:
-        return pd.DataFrame(columns=[*paired.PAIRED_COLUMNS, *paired.EXTRA_COLUMNS])
-    ratios = paired.test_train_ratios(store_analysis.split_sizes(study_id, path=path))
-    table = paired.paired_table(per_run, ratios, metrics=metrics)
-    if n_boot > 0:
-        films = store_analysis.selected_test_films([study_id], path=path)
-        boot = paired.hierarchical_bootstrap(films, metrics=metrics, n_boot=n_boot)
-        keys = ["task", "metric", "method_a", "method_b"]
-        table = table.merge(boot[[*keys, "boot_ci_low", "boot_ci_high"]], on=keys, how="left")
-    return table
+DEFAULT_BOOTSTRAP = study_analysis.DEFAULT_BOOTSTRAP
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -83,7 +50,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     if args.output and PurePath(args.output).suffix.lower() != ".csv":
         print(f"error: {args.output!r}: -o writes a .csv file", file=sys.stderr)
         return BAD_INPUT
-    table = study_paired_table(
+    table = study_analysis.paired_table(
         args.study_id,
         metrics=(metric,) if metric else METRICS,
         n_boot=args.bootstrap,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from engine.analysis import paired
-from jobs.stats_command import study_paired_table
+from jobs import study_analysis
 from store.bundle import REFERENCE_STUDY, import_study
 from store.db import init_schema
 
@@ -21,7 +21,7 @@ def reference(tmp_path_factory):
 
 def test_kl_nominal_vs_binomial_amae_on_the_reference(reference):
     store, study = reference
-    table = study_paired_table(study, metrics=("amae",), n_boot=0, path=store)
+    table = study_analysis.paired_table(study, metrics=("amae",), n_boot=0, path=store)
     row = table[
         (table["task"] == "KL")
         & (table["method_a"] == "nominal")
@@ -39,7 +39,7 @@ def test_kl_nominal_vs_binomial_amae_on_the_reference(reference):
 def test_no_primary_comparison_survives_the_correction_on_the_reference(reference):
     store, study = reference
     endpoint = paired.primary_endpoint(
-        study_paired_table(study, metrics=("amae",), n_boot=0, path=store)
+        study_analysis.paired_table(study, metrics=("amae",), n_boot=0, path=store)
     )
     assert len(endpoint) == 8
     assert not endpoint["significant"].any()
@@ -58,3 +58,21 @@ def test_blocking_by_seed_makes_the_interaction_significant_on_the_reference(ref
     ols = designs.ols_anova_with_effect_sizes(scores).table.set_index("factor")
     assert blocked.loc["Method × Task", "p"] == pytest.approx(0.03, abs=0.005)
     assert ols.loc["Method × Task", "p"] > 0.05
+
+
+def test_budget_matching_on_the_reference_bundle_says_what_it_lacks(reference):
+    from engine.analysis.budget import BudgetUnavailable
+
+    store, study = reference
+    with pytest.raises(BudgetUnavailable, match="test predictions for 200 of its 1800 runs"):
+        study_analysis.budget_matched(study, path=store)
+
+
+def test_kld_decomposition_on_the_reference(reference):
+    store, study = reference
+    parts = study_analysis.kld_decomposition(study, path=store).set_index("method")
+    assert parts.loc["nominal", "kld"] == pytest.approx(1.02, abs=0.01)
+    assert parts.loc["nominal", "driver"] == "kl_marginal"
+    assert parts.loc["nominal", "kl_marginal"] == pytest.approx(0.60, abs=0.01)
+    assert parts["mi_true"].round(3).eq(0.065).all()
+    assert parts["mi_pred"].between(0.072, 0.084).all()
