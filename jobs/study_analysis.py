@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from engine import compare, relationship
+from engine import compare, probability_metrics, relationship
 from engine.analysis import budget, calibration, designs, kld_parts, paired, power, truth
 from engine.metrics import METRICS
 from store import analysis as store_analysis
 from store import runs as store_runs
 
 DEFAULT_BOOTSTRAP = 1000
+JOINT_TASK = "KL × CPPD"
 StorePath = Path | str | None
 
 
@@ -52,6 +53,33 @@ def paired_table(
         extra = ["boot_ci_low", "boot_ci_high", "within_seed_sd"]
         table = table.merge(boot[[*keys, *extra]], on=keys, how="left")
     return table
+
+
+def probability_paired_table(study_id: str, *, path: StorePath = None) -> pd.DataFrame:
+    """`engine.analysis.paired.paired_table` of the probability metrics (RPS, ECE, ...:
+    `engine.probability_metrics.PROBABILITY_METRICS`) of the selected runs."""
+    frame = store_runs.selected_probabilities([study_id], path=path)
+    if frame.empty:
+        return pd.DataFrame(columns=[*paired.PAIRED_COLUMNS, *paired.EXTRA_COLUMNS])
+    scores = probability_metrics.per_run_probability_metrics(frame)
+    return paired.paired_table(
+        scores, ratios(study_id, path=path), metrics=probability_metrics.PROBABILITY_METRICS
+    )
+
+
+def kld_paired_table(study_id: str, *, path: StorePath = None) -> pd.DataFrame:
+    """`engine.analysis.paired.paired_table` of the KL × CPPD divergence per seed (task
+    ``"KL × CPPD"``, metric ``"kld"``); the joint films are KL-graded films, so the KL
+    split's ``n_test / n_train`` applies. Empty when no seed has both tasks."""
+    joint = store_runs.joint_predictions([study_id], path=path)
+    if joint.empty:
+        return pd.DataFrame(columns=[*paired.PAIRED_COLUMNS, *paired.EXTRA_COLUMNS])
+    _, results = relationship.relationship_by_seed(joint)
+    scores = relationship.relationship_scores(results, "kld").rename(columns={"value": "kld"})
+    scores = scores.assign(study_id=study_id, task=JOINT_TASK)
+    return paired.paired_table(
+        scores, {JOINT_TASK: ratios(study_id, path=path)["KL"]}, metrics=("kld",)
+    )
 
 
 def mean_intervals(study_id: str, *, path: StorePath = None) -> pd.DataFrame:

@@ -38,3 +38,14 @@ def test_designs_truth_calibration_power_and_budget(study):
     assert len(study_analysis.seeds_needed(study_id, chosen_effect=0.1, path=store)) == 2 * 3
     matched = study_analysis.budget_matched(study_id, n_draws=20, path=store)
     assert matched.budget == 1 and not matched.table.empty
+
+
+def test_probability_and_kld_pairs(study):
+    store, study_id = study
+    probs = study_analysis.probability_paired_table(study_id, path=store)
+    assert set(probs["metric"]) == {"rps", "ece", "ece_cum", "unimodal", "within1"}
+    assert len(probs) == 2 * 5 * 3
+    assert (probs["family"].str.startswith("exploratory")).all()
+    kld = study_analysis.kld_paired_table(study_id, path=store)
+    assert list(kld["task"].unique()) == [study_analysis.JOINT_TASK]
+    assert len(kld) == 3 and kld["p_corrected"].notna().all()
