@@ -57,7 +57,9 @@ def cmd_stats(args: argparse.Namespace) -> int:
         path=path,
     )
     if table.empty:
-        print(f"study {args.study_id!r} has no selected runs yet; nothing to compare")
+        print(
+            f"study {args.study_id!r} has no two methods with selected runs yet; nothing to compare"
+        )
         return 0
     if args.output:
         text = headed(

@@ -47,9 +47,9 @@ def seed_blocked_anova(scores_with_task: pd.DataFrame) -> engine_stats.TestResul
         scores_with_task: long frame with ``method``, ``task``, ``seed``, ``value``.
 
     Returns:
-        Rows ``Method``, ``Task``, ``Method × Task`` with columns ``factor``, ``F``,
-        ``num_df``, ``den_df``, ``p``, ``partial_eta2``; an empty table and a note when fewer
-        than 2 complete seeds, 2 methods or 2 tasks remain.
+        Rows ``Method``, ``Task``, ``Method × Task`` (``Method`` only for a one-task study)
+        with columns ``factor``, ``F``, ``num_df``, ``den_df``, ``p``, ``partial_eta2``; an
+        empty table and a note when fewer than 2 complete seeds or 2 methods remain.
     """
     columns = ["factor", "F", "num_df", "den_df", "p", "partial_eta2"]
     data = scores_with_task[["method", "task", "seed", "value"]].dropna()
@@ -59,12 +59,14 @@ def seed_blocked_anova(scores_with_task: pd.DataFrame) -> engine_stats.TestResul
     left_out = int((per_seed != cells).sum())
     data = data[data["seed"].isin(complete)]
     note = f"{left_out} seeds without every method and task were left out." if left_out else None
-    if len(complete) < 2 or data["method"].nunique() < 2 or data["task"].nunique() < 2:
-        problem = "The seed-blocked ANOVA needs 2 methods, 2 tasks and 2 seeds with all of them."
+    # One task (a KL-only study): the one-way repeated-measures ANOVA of method.
+    within = [f for f in ("method", "task") if data[f].nunique() > 1]
+    if len(complete) < 2 or "method" not in within:
+        problem = "The seed-blocked ANOVA needs 2 methods and 2 seeds that ran all of them."
         return engine_stats.TestResult(
             table=pd.DataFrame(columns=columns), reading=problem, note=problem
         )
-    fitted = AnovaRM(data, depvar="value", subject="seed", within=["method", "task"]).fit()
+    fitted = AnovaRM(data, depvar="value", subject="seed", within=within).fit()
     frame = fitted.anova_table
     table = pd.DataFrame(
         {
@@ -79,15 +81,19 @@ def seed_blocked_anova(scores_with_task: pd.DataFrame) -> engine_stats.TestResul
         partial_eta_squared(f, a, b)
         for f, a, b in zip(table["F"], table["num_df"], table["den_df"], strict=True)
     ]
-    interaction = table.set_index("factor").loc["Method × Task"]
-    if interaction["p"] < ALPHA:
+    by_factor = table.set_index("factor")
+    tested = "Method × Task" if "Method × Task" in by_factor.index else "Method"
+    row = by_factor.loc[tested]
+    if tested == "Method":
+        verdict = "the methods differ" if row["p"] < ALPHA else "no method difference is detected"
+    elif row["p"] < ALPHA:
         verdict = "the method differences depend on the task"
     else:
         verdict = "no method × task interaction is detected"
     reading = (
         f"With the seed as a block (repeated-measures ANOVA over {len(complete)} seeds), "
-        f"{verdict} (F = {interaction['F']:.3g}, p = {interaction['p']:.2g}, partial η² = "
-        f"{interaction['partial_eta2']:.2f})."
+        f"{verdict} (F = {row['F']:.3g}, p = {row['p']:.2g}, partial η² = "
+        f"{row['partial_eta2']:.2f})."
     )
     return engine_stats.TestResult(table=table, reading=reading, note=note)
 

@@ -144,3 +144,14 @@ def test_power_table_reports_seeds_for_observed_and_chosen_effects():
     assert out["seeds_observed"] == power.seeds_for_power(0.06, 0.05, 0.1)
     assert out["seeds_chosen"] == power.seeds_for_power(0.2, 0.05, 0.1)
     assert 0 < out["power_now"] < out["ceiling_observed"] <= 1
+
+
+def test_a_one_task_study_gets_the_one_way_blocked_anova():
+    data = _blocked()
+    kl = data[data["task"] == "KL"]
+    result = designs.seed_blocked_anova(kl)
+    assert list(result.table["factor"]) == ["Method"]
+    assert result.table["F"].iloc[0] == pytest.approx(_hand_rm_f(kl, "method"))
+    assert "the methods differ" in result.reading
+    one_method = designs.seed_blocked_anova(kl[kl["method"] == "beta"])
+    assert one_method.table.empty and "2 methods" in one_method.note
