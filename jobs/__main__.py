@@ -22,6 +22,8 @@
   ``examples/reference-study.zip``) into the store; importing it again changes nothing.
 - ``detector train [--phantom N] [--dataset NAME_OR_ID]``: train a YOLOv8n knee detector on
   phantom films and/or a dataset's reviewed boxes; ``detector list``: the trained ones.
+- ``stats STUDY_ID [--metric AMAE] [-o FILE.csv]``: paired comparisons of the study's
+  methods (corrected resampled t, Wilcoxon, effect sizes); ``stats --list``: the studies.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from typing import Any
 import pandas as pd
 
 from engine.config import SpecError, StudySpec
-from jobs import demo_bundle, lab_commands
+from jobs import demo_bundle, lab_commands, stats_command
 from jobs.access import BEHIND_PROXY, SERVED_HOST_ENV, refuse_unprotected_host
 from jobs.detector import add_commands as add_detector_commands
 from store import jobs as store_jobs
@@ -565,6 +567,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_up)
     demo_bundle.add_commands(sub)
     lab_commands.add_commands(sub)
+    stats_command.add_commands(sub)
     add_detector_commands(sub)
     return parser
 

@@ -5,7 +5,9 @@ A bundle is a zip of Parquet files and a ``card.json``:
 - ``runs.parquet``: every run of the exported seeds (configuration, validation AMAE, epochs
   run, which one was selected), for the search explorer;
 - ``predictions.parquet`` and ``epochs.parquet``: the selected runs' per-film probabilities
-  (validation and test) and their epoch metrics (learning curves);
+  (validation and test) and their epoch metrics (learning curves); exported with
+  ``all_test_predictions`` it also holds every other run's test predictions (for the
+  budget-matched comparison);
 - ``images.parquet``, ``labels.parquet``, ``splits.parquet``, ``split_rules.parquet``: the
   dataset the study ran on and its splits for those seeds;
 - ``card.json``: the study (name, spec), the dataset row and the study card (GPU, versions,
@@ -66,6 +68,7 @@ def export_study(
     seeds: list[int] | None = None,
     card: dict[str, Any] | None = None,
     name: str | None = None,
+    all_test_predictions: bool = False,
     path: Path | str | None = None,
 ) -> Path:
     """Write one study (or some of its seeds) as a bundle file.
@@ -77,6 +80,9 @@ def export_study(
             a stored run.
         card: Provenance to ship with it (GPU, versions, date, command, ...).
         name: The name the study takes when imported; None keeps its own.
+        all_test_predictions: Also ship the test predictions of the runs that were not
+            selected (budget-matched comparison needs them: `engine.analysis.budget`); by
+            default only the selected runs' predictions travel.
         path: The store.
 
     Returns:
@@ -111,7 +117,9 @@ def export_study(
         if dataset is None:
             raise StoreError(f"study {study_id!r} has no dataset recorded; nothing to export")
         with tempfile.TemporaryDirectory() as tmp:
-            counts = _copy_tables(con, Path(tmp), study_id, dataset_id, list(seeds))
+            counts = _copy_tables(
+                con, Path(tmp), study_id, dataset_id, list(seeds), all_test_predictions
+            )
             if counts["runs"] == 0:
                 raise StoreError(f"study {study_id!r} has no runs for seeds {seeds}")
             spec = json.loads(study[3])
@@ -150,7 +158,12 @@ def _write_bundle(out: Path, meta: dict[str, Any], folder: Path) -> None:
 
 
 def _copy_tables(
-    con: duckdb.DuckDBPyConnection, folder: Path, study_id: str, dataset_id: str, seeds: list[int]
+    con: duckdb.DuckDBPyConnection,
+    folder: Path,
+    study_id: str,
+    dataset_id: str,
+    seeds: list[int],
+    all_test: bool = False,
 ) -> dict[str, int]:
     """COPY each bundle table to ``folder/<table>.parquet``; returns row counts."""
     queries = {
@@ -161,7 +174,8 @@ def _copy_tables(
             ORDER BY task, method, seed, config_index""",
         "predictions": """
             SELECT p.* FROM predictions p JOIN runs r USING (run_id)
-            WHERE r.study_id = $study AND r.selected AND r.seed IN (SELECT unnest($seeds))
+            WHERE r.study_id = $study AND r.seed IN (SELECT unnest($seeds))
+              AND (r.selected OR ($all_test AND p.split = 'test'))
             ORDER BY p.run_id, p.split, p.image_id""",
         "epochs": """
             SELECT e.* FROM epoch_metrics e JOIN runs r USING (run_id)
@@ -181,7 +195,7 @@ def _copy_tables(
             SELECT seed, rule FROM split_rules
             WHERE dataset_id = $dataset AND seed IN (SELECT unnest($seeds)) ORDER BY seed""",
     }
-    params = {"study": study_id, "dataset": dataset_id, "seeds": seeds}
+    params = {"study": study_id, "dataset": dataset_id, "seeds": seeds, "all_test": all_test}
     counts = {}
     for table, query in queries.items():
         used = {k: v for k, v in params.items() if f"${k}" in query}

@@ -9,9 +9,9 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
-from pages.widgets.sign_in import TOKEN_KEY
 from streamlit.testing.v1 import AppTest
 
+from pages.widgets.sign_in import TOKEN_KEY
 from store import jobs as store_jobs
 from store import runs as store_runs
 from store import users as store_users

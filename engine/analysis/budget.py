@@ -1,0 +1,209 @@
+"""Budget-matched comparison: every method re-selected among as many configurations as nominal.
+
+The paper's search gives nominal 3 configurations, binomial and beta 6, triangular and
+exponential 15, and keeps the one with the lowest validation AMAE. The best of more
+candidates wins more often whatever the loss, so part of a soft method's lead may be its
+larger search. From the stored runs (no retraining), each draw picks, per task, method and
+seed, a random subset of ``budget`` of the method's configurations (all of them when it has
+no more) and selects the lowest validation AMAE among them (ties to the lower configuration
+index, as `store.runs.select_best_runs`). Repeating the draw gives:
+
+* :attr:`BudgetMatched.table`: Table 4 at matched budget (each metric's mean over seeds,
+  averaged over draws, with the 2.5–97.5 % range over draws) beside the study's own;
+* :attr:`BudgetMatched.paired`: `engine.analysis.paired.paired_table` on each run's expected
+  value at matched budget (its metric averaged over the draws, per task, method and seed);
+* :attr:`BudgetMatched.draws`: the primary endpoint per draw (AMAE soft − nominal, the
+  corrected p and its Holm adjustment over the family of 8), to see how often it would have
+  come out significant.
+
+It needs every run's test scores. A study imported from a bundle keeps test predictions of
+its selected runs only: :func:`check_test_scores` raises :class:`BudgetUnavailable` then.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from engine.analysis import paired
+from engine.analysis.metrics import METRICS
+
+GROUP = ["task", "method", "seed"]
+N_DRAWS = 200
+
+
+class BudgetUnavailable(ValueError):
+    """The study lacks test scores of runs that budget matching would select."""
+
+
+@dataclass(frozen=True, eq=False)
+class BudgetMatched:
+    """Outcome of :func:`budget_matched` (see the module docstring).
+
+    Attributes:
+        budget: configurations per (task, method, seed) each method is re-selected among.
+        n_draws: random subsets drawn.
+        table: one row per task, method and metric: ``configs`` (the method's own search
+            size), ``mean_study`` (the study's selection), ``mean_matched``, ``draw_low``,
+            ``draw_high``.
+        paired: `engine.analysis.paired.paired_table` at matched budget.
+        draws: one row per draw, task and soft method: ``draw``, ``task``, ``method``,
+            ``mean_diff`` (AMAE soft − nominal), ``p_corrected``, ``p_corrected_holm``.
+    """
+
+    budget: int
+    n_draws: int
+    table: pd.DataFrame
+    paired: pd.DataFrame
+    draws: pd.DataFrame
+
+
+def check_test_scores(study_id: str, n_lacking: int, n_runs: int) -> None:
+    """Raise :class:`BudgetUnavailable` when some runs have no stored test predictions.
+
+    Args:
+        study_id: the study, for the message.
+        n_lacking: succeeded runs without test predictions
+            (`store.analysis.runs_lacking_test_predictions`).
+        n_runs: succeeded runs of the study.
+    """
+    if n_lacking:
+        raise BudgetUnavailable(
+            f"study {study_id!r} holds test predictions for {n_runs - n_lacking} of its "
+            f"{n_runs} runs (a study imported from a bundle keeps only its selected runs'); "
+            "budget matching re-selects among every run's configurations and needs them all. "
+            "It works on a study run in this store, or on a bundle exported with every run's "
+            "test predictions (store.bundle.export_study(..., all_test_predictions=True))."
+        )
+
+
+def nominal_budget(runs: pd.DataFrame, baseline: str = paired.BASELINE) -> int:
+    """The baseline's configurations per (task, seed): the largest count over its groups."""
+    mine = runs[runs["method"] == baseline]
+    if mine.empty:
+        raise BudgetUnavailable(f"no {baseline} runs to take the budget from")
+    return int(mine.groupby(["task", "seed"])["config_index"].nunique().max())
+
+
+def matched_selections(
+    runs: pd.DataFrame, budget: int, *, n_draws: int = N_DRAWS, seed: int = 0
+) -> pd.DataFrame:
+    """The run each draw selects per task, method and seed.
+
+    Args:
+        runs: one row per run: ``run_id``, ``task``, ``method``, ``seed``, ``config_index``,
+            ``val_amae``.
+        budget: configurations each selection may see.
+        n_draws: draws.
+        seed: random seed.
+
+    Returns:
+        Columns ``draw`` and the ``runs`` columns; one row per draw and group.
+    """
+    rng = np.random.default_rng(seed)
+    base = runs[["run_id", *GROUP, "config_index", "val_amae"]].reset_index(drop=True)
+    stacked = base.loc[np.tile(np.arange(len(base)), n_draws)].reset_index(drop=True)
+    stacked.insert(0, "draw", np.repeat(np.arange(n_draws), len(base)))
+    stacked["_key"] = rng.random(len(stacked))
+    stacked = stacked.sort_values(["draw", *GROUP, "_key"], kind="stable")
+    seen = stacked[stacked.groupby(["draw", *GROUP], sort=False).cumcount() < budget]
+    best = seen.sort_values(["draw", *GROUP, "val_amae", "config_index"], kind="stable")
+    chosen = best.drop_duplicates(["draw", *GROUP], keep="first")
+    return chosen.drop(columns="_key").reset_index(drop=True)
+
+
+def budget_matched(
+    per_run_all: pd.DataFrame,
+    ratios: Mapping[str, float],
+    *,
+    budget: int | None = None,
+    n_draws: int = N_DRAWS,
+    metrics: Sequence[str] = METRICS,
+    seed: int = 0,
+) -> BudgetMatched:
+    """Table 4 and the paired tests with every method re-selected at nominal's budget.
+
+    Args:
+        per_run_all: `engine.analysis.compare.per_run_metrics` of every run's test counts
+            (`store.analysis.all_run_test_counts`), with ``config_index`` and ``val_amae``
+            and, for the study's own selection, ``selected``.
+        ratios: task -> ``n_test / n_train``.
+        budget: configurations per selection; None takes nominal's.
+        n_draws: random subsets drawn.
+        metrics: metric columns.
+        seed: random seed.
+    """
+    budget = budget or nominal_budget(per_run_all)
+    chosen = matched_selections(per_run_all, budget, n_draws=n_draws, seed=seed)
+    scored = chosen.merge(per_run_all[["run_id", *metrics]], on="run_id")
+    per_draw = scored.groupby(["draw", "task", "method"], sort=False)[list(metrics)].mean()
+    expected = scored.groupby(GROUP, sort=False)[list(metrics)].mean().reset_index()
+    expected.insert(0, "study_id", _study_of(per_run_all))
+    table = _table4(per_run_all, per_draw, metrics)
+    paired_at_budget = paired.paired_table(expected, ratios, metrics=metrics)
+    draws = _endpoint_draws(scored, ratios)
+    return BudgetMatched(budget, n_draws, table, paired_at_budget, draws)
+
+
+def _study_of(per_run_all: pd.DataFrame) -> str:
+    """The study the runs belong to (`engine.analysis.compare.score_frame` keeps the column)."""
+    return str(per_run_all["study_id"].iloc[0]) if "study_id" in per_run_all else ""
+
+
+def _table4(
+    per_run_all: pd.DataFrame, per_draw: pd.DataFrame, metrics: Sequence[str]
+) -> pd.DataFrame:
+    configs = per_run_all.groupby(["task", "method"])["config_index"].nunique()
+    study = (
+        per_run_all[per_run_all["selected"].astype(bool)]
+        .groupby(["task", "method"])[list(metrics)]
+        .mean()
+        if "selected" in per_run_all
+        else None
+    )
+    rows = []
+    for (task, method), part in per_draw.groupby(level=["task", "method"], sort=False):
+        for metric in metrics:
+            values = part[metric].to_numpy()
+            rows.append(
+                {
+                    "task": task,
+                    "method": method,
+                    "metric": metric,
+                    "configs": int(configs[(task, method)]),
+                    "mean_study": float(study.loc[(task, method), metric])
+                    if study is not None
+                    else np.nan,
+                    "mean_matched": float(values.mean()),
+                    "draw_low": float(np.quantile(values, 0.025)),
+                    "draw_high": float(np.quantile(values, 0.975)),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def _endpoint_draws(scored: pd.DataFrame, ratios: Mapping[str, float]) -> pd.DataFrame:
+    """AMAE soft − nominal per draw with the corrected p, Holm over the draw's family."""
+    metric = paired.PRIMARY_METRIC
+    wide = scored.pivot_table(index=["draw", "task", "seed"], columns="method", values=metric)
+    soft = [m for m in wide.columns if m != paired.BASELINE]
+    rows = []
+    for (draw, task), part in wide.groupby(level=["draw", "task"], sort=True):
+        for method in soft:
+            diffs = (part[method] - part[paired.BASELINE]).dropna().to_numpy()
+            test = paired.corrected_resampled_t(diffs, float(ratios[str(task)]))
+            rows.append(
+                {"draw": draw, "task": task, "method": method, "mean_diff": test.mean,
+                 "p_corrected": test.p}
+            )  # fmt: skip
+    draws = pd.DataFrame(rows)
+    draws["p_corrected_holm"] = np.nan
+    for _, index in draws.groupby("draw").indices.items():
+        p = draws["p_corrected"].to_numpy()[index]
+        ok = np.isfinite(p)
+        if ok.any():
+            draws.loc[draws.index[index[ok]], "p_corrected_holm"] = paired.holm(p[ok])
+    return draws

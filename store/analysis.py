@@ -1,0 +1,142 @@
+"""Reads behind the reviewer-grade statistics (`engine.analysis`): split sizes, per-film test
+predictions with patients and true grades, and every run's test counts for budget matching.
+
+Everything returns DataFrames; the statistics themselves are `engine.analysis`'s.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from store.db import connect, one_value
+
+
+def study_exists(study_id: str, *, path: Path | str | None = None) -> bool:
+    """Whether the store holds a study with this id."""
+    with connect(path, read_only=True) as con:
+        row = con.execute("SELECT 1 FROM studies WHERE study_id = ?", [study_id]).fetchone()
+    return row is not None
+
+
+def split_sizes(study_id: str, *, path: Path | str | None = None) -> pd.DataFrame:
+    """Films per seed, task and split of a study's dataset, counting only films graded for
+    the task (a CPPD-only film is no KL test film).
+
+    Returns:
+        Columns seed, task, n_test (films held out for testing) and n_fit (films used to fit
+        and select: train + validation); one row per (seed, task) of the study's runs.
+    """
+    with connect(path, read_only=True) as con:
+        return con.execute(
+            """
+            WITH seeds AS (SELECT DISTINCT seed, task FROM runs WHERE study_id = $study),
+                 ds AS (SELECT dataset_id FROM studies WHERE study_id = $study)
+            SELECT s.seed, l.task,
+                   count(*) FILTER (WHERE sp.split = 'test') AS n_test,
+                   count(*) FILTER (WHERE sp.split IN ('train', 'val')) AS n_fit
+            FROM seeds s
+            JOIN splits sp ON sp.seed = s.seed AND sp.dataset_id = (SELECT dataset_id FROM ds)
+            JOIN labels l ON l.dataset_id = sp.dataset_id AND l.image_id = sp.image_id
+                         AND l.task = s.task
+            GROUP BY ALL ORDER BY s.seed, l.task
+            """,
+            {"study": study_id},
+        ).df()
+
+
+def selected_test_films(study_ids: list[str], *, path: Path | str | None = None) -> pd.DataFrame:
+    """Per-film test predictions of the selected runs with the film's patient and its true
+    grade (the phantom's noiseless grade; NULL for real data).
+
+    Returns:
+        Columns study_id, run_id, task, method, seed, image_id, patient_id, y_true (the
+        recorded grade models were scored on), y_pred, true_grade (Int64, NA where unknown);
+        ordered by run and image.
+    """
+    with connect(path, read_only=True) as con:
+        frame = con.execute(
+            """
+            SELECT r.study_id, r.run_id, r.task, r.method, r.seed, p.image_id, i.patient_id,
+                   p.y_true, p.y_pred, l.true_grade
+            FROM runs r
+            JOIN studies s USING (study_id)
+            JOIN predictions p USING (run_id)
+            LEFT JOIN images i ON i.dataset_id = s.dataset_id AND i.image_id = p.image_id
+            LEFT JOIN labels l ON l.dataset_id = s.dataset_id AND l.image_id = p.image_id
+                              AND l.task = r.task
+            WHERE r.study_id IN (SELECT unnest(?)) AND r.selected AND p.split = 'test'
+            ORDER BY r.run_id, p.image_id
+            """,
+            [study_ids],
+        ).df()
+    frame["true_grade"] = frame["true_grade"].astype("Int64")
+    return frame
+
+
+def true_grade_counts(study_ids: list[str], *, path: Path | str | None = None) -> pd.DataFrame:
+    """Counts of (true_grade, y_pred) per selected run on its test films: the input of
+    `engine.analysis.compare.per_run_metrics` scored against the phantom's noiseless grades.
+
+    Films without a true grade (real data) are left out, so a study on real data returns no
+    rows. ``y_true`` holds the true grade, so the frame has the shape of
+    `store.runs.confusion_counts`.
+    """
+    with connect(path, read_only=True) as con:
+        return con.execute(
+            """
+            SELECT r.study_id, r.run_id, r.task, r.method, r.seed,
+                   l.true_grade AS y_true, p.y_pred, count(*) AS n
+            FROM runs r
+            JOIN studies s USING (study_id)
+            JOIN predictions p USING (run_id)
+            JOIN labels l ON l.dataset_id = s.dataset_id AND l.image_id = p.image_id
+                         AND l.task = r.task
+            WHERE r.study_id IN (SELECT unnest(?)) AND r.selected AND p.split = 'test'
+              AND l.true_grade IS NOT NULL
+            GROUP BY ALL
+            """,
+            [study_ids],
+        ).df()
+
+
+def all_run_test_counts(study_id: str, *, path: Path | str | None = None) -> pd.DataFrame:
+    """Test confusion counts of every run of a study (selected or not), with what budget
+    matching re-selects on: the configuration index and the validation AMAE.
+
+    A store the worker wrote keeps every run's test predictions; a study imported from a
+    bundle keeps them for its selected runs only, so unselected runs have no rows here
+    (:func:`runs_lacking_test_predictions` counts them).
+
+    Returns:
+        Columns study_id, run_id, task, method, seed, config_index, val_amae, y_true,
+        y_pred, n.
+    """
+    with connect(path, read_only=True) as con:
+        return con.execute(
+            """
+            SELECT r.study_id, r.run_id, r.task, r.method, r.seed, r.config_index, r.val_amae,
+                   p.y_true, p.y_pred, count(*) AS n
+            FROM runs r JOIN predictions p USING (run_id)
+            WHERE r.study_id = ? AND p.split = 'test' AND r.status = 'succeeded'
+            GROUP BY ALL
+            """,
+            [study_id],
+        ).df()
+
+
+def runs_lacking_test_predictions(study_id: str, *, path: Path | str | None = None) -> int:
+    """Succeeded runs of a study with no stored test prediction (e.g. the unselected runs of
+    a study imported from a bundle)."""
+    with connect(path, read_only=True) as con:
+        count = one_value(
+            con,
+            """
+            SELECT count(*) FROM runs r
+            WHERE r.study_id = ? AND r.status = 'succeeded' AND NOT EXISTS (
+                SELECT 1 FROM predictions p WHERE p.run_id = r.run_id AND p.split = 'test')
+            """,
+            [study_id],
+        )
+    return int(count)

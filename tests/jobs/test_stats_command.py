@@ -1,0 +1,63 @@
+"""`python -m jobs stats`: the paired table printed or written under the study card, and one
+clear line for a study that is not there."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from engine.analysis import paired
+from store.db import init_schema
+from tests.helpers.studies import run_jobs_cli
+from tests.helpers.synthetic_study import write_synthetic_study
+
+
+def _home_with_study(tmp_path):
+    store = tmp_path / "softgrade.duckdb"
+    init_schema(store)
+    return store, write_synthetic_study(store, n_seeds=3, n_patients=20)
+
+
+def test_stats_writes_one_row_per_task_pair_metric_under_the_study_card(tmp_path):
+    _, study = _home_with_study(tmp_path)
+    out = tmp_path / "paired.csv"
+    done = run_jobs_cli(tmp_path, "stats", study, "-o", str(out), "--bootstrap", "50")
+    assert done.returncode == 0, done.stderr
+    text = out.read_text()
+    assert text.startswith("# study: synthetic\n")
+    assert f"# study id: {study}" in text
+    table = pd.read_csv(out, comment="#")
+    assert list(table.columns[:13]) == list(paired.PAIRED_COLUMNS)
+    assert len(table) == 2 * 3 * 6  # tasks × pairs of 3 methods × metrics
+    assert {"boot_ci_low", "boot_ci_high", "family", "p_corrected_holm"} <= set(table.columns)
+
+
+def test_stats_prints_one_metric_given_in_capitals(tmp_path):
+    _, study = _home_with_study(tmp_path)
+    done = run_jobs_cli(tmp_path, "stats", study, "--metric", "AMAE", "--bootstrap", "0")
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stdout.splitlines() if " amae " in line]
+    assert len(lines) == 2 * 3
+    assert "corrected resampled t" in done.stdout
+
+
+def test_stats_on_an_unknown_study_names_it_and_how_to_list_studies(tmp_path):
+    _home_with_study(tmp_path)
+    done = run_jobs_cli(tmp_path, "stats", "study-missing")
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1
+    assert "study-missing" in done.stderr and "stats --list" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_stats_refuses_an_unknown_metric_and_a_non_csv_output(tmp_path):
+    _, study = _home_with_study(tmp_path)
+    bad_metric = run_jobs_cli(tmp_path, "stats", study, "--metric", "F1")
+    assert bad_metric.returncode == 2 and "AMAE" in bad_metric.stderr
+    bad_out = run_jobs_cli(tmp_path, "stats", study, "-o", str(tmp_path / "x.xlsx"))
+    assert bad_out.returncode == 2 and ".csv" in bad_out.stderr
+
+
+def test_stats_list_shows_the_study(tmp_path):
+    _, study = _home_with_study(tmp_path)
+    done = run_jobs_cli(tmp_path, "stats", "--list")
+    assert done.returncode == 0 and study in done.stdout
