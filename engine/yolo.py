@@ -48,6 +48,7 @@ from engine.detect import (
     select_knees,
 )
 from engine.phantom import PhantomSpec, phantom_labels, render_bilateral_film, render_film
+from engine.safe_load import load_yolo_detector
 
 logger = logging.getLogger(__name__)
 
@@ -433,9 +434,9 @@ def load_detector(
     missing = [str(p) for p in (weights, record_file) if not p.is_file()]
     if missing:
         raise FileNotFoundError(f"not a trained detector folder; missing: {', '.join(missing)}")
-    ultralytics = ultralytics_offline(config_dir or folder.parent / CONFIG_DIR_NAME)
+    ultralytics_offline(config_dir or folder.parent / CONFIG_DIR_NAME)
     record = DetectorRecord.from_json(record_file.read_text())
-    model = ultralytics.YOLO(str(weights), task="detect")
+    model = load_yolo_detector(weights, model_yaml=MODEL_YAML)  # never unpickles code
     return KneeDetector(model, image_size=record.image_size, device=device, record=record)
 
 
@@ -619,7 +620,7 @@ def train_detector(
         partial.mkdir(parents=True)
         shutil.copyfile(trainer.last, partial / WEIGHTS_FILE)
 
-    model = ultralytics.YOLO(str(partial / WEIGHTS_FILE), task="detect")
+    model = load_yolo_detector(partial / WEIGHTS_FILE, model_yaml=MODEL_YAML)
     detector = KneeDetector(model, image_size=image_size, device=device)
     scores = evaluate_detector(
         lambda f: find_knees(f, detector=detector),
