@@ -32,6 +32,7 @@ import logging
 import os
 import random
 import re
+import struct
 import threading
 import time
 from collections import deque
@@ -122,6 +123,110 @@ def _is_lock_error(exc: duckdb.Error) -> bool:
     return bool(_LOCK_WORDS.search(str(exc)))
 
 
+# A DuckDB file: a 4 KiB main header ("DUCK" at byte 8), two 4 KiB database headers (the one
+# with the higher iteration is current), then whole blocks of `block_alloc_size` bytes.
+_HEADER_BYTES = 4096
+_DB_HEADER = struct.Struct("<QqqqQQ")  # checksum, iteration, meta, free list, blocks, block size
+
+
+def _block_size(head: bytes) -> int | None:
+    """The block size a DuckDB file's current header gives; None when it cannot be read (not
+    DuckDB, or a storage version laid out otherwise: DuckDB then judges the file itself)."""
+    if len(head) < 3 * _HEADER_BYTES or head[8:12] != b"DUCK":
+        return None
+    headers = [_DB_HEADER.unpack_from(head, at) for at in (_HEADER_BYTES, 2 * _HEADER_BYTES)]
+    block_size = max(headers, key=lambda h: h[1])[5]
+    if not (2**12 <= block_size <= 2**28 and block_size & (block_size - 1) == 0):
+        return None
+    return block_size
+
+
+def _truncated(path: Path, size: int, expected: str) -> StoreError:
+    return StoreError(
+        f"the store {path} cannot be opened: it is truncated ({size:,} bytes; {expected}), "
+        "e.g. an interrupted copy or a full disk. Nothing in it was changed. Restore a backup "
+        "(`python -m jobs backup` writes one) in its place, or point SOFTGRADE_HOME at "
+        "another folder to start a new store."
+    )
+
+
+def refuse_truncated(path: Path) -> None:
+    """Refuse a store file that ends inside a block, before DuckDB opens it.
+
+    DuckDB opens a truncated file and, on the next write, extends it over the missing part:
+    the damage would be written over. DuckDB only ever writes and trims whole blocks, so a
+    file cut anywhere else is caught here, on every connection, from 12 KiB of header.
+    `connect` also checks that every table's blocks are in the file (a cut that falls on a
+    block boundary), once per file size.
+
+    Raises:
+        StoreError: The file is truncated; nothing in it was changed.
+    """
+    try:
+        with open(path, "rb") as f:
+            head = f.read(3 * _HEADER_BYTES)
+            size = os.fstat(f.fileno()).st_size
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise StoreError(f"the store {path} cannot be read ({exc.strerror})") from exc
+    block_size = _block_size(head)
+    if block_size is not None and (size - 3 * _HEADER_BYTES) % block_size:
+        raise _truncated(path, size, f"it ends inside a block of {block_size:,} bytes")
+
+
+#: (store, file size) pairs whose blocks were found in the file: checked again only when the
+#: size changes (DuckDB grows and trims a file by whole blocks), not at every connection.
+_BLOCKS_CHECKED: set[tuple[str, int]] = set()
+
+
+def _refuse_missing_blocks(path: Path, retry: RetryPolicy) -> None:
+    """Refuse a store whose tables use blocks past the end of the file (a cut that falls on a
+    block boundary); read-only, once per file size in this process.
+
+    Raises:
+        StoreError: The file is truncated (or damaged where its catalog lies).
+    """
+    try:
+        with open(path, "rb") as f:
+            block_size = _block_size(f.read(3 * _HEADER_BYTES))
+            size = os.fstat(f.fileno()).st_size
+    except FileNotFoundError:
+        return
+    if block_size is None or (str(path), size) in _BLOCKS_CHECKED:
+        return
+    blocks = (size - 3 * _HEADER_BYTES) // block_size
+    with _PROCESS_LOCK:
+        con = _open_with_retry(path, True, retry)
+        try:
+            last = _last_table_block(con)
+        except duckdb.Error as exc:
+            if _is_damage(exc):
+                raise _unreadable(path, exc) from exc
+            raise
+        finally:
+            con.close()
+    if last is not None and last[1] >= blocks:
+        raise _truncated(path, size, f"table {last[0]} uses block {last[1]}, it holds {blocks}")
+    _BLOCKS_CHECKED.add((str(path), size))
+
+
+def _last_table_block(con: duckdb.DuckDBPyConnection) -> tuple[str, int] | None:
+    """The table whose data reaches furthest into the file, and its last block id."""
+    tables = con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()"
+    ).fetchall()
+    last = None
+    for (table,) in tables:
+        quoted = table.replace("'", "''")
+        (block,) = con.execute(
+            f"SELECT max(block_id) FROM pragma_storage_info('{quoted}')"
+        ).fetchone()
+        if block is not None and (last is None or block > last[1]):
+            last = (table, int(block))
+    return last
+
+
 @contextmanager
 def connect(
     path: Path | str | None = None,
@@ -144,6 +249,8 @@ def connect(
     if read_only and not path.exists():
         raise StoreError(f"no store at {path} yet; start the worker or run a study first")
     path.parent.mkdir(parents=True, exist_ok=True)
+    refuse_truncated(path)
+    _refuse_missing_blocks(path, retry)
     with _PROCESS_LOCK:
         con = _open_with_retry(path, read_only, retry)
         try:
@@ -260,7 +367,8 @@ def init_schema(path: Path | str | None = None) -> None:
 
     Raises:
         SchemaVersionError: The store holds a newer or unknown schema version.
-        StoreError: The file is not a SoftGrade store (or not a DuckDB file at all).
+        StoreError: The file is not a SoftGrade store (or not a DuckDB file at all), or it
+            is truncated (`connect` checks).
     """
     with connect(path) as con:
         found = _stored_version(con, path)
