@@ -200,3 +200,32 @@ def test_a_study_bundle_zip_bomb_is_refused_before_anything_is_unpacked(tmp_path
     bomb = _zeros_zip(tmp_path / "study.zip", "predictions.parquet", 200, others=others)
     _refused_within(20, lambda: read_card(bomb), StoreError, "looks like a zip bomb")
     _refused_within(20, lambda: import_study(bomb, path=store), StoreError, "zip bomb")
+
+
+def _study_zip(out: Path, card: bytes, table: bytes = b"not parquet") -> Path:
+    tables = ("runs", "predictions", "epochs", "images", "labels", "splits", "split_rules")
+    with zipfile.ZipFile(out, "w") as zf:
+        zf.writestr("card.json", card)
+        for t in tables:
+            zf.writestr(f"{t}.parquet", table)
+    return out
+
+
+def test_malformed_study_bundles_get_one_message_from_import_study(tmp_path, home, capsys):
+    from store.db import default_store_path, init_schema
+
+    init_schema(default_store_path())
+    reference = read_card(Path(__file__).parents[2] / "examples" / "reference-study.zip")
+    cases = {
+        _study_zip(tmp_path / "nojson.zip", b"{not json"): "card.json is not readable JSON",
+        _study_zip(
+            tmp_path / "fields.zip", json.dumps({"bundle_version": 1, "seeds": ["a"]}).encode()
+        ): "lacks or mistypes study (dict), dataset (dict)",
+        _study_zip(tmp_path / "tables.zip", json.dumps(reference).encode()): (
+            "its tables cannot be imported"
+        ),
+    }
+    for bad, words in cases.items():
+        assert main(["import-study", str(bad)]) == 2, bad
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and words in err and "Traceback" not in err, err
