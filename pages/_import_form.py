@@ -17,7 +17,8 @@ import streamlit as st
 from engine.config import SpecError
 from engine.import_check import check_import
 from engine.import_layouts import ImportSourceError
-from jobs.importer import ImportRefused, import_detector, register_import
+from jobs import lab
+from jobs.importer import ImportRefused, import_detector
 from jobs.review import reviewed_spec
 from pages._import_view import (
     LAYOUT_LABELS,
@@ -32,7 +33,7 @@ from pages._import_view import (
     problems_table,
     resolve_import_path,
 )
-from pages._ui import cached_datasets
+from pages._ui import cached_datasets, current_account
 from store.db import StoreError
 
 #: Session state of the import: the request checked, its report, and what was registered.
@@ -208,10 +209,14 @@ def register_buttons(state: dict[str, Any], path: Path) -> None:
 def register(state: dict[str, Any], name: str, *, skip_bad: bool, path: Path) -> None:
     """Register the good films as a dataset (a small write, like a job request)."""
     try:
-        done = register_import(
-            state["report"], name=name.strip() or None, skip_bad=skip_bad, store_path=path
+        done = lab.register_import(
+            current_account(),
+            state["report"],
+            name=name.strip() or None,
+            skip_bad=skip_bad,
+            path=path,
         )
-    except (ImportRefused, StoreError, OSError) as exc:
+    except (ImportRefused, StoreError, OSError, ValueError) as exc:
         st.error(f"Nothing was registered: {exc}")
         return
     state["registered"] = {
