@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from jobs.access import oidc_account
+from jobs.csv_safe import escape_csv_cells
 from store.users import NAME_PATTERN, Role, password_problem
 
 ACCOUNT_COLUMNS = {
@@ -77,7 +78,7 @@ def audit_csv(log: pd.DataFrame) -> str:
     """The audit lines shown, as CSV (times in ISO 8601)."""
     table = audit_table(log).copy()
     table["When"] = pd.to_datetime(table["When"]).dt.strftime("%Y-%m-%dT%H:%M:%S")
-    return table.to_csv(index=False)
+    return escape_csv_cells(table).to_csv(index=False)
 
 
 def new_account_problems(name: str, role: str, password: str, again: str) -> list[str]:

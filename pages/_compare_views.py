@@ -14,6 +14,7 @@ from streamlit.delta_generator import DeltaGenerator
 from engine import compare, stats
 from engine.metrics import LOWER_IS_BETTER, METRIC_LABELS, METRICS
 from engine.vocab import order_methods
+from jobs.csv_safe import escape_csv_cells
 from pages import _exports, _tables, _ui
 from store import runs as store_runs
 
@@ -107,7 +108,7 @@ def table_tab(per_run: pd.DataFrame, cards: tuple[_exports.Card, ...]) -> None:
     st.table(_tables.style_summary(shown, marks))
     st.caption(_tables.table4_note(with_paper=published is not None))
     csv, latex = _tables.summary_csv(shown), _tables.summary_latex(shown, marks)
-    runs_csv = per_run.to_csv(index=False)
+    runs_csv = escape_csv_cells(per_run).to_csv(index=False)
     _ui.download_row(
         [
             ("Table as CSV", csv, "softgrade_table4.csv", "compare_download_csv"),

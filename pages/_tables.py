@@ -39,6 +39,7 @@ from engine.metrics import LOWER_IS_BETTER, METRIC_LABELS
 from engine.probability_metrics import PROBABILITY_LABELS, PROBABILITY_METRICS
 from engine.stats import CORRECTIONS
 from engine.vocab import LABEL_SEPARATOR
+from jobs.csv_safe import escape_csv_cells
 from store.bundle import REFERENCE_STUDY, read_card
 from store.db import StoreError
 
@@ -193,7 +194,7 @@ def summary_csv(summary: pd.DataFrame) -> str:
     out = summary[columns].copy()
     # Paper rows carry the plain method name; ``row`` tells them from ours.
     out.loc[summary["row"] == ROW_PAPER, "method"] = summary["base_method"]
-    return out.to_csv(index=False)
+    return escape_csv_cells(out).to_csv(index=False)
 
 
 def summary_latex(
@@ -536,7 +537,9 @@ def tables_csv(tables: Mapping[str, pd.DataFrame]) -> str:
     if not frames:
         return "table\n"
     out = pd.concat(frames, ignore_index=True)
-    return out[["table", *(c for c in out.columns if c != "table")]].to_csv(index=False)
+    return escape_csv_cells(out[["table", *(c for c in out.columns if c != "table")]]).to_csv(
+        index=False
+    )
 
 
 def frame_latex(
@@ -741,7 +744,7 @@ def probability_csv(summary: pd.DataFrame) -> str:
     """
     columns = ["task", "method", "n_seeds"]
     columns += [f"{m}_{s}" for m in PROBABILITY_METRICS for s in ("mean", "std")]
-    return summary[columns].to_csv(index=False)
+    return escape_csv_cells(summary[columns]).to_csv(index=False)
 
 
 def probability_latex(

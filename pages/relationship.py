@@ -16,6 +16,7 @@ import streamlit as st
 
 from engine import compare, relationship
 from engine.vocab import order_methods
+from jobs.csv_safe import escape_csv_cells
 from pages import _exports, _tables, _ui
 from pages._ui import cached_cards, download_row
 from store import runs as store_runs
@@ -202,7 +203,7 @@ def export_section(
     """Per-seed tables, the summary with its tests and the mean true table, as CSV and LaTeX,
     each headed by the study ``cards``."""
     st.subheader("Export", divider="gray")
-    seeds_csv = _tables.relationship_seed_frame(results).to_csv(index=False)
+    seeds_csv = escape_csv_cells(_tables.relationship_seed_frame(results)).to_csv(index=False)
     summary_csv = _tables.tables_csv(
         {
             "summary": _tables.relationship_summary_frame(summary),
