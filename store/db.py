@@ -28,6 +28,7 @@ version, a truncated file or a file that is not a DuckDB database is refused wit
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import random
@@ -248,11 +249,14 @@ def connect(
     path = Path(path) if path is not None else default_store_path()
     if read_only and not path.exists():
         raise StoreError(f"no store at {path} yet; start the worker or run a study first")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_folder(path.parent)
     refuse_truncated(path)
     _refuse_missing_blocks(path, retry)
     with _PROCESS_LOCK:
+        new = not path.exists()
         con = _open_with_retry(path, read_only, retry)
+        if new:
+            private_file(path)
         try:
             if not read_only:
                 con.execute("BEGIN TRANSACTION")
@@ -271,6 +275,29 @@ def connect(
             raise
         finally:
             con.close()
+
+
+def private_folder(folder: Path) -> None:
+    """Create ``folder`` (and missing parents) readable by this user only (0700).
+
+    The store holds password and session hashes and every result. A folder that exists
+    already is left as it is (it may be shared, e.g. a home folder): docs/security.md says
+    to ``chmod 700`` it.
+    """
+    missing = []
+    for parent in [folder, *folder.parents]:
+        if parent.exists():
+            break
+        missing.append(parent)
+    for created in reversed(missing):
+        created.mkdir(mode=0o700, exist_ok=True)
+
+
+def private_file(path: Path) -> None:
+    """Make a file this process just created readable and writable by this user only (0600)
+    (DuckDB creates files as the umask allows, usually world-readable)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.chmod(path, 0o600)
 
 
 # Writer preference. DuckDB's file lock keeps no queue: while readers (open pages) hold the
@@ -310,7 +337,9 @@ def _open_with_retry(path: Path, read_only: bool, retry: RetryPolicy) -> duckdb.
                 con = duckdb.connect(str(path), read_only=read_only)
                 LOCK_STATS.recent_waits_s.append(waited)
                 return con
-            except (duckdb.IOException, duckdb.ConnectionException) as exc:
+            except duckdb.Error as exc:
+                # A damaged header or first block is a bare duckdb.Error ("Corrupt database
+                # file"), not an IOException: every refusal but a lock is one message.
                 if not _is_lock_error(exc):
                     raise _unreadable(path, exc) from exc
                 if waited >= retry.max_wait_s:

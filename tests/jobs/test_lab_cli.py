@@ -169,3 +169,15 @@ def test_a_truncated_store_is_refused_untouched_by_every_entry_point(store, cut)
         assert "Nothing in it was changed" in done.stderr and "Traceback" not in done.stderr
         assert hashlib.md5(store.read_bytes()).hexdigest() == before, args
     assert not Path(f"{store}.wal").exists()
+
+
+@pytest.mark.parametrize("offset", [4096, 8192, 12288], ids=["header 1", "header 2", "block 0"])
+def test_a_store_damaged_in_its_headers_is_one_message_from_the_cli(store, offset):
+    data = bytearray(store.read_bytes())
+    data[offset + 8 : offset + 400] = bytes(range(256)) + bytes(136)
+    store.write_bytes(bytes(data))
+    for args in (("status",), ("users", "list")):
+        done = _cli(store.parent, *args)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert done.stderr.startswith("error: the store ") and "cannot be opened" in done.stderr
+    assert store.read_bytes() == bytes(data)
