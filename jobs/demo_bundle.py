@@ -499,17 +499,35 @@ def read_crop(file: Path | str) -> np.ndarray:
 
 
 def fresh_demo_home(bundle: Path | str) -> tuple[Path, DemoBundle]:
-    """A new temporary SoftGrade home with the bundle unpacked in it (``<home>/demo``).
+    """A new temporary SoftGrade home with the bundle unpacked in it (``<home>/demo``), its
+    knee detector (if any) loaded once through the safe loader, so a bundle whose detector
+    cannot be loaded safely is refused before the kiosk starts.
 
     The caller removes the folder when done (``shutil.rmtree``); on a bad bundle it is
     removed here before the error is raised.
     """
     home = Path(tempfile.mkdtemp(prefix="softgrade-demo-"))
     try:
-        return home, unpack_demo(bundle, home / "demo")
+        demo = unpack_demo(bundle, home / "demo")
+        _check_detector(demo, bundle)
+        return home, demo
     except BaseException:
         shutil.rmtree(home, ignore_errors=True)
         raise
+
+
+def _check_detector(demo: DemoBundle, bundle: Path | str) -> None:
+    """Refuse the bundle unless its trained detector loads (`engine.safe_load`: nothing in
+    the file runs)."""
+    if demo.detector_dir is None:
+        return
+    from engine.safe_load import UnsafeCheckpointError
+    from engine.yolo import load_detector  # ultralytics is slow to import; only when needed
+
+    try:
+        load_detector(demo.detector_dir)
+    except (UnsafeCheckpointError, OSError, ValueError, TypeError) as exc:
+        raise DemoBundleError(f"{bundle}: its knee detector is refused: {exc}") from exc
 
 
 # -- command line ------------------------------------------------------------------------------

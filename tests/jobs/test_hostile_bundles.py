@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import struct
+import tempfile
 import tracemalloc
 import zipfile
 from pathlib import Path
@@ -86,19 +86,31 @@ def test_a_bundle_detector_that_is_a_crafted_pickle_never_runs_when_an_upload_is
 
     marker = tmp_path / "pwned"
     bundle = demo_zip(tmp_path / "demo.zip", hostile_parts(tmp_path, marker))
-    home, demo = fresh_demo_home(bundle)  # its hashes are right: the attacker wrote them
+    demo = unpack_demo(bundle, tmp_path / "unpacked")  # its hashes are right: the attacker's
+    refused: Exception | None = None
     try:
-        assert demo.detector_dir is not None
-        refused: Exception | None = None
-        try:
-            knee_box(phantom_film(), demo.detector_dir)
-        except Exception as exc:  # noqa: BLE001 - which error it is is asserted below
-            refused = exc
-        assert not marker.exists(), "the bundle's detector ran its code"
-        assert isinstance(refused, UnsafeCheckpointError), refused
-        assert "not a knee detector SoftGrade can load safely" in str(refused)
-    finally:
-        shutil.rmtree(home)
+        knee_box(phantom_film(), demo.detector_dir)
+    except Exception as exc:  # noqa: BLE001 - which error it is is asserted below
+        refused = exc
+    assert not marker.exists(), "the bundle's detector ran its code"
+    assert isinstance(refused, UnsafeCheckpointError), refused
+    assert "not a knee detector SoftGrade can load safely" in str(refused)
+
+
+def test_up_demo_refuses_a_bundle_whose_detector_is_a_crafted_pickle_before_serving(
+    tmp_path, capsys
+):
+    marker = tmp_path / "pwned"
+    bundle = demo_zip(tmp_path / "demo.zip", hostile_parts(tmp_path, marker))
+    assert main(["up", "--demo", str(bundle), "--port", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "its knee detector is refused" in err
+    assert "Traceback" not in err and not marker.exists()
+    homes = set(Path(tempfile.gettempdir()).glob("softgrade-demo-*"))
+    with pytest.raises(DemoBundleError, match="knee detector is refused"):
+        fresh_demo_home(bundle)
+    assert set(Path(tempfile.gettempdir()).glob("softgrade-demo-*")) == homes  # removed
+    assert not marker.exists()
 
 
 def test_a_bundle_whose_file_differs_from_its_manifest_hash_is_refused_and_leaves_nothing(
