@@ -241,3 +241,24 @@ def test_malformed_study_bundles_get_one_message_from_import_study(tmp_path, hom
         assert main(["import-study", str(bad)]) == 2, bad
         err = capsys.readouterr().err
         assert err.startswith("error: ") and words in err and "Traceback" not in err, err
+
+
+def test_a_study_bundle_table_that_differs_from_its_card_hash_is_refused(tmp_path, store):
+    from store.bundle import import_study
+
+    reference = Path(__file__).parents[2] / "examples" / "reference-study.zip"
+    changed = tmp_path / "changed.zip"
+    with zipfile.ZipFile(reference) as zin, zipfile.ZipFile(changed, "w") as zout:
+        card = json.loads(zin.read("card.json"))
+        names = [n for n in zin.namelist() if n != "card.json"]
+        card["sha256"] = {n: hashlib.sha256(zin.read(n)).hexdigest() for n in names}
+        card["sha256"]["runs.parquet"] = "0" * 64
+        zout.writestr("card.json", json.dumps(card))
+        for name in names:
+            zout.writestr(name, zin.read(name))
+    with pytest.raises(StoreError, match="runs.parquet does not match the hash in its card"):
+        import_study(changed, path=store)
+    from store.db import connect
+
+    with connect(store, read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM studies").fetchone()[0] == 0
