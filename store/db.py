@@ -51,6 +51,10 @@ SCHEMA_FILE = Path(__file__).with_name("schema.sql")
 
 log = logging.getLogger(__name__)
 _PROCESS_LOCK = threading.RLock()
+# How many connections this thread holds open: a connection opened inside another's block
+# skips the missing-block check (the outer one was checked; a read-only check connection
+# beside this process's read-write one would wait on itself).
+_OPEN_HERE = threading.local()
 
 
 class StoreError(RuntimeError):
@@ -251,12 +255,14 @@ def connect(
         raise StoreError(f"no store at {path} yet; start the worker or run a study first")
     private_folder(path.parent)
     refuse_truncated(path)
-    _refuse_missing_blocks(path, retry)
+    if not getattr(_OPEN_HERE, "depth", 0):
+        _refuse_missing_blocks(path, retry)
     with _PROCESS_LOCK:
         new = not path.exists()
         con = _open_with_retry(path, read_only, retry)
         if new:
             private_file(path)
+        _OPEN_HERE.depth = getattr(_OPEN_HERE, "depth", 0) + 1
         try:
             if not read_only:
                 con.execute("BEGIN TRANSACTION")
@@ -274,6 +280,7 @@ def connect(
                 _rollback_quietly(con)
             raise
         finally:
+            _OPEN_HERE.depth -= 1
             con.close()
 
 
