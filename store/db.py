@@ -162,7 +162,7 @@ def refuse_truncated(path: Path) -> None:
     the damage would be written over. DuckDB only ever writes and trims whole blocks, so a
     file cut anywhere else is caught here, on every connection, from 12 KiB of header.
     `connect` also checks that every table's blocks are in the file (a cut that falls on a
-    block boundary), once per file size.
+    block boundary), once per file size (`_check_blocks`).
 
     Raises:
         StoreError: The file is truncated; nothing in it was changed.
@@ -185,35 +185,46 @@ def refuse_truncated(path: Path) -> None:
 _BLOCKS_CHECKED: set[tuple[str, int]] = set()
 
 
-def _refuse_missing_blocks(path: Path, retry: RetryPolicy) -> None:
-    """Refuse a store whose tables use blocks past the end of the file (a cut that falls on a
-    block boundary); read-only, once per file size in this process.
-
-    Raises:
-        StoreError: The file is truncated (or damaged where its catalog lies).
-    """
+def _blocks_check_due(path: Path) -> tuple[int, int] | None:
+    """``(size, blocks)`` of the store when its blocks have not been checked at this size in
+    this process; None when checked already, new, or not a DuckDB file DuckDB cannot judge."""
     try:
         with open(path, "rb") as f:
             block_size = _block_size(f.read(3 * _HEADER_BYTES))
             size = os.fstat(f.fileno()).st_size
     except FileNotFoundError:
-        return
+        return None
     if block_size is None or (str(path), size) in _BLOCKS_CHECKED:
-        return
-    blocks = (size - 3 * _HEADER_BYTES) // block_size
+        return None
+    return size, (size - 3 * _HEADER_BYTES) // block_size
+
+
+def _check_blocks(con: duckdb.DuckDBPyConnection, path: Path, size: int, blocks: int) -> None:
+    """Refuse a store whose tables use blocks past the end of the file (a cut that falls on a
+    block boundary); remember the size as checked otherwise.
+
+    Raises:
+        StoreError: The file is truncated.
+    """
+    last = _last_table_block(con)
+    if last is not None and last[1] >= blocks:
+        raise _truncated(path, size, f"table {last[0]} uses block {last[1]}, it holds {blocks}")
+    _BLOCKS_CHECKED.add((str(path), size))
+
+
+def _check_blocks_read_only(path: Path, due: tuple[int, int], retry: RetryPolicy) -> None:
+    """`_check_blocks` over a read-only connection of its own, before a writer opens the file
+    (DuckDB may write as soon as it opens a file read-write, e.g. to replay its WAL)."""
     with _PROCESS_LOCK:
-        con = _open_with_retry(path, True, retry)
+        con = _open_with_retry(path, True, retry, record=False)
         try:
-            last = _last_table_block(con)
+            _check_blocks(con, path, *due)
         except duckdb.Error as exc:
             if _is_damage(exc):
                 raise _unreadable(path, exc) from exc
             raise
         finally:
             con.close()
-    if last is not None and last[1] >= blocks:
-        raise _truncated(path, size, f"table {last[0]} uses block {last[1]}, it holds {blocks}")
-    _BLOCKS_CHECKED.add((str(path), size))
 
 
 def _last_table_block(con: duckdb.DuckDBPyConnection) -> tuple[str, int] | None:
@@ -255,8 +266,10 @@ def connect(
         raise StoreError(f"no store at {path} yet; start the worker or run a study first")
     private_folder(path.parent)
     refuse_truncated(path)
-    if not getattr(_OPEN_HERE, "depth", 0):
-        _refuse_missing_blocks(path, retry)
+    due = None if getattr(_OPEN_HERE, "depth", 0) else _blocks_check_due(path)
+    if due is not None and not read_only:
+        _check_blocks_read_only(path, due, retry)
+        due = None
     with _PROCESS_LOCK:
         new = not path.exists()
         con = _open_with_retry(path, read_only, retry)
@@ -264,6 +277,8 @@ def connect(
             private_file(path)
         _OPEN_HERE.depth = getattr(_OPEN_HERE, "depth", 0) + 1
         try:
+            if due is not None:  # a reader checks over its own connection
+                _check_blocks(con, path, *due)
             if not read_only:
                 con.execute("BEGIN TRANSACTION")
             yield con
@@ -328,7 +343,11 @@ def _writer_waiting(marker: Path) -> bool:
         return False
 
 
-def _open_with_retry(path: Path, read_only: bool, retry: RetryPolicy) -> duckdb.DuckDBPyConnection:
+def _open_with_retry(
+    path: Path, read_only: bool, retry: RetryPolicy, *, record: bool = True
+) -> duckdb.DuckDBPyConnection:
+    """Open ``path``, retrying while another process holds it; ``record`` the wait in
+    `LOCK_STATS` (not for the truncation check's own connection)."""
     waited = 0.0
     delay = retry.first_delay_s
     marker = writer_waiting_marker(path)
@@ -342,7 +361,8 @@ def _open_with_retry(path: Path, read_only: bool, retry: RetryPolicy) -> duckdb.
                 continue
             try:
                 con = duckdb.connect(str(path), read_only=read_only)
-                LOCK_STATS.recent_waits_s.append(waited)
+                if record:
+                    LOCK_STATS.recent_waits_s.append(waited)
                 return con
             except duckdb.Error as exc:
                 # A damaged header or first block is a bare duckdb.Error ("Corrupt database
