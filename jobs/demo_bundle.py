@@ -8,7 +8,8 @@ kiosk (`jobs.kiosk`) on it. The zip holds:
 - ``manifest.json``: the bundle's format and version, the SoftGrade and library versions that
   wrote it, the study, method, tasks, image size, the seeds (the best one first), every model
   file with its task, seed and validation AMAE, every film with its recorded (and, on the
-  phantom, true) grades and the seeds that never trained on it, and the knee detector;
+  phantom, true) grades and the seeds that never trained on it, the knee detector, and
+  every other file's SHA-256 (``sha256``);
 - ``card.json``: the study card (`store.studies.study_card`) and its notes;
 - ``models/<task>-seed<seed>.pt``: the selected model of each (task, seed), as
   `engine.train.save_checkpoint` wrote it;
@@ -16,8 +17,10 @@ kiosk (`jobs.kiosk`) on it. The zip holds:
 - ``detector/``: the trained knee detector's folder, when the dataset's films were cropped
   by one (films cropped by the classical detector need no file: it is code).
 
-A file that is not such a bundle, lacks a part, or was written by another bundle version is
-refused with one message (`DemoBundleError`).
+A file that is not such a bundle, lacks a part, was written by another bundle version, would
+unpack past `DEMO_ZIP_LIMITS` (`store.zip_limits`) or holds a file that differs from its hash
+is refused with one message (`DemoBundleError`) before anything is unpacked; so is, in
+`fresh_demo_home`, a detector the safe loader (`engine.safe_load`) refuses.
 """
 
 from __future__ import annotations

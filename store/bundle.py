@@ -9,7 +9,11 @@ A bundle is a zip of Parquet files and a ``card.json``:
 - ``images.parquet``, ``labels.parquet``, ``splits.parquet``, ``split_rules.parquet``: the
   dataset the study ran on and its splits for those seeds;
 - ``card.json``: the study (name, spec), the dataset row and the study card (GPU, versions,
-  date, command), plus the bundle's format version.
+  date, command), the bundle's format version and each table's SHA-256 (``sha256``; bundles
+  written before it have none).
+
+A bundle is read only after its zip passes `STUDY_ZIP_LIMITS` (`store.zip_limits`: no zip
+bomb) and its card has the fields import needs; each table must match its hash.
 
 The bundled reference study (``examples/reference-study.zip``) is such a file. Importing is
 idempotent: a study already in the store is left as it is. Nothing stored is changed: where
