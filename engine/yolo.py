@@ -427,6 +427,11 @@ def load_detector(
         path: ``<detectors>/<key>`` or the weights file in it.
         device: where it runs ('cpu', 'cuda', 'cuda:1').
         config_dir: ultralytics' config folder; by default ``<detectors>/.ultralytics``.
+
+    Raises:
+        FileNotFoundError: No weights or record in the folder.
+        engine.safe_load.UnsafeCheckpointError: The weights cannot be loaded without running
+            something in the file, or are not YOLOv8n detection weights.
     """
     path = Path(path)
     folder = path if path.is_dir() else path.parent
