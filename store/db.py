@@ -235,9 +235,10 @@ def _last_table_block(con: duckdb.DuckDBPyConnection) -> tuple[str, int] | None:
     last = None
     for (table,) in tables:
         quoted = table.replace("'", "''")
-        (block,) = con.execute(
+        # fetchall: a result left half-read (fetchone) blocks the caller's next con.sql().
+        ((block,),) = con.execute(
             f"SELECT max(block_id) FROM pragma_storage_info('{quoted}')"
-        ).fetchone()
+        ).fetchall()
         if block is not None and (last is None or block > last[1]):
             last = (table, int(block))
     return last
