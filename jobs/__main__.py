@@ -44,6 +44,7 @@ from engine.config import SpecError, StudySpec
 from jobs import demo_bundle, lab_commands, stats_command
 from jobs.access import BEHIND_PROXY, SERVED_HOST_ENV, refuse_unprotected_host
 from jobs.detector import add_commands as add_detector_commands
+from jobs.lab_commands import os_user
 from store import jobs as store_jobs
 from store.db import StoreError, default_store_path, init_schema
 from store.users import has_accounts
@@ -203,7 +204,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         return 1
     _open_store()
     try:
-        done = register_import(report, name=args.name, skip_bad=args.skip_bad)
+        done = register_import(report, name=args.name, skip_bad=args.skip_bad, by=os_user())
     except ImportRefused as exc:
         print(f"nothing registered: {exc}")
         return 1

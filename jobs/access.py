@@ -25,6 +25,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from store.audit import LOCAL_ACTOR
 from store.db import softgrade_home
 from store.users import Account, Role
 
@@ -37,6 +38,11 @@ DATA_ROOTS_ENV = "SOFTGRADE_DATA_ROOTS"
 
 # The person in single-user mode (127.0.0.1, no accounts): may do everything.
 LOCAL_ACCOUNT = Account(name="local", role=Role.ADMIN)
+
+
+def actor_name(account: Account | None) -> str:
+    """The name an account's actions are recorded under (`LOCAL_ACTOR` for nobody)."""
+    return account.name if account is not None else LOCAL_ACTOR
 
 
 class Action(StrEnum):

@@ -17,6 +17,7 @@ import streamlit as st
 
 from engine.analysis import compare, relationship
 from engine.vocab import order_methods
+from jobs.csv_safe import escape_csv_cells
 from pages.present import exports, stat_tables, tables
 from pages.widgets import chart_cache, pickers, reads, shell, sign_in, stat_tests
 from pages.widgets.downloads import cached_cards, download_row
@@ -140,7 +141,7 @@ def export_section(
     """Per-seed tables, the summary with its tests and the mean true table, as CSV and LaTeX,
     each headed by the study ``cards``."""
     st.subheader("Export", divider="gray")
-    seeds_csv = stat_tables.relationship_seed_frame(results).to_csv(index=False)
+    seeds_csv = escape_csv_cells(stat_tables.relationship_seed_frame(results)).to_csv(index=False)
     summary_csv = stat_tables.tables_csv(
         {
             "summary": stat_tables.relationship_summary_frame(summary),

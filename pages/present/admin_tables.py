@@ -7,7 +7,8 @@ from __future__ import annotations
 import pandas as pd
 
 from jobs.access import oidc_account
-from store.users import MIN_PASSWORD_CHARS, NAME_PATTERN, Role
+from jobs.csv_safe import escape_csv_cells
+from store.users import NAME_PATTERN, Role, password_problem
 
 ACCOUNT_COLUMNS = {
     "name": "Name",
@@ -77,7 +78,7 @@ def audit_csv(log: pd.DataFrame) -> str:
     """The audit lines shown, as CSV (times in ISO 8601)."""
     table = audit_table(log).copy()
     table["When"] = pd.to_datetime(table["When"]).dt.strftime("%Y-%m-%dT%H:%M:%S")
-    return table.to_csv(index=False)
+    return escape_csv_cells(table).to_csv(index=False)
 
 
 def new_account_problems(name: str, role: str, password: str, again: str) -> list[str]:
@@ -90,8 +91,8 @@ def new_account_problems(name: str, role: str, password: str, again: str) -> lis
         )
     if role not in {r.value for r in Role}:
         problems.append(f"the role must be one of {', '.join(r.value for r in Role)}")
-    if len(password) < MIN_PASSWORD_CHARS:
-        problems.append(f"a password needs at least {MIN_PASSWORD_CHARS} characters")
+    if problem := password_problem(password, name.strip()):
+        problems.append(problem)
     if password != again:
         problems.append("the two passwords differ")
     return problems

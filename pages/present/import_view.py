@@ -15,6 +15,7 @@ import pandas as pd
 
 from engine.films import KNEE_LOW_CONFIDENCE, ImportReport
 from jobs.access import confine_import_path, data_roots
+from jobs.csv_safe import escape_csv_cells
 from jobs.provenance import card_comments
 
 #: Layout choices of the import form (``auto`` first), in words.
@@ -103,7 +104,7 @@ def report_csv(problems: pd.DataFrame, summary: Any) -> str:
     """A stored import's problems as the CSV the Data page offers (the store's columns:
     file, csv_row, severity, kind, problem, action), headed by the import's card as ``#``
     comment lines (read it back with ``pandas.read_csv(..., comment="#")``)."""
-    return card_comments(import_card(summary)) + problems.to_csv(index=False)
+    return card_comments(import_card(summary)) + escape_csv_cells(problems).to_csv(index=False)
 
 
 def left_out_text(left_out: tuple[str, ...] | list[str], shown: int = 20) -> str:

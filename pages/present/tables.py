@@ -37,6 +37,7 @@ from engine.analysis.compare import (
 )
 from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS
 from engine.vocab import LABEL_SEPARATOR
+from jobs.csv_safe import escape_csv_cells
 from store.bundle import REFERENCE_STUDY, read_card
 from store.db import StoreError
 
@@ -189,7 +190,7 @@ def summary_csv(summary: pd.DataFrame) -> str:
     out = summary[columns].copy()
     # Paper rows carry the plain method name; ``row`` tells them from ours.
     out.loc[summary["row"] == ROW_PAPER, "method"] = summary["base_method"]
-    return out.to_csv(index=False)
+    return escape_csv_cells(out).to_csv(index=False)
 
 
 def summary_latex(

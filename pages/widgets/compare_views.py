@@ -14,6 +14,7 @@ from streamlit.delta_generator import DeltaGenerator
 from engine.analysis import compare, stats
 from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS, METRICS
 from engine.vocab import order_methods
+from jobs.csv_safe import escape_csv_cells
 from pages.present import exports, stat_tables, tables
 from pages.widgets import chart_cache, downloads, pickers, reads, stat_tests
 from store import runs as store_runs
@@ -108,7 +109,7 @@ def table_tab(per_run: pd.DataFrame, cards: tuple[exports.Card, ...]) -> None:
     st.table(tables.style_summary(shown, marks))
     st.caption(tables.table4_note(with_paper=published is not None))
     csv, latex = tables.summary_csv(shown), tables.summary_latex(shown, marks)
-    runs_csv = per_run.to_csv(index=False)
+    runs_csv = escape_csv_cells(per_run).to_csv(index=False)
     downloads.download_row(
         [
             ("Table as CSV", csv, "softgrade_table4.csv", "compare_download_csv"),

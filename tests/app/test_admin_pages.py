@@ -199,10 +199,14 @@ def test_the_accounts_page_has_no_lab_accounts_section_without_an_identity_provi
 
 def test_a_new_accounts_problems_are_all_listed():
     assert new_account_problems("mo", "member", PASSWORD, PASSWORD) == []
+    assert (
+        "most common passwords" in new_account_problems("mo", "member", "password", "password")[0]
+    )
     assert new_account_problems(" bad name", "boss", "short", "shorter") == [
         "a name is 1 to 64 letters, digits, '.', '_', '@' or '-', starting with a letter or digit",
         "the role must be one of viewer, member, admin",
-        "a password needs at least 8 characters",
+        "too short: a password needs at least 8 characters besides leading and trailing "
+        "spaces, 4 of them different, and must not be a common password or the account's name",
         "the two passwords differ",
     ]
 
