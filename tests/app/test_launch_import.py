@@ -145,7 +145,6 @@ def test_a_reviewed_dataset_is_queued_with_its_crop_review(path, tmp_path):
 
 def test_an_import_on_the_launch_page_is_audited_under_the_signed_in_member(path, tmp_path):
     from pages.widgets.sign_in import TOKEN_KEY
-
     from store import users as store_users
     from store.audit import read_audit
 

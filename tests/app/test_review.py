@@ -180,7 +180,6 @@ def test_a_training_that_died_shows_why_and_retrain_is_offered_again(path, home)
 
 def test_a_crop_decision_is_recorded_under_the_signed_in_member(imported, path):
     from pages.widgets.sign_in import TOKEN_KEY
-
     from store import users as store_users
 
     done, _ = imported
