@@ -85,7 +85,8 @@ def kld_parts_long(parts: pd.DataFrame) -> pd.DataFrame:
 
 
 def kl_marginal_gap(mean_table: np.ndarray, mean_truth: np.ndarray) -> tuple[int, float, float]:
-    """The KL grade whose predicted share is furthest from its true share.
+    """The KL grade that adds most to the KL-marginal part ``Σ p_k log(p_k / q_k)``: the grade
+    the method predicts too rarely where it matters most.
 
     Returns:
         ``(grade, predicted share, true share)`` (shares of the films, 0–1).
@@ -93,7 +94,9 @@ def kl_marginal_gap(mean_table: np.ndarray, mean_truth: np.ndarray) -> tuple[int
     predicted = np.asarray(mean_table, dtype=np.float64).sum(axis=1)
     true = np.asarray(mean_truth, dtype=np.float64).sum(axis=1)
     predicted, true = predicted / predicted.sum(), true / true.sum()
-    grade = int(np.argmax(np.abs(predicted - true)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(true > 0, true * np.log(true / np.maximum(predicted, 1e-12)), -np.inf)
+    grade = int(np.argmax(terms))
     return grade, float(predicted[grade]), float(true[grade])
 
 
@@ -118,7 +121,8 @@ def kld_part_reading(part: Mapping[str, Any], mean_table: Any, mean_truth: Any) 
     else:
         head = (
             f"{name}'s KLD is mostly the CPPD-given-KL part ({kld - marginal:.3f} of {kld:.3f} "
-            f"nats): given the KL grade, its CPPD grades are spread unlike the truth's ({gap})"
+            f"nats): given the KL grade, its CPPD grades are spread unlike the truth's; its KL "
+            f"marginal adds {marginal:.3f} ({gap})"
         )
     mi_pred, mi_true = float(part["mi_pred"]), float(part["mi_true"])
     if abs(mi_pred - mi_true) <= 0.25 * mi_true:
@@ -297,6 +301,7 @@ TRUTH_NOTE = (
 
 def truth_frame(table: pd.DataFrame) -> pd.DataFrame:
     """`engine.analysis.truth.recorded_vs_true` as a table to read."""
+    table = _in_paper_order(table)
     return pd.DataFrame(
         {
             "Task": table["task"],
@@ -329,7 +334,8 @@ def truth_readings(table: pd.DataFrame, metric: str = "amae", alpha: float = 0.0
         gains = diff < 0 if lower else diff > 0
         name, label = method_title(str(r["method"])), METRIC_LABELS[metric]
         ci = interval_text(r["ci_low"], r["ci_high"], 3)
-        evidence = f"{abs(diff):.3f} {label}, 95 % CI {ci}, corrected p {p_text(r['p_corrected'])}"
+        p = p_text(r["p_corrected"])
+        evidence = f"difference of shifts {diff:+.3f} {label}, 95 % CI {ci}, corrected p {p}"
         if float(r["p_corrected"]) < alpha:
             verdict = "gains more" if gains else "gains less"
             lines.append(
@@ -374,6 +380,7 @@ def budget_unavailable_sentence(n_lacking: int, n_runs: int) -> str:
 
 def budget_table_frame(table: pd.DataFrame) -> pd.DataFrame:
     """`BudgetMatched.table` as a table to read: the study's mean beside the matched one."""
+    table = _in_paper_order(table)
     return pd.DataFrame(
         {
             "Task": table["task"],
@@ -400,7 +407,8 @@ def budget_draws_sentence(draws: pd.DataFrame, budget: int, alpha: float = 0.05)
     lead = draws["mean_diff"] < 0
     share = float(significant.mean()) if len(draws) else math.nan
     return (
-        f"Over {n_draws} draws of {budget} configurations per method, a soft method's AMAE was "
-        f"below Nominal's in {_share(float(lead.mean()))} of the comparisons and significantly "
-        f"so (corrected test, Holm over the primary family) in {_share(share)}."
+        f"Over {n_draws} draws of {budget} configuration{'s' * (budget != 1)} per method, a "
+        f"soft method's AMAE was below Nominal's in {_share(float(lead.mean()))} of the "
+        "comparisons and significantly so (corrected test, Holm over the primary family) in "
+        f"{_share(share)}."
     )
