@@ -221,7 +221,7 @@ def calibration_frame(unc: pd.DataFrame) -> pd.DataFrame:
 
 
 def _in_paper_order(table: pd.DataFrame) -> pd.DataFrame:
-    """Rows ordered by task (KL first) then method (the paper's order)."""
+    """Rows ordered by task (CPPD first, as the paper) then method (the paper's order)."""
     tasks = {t: i for i, t in enumerate(task_order(table["task"].unique()))}
     keys = [
         (tasks[t], method_sort_key(m)) for t, m in zip(table["task"], table["method"], strict=True)

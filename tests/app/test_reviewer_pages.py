@@ -51,3 +51,48 @@ def test_relationship_page_decomposes_the_kld_and_tests_it_corrected(home, monke
     paired = frame_with_column(at, "p corrected")
     assert len(paired) == 3  # three pairs of methods
     assert {"p Wilcoxon (Holm)", "95 % CI (corrected)", "d_z"} <= set(paired.columns)
+
+
+def test_probabilities_tab_shows_the_ece_floor_and_temperature_scaling(home, monkeypatch):
+    at = run_page(home, monkeypatch, tab="Probabilities")
+    ece = frame_with_column(at, "Floor (calibrated)")
+    assert len(ece) == 2 * 3  # tasks × methods
+    assert (ece["Floor (calibrated)"] > 0).all()
+    assert list(ece["Task"].unique()) == ["CPPD", "KL"]  # the paper's order
+    assert "A perfectly calibrated model would still score" in texts(at, "markdown")
+    temperature = frame_with_column(at, "Temperature")
+    assert {"ECE before", "ECE after", "RPS before", "RPS after"} <= set(temperature.columns)
+    assert (temperature["Temperature"] > 0).all()
+    assert "pools the test films of every seed" in texts(at, "caption")
+    paired = frame_with_column(at, "p corrected")
+    assert "p Wilcoxon (Holm)" in paired.columns
+
+
+def test_robustness_tab_scores_against_the_truth_and_at_matched_budget(home, monkeypatch):
+    at = run_page(home, monkeypatch, tab="Robustness")
+    assert at.selectbox(key="robust_metric").value == "amae"
+    truth = frame_with_column(at, "Shift vs Nominal")
+    assert list(truth["Method"][truth["Task"] == "KL"]) == ["Nominal", "Binomial", "Beta"]
+    markdown = texts(at, "markdown")
+    assert "gain more against the truth than against the noisy labels" in markdown
+    assert "Nominal 1, Binomial 2, Beta 3 configurations" in markdown
+    matched = frame_with_column(at, "At matched budget")
+    nominal = matched[matched["Method"] == "Nominal"]
+    # Nominal has one configuration: matching the budget cannot change its selection.
+    assert (nominal["As selected"] == nominal["At matched budget"]).all()
+    assert "Over 200 draws of 1 configuration per method" in markdown
+    assert "robust_download_csv" in {b.proto.id.split("-")[-1] for b in at.get("download_button")}
+
+
+def test_robustness_says_why_without_unselected_test_predictions(tmp_path, monkeypatch):
+    store = tmp_path / "softgrade.duckdb"
+    init_schema(store)
+    write_synthetic_study(
+        store, n_seeds=3, n_patients=20, configs=CONFIGS, keep_unselected_test=False
+    )
+    finish_the_job(store)
+    at = run_page(tmp_path, monkeypatch, tab="Robustness")
+    info = texts(at, "info")
+    assert "Budget matching needs the test predictions of every run" in info
+    assert "for 18 of its 36 runs" in info  # 2 tasks × 3 seeds × (1 + 2 + 3) configurations
+    assert not any("At matched budget" in d.value.columns for d in at.dataframe)
