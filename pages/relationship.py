@@ -214,7 +214,7 @@ detail_section(summary, results)
 sensitivity_section(results)
 parts = kld_parts_section(summary, results, eps)
 table7 = kld_section(results)
-ratio = reads.cached_test_train_ratios(path, tuple(picked["study_id"]))["KL"]
+ratio = reads.cached_test_train_ratios(path, tuple(picked["study_id"])).get("KL")
 kld_paired = kld_paired_section(results, ratio)
 cards = cached_cards(path, tuple(picked["study_id"]))  # heading every download
 reviewer = {"kld_parts": parts, "kld_paired_corrected": kld_paired}

@@ -150,6 +150,17 @@ PAIRED_NOTE = (
 )
 
 
+NO_SPLITS_REASON = (
+    "The corrected test needs this study's split sizes (films held out for testing over films "
+    "used to fit and select), and the store records no splits for {task}."
+)
+
+
+def no_splits_reason(task: str) -> str:
+    """Why the corrected test is not shown for ``task`` (its study recorded no splits)."""
+    return NO_SPLITS_REASON.format(task=task)
+
+
 def paired_frame(
     table: pd.DataFrame, *, metric_label: Mapping[str, str] | None = None
 ) -> pd.DataFrame:

@@ -198,6 +198,9 @@ def corrected_section(
         "test beside the Wilcoxon**"
     )
     ratios = reads.cached_test_train_ratios(path, tuple(picked["study_id"]))
+    if task not in ratios:
+        st.info(inference_tables.no_splits_reason(task))
+        return
     table = paired.paired_table(per_run[per_run["task"] == task], ratios, metrics=(metric,))
     if table.empty:
         st.info("Paired tests need at least two methods.")

@@ -103,11 +103,17 @@ def kld_parts_section(
     return parts
 
 
-def kld_paired_section(results: list[relationship.SeedRelationship], ratio: float) -> pd.DataFrame:
+def kld_paired_section(
+    results: list[relationship.SeedRelationship], ratio: float | None
+) -> pd.DataFrame:
     """The KLD of every pair of methods per seed with the corrected resampled t-test beside
     the Wilcoxon; ``ratio`` is the KL split's ``n_test / n_train`` (the joint films are
-    KL-graded films). Returns the paired table (for the exports)."""
+    KL-graded films; None when the store records no splits). Returns the paired table (for
+    the exports)."""
     st.markdown("**Paired differences of KLD: corrected test beside the Wilcoxon**")
+    if ratio is None:
+        st.info(inference_tables.no_splits_reason("KL"))
+        return pd.DataFrame()
     scores = relationship.relationship_scores(results, "kld").rename(columns={"value": "kld"})
     scores = scores.assign(study_id="", task=JOINT_TASK)
     table = paired.paired_table(scores, {JOINT_TASK: ratio}, metrics=("kld",))

@@ -55,6 +55,9 @@ def cached_budget(
         for method, n in runs.groupby("method")["config_index"].nunique().items()
     }
     lacking = store_analysis.runs_lacking_test_predictions(study_id, path=path)
+    split_tasks = set(store_analysis.split_sizes(study_id, path=path)["task"])
+    if missing := sorted(set(runs["task"]) - split_tasks):
+        return configs, None, inference_tables.no_splits_reason(", ".join(missing))
     if lacking:
         return configs, None, inference_tables.budget_unavailable_sentence(lacking, len(runs))
     try:

@@ -227,3 +227,7 @@ def test_budget_table_frame_and_draws_sentence():
     assert "below Nominal's in 75.0 % of the comparisons" in sentence
     assert sentence.endswith("in 25.0 %.")
     assert it.budget_draws_sentence(draws.iloc[:0], 3) == ""
+
+
+def test_no_splits_reason_names_the_task():
+    assert it.no_splits_reason("CPPD").endswith("the store records no splits for CPPD.")

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import pytest
 
+from pages.present import inference_tables
 from store import jobs as store_jobs
 from store.db import init_schema
-from tests.helpers.pages import run_page, texts
+from tests.helpers.pages import make_store, run_page, texts
 from tests.helpers.synthetic_study import write_synthetic_study
 
 RELATIONSHIP_PAGE = "../../pages/relationship.py"
@@ -96,3 +97,13 @@ def test_robustness_says_why_without_unselected_test_predictions(tmp_path, monke
     assert "Budget matching needs the test predictions of every run" in info
     assert "for 18 of its 36 runs" in info  # 2 tasks × 3 seeds × (1 + 2 + 3) configurations
     assert not any("At matched budget" in d.value.columns for d in at.dataframe)
+
+
+def test_robustness_on_films_without_true_grades_or_splits_says_why(tmp_path, monkeypatch):
+    """A store of bare runs (no dataset: no true grade, no splits) gets one line for each
+    section, no traceback."""
+    make_store(tmp_path)
+    at = run_page(tmp_path, monkeypatch, tab="Robustness")
+    assert inference_tables.NO_TRUTH_REASON in texts(at, "caption")
+    assert "the store records no splits for CPPD, KL" in texts(at, "info")
+    assert not texts(at, "error")
