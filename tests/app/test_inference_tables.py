@@ -231,3 +231,25 @@ def test_budget_table_frame_and_draws_sentence():
 
 def test_no_splits_reason_names_the_task():
     assert it.no_splits_reason("CPPD").endswith("the store records no splits for CPPD.")
+
+
+def test_table4_beside_the_paper_says_how_the_protocols_differ():
+    from pages.present import tables
+
+    assert tables.PAPER_PROTOCOL_NOTE in tables.table4_note(with_paper=True)
+    assert "ImageNet" not in tables.table4_note(with_paper=False)
+    assert "random weights on the phantom" in tables.PAPER_PROTOCOL_NOTE
+
+
+def test_table4_latex_beside_the_paper_says_how_the_protocols_differ():
+    from engine.analysis import compare
+    from pages.present import tables
+
+    published = compare.published_table()
+    if published is None:
+        pytest.skip("the paper's published table is not in this checkout")
+    ours = published.assign(row="method", method=published["base_method"])
+    summary = compare.with_published(ours, published)
+    latex = tables.summary_latex(summary, pd.DataFrame(index=summary.index))
+    assert "ImageNet weights" in latex.split(r"\label")[0]
+    assert "ImageNet" not in tables.summary_latex(ours, pd.DataFrame(index=ours.index))
