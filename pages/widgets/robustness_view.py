@@ -75,13 +75,16 @@ def robustness_tab(
 ) -> None:
     """Truth vs recorded and the budget-matched comparison of each picked study, restricted to
     the picked tasks and methods, with a CSV of both headed by the study ``cards``."""
-    metric = st.selectbox(
-        "Metric",
-        list(METRICS),
-        index=list(METRICS).index("amae"),  # the declared primary endpoint
-        format_func=METRIC_LABELS.get,
-        key="robust_metric",
-        help="The tables show this metric; the CSV has every metric.",
+    options: list[str] = list(METRICS)
+    metric = str(
+        st.selectbox(
+            "Metric",
+            options,
+            index=options.index("amae"),  # the declared primary endpoint
+            format_func=lambda m: METRIC_LABELS[m],
+            key="robust_metric",
+            help="The tables show this metric; the CSV has every metric.",
+        )
     )
     bases = {m.partition(LABEL_SEPARATOR)[0] for m in methods}
     exported: dict[str, pd.DataFrame] = {}

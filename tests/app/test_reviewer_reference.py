@@ -58,6 +58,11 @@ def test_robustness_scores_the_phantom_truth_and_explains_the_budget(reference_h
     truth = frame_with_column(at, "Shift vs Nominal")
     assert (truth["Shift"] < 0).all()  # every method's AMAE is lower against the truth
     markdown = texts(at, "markdown")
+    # The study card says what was run: every run from random weights.
+    assert (
+        "**weights init**: random (trained from scratch, no pretrained weights) on all 1800 runs"
+        in markdown
+    )
     assert "Nominal 3, Binomial 6, Beta 6, Triangular 15, Exponential 15 configurations" in markdown
     info = texts(at, "info")
     assert "holds them for 200 of its 1800 runs" in info
