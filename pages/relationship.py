@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from engine.analysis import compare, relationship
+from engine.analysis import compare, kld_parts, relationship
 from engine.vocab import order_methods
 from jobs.csv_safe import escape_csv_cells
 from pages.present import exports, stat_tables, tables
@@ -44,10 +44,12 @@ def cached_joint(
 @st.cache_data(ttl=reads.RESULTS_TTL_S, show_spinner=False)
 def scored(
     joint: pd.DataFrame, eps: float
-) -> tuple[np.ndarray, list[relationship.SeedRelationship], pd.DataFrame]:
-    """Per-seed predicted tables with their KLD and MAE, and the per-method summary."""
+) -> tuple[np.ndarray, list[relationship.SeedRelationship], pd.DataFrame, pd.DataFrame]:
+    """Per-seed predicted tables with their KLD and MAE, the per-method summary and the
+    per-method chain-rule parts of the KLD (`engine.analysis.kld_parts`)."""
     truth, results = relationship.relationship_by_seed(joint, eps=eps)
-    return truth, results, relationship.summarise_relationship(results)
+    parts = kld_parts.summarise(kld_parts.decompose(results, eps))
+    return truth, results, relationship.summarise_relationship(results), parts
 
 
 def pick_methods_and_eps(joint: pd.DataFrame) -> tuple[list[str], float]:
@@ -203,7 +205,7 @@ if joint.empty:
 methods, eps = pick_methods_and_eps(joint)
 joint = compare.sort_by_method(joint[joint["method"].isin(methods)])
 try:
-    truth, results, summary = scored(joint, eps)
+    truth, results, summary, parts = scored(joint, eps)
 except ValueError as exc:  # e.g. one image with two different true grades in one seed
     st.error(f"These predictions cannot be scored together: {exc}")
     st.stop()
@@ -212,7 +214,7 @@ ground_truth_section(joint, truth)
 residuals_section(summary, eps)
 detail_section(summary, results)
 sensitivity_section(results)
-parts = kld_parts_section(summary, results, eps)
+kld_parts_section(summary, parts)
 table7 = kld_section(results)
 ratio = reads.cached_test_train_ratios(path, tuple(picked["study_id"])).get("KL")
 kld_paired = kld_paired_section(results, ratio)

@@ -115,7 +115,7 @@ def probabilities_tab(
     st.table(stat_tables.probability_summary_frame(summary))
     st.caption(" ".join(pm.PROBABILITY_NOTES[m] for m in pm.PROBABILITY_METRICS))
     export_section(summary, cards)
-    calibration_section(path, picked, frame)
+    calibration_section(path, picked, frame, cards)
     metric, task, correction = pick_metric_task_correction(tasks)
     scores = tables.titled(compare.score_frame(per_run, metric, [task]))
     try:
@@ -167,9 +167,12 @@ def export_section(summary: pd.DataFrame, cards: tuple[exports.Card, ...]) -> No
     )
 
 
-def calibration_section(path: str, picked: pd.DataFrame, frame: pd.DataFrame) -> None:
+def calibration_section(
+    path: str, picked: pd.DataFrame, frame: pd.DataFrame, cards: tuple[exports.Card, ...]
+) -> None:
     """ECE with its interval beside the floor a perfectly calibrated model scores on the same
-    films, and each run's temperature scaling (fitted on its validation films)."""
+    films, and each run's temperature scaling (fitted on its validation films); both as one
+    CSV headed by the study ``cards``."""
     st.subheader("Calibration with its uncertainty", divider="gray")
     unc = ece_with_floor(frame)
     st.dataframe(inference_tables.calibration_frame(unc), hide_index=True, width="content")
@@ -183,9 +186,21 @@ def calibration_section(path: str, picked: pd.DataFrame, frame: pd.DataFrame) ->
             "No stored validation probabilities for these runs: nothing to fit a temperature on."
         )
         return
-    table = inference_tables.temperature_frame(temperatures(val, frame))
-    st.dataframe(table, hide_index=True, width="content")
+    per_run = temperatures(val, frame)
+    st.dataframe(inference_tables.temperature_frame(per_run), hide_index=True, width="content")
     st.caption(inference_tables.TEMPERATURE_NOTE)
+    csv = stat_tables.tables_csv({"ece_with_floor": unc, "temperature_per_run": per_run})
+    download_row(
+        [
+            (
+                "ECE floor and temperatures (CSV)",
+                csv,
+                "softgrade_calibration.csv",
+                "prob_download_calibration",
+            )
+        ],
+        cards,
+    )
 
 
 def corrected_section(

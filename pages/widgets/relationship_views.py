@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from engine.analysis import compare, kld_parts, paired, relationship
+from engine.analysis import compare, paired, relationship
 from jobs.study_analysis import JOINT_TASK
 from pages.present import inference_tables, stat_tables, tables
 from pages.widgets import chart_cache, pickers
@@ -82,14 +82,11 @@ def detail_section(summary: pd.DataFrame, results: list[relationship.SeedRelatio
     c2.vega_lite_chart(spec, width="content")
 
 
-def kld_parts_section(
-    summary: pd.DataFrame, results: list[relationship.SeedRelationship], eps: float
-) -> pd.DataFrame:
-    """Each method's KLD split into its KL-marginal and CPPD-given-KL parts, with the mutual
-    information of the true and predicted tables and a reading of which part drives it;
-    returns the per-method parts (for the exports)."""
+def kld_parts_section(summary: pd.DataFrame, parts: pd.DataFrame) -> None:
+    """Each method's KLD split into its KL-marginal and CPPD-given-KL parts (``parts``:
+    `engine.analysis.kld_parts.summarise`), with the mutual information of the true and
+    predicted tables and a reading of which part drives it."""
     st.subheader("What drives the KLD?", divider="gray")
-    parts = kld_parts.summarise(kld_parts.decompose(results, eps))
     left, right = st.columns([3, 2])
     left.dataframe(inference_tables.kld_parts_frame(parts), hide_index=True, width="content")
     spec = chart_cache.chart_spec("kld_parts_bars", inference_tables.kld_parts_long(parts), {})
@@ -100,7 +97,6 @@ def kld_parts_section(
         reading = inference_tables.kld_part_reading(row, mine["mean_table"], mine["mean_truth"])
         st.markdown(f"- {reading}")
     st.caption(inference_tables.KLD_PARTS_NOTE)
-    return parts
 
 
 def kld_paired_section(

@@ -67,6 +67,8 @@ def test_probabilities_tab_shows_the_ece_floor_and_temperature_scaling(home, mon
     assert "pools the test films of every seed" in texts(at, "caption")
     paired = frame_with_column(at, "p corrected")
     assert "p Wilcoxon (Holm)" in paired.columns
+    buttons = {b.proto.id.split("-")[-1] for b in at.get("download_button")}
+    assert "prob_download_calibration" in buttons
 
 
 def test_robustness_tab_scores_against_the_truth_and_at_matched_budget(home, monkeypatch):
