@@ -209,9 +209,12 @@ def summary_latex(
 
     Cells are ``$0.571_{0.177}$``; best is ``$\\mathbf{...}$`` and second ``$\\mathit{...}$``,
     as in the paper (``\\textbf`` would not embolden the math-mode digits). Average rows
-    sit under a ``\\midrule``; the paper's rows, if present, say "(paper)".
+    sit under a ``\\midrule``; the paper's rows, if present, say "(paper)" and the caption
+    says how the protocols differ (:data:`PAPER_PROTOCOL_NOTE`).
     """
     header = ["Dataset", "Soft-labelling", *(METRIC_LABELS[m] for m in TABLE4_METRICS)]
+    if summary["row"].isin([ROW_PAPER, ROW_PAPER_AVERAGE]).any():
+        caption = f"{caption} {latex_escape(PAPER_PROTOCOL_NOTE)}"
     lines = [
         r"\begin{table*}[!htbp]",
         r"\centering",
@@ -266,9 +269,19 @@ def table4_note(*, with_paper: bool) -> str:
     if with_paper:
         note += (
             " Grey rows are the paper's published values (20 seeds on its private "
-            "radiographs): a reference point, not a result these runs should reproduce."
+            "radiographs): a reference point, not a result these runs should reproduce. "
+            + PAPER_PROTOCOL_NOTE
         )
     return note
+
+
+# What differs between the paper's protocol and a SoftGrade study's, said wherever Table 4
+# is set beside the published rows (issue 21, "say what was run").
+PAPER_PROTOCOL_NOTE = (
+    "Protocols differ: the paper's networks start from ImageNet weights and learn real "
+    "radiographs; this study's weights init and films are on its study card (the bundled "
+    "reference study trains from random weights on the phantom)."
+)
 
 
 def titled(scores: pd.DataFrame) -> pd.DataFrame:

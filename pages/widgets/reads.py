@@ -13,7 +13,9 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from engine.analysis import paired
 from engine.config import StudySpec
+from store import analysis as store_analysis
 from store import datasets as store_datasets
 from store import jobs as store_jobs
 from store import runs as store_runs
@@ -106,3 +108,11 @@ def cached_studies(path: str, include_archived: bool = False) -> pd.DataFrame:
 def cached_group_counts(path: str, study_ids: tuple[str, ...]) -> pd.DataFrame:
     """Stored runs per (study, task, method, seed)."""
     return store_runs.run_group_counts(list(study_ids), path=path)
+
+
+@st.cache_data(ttl=RESULTS_TTL_S, show_spinner=False)
+def cached_test_train_ratios(path: str, study_ids: tuple[str, ...]) -> dict[str, float]:
+    """``n_test / n_train`` per task over the picked studies' splits: the correction of the
+    corrected resampled t-test (`engine.analysis.paired.test_train_ratios`)."""
+    sizes = [store_analysis.split_sizes(study_id, path=path) for study_id in study_ids]
+    return paired.test_train_ratios(pd.concat(sizes, ignore_index=True))
