@@ -340,3 +340,29 @@ def test_a_semicolon_delimited_csv_is_read_and_said(tmp_path):
     report = check_import(folder, workers=1)
     assert list(report.films["image"]) == ["k.png"]
     assert any("';'" in note for note in report.notes)
+
+
+def test_phantom_knees_placed_low_and_tilted_to_the_limit_are_found():
+    from engine.detect import find_knees
+    from tests.helpers.films import phantom_film_placed
+
+    films = [
+        phantom_film_placed(4, i, scale=0.40, degrees=deg, where=where)
+        for i in range(40)
+        for deg in (-8, 8)
+        for where in ("low-left", "low-right")
+    ]
+    found = [max((k.confidence for k in find_knees(f)), default=0.0) >= 0.25 for f in films]
+    assert sum(found) >= 0.98 * len(films)  # e557141 missed 11 of these 160
+
+
+def test_noise_is_still_no_knee():
+    import cv2
+
+    from engine.detect import find_knees
+
+    rng = np.random.default_rng(0)
+    noise = [rng.integers(0, 256, (320, 384), dtype=np.uint8) for _ in range(6)]
+    noise += [cv2.GaussianBlur(n, (0, 0), s) for n in noise[:3] for s in (2.0, 6.0)]
+    confidences = [max((k.confidence for k in find_knees(n)), default=0.0) for n in noise]
+    assert max(confidences) < 0.25
