@@ -351,6 +351,7 @@ def pillow_film(data: bytes, name: str) -> DecodedFilm:
             if upright is not image:
                 notes = (("exif_rotated", _EXIF_NOTE),)
             film = grey_film(upright)
+            film, notes = _right_way_round(film, notes)
         except FilmRefused:
             raise
         except (OSError, ValueError, SyntaxError) as exc:
@@ -361,6 +362,20 @@ def pillow_film(data: bytes, name: str) -> DecodedFilm:
 
 
 _EXIF_NOTE = "its EXIF orientation was applied (the film is used upright, as a viewer shows it)"
+
+
+def _right_way_round(
+    film: np.ndarray, notes: tuple[tuple[str, str], ...]
+) -> tuple[np.ndarray, tuple[tuple[str, str], ...]]:
+    """The film with bone bright: a PNG, JPEG or TIFF saved inverted (bone dark on a bright
+    background; `engine.detect.inverted_polarity`) is inverted back, and that is said.
+    DICOM says its polarity itself (MONOCHROME1)."""
+    from engine.detect import inverted_polarity
+
+    if min(film.shape) < MIN_FILM_SIDE or not inverted_polarity(film):
+        return film, notes
+    said = "bone was dark on a bright background (inverted polarity); it is used inverted back"
+    return 255 - film, (*notes, ("inverted", said))
 
 
 def _check_pillow_header(image: Image.Image, name: str) -> None:

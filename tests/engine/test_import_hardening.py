@@ -366,3 +366,22 @@ def test_noise_is_still_no_knee():
     noise += [cv2.GaussianBlur(n, (0, 0), s) for n in noise[:3] for s in (2.0, 6.0)]
     confidences = [max((k.confidence for k in find_knees(n)), default=0.0) for n in noise]
     assert max(confidences) < 0.25
+
+
+def test_an_inverted_polarity_png_is_inverted_back_and_said(tmp_path):
+    folder = tmp_path / "films"
+    folder.mkdir()
+    films = {f"k{i}.png": phantom_film(5, i) for i in range(6)}
+    for name, pixels in films.items():
+        (folder / name).write_bytes(png_bytes(255 - pixels))  # bone dark, air bright
+    (folder / "right.png").write_bytes(png_bytes(phantom_film(5, 7)))
+    rows = [(n, f"p{i}", "L", 1, 1) for i, n in enumerate([*films, "right.png"])]
+    _write_labels(folder, rows)
+    report = check_import(folder, workers=1)
+    inverted = set(report.problems.loc[report.problems["kind"] == "inverted", "file"])
+    assert inverted == set(films)
+    assert "right.png" not in set(report.problems["file"])
+    assert set(report.films["image"]) == {*films, "right.png"}
+    from engine.films import read_film_file
+
+    assert np.array_equal(read_film_file(folder / "k0.png"), films["k0.png"])  # as cached
