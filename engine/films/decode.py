@@ -239,13 +239,20 @@ def _dicom_pixels(ds: Any, name: str) -> np.ndarray:
     except (NotImplementedError, RuntimeError, ValueError, AttributeError) as exc:
         syntax = getattr(getattr(ds, "file_meta", None), "TransferSyntaxUID", None)
         how = syntax.name if syntax is not None else "an unknown transfer syntax"
-        if syntax is not None and str(syntax) in _JPEG_LOSSLESS:
+        if syntax is not None and str(syntax) in _JPEG_LOSSLESS and not _can_decode(syntax):
             raise _refuse(
                 "unreadable",
                 name,
                 f"its pixels are stored as {how}, and no JPEG Lossless decoder is installed "
-                "here (none with a permissive licence installs on this machine); export the "
-                "film uncompressed (or as PNG)",
+                "here (install python-gdcm, as requirements.txt does); export the film "
+                "uncompressed (or as PNG)",
+            ) from exc
+        if syntax is not None and syntax.is_compressed and _can_decode(syntax):
+            raise _refuse(
+                "unreadable",
+                name,
+                f"its {how} pixel data does not decode (corrupt or cut short: {exc}); "
+                "export the film again",
             ) from exc
         raise _refuse(
             "unreadable",
@@ -253,6 +260,16 @@ def _dicom_pixels(ds: Any, name: str) -> np.ndarray:
             f"its pixels are stored as {how}, which cannot be decoded here; "
             "export the film uncompressed (or as PNG)",
         ) from exc
+
+
+def _can_decode(syntax: Any) -> bool:
+    """Whether a decoder for this transfer syntax is installed (pydicom's plugins)."""
+    from pydicom.pixels import get_decoder
+
+    try:
+        return bool(get_decoder(syntax).is_available)
+    except (NotImplementedError, ValueError):
+        return False
 
 
 def _dicom_values(ds: Any, pixels: np.ndarray, name: str) -> np.ndarray:

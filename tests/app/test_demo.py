@@ -62,6 +62,22 @@ def test_an_upload_that_is_no_film_gets_one_message(finished_study, monkeypatch)
     assert not at.metric
 
 
+def test_an_uploaded_dicom_bomb_is_refused_from_its_header(finished_study, monkeypatch):
+    # 30000 x 30000 px x 8 frames declared (14 GB decoded) in a file of a few kB.
+    bomb = dicom_bytes(
+        np.zeros((64, 64), np.uint16),
+        syntax="1.2.840.10008.1.2.5",
+        Rows=30000,
+        Columns=30000,
+        NumberOfFrames=8,
+    )
+    at = run_page(finished_study.home, monkeypatch, PAGE)
+    _upload(at, "bomb.dcm", bomb, "application/dicom")
+    assert not at.exception
+    assert "30000 x 30000 px" in texts(at, "error") and "not decoded" in texts(at, "error")
+    assert not at.metric
+
+
 def test_without_saved_weights_the_page_says_so(finished_study, tmp_path, monkeypatch):
     home = copy_home(finished_study, tmp_path / "copy", "checkpoints")
     at = run_page(home, monkeypatch, PAGE)

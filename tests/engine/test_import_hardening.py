@@ -385,3 +385,10 @@ def test_an_inverted_polarity_png_is_inverted_back_and_said(tmp_path):
     from engine.films import read_film_file
 
     assert np.array_equal(read_film_file(folder / "k0.png"), films["k0.png"])  # as cached
+
+
+def test_a_jpeg_lossless_dicom_is_decoded_as_its_uncompressed_twin():
+    # Written by GDCM (JPEG Lossless, Process 14 SV1) from the film below.
+    data = (Path(__file__).parents[1] / "helpers" / "data" / "jpeg_lossless_knee.dcm").read_bytes()
+    pixels = np.ascontiguousarray(phantom_film(5, 0)[::4, ::4]).astype(np.uint16) * 16
+    assert np.array_equal(decode_film(data, "pacs.dcm"), decode_film(dicom_bytes(pixels), "raw"))
