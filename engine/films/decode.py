@@ -251,8 +251,8 @@ def _dicom_pixels(ds: Any, name: str) -> np.ndarray:
             raise _refuse(
                 "unreadable",
                 name,
-                f"its {how} pixel data does not decode (corrupt or cut short: {exc}); "
-                "export the film again",
+                f"its pixels are stored as {how} and do not decode (corrupt or cut short: "
+                f"{exc}); export the film again",
             ) from exc
         raise _refuse(
             "unreadable",

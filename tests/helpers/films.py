@@ -80,6 +80,18 @@ def dicom_bytes(
     return buffer.getvalue()
 
 
+def dicom_bomb_bytes() -> bytes:
+    """A small RLE DICOM whose header declares 30000 x 30000 px x 8 frames of 16 bits (14 GB
+    decoded); its pixel data is a few bytes (issue 23's decompression bomb, in small)."""
+    return dicom_bytes(
+        np.zeros((64, 64), np.uint16),
+        syntax="1.2.840.10008.1.2.5",
+        Rows=30000,
+        Columns=30000,
+        NumberOfFrames=8,
+    )
+
+
 def write_film_folder(
     root: Path, *, n: int, n_joint: int, seed: int, fmt: str = "png"
 ) -> tuple[Path, Path, pd.DataFrame]:
