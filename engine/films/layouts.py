@@ -33,6 +33,7 @@ import csv
 import os
 import posixpath
 import re
+import stat
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -153,12 +154,46 @@ def read_listing(
         labels_csv = Path(labels_csv).expanduser()
         if not labels_csv.is_file():
             raise ImportSourceError(f"labels CSV {labels_csv} does not exist")
+    _check_labels_file(root, labels_csv)
     chosen = detect_layout(root, labels_csv) if layout == "auto" else layout
     listing = _read_layout(root, labels_csv, chosen, layout_split)
     if listing.rows.empty and not listing.short_rows:
         where = listing.labels_csv or f"the grade folders of {root}"
         raise ImportSourceError(f"no film is listed in {where}; give {LAYOUT_HELP}")
     return listing
+
+
+# A labels CSV larger than this is refused before it is read (a million rows is ~60 MB).
+MAX_LABELS_BYTES = 256 * 2**20
+
+
+def _check_labels_file(root: Path, labels_csv: Path | None) -> None:
+    """The labels CSV in the folder (``labels.csv``) must stay inside it (a link out is
+    refused unread, as a film's would be: its cells would be echoed in messages); any
+    labels CSV must be a regular file of at most `MAX_LABELS_BYTES`. A CSV named by the
+    person is confined to the data roots by the caller (`jobs.access.confine_import_path`).
+
+    Raises:
+        ImportSourceError: One of those; nothing is read.
+    """
+    path = labels_csv if labels_csv is not None else root / DEFAULT_LABELS
+    if not os.path.lexists(path):
+        return
+    if labels_csv is None:
+        refusal = film_path_refusal(root, DEFAULT_LABELS)
+        if refusal is not None and refusal.kind == "outside_folder":
+            raise ImportSourceError(f"labels CSV {path}: {refusal.reason}")
+    try:
+        info = os.stat(path)
+    except OSError:
+        return
+    if not stat.S_ISREG(info.st_mode):
+        raise ImportSourceError(f"labels CSV {path} is not a regular file; it is not read")
+    if info.st_size > MAX_LABELS_BYTES:
+        raise ImportSourceError(
+            f"labels CSV {path} has {info.st_size / 2**20:,.0f} MiB; at most "
+            f"{MAX_LABELS_BYTES / 2**20:.0f} MiB is read"
+        )
 
 
 def _read_layout(root: Path, labels_csv: Path | None, layout: str, layout_split: str) -> Listing:

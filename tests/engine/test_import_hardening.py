@@ -382,3 +382,21 @@ def test_a_jpeg_lossless_dicom_is_decoded_as_its_uncompressed_twin():
     data = (Path(__file__).parents[1] / "helpers" / "data" / "jpeg_lossless_knee.dcm").read_bytes()
     pixels = np.ascontiguousarray(phantom_film(5, 0)[::4, ::4]).astype(np.uint16) * 16
     assert np.array_equal(decode_film(data, "pacs.dcm"), decode_film(dicom_bytes(pixels), "raw"))
+
+
+def test_a_labels_csv_that_links_out_of_the_folder_or_is_a_fifo_is_refused_unread(tmp_path):
+    from engine.films import ImportSourceError
+
+    secret = tmp_path / "secret.csv"
+    secret.write_text("image,patient_id,kl\nroot:x:0:0,p,1\n")
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / "labels.csv").symlink_to(secret)
+    with pytest.raises(ImportSourceError, match="leading outside") as refused:
+        check_import(linked, workers=1)
+    assert "root:x" not in str(refused.value)
+    piped = tmp_path / "piped"
+    piped.mkdir()
+    os.mkfifo(piped / "labels.csv")
+    with pytest.raises(ImportSourceError, match="not a regular file"):
+        check_import(piped, workers=1)
