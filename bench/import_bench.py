@@ -56,7 +56,7 @@ def make_folder(folder: Path, n: int, seed: int = 0) -> Path:
     rng = np.random.default_rng(seed)
     # Every film its own phantom: copies of a few films under other patients would be
     # near-duplicate leaks (the import's perceptual hash names them), not a bench.
-    spec = PhantomSpec(n_images=n, n_joint=n // 2, seed=seed)
+    spec = PhantomSpec(n_images=n, n_joint=n, seed=seed)
     labels = phantom_labels(spec)
     rows = []
     t0 = time.perf_counter()
