@@ -45,6 +45,7 @@ from engine.films.problems import (
     row_knees,
     row_number,
 )
+from engine.films.reading import film_path_refusal
 from engine.vocab import TASK_INFO, TEST_FRACTION, VAL_FRACTION
 
 
@@ -335,6 +336,10 @@ def _file_problems(
             missing.append(image)
             if listing.layout == "dicom" and listing.key == "sop_instance_uid":
                 continue  # reported as the row's missing SOPInstanceUID below
+            refusal = film_path_refusal(listing.root, image)
+            if refusal is not None and refusal.kind != "missing_file":
+                problems.append(Problem.of(refusal.kind, image, line, refusal.reason))
+                continue  # a path out of the folder: named as such, never opened
             problems.append(
                 Problem.of(
                     "missing_file",

@@ -400,3 +400,15 @@ def test_a_labels_csv_that_links_out_of_the_folder_or_is_a_fifo_is_refused_unrea
     os.mkfifo(piped / "labels.csv")
     with pytest.raises(ImportSourceError, match="not a regular file"):
         check_import(piped, workers=1)
+
+
+def test_paths_out_of_the_folder_are_named_in_the_dicom_layout_too(tmp_path):
+    (tmp_path / "out.png").write_bytes(png_bytes(phantom_film(5, 0)))
+    folder = tmp_path / "films"
+    folder.mkdir()
+    film = phantom_film(5, 1).astype(np.uint16) * 16
+    (folder / "k.dcm").write_bytes(dicom_bytes(film, PatientID="p1", ImageLaterality="L"))
+    _write_labels(folder, [("k.dcm", "p1", "L", 1, 1), ("../out.png", "p2", "L", 1, 1)])
+    report = check_import(folder, workers=1)
+    assert report.layout == "dicom"
+    assert _kinds(report, "../out.png") == {"outside_folder"}
