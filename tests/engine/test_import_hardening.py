@@ -378,6 +378,9 @@ def test_an_inverted_polarity_png_is_inverted_back_and_said(tmp_path):
 
 
 def test_a_jpeg_lossless_dicom_is_decoded_as_its_uncompressed_twin():
+    import importlib.util
+
+    assert importlib.util.find_spec("gdcm"), "python-gdcm (requirements.txt) is not installed"
     # Written by GDCM (JPEG Lossless, Process 14 SV1) from the film below.
     data = (Path(__file__).parents[1] / "helpers" / "data" / "jpeg_lossless_knee.dcm").read_bytes()
     pixels = np.ascontiguousarray(phantom_film(5, 0)[::4, ::4]).astype(np.uint16) * 16
