@@ -13,7 +13,15 @@ from __future__ import annotations
 import streamlit as st
 
 from pages.widgets import compare_views as views
-from pages.widgets import downloads, pickers, probability_view, reads, shell, sign_in
+from pages.widgets import (
+    downloads,
+    pickers,
+    probability_view,
+    reads,
+    shell,
+    sign_in,
+    view_state,
+)
 
 shell.run_inside_shell()
 sign_in.require_page(__file__)
@@ -42,9 +50,11 @@ views.describe_selection(per_run, methods)
 
 cards = downloads.cached_cards(path, tuple(picked["study_id"]))  # heading every download
 
-# Tabs that track which one is open, so the Probabilities tab is computed only when shown.
-tab_table, tab_dist, tab_cm, tab_stats, tab_prob = st.tabs(
-    views.TABS, key="compare_tab", on_change="rerun"
+link_slot = st.container()  # "Copy link to this view", filled once every picker wrote the URL
+# Tabs that track which one is open, so the Probabilities tab is computed only when shown;
+# the open tab is in the URL (``?compare_tab=Statistics``).
+tab_table, tab_dist, tab_cm, tab_stats, tab_prob = view_state.linked_tabs(
+    views.TABS, key="compare_tab"
 )
 with tab_table:
     views.table_tab(per_run, cards)
@@ -57,3 +67,4 @@ with tab_stats:
 with tab_prob:
     if tab_prob.open:
         probability_view.probabilities_tab(path, picked, progress, tasks, methods, cards)
+view_state.share_link(link_slot)

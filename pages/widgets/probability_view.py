@@ -23,7 +23,7 @@ from engine.analysis import compare
 from engine.analysis import probability_metrics as pm
 from engine.analysis.ranking import BLOCKING_SENTENCE, CriticalDifference, critical_difference
 from pages.present import exports, science_charts, stat_tables, tables
-from pages.widgets import reads, stat_tests
+from pages.widgets import reads, stat_tests, view_state
 from pages.widgets.downloads import download_row
 from store import runs as store_runs
 
@@ -110,10 +110,17 @@ def pick_metric_task_correction(tasks: list[str]) -> tuple[str, str, str]:
     """The metric and task whose tests and ranks are shown, and the pairwise correction."""
     c1, c2, c3 = st.columns(3)
     labels = pm.PROBABILITY_LABELS
-    metric = c1.selectbox(
-        "Metric", list(pm.PROBABILITY_METRICS), format_func=labels.get, key="prob_metric"
+    metric = view_state.linked(
+        c1.selectbox,
+        "Metric",
+        list(pm.PROBABILITY_METRICS),
+        key="prob_metric",
+        what="metric",
+        format_func=labels.get,
     )
-    task = c2.selectbox("Task", compare.task_order(tasks), key="prob_task")
+    task = view_state.linked(
+        c2.selectbox, "Task", compare.task_order(tasks), key="prob_task", what="task"
+    )
     return metric, task, stat_tests.pick_correction(c3, key="prob_correction")
 
 
