@@ -141,7 +141,7 @@ def share_link(container: Any = None) -> None:
 
     Draw it last on a page, after every picker wrote its value to the URL.
     """
-    with (container or st).expander("Copy link to this view", icon=":material/link:"):
+    with (container or st).popover("Copy link to this view", icon=":material/link:"):
         st.code(view_url(), language=None, wrap_lines=True)
         st.caption(
             "Whoever opens it sees this view after signing in (with a role that may open "
