@@ -60,12 +60,20 @@ def test_a_link_value_the_view_does_not_offer_is_named_with_what_is(tmp_path, mo
 
 
 def test_a_link_to_a_deleted_study_says_so_and_opens_the_default(tmp_path, monkeypatch):
-    study = make_store(tmp_path)
-    at = run_page(tmp_path, monkeypatch, query={"compare_studies": "gone-study"})
+    deleted = make_store(tmp_path, name="deleted")
+    kept = make_store(tmp_path, name="kept")
+    store_studies.delete_study(deleted, confirm_name="deleted", path=tmp_path / "softgrade.duckdb")
+    at = run_page(tmp_path, monkeypatch, query={"compare_studies": deleted})
     warning = texts(at, "warning")
-    assert "study gone-study, which this store does not hold" in warning
+    assert f"study {deleted}, which this store does not hold" in warning
     assert "deleted" in warning
-    assert at.multiselect(key="compare_studies").value == [study]
+    assert at.multiselect(key="compare_studies").value == [kept]
+
+
+def test_a_link_to_a_study_id_never_in_the_store_says_so(tmp_path, monkeypatch):
+    make_store(tmp_path)
+    at = run_page(tmp_path, monkeypatch, query={"compare_studies": "study-from-elsewhere"})
+    assert "study study-from-elsewhere, which this store does not hold" in texts(at, "warning")
 
 
 def test_a_link_to_an_archived_study_shows_it_and_says_it_is_archived(tmp_path, monkeypatch):
@@ -76,3 +84,13 @@ def test_a_link_to_an_archived_study_shows_it_and_says_it_is_archived(tmp_path, 
     assert f"archived study {archived}" in texts(at, "info")
     assert at.toggle(key="compare_studies_archived").value is True
     assert at.multiselect(key="compare_studies").value == [archived]
+
+
+def test_a_kl_cppd_link_opens_its_methods_epsilon_and_correction(tmp_path, monkeypatch):
+    make_store(tmp_path)
+    query = {"rel_methods": "beta", "rel_eps": "0.0001", "rel_correction": "none"}
+    at = run_page(tmp_path, monkeypatch, "../../pages/relationship.py", query=query)
+    assert at.multiselect(key="rel_methods").value == ["beta"]
+    assert at.selectbox(key="rel_eps").value == 1e-4
+    assert at.selectbox(key="rel_correction").value == "none"
+    assert "rel_eps=0.0001" in at.code[-1].value
