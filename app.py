@@ -80,7 +80,8 @@ def sign_in_pages() -> list[st.Page]:
 
     A signed-out visitor opening a page's URL (a bookmark, or the page they were on when
     they signed out) gets the form there, not "Page not found", and once signed in the same
-    URL opens that page: a page's identity is its URL path, and the rerun after sign-in keeps it.
+    URL opens that page: a page's identity is its URL path, and the rerun after sign-in keeps it,
+    query string included, so a shared view's link (`pages.widgets.view_state`) opens that view.
     """
     hidden = [
         st.Page(sign_in_form, title="Sign in", url_path=stem, visibility="hidden")
