@@ -49,28 +49,20 @@ def cached_stress_films(
     )
 
 
+SEED_HELP = "Each seed has its own split and models."
+
+
 def pick_models(
     path: str, dataset_id: str, runs: pd.DataFrame
 ) -> tuple[str, pd.Series, dict[str, str]]:
     """Task, seed and methods pickers; the seed's split and each method's saved model
     (checkpoint path by method). Stops the page, saying why, when there is nothing to draw."""
     c1, c2, c3 = st.columns([1, 1, 3])
-    task = view_state.linked(
-        c1.radio,
-        "Task",
-        sorted(runs["task"].unique()),
-        key="att_task",
-        what="task",
-        horizontal=True,
-    )
+    tasks = sorted(runs["task"].unique())
+    task = view_state.linked(c1.radio, "Task", tasks, key="att_task", what="task", horizontal=True)
     seeds = sorted(int(s) for s in runs.loc[runs["task"] == task, "seed"].unique())
     seed = view_state.linked(
-        c2.selectbox,
-        "Seed",
-        seeds,
-        key="att_seed",
-        what="seed",
-        help="Each seed has its own split and models.",
+        c2.selectbox, "Seed", seeds, key="att_seed", what="seed", help=SEED_HELP
     )
     present = order_methods(runs.loc[(runs["task"] == task) & (runs["seed"] == seed), "method"])
     methods = pickers.pick_methods(c3, present, key="att_methods")
