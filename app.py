@@ -22,7 +22,13 @@ import streamlit as st
 from jobs.access import PAGES, page_entry, pages_for
 from jobs.kiosk import kiosk_settings
 from pages.widgets.shell import render_sidebar
-from pages.widgets.sign_in import SIGNED_OUT_KEY, current_account, render_account, sign_in_form
+from pages.widgets.sign_in import (
+    SIGNED_OUT_KEY,
+    current_account,
+    keep_cookie_in_step,
+    render_account,
+    sign_in_form,
+)
 
 st.set_page_config(page_title="SoftGrade", page_icon=":material/radiology:", layout="wide")
 
@@ -74,7 +80,8 @@ def sign_in_pages() -> list[st.Page]:
 
     A signed-out visitor opening a page's URL (a bookmark, or the page they were on when
     they signed out) gets the form there, not "Page not found", and once signed in the same
-    URL opens that page: a page's identity is its URL path, and the rerun after sign-in keeps it.
+    URL opens that page: a page's identity is its URL path, and the rerun after sign-in keeps it,
+    query string included, so a shared view's link (`pages.widgets.view_state`) opens that view.
     """
     hidden = [
         st.Page(sign_in_form, title="Sign in", url_path=stem, visibility="hidden")
@@ -117,9 +124,11 @@ if account is None:
     signing_in = st.navigation(pages, position="hidden")
     if st.session_state.pop(SIGNED_OUT_KEY, False) and signing_in is not pages[0]:
         st.switch_page(pages[0])  # the form at the root: the next person's first page follows
+    keep_cookie_in_step()  # sign-out's cookie cleared
     signing_in.run()
     st.stop()
 navigation = st.navigation(menu_for(pages_for(account)))
+keep_cookie_in_step()  # sign-in's cookie written
 render_account(account)
 render_sidebar()
 navigation.run()

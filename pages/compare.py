@@ -22,6 +22,7 @@ from pages.widgets import (
     robustness_view,
     shell,
     sign_in,
+    view_state,
 )
 
 shell.run_inside_shell()
@@ -51,9 +52,11 @@ views.describe_selection(per_run, methods)
 
 cards = downloads.cached_cards(path, tuple(picked["study_id"]))  # heading every download
 
-# Tabs that track which one is open, so the Probabilities tab is computed only when shown.
-tab_table, tab_dist, tab_cm, tab_stats, tab_prob, tab_robust = st.tabs(
-    [*views.TABS, robustness_view.TAB], key="compare_tab", on_change="rerun"
+link_slot = st.container()  # "Copy link to this view", filled once every picker wrote the URL
+# Tabs that track which one is open, so the Probabilities tab is computed only when shown;
+# the open tab is in the URL (``?compare_tab=Statistics``).
+tab_table, tab_dist, tab_cm, tab_stats, tab_prob, tab_robust = view_state.linked_tabs(
+    [*views.TABS, robustness_view.TAB], key="compare_tab"
 )
 with tab_table:
     views.table_tab(per_run, cards)
@@ -69,3 +72,4 @@ with tab_prob:
 with tab_robust:
     if tab_robust.open:
         robustness_view.robustness_tab(path, picked, tasks, methods, cards)
+view_state.share_link(link_slot)

@@ -19,7 +19,7 @@ from engine.analysis import compare, kld_parts, relationship
 from engine.vocab import order_methods
 from jobs.csv_safe import escape_csv_cells
 from pages.present import exports, stat_tables, tables
-from pages.widgets import chart_cache, pickers, reads, shell, sign_in, stat_tests
+from pages.widgets import chart_cache, pickers, reads, shell, sign_in, stat_tests, view_state
 from pages.widgets.downloads import cached_cards, download_row
 from pages.widgets.relationship_views import (
     detail_section,
@@ -56,11 +56,13 @@ def pick_methods_and_eps(joint: pd.DataFrame) -> tuple[list[str], float]:
     """The Methods picker and the ε given to empty cells; stops when no method is picked."""
     c1, c2 = st.columns([3, 1])
     methods = pickers.pick_methods(c1, order_methods(joint["method"]), key="rel_methods")
-    eps = c2.selectbox(
+    eps = view_state.linked(
+        c2.selectbox,
         "ε for empty cells",
-        options=list(EPS_CHOICES),
-        format_func=lambda v: f"{v:g}",
+        list(EPS_CHOICES),
         key="rel_eps",
+        what="ε",
+        format_func=lambda v: f"{v:g}",
         help="A combination the model never predicts gets this probability before "
         "renormalising, so the KLD stays finite.",
     )
@@ -221,3 +223,4 @@ kld_paired = kld_paired_section(results, ratio)
 cards = cached_cards(path, tuple(picked["study_id"]))  # heading every download
 reviewer = {"kld_parts": parts, "kld_paired_corrected": kld_paired}
 export_section(summary, results, truth, table7, reviewer, eps, cards)
+view_state.share_link()

@@ -16,7 +16,7 @@ from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS, METRICS
 from engine.vocab import order_methods
 from jobs.csv_safe import escape_csv_cells
 from pages.present import exports, stat_tables, tables
-from pages.widgets import chart_cache, downloads, pickers, reads, stat_tests
+from pages.widgets import chart_cache, downloads, pickers, reads, stat_tests, view_state
 from store import runs as store_runs
 
 ABSENT_CLASSES_NOTE = (
@@ -63,7 +63,15 @@ def pick_tasks_and_methods(
     if note := tables.missing_tasks_note(planned, tasks_present):
         st.info(note)
     left, right = st.columns(2)
-    tasks = left.multiselect("Tasks", tasks_present, default=tasks_present, key="compare_tasks")
+    tasks = view_state.linked(
+        left.multiselect,
+        "Tasks",
+        tasks_present,
+        key="compare_tasks",
+        what="task",
+        multi=True,
+        initial={"default": tasks_present},
+    )
     methods = pickers.pick_methods(right, order_methods(per_run["method"]), key="compare_methods")
     if not tasks or not methods:
         st.info("Pick at least one task and one method.")
@@ -122,12 +130,14 @@ def table_tab(per_run: pd.DataFrame, cards: tuple[exports.Card, ...]) -> None:
 
 def pick_metric(key: str, container: DeltaGenerator | None = None) -> str:
     """A metric picker that opens on AMAE, in ``container`` (default: the page)."""
-    return (container or st).selectbox(
+    return view_state.linked(
+        (container or st).selectbox,
         "Metric",
-        options=list(METRICS),
-        index=list(METRICS).index("amae"),
-        format_func=tables.metric_name,
+        list(METRICS),
         key=key,
+        what="metric",
+        initial={"index": list(METRICS).index("amae")},
+        format_func=tables.metric_name,
     )
 
 
@@ -146,24 +156,30 @@ def distributions_tab(per_run: pd.DataFrame, tasks: list[str]) -> None:
 def confusion_tab(counts: pd.DataFrame, per_run: pd.DataFrame, tasks: list[str]) -> None:
     """Fig. 6: two methods' confusion matrices side by side on one colour scale."""
     c1, c2, c3 = st.columns(3)
-    task = c1.selectbox("Task", options=compare.task_order(tasks), key="compare_cm_task")
+    task = view_state.linked(
+        c1.selectbox, "Task", compare.task_order(tasks), key="compare_cm_task", what="task"
+    )
     task_methods = order_methods(per_run.loc[per_run["task"] == task, "method"])
     default_a = "nominal" if "nominal" in task_methods else task_methods[0]
-    method_a = c2.selectbox(
+    method_a = view_state.linked(
+        c2.selectbox,
         "First method",
-        options=task_methods,
-        index=task_methods.index(default_a),
-        format_func=tables.method_title,
+        task_methods,
         key="compare_cm_method_a",
+        what="method",
+        initial={"index": task_methods.index(default_a)},
+        format_func=tables.method_title,
     )
     others = [m for m in task_methods if m != method_a]
     best = compare.best_method(per_run, task, "amae", exclude=[method_a])
-    method_b = c3.selectbox(
+    method_b = view_state.linked(
+        c3.selectbox,
         "Second method",
-        options=others,
-        index=others.index(best) if best in others else 0,
-        format_func=tables.method_title,
+        others,
         key="compare_cm_method_b",
+        what="method",
+        initial={"index": others.index(best) if best in others else 0},
+        format_func=tables.method_title,
         help="Defaults to the best other method by mean AMAE.",
         disabled=not others,
     )
@@ -202,8 +218,12 @@ def statistics_tab(
     ``cards``."""
     c1, c2, c3 = st.columns(3)
     metric = pick_metric("compare_stats_metric", c1)
-    task = c2.selectbox(
-        "Task for the per-task tests", options=compare.task_order(tasks), key="compare_stats_task"
+    task = view_state.linked(
+        c2.selectbox,
+        "Task for the per-task tests",
+        compare.task_order(tasks),
+        key="compare_stats_task",
+        what="task",
     )
     correction = stat_tests.pick_correction(c3, key="compare_correction")
     task_scores = tables.titled(compare.score_frame(per_run, metric, [task]))

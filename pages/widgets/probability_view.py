@@ -26,7 +26,7 @@ from engine.analysis import calibration, compare, paired
 from engine.analysis import probability_metrics as pm
 from engine.analysis.ranking import BLOCKING_SENTENCE, CriticalDifference, critical_difference
 from pages.present import exports, inference_tables, science_charts, stat_tables, tables
-from pages.widgets import reads, stat_tests
+from pages.widgets import reads, stat_tests, view_state
 from pages.widgets.downloads import download_row
 from store import runs as store_runs
 
@@ -138,10 +138,17 @@ def pick_metric_task_correction(tasks: list[str]) -> tuple[str, str, str]:
     """The metric and task whose tests and ranks are shown, and the pairwise correction."""
     c1, c2, c3 = st.columns(3)
     labels = pm.PROBABILITY_LABELS
-    metric = c1.selectbox(
-        "Metric", list(pm.PROBABILITY_METRICS), format_func=labels.get, key="prob_metric"
+    metric = view_state.linked(
+        c1.selectbox,
+        "Metric",
+        list(pm.PROBABILITY_METRICS),
+        key="prob_metric",
+        what="metric",
+        format_func=labels.get,
     )
-    task = c2.selectbox("Task", compare.task_order(tasks), key="prob_task")
+    task = view_state.linked(
+        c2.selectbox, "Task", compare.task_order(tasks), key="prob_task", what="task"
+    )
     return metric, task, stat_tests.pick_correction(c3, key="prob_correction")
 
 
