@@ -14,6 +14,7 @@ import streamlit as st
 
 from pages.widgets import compare_views as views
 from pages.widgets import downloads, pickers, probability_view, reads, shell, sign_in
+from pages.widgets.report_button import report_button
 
 shell.run_inside_shell()
 sign_in.require_page(__file__)
@@ -41,6 +42,7 @@ counts = views.keep_picked(counts, tasks, methods)
 views.describe_selection(per_run, methods)
 
 cards = downloads.cached_cards(path, tuple(picked["study_id"]))  # heading every download
+report_button(path, tuple(picked["study_id"]))  # the studies' report as one HTML file
 
 # Tabs that track which one is open, so the Probabilities tab is computed only when shown.
 tab_table, tab_dist, tab_cm, tab_stats, tab_prob = st.tabs(

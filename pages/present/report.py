@@ -105,6 +105,12 @@ def build_report(study_ids: Sequence[str], *, path: Path | str | None = None) ->
     return rh.page(f"SoftGrade report: {names}", f"Written {stamp} from {store.name}.", sections)
 
 
+def file_name(study_ids: Sequence[str]) -> str:
+    """The report's download name: ``softgrade_report_<first study>[_and_N_more].html``."""
+    more = f"_and_{len(study_ids) - 1}_more" if len(study_ids) > 1 else ""
+    return f"softgrade_report_{study_ids[0] if study_ids else 'none'}{more}.html"
+
+
 def check_studies(study_ids: Sequence[str], store: Path) -> None:
     """Raise `ReportInputError` unless every study is in the store."""
     if not study_ids:
