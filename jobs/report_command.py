@@ -26,16 +26,15 @@ REPORT_MODULE = "pages.present.report"
 # installed), put on the child's path so `-m pages.present.report` resolves from any folder.
 PACKAGES_ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
-# Chromium's background services try the network at start; nothing is fetched for the report.
-CHROMIUM_ARGS = (
-    "--headless",
+# Chromium's background services try the network at start; nothing is fetched for the report
+# (the browser tests start Chromium with these too, tests/helpers/browser.py).
+CHROMIUM_OFFLINE_ARGS = (
     "--disable-gpu",
     "--disable-quic",
     "--no-first-run",
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
-    "--no-pdf-header-footer",
 )
 PDF_TIMEOUT_S = 120
 
@@ -58,7 +57,7 @@ def find_chromium() -> str | None:
 
 def print_pdf(html: Path, pdf: Path, chromium: str) -> bool:
     """Print ``html`` to ``pdf`` with headless Chromium; True when the PDF was written."""
-    args = [chromium, *CHROMIUM_ARGS]
+    args = [chromium, "--headless", *CHROMIUM_OFFLINE_ARGS, "--no-pdf-header-footer"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         args.append("--no-sandbox")  # Chromium refuses to start as root with its sandbox
     args += [f"--print-to-pdf={pdf.resolve()}", html.resolve().as_uri()]
