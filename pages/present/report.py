@@ -328,6 +328,13 @@ def _kl_cppd_part(study_id: str, store: Path) -> list[str]:
         rh.table_html(_titled(parts.drop(columns=["reading"])), digits=3),
         *(rh.paragraph(text) for text in parts["reading"]),
     ]
+    kld_pairs = study_analysis.kld_paired_table(study_id, path=store)
+    if not kld_pairs.empty:
+        out += [
+            rh.heading("KLD compared between methods, paired by seed", 4),
+            rh.table_html(paired_frame(kld_pairs)),
+            rh.bullets(paired_readings(kld_pairs)),
+        ]
     return out
 
 

@@ -73,3 +73,10 @@ def test_an_unknown_study_or_none_is_refused_in_one_line(synthetic):
         report.build_report(["study-nope"], path=store)
     with pytest.raises(report.ReportInputError, match="at least one study"):
         report.build_report([], path=store)
+
+
+def test_the_kl_cppd_section_decomposes_the_kld_and_compares_it_between_methods(html):
+    section = html[html.index('id="kl-cppd"') : html.index('id="curves"')]
+    assert "chain-rule decomposition" in section and "kl_marginal" in section
+    assert "KLD compared between methods" in section
+    assert re.search(r"<li>KL × CPPD: [^<]*KLD", section)  # each pair read in words
