@@ -80,3 +80,15 @@ def test_the_kl_cppd_section_decomposes_the_kld_and_compares_it_between_methods(
     assert "chain-rule decomposition" in section and "kl_marginal" in section
     assert "KLD compared between methods" in section
     assert re.search(r"<li>KL × CPPD: [^<]*KLD", section)  # each pair read in words
+
+
+def test_the_command_line_refuses_an_output_it_cannot_write_in_one_line(tmp_path, capsys):
+    (tmp_path / "taken.html").mkdir()
+    for output, words in (
+        (tmp_path / "r.pdf", "writes an .html file"),
+        (tmp_path / "none" / "r.html", "no folder"),
+        (tmp_path / "taken.html", "cannot be written"),
+    ):
+        assert report.main(["study-any", "-o", str(output)]) == report.BAD_INPUT
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and words in err and "Traceback" not in err

@@ -9,6 +9,9 @@ from store.db import init_schema
 from tests.helpers.studies import run_jobs_cli
 from tests.helpers.synthetic_study import write_synthetic_study
 
+pytestmark = pytest.mark.slow  # each test starts `python -m jobs` (the fast tier's bad input
+# is tests/app/test_report.py's, in-process)
+
 
 @pytest.fixture
 def home_with_study(tmp_path):
@@ -48,7 +51,6 @@ def test_report_refuses_an_output_it_cannot_write(home_with_study):
     _refused(run_jobs_cli(home, "report", study, "-o", str(home / "taken.html")), "cannot be")
 
 
-@pytest.mark.slow
 def test_report_writes_one_html_file_from_any_folder(home_with_study, tmp_path_factory):
     home, study = home_with_study
     out = tmp_path_factory.mktemp("elsewhere") / "report.html"
