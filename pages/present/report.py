@@ -131,7 +131,8 @@ def _per_study(
     out: list[str] = []
     for study_id in study_ids:
         if len(study_ids) > 1:
-            out.append(rh.heading(store_studies.get_study(study_id, path=store).name))
+            name = store_studies.get_study(study_id, path=store).name
+            out.append(rh.heading(f"{name} ({study_id})"))  # names need not be unique
         out.extend(part(study_id, store))
     return out
 

@@ -92,3 +92,14 @@ def test_the_command_line_refuses_an_output_it_cannot_write_in_one_line(tmp_path
         assert report.main(["study-any", "-o", str(output)]) == report.BAD_INPUT
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and words in err and "Traceback" not in err
+
+
+def test_two_studies_each_have_their_part_of_a_section_under_name_and_id(tmp_path):
+    store = tmp_path / "softgrade.duckdb"
+    init_schema(store)
+    first = write_synthetic_study(store, n_seeds=2, n_patients=20, seed=0)
+    second = write_synthetic_study(store, n_seeds=2, n_patients=20, seed=1)
+    parts = report.table4_section([first, second], store)
+    headings = [p for p in parts if p.startswith("<h3>")]
+    assert headings == [f"<h3>synthetic ({first})</h3>", f"<h3>synthetic ({second})</h3>"]
+    assert report.file_name([first, second]) == f"softgrade_report_{first}_and_1_more.html"
