@@ -24,6 +24,8 @@
   phantom films and/or a dataset's reviewed boxes; ``detector list``: the trained ones.
 - ``stats STUDY_ID [--metric AMAE] [-o FILE.csv]``: paired comparisons of the study's
   methods (corrected resampled t, Wilcoxon, effect sizes); ``stats --list``: the studies.
+- ``report STUDY_ID [STUDY_ID ...] -o report.html [--pdf]``: the studies' analysis as one
+  self-contained HTML file that opens offline (``jobs/report_command.py``).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from typing import Any
 import pandas as pd
 
 from engine.config import SpecError, StudySpec
-from jobs import demo_bundle, lab_commands, stats_command
+from jobs import demo_bundle, lab_commands, report_command, stats_command
 from jobs.access import BEHIND_PROXY, SERVED_HOST_ENV, refuse_unprotected_host
 from jobs.detector import add_commands as add_detector_commands
 from jobs.lab_commands import os_user
@@ -569,6 +571,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo_bundle.add_commands(sub)
     lab_commands.add_commands(sub)
     stats_command.add_commands(sub)
+    report_command.add_commands(sub)
     add_detector_commands(sub)
     return parser
 

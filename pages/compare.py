@@ -24,6 +24,7 @@ from pages.widgets import (
     sign_in,
     view_state,
 )
+from pages.widgets.report_button import report_button
 
 shell.run_inside_shell()
 sign_in.require_page(__file__)
@@ -51,6 +52,7 @@ counts = views.keep_picked(counts, tasks, methods)
 views.describe_selection(per_run, methods)
 
 cards = downloads.cached_cards(path, tuple(picked["study_id"]))  # heading every download
+report_button(path, tuple(picked["study_id"]))  # the studies' report as one HTML file
 
 link_slot = st.container()  # "Copy link to this view", filled once every picker wrote the URL
 # Tabs that track which one is open, so the Probabilities tab is computed only when shown;
