@@ -22,6 +22,8 @@ from pages.widgets.workers import NO_WORKER_HOW, NO_WORKER_TITLE, alive_workers
 from store.db import StoreError
 
 REFRESH_S = 2.0
+# Session key: the result page a Results button asked to open (see `ask_to_open`).
+OPEN_PAGE_KEY = "queue_open_page"
 STATUS_BADGES = {
     "queued": ("queued", "gray", ":material/schedule:"),
     "running": ("running", "blue", ":material/sync:"),
@@ -139,8 +141,26 @@ def result_links(
         st.markdown("**Results:**", width="content")
         for page, label, icon in pages:
             if st.button(label, key=f"queue_open_{page}_{job_id}", icon=icon, type="tertiary"):
-                request_study(study_id)
-                st.switch_page(page)
+                ask_to_open(page, study_id)
+
+
+def ask_to_open(page: str, study_id: str) -> None:
+    """Remember which result page to open and rerun the whole page, which opens it.
+
+    `st.switch_page` called inside the auto-refreshing job list raced with the fragment's
+    next timed rerun on a loaded machine and left the main area blank. So the fragment only
+    records the request and asks for a full-app rerun; `open_requested_page`, at the top of
+    the page's script and outside any fragment, switches pages.
+    """
+    request_study(study_id)
+    st.session_state[OPEN_PAGE_KEY] = page
+    st.rerun(scope="app")
+
+
+def open_requested_page() -> None:
+    """Open the result page a Results button asked for, from the page's full run."""
+    if page := st.session_state.pop(OPEN_PAGE_KEY, None):
+        st.switch_page(page)
 
 
 @st.fragment(run_every=REFRESH_S)
@@ -177,6 +197,7 @@ def render_jobs() -> None:
 
 run_inside_shell()
 ACCOUNT = require_page(__file__)
+open_requested_page()
 st.title("Jobs")
 st.caption(
     "Every study queued from this store, newest first, with live progress. Time left is the "

@@ -170,6 +170,17 @@ def show_admin_actions(account: Account, study: Study) -> None:
     )
 
 
+def keep_pick_valid(options: list[str]) -> None:
+    """Set the picker to the first study when its value is gone (deleted) or was never set.
+
+    Only dropping the value let the browser keep drawing the deleted study's name while the
+    form below edited another study (Archive or Save would act on a study the picker did
+    not name). Setting it explicitly makes the browser draw the study the form acts on.
+    """
+    if st.session_state.get(PICK_KEY) not in options:
+        st.session_state[PICK_KEY] = options[0]
+
+
 def manage_study_section(account: Account, path: Path) -> None:
     """The "Manage a study" expander: pick any study (archived ones too), then edit it."""
     with st.expander(
@@ -186,6 +197,7 @@ def manage_study_section(account: Account, path: Path) -> None:
             st.caption("No studies yet.")
             return
         labels = picker_labels(studies)
+        keep_pick_valid(list(labels))
         study_id = st.selectbox("Study", list(labels), format_func=labels.get, key=PICK_KEY)
         try:
             study = store_studies.get_study(study_id, path=path)

@@ -196,3 +196,13 @@ def test_bad_oidc_role_mappings_are_refused_with_every_problem_named(tmp_path):
 def test_oidc_provider_is_the_one_named_table_of_auth():
     assert access.oidc_provider({"redirect_uri": "x", "cookie_secret": "y"}) is None
     assert access.oidc_provider({"redirect_uri": "x", "lab": {"client_id": "c"}}) == "lab"
+
+
+@pytest.mark.parametrize(
+    ("role", "landing"),
+    [(Role.VIEWER, "compare"), (Role.MEMBER, "launch"), (Role.ADMIN, "launch")],
+)
+def test_each_role_lands_on_a_page_its_menu_lists(role, landing):
+    account = Account(name="someone", role=role)
+    assert access.landing_page(account) == landing
+    assert access.landing_page(account) in access.pages_for(account)
