@@ -13,6 +13,7 @@ import streamlit as st
 from jobs import lab
 from jobs.access import ACTIONS_BY_ROLE, AccessDenied, Action, can
 from pages.present.job_view import cancel_text, ended_caption, progress, running_numbers, value
+from pages.present.user_text import plain
 from pages.widgets.manage_study import manage_study_section
 from pages.widgets.pickers import request_study, show_study_card
 from pages.widgets.reads import cached_job_log, cached_jobs, clear_job_caches, store_path
@@ -87,7 +88,7 @@ def job_header(job: Any) -> None:
     status = str(job.status)
     head, action = st.columns([5, 1], vertical_alignment="center")
     label, colour, icon = STATUS_BADGES.get(status, (status, "gray", None))
-    head.markdown(f"**{job.study_name}** · `{job.job_id}`")
+    head.markdown(f"**{plain(job.study_name)}** · `{job.job_id}`")
     head.badge(label, color=colour, icon=icon)
     if status in ("queued", "running"):
         owner = value(job, "launched_by")

@@ -14,6 +14,8 @@ from streamlit.delta_generator import DeltaGenerator
 from engine.analysis import compare
 from pages.present import exports
 from pages.present.tables import method_title, progress_message, study_label
+from pages.present.user_text import notes as user_notes
+from pages.present.user_text import plain
 from pages.widgets.reads import RESULTS_TTL_S, cached_group_counts, cached_studies
 from store import studies as store_studies
 from store.bundle import imported_card
@@ -121,9 +123,9 @@ def show_study_card(path: str, study_id: str, *, key: str, notes: bool = True) -
         st.caption(f"The study card cannot be read right now: {exc}")
         return
     with st.expander("Study card", key=key):
-        st.markdown("\n".join(f"- **{label}**: {value}" for label, value in card.items()))
+        st.markdown("\n".join(f"- **{label}**: {plain(value)}" for label, value in card.items()))
     if notes and text.strip():
-        st.markdown(text)
+        st.markdown(user_notes(text))
 
 
 def picker_labels(studies: pd.DataFrame) -> dict[str, str]:

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from store.bundle import REFERENCE_STUDY, import_study
+from store.db import init_schema
 from tests.helpers.browser import (
     CHROMIUM,
     CHROMIUM_ARGS,
@@ -42,7 +43,7 @@ STAYS_S = 6.0  # longer than the blank-page race took to show (1-3 s) and than 2
 RESULT_BUTTONS = (
     ("Compare methods", "Compare methods"),
     ("Search & learning curves", "Search & learning curves"),
-    ("KL × CPPD", "KL × CPPD"),
+    ("KL × CPPD", "KL × CPPD relationship"),
 )
 
 
@@ -62,7 +63,9 @@ def busy_cpu(n: int = BURNERS, seconds: int = BURN_S) -> Iterator[None]:
 @pytest.fixture
 def reference_url(tmp_path: Path) -> Iterator[str]:
     """`jobs up` on a store that already holds the bundled reference study and its job."""
-    import_study(REFERENCE_STUDY, path=tmp_path / "softgrade.duckdb")
+    store = tmp_path / "softgrade.duckdb"
+    init_schema(store)
+    import_study(REFERENCE_STUDY, path=store)
     with serve_app(tmp_path) as url:
         yield url
 
