@@ -21,10 +21,12 @@ import streamlit as st
 
 from jobs.access import PAGES, landing_page, page_entry, pages_for
 from jobs.kiosk import kiosk_settings
+from jobs.serve_app import redact_session_ids
 from pages.widgets.shell import render_sidebar
 from pages.widgets.sign_in import SIGNED_OUT_KEY, current_account, render_account, sign_in_form
 
 st.set_page_config(page_title="SoftGrade", page_icon=":material/radiology:", layout="wide")
+redact_session_ids()  # also under a plain `streamlit run app.py` (`jobs up` does it first)
 
 
 def sections() -> dict[str, list[tuple[str, str, str]]]:
