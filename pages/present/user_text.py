@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import re
 
-# CommonMark lets any ASCII punctuation be backslash-escaped; these change how text renders
-# (emphasis, links, images, headings, lists, tables, HTML, Streamlit's :icon: and $math$).
-_MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=&\"'])")
+# CommonMark lets any ASCII punctuation be backslash-escaped. These change inline text
+# anywhere (emphasis, code, links, images, tables, HTML and entities, Streamlit's :icon:
+# shortcodes, $math$); a link or image needs "[", so "(" and ")" stay readable.
+_MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]!|<>~$:&])")
+# These matter at the start of a line only (a heading, quote, list item or rule).
+_LINE_START = re.compile(r"^(\d+)([.)])|^([#>+\-=])")
 _LONGEST_BACKTICKS = re.compile(r"`+")
 
 
@@ -33,7 +36,8 @@ def plain(text: object) -> str:
         turned into spaces, so it cannot start a heading, a list, a link or an image.
     """
     one_line = " ".join(str("" if text is None else text).split())
-    return _MARKDOWN_SPECIALS.sub(r"\\\1", one_line)
+    escaped = _MARKDOWN_SPECIALS.sub(r"\\\1", one_line)
+    return _LINE_START.sub(lambda m: f"{m[1]}\\{m[2]}" if m[1] else f"\\{m[3]}", escaped)
 
 
 def code(text: object) -> str:

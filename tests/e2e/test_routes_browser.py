@@ -104,7 +104,7 @@ def test_every_results_button_on_a_busy_machine_stays_on_a_rendered_page(
 def test_launch_typed_in_single_user_mode_opens_launch_without_page_not_found(
     reference_url: str, tab: object
 ) -> None:
-    open_page(tab, f"{reference_url}/launch", "Launch")
+    open_page(tab, f"{reference_url}/launch", "Launch a study")
     time.sleep(2.0)  # the "Page not found" box came after the page had drawn
     assert tab.get_by_text("Page not found").count() == 0
     assert tab.url.rstrip("/").endswith("/launch") or tab.url.rstrip("/") == reference_url
