@@ -12,11 +12,24 @@ import streamlit as st
 
 from jobs import lab
 from jobs.access import ACTIONS_BY_ROLE, AccessDenied, Action, can
-from pages.present.job_view import cancel_text, ended_caption, progress, running_numbers, value
+from pages.present.job_view import (
+    cancel_text,
+    ended_caption,
+    progress,
+    running_numbers,
+    runs_note,
+    value,
+)
 from pages.present.user_text import plain
 from pages.widgets.manage_study import manage_study_section
 from pages.widgets.pickers import request_study, show_study_card
-from pages.widgets.reads import cached_job_log, cached_jobs, clear_job_caches, store_path
+from pages.widgets.reads import (
+    cached_imported_card,
+    cached_job_log,
+    cached_jobs,
+    clear_job_caches,
+    store_path,
+)
 from pages.widgets.shell import link_to_page, run_inside_shell
 from pages.widgets.sign_in import current_account, require_page
 from pages.widgets.workers import NO_WORKER_HOW, NO_WORKER_TITLE, alive_workers
@@ -63,7 +76,10 @@ def render_job(job: Any) -> None:
         if status == "running":
             st.markdown(running_numbers(job))
         elif status != "queued":
-            st.caption(ended_caption(job))
+            bundle = cached_imported_card(str(store_path()), job.study_id)
+            st.caption(ended_caption(job, bundle))
+            if note := runs_note(bundle, int(value(job, "runs_done") or 0)):
+                st.caption(note)
         if status == "failed":
             st.error(
                 "This job failed. The traceback below says where; runs finished before the "

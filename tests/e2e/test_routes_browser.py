@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 
@@ -107,5 +108,5 @@ def test_launch_typed_in_single_user_mode_opens_launch_without_page_not_found(
     open_page(tab, f"{reference_url}/launch", "Launch a study")
     time.sleep(2.0)  # the "Page not found" box came after the page had drawn
     assert tab.get_by_text("Page not found").count() == 0
-    assert tab.url.rstrip("/").endswith("/launch") or tab.url.rstrip("/") == reference_url
+    assert urlparse(tab.url).path == "/launch"  # the page keeps its own URL
     assert_no_error(tab, "/launch typed")
