@@ -150,3 +150,14 @@ def test_up_hands_its_upload_cap_to_streamlit():
     assert command[command.index("--server.maxUploadSize") + 1] == "5"
     default = _app_command(build_parser().parse_args(["up"]))
     assert default[default.index("--server.maxUploadSize") + 1] == "64"
+
+
+def test_status_shows_each_jobs_study_id_for_the_study_commands(store, capsys):
+    job_id = store_jobs.enqueue_job({"name": "knees"}, path=store)
+    study_id = store_jobs.get_job(job_id, path=store).study_id
+    assert main(["status"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = next(line for line in lines if line.startswith("JOB"))
+    assert header.split()[:4] == ["JOB", "STUDY", "STATUS", "RUNS"]
+    row = next(line for line in lines if line.startswith(job_id))
+    assert row.split()[:4] == [job_id, study_id, "queued", "0/?"] and row.endswith("knees")
