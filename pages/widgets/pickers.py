@@ -282,9 +282,27 @@ def offer_reference_study(path: str) -> None:
     )
     if st.button(REFERENCE_BUTTON, key="load_reference_study", icon=":material/download:"):
         try:
-            import_study(REFERENCE_STUDY, path=path)
+            done = import_study(REFERENCE_STUDY, path=path)
+            if done.created:
+                audit_reference_import(done.study_id, done.runs, path)
         except StoreError as exc:
             st.error(f"The reference study could not be loaded: {exc}")
             return
         cached_studies.clear()
         st.rerun()
+
+
+def audit_reference_import(study_id: str, runs: int, path: str) -> None:
+    """The audit line of a one-click load of the bundled reference study, by whoever is
+    signed in ('local' in single-user mode)."""
+    from pages.widgets.sign_in import current_account
+    from store.audit import LOCAL_ACTOR, record
+
+    account = current_account()
+    record(
+        "import",
+        actor=account.name if account else LOCAL_ACTOR,
+        target=study_id,
+        detail=f"the bundled reference study ({runs:,} runs) from the Load button",
+        path=path,
+    )
