@@ -121,7 +121,9 @@ if kiosk_settings() is not None:
 
 account = current_account()
 if account is None:
-    # Signed out, or the session ended: only the sign-in form, no menu, no sidebar.
+    # Signed out, or the session ended: only the sign-in form, no menu, no sidebar (the
+    # browser kept an empty grey sidebar open after sign-out until it is collapsed).
+    st.set_page_config(initial_sidebar_state="collapsed")
     pages = sign_in_pages()
     signing_in = st.navigation(pages, position="hidden")
     if st.session_state.pop(SIGNED_OUT_KEY, False) and signing_in is not pages[0]:

@@ -69,6 +69,7 @@ def cancel(job_id: str) -> None:
 def render_job(job: Any) -> None:
     """One job: header, progress bar, live numbers, traceback, log and cancel."""
     status = str(job.status)
+    bundle = None if status in ("queued", "running") else imported_card_of(job)
     with st.container(border=True):
         job_header(job)
         if bar := progress(job):
@@ -76,7 +77,6 @@ def render_job(job: Any) -> None:
         if status == "running":
             st.markdown(running_numbers(job))
         elif status != "queued":
-            bundle = cached_imported_card(str(store_path()), job.study_id)
             st.caption(ended_caption(job, bundle))
             if note := runs_note(bundle, int(value(job, "runs_done") or 0)):
                 st.caption(note)
@@ -96,7 +96,12 @@ def render_job(job: Any) -> None:
         show_study_card(
             str(store_path()), job.study_id, key=f"queue_card_{job.job_id}", notes=False
         )
-        job_log(job.job_id)
+        job_log(job.job_id, imported=bundle is not None)
+
+
+def imported_card_of(job: Any) -> dict[str, Any] | None:
+    """The bundle card of the job's study when it was imported (the reference study)."""
+    return cached_imported_card(str(store_path()), job.study_id)
 
 
 def job_header(job: Any) -> None:
@@ -126,8 +131,14 @@ def job_header(job: Any) -> None:
         )
 
 
-def job_log(job_id: str) -> None:
-    """The job's log lines in an expander, read only while it is open."""
+def job_log(job_id: str, *, imported: bool = False) -> None:
+    """The job's log lines in an expander, read only while it is open.
+
+    An imported study's job (the reference study's) ran elsewhere and has no log lines
+    here: no empty "Log" for it.
+    """
+    if imported and (lines := _log_lines(job_id)) is not None and lines.empty:
+        return
     log = st.expander("Log", key=f"queue_log_{job_id}", on_change="rerun")
     if log.open:
         with log:
@@ -136,7 +147,18 @@ def job_log(job_id: str) -> None:
             except StoreError as exc:
                 st.warning(f"The log cannot be read right now: {exc}")
             else:
-                st.dataframe(lines, hide_index=True, width="stretch")
+                if lines.empty:
+                    st.caption("No log lines yet.")
+                else:
+                    st.dataframe(lines, hide_index=True, width="stretch")
+
+
+def _log_lines(job_id: str) -> Any:
+    """The job's log lines, or None when the store cannot be read right now."""
+    try:
+        return cached_job_log(str(store_path()), job_id)
+    except StoreError:
+        return None
 
 
 RESULT_PAGES = (
