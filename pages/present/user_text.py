@@ -45,7 +45,9 @@ def code(text: object) -> str:
     one_line = " ".join(str("" if text is None else text).split())
     runs = [len(run) for run in _LONGEST_BACKTICKS.findall(one_line)]
     fence = "`" * (max(runs, default=0) + 1)
-    return f"{fence} {one_line} {fence}"
+    # Markdown strips one space on each side of a span, needed only when it holds a backtick.
+    pad = " " if runs else ""
+    return f"{fence}{pad}{one_line}{pad}{fence}"
 
 
 _IMAGE_START = re.compile(r"!\[")

@@ -30,7 +30,7 @@ def test_plain_escapes_every_markdown_and_html_character_of_a_name():
 
 def test_code_uses_a_fence_no_backtick_in_the_name_can_close():
     assert code("a`b") == "`` a`b ``"
-    assert code("plain.png") == "` plain.png `"
+    assert code("plain.png") == "`plain.png`"
 
 
 def test_notes_keep_markdown_but_no_image_and_no_html():
