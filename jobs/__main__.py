@@ -129,10 +129,23 @@ def cmd_status(args: argparse.Namespace) -> int:
     jobs = store_jobs.list_jobs(path=path)
     if jobs.empty:
         print("no jobs")
+        return 0
+    print(status_table(jobs))
+    return 0
+
+
+def status_table(jobs: pd.DataFrame) -> str:
+    """One line per job under a header: job id, study id (what `stats`, `export-study` and
+    the other study commands take), status, runs and the study's name."""
+    rows = [("JOB", "STUDY", "STATUS", "RUNS", "NAME")]
     for _, j in jobs.iterrows():
         total = "?" if pd.isna(j.runs_total) else int(j.runs_total)
-        print(f"{j.job_id}  {j.status:<10} {j.runs_done}/{total} runs  {j.study_name}")
-    return 0
+        rows.append((j.job_id, j.study_id, j.status, f"{j.runs_done}/{total}", j.study_name))
+    widths = [max(len(str(r[i])) for r in rows) for i in range(4)]
+    return "\n".join(
+        "  ".join(str(c).ljust(w) for c, w in zip(r[:4], widths, strict=True)) + f"  {r[4]}"
+        for r in rows
+    )
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:

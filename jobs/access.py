@@ -197,6 +197,20 @@ def pages_for(account: Account) -> tuple[str, ...]:
     return PAGES_BY_ROLE[account.role]
 
 
+# The page each role opens at the app's root: Launch for whoever may launch, the results
+# (Compare methods) for a viewer. Other pages keep their menu order.
+LANDING_BY_ROLE: dict[Role, str] = {
+    Role.VIEWER: "compare",
+    Role.MEMBER: "launch",
+    Role.ADMIN: "launch",
+}
+
+
+def landing_page(account: Account) -> str:
+    """The page stem ``account`` opens first; always one of `pages_for(account)`."""
+    return LANDING_BY_ROLE[account.role]
+
+
 def page_entry(stem: str) -> PageEntry:
     """The registered page of file stem ``stem``.
 

@@ -29,6 +29,8 @@ from pages.present import charts
 from pages.present import seed_agreement as agreement
 from pages.present.admin_tables import upload_size_problem
 from pages.present.graded_film import film_with_box, known_grades
+from pages.present.user_text import notes as user_notes
+from pages.present.user_text import plain
 from pages.widgets import view_state
 from pages.widgets.demo_source import (
     KIOSK_CSS,
@@ -212,9 +214,9 @@ if kiosk is not None and kiosk.demo_dir is not None:
     source = bundle_source(kiosk.demo_dir)
     card, notes = bundle_card(kiosk.demo_dir)
     with st.expander("Study card", key="demo_bundle_card"):
-        st.markdown("\n".join(f"- **{label}**: {value}" for label, value in card.items()))
+        st.markdown("\n".join(f"- **{label}**: {plain(value)}" for label, value in card.items()))
     if notes.strip():
-        st.markdown(notes)
+        st.markdown(user_notes(notes))
 else:
     path = str(store_path())
     source = store_source(path, kiosk)

@@ -171,6 +171,8 @@ def render_curves(path: str, study: pd.Series, task: str, method: str, seed: int
     options = {"live": live, "title": f"{task}: selected runs, {whose}", "width": CURVE_PX}
     st.vega_lite_chart(chart_spec("learning_curves_chart", lines, options), width="stretch")
     st.caption(views.CURVES_NOTE)
+    if clipped := views.clipped_sentence(lines):
+        st.caption(clipped)
     if sentence:
         st.caption(sentence)
 

@@ -4,6 +4,8 @@ account's form checked, an upload's size checked. No streamlit, so it is unit-te
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pandas as pd
 
 from jobs.access import oidc_account
@@ -69,14 +71,35 @@ def role_mapping_table(mapping: dict[str, Role]) -> pd.DataFrame:
     )
 
 
-def audit_table(log: pd.DataFrame) -> pd.DataFrame:
-    """`store.audit.read_audit` with the page's column names, newest first."""
-    return log.reindex(columns=list(AUDIT_COLUMNS)).rename(columns=AUDIT_COLUMNS)
+def audit_table(log: pd.DataFrame, names: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """`store.audit.read_audit` with the page's column names, newest first.
+
+    Args:
+        log: The audit lines.
+        names: Study id -> its name now: a study target reads ``"name (study-…)"``; a
+            deleted study keeps its id alone. A line without details shows an empty cell,
+            not "None".
+    """
+    table = log.reindex(columns=list(AUDIT_COLUMNS)).copy()
+    table["target"] = [_target_text(t, names or {}) for t in table["target"]]
+    table["detail"] = ["" if _blank(d) else str(d) for d in table["detail"]]
+    return table.rename(columns=AUDIT_COLUMNS)
 
 
-def audit_csv(log: pd.DataFrame) -> str:
+def _blank(value: object) -> bool:
+    return value is None or (not isinstance(value, str) and pd.isna(value)) or value == "None"
+
+
+def _target_text(target: object, names: Mapping[str, str]) -> str:
+    if _blank(target):
+        return ""
+    name = names.get(str(target))
+    return f"{name} ({target})" if name else str(target)
+
+
+def audit_csv(log: pd.DataFrame, names: Mapping[str, str] | None = None) -> str:
     """The audit lines shown, as CSV (times in ISO 8601)."""
-    table = audit_table(log).copy()
+    table = audit_table(log, names).copy()
     table["When"] = pd.to_datetime(table["When"]).dt.strftime("%Y-%m-%dT%H:%M:%S")
     return escape_csv_cells(table).to_csv(index=False)
 

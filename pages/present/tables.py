@@ -136,7 +136,7 @@ def row_label(row: Mapping[str, Any]) -> str:
 def format_summary(summary: pd.DataFrame, *, digits: int = 3) -> pd.DataFrame:
     """Table 4 as text cells ``"0.571 ± 0.177"``, columns in the paper's order.
 
-    A missing std (one seed) shows as ``"0.571 ± –"``; a missing mean as ``"–"``.
+    A missing std (one seed) shows the value alone (``"0.571"``); a missing mean ``"–"``.
 
     Returns:
         Columns ``Task``, ``Method``, ``Seeds``, then ``QWK ↑``, ``MAE ↓``, ... (the arrow
@@ -258,8 +258,13 @@ def missing_tasks_note(planned: set[str], present: Sequence[str]) -> str | None:
     )
 
 
-def table4_note(*, with_paper: bool) -> str:
-    """The caption under Table 4: what the cells, marks and Average rows mean."""
+def table4_note(*, with_paper: bool, one_seed: bool = False) -> str:
+    """The caption under Table 4: what the cells, marks and Average rows mean.
+
+    Args:
+        with_paper: the paper's published rows are shown.
+        one_seed: some row has a single seed, so its cells show the value alone.
+    """
     note = (
         "Mean ± standard deviation over seeds. Per task and metric, **bold** is the best "
         "method and *italics* the second (↑ higher is better, ↓ lower is better). "
@@ -272,6 +277,8 @@ def table4_note(*, with_paper: bool) -> str:
             "radiographs): a reference point, not a result these runs should reproduce. "
             + PAPER_PROTOCOL_NOTE
         )
+    if one_seed:
+        note += " " + ONE_SEED_NOTE
     return note
 
 
@@ -306,11 +313,19 @@ def seed_range(n_seeds: pd.Series) -> str:
 
 
 def mean_std_text(mean: Any, std: Any, digits: int) -> str:
-    """``"0.571 ± 0.177"``; ``"0.571 ± –"`` without a std (one seed), ``"–"`` without a mean."""
+    """``"0.571 ± 0.177"``; the value alone without a std (``"0.571"``: one seed, whose
+    spread a caption explains with `ONE_SEED_NOTE`), ``"–"`` without a mean."""
     if is_missing_value(mean):
         return "–"
-    std_text = "–" if is_missing_value(std) else f"{float(std):.{digits}f}"
-    return f"{float(mean):.{digits}f} ± {std_text}"
+    if is_missing_value(std):
+        return f"{float(mean):.{digits}f}"
+    return f"{float(mean):.{digits}f} ± {float(std):.{digits}f}"
+
+
+# Said wherever a cell shows a mean without its standard deviation.
+ONE_SEED_NOTE = (
+    "With one seed a cell is that seed's value alone: a standard deviation needs at least 2 seeds."
+)
 
 
 def is_missing_value(value: Any) -> bool:

@@ -115,7 +115,8 @@ def table_tab(per_run: pd.DataFrame, cards: tuple[exports.Card, ...]) -> None:
     shown = compare.with_published(compare.summary_table(per_run), published)
     marks = compare.rank_marks(shown)
     st.table(tables.style_summary(shown, marks))
-    st.caption(tables.table4_note(with_paper=published is not None))
+    one_seed = bool((pd.to_numeric(shown["n_seeds"], errors="coerce") < 2).any())
+    st.caption(tables.table4_note(with_paper=published is not None, one_seed=one_seed))
     csv, latex = tables.summary_csv(shown), tables.summary_latex(shown, marks)
     runs_csv = escape_csv_cells(per_run).to_csv(index=False)
     downloads.download_row(

@@ -14,6 +14,8 @@ from streamlit.delta_generator import DeltaGenerator
 from engine.analysis import compare
 from pages.present import exports
 from pages.present.tables import method_title, progress_message, study_label
+from pages.present.user_text import notes as user_notes
+from pages.present.user_text import plain
 from pages.widgets import view_state
 from pages.widgets.reads import RESULTS_TTL_S, cached_group_counts, cached_studies
 from store import studies as store_studies
@@ -168,9 +170,9 @@ def show_study_card(path: str, study_id: str, *, key: str, notes: bool = True) -
         st.caption(f"The study card cannot be read right now: {exc}")
         return
     with st.expander("Study card", key=key):
-        st.markdown("\n".join(f"- **{label}**: {value}" for label, value in card.items()))
+        st.markdown("\n".join(f"- **{label}**: {plain(value)}" for label, value in card.items()))
     if notes and text.strip():
-        st.markdown(text)
+        st.markdown(user_notes(text))
 
 
 def picker_labels(studies: pd.DataFrame) -> dict[str, str]:
@@ -356,9 +358,27 @@ def offer_reference_study(path: str) -> None:
     )
     if st.button(REFERENCE_BUTTON, key="load_reference_study", icon=":material/download:"):
         try:
-            import_study(REFERENCE_STUDY, path=path)
+            done = import_study(REFERENCE_STUDY, path=path)
+            if done.created:
+                audit_reference_import(done.study_id, done.runs, path)
         except StoreError as exc:
             st.error(f"The reference study could not be loaded: {exc}")
             return
         cached_studies.clear()
         st.rerun()
+
+
+def audit_reference_import(study_id: str, runs: int, path: str) -> None:
+    """The audit line of a one-click load of the bundled reference study, by whoever is
+    signed in ('local' in single-user mode)."""
+    from pages.widgets.sign_in import current_account
+    from store.audit import LOCAL_ACTOR, record
+
+    account = current_account()
+    record(
+        "import",
+        actor=account.name if account else LOCAL_ACTOR,
+        target=study_id,
+        detail=f"the bundled reference study ({runs:,} runs) from the Load button",
+        path=path,
+    )

@@ -130,7 +130,7 @@ def probabilities_tab(
     cd, spec = ranked(scores, metric in pm.PROBABILITY_LOWER_IS_BETTER)
     st.markdown(cd.reading)
     if spec is not None:
-        st.vega_lite_chart(spec, width="content")
+        st.vega_lite_chart(spec, width="stretch")
     st.caption(f"{BLOCKING_SENTENCE} Tukey's subsets of the grade metrics are on Statistics.")
 
 

@@ -89,6 +89,18 @@ def load_preset(name: str) -> dict[str, Any]:
     return StudySpec.from_file(STUDIES_DIR / f"{name}.yaml").to_dict()
 
 
+@st.cache_data(ttl=60, show_spinner=False)
+def cached_imported_card(path: str, study_id: str) -> dict[str, Any] | None:
+    """The card a study imported from a bundle came with (`store.bundle.imported_card`);
+    None for a study run here or when the store cannot be read now."""
+    from store.bundle import imported_card
+
+    try:
+        return imported_card(study_id, path=path)
+    except StoreError:
+        return None
+
+
 def clear_job_caches() -> None:
     """Forget cached job reads, after this session wrote a job or a cancel request."""
     cached_jobs.clear()

@@ -50,20 +50,29 @@ def residuals_section(summary: pd.DataFrame, eps: float, per_row: int = 3) -> No
     )
     shown = stat_tables.relationship_summary_frame(summary)
     st.dataframe(
-        shown.assign(method=shown["method"].map(tables.method_title)),
+        # A missing std (one seed) is an empty cell, not Streamlit's "None".
+        shown.assign(
+            method=shown["method"].map(tables.method_title),
+            kld_std=[
+                tables.mean_std_text(v, None, 4) if pd.notna(v) else "" for v in shown["kld_std"]
+            ],
+            mae_std=[
+                tables.mean_std_text(v, None, 3) if pd.notna(v) else "" for v in shown["mae_std"]
+            ],
+        ),
         hide_index=True,
         width="content",
         column_config={
             "method": "Method",
             "n_seeds": "Seeds",
             "kld_mean": st.column_config.NumberColumn("KLD mean", format="%.4f"),
-            "kld_std": st.column_config.NumberColumn("KLD std", format="%.4f"),
+            "kld_std": st.column_config.TextColumn("KLD std"),
             "mae_mean": st.column_config.NumberColumn("MAE mean", format="%.3f"),
-            "mae_std": st.column_config.NumberColumn("MAE std", format="%.3f"),
+            "mae_std": st.column_config.TextColumn("MAE std"),
         },
     )
     if (shown["n_seeds"] < 2).any():
-        st.caption("A standard deviation needs at least two seeds; it stays empty until then.")
+        st.caption(tables.ONE_SEED_NOTE + " Its std cells stay empty until then.")
 
 
 def detail_section(summary: pd.DataFrame, results: list[relationship.SeedRelationship]) -> None:

@@ -17,6 +17,7 @@ from jobs.access import (
     pages_for,
     single_user_mode,
 )
+from pages.present.user_text import plain
 from pages.widgets.reads import store_path, store_unusable
 from store import audit as store_audit
 from store import users as store_users
@@ -195,8 +196,8 @@ def require_page(page_file: str) -> Account:
     if stem not in pages_for(account):
         title = PAGE_TITLES.get(stem, stem)
         st.error(
-            f"**{title}** is not open to {account.name} ({account.role.value}). Ask an admin "
-            "for another role if you need it.",
+            f"**{title}** is not open to {plain(account.name)} ({account.role.value}). "
+            "Ask an admin for another role if you need it.",
             icon=":material/lock:",
         )
         st.stop()
@@ -265,5 +266,5 @@ def render_account(account: Account) -> None:
     if account is LOCAL_ACCOUNT:
         return
     with st.sidebar:
-        st.markdown(f"Signed in as **{account.name}** ({account.role.value})")
+        st.markdown(f"Signed in as **{plain(account.name)}** ({account.role.value})")
         st.button("Sign out", key="sign_out", on_click=sign_out, icon=":material/logout:")

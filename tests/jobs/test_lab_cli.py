@@ -183,3 +183,14 @@ def test_a_store_damaged_in_its_headers_is_one_message_from_the_cli(store, offse
         assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
         assert done.stderr.startswith("error: the store ") and "cannot be opened" in done.stderr
     assert store.read_bytes() == bytes(data)
+
+
+def test_status_shows_each_jobs_study_id_for_the_study_commands(store, capsys):
+    job_id = store_jobs.enqueue_job({"name": "knees"}, path=store)
+    study_id = store_jobs.get_job(job_id, path=store).study_id
+    assert main(["status"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = next(line for line in lines if line.startswith("JOB"))
+    assert header.split()[:4] == ["JOB", "STUDY", "STATUS", "RUNS"]
+    row = next(line for line in lines if line.startswith(job_id))
+    assert row.split()[:4] == [job_id, study_id, "queued", "0/?"] and row.endswith("knees")
