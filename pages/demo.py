@@ -269,7 +269,7 @@ if kiosk is None:
 else:
     # The kiosk needs no sign-in: it grades films and can do nothing else (jobs.kiosk).
     st.markdown(KIOSK_CSS, unsafe_allow_html=True)
-title_column, toggle_column = st.columns([6, 1], vertical_alignment="bottom")
+title_column, toggle_column = st.columns([3, 1], vertical_alignment="bottom")
 title_column.title("Grade a film")
 toggle_column.toggle(
     "Presenter details",

@@ -36,6 +36,7 @@ KIOSK_CSS = """
 html, body, [data-testid="stAppViewContainer"] { font-size: 1.3rem; }
 [data-testid="stMarkdownContainer"] p, [data-testid="stCaptionContainer"] { font-size: 1.15rem; }
 h1 { font-size: 2.2rem !important; }
+[data-testid="stMainBlockContainer"] { padding-top: 2.5rem; }  /* the grade above the fold */
 [data-testid="stMetricValue"], [data-testid="stMetricValue"] * {
   font-size: clamp(4rem, 6.5vw, 8rem) !important; line-height: 1.05 !important;
   font-weight: 700 !important;
