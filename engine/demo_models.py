@@ -6,8 +6,8 @@
 - `seed_checkpoints`: every seed's selected model of a method with weights here, so the demo
   can show how much the seeds agree rather than one seed's word.
 - `checkpoint_probabilities`: P(grade) of a saved model on knee crops.
-- `knee_box`: where the knee is on a whole film, by the detector the study's films were
-  cropped with (a trained YOLO detector's folder, or the classical detector).
+- `knee_to_grade`: the knee on a whole film and whether it is one, found and judged as
+  imports do (a trained YOLO detector's folder, or the classical detector).
 
 No streamlit and no store: the pages and `jobs.demo_bundle` read runs and pass them in.
 torch, Grad-CAM and the detectors are imported where a model runs, so the CLI (which
@@ -17,6 +17,7 @@ imports this through `jobs.demo_bundle`) starts without them.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -112,24 +113,39 @@ def seed_probabilities(
     }
 
 
-def knee_box(film: np.ndarray, detector_dir: Path | None = None) -> Box:
-    """The knee to grade on a whole film: the most confident knee of a trained detector
-    (``detector_dir``, an `engine.detect.yolo` detector folder), else the classical detector's box.
+@dataclass(frozen=True)
+class KneeToGrade:
+    """The knee a demonstration grades on a whole film, and whether it is one.
 
-    A trained detector that finds no knee falls back to the classical box, as imports do.
+    Attributes:
+        box: The most confident knee's box, or None when no knee was found at all.
+        confidence: The detector's confidence in it (0 when none).
+        finding: `engine.films.knee_finding`'s word: "none", "low" or "found" (the rule the
+            import check applies, so a film the import would leave out is not graded here).
     """
-    from engine.detect import detect_knee_box, find_knees
 
-    if detector_dir is None:
-        return detect_knee_box(film)
-    # Looked up on engine.detect.yolo when called (ultralytics, slow to import, comes with it).
-    from engine.detect.yolo import load_detector
+    box: Box | None
+    confidence: float
+    finding: str
 
-    found = find_knees(film, detector=load_detector(detector_dir), max_knees=1)
-    if not found:
-        return detect_knee_box(film)
-    x0, y0, x1, y1 = (int(round(v)) for v in found[0].box)
-    return (x0, y0, x1, y1)
+
+def knee_to_grade(film: np.ndarray, detector_dir: Path | None = None) -> KneeToGrade:
+    """The knee to grade on a whole film, found as imports find knees
+    (`engine.films.locate_knees`): by a trained detector (``detector_dir``, an
+    `engine.detect.yolo` detector folder), else the classical detector."""
+    from engine.detect import CLASSICAL_DETECTOR, DetectorInfo
+    from engine.films import knee_finding, locate_knees
+
+    detector = (
+        DetectorInfo(name="YOLOv8n", key=detector_dir.name, folder=str(detector_dir))
+        if detector_dir is not None
+        else CLASSICAL_DETECTOR
+    )
+    knees = locate_knees(film, detector=detector)
+    if not knees:
+        return KneeToGrade(None, 0.0, knee_finding(0.0, 0))
+    box, confidence = max(knees, key=lambda k: k[1])
+    return KneeToGrade(box, confidence, knee_finding(confidence, len(knees)))
 
 
 def example_films(

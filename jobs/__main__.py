@@ -448,8 +448,10 @@ def cmd_up_kiosk(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     app_proc: subprocess.Popen | None = None
     try:
+        # Visitors see one plain sentence for an error, never a traceback (it is logged).
+        command = [*_app_command(args), "--client.showErrorDetails", "none"]
         app_proc = subprocess.Popen(
-            _app_command(args), env={**env, SERVED_HOST_ENV: args.host, **settings.env()}
+            command, env={**env, SERVED_HOST_ENV: args.host, **settings.env()}
         )
         return app_proc.wait()
     except KeyboardInterrupt:

@@ -29,7 +29,13 @@ from pages.widgets.attention_views import (
     show_stress_grid,
     show_stress_scores,
 )
-from pages.widgets.models import cached_splits, maps_of, open_study, saved_models
+from pages.widgets.models import (
+    cached_splits,
+    maps_of,
+    open_study,
+    saved_models,
+    stop_without_models,
+)
 from pages.widgets.pickers import pick_study
 from pages.widgets.reads import store_path
 from pages.widgets.shell import run_inside_shell
@@ -213,6 +219,7 @@ study = pick_study(
     "show here as its seeds finish.",
     dependent_keys=("att_task", "att_seed", "att_methods", "att_example", "att_knee"),
 )
+stop_without_models(path, study)
 opened = open_study(path, study)
 spec, cache_dir, meta = opened.spec, str(opened.cache_dir), opened.meta
 task, splits, models = pick_models(path, str(study["dataset_id"]), opened.runs)

@@ -14,13 +14,16 @@ taken from a demo bundle, `jobs.demo_bundle`), so it shows no pickers.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import streamlit as st
 
 from engine import gradcam
-from engine.demo_models import knee_box
+from engine.demo_models import KneeToGrade, knee_to_grade
 from engine.films import FILM_FORMATS, decode_film
 from engine.train import load_checkpoint
 from engine.vocab import GRADE_SIGNS
@@ -28,7 +31,14 @@ from jobs.kiosk import kiosk_settings
 from pages.present import charts
 from pages.present import seed_agreement as agreement
 from pages.present.admin_tables import upload_size_problem
-from pages.present.graded_film import film_with_box, known_grades
+from pages.present.graded_film import (
+    NO_KNEE,
+    film_with_box,
+    known_grades,
+    low_knee_sentence,
+    models_sentence,
+    unsure_sentence,
+)
 from pages.present.user_text import notes as user_notes
 from pages.present.user_text import plain
 from pages.widgets import view_state
@@ -47,6 +57,27 @@ from pages.widgets.shell import run_inside_shell
 from pages.widgets.sign_in import require_page
 
 SOURCES = ("A test film of this study", "Upload a film")
+# Probability charts stand beside the grade, tall enough for their axis titles.
+CHART_HEIGHT = 230
+
+
+log = logging.getLogger(__name__)
+
+# Said instead of a traceback when grading fails; the traceback goes to the server's log.
+GRADING_FAILED = (
+    "Something went wrong grading this film, and it was not graded. Try another film; "
+    "whoever runs this demo can find the details in the server's log."
+)
+PLAIN_HEAT_HELP = (
+    "Where the model looked: warm colours mark the parts of the knee that weighed most in "
+    "its grade."
+)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def cached_knee(film: np.ndarray, detector_dir: str | None = None) -> KneeToGrade:
+    """The knee on an uploaded film and whether it is one (cached on the film's pixels)."""
+    return knee_to_grade(film, Path(detector_dir) if detector_dir else None)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -54,17 +85,32 @@ def cached_reading(
     checkpoints: tuple[tuple[str, str], ...],
     film: np.ndarray,
     image_size: int,
-    detector_dir: str | None = None,
+    box: tuple[int, int, int, int],
 ) -> gradcam.FilmReading:
-    """An uploaded film graded by one model per task (cached on the film's pixels)."""
+    """An uploaded film's knee graded by one model per task (cached on the film's pixels)."""
     models = {task: load_checkpoint(Path(p))[0] for task, p in checkpoints}
-    box = knee_box(film, Path(detector_dir) if detector_dir else None)
     return gradcam.read_film(film, models, image_size, box=box)
 
 
 def seed_probs(seeds: dict[int, str], crop: np.ndarray) -> dict[int, np.ndarray]:
     """Each seed's P(grade) for one crop (cached per checkpoint and crop)."""
     return {seed: probs_of(ckpt, crop[None])[0] for seed, ckpt in seeds.items()}
+
+
+def presenter_on() -> bool:
+    """Whether the presenter asked for the details (the toggle sits at the page's foot, and
+    its value is read before it is drawn: a toggle reruns the page)."""
+    return bool(st.session_state.get("demo_presenter", False))
+
+
+def show_grade(task: str, grade: int, probability: float, known: dict) -> None:
+    """The headline: the grade, large, what it means, the annotator's grade, any doubt."""
+    st.metric(f"{task} grade", f"{task} {grade}", border=True)
+    st.markdown(f"{task} {grade}: {GRADE_SIGNS[task][grade]}.")
+    if task in known:
+        st.markdown(known[task])
+    if unsure := unsure_sentence(task, grade, probability):
+        st.warning(unsure, icon=":material/help:")
 
 
 def show_grades(
@@ -74,47 +120,51 @@ def show_grades(
     seeds: dict[str, dict[int, str]],
     best: int,
 ) -> None:
-    """Per task: the grade, what it means, how much the seeds agree (or the one model's
-    probabilities) and where the best seed's model looked.
+    """One row per task, aligned: the grade (the page's largest text), the probabilities
+    beside it (how much the models agree, or the one model's) and where the model looked.
 
     Args:
         grades: The best seed's models' probabilities and maps, by task.
         seeds: task -> seed -> checkpoint of the seeds to compare (one seed: no comparison).
         best: The seed whose maps are shown.
     """
-    columns = st.columns(len(grades))
-    for column, (task, batch) in zip(columns, grades.items(), strict=True):
-        with column:
-            if len(seeds.get(task, {})) > 1:
-                probs = seed_probs(seeds[task], crop)
-                spread = agreement.seed_spread(probs)
-                grade = agreement.consensus_grade(spread)
-                st.metric(f"{task} grade", f"{task} {grade}", border=True)
-                st.markdown(agreement.agreement_sentence(spread, task))
-            else:
-                grade = int(batch.predicted[0])
-                st.metric(f"{task} grade", f"{task} {grade}", border=True)
-            st.caption(f"{task} {grade}: {GRADE_SIGNS[task][grade]}.")
-            if task in known:
-                st.markdown(known[task])
-            if len(seeds.get(task, {})) > 1:
-                points = agreement.seed_points(probs)
-                st.altair_chart(
-                    agreement.seed_agreement_chart(spread, points, task), width="stretch"
-                )
-                st.caption(
-                    "Bars: mean probability over the seeds' models; whiskers: lowest to "
-                    "highest seed; dots: each seed."
-                )
-            else:
-                st.altair_chart(charts.grade_probabilities(batch.probs[0], task), width="stretch")
-            st.image(
-                gradcam.overlay(crop, batch.cams[0]),
-                caption=f"Where seed {best}'s {task} model looked",
-                width="stretch",
+    presenter = presenter_on()
+    for task, batch in grades.items():
+        grade_column, probs_column, map_column = st.columns([3, 4, 2], border=False)
+        if len(seeds.get(task, {})) > 1:
+            probs = seed_probs(seeds[task], crop)
+            spread = agreement.seed_spread(probs)
+            grade = agreement.consensus_grade(spread)
+            probability = float(spread.loc[spread["chosen"], "mean"].iloc[0])
+            chart = agreement.seed_agreement_chart(
+                spread, agreement.seed_points(probs), task, height=CHART_HEIGHT
             )
+            note = (
+                "Bars: mean probability over the models; whiskers: lowest to highest; "
+                "dots: each model."
+            )
+        else:
+            grade = int(batch.predicted[0])
+            probability = float(batch.probs[0][grade])
+            chart = charts.grade_probabilities(batch.probs[0], task, height=CHART_HEIGHT)
+            note = ""
+        with grade_column:
+            show_grade(task, grade, probability, known)
+        with probs_column:
+            if len(seeds.get(task, {})) > 1:
+                st.markdown(agreement.agreement_sentence(spread, task))
+            st.altair_chart(chart, width="stretch")
+            if note:
+                st.caption(note)
+        map_column.image(
+            gradcam.overlay(crop, batch.cams[0]),
+            caption=f"Where seed {best}'s {task} model looked"
+            if presenter
+            else f"Where the {task} model looked",
+            width="stretch",
+        )
     first = next(iter(grades.values()))
-    st.caption(heat_help(first.block, crop.shape[-1]))
+    st.caption(heat_help(first.block, crop.shape[-1]) if presenter else PLAIN_HEAT_HELP)
 
 
 def show_test_film(source: DemoSource) -> None:
@@ -131,8 +181,7 @@ def show_test_film(source: DemoSource) -> None:
         max_value=len(test),
         key="demo_film",
         **({} if linked else {"value": 1}),
-        help=f"The {len(test)} films seed {source.seed} kept aside for testing: its models "
-        "never trained on them.",
+        help=f"The {len(test)} films kept aside for testing: the models never trained on them.",
     )
     view_state.keep_in_link("demo_film", int(number))
     row = test.iloc[int(number) - 1]
@@ -142,15 +191,15 @@ def show_test_film(source: DemoSource) -> None:
         task: {s: ckpt for s, ckpt in by_seed.items() if s in tested}
         for task, by_seed in source.seeds.items()
     }
-    left, right = st.columns([1, 3])
+    left, right = st.columns([1, 5])
     left.image(crop, caption=f"film {row['image_id']} (knee crop)", width="stretch")
     left_out = len(set().union(*map(set, source.seeds.values())) - tested)
     if left_out:
         left.caption(
-            f"{left_out} other seed{'s' * (left_out != 1)} trained or validated on this film, "
-            "so their models are left out of the comparison."
+            f"{left_out} other training run{'s' * (left_out != 1)} saw this film, so their "
+            "models are left out of the comparison."
         )
-    with right:
+    with right, graded_safely():
         grades = {task: maps_of(ckpt, crop[None]) for task, ckpt in source.checkpoints.items()}
         show_grades(crop, grades, known_grades(row, list(source.checkpoints)), seeds, source.seed)
 
@@ -183,17 +232,39 @@ def show_upload(source: DemoSource) -> None:
         st.error(str(exc))
         st.stop()
     detector = str(source.detector_dir) if source.detector_dir else None
-    with st.spinner("Finding the knee and grading…"):
-        reading = cached_reading(
-            tuple(source.checkpoints.items()), film, source.image_size, detector
+    with graded_safely():
+        with st.spinner("Finding the knee…"):
+            knee = cached_knee(film, detector)
+        if knee.box is None or knee.finding == "none":
+            # The import check's rule (engine.films.knee_finding): no knee, no grade.
+            st.error(NO_KNEE, icon=":material/search_off:")
+            st.image(film, caption="the film uploaded", width=360)
+            st.stop()
+        with st.spinner("Grading…"):
+            reading = cached_reading(
+                tuple(source.checkpoints.items()), film, source.image_size, knee.box
+            )
+        if knee.finding == "low":
+            st.warning(low_knee_sentence(knee.confidence), icon=":material/warning:")
+        left, right = st.columns([1, 5])
+        left.image(
+            film_with_box(film, reading.box), caption="the knee SoftGrade found", width="stretch"
         )
-    left, right = st.columns([1, 3])
-    left.image(
-        film_with_box(film, reading.box), caption="the knee SoftGrade found", width="stretch"
-    )
-    left.image(reading.crop, caption="what the models saw", width="stretch")
-    with right:
-        show_grades(reading.crop, reading.grades, {}, source.seeds, source.seed)
+        left.image(reading.crop, caption="what the models saw", width="stretch")
+        with right:
+            show_grades(reading.crop, reading.grades, {}, source.seeds, source.seed)
+
+
+@contextmanager
+def graded_safely() -> Iterator[None]:
+    """Grading that fails says one plain sentence on the page and logs the traceback on
+    the server (a kiosk visitor never sees a traceback; st.stop and reruns pass through)."""
+    try:
+        yield
+    except Exception:
+        log.exception("grading a film failed")
+        st.error(GRADING_FAILED, icon=":material/error:")
+        st.stop()
 
 
 run_inside_shell()
@@ -203,7 +274,15 @@ if kiosk is None:
 else:
     # The kiosk needs no sign-in: it grades films and can do nothing else (jobs.kiosk).
     st.markdown(KIOSK_CSS, unsafe_allow_html=True)
-st.title("Grade a film")
+title_column, toggle_column = st.columns([3, 1], vertical_alignment="bottom")
+title_column.title("Grade a film")
+toggle_column.toggle(
+    "Presenter details",
+    key="demo_presenter",
+    help="For whoever presents: the study card, the models' method, seeds and the network "
+    "layer the maps come from.",
+)
+presenter = presenter_on()
 st.caption(
     "Show a knee radiograph to a study's models: SoftGrade finds the knee, and each model "
     "gives its grade and shows where it looked. A research tool for demonstrations, not for "
@@ -212,17 +291,23 @@ st.caption(
 
 if kiosk is not None and kiosk.demo_dir is not None:
     source = bundle_source(kiosk.demo_dir)
-    card, notes = bundle_card(kiosk.demo_dir)
-    with st.expander("Study card", key="demo_bundle_card"):
-        st.markdown("\n".join(f"- **{label}**: {plain(value)}" for label, value in card.items()))
-    if notes.strip():
-        st.markdown(user_notes(notes))
+    if presenter:
+        card, notes = bundle_card(kiosk.demo_dir)
+        with st.expander("Study card", key="demo_bundle_card"):
+            st.markdown(
+                "\n".join(f"- **{label}**: {plain(value)}" for label, value in card.items())
+            )
+        if notes.strip():
+            st.markdown(user_notes(notes))
 else:
     path = str(store_path())
     source = store_source(path, kiosk)
-    if kiosk is not None:
-        show_study_card(path, str(kiosk.study_id), key="demo_kiosk_card")
-st.markdown(models_line(source))
+    if presenter:
+        study_id = kiosk.study_id if kiosk is not None else st.session_state.get("demo_study")
+        if study_id:
+            show_study_card(path, str(study_id), key="demo_study_card")
+n_models = len(next(iter(source.seeds.values()), {})) or 1
+st.markdown(models_line(source) if presenter else models_sentence(n_models))
 choice = view_state.linked(
     st.segmented_control,
     "Film",

@@ -181,9 +181,30 @@ def row_number(value: Any) -> int | None:
     return None if value is None or pd.isna(value) else int(value)
 
 
+#: What `knee_finding` says of a film's best knee.
+KNEE_FINDINGS = ("none", "low", "found")
+
+
+def knee_finding(confidence: float, n_knees: int = 1) -> str:
+    """The one rule for whether a knee was found, shared by the import check and Grade a film.
+
+    Args:
+        confidence: The detector's confidence in the knee (0 to 1).
+        n_knees: How many knees the detector returned (0: none at all).
+
+    Returns:
+        ``"none"`` (no knee: below `KNEE_NOT_FOUND`, or nothing found), ``"low"`` (a knee
+        found with low confidence: below `KNEE_LOW_CONFIDENCE`) or ``"found"``.
+    """
+    if n_knees == 0 or confidence < KNEE_NOT_FOUND:
+        return "none"
+    return "low" if confidence < KNEE_LOW_CONFIDENCE else "found"
+
+
 def _no_knee(check: FilmCheck) -> bool:
-    return check.knee_confidence is not None and (
-        check.n_knees == 0 or check.knee_confidence < KNEE_NOT_FOUND
+    return (
+        check.knee_confidence is not None
+        and knee_finding(check.knee_confidence, check.n_knees) == "none"
     )
 
 
@@ -272,10 +293,11 @@ def _knee_of_row(
         ), None
     of_side = [c for s, c in knees if side and s == side]
     confidence = of_side[0] if of_side else max(c for _, c in knees)
-    if confidence < KNEE_NOT_FOUND:
+    finding = knee_finding(confidence)
+    if finding == "none":
         what = f"no {side} knee found" if of_side and len(knees) > 1 else "no knee found"
         return _knee_problem(image, line, confidence, what), confidence
-    if confidence < KNEE_LOW_CONFIDENCE:
+    if finding == "low":
         return Problem.of(
             "low_confidence",
             image,

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from engine.vocab import order_methods
+from pages.present.palette import method_scale
 from pages.present.tables import method_title
 
 MEAN_COLOUR = "#d62728"
@@ -153,7 +154,9 @@ def violin_box(
     )
     y_scale = alt.Scale(zero=False, nice=True)
     y_axis = alt.Y("value:Q", title=value_title, scale=y_scale)
-    colour = alt.Color("method:N", legend=None, sort=methods, scale=alt.Scale(scheme="tableau10"))
+    colour = alt.Color(
+        "method:N", legend=None, sort=methods, scale=method_scale(methods, titled=False)
+    )
 
     layers: list[alt.Chart] = []
     density = _densities(data, methods, slot) if violin else pd.DataFrame()
@@ -428,7 +431,7 @@ def stress_lift(
         .encode(
             x=alt.X("level:O", title=level_title, sort=levels, axis=alt.Axis(labelAngle=0)),
             y=alt.Y("lift:Q", title="Lift (× mean heat)", scale=alt.Scale(zero=True)),
-            color=alt.Color("Method:N", sort=order),
+            color=alt.Color("Method:N", sort=order, scale=method_scale(order)),
             tooltip=[
                 alt.Tooltip("Method:N"),
                 alt.Tooltip("level:O", title=level_title),

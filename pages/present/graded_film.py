@@ -30,3 +30,41 @@ def known_grades(row: pd.Series, tasks: list[str]) -> dict[str, str]:
             text += f" (the phantom drew {task} {int(truth)}: annotation noise)"
         out[task] = text
     return out
+
+
+# What the page says of a film it will not grade, or grades with doubt, in a clinician's words.
+NO_KNEE = (
+    "No knee found — is this a knee radiograph? SoftGrade grades anteroposterior knee films "
+    "only, so this one gets no grade."
+)
+#: Below this probability of its grade the models' answer is called unsure.
+MODEL_UNSURE_BELOW = 0.5
+
+
+def low_knee_sentence(confidence: float) -> str:
+    """A knee found with low confidence: graded, but said."""
+    return (
+        f"The knee was found with low confidence ({confidence:.0%}): check the outlined box "
+        "is the knee before trusting the grade."
+    )
+
+
+def unsure_sentence(task: str, grade: int, probability: float) -> str | None:
+    """The models are unsure when the grade they give has under `MODEL_UNSURE_BELOW`
+    probability; None when they are sure enough to say nothing."""
+    if probability >= MODEL_UNSURE_BELOW:
+        return None
+    return (
+        f"The models are unsure: {task} {grade} has only {probability:.0%} probability. "
+        "Read the probabilities beside it."
+    )
+
+
+def models_sentence(n_models: int) -> str:
+    """Who grades, in plain words (the method and seeds are the presenter's details)."""
+    if n_models == 1:
+        return "One model trained on this study's films grades each knee."
+    return (
+        f"{n_models} models trained on this study's films grade each knee; the grade shown is "
+        "the one they agree on most."
+    )

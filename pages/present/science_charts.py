@@ -27,6 +27,7 @@ import pandas as pd
 
 from engine.analysis import explorer
 from engine.vocab import method_sort_key, order_methods
+from pages.present.palette import method_scale
 from pages.present.tables import method_title
 
 DIAGONAL_COLOUR = "#888888"
@@ -47,7 +48,7 @@ def _method_colour(methods: Sequence[str], *, legend: bool = True) -> alt.Color:
     return alt.Color(
         "Method:N",
         sort=titles,
-        scale=alt.Scale(scheme=SCHEME, domain=titles),
+        scale=method_scale(methods),
         legend=alt.Legend(title="Method") if legend else None,
     )
 
@@ -443,12 +444,15 @@ def learning_curves_chart(
     curves = curves.assign(Line=[_line_title(c) for c in curves["colour"]])
     colours = sorted(curves["colour"].unique(), key=_colour_key) if len(curves) else []
     titles = [_line_title(c) for c in colours]
-    colour = alt.Color(
-        "Line:N",
-        sort=titles,
-        scale=alt.Scale(scheme=line_scheme(titles), domain=titles),
-        title=None,
+    by_seed = any(c.startswith("seed ") for c in colours)
+    # Lines by method take the one method palette; lines by seed a categorical scheme with
+    # enough colours for every seed (`line_scheme`).
+    scale = (
+        alt.Scale(scheme=line_scheme(titles), domain=titles)
+        if by_seed
+        else method_scale(colours)
     )
+    colour = alt.Color("Line:N", sort=titles, scale=scale, title=None)
     tooltip = [
         alt.Tooltip("Line:N"),
         alt.Tooltip("method:N", title="Method"),

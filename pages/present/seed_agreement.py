@@ -7,7 +7,7 @@ the numbers and the chart are unit-tested.
 * :func:`seed_spread` — per grade: mean, sd, lowest and highest P(grade) over the seeds, and
   how many seeds give that grade (their most probable one).
 * :func:`consensus_grade` — the grade of the seeds' mean probabilities.
-* :func:`agreement_sentence` — "3 of 5 seeds say KL 2; 2 say KL 3."
+* :func:`agreement_sentence` — "3 of 5 models say KL 2; 2 say KL 3."
 * :func:`seed_agreement_chart` — bars of the mean with a min–max whisker, every seed a dot.
 """
 
@@ -65,15 +65,16 @@ def consensus_grade(spread: pd.DataFrame) -> int:
 
 
 def agreement_sentence(spread: pd.DataFrame, task: str) -> str:
-    """How the seeds vote, most votes first: "3 of 5 seeds say KL 2; 2 say KL 3."."""
+    """How the models (one per seed) vote, most votes first, in plain words:
+    "5 of 5 models agree: KL 2." or "3 of 5 models say KL 2; 2 say KL 3."."""
     n = int(spread["seeds"].iloc[0])
     votes = spread[spread["votes"] > 0].sort_values(["votes", "grade"], ascending=[False, True])
     if n == 1:
-        return f"One seed's model: {task} {int(votes['grade'].iloc[0])}."
+        return f"One model: {task} {int(votes['grade'].iloc[0])}."
     if len(votes) == 1:
-        return f"All {n} seeds say {task} {int(votes['grade'].iloc[0])}."
+        return f"{n} of {n} models agree: {task} {int(votes['grade'].iloc[0])}."
     first, *rest = votes.itertuples(index=False)
-    parts = [f"{first.votes} of {n} seeds say {task} {first.grade}"]
+    parts = [f"{first.votes} of {n} models say {task} {first.grade}"]
     parts += [f"{r.votes} say{'s' * (r.votes == 1)} {task} {r.grade}" for r in rest]
     return "; ".join(parts) + "."
 
@@ -106,15 +107,15 @@ def seed_agreement_chart(
     tooltip = [
         alt.Tooltip("grade:O", title=f"{task} grade"),
         alt.Tooltip("mean:Q", title="Mean probability", format=".1%"),
-        alt.Tooltip("sd:Q", title="SD over seeds", format=".1%"),
-        alt.Tooltip("low:Q", title="Lowest seed", format=".1%"),
-        alt.Tooltip("high:Q", title="Highest seed", format=".1%"),
-        alt.Tooltip("votes:Q", title="Seeds giving this grade"),
+        alt.Tooltip("sd:Q", title="SD over models", format=".1%"),
+        alt.Tooltip("low:Q", title="Lowest model", format=".1%"),
+        alt.Tooltip("high:Q", title="Highest model", format=".1%"),
+        alt.Tooltip("votes:Q", title="Models giving this grade"),
     ]
     base = alt.Chart(spread)
     bars = base.mark_bar().encode(
         x=x,
-        y=alt.Y("mean:Q", title="Probability (mean over seeds)", scale=y_scale),
+        y=alt.Y("mean:Q", title="Probability", scale=y_scale),
         color=alt.condition("datum.chosen", alt.value(CHOSEN_COLOUR), alt.value(OTHER_COLOUR)),
         tooltip=tooltip,
     )

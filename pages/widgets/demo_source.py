@@ -18,16 +18,30 @@ from jobs.demo_bundle import DemoBundle, DemoBundleError, open_demo, read_crop
 from jobs.kiosk import KioskSettings
 from pages.present.tables import method_title
 from pages.widgets import view_state
-from pages.widgets.models import OpenedStudy, cached_crops, cached_splits, open_study
+from pages.widgets.models import (
+    OpenedStudy,
+    cached_crops,
+    cached_splits,
+    open_study,
+    stop_without_models,
+)
 from pages.widgets.pickers import pick_study
 from pages.widgets.reads import cached_studies
 
 # The kiosk's look: large type for a room, no toolbar or sidebar to wander off through.
+# The kiosk's look: the grade is the page's largest text by far (read from the back of a
+# room, at 1366 px as at 1920 px wide), the rest large enough; no toolbar or sidebar to
+# wander off through.
 KIOSK_CSS = """
 <style>
-html, body, [data-testid="stAppViewContainer"] { font-size: 1.35rem; }
-[data-testid="stMarkdownContainer"] p, [data-testid="stCaptionContainer"] { font-size: 1.2rem; }
-[data-testid="stMetricValue"] { font-size: 3.4rem; }
+html, body, [data-testid="stAppViewContainer"] { font-size: 1.3rem; }
+[data-testid="stMarkdownContainer"] p, [data-testid="stCaptionContainer"] { font-size: 1.15rem; }
+h1 { font-size: 2.2rem !important; }
+[data-testid="stMainBlockContainer"] { padding-top: 2.5rem; }  /* the grade above the fold */
+[data-testid="stMetricValue"], [data-testid="stMetricValue"] * {
+  font-size: clamp(4rem, 6.5vw, 8rem) !important; line-height: 1.05 !important;
+  font-weight: 700 !important;
+}
 [data-testid="stToolbar"], [data-testid="stSidebar"],
 [data-testid="stSidebarCollapsedControl"], #MainMenu { display: none !important; }
 </style>
@@ -85,9 +99,12 @@ def store_source(path: str, kiosk: KioskSettings | None) -> DemoSource:
             empty_hint="No study has finished runs yet. Launch one from the Launch page; its "
             "models can grade films here once its first seed finishes.",
             dependent_keys=("demo_method", "demo_film"),
+            card=False,
         )
     else:
         study = _kiosk_study(path, kiosk.study_id)
+    if kiosk is None:
+        stop_without_models(path, study)
     opened = open_study(path, study)
     method = _method(opened, kiosk)
     tasks = [t for t in TASKS if t in set(opened.runs["task"])]
@@ -138,7 +155,7 @@ def _method(opened: OpenedStudy, kiosk: KioskSettings | None) -> str:
         key="demo_method",
         what="method",
         initial={"index": methods.index(best)},
-        format_func=lambda m: method_title(m) + (" (best on validation)" if m == best else ""),
+        format_func=lambda m: method_title(m) + (" (the study's best)" if m == best else ""),
     )
 
 

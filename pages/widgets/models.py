@@ -17,7 +17,7 @@ from engine.datasets import cache_dir_for, load_masks, open_prepared
 from engine.demo_models import checkpoint_probabilities
 from engine.train import load_checkpoint
 from pages.present.tables import method_title
-from pages.widgets.reads import RESULTS_TTL_S
+from pages.widgets.reads import RESULTS_TTL_S, cached_studies
 from store import runs as store_runs
 from store.datasets import load_splits
 from store.db import StoreError, softgrade_home
@@ -111,6 +111,13 @@ def maps_of(checkpoint: str, images: np.ndarray) -> gradcam.CamBatch:
     return cached_maps(checkpoint, Path(checkpoint).stat().st_mtime, images)
 
 
+# Training a study that can grade films, in plain words (the Launch page's "Quick look").
+TRAIN_ONE = (
+    "To grade films, train a study: on the Launch page pick the preset “Quick look” (a few "
+    "minutes on a CPU), or run `python -m jobs run studies/quick.yaml`."
+)
+
+
 @dataclass(frozen=True)
 class OpenedStudy:
     """A study's spec, its selected runs and its cached dataset on this machine."""
@@ -141,3 +148,33 @@ def open_study(path: str, study: pd.Series) -> OpenedStudy:
         )
         st.stop()
     return OpenedStudy(spec, runs, cache_dir, meta, has_masks)
+
+
+def _has_models(path: str, study_id: str) -> bool:
+    """Whether any selected run of the study has its weights on this machine."""
+    runs = cached_selected_runs(path, study_id)
+    paths = runs.get("checkpoint_path", [])
+    return any(isinstance(p, str) and Path(p).is_file() for p in paths)
+
+
+def stop_without_models(path: str, study: pd.Series) -> None:
+    """Stop the page, naming the studies that have models or how to train one, when a
+    study's models are not on this machine (the bundled reference study ships its results,
+    not its models)."""
+    if _has_models(path, str(study.name)):
+        return
+    others = [
+        str(row["name"])
+        for _, row in cached_studies(path).iterrows()
+        if int(row["runs_selected"]) > 0 and _has_models(path, str(row["study_id"]))
+    ]
+    offer = (
+        f"Pick one that has: {', '.join(f'“{name}”' for name in others)}." if others else TRAIN_ONE
+    )
+    st.info(
+        "This study's trained models are not on this machine, so they cannot grade a film or "
+        "show where they look (the bundled reference study ships its results, not its "
+        f"models). {offer}",
+        icon=":material/model_training:",
+    )
+    st.stop()

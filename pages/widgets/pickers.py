@@ -185,9 +185,11 @@ def picker_labels(studies: pd.DataFrame) -> dict[str, str]:
 
 
 def pick_study(
-    path: str, *, key: str, empty_hint: str, dependent_keys: tuple[str, ...]
+    path: str, *, key: str, empty_hint: str, dependent_keys: tuple[str, ...], card: bool = True
 ) -> pd.Series:
-    """A single-study picker (newest finished first); stops when no study has results."""
+    """A single-study picker (newest finished first); stops when no study has results.
+
+    ``card=False`` leaves the study card out (Grade a film shows it to presenters only)."""
     studies = studies_with_results(
         path,
         empty_hint,
@@ -214,7 +216,8 @@ def pick_study(
         on_change=forget,
         args=dependent_keys,
     )
-    show_study_card(path, chosen, key=f"{key}_card")
+    if card:
+        show_study_card(path, chosen, key=f"{key}_card")
     return studies.set_index("study_id").loc[chosen]
 
 

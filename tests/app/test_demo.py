@@ -5,10 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 from streamlit import config
 
 from store import runs as store_runs
-from tests.helpers.films import dicom_bomb_bytes, dicom_bytes, phantom_film, png_bytes
+from tests.helpers.films import (
+    dicom_bomb_bytes,
+    dicom_bytes,
+    films_without_a_knee,
+    phantom_film,
+    png_bytes,
+)
 from tests.helpers.pages import copy_home, images, run_page, texts
 
 PAGE = "../../pages/demo.py"
@@ -30,13 +37,14 @@ def test_a_test_film_is_graded_by_the_best_methods_models(finished_study, monkey
     assert [m.label for m in at.metric] == ["KL grade", "CPPD grade"]
     assert all(m.value.split()[0] in ("KL", "CPPD") for m in at.metric)
     markdown = texts(at, "markdown")
-    assert "Annotated:" in markdown and "seed " in markdown
+    assert "Annotated:" in markdown and "seed " not in markdown  # plain words by default
     assert len(images(at)) == 1 + 2  # the crop, and one map per task
     assert len(at.get("arrow_vega_lite_chart") or at.get("vega_lite_chart")) == 2
 
     at.number_input(key="demo_film").set_value(2).run()
     at.selectbox(key="demo_method").set_value("nominal").run()
     assert not at.exception
+    at.toggle(key="demo_presenter").set_value(True).run()
     assert "Models: Nominal" in texts(at, "markdown")
 
 
@@ -73,7 +81,10 @@ def test_an_uploaded_dicom_bomb_is_refused_from_its_header(finished_study, monke
 def test_without_saved_weights_the_page_says_so(finished_study, tmp_path, monkeypatch):
     home = copy_home(finished_study, tmp_path / "copy", "checkpoints")
     at = run_page(home, monkeypatch, PAGE)
-    assert "cannot grade a film here" in texts(at, "warning")
+    said = texts(at, "info")
+    assert "trained models are not on this machine" in said
+    assert "Quick look" in said  # the only study: how to train one instead
+    assert not at.metric
 
 
 def test_a_dicom_film_without_an_extension_is_graded(finished_study, monkeypatch):
@@ -113,14 +124,14 @@ def test_the_seeds_that_tested_a_film_are_compared_and_the_others_left_out(
     finished_study, monkeypatch
 ):
     at = run_page(finished_study.home, monkeypatch, PAGE)
-    assert "the 3 seeds' models with weights here are compared" in texts(at, "markdown")
+    assert "3 models trained on this study's films grade each knee" in texts(at, "markdown")
     seen_all, seen_left_out = False, False
     for number in range(1, 13):
         at.number_input(key="demo_film").set_value(number).run()
         assert not at.exception
         markdown, captions = texts(at, "markdown"), texts(at, "caption")
-        votes = [m for m in markdown.splitlines() if " seeds say " in m or "seed's model" in m]
-        if "All 3 seeds say" in markdown or "of 3 seeds say" in markdown:
+        votes = [m for m in markdown.splitlines() if " of 3 models " in m]
+        if "3 of 3 models agree" in markdown or "of 3 models say" in markdown:
             seen_all = True
             assert len(votes) == 2  # one sentence per task
             assert len(at.get("arrow_vega_lite_chart") or at.get("vega_lite_chart")) == 2
@@ -130,3 +141,37 @@ def test_the_seeds_that_tested_a_film_are_compared_and_the_others_left_out(
             break
     assert seen_all, "no test film of the best seed was tested by all three seeds"
     assert seen_left_out, "every film was tested by every seed (splits differ by seed)"
+
+
+@pytest.mark.parametrize("kind", ["noise", "flat", "chest"])
+def test_an_image_without_a_knee_gets_no_knee_found_and_no_grade(finished_study, monkeypatch, kind):
+    at = run_page(finished_study.home, monkeypatch, PAGE)
+    _upload(at, f"{kind}.png", png_bytes(films_without_a_knee()[kind]), "image/png")
+    assert not at.exception
+    assert "No knee found — is this a knee radiograph?" in texts(at, "error")
+    assert not at.metric
+    assert [img.caption for img in images(at)] == ["the film uploaded"]
+
+
+def test_a_phantom_knee_film_is_still_graded_with_no_knee_warning(finished_study, monkeypatch):
+    at = run_page(finished_study.home, monkeypatch, PAGE)
+    _upload(at, "knee.png", png_bytes(phantom_film(index=2)), "image/png")
+    assert not at.exception and not at.error
+    assert [m.label for m in at.metric] == ["KL grade", "CPPD grade"]
+    assert "low confidence" not in texts(at, "warning")
+
+
+def test_developer_words_wait_behind_the_presenter_toggle(finished_study, monkeypatch):
+    at = run_page(finished_study.home, monkeypatch, PAGE)
+    plain = "\n".join(texts(at, kind) for kind in ("markdown", "caption"))
+    for word in ("seed", "validation", "layer", "ResNet18"):
+        assert word not in plain, word
+    assert "models trained on this study's films grade each knee" in plain
+    assert "Where the KL model looked" in [img.caption for img in images(at)]
+
+    at.toggle(key="demo_presenter").set_value(True).run()
+    assert not at.exception
+    detailed = "\n".join(texts(at, kind) for kind in ("markdown", "caption"))
+    assert "Models: " in detailed and "its best on validation" in detailed
+    assert "ResNet18" in detailed
+    assert any(img.caption.startswith("Where seed ") for img in images(at))

@@ -32,16 +32,16 @@ def test_consensus_follows_the_mean_not_the_majority():
     probs = {0: [0.0, 0.5, 0.0, 0.45, 0.05], 1: [0.0, 0.5, 0.0, 0.45, 0.05], 2: [0, 0, 0, 1, 0]}
     spread = agreement.seed_spread(probs)
     assert agreement.consensus_grade(spread) == 3
-    assert agreement.agreement_sentence(spread, "KL") == "2 of 3 seeds say KL 1; 1 says KL 3."
+    assert agreement.agreement_sentence(spread, "KL") == "2 of 3 models say KL 1; 1 says KL 3."
 
 
 def test_agreement_sentence_for_unanimous_and_single_seeds():
     assert (
         agreement.agreement_sentence(agreement.seed_spread({0: [0.9, 0.1], 1: [0.8, 0.2]}), "CPPD")
-        == "All 2 seeds say CPPD 0."
+        == "2 of 2 models agree: CPPD 0."
     )
     single = agreement.seed_spread({7: [0.2, 0.8]})
-    assert agreement.agreement_sentence(single, "CPPD") == "One seed's model: CPPD 1."
+    assert agreement.agreement_sentence(single, "CPPD") == "One model: CPPD 1."
     assert set(single["sd"]) == {0.0}
 
 

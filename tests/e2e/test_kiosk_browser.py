@@ -51,3 +51,65 @@ def test_every_page_url_on_a_kiosk_opens_grade_a_film_at_the_root(
         assert tab.get_by_text("Page not found").count() == 0, path
         assert tab.locator('[data-testid="stSidebarNav"]').count() == 0, path
         assert_no_error(tab, f"kiosk at {path}")
+
+
+# The computed font size (px) of the grade, and the largest of every other visible text on
+# the page (elements holding text of their own, outside the grade's element).
+FONT_SIZES = r"""
+() => {
+  const visible = (el) => {
+    const box = el.getBoundingClientRect();
+    const style = getComputedStyle(el);
+    return box.width > 0 && box.height > 0 && style.visibility !== 'hidden'
+      && style.display !== 'none';
+  };
+  const ownText = (el) => [...el.childNodes].some(
+    (n) => n.nodeType === Node.TEXT_NODE && n.textContent.trim().length > 0);
+  const grades = [...document.querySelectorAll('[data-testid="stMetricValue"]')];
+  const size = (el) => parseFloat(getComputedStyle(el).fontSize);
+  const gradeSizes = grades.flatMap((g) => [g, ...g.querySelectorAll('*')])
+    .filter((el) => ownText(el) && visible(el)).map(size);
+  let other = 0, otherText = '';
+  for (const el of document.querySelectorAll('body *')) {
+    if (grades.some((g) => g.contains(el)) || !ownText(el) || !visible(el)) continue;
+    if (el.closest('svg, canvas, style, script')) continue;
+    if (size(el) > other) { other = size(el); otherText = el.textContent.trim().slice(0, 60); }
+  }
+  return {grade: Math.min(...gradeSizes), other: other, otherText: otherText};
+}
+"""
+SCREENS = {"1920x1080": (1920, 1080), "1366x768": (1366, 768)}
+
+
+def test_the_grade_is_the_kiosks_largest_text_and_noise_gets_no_knee(
+    app_url: str, page: object, tmp_path
+) -> None:
+    from tests.helpers.films import films_without_a_knee, png_bytes
+
+    tab = page
+    for name, (width, height) in SCREENS.items():
+        tab.set_viewport_size({"width": width, "height": height})
+        tab.goto(f"{app_url}/")
+        grade = tab.locator('[data-testid="stMetricValue"]').first
+        playwright_api.expect(grade).to_be_visible(timeout=PAGE_TIMEOUT_MS)
+        tab.get_by_text("Where the CPPD model looked").first.wait_for()
+        tab.wait_for_load_state("networkidle")
+        tab.screenshot(path=str(tmp_path / f"kiosk-{name}.png"))
+        sizes = tab.evaluate(FONT_SIZES)
+        # Readable from the back of a room: far larger than any other text (the title too).
+        assert sizes["grade"] >= 1.5 * sizes["other"], (name, sizes)
+        assert_no_error(tab, f"kiosk at {name}")
+
+    noise = tmp_path / "noise.png"
+    noise.write_bytes(png_bytes(films_without_a_knee()["noise"]))
+    tab.get_by_text("Upload a film", exact=True).click()
+    tab.locator('input[type="file"]').set_input_files(str(noise))
+    tab.get_by_text("No knee found — is this a knee radiograph?").wait_for()
+    tab.wait_for_load_state("networkidle")
+    tab.screenshot(path=str(tmp_path / "kiosk-noise-1366x768.png"))
+    assert tab.locator('[data-testid="stMetricValue"]').count() == 0
+    assert (
+        tab.get_by_text("KL 1").count() == 0
+        and tab.get_by_text("the knee SoftGrade found").count() == 0
+    )
+    assert_no_error(tab, "kiosk after a noise upload")

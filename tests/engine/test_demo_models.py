@@ -128,3 +128,23 @@ def test_seed_probabilities_are_each_saved_models_own(tmp_path):
     assert set(probs) == {0, 1}
     assert all(p.shape == (5,) and abs(p.sum() - 1) < 1e-5 for p in probs.values())
     assert not np.allclose(probs[0], probs[1])  # two models, two answers
+
+
+def test_knee_finding_is_the_import_checks_rule():
+    from engine.films import KNEE_LOW_CONFIDENCE, KNEE_NOT_FOUND, knee_finding
+
+    assert knee_finding(0.9, 0) == "none"  # nothing returned at all
+    assert knee_finding(KNEE_NOT_FOUND - 0.01) == "none"
+    assert knee_finding(KNEE_NOT_FOUND) == "low"
+    assert knee_finding(KNEE_LOW_CONFIDENCE - 0.01) == "low"
+    assert knee_finding(KNEE_LOW_CONFIDENCE) == "found"
+
+
+def test_noise_a_flat_image_and_a_chest_like_film_have_no_knee_to_grade():
+    from engine.demo_models import knee_to_grade
+    from tests.helpers.films import films_without_a_knee, phantom_film
+
+    for name, film in films_without_a_knee().items():
+        assert knee_to_grade(film).finding == "none", name
+    knee = knee_to_grade(phantom_film(index=0))
+    assert knee.finding == "found" and knee.box is not None and knee.confidence > 0.5

@@ -305,3 +305,21 @@ def phantom_film_placed(
     film_att, _ = warp_to_film(att, canvas_mask, m, spec.film_size)
     diff = spec.effective_difficulty
     return finish(expose(film_att, diff, rng), diff, rng)
+
+
+def films_without_a_knee() -> dict[str, np.ndarray]:
+    """Images that are no knee radiograph: pure noise, a flat grey, and a drawn chest-like
+    film (two lung fields and ribs), each large enough to pass the size check."""
+    import cv2
+
+    rng = np.random.default_rng(0)
+    chest = np.full((600, 500), 30, np.uint8)
+    for centre in ((160, 300), (340, 300)):
+        cv2.ellipse(chest, centre, (90, 200), 0, 0, 360, 200, -1)
+    for y in range(120, 500, 40):
+        cv2.line(chest, (60, y), (440, y), 240, 6)
+    return {
+        "noise": rng.integers(0, 256, (512, 512), dtype=np.uint8),
+        "flat": np.full((512, 512), 128, np.uint8),
+        "chest": chest,
+    }

@@ -118,9 +118,9 @@ def test_a_bundle_of_every_seed_shows_how_much_the_seeds_agree(bundles, monkeypa
         at.number_input(key="demo_film").set_value(shared + 1).run()
         assert not at.exception
         n = counts[shared]
-        votes = [m.value for m in at.markdown if " seeds say " in m.value]
+        votes = [m.value for m in at.markdown if f" of {n} models " in m.value]
         assert len(votes) == 2  # one sentence per task
-        assert all(f"of {n} seeds say" in v or f"All {n} seeds say" in v for v in votes)
+        assert all(f"of {n} models say" in v or f"{n} of {n} models agree" in v for v in votes)
         assert len(at.get("arrow_vega_lite_chart") or at.get("vega_lite_chart")) == 2
         if n < 3:
             assert "so their models are left out" in "\n".join(c.value for c in at.caption)
