@@ -47,13 +47,13 @@ tab_table, tab_dist, tab_cm, tab_stats, tab_prob = st.tabs(
     views.TABS, key="compare_tab", on_change="rerun"
 )
 with tab_table:
-    views.table_tab(per_run, cards)
+    views.table_tab(per_run, cards, path)
 with tab_dist:
     views.distributions_tab(per_run, tasks)
 with tab_cm:
     views.confusion_tab(counts, per_run, tasks)
 with tab_stats:
-    views.statistics_tab(per_run, tasks, cards)
+    views.statistics_tab(per_run, tasks, cards, path, progress)
 with tab_prob:
     if tab_prob.open:
         probability_view.probabilities_tab(path, picked, progress, tasks, methods, cards)
