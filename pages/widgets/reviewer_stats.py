@@ -15,7 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from engine.analysis import compare, designs, paired, power
-from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS
+from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS, METRICS
 from jobs import study_analysis
 from pages.present import reviewer_tables as rt
 from pages.widgets import probability_view
@@ -170,7 +170,20 @@ def show_designs(rows: pd.DataFrame, tasks: list[str], metric: str) -> None:
 
 
 def show_cd_diagrams(rows: pd.DataFrame, tasks: list[str], metric: str) -> None:
-    """The critical-difference diagram of the metric per task (Friedman + Nemenyi ranks)."""
+    """The critical-difference diagram of the picked metric per task, and of every grade
+    metric on request."""
+    every = st.toggle(
+        "Critical-difference diagrams of every grade metric",
+        value=False,
+        key="compare_cd_every_metric",
+        help="Friedman and Nemenyi ranks per task for AMAE, QWK, MAE, MMAE, MS and BA.",
+    )
+    for shown in METRICS if every else (metric,):
+        show_cd_diagram(rows, tasks, shown)
+
+
+def show_cd_diagram(rows: pd.DataFrame, tasks: list[str], metric: str) -> None:
+    """The critical-difference diagram of one metric per task (Friedman + Nemenyi ranks)."""
     st.markdown(f"**Critical-difference diagram: {METRIC_LABELS[metric]}** (1 = best rank)")
     for column, task in zip(st.columns(len(tasks)), compare.task_order(tasks), strict=True):
         scores = compare.score_frame(rows, metric, [task])[["method", "seed", "value"]]

@@ -143,3 +143,8 @@ def test_synthetic_study_shows_primary_paired_designs_and_the_papers_view(tmp_pa
     assert set(paired["Endpoint"]) == {"exploratory"}  # QWK is not the primary endpoint
     at.number_input(key="compare_power_effect").set_value(0.5).run()
     assert not at.exception
+    charts = len(at.get("vega_lite_chart"))
+    at.toggle(key="compare_cd_every_metric").set_value(True).run()
+    assert not at.exception
+    assert len(at.get("vega_lite_chart")) == charts + 5 * 2  # five more metrics, two tasks
+    assert "Critical-difference diagram: MMAE" in texts(at, "markdown")
