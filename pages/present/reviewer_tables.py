@@ -79,16 +79,11 @@ def row_reading(row: Mapping[str, Any], alpha: float = ALPHA) -> str:
     if int(row["n_seeds"]) < 2 or is_missing_value(row["p_corrected"]):
         return f"Not computed: the corrected test {NEEDS_TWO_SEEDS} that ran both methods."
     shown = dict(row)
+    shown["method_a"] = method_title(str(row["method_a"]))
+    shown["method_b"] = method_title(str(row["method_b"]))
     if is_missing_value(shown.get("p_wilcoxon_holm")):
         shown["p_wilcoxon_holm"] = 1.0  # no Wilcoxon (all differences 0): not consistent
-    text = paired.reading(shown, alpha=alpha)
-    for method in (str(row["method_a"]), str(row["method_b"])):
-        text = text.replace(f"{method}'s", f"{method_title(method)}'s", 1)
-    return text.replace(f"between {row['method_a']} and {row['method_b']}", _pair(row))
-
-
-def _pair(row: Mapping[str, Any]) -> str:
-    return f"between {method_title(str(row['method_a']))} and {method_title(str(row['method_b']))}"
+    return paired.reading(shown, alpha=alpha)
 
 
 def paired_view(table: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
