@@ -97,7 +97,11 @@ def table_tab(per_run: pd.DataFrame, cards: tuple[exports.Card, ...], path: str 
     rows; downloads headed by the study ``cards``."""
     view = pickers.pick_option("Each cell", MEAN_VIEWS, key="compare_mean_view")
     if view == "ci":
-        reviewer_stats.table4_intervals(path, per_run, list(tables.TABLE4_METRICS))
+        intervals = reviewer_stats.table4_intervals(path, per_run, list(tables.TABLE4_METRICS))
+        if not intervals.empty:
+            csv = intervals.to_csv(index=False)
+            files = [("Means with CIs (CSV)", csv, "softgrade_table4_ci.csv", "compare_ci_csv")]
+            downloads.download_row(files, cards)
         return
     show_paper = st.toggle(
         "Show the paper's published values under each method",

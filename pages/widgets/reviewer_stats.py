@@ -217,14 +217,16 @@ def show_power(table: pd.DataFrame, metric: str) -> None:
     )
 
 
-def table4_intervals(path: str, per_run: pd.DataFrame, metrics: list[str]) -> None:
-    """Table 4 as mean [95 % CI] (the corrected interval) of the first picked study's splits."""
+def table4_intervals(path: str, per_run: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
+    """Table 4 as mean [95 % CI] (the corrected interval, n_test/n_train of the first picked
+    study's splits); returns the intervals (empty when the splits are not stored)."""
     study_id = str(per_run["study_id"].iloc[0])
     ratios = cached_ratios(path, study_id, (len(per_run),))
     tasks = set(per_run["task"])
     if not tasks <= set(ratios):
         st.info("The study's split sizes are not stored: no interval can be computed.")
-        return
+        return pd.DataFrame()
     intervals = paired.mean_intervals(per_run, ratios, metrics=metrics)
     st.dataframe(rt.mean_ci_table(intervals, metrics), hide_index=True, width="stretch")
     st.caption(rt.mean_ci_note(intervals))
+    return intervals

@@ -92,6 +92,7 @@ def test_reference_statistics_csv_carries_the_paired_columns(reference_home, mon
 
 
 def test_table4_offers_the_mean_with_its_interval(reference_home, monkeypatch):
+    read = download_reader(monkeypatch)
     at = run_page(reference_home, monkeypatch)
     at.radio(key="compare_mean_view").set_value("ci").run()
     assert not at.exception
@@ -99,6 +100,8 @@ def test_table4_offers_the_mean_with_its_interval(reference_home, monkeypatch):
     cell = table[(table["Task"] == "KL") & (table["Method"] == "Nominal")]["AMAE ↓"].iloc[0]
     assert "[" in cell and "]" in cell
     assert "corrected resampled t interval" in texts(at, "caption")
+    csv = pd.read_csv(io.StringIO(read(at)["compare_ci_csv"][1]), comment="#")
+    assert {"mean", "ci_low", "ci_high", "naive_ci_low", "ci_kind"} <= set(csv.columns)
 
 
 def test_one_seed_study_says_what_cannot_be_computed(tmp_path, monkeypatch):
