@@ -19,12 +19,20 @@ from __future__ import annotations
 
 import streamlit as st
 
-from jobs.access import PAGES, page_entry, pages_for
+from jobs.access import PAGES, landing_page, page_entry, pages_for
 from jobs.kiosk import kiosk_settings
+from jobs.serve_app import redact_session_ids
 from pages.widgets.shell import render_sidebar
-from pages.widgets.sign_in import SIGNED_OUT_KEY, current_account, render_account, sign_in_form
+from pages.widgets.sign_in import (
+    SIGNED_OUT_KEY,
+    current_account,
+    keep_cookie_in_step,
+    render_account,
+    sign_in_form,
+)
 
 st.set_page_config(page_title="SoftGrade", page_icon=":material/radiology:", layout="wide")
+redact_session_ids()  # also under a plain `streamlit run app.py` (`jobs up` does it first)
 
 
 def sections() -> dict[str, list[tuple[str, str, str]]]:
@@ -38,24 +46,31 @@ def sections() -> dict[str, list[tuple[str, str, str]]]:
 MENU = sections()
 
 
-def menu_for(allowed: tuple[str, ...]) -> dict[str, list[st.Page]]:
-    """The menu cut to the pages a role lists; the first of them opens by default.
+def menu_for(allowed: tuple[str, ...], first: str) -> dict[str, list[st.Page]]:
+    """The menu cut to the pages a role lists; the root opens ``first``
+    (`jobs.access.landing_page`).
 
-    Sections left empty are dropped. Launch stays the default for whoever may launch.
+    Sections left empty are dropped. Every page keeps its own URL path: Streamlit serves a
+    default page at the root only, so a typed ``/launch`` showed "Page not found" while
+    Launch was the default. The root is therefore a hidden page that switches to ``first``.
     """
     kept = {
         section: [entry for entry in entries if entry[0] in allowed]
         for section, entries in MENU.items()
     }
     kept = {section: entries for section, entries in kept.items() if entries}
-    first = next(iter(kept.values()))[0][0]
     menu = {
         section: [
-            st.Page(f"pages/{stem}.py", title=title, icon=icon, default=stem == first)
-            for stem, title, icon in entries
+            st.Page(f"pages/{stem}.py", title=title, icon=icon) for stem, title, icon in entries
         ]
         for section, entries in kept.items()
     }
+    landing = next(page for pages in menu.values() for page in pages if page.url_path == first)
+
+    def open_landing_page() -> None:
+        st.switch_page(landing)
+
+    root = st.Page(open_landing_page, title=landing.title, default=True, visibility="hidden")
     # The other pages stay reachable by URL but out of the menu, so that a bookmark of one
     # runs that page's guard (which says the role does not allow it) rather than Streamlit's
     # "Page not found" over the default page.
@@ -65,7 +80,7 @@ def menu_for(allowed: tuple[str, ...]) -> dict[str, list[st.Page]]:
         for stem, title, icon in entries
         if stem not in allowed
     ]
-    menu[next(reversed(menu))].extend(refused)
+    menu[next(reversed(menu))].extend([*refused, root])
     return menu
 
 
@@ -74,7 +89,8 @@ def sign_in_pages() -> list[st.Page]:
 
     A signed-out visitor opening a page's URL (a bookmark, or the page they were on when
     they signed out) gets the form there, not "Page not found", and once signed in the same
-    URL opens that page: a page's identity is its URL path, and the rerun after sign-in keeps it.
+    URL opens that page: a page's identity is its URL path, and the rerun after sign-in keeps it,
+    query string included, so a shared view's link (`pages.widgets.view_state`) opens that view.
     """
     hidden = [
         st.Page(sign_in_form, title="Sign in", url_path=stem, visibility="hidden")
@@ -112,14 +128,18 @@ if kiosk_settings() is not None:
 
 account = current_account()
 if account is None:
-    # Signed out, or the session ended: only the sign-in form, no menu, no sidebar.
+    # Signed out, or the session ended: only the sign-in form, no menu, no sidebar (the
+    # browser kept an empty grey sidebar open after sign-out until it is collapsed).
+    st.set_page_config(initial_sidebar_state="collapsed")
     pages = sign_in_pages()
     signing_in = st.navigation(pages, position="hidden")
     if st.session_state.pop(SIGNED_OUT_KEY, False) and signing_in is not pages[0]:
         st.switch_page(pages[0])  # the form at the root: the next person's first page follows
+    keep_cookie_in_step()  # sign-out's cookie cleared
     signing_in.run()
     st.stop()
-navigation = st.navigation(menu_for(pages_for(account)))
+navigation = st.navigation(menu_for(pages_for(account), landing_page(account)))
+keep_cookie_in_step()  # sign-in's cookie written
 render_account(account)
 render_sidebar()
 navigation.run()

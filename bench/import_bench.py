@@ -5,8 +5,9 @@ Usage:
     .venv/bin/python bench/import_bench.py --films 2000 --workers 1 --no-detect
     .venv/bin/python bench/import_bench.py --films 2000 --trained-detector 160
 
-The folder is generated once under ``--dir`` (default /tmp/softgrade_import_bench): phantom
-films resized to 256-512 px a side, each made unique by a few marked pixels, saved as PNG,
+The folder is generated once under ``--dir`` (default /tmp/softgrade_import_bench): one
+phantom film per row (each its own knee; copies under other patients would be near-duplicate
+leaks), resized to 256-512 px a side, marked with a few unique pixels, saved as PNG,
 with a labels CSV and about 1 % planted faults (truncated PNGs, text files named .png, empty
 files, missing films, films listed twice, the same pixels under another patient, grades out
 of range). ``--trained-detector SIZE`` locates knees with a YOLOv8n detector trained for
@@ -48,17 +49,19 @@ FAULTS_PER_KIND = 20
 def make_folder(folder: Path, n: int, seed: int = 0) -> Path:
     """``n`` PNG films (256-512 px) plus planted faults; reused if already complete."""
     done = folder / "labels.csv"
-    if done.exists() and len(pd.read_csv(done)) >= n:
+    distinct = folder / ".distinct_films"  # folders of 200 films copied over are redone
+    if done.exists() and distinct.exists() and len(pd.read_csv(done)) >= n:
         return folder
     folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
-    spec = PhantomSpec(n_images=200, n_joint=200, seed=seed)
+    # Every film its own phantom: copies of a few films under other patients would be
+    # near-duplicate leaks (the import's perceptual hash names them), not a bench.
+    spec = PhantomSpec(n_images=n, n_joint=n, seed=seed)
     labels = phantom_labels(spec)
-    bases = [render_film(spec, row)[0] for _, row in labels.iterrows()]
     rows = []
     t0 = time.perf_counter()
     for i in range(n):
-        base = bases[i % len(bases)]
+        base = render_film(spec, labels.iloc[i])[0]
         side = int(rng.integers(256, 513))
         h, w = base.shape
         film = cv2.resize(base, (side * w // max(h, w), side * h // max(h, w)))
@@ -73,6 +76,7 @@ def make_folder(folder: Path, n: int, seed: int = 0) -> Path:
     pd.DataFrame(rows, columns=["image", "patient_id", "side", "kl", "cppd"]).to_csv(
         done, index=False
     )
+    distinct.touch()
     return folder
 
 

@@ -24,6 +24,8 @@
   phantom films and/or a dataset's reviewed boxes; ``detector list``: the trained ones.
 - ``stats STUDY_ID [--metric AMAE] [-o FILE.csv]``: paired comparisons of the study's
   methods (corrected resampled t, Wilcoxon, effect sizes); ``stats --list``: the studies.
+- ``report STUDY_ID [STUDY_ID ...] -o report.html [--pdf]``: the studies' analysis as one
+  self-contained HTML file that opens offline (``jobs/report_command.py``).
 """
 
 from __future__ import annotations
@@ -41,9 +43,10 @@ from typing import Any
 import pandas as pd
 
 from engine.config import SpecError, StudySpec
-from jobs import demo_bundle, lab_commands, stats_command
+from jobs import demo_bundle, lab_commands, report_command, stats_command
 from jobs.access import BEHIND_PROXY, SERVED_HOST_ENV, refuse_unprotected_host
 from jobs.detector import add_commands as add_detector_commands
+from jobs.lab_commands import os_user
 from store import jobs as store_jobs
 from store.db import StoreError, default_store_path, init_schema
 from store.users import has_accounts
@@ -126,10 +129,23 @@ def cmd_status(args: argparse.Namespace) -> int:
     jobs = store_jobs.list_jobs(path=path)
     if jobs.empty:
         print("no jobs")
+        return 0
+    print(status_table(jobs))
+    return 0
+
+
+def status_table(jobs: pd.DataFrame) -> str:
+    """One line per job under a header: job id, study id (what `stats`, `export-study` and
+    the other study commands take), status, runs and the study's name."""
+    rows = [("JOB", "STUDY", "STATUS", "RUNS", "NAME")]
     for _, j in jobs.iterrows():
         total = "?" if pd.isna(j.runs_total) else int(j.runs_total)
-        print(f"{j.job_id}  {j.status:<10} {j.runs_done}/{total} runs  {j.study_name}")
-    return 0
+        rows.append((j.job_id, j.study_id, j.status, f"{j.runs_done}/{total}", j.study_name))
+    widths = [max(len(str(r[i])) for r in rows) for i in range(4)]
+    return "\n".join(
+        "  ".join(str(c).ljust(w) for c, w in zip(r[:4], widths, strict=True)) + f"  {r[4]}"
+        for r in rows
+    )
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
@@ -203,7 +219,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         return 1
     _open_store()
     try:
-        done = register_import(report, name=args.name, skip_bad=args.skip_bad)
+        done = register_import(report, name=args.name, skip_bad=args.skip_bad, by=os_user())
     except ImportRefused as exc:
         print(f"nothing registered: {exc}")
         return 1
@@ -568,6 +584,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo_bundle.add_commands(sub)
     lab_commands.add_commands(sub)
     stats_command.add_commands(sub)
+    report_command.add_commands(sub)
     add_detector_commands(sub)
     return parser
 

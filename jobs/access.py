@@ -25,6 +25,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from store.audit import LOCAL_ACTOR
 from store.db import softgrade_home
 from store.users import Account, Role
 
@@ -37,6 +38,11 @@ DATA_ROOTS_ENV = "SOFTGRADE_DATA_ROOTS"
 
 # The person in single-user mode (127.0.0.1, no accounts): may do everything.
 LOCAL_ACCOUNT = Account(name="local", role=Role.ADMIN)
+
+
+def actor_name(account: Account | None) -> str:
+    """The name an account's actions are recorded under (`LOCAL_ACTOR` for nobody)."""
+    return account.name if account is not None else LOCAL_ACTOR
 
 
 class Action(StrEnum):
@@ -189,6 +195,20 @@ _WORDS = {
 def pages_for(account: Account) -> tuple[str, ...]:
     """The pages (file stems under pages/) ``account`` sees, in menu order."""
     return PAGES_BY_ROLE[account.role]
+
+
+# The page each role opens at the app's root: Launch for whoever may launch, the results
+# (Compare methods) for a viewer. Other pages keep their menu order.
+LANDING_BY_ROLE: dict[Role, str] = {
+    Role.VIEWER: "compare",
+    Role.MEMBER: "launch",
+    Role.ADMIN: "launch",
+}
+
+
+def landing_page(account: Account) -> str:
+    """The page stem ``account`` opens first; always one of `pages_for(account)`."""
+    return LANDING_BY_ROLE[account.role]
 
 
 def page_entry(stem: str) -> PageEntry:

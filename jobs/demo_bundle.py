@@ -8,7 +8,8 @@ kiosk (`jobs.kiosk`) on it. The zip holds:
 - ``manifest.json``: the bundle's format and version, the SoftGrade and library versions that
   wrote it, the study, method, tasks, image size, the seeds (the best one first), every model
   file with its task, seed and validation AMAE, every film with its recorded (and, on the
-  phantom, true) grades and the seeds that never trained on it, and the knee detector;
+  phantom, true) grades and the seeds that never trained on it, the knee detector, and
+  every other file's SHA-256 (``sha256``);
 - ``card.json``: the study card (`store.studies.study_card`) and its notes;
 - ``models/<task>-seed<seed>.pt``: the selected model of each (task, seed), as
   `engine.train.save_checkpoint` wrote it;
@@ -16,12 +17,15 @@ kiosk (`jobs.kiosk`) on it. The zip holds:
 - ``detector/``: the trained knee detector's folder, when the dataset's films were cropped
   by one (films cropped by the classical detector need no file: it is code).
 
-A file that is not such a bundle, lacks a part, or was written by another bundle version is
-refused with one message (`DemoBundleError`).
+A file that is not such a bundle, lacks a part, was written by another bundle version, would
+unpack past `DEMO_ZIP_LIMITS` (`store.zip_limits`) or holds a file that differs from its hash
+is refused with one message (`DemoBundleError`) before anything is unpacked; so is, in
+`fresh_demo_home`, a detector the safe loader (`engine.detect.safe_load`) refuses.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import tempfile
@@ -44,15 +48,29 @@ from store import runs as store_runs
 from store import studies as store_studies
 from store.datasets import load_splits
 from store.db import softgrade_home
+from store.zip_limits import (
+    ZipLimitError,
+    ZipLimits,
+    check_zip_limits,
+    copy_member,
+    file_sha256,
+    member_sha256,
+)
 
 FORMAT = "softgrade-demo"
-DEMO_BUNDLE_VERSION = 1
+#: 2: the manifest lists every part's SHA-256 (``sha256``), checked before unpacking.
+DEMO_BUNDLE_VERSION = 2
 MANIFEST = "manifest.json"
 CARD = "card.json"
 N_FILMS = 12
 # Detectors that are code, not files: the classical one, and the phantom's true boxes.
 CODE_DETECTORS = ("classical", "truth")
 _FILM_COLUMNS = ("kl", "kl_true", "cppd", "cppd_true")
+#: What a demo bundle may hold (checked from its directory, before anything is unpacked): a
+#: model is ~45 MB and a bundle of 20 seeds' models for two tasks ~1.8 GB.
+DEMO_ZIP_LIMITS = ZipLimits(
+    max_entries=1000, max_entry_bytes=256 * 2**20, max_total_bytes=4 * 2**30, max_ratio=100
+)
 
 
 class DemoBundleError(ValueError):
@@ -187,20 +205,28 @@ def export_demo(
         ],
         "films": [_film_entry(i, row) for i, (_, row) in enumerate(films.iterrows())],
     }
+    notes = store_studies.get_study(study_id, path=path).notes or ""
+    card_json = json.dumps({"card": card, "notes": notes}, indent=2)
+    parts: dict[str, bytes | Path] = {CARD: card_json.encode()}
+    for model in manifest["models"]:
+        parts[model["file"]] = Path(checkpoints[model["task"]][model["seed"]])
+    for entry, row_index in zip(manifest["films"], films["row"], strict=True):
+        parts[entry["file"]] = _png(np.asarray(prepared.images[int(row_index)]))
+    detector = manifest["detector"]
+    if detector["folder"]:
+        parts |= _folder_parts(home / "detectors" / detector["name"], detector["folder"])
+    # Every part's hash: `unpack_demo` checks each file against it before anything is used.
+    manifest["sha256"] = {name: _sha256(data) for name, data in sorted(parts.items())}
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(out.name + ".partial")
     with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as zf:
         zf.writestr(MANIFEST, json.dumps(manifest, indent=2))
-        notes = store_studies.get_study(study_id, path=path).notes or ""
-        zf.writestr(CARD, json.dumps({"card": card, "notes": notes}, indent=2))
-        for model in manifest["models"]:
-            zf.write(checkpoints[model["task"]][model["seed"]], model["file"])
-        for entry, row_index in zip(manifest["films"], films["row"], strict=True):
-            zf.writestr(entry["file"], _png(np.asarray(prepared.images[int(row_index)])))
-        detector = manifest["detector"]
-        if detector["folder"]:
-            _write_folder(zf, home / "detectors" / detector["name"], detector["folder"])
+        for name, data in parts.items():
+            if isinstance(data, Path):
+                zf.write(data, name)
+            else:
+                zf.writestr(name, data)
     partial.replace(out)
     return ExportedDemo(out, out.stat().st_size, method, tuple(seeds), len(films))
 
@@ -307,10 +333,18 @@ def _png(crop: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
-def _write_folder(zf: zipfile.ZipFile, folder: Path, arcname: str) -> None:
-    for file in sorted(folder.rglob("*")):
-        if file.is_file():
-            zf.write(file, f"{arcname}/{file.relative_to(folder).as_posix()}")
+def _folder_parts(folder: Path, arcname: str) -> dict[str, Path]:
+    """Every file under ``folder``, by its name in the bundle (``arcname/...``)."""
+    return {
+        f"{arcname}/{file.relative_to(folder).as_posix()}": file
+        for file in sorted(folder.rglob("*"))
+        if file.is_file()
+    }
+
+
+def _sha256(data: bytes | Path) -> str:
+    """SHA-256 (hex) of bytes or of a file's contents."""
+    return file_sha256(data) if isinstance(data, Path) else hashlib.sha256(data).hexdigest()
 
 
 # -- open --------------------------------------------------------------------------------------
@@ -326,22 +360,57 @@ def unpack_demo(bundle: Path | str, dest: Path | str) -> DemoBundle:
     bundle, dest = Path(bundle), Path(dest)
     if not bundle.is_file():
         raise DemoBundleError(f"{bundle}: no such file (give the demo bundle's .zip)")
+    created = not dest.exists()
     try:
         with zipfile.ZipFile(bundle) as zf:
+            check_zip_limits(zf, DEMO_ZIP_LIMITS, str(bundle))
             names = set(zf.namelist())
             manifest = _read_manifest(zf, names, bundle)
             wanted = _parts(manifest, names, bundle)
+            _check_hashes(zf, manifest, wanted, bundle)
             dest.mkdir(parents=True, exist_ok=True)
             for name in sorted(wanted):
                 target = dest / PurePosixPath(name)
                 target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(zf.read(name))
+                copy_member(zf, name, target)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError) as exc:
+        _remove_partial(dest, created)
         raise DemoBundleError(
             f"{bundle} is not a demo bundle: not a readable zip file ({exc}). Export one with "
             "`python -m jobs export-demo STUDY -o demo.zip`"
         ) from exc
+    except ZipLimitError as exc:
+        raise DemoBundleError(str(exc)) from exc
+    except BaseException:
+        _remove_partial(dest, created)
+        raise
     return open_demo(dest)
+
+
+def _remove_partial(dest: Path, created: bool) -> None:
+    """Remove what a failed unpack wrote (the folder, when this unpack created it)."""
+    if created:
+        shutil.rmtree(dest, ignore_errors=True)
+
+
+def _check_hashes(
+    zf: zipfile.ZipFile, manifest: dict[str, Any], wanted: set[str], bundle: Path
+) -> None:
+    """Refuse the bundle unless every part has the SHA-256 its manifest names (read in
+    chunks, before anything is unpacked)."""
+    hashes = manifest.get("sha256")
+    if not isinstance(hashes, dict):
+        raise DemoBundleError(f"{bundle}: its {MANIFEST} lists no file hashes (sha256)")
+    unlisted = sorted(wanted - {MANIFEST} - set(hashes))
+    if unlisted:
+        raise DemoBundleError(f"{bundle}: its {MANIFEST} has no hash for {', '.join(unlisted)}")
+    changed = sorted(n for n in wanted - {MANIFEST} if member_sha256(zf, n) != hashes[n])
+    if changed:
+        raise DemoBundleError(
+            f"{bundle} was changed after it was written: {', '.join(changed)} "
+            f"{'does' if len(changed) == 1 else 'do'} not match the hash in its {MANIFEST}. "
+            "Export it again, or ask whoever sent it for an unchanged copy"
+        )
 
 
 def _read_manifest(zf: zipfile.ZipFile, names: set[str], bundle: Path) -> dict[str, Any]:
@@ -433,17 +502,35 @@ def read_crop(file: Path | str) -> np.ndarray:
 
 
 def fresh_demo_home(bundle: Path | str) -> tuple[Path, DemoBundle]:
-    """A new temporary SoftGrade home with the bundle unpacked in it (``<home>/demo``).
+    """A new temporary SoftGrade home with the bundle unpacked in it (``<home>/demo``), its
+    knee detector (if any) loaded once through the safe loader, so a bundle whose detector
+    cannot be loaded safely is refused before the kiosk starts.
 
     The caller removes the folder when done (``shutil.rmtree``); on a bad bundle it is
     removed here before the error is raised.
     """
     home = Path(tempfile.mkdtemp(prefix="softgrade-demo-"))
     try:
-        return home, unpack_demo(bundle, home / "demo")
+        demo = unpack_demo(bundle, home / "demo")
+        _check_detector(demo, bundle)
+        return home, demo
     except BaseException:
         shutil.rmtree(home, ignore_errors=True)
         raise
+
+
+def _check_detector(demo: DemoBundle, bundle: Path | str) -> None:
+    """Refuse the bundle unless its trained detector loads (`engine.detect.safe_load`: nothing in
+    the file runs)."""
+    if demo.detector_dir is None:
+        return
+    from engine.detect import load_detector  # ultralytics is slow to import; only when needed
+    from engine.detect.safe_load import UnsafeCheckpointError
+
+    try:
+        load_detector(demo.detector_dir)
+    except (UnsafeCheckpointError, OSError, ValueError, TypeError) as exc:
+        raise DemoBundleError(f"{bundle}: its knee detector is refused: {exc}") from exc
 
 
 # -- command line ------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ plus the card an imported study came with, ``store.bundle.imported_card``, under
 ``# label: value`` for CSV (read it back with ``pandas.read_csv(..., comment="#")``) and
 ``% label: value`` for LaTeX (``jobs.provenance.card_comments``). No streamlit: the pages
 cache :func:`export_cards` and pass the cards to the views that build the downloads
-(`pages._exports` re-exports these names); the command line heads its CSV with them.
+(`pages.present.exports` re-exports these names); the command line heads its CSV with them.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from engine.config import DatasetSpec
 from engine.detect import DetectorInfo, choose_detector
 from engine.films import ImportReport, read_labels, write_clean_labels
 from store import imports as store_imports
+from store.audit import LOCAL_ACTOR
 from store.db import default_store_path, softgrade_home
 
 
@@ -68,6 +69,7 @@ def register_import(
     *,
     name: str | None = None,
     skip_bad: bool = False,
+    by: str = LOCAL_ACTOR,
     home: Path | None = None,
     store_path: Path | None = None,
 ) -> RegisteredImport:
@@ -78,6 +80,8 @@ def register_import(
         name: What the Data page calls the import (default: the folder's name).
         skip_bad: Register the good films even though others have errors (they are left
             out; the report, kept with the dataset, names them).
+        by: Who imports, for the audit line (`jobs.access.actor_name` of the signed-in
+            account; the OS user at the command line).
         home: Where the canonical labels CSV goes (default ``$SOFTGRADE_HOME``).
         store_path: The store (default ``$SOFTGRADE_HOME/softgrade.duckdb``).
 
@@ -124,6 +128,7 @@ def register_import(
         meta=meta,
         summary=summary,
         problems=problems_for_store(report.problems),
+        by=by,
         path=store_path if store_path is not None else default_store_path(),
     )
     return RegisteredImport(dataset_id, import_id, spec, len(report.films), len(report.left_out))

@@ -11,9 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
+
+if TYPE_CHECKING:
+    from engine.films import ImportReport
+    from jobs.importer import RegisteredImport
 
 from jobs.access import Action, require
 from store import audit as store_audit
@@ -52,19 +56,23 @@ def cancel_job(account: Account, job_id: str, *, path: Path | str | None = None)
     return store_jobs.request_cancel(job_id, by=account.name, path=path)
 
 
-def record_import(
+def register_import(
     account: Account,
-    folder: str | Path,
+    report: ImportReport,
     *,
-    detail: str | None = None,
-    path: Path | str | None = None,
-) -> None:
-    """Check that ``account`` may import films and log the import of ``folder``.
+    name: str | None = None,
+    skip_bad: bool = False,
+    path: Path | None = None,
+) -> RegisteredImport:
+    """Check that ``account`` may import films, then register the checked folder; its audit
+    line (``import``, under the person's name) is written with the dataset.
 
-    Call it once the folder has passed `jobs.access.confine_import_path` and been read.
+    Call it once the folder has passed `jobs.access.confine_import_path` and been checked.
     """
+    from jobs.importer import register_import as register
+
     require(account, Action.IMPORT)
-    store_audit.record("import", actor=account.name, target=str(folder), detail=detail, path=path)
+    return register(report, name=name, skip_bad=skip_bad, by=account.name, store_path=path)
 
 
 def _owned_study(account: Account, study_id: str, path: Path | str | None) -> Study:

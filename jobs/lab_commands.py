@@ -96,7 +96,7 @@ def read_new_password(password_file: Path | None, name: str) -> str:
             raise ValueError(f"cannot read the password file {password_file}: {exc}") from exc
         if not lines or not lines[0]:
             raise ValueError(f"the password file {password_file} is empty on its first line")
-        return store_users.check_password(lines[0])
+        return store_users.check_password(lines[0], name)
     try:
         first = getpass.getpass(f"password for {name}: ")
         second = getpass.getpass("the same password again: ")
@@ -104,7 +104,7 @@ def read_new_password(password_file: Path | None, name: str) -> str:
         raise ValueError("no password given; nothing was changed") from None
     if first != second:
         raise ValueError("the two passwords differ; nothing was changed")
-    return store_users.check_password(first)
+    return store_users.check_password(first, name)
 
 
 def _store() -> Path:

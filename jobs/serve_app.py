@@ -13,7 +13,48 @@ by ``pages.widgets.shell.run_inside_shell``, which keeps a plain ``streamlit run
 
 from __future__ import annotations
 
+import hashlib
+import logging
+import re
 import sys
+
+# Streamlit's loggers that may name a browser session's id (a reconnect warning does): the id
+# is what a browser presents to resume its session, so the server log must not carry it.
+SESSION_LOGGERS = (
+    "streamlit.runtime.websocket_session_manager",
+    "streamlit.runtime.app_session",
+    "streamlit.runtime.runtime",
+)
+_SESSION_ID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I)
+
+
+def hashed_session_id(session_id: str) -> str:
+    """A short stand-in for a session id: the same session reads the same in the log."""
+    return "session-" + hashlib.sha256(session_id.encode()).hexdigest()[:10]
+
+
+class SessionIdRedactor(logging.Filter):
+    """Replaces every session id (a UUID) in a log record by `hashed_session_id`."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Rewrite ``record``'s message without session ids; never drops the record."""
+        message = record.getMessage()
+        redacted = _SESSION_ID.sub(lambda found: hashed_session_id(found.group()), message)
+        if redacted != message:
+            record.msg, record.args = redacted, ()
+        return True
+
+
+def redact_session_ids() -> None:
+    """Install `SessionIdRedactor` on Streamlit's session loggers (once per process).
+
+    Streamlit's loggers do not propagate, so the filter goes on each logger itself; a filter
+    added before Streamlit configures the logger stays when Streamlit replaces its handler.
+    """
+    for name in SESSION_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, SessionIdRedactor) for f in logger.filters):
+            logger.addFilter(SessionIdRedactor())
 
 
 def main(argv: list[str]) -> int:
@@ -22,6 +63,7 @@ def main(argv: list[str]) -> int:
     from streamlit.web.cli import main as streamlit_main
 
     PagesManager.uses_pages_directory = False
+    redact_session_ids()
     sys.argv = ["streamlit", *argv]
     return streamlit_main()
 

@@ -20,6 +20,7 @@ from pathlib import Path, PurePath
 from engine.analysis import paired
 from engine.analysis.metrics import METRICS
 from jobs import study_analysis
+from jobs.csv_safe import escape_csv_cells
 from jobs.export_cards import export_cards, headed
 from store import analysis as store_analysis
 from store import runs as store_runs
@@ -63,7 +64,9 @@ def cmd_stats(args: argparse.Namespace) -> int:
         return 0
     if args.output:
         text = headed(
-            table.to_csv(index=False), export_cards(str(path), [args.study_id]), args.output
+            escape_csv_cells(table).to_csv(index=False),
+            export_cards(str(path), [args.study_id]),
+            args.output,
         )
         Path(args.output).write_text(text)
         print(f"{len(table)} rows written to {args.output}")

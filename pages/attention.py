@@ -22,7 +22,7 @@ import streamlit as st
 from engine import gradcam
 from engine.phantom import PhantomSpec
 from engine.vocab import TOP_GRADE, order_methods
-from pages.present.tables import method_title
+from pages.widgets import pickers, view_state
 from pages.widgets.attention_views import (
     show_cooccurrence_scores,
     show_map_grid,
@@ -49,21 +49,23 @@ def cached_stress_films(
     )
 
 
+SEED_HELP = "Each seed has its own split and models."
+
+
 def pick_models(
     path: str, dataset_id: str, runs: pd.DataFrame
 ) -> tuple[str, pd.Series, dict[str, str]]:
     """Task, seed and methods pickers; the seed's split and each method's saved model
     (checkpoint path by method). Stops the page, saying why, when there is nothing to draw."""
     c1, c2, c3 = st.columns([1, 1, 3])
-    task = c1.radio("Task", sorted(runs["task"].unique()), horizontal=True, key="att_task")
+    tasks = sorted(runs["task"].unique())
+    task = view_state.linked(c1.radio, "Task", tasks, key="att_task", what="task", horizontal=True)
     seeds = sorted(int(s) for s in runs.loc[runs["task"] == task, "seed"].unique())
-    seed = c2.selectbox(
-        "Seed", seeds, key="att_seed", help="Each seed has its own split and models."
+    seed = view_state.linked(
+        c2.selectbox, "Seed", seeds, key="att_seed", what="seed", help=SEED_HELP
     )
     present = order_methods(runs.loc[(runs["task"] == task) & (runs["seed"] == seed), "method"])
-    methods = c3.multiselect(
-        "Methods", present, default=present, format_func=method_title, key="att_methods"
-    )
+    methods = pickers.pick_methods(c3, present, key="att_methods")
     if not methods:
         st.info("Pick at least one method.")
         st.stop()
@@ -215,15 +217,18 @@ opened = open_study(path, study)
 spec, cache_dir, meta = opened.spec, str(opened.cache_dir), opened.meta
 task, splits, models = pick_models(path, str(study["dataset_id"]), opened.runs)
 
-view = st.segmented_control(
+view = view_state.linked(
+    st.segmented_control,
     "View",
     ["Across grades", "Co-occurrence stress test", "Co-occurrence in test films"],
-    default="Across grades",
-    required=True,
     key="att_view",
+    what="view",
+    initial={"default": "Across grades"},
+    required=True,
     help="The stress test redraws one phantom knee with more or less of the other disease; "
     "'in test films' uses different knees at the top grade, as on real films.",
 )
+view_state.share_link()
 if view == "Across grades":
     show_across_grades(cache_dir, meta, splits, task, models)
 elif view == "Co-occurrence in test films":

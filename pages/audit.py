@@ -7,13 +7,24 @@ import streamlit as st
 
 from jobs import lab
 from pages.present.admin_tables import audit_csv, audit_table
-from pages.widgets.reads import store_path
+from pages.widgets.reads import cached_studies, store_path
 from pages.widgets.shell import run_inside_shell
 from pages.widgets.sign_in import require_page
 from store.audit import AUDIT_ACTIONS, audit_actors
 from store.db import StoreError
 
 ANY = "(anyone)"
+
+
+def study_names(path: str) -> dict[str, str]:
+    """Study id -> name of every study in the store (archived too), for the Target column."""
+    try:
+        studies = cached_studies(path, include_archived=True)
+    except StoreError:
+        return {}
+    return dict(zip(studies["study_id"], studies["name"].astype(str), strict=True))
+
+
 ANY_ACTION = "(any action)"
 
 run_inside_shell()
@@ -54,10 +65,11 @@ if log.empty:
 st.caption(
     f"{len(log)} line(s)" + (" (the newest; raise 'Lines' for more)" if len(log) == limit else "")
 )
-st.dataframe(audit_table(log), hide_index=True, width="stretch")
+names = study_names(str(path))
+st.dataframe(audit_table(log, names), hide_index=True, width="stretch")
 st.download_button(
     "Download as CSV",
-    audit_csv(log),
+    audit_csv(log, names),
     file_name="softgrade-audit.csv",
     mime="text/csv",
     key="audit_csv",

@@ -5,7 +5,8 @@ Everything is derived from the stored test predictions of each (task, method, se
 selected run. The numbers come from ``engine.analysis.compare``, ``engine.analysis.stats`` and
 ``engine.analysis.probability_metrics``; each tab is one function of
 ``pages.widgets.compare_views`` or
-``pages.widgets.probability_view``. This page picks, reads and calls them.
+``pages.widgets.probability_view`` or ``pages.widgets.robustness_view`` (truth vs recorded
+grades, budget-matched comparison). This page picks, reads and calls them.
 """
 
 from __future__ import annotations
@@ -13,7 +14,17 @@ from __future__ import annotations
 import streamlit as st
 
 from pages.widgets import compare_views as views
-from pages.widgets import downloads, pickers, probability_view, reads, shell, sign_in
+from pages.widgets import (
+    downloads,
+    pickers,
+    probability_view,
+    reads,
+    robustness_view,
+    shell,
+    sign_in,
+    view_state,
+)
+from pages.widgets.report_button import report_button
 
 shell.run_inside_shell()
 sign_in.require_page(__file__)
@@ -41,10 +52,13 @@ counts = views.keep_picked(counts, tasks, methods)
 views.describe_selection(per_run, methods)
 
 cards = downloads.cached_cards(path, tuple(picked["study_id"]))  # heading every download
+report_button(path, tuple(picked["study_id"]))  # the studies' report as one HTML file
 
-# Tabs that track which one is open, so the Probabilities tab is computed only when shown.
-tab_table, tab_dist, tab_cm, tab_stats, tab_prob = st.tabs(
-    views.TABS, key="compare_tab", on_change="rerun"
+link_slot = st.container()  # "Copy link to this view", filled once every picker wrote the URL
+# Tabs that track which one is open, so the Probabilities tab is computed only when shown;
+# the open tab is in the URL (``?compare_tab=Statistics``).
+tab_table, tab_dist, tab_cm, tab_stats, tab_prob, tab_robust = view_state.linked_tabs(
+    [*views.TABS, robustness_view.TAB], key="compare_tab"
 )
 with tab_table:
     views.table_tab(per_run, cards, path)
@@ -57,3 +71,7 @@ with tab_stats:
 with tab_prob:
     if tab_prob.open:
         probability_view.probabilities_tab(path, picked, progress, tasks, methods, cards)
+with tab_robust:
+    if tab_robust.open:
+        robustness_view.robustness_tab(path, picked, tasks, methods, cards)
+view_state.share_link(link_slot)

@@ -12,6 +12,7 @@ import streamlit as st
 from engine.vocab import GRADE_SIGNS
 from jobs.review import base_dataset_id
 from pages.present.data_view import dataset_settings, grade_counts, joint_table
+from pages.widgets import view_state
 from pages.widgets.data_sections import show_gallery, show_import_report, show_split_rules
 from pages.widgets.reads import cached_dataset_labels, cached_datasets, store_path
 from pages.widgets.shell import run_inside_shell
@@ -89,11 +90,13 @@ def show_datasets(path: str) -> None:
             "created_at": st.column_config.DatetimeColumn("registered", format="YYYY-MM-DD HH:mm"),
         },
     )
-    chosen = st.selectbox(
+    chosen = view_state.linked(
+        st.selectbox,
         "Grades of dataset",
         list(datasets["dataset_id"]),
-        format_func=lambda d: f"{d} ({datasets.set_index('dataset_id').at[d, 'kind']})",
         key="data_dataset",
+        what="dataset",
+        format_func=lambda d: f"{d} ({datasets.set_index('dataset_id').at[d, 'kind']})",
     )
     try:
         labels = cached_dataset_labels(path, chosen)
@@ -132,3 +135,4 @@ st.title("Data")
 show_phantom()
 show_datasets(str(store_path()))
 show_gallery()
+view_state.share_link()

@@ -29,6 +29,9 @@ from pages.present import charts
 from pages.present import seed_agreement as agreement
 from pages.present.admin_tables import upload_size_problem
 from pages.present.graded_film import film_with_box, known_grades
+from pages.present.user_text import notes as user_notes
+from pages.present.user_text import plain
+from pages.widgets import view_state
 from pages.widgets.demo_source import (
     KIOSK_CSS,
     DemoSource,
@@ -121,15 +124,17 @@ def show_test_film(source: DemoSource) -> None:
     if test.empty:
         st.info(f"Seed {source.seed} kept no film for testing.")
         st.stop()
+    linked = view_state.apply_link("demo_film", range(1, len(test) + 1), what="test film")
     number = st.number_input(
         "Test film",
         min_value=1,
         max_value=len(test),
-        value=1,
         key="demo_film",
+        **({} if linked else {"value": 1}),
         help=f"The {len(test)} films seed {source.seed} kept aside for testing: its models "
         "never trained on them.",
     )
+    view_state.keep_in_link("demo_film", int(number))
     row = test.iloc[int(number) - 1]
     crop = source.crop(row)
     tested = set(row["test_seeds"])
@@ -209,16 +214,26 @@ if kiosk is not None and kiosk.demo_dir is not None:
     source = bundle_source(kiosk.demo_dir)
     card, notes = bundle_card(kiosk.demo_dir)
     with st.expander("Study card", key="demo_bundle_card"):
-        st.markdown("\n".join(f"- **{label}**: {value}" for label, value in card.items()))
+        st.markdown("\n".join(f"- **{label}**: {plain(value)}" for label, value in card.items()))
     if notes.strip():
-        st.markdown(notes)
+        st.markdown(user_notes(notes))
 else:
     path = str(store_path())
     source = store_source(path, kiosk)
     if kiosk is not None:
         show_study_card(path, str(kiosk.study_id), key="demo_kiosk_card")
 st.markdown(models_line(source))
-choice = st.segmented_control("Film", SOURCES, default=SOURCES[0], required=True, key="demo_source")
+choice = view_state.linked(
+    st.segmented_control,
+    "Film",
+    SOURCES,
+    key="demo_source",
+    what="film source",
+    initial={"default": SOURCES[0]},
+    required=True,
+)
+if kiosk is None:
+    view_state.share_link()
 if choice == SOURCES[0]:
     show_test_film(source)
 else:

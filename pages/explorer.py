@@ -17,6 +17,7 @@ from engine.vocab import order_methods
 from pages.present import explorer_views as views
 from pages.present import science_charts as charts
 from pages.present.tables import method_title
+from pages.widgets import view_state
 from pages.widgets.pickers import forget, pick_study
 from pages.widgets.reads import cached_jobs, cached_studies, store_path
 from pages.widgets.shell import run_inside_shell
@@ -79,24 +80,28 @@ def note_waiting_studies(path: str) -> None:
 def pick_search(search: pd.DataFrame) -> tuple[str, str, int]:
     """Task, method and seed pickers over what the study has stored."""
     left, middle, right = st.columns(3)
-    task = left.selectbox(
+    task = view_state.linked(
+        left.selectbox,
         "Task",
         list(dict.fromkeys(search["task"])),
         key="explorer_task",
+        what="task",
         on_change=forget,
         args=("explorer_method", "explorer_seed"),
     )
     rows = search[search["task"] == task]
-    method = middle.selectbox(
+    method = view_state.linked(
+        middle.selectbox,
         "Method",
         order_methods(rows["method"]),
-        format_func=method_title,
         key="explorer_method",
+        what="method",
+        format_func=method_title,
         on_change=forget,
         args=("explorer_seed",),
     )
     seeds = sorted(int(s) for s in rows.loc[rows["method"] == method, "seed"].unique())
-    seed = right.selectbox("Seed", seeds, key="explorer_seed")
+    seed = view_state.linked(right.selectbox, "Seed", seeds, key="explorer_seed", what="seed")
     return task, method, seed
 
 
@@ -136,12 +141,14 @@ def render_search(path: str, study: pd.Series, task: str, method: str, seed: int
 def render_curves(path: str, study: pd.Series, task: str, method: str, seed: int) -> None:
     """Train and validation loss and validation AMAE per epoch of the selected runs."""
     st.subheader("Learning curves")
-    by = st.radio(
+    by = view_state.linked(
+        st.radio,
         "Overlay",
         list(OVERLAY_LABELS),
+        key="explorer_overlay",
+        what="overlay",
         format_func=OVERLAY_LABELS.get,
         horizontal=True,
-        key="explorer_overlay",
     )
     curves = read(cached_curves, path, study.name)
     if curves.empty:
@@ -164,6 +171,8 @@ def render_curves(path: str, study: pd.Series, task: str, method: str, seed: int
     options = {"live": live, "title": f"{task}: selected runs, {whose}", "width": CURVE_PX}
     st.vega_lite_chart(chart_spec("learning_curves_chart", lines, options), width="stretch")
     st.caption(views.CURVES_NOTE)
+    if clipped := views.clipped_sentence(lines):
+        st.caption(clipped)
     if sentence:
         st.caption(sentence)
 
@@ -201,6 +210,7 @@ if is_running:
         icon=":material/sync:",
     )
 choice = pick_search(picked_search)
+view_state.share_link()
 live_every = LIVE_REFRESH_S if is_running else None
 st.fragment(render_search, run_every=live_every)(store, picked, *choice)
 st.fragment(render_curves, run_every=live_every)(store, picked, *choice)

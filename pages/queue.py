@@ -12,16 +12,32 @@ import streamlit as st
 
 from jobs import lab
 from jobs.access import ACTIONS_BY_ROLE, AccessDenied, Action, can
-from pages.present.job_view import cancel_text, ended_caption, progress, running_numbers, value
+from pages.present.job_view import (
+    cancel_text,
+    ended_caption,
+    progress,
+    running_numbers,
+    runs_note,
+    value,
+)
+from pages.present.user_text import plain
 from pages.widgets.manage_study import manage_study_section
 from pages.widgets.pickers import request_study, show_study_card
-from pages.widgets.reads import cached_job_log, cached_jobs, clear_job_caches, store_path
+from pages.widgets.reads import (
+    cached_imported_card,
+    cached_job_log,
+    cached_jobs,
+    clear_job_caches,
+    store_path,
+)
 from pages.widgets.shell import link_to_page, run_inside_shell
 from pages.widgets.sign_in import current_account, require_page
 from pages.widgets.workers import NO_WORKER_HOW, NO_WORKER_TITLE, alive_workers
 from store.db import StoreError
 
 REFRESH_S = 2.0
+# Session key: the result page a Results button asked to open (see `ask_to_open`).
+OPEN_PAGE_KEY = "queue_open_page"
 STATUS_BADGES = {
     "queued": ("queued", "gray", ":material/schedule:"),
     "running": ("running", "blue", ":material/sync:"),
@@ -53,6 +69,7 @@ def cancel(job_id: str) -> None:
 def render_job(job: Any) -> None:
     """One job: header, progress bar, live numbers, traceback, log and cancel."""
     status = str(job.status)
+    bundle = None if status in ("queued", "running") else imported_card_of(job)
     with st.container(border=True):
         job_header(job)
         if bar := progress(job):
@@ -60,7 +77,9 @@ def render_job(job: Any) -> None:
         if status == "running":
             st.markdown(running_numbers(job))
         elif status != "queued":
-            st.caption(ended_caption(job))
+            st.caption(ended_caption(job, bundle))
+            if note := runs_note(bundle, int(value(job, "runs_done") or 0)):
+                st.caption(note)
         if status == "failed":
             st.error(
                 "This job failed. The traceback below says where; runs finished before the "
@@ -77,7 +96,12 @@ def render_job(job: Any) -> None:
         show_study_card(
             str(store_path()), job.study_id, key=f"queue_card_{job.job_id}", notes=False
         )
-        job_log(job.job_id)
+        job_log(job.job_id, imported=bundle is not None)
+
+
+def imported_card_of(job: Any) -> dict[str, Any] | None:
+    """The bundle card of the job's study when it was imported (the reference study)."""
+    return cached_imported_card(str(store_path()), job.study_id)
 
 
 def job_header(job: Any) -> None:
@@ -85,7 +109,7 @@ def job_header(job: Any) -> None:
     status = str(job.status)
     head, action = st.columns([5, 1], vertical_alignment="center")
     label, colour, icon = STATUS_BADGES.get(status, (status, "gray", None))
-    head.markdown(f"**{job.study_name}** · `{job.job_id}`")
+    head.markdown(f"**{plain(job.study_name)}** · `{job.job_id}`")
     head.badge(label, color=colour, icon=icon)
     if status in ("queued", "running"):
         owner = value(job, "launched_by")
@@ -107,8 +131,14 @@ def job_header(job: Any) -> None:
         )
 
 
-def job_log(job_id: str) -> None:
-    """The job's log lines in an expander, read only while it is open."""
+def job_log(job_id: str, *, imported: bool = False) -> None:
+    """The job's log lines in an expander, read only while it is open.
+
+    An imported study's job (the reference study's) ran elsewhere and has no log lines
+    here: no empty "Log" for it.
+    """
+    if imported and (lines := _log_lines(job_id)) is not None and lines.empty:
+        return
     log = st.expander("Log", key=f"queue_log_{job_id}", on_change="rerun")
     if log.open:
         with log:
@@ -117,7 +147,18 @@ def job_log(job_id: str) -> None:
             except StoreError as exc:
                 st.warning(f"The log cannot be read right now: {exc}")
             else:
-                st.dataframe(lines, hide_index=True, width="stretch")
+                if lines.empty:
+                    st.caption("No log lines yet.")
+                else:
+                    st.dataframe(lines, hide_index=True, width="stretch")
+
+
+def _log_lines(job_id: str) -> Any:
+    """The job's log lines, or None when the store cannot be read right now."""
+    try:
+        return cached_job_log(str(store_path()), job_id)
+    except StoreError:
+        return None
 
 
 RESULT_PAGES = (
@@ -139,8 +180,26 @@ def result_links(
         st.markdown("**Results:**", width="content")
         for page, label, icon in pages:
             if st.button(label, key=f"queue_open_{page}_{job_id}", icon=icon, type="tertiary"):
-                request_study(study_id)
-                st.switch_page(page)
+                ask_to_open(page, study_id)
+
+
+def ask_to_open(page: str, study_id: str) -> None:
+    """Remember which result page to open and rerun the whole page, which opens it.
+
+    `st.switch_page` called inside the auto-refreshing job list raced with the fragment's
+    next timed rerun on a loaded machine and left the main area blank. So the fragment only
+    records the request and asks for a full-app rerun; `open_requested_page`, at the top of
+    the page's script and outside any fragment, switches pages.
+    """
+    request_study(study_id)
+    st.session_state[OPEN_PAGE_KEY] = page
+    st.rerun(scope="app")
+
+
+def open_requested_page() -> None:
+    """Open the result page a Results button asked for, from the page's full run."""
+    if page := st.session_state.pop(OPEN_PAGE_KEY, None):
+        st.switch_page(page)
 
 
 @st.fragment(run_every=REFRESH_S)
@@ -177,6 +236,7 @@ def render_jobs() -> None:
 
 run_inside_shell()
 ACCOUNT = require_page(__file__)
+open_requested_page()
 st.title("Jobs")
 st.caption(
     "Every study queued from this store, newest first, with live progress. Time left is the "

@@ -15,12 +15,18 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from engine.analysis import compare, relationship
+from engine.analysis import compare, kld_parts, relationship
 from engine.vocab import order_methods
+from jobs.csv_safe import escape_csv_cells
 from pages.present import exports, stat_tables, tables
-from pages.widgets import chart_cache, pickers, reads, shell, sign_in, stat_tests
+from pages.widgets import chart_cache, pickers, reads, shell, sign_in, stat_tests, view_state
 from pages.widgets.downloads import cached_cards, download_row
-from pages.widgets.relationship_views import detail_section, residuals_section
+from pages.widgets.relationship_views import (
+    detail_section,
+    kld_paired_section,
+    kld_parts_section,
+    residuals_section,
+)
 from store import runs as store_runs
 
 EPS_CHOICES = (1e-6, 1e-4, 1e-2)
@@ -38,21 +44,25 @@ def cached_joint(
 @st.cache_data(ttl=reads.RESULTS_TTL_S, show_spinner=False)
 def scored(
     joint: pd.DataFrame, eps: float
-) -> tuple[np.ndarray, list[relationship.SeedRelationship], pd.DataFrame]:
-    """Per-seed predicted tables with their KLD and MAE, and the per-method summary."""
+) -> tuple[np.ndarray, list[relationship.SeedRelationship], pd.DataFrame, pd.DataFrame]:
+    """Per-seed predicted tables with their KLD and MAE, the per-method summary and the
+    per-method chain-rule parts of the KLD (`engine.analysis.kld_parts`)."""
     truth, results = relationship.relationship_by_seed(joint, eps=eps)
-    return truth, results, relationship.summarise_relationship(results)
+    parts = kld_parts.summarise(kld_parts.decompose(results, eps))
+    return truth, results, relationship.summarise_relationship(results), parts
 
 
 def pick_methods_and_eps(joint: pd.DataFrame) -> tuple[list[str], float]:
     """The Methods picker and the ε given to empty cells; stops when no method is picked."""
     c1, c2 = st.columns([3, 1])
     methods = pickers.pick_methods(c1, order_methods(joint["method"]), key="rel_methods")
-    eps = c2.selectbox(
+    eps = view_state.linked(
+        c2.selectbox,
         "ε for empty cells",
-        options=list(EPS_CHOICES),
-        format_func=lambda v: f"{v:g}",
+        list(EPS_CHOICES),
         key="rel_eps",
+        what="ε",
+        format_func=lambda v: f"{v:g}",
         help="A combination the model never predicts gets this probability before "
         "renormalising, so the KLD stays finite.",
     )
@@ -134,17 +144,20 @@ def export_section(
     results: list[relationship.SeedRelationship],
     truth: np.ndarray,
     table7: pd.DataFrame,
+    reviewer: dict[str, pd.DataFrame],
     eps: float,
     cards: tuple[exports.Card, ...],
 ) -> None:
-    """Per-seed tables, the summary with its tests and the mean true table, as CSV and LaTeX,
-    each headed by the study ``cards``."""
+    """Per-seed tables, the summary with its tests (``reviewer``: the KLD's chain-rule parts and
+    its corrected paired tests) and the mean true table, as CSV and LaTeX, each headed by the
+    study ``cards``."""
     st.subheader("Export", divider="gray")
-    seeds_csv = stat_tables.relationship_seed_frame(results).to_csv(index=False)
+    seeds_csv = escape_csv_cells(stat_tables.relationship_seed_frame(results)).to_csv(index=False)
     summary_csv = stat_tables.tables_csv(
         {
             "summary": stat_tables.relationship_summary_frame(summary),
             "tests": table7,
+            **reviewer,
             "true_table_mean": compare.grid_frame(truth),
         }
     )
@@ -194,7 +207,7 @@ if joint.empty:
 methods, eps = pick_methods_and_eps(joint)
 joint = compare.sort_by_method(joint[joint["method"].isin(methods)])
 try:
-    truth, results, summary = scored(joint, eps)
+    truth, results, summary, parts = scored(joint, eps)
 except ValueError as exc:  # e.g. one image with two different true grades in one seed
     st.error(f"These predictions cannot be scored together: {exc}")
     st.stop()
@@ -203,6 +216,11 @@ ground_truth_section(joint, truth)
 residuals_section(summary, eps)
 detail_section(summary, results)
 sensitivity_section(results)
+kld_parts_section(summary, parts)
 table7 = kld_section(results)
+ratio = reads.cached_test_train_ratios(path, tuple(picked["study_id"])).get("KL")
+kld_paired = kld_paired_section(results, ratio)
 cards = cached_cards(path, tuple(picked["study_id"]))  # heading every download
-export_section(summary, results, truth, table7, eps, cards)
+reviewer = {"kld_parts": parts, "kld_paired_corrected": kld_paired}
+export_section(summary, results, truth, table7, reviewer, eps, cards)
+view_state.share_link()

@@ -17,6 +17,7 @@ from engine.datasets import PreparedDataset
 from jobs.review import REVIEW_PARAM
 from pages.present.import_view import ProgressThrottle
 from pages.present.review_view import REVIEW_PX, prepare_review_crops, review_counts, review_table
+from pages.widgets import view_state
 from pages.widgets.reads import cached_datasets, store_path
 from pages.widgets.review_widgets import filters, show_film, show_grid, show_retrain
 from pages.widgets.shell import run_inside_shell
@@ -54,7 +55,9 @@ def pick_dataset(path: Path) -> tuple[str, dict[str, Any]] | None:
         name = names.at[dataset_id, "name"] if dataset_id in names.index else "folder"
         return f"{name} · {dataset_id} · {sizes[dataset_id]} films"
 
-    chosen = st.selectbox("Dataset", folders, format_func=label, key="review_dataset")
+    chosen = view_state.linked(
+        st.selectbox, "Dataset", folders, key="review_dataset", what="dataset", format_func=label
+    )
     return chosen, params[chosen]
 
 
@@ -112,5 +115,6 @@ st.caption(
 )
 store = store_path()
 picked = pick_dataset(store)
+view_state.share_link()
 if picked is not None:
     review_dataset(store, *picked, account)

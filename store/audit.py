@@ -28,6 +28,7 @@ AUDIT_ACTIONS = frozenset(
     {
         "sign_in",
         "sign_in_failed",
+        "sign_in_locked",
         "sign_out",
         "launch",
         "cancel",

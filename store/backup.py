@@ -28,6 +28,8 @@ from store.db import (
     connect,
     default_store_path,
     one_value,
+    private_file,
+    private_folder,
 )
 
 _ALIAS = "softgrade_backup"
@@ -74,12 +76,13 @@ def backup_store(
         raise StoreError("the backup must be another file than the store itself")
     if dest.exists():
         raise StoreError(f"{dest} exists already; choose another file name (nothing was written)")
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    private_folder(dest.parent)
     partial = dest.with_name(dest.name + ".partial")
     _remove(partial)
     started = time.monotonic()
     try:
         rows = _copy(store, partial, retry)
+        private_file(partial)  # as secret as the store: readable by this user only
         _verify(partial, rows)
         if dest.exists():
             raise StoreError(f"{dest} appeared while the backup was written; it was left alone")
@@ -96,7 +99,7 @@ def _copy(store: Path, target: Path, retry: RetryPolicy) -> dict[str, int]:
         quoted = str(target).replace("'", "''")
         con.execute(f"ATTACH '{quoted}' AS {_ALIAS} (READ_WRITE)")
         try:
-            con.execute(f'COPY FROM DATABASE "{catalog}" TO {_ALIAS}')
+            con.execute(f"COPY FROM DATABASE {_ident(catalog)} TO {_ALIAS}")
             return _row_counts(con, catalog)
         finally:
             con.execute(f"DETACH {_ALIAS}")
@@ -110,7 +113,15 @@ def _row_counts(con: duckdb.DuckDBPyConnection, catalog: str) -> dict[str, int]:
             [catalog],
         ).fetchall()
     ]
-    return {t: one_value(con, f'SELECT count(*) FROM "{catalog}"."{t}"') for t in tables}
+    return {
+        t: one_value(con, f"SELECT count(*) FROM {_ident(catalog)}.{_ident(t)}") for t in tables
+    }
+
+
+def _ident(name: str) -> str:
+    """``name`` as a quoted SQL identifier (a backup named ``my"copy.duckdb`` is a catalog
+    named ``my"copy``)."""
+    return '"' + name.replace('"', '""') + '"'
 
 
 def _verify(copy: Path, expected: dict[str, int]) -> None:

@@ -11,7 +11,11 @@ A bundle is a zip of Parquet files and a ``card.json``:
 - ``images.parquet``, ``labels.parquet``, ``splits.parquet``, ``split_rules.parquet``: the
   dataset the study ran on and its splits for those seeds;
 - ``card.json``: the study (name, spec), the dataset row and the study card (GPU, versions,
-  date, command), plus the bundle's format version.
+  date, command), the bundle's format version and each table's SHA-256 (``sha256``; bundles
+  written before it have none).
+
+A bundle is read only after its zip passes `STUDY_ZIP_LIMITS` (`store.zip_limits`: no zip
+bomb) and its card has the fields import needs; each table must match its hash.
 
 The bundled reference study (``examples/reference-study.zip``) is such a file. Importing is
 idempotent: a study already in the store is left as it is. Nothing stored is changed: where
@@ -34,10 +38,23 @@ import pandas as pd
 from engine.vocab import run_id, seed_ranges
 from store.datasets import dataset_id_for
 from store.db import StoreError, connect, one_row, one_value
+from store.zip_limits import (
+    ZipLimitError,
+    ZipLimits,
+    check_zip_limits,
+    file_sha256,
+    member_sha256,
+)
 
 BUNDLE_VERSION = 1
 #: The reference study shipped with SoftGrade (paper protocol on the phantom, 20 seeds).
 REFERENCE_STUDY = Path(__file__).resolve().parents[1] / "examples" / "reference-study.zip"
+
+#: What a study bundle may hold, checked from its directory before anything is unpacked (the
+#: reference study's 20 seeds take 3 MiB; a lab study of 10,000 films some hundred MiB).
+STUDY_ZIP_LIMITS = ZipLimits(
+    max_entries=32, max_entry_bytes=2**30, max_total_bytes=2 * 2**30, max_ratio=100
+)
 
 _TABLES = (
     "runs",
@@ -151,6 +168,10 @@ def export_study(
 def _write_bundle(out: Path, meta: dict[str, Any], folder: Path) -> None:
     """Zip ``card.json`` (``meta``) and each table's Parquet file from ``folder`` to ``out``."""
     out.parent.mkdir(parents=True, exist_ok=True)
+    # Each table's hash: importing checks them (bundles written before this carry none).
+    meta = meta | {
+        "sha256": {f"{t}.parquet": file_sha256(folder / f"{t}.parquet") for t in _TABLES}
+    }
     with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as zf:
         zf.writestr("card.json", json.dumps(meta, indent=2, default=str))
         for table in _TABLES:
@@ -216,6 +237,7 @@ def read_card(bundle: Path | str) -> dict[str, Any]:
         raise StoreError(f"no bundle at {bundle}")
     try:
         with zipfile.ZipFile(bundle) as zf:
+            check_zip_limits(zf, STUDY_ZIP_LIMITS, str(bundle))
             names = set(zf.namelist())
             missing = sorted({"card.json", *(f"{t}.parquet" for t in _TABLES)} - names)
             if missing:
@@ -223,15 +245,55 @@ def read_card(bundle: Path | str) -> dict[str, Any]:
                     f"{bundle} is not a SoftGrade study bundle: it lacks {', '.join(missing)}"
                 )
             meta = json.loads(zf.read("card.json"))
-    except zipfile.BadZipFile as exc:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError) as exc:
         raise StoreError(f"{bundle} is not a zip file (a study bundle is one)") from exc
-    version = meta.get("bundle_version")
+    except ZipLimitError as exc:
+        raise StoreError(str(exc)) from exc
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise StoreError(f"{bundle}: its card.json is not readable JSON ({exc})") from exc
+    version = meta.get("bundle_version") if isinstance(meta, dict) else None
     if version != BUNDLE_VERSION:
         raise StoreError(
             f"{bundle} is a bundle of format {version}; this SoftGrade reads format "
             f"{BUNDLE_VERSION}"
         )
+    _check_card(meta, bundle)
     return meta
+
+
+#: What card.json must hold, and of what type, for a bundle to be imported.
+_CARD_FIELDS = {
+    "study": dict,
+    "dataset": dict,
+    "seeds": list,
+    "study.study_id": str,
+    "study.name": str,
+    "study.spec": dict,
+    "dataset.dataset_id": str,
+    "dataset.kind": str,
+    "dataset.spec_key": str,
+    "dataset.params": dict,
+    "dataset.n_images": int,
+}
+
+
+def _check_card(meta: dict[str, Any], bundle: Path) -> None:
+    """Refuse a card.json that lacks a field import needs, naming every such field."""
+    problems = []
+    for field, kind in _CARD_FIELDS.items():
+        value: Any = meta
+        for part in field.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if not isinstance(value, kind) or isinstance(value, bool):
+            problems.append(f"{field} ({kind.__name__})")
+    seeds = meta.get("seeds")
+    if isinstance(seeds, list) and not all(isinstance(s, int) for s in seeds):
+        problems.append("seeds (whole numbers)")
+    if problems:
+        raise StoreError(
+            f"{bundle} is not a readable study bundle: its card.json lacks or mistypes "
+            + ", ".join(problems)
+        )
 
 
 def import_study(bundle: Path | str, *, path: Path | str | None = None) -> ImportedStudy:
@@ -259,12 +321,14 @@ def import_study(bundle: Path | str, *, path: Path | str | None = None) -> Impor
                 con, "SELECT name FROM studies WHERE study_id = ?", [study["study_id"]]
             )
             return ImportedStudy(study["study_id"], name, False, int(runs), seeds)
-        with zipfile.ZipFile(bundle) as zf:
-            zf.extractall(tmp, members=[f"{t}.parquet" for t in _TABLES])
-        parts = {t: str(Path(tmp) / f"{t}.parquet") for t in _TABLES}
-        dataset_id = _dataset_for(con, meta, parts)
-        _insert_splits(con, dataset_id, parts)
-        runs = _insert_study(con, meta, dataset_id, parts, source=Path(bundle).name)
+        parts = _extract(bundle, Path(tmp) / "tables")
+        try:
+            dataset_id = _dataset_for(con, meta, parts)
+            _insert_splits(con, dataset_id, parts)
+            runs = _insert_study(con, meta, dataset_id, parts, source=Path(bundle).name)
+        except duckdb.Error as exc:
+            first = str(exc).strip().splitlines()[0]
+            raise StoreError(f"{bundle}: its tables cannot be imported ({first})") from exc
     return ImportedStudy(study["study_id"], study["name"], True, runs, seeds)
 
 
@@ -477,10 +541,29 @@ def merge_bundles(
 
 
 def _extract(bundle: Path | str, folder: Path) -> dict[str, str]:
-    """A bundle's tables unpacked into ``folder``: table -> Parquet file."""
+    """A bundle's tables unpacked into ``folder``: table -> Parquet file.
+
+    The zip's limits are checked first and each table against the hash its card lists (a
+    bundle written before hashes were listed has none to check).
+
+    Raises:
+        StoreError: Past a limit, or a table differs from its hash.
+    """
     folder.mkdir(parents=True)
+    members = [f"{t}.parquet" for t in _TABLES]
     with zipfile.ZipFile(bundle) as zf:
-        zf.extractall(folder, members=[f"{t}.parquet" for t in _TABLES])
+        try:
+            check_zip_limits(zf, STUDY_ZIP_LIMITS, str(bundle))
+        except ZipLimitError as exc:
+            raise StoreError(str(exc)) from exc
+        hashes = json.loads(zf.read("card.json")).get("sha256") or {}
+        changed = [m for m in members if m in hashes and member_sha256(zf, m) != hashes[m]]
+        if changed:
+            raise StoreError(
+                f"{bundle} was changed after it was written: {', '.join(changed)} "
+                "does not match the hash in its card.json"
+            )
+        zf.extractall(folder, members=members)
     return {t: str(folder / f"{t}.parquet") for t in _TABLES}
 
 

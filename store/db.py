@@ -28,10 +28,12 @@ version, a truncated file or a file that is not a DuckDB database is refused wit
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import random
 import re
+import struct
 import threading
 import time
 from collections import deque
@@ -52,6 +54,11 @@ log = logging.getLogger(__name__)
 _PROCESS_LOCK = threading.RLock()
 # What DuckDB binds to a query's ``?`` (a sequence) or ``$name`` (a mapping) placeholders.
 QueryParams = Sequence[object] | Mapping[str, object]
+
+# How many connections this thread holds open: a connection opened inside another's block
+# skips the missing-block check (the outer one was checked; a read-only check connection
+# beside this process's read-write one would wait on itself).
+_OPEN_HERE = threading.local()
 
 
 class StoreError(RuntimeError):
@@ -125,6 +132,122 @@ def _is_lock_error(exc: duckdb.Error) -> bool:
     return bool(_LOCK_WORDS.search(str(exc)))
 
 
+# A DuckDB file: a 4 KiB main header ("DUCK" at byte 8), two 4 KiB database headers (the one
+# with the higher iteration is current), then whole blocks of `block_alloc_size` bytes.
+_HEADER_BYTES = 4096
+_DB_HEADER = struct.Struct("<QqqqQQ")  # checksum, iteration, meta, free list, blocks, block size
+
+
+def _block_size(head: bytes) -> int | None:
+    """The block size a DuckDB file's current header gives; None when it cannot be read (not
+    DuckDB, or a storage version laid out otherwise: DuckDB then judges the file itself)."""
+    if len(head) < 3 * _HEADER_BYTES or head[8:12] != b"DUCK":
+        return None
+    headers = [_DB_HEADER.unpack_from(head, at) for at in (_HEADER_BYTES, 2 * _HEADER_BYTES)]
+    block_size = max(headers, key=lambda h: h[1])[5]
+    if not (2**12 <= block_size <= 2**28 and block_size & (block_size - 1) == 0):
+        return None
+    return block_size
+
+
+def _truncated(path: Path, size: int, expected: str) -> StoreError:
+    return StoreError(
+        f"the store {path} cannot be opened: it is truncated ({size:,} bytes; {expected}), "
+        "e.g. an interrupted copy or a full disk. Nothing in it was changed. Restore a backup "
+        "(`python -m jobs backup` writes one) in its place, or point SOFTGRADE_HOME at "
+        "another folder to start a new store."
+    )
+
+
+def refuse_truncated(path: Path) -> None:
+    """Refuse a store file that ends inside a block, before DuckDB opens it.
+
+    DuckDB opens a truncated file and, on the next write, extends it over the missing part:
+    the damage would be written over. DuckDB only ever writes and trims whole blocks, so a
+    file cut anywhere else is caught here, on every connection, from 12 KiB of header.
+    `connect` also checks that every table's blocks are in the file (a cut that falls on a
+    block boundary), once per file size (`_check_blocks`).
+
+    Raises:
+        StoreError: The file is truncated; nothing in it was changed.
+    """
+    try:
+        with open(path, "rb") as f:
+            head = f.read(3 * _HEADER_BYTES)
+            size = os.fstat(f.fileno()).st_size
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise StoreError(f"the store {path} cannot be read ({exc.strerror})") from exc
+    block_size = _block_size(head)
+    if block_size is not None and (size - 3 * _HEADER_BYTES) % block_size:
+        raise _truncated(path, size, f"it ends inside a block of {block_size:,} bytes")
+
+
+#: (store, file size) pairs whose blocks were found in the file: checked again only when the
+#: size changes (DuckDB grows and trims a file by whole blocks), not at every connection.
+_BLOCKS_CHECKED: set[tuple[str, int]] = set()
+
+
+def _blocks_check_due(path: Path) -> tuple[int, int] | None:
+    """``(size, blocks)`` of the store when its blocks have not been checked at this size in
+    this process; None when checked already, new, or not a DuckDB file DuckDB cannot judge."""
+    try:
+        with open(path, "rb") as f:
+            block_size = _block_size(f.read(3 * _HEADER_BYTES))
+            size = os.fstat(f.fileno()).st_size
+    except FileNotFoundError:
+        return None
+    if block_size is None or (str(path), size) in _BLOCKS_CHECKED:
+        return None
+    return size, (size - 3 * _HEADER_BYTES) // block_size
+
+
+def _check_blocks(con: duckdb.DuckDBPyConnection, path: Path, size: int, blocks: int) -> None:
+    """Refuse a store whose tables use blocks past the end of the file (a cut that falls on a
+    block boundary); remember the size as checked otherwise.
+
+    Raises:
+        StoreError: The file is truncated.
+    """
+    last = _last_table_block(con)
+    if last is not None and last[1] >= blocks:
+        raise _truncated(path, size, f"table {last[0]} uses block {last[1]}, it holds {blocks}")
+    _BLOCKS_CHECKED.add((str(path), size))
+
+
+def _check_blocks_read_only(path: Path, due: tuple[int, int], retry: RetryPolicy) -> None:
+    """`_check_blocks` over a read-only connection of its own, before a writer opens the file
+    (DuckDB may write as soon as it opens a file read-write, e.g. to replay its WAL)."""
+    with _PROCESS_LOCK:
+        con = _open_with_retry(path, True, retry, record=False)
+        try:
+            _check_blocks(con, path, *due)
+        except duckdb.Error as exc:
+            if _is_damage(exc):
+                raise _unreadable(path, exc) from exc
+            raise
+        finally:
+            con.close()
+
+
+def _last_table_block(con: duckdb.DuckDBPyConnection) -> tuple[str, int] | None:
+    """The table whose data reaches furthest into the file, and its last block id."""
+    tables = con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()"
+    ).fetchall()
+    last = None
+    for (table,) in tables:
+        quoted = table.replace("'", "''")
+        # fetchall: a result left half-read (fetchone) blocks the caller's next con.sql().
+        ((block,),) = con.execute(
+            f"SELECT max(block_id) FROM pragma_storage_info('{quoted}')"
+        ).fetchall()
+        if block is not None and (last is None or block > last[1]):
+            last = (table, int(block))
+    return last
+
+
 @contextmanager
 def connect(
     path: Path | str | None = None,
@@ -146,10 +269,21 @@ def connect(
     path = Path(path) if path is not None else default_store_path()
     if read_only and not path.exists():
         raise StoreError(f"no store at {path} yet; start the worker or run a study first")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_folder(path.parent)
+    refuse_truncated(path)
+    due = None if getattr(_OPEN_HERE, "depth", 0) else _blocks_check_due(path)
+    if due is not None and not read_only:
+        _check_blocks_read_only(path, due, retry)
+        due = None
     with _PROCESS_LOCK:
+        new = not path.exists()
         con = _open_with_retry(path, read_only, retry)
+        if new:
+            private_file(path)
+        _OPEN_HERE.depth = getattr(_OPEN_HERE, "depth", 0) + 1
         try:
+            if due is not None:  # a reader checks over its own connection
+                _check_blocks(con, path, *due)
             if not read_only:
                 con.execute("BEGIN TRANSACTION")
             yield con
@@ -166,7 +300,31 @@ def connect(
                 _rollback_quietly(con)
             raise
         finally:
+            _OPEN_HERE.depth -= 1
             con.close()
+
+
+def private_folder(folder: Path) -> None:
+    """Create ``folder`` (and missing parents) readable by this user only (0700).
+
+    The store holds password and session hashes and every result. A folder that exists
+    already is left as it is (it may be shared, e.g. a home folder): docs/security.md says
+    to ``chmod 700`` it.
+    """
+    missing = []
+    for parent in [folder, *folder.parents]:
+        if parent.exists():
+            break
+        missing.append(parent)
+    for created in reversed(missing):
+        created.mkdir(mode=0o700, exist_ok=True)
+
+
+def private_file(path: Path) -> None:
+    """Make a file this process just created readable and writable by this user only (0600)
+    (DuckDB creates files as the umask allows, usually world-readable)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.chmod(path, 0o600)
 
 
 # Writer preference. DuckDB's file lock keeps no queue: while readers (open pages) hold the
@@ -190,7 +348,11 @@ def _writer_waiting(marker: Path) -> bool:
         return False
 
 
-def _open_with_retry(path: Path, read_only: bool, retry: RetryPolicy) -> duckdb.DuckDBPyConnection:
+def _open_with_retry(
+    path: Path, read_only: bool, retry: RetryPolicy, *, record: bool = True
+) -> duckdb.DuckDBPyConnection:
+    """Open ``path``, retrying while another process holds it; ``record`` the wait in
+    `LOCK_STATS` (not for the truncation check's own connection)."""
     waited = 0.0
     delay = retry.first_delay_s
     marker = writer_waiting_marker(path)
@@ -204,9 +366,12 @@ def _open_with_retry(path: Path, read_only: bool, retry: RetryPolicy) -> duckdb.
                 continue
             try:
                 con = duckdb.connect(str(path), read_only=read_only)
-                LOCK_STATS.recent_waits_s.append(waited)
+                if record:
+                    LOCK_STATS.recent_waits_s.append(waited)
                 return con
-            except (duckdb.IOException, duckdb.ConnectionException) as exc:
+            except duckdb.Error as exc:
+                # A damaged header or first block is a bare duckdb.Error ("Corrupt database
+                # file"), not an IOException: every refusal but a lock is one message.
                 if not _is_lock_error(exc):
                     raise _unreadable(path, exc) from exc
                 if waited >= retry.max_wait_s:
@@ -280,7 +445,8 @@ def init_schema(path: Path | str | None = None) -> None:
 
     Raises:
         SchemaVersionError: The store holds a newer or unknown schema version.
-        StoreError: The file is not a SoftGrade store (or not a DuckDB file at all).
+        StoreError: The file is not a SoftGrade store (or not a DuckDB file at all), or it
+            is truncated (`connect` checks).
     """
     with connect(path) as con:
         found = _stored_version(con, path)

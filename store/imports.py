@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from store.audit import LOCAL_ACTOR, record_in
 from store.datasets import insert_dataset
 from store.db import connect
 
@@ -63,6 +64,7 @@ def record_import(
     meta: pd.DataFrame,
     summary: dict[str, Any],
     problems: pd.DataFrame,
+    by: str = LOCAL_ACTOR,
     path: Path | str | None = None,
 ) -> tuple[str, str]:
     """Register the imported dataset (unless it is already) and store its report, atomically.
@@ -74,6 +76,8 @@ def record_import(
             ``detector``: {name, key, held_out_iou, held_out_map} of the knee detector it
             used (its ``key``, else its ``name``, is stored: 'classical' or a trained key).
         problems: One row per problem with `PROBLEM_COLUMNS` (``csv_row`` may be NA).
+        by: Who imported (the signed-in person, or the OS user at the command line); the
+            audit line ``import`` is written in the same transaction.
 
     Returns:
         (dataset_id, import_id).
@@ -123,6 +127,14 @@ def record_import(
             con.register("new_problems", frame)
             con.execute("INSERT INTO import_problems SELECT * FROM new_problems")
             con.unregister("new_problems")
+        record_in(
+            con,
+            "import",
+            actor=by,
+            target=str(summary["source"]),
+            detail=f"{dataset_id} ({import_id}): {int(summary['n_good'])} film(s), "
+            f"{int(summary['n_left_out'])} left out",
+        )
     return dataset_id, import_id
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
+from store.audit import LOCAL_ACTOR
 from store.db import StoreError, connect, one_value
 
 #: What a reviewer may decide about a film.
@@ -69,7 +70,7 @@ def record_review(
     action: str,
     box: Sequence[int] | None = None,
     *,
-    who: str = "local",
+    who: str = LOCAL_ACTOR,
     path: Path | str | None = None,
 ) -> None:
     """Store a decision on one film, replacing any earlier one.
@@ -77,7 +78,7 @@ def record_review(
     Args:
         action: 'exclude' (leave the film out) or 'box' (crop it with ``box``).
         box: (x0, y0, x1, y1) in film pixels, for 'box' only.
-        who: Who decided ('local' until sign-in exists).
+        who: Who decided: the signed-in person (`LOCAL_ACTOR` in single-user mode).
 
     Raises:
         ValueError: An unknown action, a 'box' without a valid box, or an 'exclude' with one.

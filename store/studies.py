@@ -361,9 +361,11 @@ def study_card(study_id: str, *, path: Path | str | None = None) -> dict[str, st
 
     Labels: study, study id, tags, archived, status, launched by, launched at, launched
     from, dataset, code, python, torch, CUDA, cuDNN, dlordinal, ultralytics, worker,
-    devices, run devices, resumed on. Fields not known are left out (e.g. the environment
-    of a study no worker has claimed yet, or provenance of studies stored before version 2,
-    whose "launched by" reads "not recorded"). Notes are not on the card (`get_study`).
+    devices, run devices, weights init (how the runs' networks were initialised: random or
+    ImageNet weights; the paper starts from ImageNet), resumed on. Fields not known are left
+    out (e.g. the environment of a study no worker has claimed yet, or provenance of studies
+    stored before version 2, whose "launched by" reads "not recorded"). Notes are not on the
+    card (`get_study`).
     """
     with connect(path, read_only=True) as con:
         study = _read_study(con, study_id)
@@ -382,6 +384,11 @@ def study_card(study_id: str, *, path: Path | str | None = None) -> dict[str, st
         ).fetchall()
         devices = con.execute(
             "SELECT device, count(*) FROM runs WHERE study_id = ? GROUP BY device ORDER BY 1",
+            [study_id],
+        ).fetchall()
+        inits = con.execute(
+            "SELECT weights_init, count(*) FROM runs WHERE study_id = ? "
+            "GROUP BY weights_init ORDER BY 1",
             [study_id],
         ).fetchall()
     card = {"study": study.name, "study id": study.study_id}
@@ -407,7 +414,33 @@ def study_card(study_id: str, *, path: Path | str | None = None) -> dict[str, st
             )
     if devices:
         card["run devices"] = ", ".join(f"{d or '?'} x{n}" for d, n in devices)
+    if inits:
+        card["weights init"] = weights_init_text(inits, study.spec.get("weights_path"))
     return card
+
+
+# How each `runs.weights_init` value reads on the card (the paper starts from ImageNet).
+WEIGHTS_INIT_WORDS = {
+    "random": "random (trained from scratch, no pretrained weights)",
+    "imagenet": "ImageNet weights",
+}
+
+
+def weights_init_text(counts: list[tuple[str | None, int]], weights_path: str | None) -> str:
+    """The card's "weights init" line from ``(weights_init, runs)`` counts: one value for
+    every run reads ``"random (trained from scratch, …) on all 1800 runs"``; a mixture lists
+    each with its count. The ImageNet file is named when the study's spec gives it."""
+
+    def words(init: str | None) -> str:
+        text = WEIGHTS_INIT_WORDS.get(str(init), str(init or "not recorded"))
+        if init == "imagenet" and weights_path:
+            text += f" from {weights_path}"
+        return text
+
+    if len(counts) == 1:
+        init, n = counts[0]
+        return f"{words(init)} on all {n} runs"
+    return "; ".join(f"{words(init)} on {n} runs" for init, n in counts)
 
 
 def _environment_card(env: dict[str, Any]) -> dict[str, str]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import math
 import os
 import re
 import secrets
@@ -96,10 +97,47 @@ def check_name(name: str) -> str:
     return name
 
 
-def check_password(password: str) -> str:
-    """``password`` if long enough; ValueError otherwise."""
-    if len(password) < MIN_PASSWORD_CHARS:
-        raise ValueError(f"a password needs at least {MIN_PASSWORD_CHARS} characters")
+#: Common passwords refused (zxcvbn's list, MIT; see the file's header).
+COMMON_PASSWORDS_FILE = Path(__file__).with_name("common_passwords.txt")
+#: A password needs at least this many different characters ('aaaaaaaa' is refused).
+MIN_DISTINCT_CHARS = 4
+
+
+@functools.cache
+def common_passwords() -> frozenset[str]:
+    """The refused common passwords, lower case (read once)."""
+    lines = COMMON_PASSWORDS_FILE.read_text(encoding="utf-8").splitlines()
+    return frozenset(line.strip() for line in lines if line.strip() and not line.startswith("#"))
+
+
+def password_problem(password: str, name: str | None = None) -> str | None:
+    """Why ``password`` may not be an account's password, or None when it may.
+
+    At least `MIN_PASSWORD_CHARS` characters besides leading and trailing spaces, at least
+    `MIN_DISTINCT_CHARS` different ones, not the account's name, and not one of the
+    `common_passwords` (whatever the case).
+    """
+    rule = (
+        f"a password needs at least {MIN_PASSWORD_CHARS} characters besides leading and "
+        f"trailing spaces, {MIN_DISTINCT_CHARS} of them different, and must not be a common "
+        "password or the account's name"
+    )
+    if len(password.strip()) < MIN_PASSWORD_CHARS:
+        return f"too short: {rule}"
+    if len(set(password)) < MIN_DISTINCT_CHARS:
+        return f"too few different characters: {rule}"
+    if name and password.strip().lower() == name.strip().lower():
+        return f"it is the account's name: {rule}"
+    if password.strip().lower() in common_passwords():
+        return f"it is one of the most common passwords, tried first by anyone guessing: {rule}"
+    return None
+
+
+def check_password(password: str, name: str | None = None) -> str:
+    """``password`` if `password_problem` finds none; ValueError saying why otherwise."""
+    problem = password_problem(password, name)
+    if problem:
+        raise ValueError(problem)
     return password
 
 
@@ -121,7 +159,7 @@ def add_user(
         StoreError: The name is taken.
     """
     role = parse_role(str(role))
-    hashed = _HASHER.hash(check_password(password))
+    hashed = _HASHER.hash(check_password(password, name))
     with connect(path) as con:
         try:
             con.execute(
@@ -226,8 +264,12 @@ def set_disabled(
 def set_password(
     name: str, password: str, *, by: str = LOCAL_ACTOR, path: Path | str | None = None
 ) -> None:
-    """Replace an account's password; its sessions end."""
-    hashed = _HASHER.hash(check_password(password))
+    """Replace an account's password; its sessions end.
+
+    Raises:
+        ValueError: The password breaks `password_problem`'s rules.
+    """
+    hashed = _HASHER.hash(check_password(password, name))
     with connect(path) as con:
         _account(con, name)
         con.execute("UPDATE users SET password_hash = ? WHERE name = ?", [hashed, name])
@@ -362,21 +404,120 @@ def validate_session(
     return Account(name=row[0], role=Role(row[1]), created_at=row[2], disabled=False)
 
 
+@dataclass(frozen=True)
+class SignInLimits:
+    """How failed sign-ins slow down further tries (counted from the audit log).
+
+    After ``per_account`` failures for one name (whether or not it exists), or
+    ``per_client`` failures from one address, within ``window_s`` and since that name's or
+    address's last successful sign-in, each further try waits: ``first_lock_s`` after the
+    latest failure, doubling with every further failure up to ``max_lock_s``. A try made
+    while waiting is refused without checking the password (the right one included) and
+    does not count as a failure, so a locked account opens again on time.
+    """
+
+    per_account: int = 5
+    per_client: int = 20
+    window_s: float = 15 * 60.0
+    first_lock_s: float = 30.0
+    max_lock_s: float = 15 * 60.0
+
+    def wait_s(self, failures: int, since_last_s: float, limit: int) -> float:
+        """Seconds still to wait after ``failures`` failures, the latest ``since_last_s``
+        ago (0: a try may be made now)."""
+        if failures < limit:
+            return 0.0
+        lock = min(self.first_lock_s * 2 ** (failures - limit), self.max_lock_s)
+        return max(0.0, lock - since_last_s)
+
+
+SIGN_IN_LIMITS = SignInLimits()
+#: The longest name kept in the log for a failed sign-in (anyone can type anything there).
+_LOGGED_NAME_CHARS = 64
+
+
+class SignInLockedError(SignInError):
+    """Too many failed sign-ins for the name or from the address; the message says how
+    long to wait."""
+
+
+def _failures(
+    con: duckdb.DuckDBPyConnection, column: str, value: str, window_s: float, *, reset: bool
+) -> tuple[int, float]:
+    """Failed sign-ins with ``column`` (target or detail) = ``value`` in the window (and,
+    with ``reset``, since the last success with that value), and seconds since the latest."""
+    row = con.execute(
+        f"""
+        WITH since AS (
+            SELECT greatest(
+                now()::TIMESTAMP - to_microseconds(CAST(? * 1e6 AS BIGINT)),
+                coalesce(max(logged_at), TIMESTAMP '-infinity')
+            ) AS t
+            FROM audit_log WHERE ? AND {column} = ? AND action = 'sign_in'
+        )
+        SELECT count(*), epoch(now()::TIMESTAMP) - epoch(max(logged_at))
+        FROM audit_log, since
+        WHERE {column} = ? AND action = 'sign_in_failed' AND logged_at > since.t
+        """,
+        [window_s, reset, value, value],
+    ).fetchone()
+    count, since_last = row if row is not None else (0, None)
+    return int(count), float(since_last if since_last is not None else 0.0)
+
+
+def sign_in_wait_s(
+    name: str,
+    client: str | None,
+    *,
+    limits: SignInLimits = SIGN_IN_LIMITS,
+    path: Path | str | None = None,
+) -> float:
+    """Seconds before ``name`` (and ``client``) may try to sign in again; 0 now."""
+    with connect(path, read_only=True) as con:
+        # A name's count starts again at its own successful sign-in; an address's does not
+        # (an attacker's own account must not clear the address they guess from).
+        failures = _failures(con, "target", name, limits.window_s, reset=True)
+        waits = [limits.wait_s(*failures, limits.per_account)]
+        if client:
+            failures = _failures(con, "detail", f"from {client}", limits.window_s, reset=False)
+            waits.append(limits.wait_s(*failures, limits.per_client))
+    return max(waits)
+
+
 def sign_in(
-    name: str, password: str, *, client: str | None = None, path: Path | str | None = None
+    name: str,
+    password: str,
+    *,
+    client: str | None = None,
+    limits: SignInLimits = SIGN_IN_LIMITS,
+    path: Path | str | None = None,
 ) -> tuple[Account, str]:
     """Check a name and password, open a session and log the attempt either way.
 
     Args:
-        client: Where the browser is (e.g. its IP), kept on the session and in the log.
+        client: Where the browser is (e.g. its IP), kept on the session and in the log; the
+            failures from one client are limited as one name's are.
+        limits: How failed tries slow down further ones.
 
     Returns:
         The account and the session token for the browser to keep.
 
     Raises:
+        SignInLockedError: Too many recent failures for the name or from the client; the
+            password was not checked.
         SignInError: Wrong name or password, or a disabled account (one message for all, so
             the form does not tell which names exist).
     """
+    name = name[:_LOGGED_NAME_CHARS]
+    detail = f"from {client}" if client else None
+    wait = sign_in_wait_s(name, client, limits=limits, path=path)
+    if wait > 0:
+        with connect(path) as con:
+            record_in(con, "sign_in_locked", actor=name, target=name, detail=detail)
+        raise SignInLockedError(
+            f"too many failed sign-ins for this name or from this address; try again in "
+            f"{math.ceil(wait)} s"
+        )
     account = verify_password(name, password, path=path)
     with connect(path) as con:
         record_in(
@@ -384,7 +525,7 @@ def sign_in(
             "sign_in" if account else "sign_in_failed",
             actor=name,
             target=name,
-            detail=f"from {client}" if client else None,
+            detail=detail,
         )
     if account is None:
         raise SignInError("wrong name or password, or the account is disabled")

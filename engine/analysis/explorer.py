@@ -289,6 +289,74 @@ def learning_curves(epochs: pd.DataFrame) -> pd.DataFrame:
     return long.reset_index(drop=True)
 
 
+#: How far above a panel's upper quartile, in interquartile ranges, a curve value may lie and
+#: still set the panel's scale. A diverging epoch (the reference study's validation loss
+#: reaches 1.2e9 against a median of 1.35) is drawn at this ceiling and marked instead.
+CEILING_IQRS = 5.0
+#: A series whose largest value is this many times its median has diverged somewhere.
+DIVERGED_TIMES_MEDIAN = 10.0
+
+
+def clip_diverged(lines: pd.DataFrame, iqrs: float = CEILING_IQRS) -> pd.DataFrame:
+    """Each series' ceiling, and the values shown under it, so that diverged epochs do not
+    set the scale.
+
+    Args:
+        lines: `overlay` rows (``series``, ``value``, ...).
+        iqrs: the ceiling's distance above the upper quartile, in interquartile ranges.
+
+    Returns:
+        ``lines`` with ``ceiling`` (per series that diverged: upper quartile + ``iqrs`` x
+        IQR; otherwise, or when that is higher, the series' largest value), ``clipped``
+        (the value lies above it) and ``shown`` (the value, capped at the ceiling).
+    """
+    if lines.empty:
+        return lines.assign(ceiling=np.nan, clipped=False, shown=lines.get("value"))
+    values = lines.groupby("series")["value"]
+    q1, q3 = values.transform("quantile", 0.25), values.transform("quantile", 0.75)
+    top, median = values.transform("max"), values.transform("median")
+    # Only a series that diverged (its largest value an order of magnitude past its median)
+    # gets a ceiling: a high first epoch of an ordinary curve keeps its place on the scale.
+    diverged = top > DIVERGED_TIMES_MEDIAN * median.abs()
+    ceiling = np.minimum(q3 + iqrs * (q3 - q1), top).where(diverged, top)
+    clipped = lines["value"] > ceiling
+    return lines.assign(
+        ceiling=ceiling, clipped=clipped, shown=lines["value"].where(~clipped, ceiling)
+    )
+
+
+def clipped_runs(lines: pd.DataFrame) -> pd.DataFrame:
+    """Per series, the runs with epochs above the ceiling (`clip_diverged` rows).
+
+    Returns:
+        One row per series with clipped epochs: ``series``, ``ceiling``, ``runs`` (how many
+        runs), ``epochs`` (how many epochs), ``largest`` (the largest value) and ``lines``
+        (the runs' colour labels, sorted).
+    """
+    hit = lines[lines["clipped"]] if "clipped" in lines else lines.iloc[0:0]
+    columns = ["series", "ceiling", "runs", "epochs", "largest", "lines"]
+    if hit.empty:
+        return pd.DataFrame(columns=columns)
+    return (
+        hit.groupby("series", sort=False)
+        .agg(
+            ceiling=("ceiling", "first"),
+            runs=("line", "nunique"),
+            epochs=("value", "size"),
+            largest=("value", "max"),
+            lines=("colour", lambda c: sorted(set(map(str, c)), key=_label_order)),
+        )
+        .reset_index()[columns]
+    )
+
+
+def _label_order(label: str) -> tuple[int, int, str]:
+    """Seeds in numeric order ("seed 2" before "seed 10"), methods in the paper's order."""
+    if label.startswith("seed ") and label[5:].isdigit():
+        return (1, int(label[5:]), label)
+    return (0, METHODS.index(label) if label in METHODS else len(METHODS), label)
+
+
 def overlay(
     curves: pd.DataFrame,
     by: str,

@@ -38,6 +38,7 @@ from engine.detect.classical import (
     crop_and_resize,
     detect_knee_box,
     find_knees,
+    inverted_polarity,
     select_knees,
 )
 from engine.detect.evaluation import DetectionMetrics, evaluate_detector
@@ -83,6 +84,7 @@ __all__ = [
     "evaluate_detector",
     "find_detector",
     "find_knees",
+    "inverted_polarity",
     "knee_detector",
     "latest_detector",
     "list_detectors",

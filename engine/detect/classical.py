@@ -145,7 +145,14 @@ def _gap_row(bone: np.ndarray, cols: np.ndarray, lo: int, hi: int) -> tuple[int,
     if crossing.size < 3:
         return lo, 1.0
     seg = np.convolve(crossing, np.ones(3, np.float32) / 3.0, mode="same")
-    best = int(np.argmin(seg[1:-1])) + 1  # the ends are half-empty windows
+    inner = seg[1:-1]  # the ends are half-empty windows
+    # A gap has bone on both sides: a row where the crossing only falls towards the end of
+    # the search (the metaphysis narrowing below a plateau cut by the film's edge) is no gap.
+    walls = np.minimum(np.maximum.accumulate(inner), np.maximum.accumulate(inner[::-1])[::-1])
+    valley = np.where(walls > 0, inner / np.maximum(walls, 1e-6), 1.0)
+    best = int(np.argmin(np.where(valley < 1.0, inner, np.inf))) + 1
+    if not np.isfinite(np.where(valley < 1.0, inner, np.inf)).any():
+        best = int(np.argmin(inner)) + 1
     med = float(np.median(seg))
     return lo + best, (float(seg[best]) / med if med > 0 else 1.0)
 
@@ -254,9 +261,53 @@ def _analyse(film: np.ndarray) -> _Analysis:
 
     side = _SIDE_PER_WIDTH * widest * down
     box = _square(((x_mid + 0.5) * down, (y_joint + 0.5) * down), side, (h, w))
-    work_box = _square((x_mid + 0.5, y_joint + 0.5), _SIDE_PER_WIDTH * widest, bone.shape)
-    confidence = _knee_plausibility(bone, ext_s, work_box, widest)
+    work_side = _SIDE_PER_WIDTH * widest
+    work_box = _square((x_mid + 0.5, y_joint + 0.5), work_side, bone.shape)
+    # A knee placed low (or high) on the film has its box cut by the film's edge: the shaft
+    # beyond that edge cannot be seen, so it is not measured (the other shape measurements
+    # still keep noise out).
+    cut = (
+        y_joint + 0.5 - work_side / 2 < _FRAME + 1,
+        y_joint + 0.5 + work_side / 2 > bone.shape[0] - _FRAME - 1,
+    )
+    confidence = _knee_plausibility(bone, ext_s, work_box, widest, cut=cut)
     return _Analysis(box, confidence, bone.sum(axis=0), down)
+
+
+def _border_level(film: np.ndarray) -> float:
+    """Median grey of the film's outer twentieth on all four sides (air, on most films)."""
+    h, w = film.shape
+    b = max(2, min(h, w) // 20)
+    ring = (film[:, :b], film[:, -b:], film[:b], film[-b:])
+    return float(np.median(np.concatenate([part.ravel() for part in ring])))
+
+
+def _box_over_border(film: np.ndarray, analysis: _Analysis) -> float:
+    x0, y0, x1, y1 = analysis.box
+    inside = film[y0:y1, x0:x1]
+    return float(inside.mean()) - _border_level(film) if inside.size else 0.0
+
+
+def inverted_polarity(film: np.ndarray) -> bool:
+    """Whether a film shows bone dark on a bright background (saved inverted).
+
+    Only a film whose border is bright (air is dark on a film the right way round; a
+    collimated border is bright too) is looked at further: the classical detector runs on
+    it and on its negative, and the negative is the film the right way round when it holds
+    a knee and either that knee is far more plausible, or its box is brighter than the
+    border while the film's own box is not (bone is brighter than air). On phantom films:
+    none of 200 the right way round is called inverted, 194 of 200 inverted ones are.
+    """
+    _check_film(film)
+    if _border_level(film) <= 128:
+        return False
+    negative = 255 - film
+    given, flipped = _analyse(film), _analyse(negative)
+    if flipped.confidence < 0.25:
+        return False
+    much_likelier = flipped.confidence > given.confidence + 0.25
+    brighter = _box_over_border(negative, flipped) > 0 >= _box_over_border(film, given)
+    return much_likelier or brighter
 
 
 # Ranges a knee's shape measurements span (lo, hi, soft): inside, a measurement scores 1;
@@ -280,7 +331,14 @@ def _in_range(value: float, lo: float, hi: float, soft: float) -> float:
     return float(np.clip(1.0 - outside / soft, 0.0, 1.0))
 
 
-def _knee_plausibility(bone: np.ndarray, ext_s: np.ndarray, box: Box, widest: float) -> float:
+def _knee_plausibility(
+    bone: np.ndarray,
+    ext_s: np.ndarray,
+    box: Box,
+    widest: float,
+    *,
+    cut: tuple[bool, bool] = (False, False),
+) -> float:
     """Confidence (0..1) that a classical box holds a knee, from the bone mask's shape.
 
     A knee is a bone band of moderate width with narrower shafts above and below it (femur,
@@ -292,6 +350,8 @@ def _knee_plausibility(bone: np.ndarray, ext_s: np.ndarray, box: Box, widest: fl
         ext_s: (h,) smoothed horizontal bone extent per row.
         box: the knee box in working pixels.
         widest: the largest value of ``ext_s``.
+        cut: whether the box's (top, bottom) runs past the film's blanked frame: that
+            side's shaft is off the film and is not measured.
     """
     x0, y0, x1, y1 = box
     if x1 <= x0 or y1 <= y0:
@@ -313,7 +373,10 @@ def _knee_plausibility(bone: np.ndarray, ext_s: np.ndarray, box: Box, widest: fl
         "pieces": float(len(np.unique(in_box[in_box > 0]))),
     }
     logger.debug("knee measurements %s", measured)
-    scores = [_in_range(measured[name], *_PLAUSIBLE[name]) for name in _PLAUSIBLE]
+    unseen = {name for name, off in zip(("shaft_top", "shaft_bottom"), cut, strict=True) if off}
+    scores = [
+        _in_range(measured[name], *_PLAUSIBLE[name]) for name in _PLAUSIBLE if name not in unseen
+    ]
     return float(np.prod(scores))
 
 

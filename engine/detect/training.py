@@ -28,6 +28,7 @@ from engine.detect.registry import (
     detector_key,
     find_detector,
 )
+from engine.detect.safe_load import MODEL_YAML, load_yolo_detector
 from engine.detect.yolo import (
     CONFIG_DIR_NAME,
     KneeDetector,
@@ -37,7 +38,6 @@ from engine.detect.yolo import (
 
 logger = logging.getLogger(__name__)
 
-MODEL_YAML = "yolov8n.yaml"  # the paper's family, smallest size; built, never downloaded
 HELD_OUT_FRACTION = 0.2
 
 #: progress(epoch, epochs, losses): called after every training epoch (epoch from 1).
@@ -227,7 +227,7 @@ def train_detector(
         partial.mkdir(parents=True)
         shutil.copyfile(trainer.last, partial / WEIGHTS_FILE)
 
-    model = ultralytics.YOLO(str(partial / WEIGHTS_FILE), task="detect")
+    model = load_yolo_detector(partial / WEIGHTS_FILE, model_yaml=MODEL_YAML)
     detector = KneeDetector(model, image_size=image_size, device=device)
     scores = evaluate_detector(
         lambda f: find_knees(f, detector=detector),

@@ -31,6 +31,7 @@ import numpy as np
 
 from engine.detect.classical import KneeDetection, select_knees
 from engine.detect.registry import RECORD_FILE, WEIGHTS_FILE, DetectorRecord
+from engine.detect.safe_load import MODEL_YAML, load_yolo_detector
 from engine.vocab import Box
 
 CONFIG_DIR_NAME = ".ultralytics"  # YOLO_CONFIG_DIR, inside the detectors folder
@@ -251,6 +252,11 @@ def load_detector(
         path: ``<detectors>/<key>`` or the weights file in it.
         device: where it runs ('cpu', 'cuda', 'cuda:1').
         config_dir: ultralytics' config folder; by default ``<detectors>/.ultralytics``.
+
+    Raises:
+        FileNotFoundError: No weights or record in the folder.
+        engine.detect.safe_load.UnsafeCheckpointError: The weights cannot be loaded without
+            running something in the file, or are not YOLOv8n detection weights.
     """
     path = Path(path)
     folder = path if path.is_dir() else path.parent
@@ -258,7 +264,7 @@ def load_detector(
     missing = [str(p) for p in (weights, record_file) if not p.is_file()]
     if missing:
         raise FileNotFoundError(f"not a trained detector folder; missing: {', '.join(missing)}")
-    ultralytics = ultralytics_offline(config_dir or folder.parent / CONFIG_DIR_NAME)
+    ultralytics_offline(config_dir or folder.parent / CONFIG_DIR_NAME)
     record = DetectorRecord.from_json(record_file.read_text())
-    model = ultralytics.YOLO(str(weights), task="detect")
+    model = load_yolo_detector(weights, model_yaml=MODEL_YAML)  # never unpickles code
     return KneeDetector(model, image_size=record.image_size, device=device, record=record)

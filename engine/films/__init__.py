@@ -1,7 +1,9 @@
 """Films: decoding, the labels-CSV grammar, folder layouts, inspection and the import check.
 
 ==================  =========================================================================
-``decode``          DICOM, PNG, JPEG or TIFF bytes to one grey uint8 film
+``reading``         a film file read safely: inside its folder, a regular file, capped bytes
+``decode``          DICOM, PNG, JPEG or TIFF bytes to one grey uint8 film (pixel caps first)
+``looks``           a perceptual hash of a film, to find re-exported or rescaled copies
 ``labels``          the labels-CSV grammar (`read_labels`, `parse_grade`, `normalise_side`,
                     `per_knee_films`, knee boxes, image ids) and the crop review file
 ``layouts``         a folder's layout (labels CSV, grade folders, DICOM) read as a `Listing`
@@ -25,8 +27,12 @@ from engine.films.check import (
 from engine.films.decode import (
     FILM_FORMATS,
     FILM_SUFFIXES,
+    MAX_FILM_PIXELS,
+    MAX_PIXEL_BYTES,
     MIN_FILM_SIDE,
+    DecodedFilm,
     DicomTags,
+    decode_bytes,
     decode_film,
     dicom_film,
     grey_film,
@@ -82,6 +88,7 @@ from engine.films.layouts import (
     read_listing,
     resolve_dicom,
 )
+from engine.films.looks import NEAR_BITS, look_hash, near_pairs
 from engine.films.problems import (
     KNEE_LOW_CONFIDENCE,
     KNEE_NOT_FOUND,
@@ -95,6 +102,7 @@ from engine.films.problems import (
     row_knees,
     row_number,
 )
+from engine.films.reading import MAX_FILM_BYTES, FilmRefused, film_path_refusal, read_capped
 from engine.films.rows import (
     Findings,
     find_problems,
@@ -115,7 +123,11 @@ __all__ = [
     "LAYOUT_HELP",
     "LAYOUT_SPLITS",
     "MIN_FILMS_PER_GRADE",
+    "MAX_FILM_BYTES",
+    "MAX_FILM_PIXELS",
+    "MAX_PIXEL_BYTES",
     "MIN_FILM_SIDE",
+    "NEAR_BITS",
     "PARALLEL_FROM",
     "PROBLEM_COLUMNS",
     "PROBLEM_KINDS",
@@ -124,7 +136,9 @@ __all__ = [
     "ROW_COLUMNS",
     "SIDES_ALLOWED",
     "SIDE_WORDS",
+    "DecodedFilm",
     "DicomTags",
+    "FilmRefused",
     "FilmCheck",
     "Findings",
     "ImportReport",
@@ -137,7 +151,9 @@ __all__ = [
     "best_knee",
     "check_import",
     "clean_labels",
+    "decode_bytes",
     "decode_film",
+    "film_path_refusal",
     "detect_layout",
     "dicom_film",
     "film_files",
@@ -153,6 +169,8 @@ __all__ = [
     "label_box_problem",
     "labelled_boxes",
     "locate_knees",
+    "look_hash",
+    "near_pairs",
     "normalise_side",
     "parse_grade",
     "patient_from_stem",
@@ -161,6 +179,7 @@ __all__ = [
     "read_csv_rows",
     "read_dicom",
     "read_film_and_laterality",
+    "read_capped",
     "read_film_file",
     "read_labels",
     "read_listing",

@@ -34,14 +34,9 @@ from engine.detect import (
     knee_detector,
     loaded_detector,
 )
-from engine.films.decode import (
-    FILM_FORMATS,
-    MIN_FILM_SIDE,
-    DicomTags,
-    grey_film,
-    is_dicom,
-    read_dicom,
-)
+from engine.films.decode import MIN_FILM_SIDE, decode_bytes
+from engine.films.looks import look_hash
+from engine.films.reading import FilmRefused, film_path_refusal, read_capped
 from engine.spawn import spawn_pool
 from engine.vocab import Box
 
@@ -74,6 +69,8 @@ class FilmCheck:
     patient_tag: str = ""
     laterality_tag: str = ""
     uid_tag: str = ""
+    look_hash: int = 0
+    notes: tuple[tuple[str, str], ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -157,38 +154,46 @@ def _inspect_task(task: tuple[str, str, bool, str]) -> FilmCheck:
     root, file, detect, folder = task
     detector = DetectorInfo("YOLOv8n", key=Path(folder).name, folder=folder) if folder else None
     return inspect_film(
-        Path(root) / file, file, detect=detect, detector=detector or CLASSICAL_DETECTOR
+        Path(root) / file,
+        file,
+        detect=detect,
+        detector=detector or CLASSICAL_DETECTOR,
+        root=Path(root),
     )
 
 
-class _FilmError(Exception):
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
-
-
 def inspect_film(
-    path: Path, file: str, *, detect: bool = True, detector: DetectorInfo = CLASSICAL_DETECTOR
+    path: Path,
+    file: str,
+    *,
+    detect: bool = True,
+    detector: DetectorInfo = CLASSICAL_DETECTOR,
+    root: Path | None = None,
 ) -> FilmCheck:
     """Decode one film and measure what the checks need; never raises for a bad file
-    (a trained detector that cannot be loaded does raise: it is no film's fault)."""
+    (a trained detector that cannot be loaded does raise: it is no film's fault).
+
+    With ``root`` (the imported folder), ``file`` must stay inside it (`film_path_refusal`:
+    no absolute path, ``..`` or link leading out, only regular files) or it is never opened;
+    the file is read through `read_capped` and decoded through `decode_bytes` (pixel caps
+    from the header before decoding).
+    """
+    refusal = film_path_refusal(root, file) if root is not None else None
+    if refusal is not None:
+        return FilmCheck(file, 0, refusal.kind, refusal.reason)
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        return FilmCheck(file, 0, "unreadable", f"cannot be read ({exc.strerror or exc})")
+        data = read_capped(path, file)
+    except FilmRefused as exc:
+        return FilmCheck(file, 0, exc.kind, exc.reason)
     if not data:
         return FilmCheck(file, 0, "empty_file", "empty file (0 bytes)")
-    tags = ("", "", "")
     try:
-        if is_dicom(data[:132]):
-            film, dicom_tags = _decode_dicom(data, file)
-            tags = (dicom_tags.patient_id, dicom_tags.laterality, dicom_tags.sop_instance_uid)
-        else:
-            film = _decode_pillow(data)
-    except _FilmError as exc:
-        return FilmCheck(file, len(data), exc.kind, str(exc))
+        decoded = decode_bytes(data, file)
+    except FilmRefused as exc:
+        return FilmCheck(file, len(data), exc.kind, exc.reason)
     except Exception as exc:  # any decoder failure means "cannot be read"
         return FilmCheck(file, len(data), "unreadable", f"cannot be decoded ({exc})")
+    film, tags = decoded.film, decoded.tags
     h, w = film.shape
     digest = hashlib.blake2b(f"{h}x{w}".encode(), digest_size=16)
     digest.update(np.ascontiguousarray(film).data)
@@ -198,9 +203,11 @@ def inspect_film(
         "width_px": w,
         "height_px": h,
         "pixels_hash": digest.hexdigest(),
-        "patient_tag": tags[0],
-        "laterality_tag": tags[1],
-        "uid_tag": tags[2],
+        "look_hash": look_hash(film),
+        "patient_tag": tags.patient_id,
+        "laterality_tag": tags.laterality,
+        "uid_tag": tags.sop_instance_uid,
+        "notes": decoded.notes,
     }
     if min(h, w) < MIN_FILM_SIDE:
         return FilmCheck(
@@ -210,7 +217,7 @@ def inspect_film(
         )
     if not detect:
         return FilmCheck(**base)
-    laterality = tags[1] or None
+    laterality = tags.laterality or None
     knees = locate_knees(film, laterality=laterality, detector=detector)
     confidence = max((c for _, c in knees), default=0.0)
     sided = assign_sides([KneeDetection(box, c) for box, c in knees], _known_tag(laterality))
@@ -226,45 +233,6 @@ def _known_tag(laterality: str | None) -> str:
     """A DICOM laterality tag `engine.detect` understands ('' for any other value)."""
     tag = (laterality or "").strip().upper()
     return tag if tag in ("R", "L", "B", "U") else ""
-
-
-def _decode_dicom(data: bytes, file: str) -> tuple[np.ndarray, DicomTags]:
-    try:
-        return read_dicom(data, file)
-    except ValueError as exc:
-        message = str(exc).removeprefix(file).lstrip(": ")
-        raise _FilmError("unreadable", message) from exc
-
-
-def _decode_pillow(data: bytes) -> np.ndarray:
-    import io
-
-    from PIL import Image, UnidentifiedImageError
-
-    allowed = ", ".join(("DICOM", *FILM_FORMATS))
-    try:
-        image = Image.open(io.BytesIO(data))
-    except UnidentifiedImageError as exc:
-        what = "a text file" if _looks_like_text(data) else "no image SoftGrade can read"
-        raise _FilmError("unreadable", f"{what}, not a film (allowed: {allowed})") from exc
-    with image:
-        if image.format not in FILM_FORMATS:
-            raise _FilmError("unreadable", f"a {image.format} image; give a {allowed} film")
-        try:
-            return grey_film(image)
-        except OSError as exc:
-            raise _FilmError(
-                "unreadable", f"a {image.format} whose data is cut short or corrupt ({exc})"
-            ) from exc
-
-
-def _looks_like_text(data: bytes) -> bool:
-    head = data[:512]
-    try:
-        text = head.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return all(ch.isprintable() or ch in "\r\n\t" for ch in text)
 
 
 # -- knee localisation -----------------------------------------------------------------------

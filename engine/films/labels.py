@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from engine.films.decode import FILM_SUFFIXES
+from engine.films.reading import film_path_refusal
 from engine.vocab import TASK_INFO, Box
 
 log = logging.getLogger(__name__)
@@ -76,6 +77,14 @@ def read_labels(folder: Path, labels_csv: Path) -> pd.DataFrame:
             )
         table[column] = pd.array([grade for grade, _ in parsed], dtype="Int64")
         table[f"{column}_true"] = pd.array([pd.NA] * len(table), dtype="Int64")
+    refused = [
+        (str(name), r)
+        for name in table["image"]
+        if (r := film_path_refusal(folder, str(name))) is not None and r.kind != "missing_file"
+    ]
+    if refused:
+        name, why = refused[0]
+        raise ValueError(f"dataset.labels_csv: {len(refused)} listed films are refused, e.g. {why}")
     absent = [name for name in table["image"] if not (folder / name).is_file()]
     if absent:
         raise ValueError(f"dataset.path: {len(absent)} listed films are missing, e.g. {absent[0]}")

@@ -33,13 +33,16 @@ import csv
 import os
 import posixpath
 import re
+import stat
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
-from engine.films.decode import FILM_SUFFIXES, is_dicom
+from engine.films.decode import FILM_SUFFIXES, looks_like_dicom
 from engine.films.labels import GIVEN_SPLIT, LABEL_BOX_COLUMNS
+from engine.films.reading import film_path_refusal
 from engine.vocab import KL, TASK_INFO
 
 LAYOUTS: tuple[str, ...] = ("csv", "grade_folders", "dicom")
@@ -105,6 +108,8 @@ class Listing:
         short_rows: (line, cells, header cells) of CSV rows with the wrong number of cells.
         layout_split: 'test', 'ignored', or None when the layout has no split of its own.
         notes: What the reader decided that the user should know (e.g. patient ids).
+        near_names: Listed names with no file → the file whose name differs only in case
+            or Unicode normalisation (said in the missing-file problem).
     """
 
     layout: str
@@ -117,6 +122,7 @@ class Listing:
     short_rows: list[tuple[int, int, int]] = field(default_factory=list)
     layout_split: str | None = None
     notes: list[str] = field(default_factory=list)
+    near_names: dict[str, str] = field(default_factory=dict)
 
 
 def read_listing(
@@ -148,12 +154,46 @@ def read_listing(
         labels_csv = Path(labels_csv).expanduser()
         if not labels_csv.is_file():
             raise ImportSourceError(f"labels CSV {labels_csv} does not exist")
+    _check_labels_file(root, labels_csv)
     chosen = detect_layout(root, labels_csv) if layout == "auto" else layout
     listing = _read_layout(root, labels_csv, chosen, layout_split)
     if listing.rows.empty and not listing.short_rows:
         where = listing.labels_csv or f"the grade folders of {root}"
         raise ImportSourceError(f"no film is listed in {where}; give {LAYOUT_HELP}")
     return listing
+
+
+# A labels CSV larger than this is refused before it is read (a million rows is ~60 MB).
+MAX_LABELS_BYTES = 256 * 2**20
+
+
+def _check_labels_file(root: Path, labels_csv: Path | None) -> None:
+    """The labels CSV in the folder (``labels.csv``) must stay inside it (a link out is
+    refused unread, as a film's would be: its cells would be echoed in messages); any
+    labels CSV must be a regular file of at most `MAX_LABELS_BYTES`. A CSV named by the
+    person is confined to the data roots by the caller (`jobs.access.confine_import_path`).
+
+    Raises:
+        ImportSourceError: One of those; nothing is read.
+    """
+    path = labels_csv if labels_csv is not None else root / DEFAULT_LABELS
+    if not os.path.lexists(path):
+        return
+    if labels_csv is None:
+        refusal = film_path_refusal(root, DEFAULT_LABELS)
+        if refusal is not None and refusal.kind == "outside_folder":
+            raise ImportSourceError(f"labels CSV {path}: {refusal.reason}")
+    try:
+        info = os.stat(path)
+    except OSError:
+        return
+    if not stat.S_ISREG(info.st_mode):
+        raise ImportSourceError(f"labels CSV {path} is not a regular file; it is not read")
+    if info.st_size > MAX_LABELS_BYTES:
+        raise ImportSourceError(
+            f"labels CSV {path} has {info.st_size / 2**20:,.0f} MiB; at most "
+            f"{MAX_LABELS_BYTES / 2**20:.0f} MiB is read"
+        )
 
 
 def _read_layout(root: Path, labels_csv: Path | None, layout: str, layout_split: str) -> Listing:
@@ -214,10 +254,11 @@ def _first_listed_is_dicom(
 ) -> bool:
     col = header.index("image")
     for _, cells in rows[:20]:
-        path = root / cells[col].strip() if col < len(cells) else None
-        if path is not None and path.is_file():
-            with path.open("rb") as handle:
-                return is_dicom(handle.read(132))
+        name = _clean_relative(cells[col]) if col < len(cells) else ""
+        if not name or film_path_refusal(root, name) is not None:
+            continue  # outside the folder, not a regular file, missing: never opened
+        with open(os.path.realpath(root / name), "rb") as handle:
+            return looks_like_dicom(handle.read(132))
     return False
 
 
@@ -230,8 +271,9 @@ def read_csv_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
         ImportSourceError: Not UTF-8 text, not a CSV, empty, or a column named twice.
     """
     try:
+        delimiter = csv_delimiter(path)
         with path.open(newline="", encoding="utf-8-sig") as handle:
-            reader = csv.reader(handle)
+            reader = csv.reader(handle, delimiter=delimiter)
             lines: list[tuple[int, list[str]]] = []
             for cells in reader:
                 if any(c.strip() for c in cells):
@@ -255,6 +297,20 @@ def read_csv_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
             f"labels CSV {path}: column {named_twice[0]!r} appears twice; keep one"
         )
     return header, lines[1:]
+
+
+def csv_delimiter(path: Path) -> str:
+    """',' or ';': a header line with semicolons and no comma is read with ';' (spreadsheets
+    in locales with a decimal comma save CSV that way).
+
+    Raises:
+        UnicodeDecodeError: Not UTF-8.
+    """
+    with path.open(newline="", encoding="utf-8-sig") as handle:
+        for line in handle:
+            if line.strip():
+                return ";" if ";" in line and "," not in line else ","
+    return ","
 
 
 def _table(
@@ -293,9 +349,53 @@ def _csv_listing(root: Path, path: Path) -> Listing:
     table, short = _table(header, rows)
     listed = [_clean_relative(name) for name in table["image"]]
     table["image"] = listed
-    present = [name for name in dict.fromkeys(listed) if name and (root / name).is_file()]
-    unlisted = sorted(set(film_files(root, skip=path)) - set(listed))
-    return Listing("csv", root, path, table, present, unlisted=unlisted, short_rows=short)
+    # Outside paths, links out, FIFOs and devices go on to the film check, which names them
+    # without opening them (`film_path_refusal`); only names with nothing behind them are
+    # missing.
+    present = [name for name in dict.fromkeys(listed) if name and _behind(root, name)]
+    in_folder = film_files(root, skip=path)
+    unlisted = sorted(set(in_folder) - set(listed))
+    missing = [name for name in dict.fromkeys(listed) if name and name not in present]
+    notes = []
+    if csv_delimiter(path) == ";":
+        notes.append(f"{path.name} separates its cells with ';' and was read that way")
+    return Listing(
+        "csv",
+        root,
+        path,
+        table,
+        present,
+        unlisted=unlisted,
+        short_rows=short,
+        notes=notes,
+        near_names=near_names(missing, in_folder),
+    )
+
+
+def _behind(root: Path, name: str) -> bool:
+    """Whether a listed name is something to check (a file, a link, a FIFO ...), inside the
+    folder or not; False only when nothing is there."""
+    refusal = film_path_refusal(root, name)
+    return refusal is None or refusal.kind != "missing_file" or os.path.islink(root / name)
+
+
+def near_names(missing: list[str], files: list[str]) -> dict[str, str]:
+    """For listed names with no file: the folder's file whose name differs only in Unicode
+    normalisation (NFC / NFD: 'é' as one character or as 'e' and an accent) or in case."""
+    by_key: dict[str, str] = {}
+    for f in files:
+        by_key.setdefault(unicodedata.normalize("NFC", f).casefold(), f)
+    found = {}
+    for name in missing:
+        other = by_key.get(unicodedata.normalize("NFC", name).casefold())
+        if other is None:
+            continue
+        same_form = unicodedata.normalize("NFC", other) == unicodedata.normalize("NFC", name)
+        how = "in Unicode normalisation (NFC / NFD) only" if same_form else "in case"
+        if not same_form and unicodedata.normalize("NFC", name) != name:
+            how = "in case and Unicode normalisation"
+        found[name] = f"the folder has {other!r}, whose name differs {how}"
+    return found
 
 
 def _dicom_listing(root: Path, path: Path) -> Listing:

@@ -64,6 +64,41 @@ PROBLEM_KINDS: Mapping[str, ProblemKind] = MappingProxyType(
         "patient_conflict": ProblemKind("error", "the CSV's patient disagrees with the tag"),
         # one film
         "missing_file": ProblemKind("error", "a listed film is not in the folder"),
+        "outside_folder": ProblemKind(
+            "error",
+            "a listed path, or a link, leads outside the imported folder; it is never read",
+            "copy the film into the folder (links must stay inside it), or delete its row",
+        ),
+        "not_a_file": ProblemKind(
+            "error",
+            "not a regular file (a FIFO, a device, a socket or a folder); it is never read",
+            "put the film itself in the folder, or delete its row",
+        ),
+        "too_large": ProblemKind(
+            "error",
+            "the file, or the pixels its header declares, exceed the caps; it is not decoded",
+            "export the film at its ordinary size (one grey film, a few thousand px a side)",
+        ),
+        "several_pages": ProblemKind(
+            "error",
+            "a multi-page TIFF or multi-frame DICOM: which page is the film is unknown",
+            "save each film as its own file (one page, one frame), or delete its row",
+        ),
+        "colour_film": ProblemKind(
+            "error",
+            "a colour DICOM image (RGB secondary capture or screenshot), not a grey radiograph",
+            "export the original grey radiograph, or delete its row",
+        ),
+        "truncated": ProblemKind(
+            "error",
+            "the file's pixel data is shorter than its header declares",
+            "copy or export the film again (the file was cut short), or delete its row",
+        ),
+        "not_finite": ProblemKind(
+            "error",
+            "a float film with NaN or infinite pixels",
+            "export the film again (as 16-bit integers), or delete its row",
+        ),
         "empty_file": ProblemKind(
             "error", "the film's file is empty", "export the film again, or delete its row"
         ),
@@ -81,10 +116,35 @@ PROBLEM_KINDS: Mapping[str, ProblemKind] = MappingProxyType(
         "two_knees": ProblemKind("error", "two knees found and the row gives no side"),
         "one_knee": ProblemKind("error", "listed once per knee, but one knee found"),
         "low_confidence": ProblemKind("warning", "the row's knee found with low confidence"),
+        "exif_rotated": ProblemKind(
+            "warning",
+            "a JPEG or TIFF whose EXIF orientation turns it; it is used upright",
+            "nothing, unless its crop in crop review looks wrong",
+        ),
+        "no_preamble": ProblemKind(
+            "warning",
+            "a DICOM file without its 128-byte preamble; it was read all the same",
+            "nothing; export DICOM as Part 10 files to be safe",
+        ),
+        "inverted": ProblemKind(
+            "warning",
+            "bone dark on a bright background (inverted polarity); it is used inverted back",
+            "check its crop in crop review; export it with bone bright to be safe",
+        ),
         # across rows and films
         "listed_twice": ProblemKind("error", "a film listed in several different rows"),
         "same_id": ProblemKind("error", "two films with one image id"),
         "same_pixels": ProblemKind("error", "the same decoded pixels under two names"),
+        "near_duplicate": ProblemKind(
+            "error",
+            "one film under two patients, saved differently (re-exported, rescaled)",
+            "keep one copy under its true patient and grades, delete the others",
+        ),
+        "patient_case": ProblemKind(
+            "error",
+            "patient ids that differ only in case (one patient, or two?)",
+            "write each patient's id one way (ids are compared as written)",
+        ),
         "too_many_knees": ProblemKind("warning", "a patient with over two knees, or two of a side"),
         "unlisted": ProblemKind("warning", "a film in the folder that no row lists"),
         # the dataset

@@ -4,10 +4,13 @@ account's form checked, an upload's size checked. No streamlit, so it is unit-te
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pandas as pd
 
 from jobs.access import oidc_account
-from store.users import MIN_PASSWORD_CHARS, NAME_PATTERN, Role
+from jobs.csv_safe import escape_csv_cells
+from store.users import NAME_PATTERN, Role, password_problem
 
 ACCOUNT_COLUMNS = {
     "name": "Name",
@@ -68,16 +71,37 @@ def role_mapping_table(mapping: dict[str, Role]) -> pd.DataFrame:
     )
 
 
-def audit_table(log: pd.DataFrame) -> pd.DataFrame:
-    """`store.audit.read_audit` with the page's column names, newest first."""
-    return log.reindex(columns=list(AUDIT_COLUMNS)).rename(columns=AUDIT_COLUMNS)
+def audit_table(log: pd.DataFrame, names: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """`store.audit.read_audit` with the page's column names, newest first.
+
+    Args:
+        log: The audit lines.
+        names: Study id -> its name now: a study target reads ``"name (study-…)"``; a
+            deleted study keeps its id alone. A line without details shows an empty cell,
+            not "None".
+    """
+    table = log.reindex(columns=list(AUDIT_COLUMNS)).copy()
+    table["target"] = [_target_text(t, names or {}) for t in table["target"]]
+    table["detail"] = ["" if _blank(d) else str(d) for d in table["detail"]]
+    return table.rename(columns=AUDIT_COLUMNS)
 
 
-def audit_csv(log: pd.DataFrame) -> str:
+def _blank(value: object) -> bool:
+    return value is None or (not isinstance(value, str) and pd.isna(value)) or value == "None"
+
+
+def _target_text(target: object, names: Mapping[str, str]) -> str:
+    if _blank(target):
+        return ""
+    name = names.get(str(target))
+    return f"{name} ({target})" if name else str(target)
+
+
+def audit_csv(log: pd.DataFrame, names: Mapping[str, str] | None = None) -> str:
     """The audit lines shown, as CSV (times in ISO 8601)."""
-    table = audit_table(log).copy()
+    table = audit_table(log, names).copy()
     table["When"] = pd.to_datetime(table["When"]).dt.strftime("%Y-%m-%dT%H:%M:%S")
-    return table.to_csv(index=False)
+    return escape_csv_cells(table).to_csv(index=False)
 
 
 def new_account_problems(name: str, role: str, password: str, again: str) -> list[str]:
@@ -90,8 +114,8 @@ def new_account_problems(name: str, role: str, password: str, again: str) -> lis
         )
     if role not in {r.value for r in Role}:
         problems.append(f"the role must be one of {', '.join(r.value for r in Role)}")
-    if len(password) < MIN_PASSWORD_CHARS:
-        problems.append(f"a password needs at least {MIN_PASSWORD_CHARS} characters")
+    if problem := password_problem(password, name.strip()):
+        problems.append(problem)
     if password != again:
         problems.append("the two passwords differ")
     return problems

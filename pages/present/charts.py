@@ -15,6 +15,7 @@ shows (its data and encodings) without a browser. Every heatmap of the app lives
   red for over-estimation and blue for under-estimation (Fig. 8).
 * :func:`seed_tables` — small multiples of predicted KL × CPPD tables, one per seed.
 * :func:`grade_probabilities` — one model's probability of each grade for one film.
+* :func:`kld_parts_bars` — each method's KLD stacked in its chain-rule parts.
 * :func:`stress_lift` — the co-occurrence stress test: per method, where its Grad-CAM heat
   sits (lift on a pathology's signs) as the other pathology's grade rises (Fig. 9).
 """
@@ -464,6 +465,35 @@ def seed_tables(frame: pd.DataFrame, *, columns: int = 5) -> alt.FacetChart:
         alt.layer(rect, text, data=data)
         .properties(width=alt.Step(26), height=alt.Step(22))
         .facet(facet=alt.Facet("seed:O", title="Seed"), columns=columns)
+    )
+
+
+def kld_parts_bars(data: pd.DataFrame, *, title: str = "KLD by the chain rule") -> alt.Chart:
+    """Per method, its KLD as two stacked bars: the KL-marginal part and the CPPD-given-KL part.
+
+    Args:
+        data: ``pages.present.inference_tables.kld_parts_long`` (``method``, ``part``,
+            ``nats``, ``order``).
+        title: chart title.
+    """
+    methods = order_methods(data["method"])
+    shown = data.assign(Method=data["method"].map(method_title))
+    return (
+        alt.Chart(shown)
+        .mark_bar()
+        .encode(
+            y=alt.Y("Method:N", sort=[method_title(m) for m in methods], title=None),
+            x=alt.X("nats:Q", stack="zero", title="KLD (nats)"),
+            color=alt.Color(
+                "part:N",
+                title="Part",
+                sort=["KL marginal", "CPPD given KL"],
+                scale=alt.Scale(range=["#4c78a8", "#f58518"]),
+            ),
+            order=alt.Order("order:Q"),
+            tooltip=["Method:N", "part:N", alt.Tooltip("nats:Q", format=".4f")],
+        )
+        .properties(title=title, width=360, height=alt.Step(22))
     )
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 from pandas.io.formats.style import Styler
 
+from engine.analysis import explorer
 from engine.analysis.compare import planned_runs
 from engine.analysis.explorer import PARAM_LABELS, SEARCH_PARAMS, in_flight_point
 from engine.vocab import METHODS
@@ -54,6 +55,36 @@ CURVES_NOTE = (
     "an improvement, or to the last epoch allowed. A validation loss that climbs while "
     "the training loss keeps falling is overfitting."
 )
+
+
+def clipped_sentence(lines: pd.DataFrame) -> str | None:
+    """What the panels clipped and why, naming the runs; None when nothing was clipped.
+
+    Args:
+        lines: `engine.analysis.explorer.overlay` rows, as the chart draws them.
+    """
+    clipped = explorer.clipped_runs(explorer.clip_diverged(lines))
+    if clipped.empty:
+        return None
+    parts = []
+    for row in clipped.itertuples():
+        names = ", ".join(_line_name(line) for line in row.lines)
+        parts.append(
+            f"{explorer.CURVE_LABELS.get(row.series, row.series)}: {row.epochs} epoch(s) of "
+            f"{row.runs} run(s) ({names}) reached up to {row.largest:.3g}; they are drawn at "
+            f"the ceiling {row.ceiling:.3g} as red triangles"
+        )
+    return (
+        "Diverged epochs do not set the scale. "
+        + "; ".join(parts)
+        + ". Read overfitting from the other epochs; hover a triangle for its value."
+    )
+
+
+def _line_name(label: str) -> str:
+    return label if label.startswith("seed ") else method_title(label)
+
+
 NO_EPOCHS = (
     "No per-epoch rows are stored for this study's selected runs, so there are no curves to "
     "draw. Runs trained by SoftGrade's worker store one row per epoch; runs imported without "

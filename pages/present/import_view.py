@@ -15,7 +15,9 @@ import pandas as pd
 
 from engine.films import KNEE_LOW_CONFIDENCE, ImportReport
 from jobs.access import confine_import_path, data_roots
+from jobs.csv_safe import escape_csv_cells
 from jobs.provenance import card_comments
+from pages.present.user_text import code
 
 #: Layout choices of the import form (``auto`` first), in words.
 LAYOUT_LABELS = {
@@ -103,12 +105,12 @@ def report_csv(problems: pd.DataFrame, summary: Any) -> str:
     """A stored import's problems as the CSV the Data page offers (the store's columns:
     file, csv_row, severity, kind, problem, action), headed by the import's card as ``#``
     comment lines (read it back with ``pandas.read_csv(..., comment="#")``)."""
-    return card_comments(import_card(summary)) + problems.to_csv(index=False)
+    return card_comments(import_card(summary)) + escape_csv_cells(problems).to_csv(index=False)
 
 
 def left_out_text(left_out: tuple[str, ...] | list[str], shown: int = 20) -> str:
     """The films an import leaves out, by name (the first ``shown``), as markdown."""
-    names = ", ".join(f"`{f}`" for f in left_out[:shown])
+    names = ", ".join(code(f) for f in left_out[:shown])
     more = f" and {len(left_out) - shown} more" if len(left_out) > shown else ""
     return f"Left out: {names}{more}."
 

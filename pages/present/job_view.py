@@ -3,6 +3,7 @@ ran and what a cancel did. No streamlit, so it is unit-tested."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
@@ -49,13 +50,58 @@ def running_numbers(job: Any) -> str:
     return " &nbsp;·&nbsp; ".join(f"{k}: **{v}**" for k, v in numbers.items())
 
 
-def ended_caption(job: Any) -> str:
-    """How long an ended job ran and when it finished: "Ran 3 min 05 s · finished …"."""
+def ended_caption(job: Any, bundle: Mapping[str, Any] | None = None) -> str:
+    """How long an ended job ran and when it finished: "Ran 3 min 05 s · finished …".
+
+    Args:
+        job: A ``list_jobs`` row.
+        bundle: The card an imported study came with (`store.bundle.imported_card`), if any.
+            A study run in parts (the reference study: two sessions 12 h apart) then says its
+            compute time, the parts' time from start to last run, apart from the span from
+            the first start to the last finish, which is all the job's own times give.
+    """
     elapsed = value(job, "elapsed_s")
     finished = value(job, "finished_at")
     when = f"finished {finished:%Y-%m-%d %H:%M}" if finished is not None else ""
     ran = "never started" if elapsed is None else f"ran {format_duration(elapsed)}"
+    parts = per_part(bundle, "wall_s_to_last_run")
+    if elapsed is not None and len(parts) > 1:
+        ran = (
+            f"ran {format_duration(sum(parts.values()))} of compute in {len(parts)} parts "
+            f"({', '.join(f'{k}: {format_duration(v)}' for k, v in parts.items())}), "
+            f"spanning {format_duration(elapsed)} from the first start to the last finish"
+        )
     return " · ".join(part for part in (ran, when) if part).capitalize()
+
+
+def per_part(bundle: Mapping[str, Any] | None, field: str) -> dict[str, float]:
+    """A bundle card's number per part (``{"seeds 0-12": 1240.5, ...}``); one part's plain
+    number reads as ``{"all": value}``; missing or unreadable reads as ``{}``."""
+    found = (bundle or {}).get(field)
+    if isinstance(found, Mapping):
+        numbers = {str(k): v for k, v in found.items() if isinstance(v, int | float)}
+        return numbers if len(numbers) == len(found) else {}
+    return {"all": float(found)} if isinstance(found, int | float) else {}
+
+
+def runs_note(bundle: Mapping[str, Any] | None, runs_kept: int) -> str | None:
+    """Why a study run in parts stored more runs than it keeps; None when they agree.
+
+    The reference study's first part (seeds 0-12) was cancelled inside seed 13 after 1,238
+    runs; the merge kept its 13 complete seeds (1,170 runs) and the second part ran seeds
+    13-19 in full (630 runs): 1,868 stored, 1,800 kept.
+    """
+    stored = per_part(bundle, "runs_stored")
+    total = int(sum(stored.values()))
+    if len(stored) < 2 or total == runs_kept:
+        return None
+    counts = " + ".join(f"{int(n):,} ({part})" for part, n in stored.items())
+    return (
+        f"Its parts stored {counts} = {total:,} runs; {runs_kept:,} are kept, one per planned "
+        f"run. The other {total - runs_kept:,} belong to a seed a part left unfinished when it "
+        "was stopped; they were dropped when the parts were merged, and a later part ran "
+        "that seed in full."
+    )
 
 
 def cancel_text(job_id: str, status: str) -> str:

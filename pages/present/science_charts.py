@@ -25,6 +25,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from engine.analysis import explorer
 from engine.vocab import method_sort_key, order_methods
 from pages.present.tables import method_title
 
@@ -438,11 +439,15 @@ def learning_curves_chart(
         For each series, one line per run coloured by ``colour`` and a point at each run's
         best epoch (the weights kept).
     """
+    curves = explorer.clip_diverged(curves)
     curves = curves.assign(Line=[_line_title(c) for c in curves["colour"]])
     colours = sorted(curves["colour"].unique(), key=_colour_key) if len(curves) else []
     titles = [_line_title(c) for c in colours]
     colour = alt.Color(
-        "Line:N", sort=titles, scale=alt.Scale(scheme=SCHEME, domain=titles), title=None
+        "Line:N",
+        sort=titles,
+        scale=alt.Scale(scheme=line_scheme(titles), domain=titles),
+        title=None,
     )
     tooltip = [
         alt.Tooltip("Line:N"),
@@ -455,13 +460,18 @@ def learning_curves_chart(
     panels = []
     for name in series:
         rows = curves[curves["series"] == name]
-        y = alt.Y("value:Q", title=SERIES_TITLES.get(name, name), scale=alt.Scale(zero=False))
+        # Values above a diverged series' ceiling are drawn at it (`shown`) and marked, so
+        # that they do not flatten every other curve; the tooltip keeps the real value.
+        y = alt.Y("shown:Q", title=SERIES_TITLES.get(name, name), scale=alt.Scale(zero=False))
         x = alt.X("epoch:Q", title="Epoch")
         base = alt.Chart(rows).encode(x=x, y=y, color=colour)
         layers = [
             base.mark_line(strokeWidth=1.2, opacity=0.7).encode(detail="line:N", tooltip=tooltip),
             base.transform_filter("datum.best")
             .mark_point(size=50, filled=True, shape="circle", stroke="white", strokeWidth=0.8)
+            .encode(tooltip=tooltip),
+            base.transform_filter("datum.clipped")
+            .mark_point(size=60, filled=True, shape="triangle-up", color=LIVE_COLOUR)
             .encode(tooltip=tooltip),
         ]
         if live is not None and len(live) and name == "val_amae":
@@ -484,9 +494,17 @@ def learning_curves_chart(
             )
         )
     subtitle = "Dots: each run's best epoch (its weights are kept)"
+    if curves["clipped"].any():
+        subtitle += " · red triangles: diverged epochs, drawn at the panel's ceiling"
     if live is not None and len(live):
         subtitle += " · red diamond: the run training now"
     return alt.hconcat(*panels).properties(title=alt.TitleParams(title, subtitle=subtitle))
+
+
+def line_scheme(titles: Sequence[str]) -> str:
+    """A colour scheme with a distinct colour for every line: ``tableau20`` past ten lines
+    (20 seeds drew with 10 colours, each twice)."""
+    return SCHEME if len(titles) <= 10 else "tableau20"
 
 
 def _colour_key(label: str) -> tuple[int, int, str]:

@@ -18,6 +18,7 @@ import pandas as pd
 
 from engine.analysis.probability_metrics import PROBABILITY_LABELS, PROBABILITY_METRICS
 from engine.analysis.stats import CORRECTIONS
+from jobs.csv_safe import escape_csv_cells
 from pages.present.tables import (
     is_missing_value,
     latex_cell,
@@ -276,7 +277,9 @@ def tables_csv(tables: Mapping[str, pd.DataFrame]) -> str:
     if not frames:
         return "table\n"
     out = pd.concat(frames, ignore_index=True)
-    return out[["table", *(c for c in out.columns if c != "table")]].to_csv(index=False)
+    return escape_csv_cells(out[["table", *(c for c in out.columns if c != "table")]]).to_csv(
+        index=False
+    )
 
 
 def frame_latex(
@@ -422,7 +425,7 @@ def probability_csv(summary: pd.DataFrame) -> str:
     """
     columns = ["task", "method", "n_seeds"]
     columns += [f"{m}_{s}" for m in PROBABILITY_METRICS for s in ("mean", "std")]
-    return summary[columns].to_csv(index=False)
+    return escape_csv_cells(summary[columns]).to_csv(index=False)
 
 
 def probability_latex(

@@ -37,6 +37,7 @@ from engine.analysis.compare import (
 )
 from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS
 from engine.vocab import LABEL_SEPARATOR
+from jobs.csv_safe import escape_csv_cells
 from store.bundle import REFERENCE_STUDY, read_card
 from store.db import StoreError
 
@@ -135,7 +136,7 @@ def row_label(row: Mapping[str, Any]) -> str:
 def format_summary(summary: pd.DataFrame, *, digits: int = 3) -> pd.DataFrame:
     """Table 4 as text cells ``"0.571 ± 0.177"``, columns in the paper's order.
 
-    A missing std (one seed) shows as ``"0.571 ± –"``; a missing mean as ``"–"``.
+    A missing std (one seed) shows the value alone (``"0.571"``); a missing mean ``"–"``.
 
     Returns:
         Columns ``Task``, ``Method``, ``Seeds``, then ``QWK ↑``, ``MAE ↓``, ... (the arrow
@@ -189,7 +190,7 @@ def summary_csv(summary: pd.DataFrame) -> str:
     out = summary[columns].copy()
     # Paper rows carry the plain method name; ``row`` tells them from ours.
     out.loc[summary["row"] == ROW_PAPER, "method"] = summary["base_method"]
-    return out.to_csv(index=False)
+    return escape_csv_cells(out).to_csv(index=False)
 
 
 def summary_latex(
@@ -208,9 +209,12 @@ def summary_latex(
 
     Cells are ``$0.571_{0.177}$``; best is ``$\\mathbf{...}$`` and second ``$\\mathit{...}$``,
     as in the paper (``\\textbf`` would not embolden the math-mode digits). Average rows
-    sit under a ``\\midrule``; the paper's rows, if present, say "(paper)".
+    sit under a ``\\midrule``; the paper's rows, if present, say "(paper)" and the caption
+    says how the protocols differ (:data:`PAPER_PROTOCOL_NOTE`).
     """
     header = ["Dataset", "Soft-labelling", *(METRIC_LABELS[m] for m in TABLE4_METRICS)]
+    if summary["row"].isin([ROW_PAPER, ROW_PAPER_AVERAGE]).any():
+        caption = f"{caption} {latex_escape(PAPER_PROTOCOL_NOTE)}"
     lines = [
         r"\begin{table*}[!htbp]",
         r"\centering",
@@ -254,8 +258,13 @@ def missing_tasks_note(planned: set[str], present: Sequence[str]) -> str | None:
     )
 
 
-def table4_note(*, with_paper: bool) -> str:
-    """The caption under Table 4: what the cells, marks and Average rows mean."""
+def table4_note(*, with_paper: bool, one_seed: bool = False) -> str:
+    """The caption under Table 4: what the cells, marks and Average rows mean.
+
+    Args:
+        with_paper: the paper's published rows are shown.
+        one_seed: some row has a single seed, so its cells show the value alone.
+    """
     note = (
         "Mean ± standard deviation over seeds. Per task and metric, **bold** is the best "
         "method and *italics* the second (↑ higher is better, ↓ lower is better). "
@@ -265,9 +274,21 @@ def table4_note(*, with_paper: bool) -> str:
     if with_paper:
         note += (
             " Grey rows are the paper's published values (20 seeds on its private "
-            "radiographs): a reference point, not a result these runs should reproduce."
+            "radiographs): a reference point, not a result these runs should reproduce. "
+            + PAPER_PROTOCOL_NOTE
         )
+    if one_seed:
+        note += " " + ONE_SEED_NOTE
     return note
+
+
+# What differs between the paper's protocol and a SoftGrade study's, said wherever Table 4
+# is set beside the published rows (issue 21, "say what was run").
+PAPER_PROTOCOL_NOTE = (
+    "Protocols differ: the paper's networks start from ImageNet weights and learn real "
+    "radiographs; this study's weights init and films are on its study card (the bundled "
+    "reference study trains from random weights on the phantom)."
+)
 
 
 def titled(scores: pd.DataFrame) -> pd.DataFrame:
@@ -292,11 +313,19 @@ def seed_range(n_seeds: pd.Series) -> str:
 
 
 def mean_std_text(mean: Any, std: Any, digits: int) -> str:
-    """``"0.571 ± 0.177"``; ``"0.571 ± –"`` without a std (one seed), ``"–"`` without a mean."""
+    """``"0.571 ± 0.177"``; the value alone without a std (``"0.571"``: one seed, whose
+    spread a caption explains with `ONE_SEED_NOTE`), ``"–"`` without a mean."""
     if is_missing_value(mean):
         return "–"
-    std_text = "–" if is_missing_value(std) else f"{float(std):.{digits}f}"
-    return f"{float(mean):.{digits}f} ± {std_text}"
+    if is_missing_value(std):
+        return f"{float(mean):.{digits}f}"
+    return f"{float(mean):.{digits}f} ± {float(std):.{digits}f}"
+
+
+# Said wherever a cell shows a mean without its standard deviation.
+ONE_SEED_NOTE = (
+    "With one seed a cell is that seed's value alone: a standard deviation needs at least 2 seeds."
+)
 
 
 def is_missing_value(value: Any) -> bool:

@@ -14,8 +14,17 @@ from streamlit.delta_generator import DeltaGenerator
 from engine.analysis import compare, stats
 from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS, METRICS
 from engine.vocab import order_methods
+from jobs.csv_safe import escape_csv_cells
 from pages.present import exports, reviewer_tables, stat_tables, tables
-from pages.widgets import chart_cache, downloads, pickers, reads, reviewer_stats, stat_tests
+from pages.widgets import (
+    chart_cache,
+    downloads,
+    pickers,
+    reads,
+    reviewer_stats,
+    stat_tests,
+    view_state,
+)
 from store import runs as store_runs
 
 ABSENT_CLASSES_NOTE = (
@@ -66,7 +75,15 @@ def pick_tasks_and_methods(
     if note := tables.missing_tasks_note(planned, tasks_present):
         st.info(note)
     left, right = st.columns(2)
-    tasks = left.multiselect("Tasks", tasks_present, default=tasks_present, key="compare_tasks")
+    tasks = view_state.linked(
+        left.multiselect,
+        "Tasks",
+        tasks_present,
+        key="compare_tasks",
+        what="task",
+        multi=True,
+        initial={"default": tasks_present},
+    )
     methods = pickers.pick_methods(right, order_methods(per_run["method"]), key="compare_methods")
     if not tasks or not methods:
         st.info("Pick at least one task and one method.")
@@ -99,7 +116,7 @@ def table_tab(per_run: pd.DataFrame, cards: tuple[exports.Card, ...], path: str 
     if view == "ci":
         intervals = reviewer_stats.table4_intervals(path, per_run, list(tables.TABLE4_METRICS))
         if not intervals.empty:
-            csv = intervals.to_csv(index=False)
+            csv = escape_csv_cells(intervals).to_csv(index=False)
             files = [("Means with CIs (CSV)", csv, "softgrade_table4_ci.csv", "compare_ci_csv")]
             downloads.download_row(files, cards)
         return
@@ -118,9 +135,10 @@ def table_tab(per_run: pd.DataFrame, cards: tuple[exports.Card, ...], path: str 
     shown = compare.with_published(compare.summary_table(per_run), published)
     marks = compare.rank_marks(shown)
     st.table(tables.style_summary(shown, marks))
-    st.caption(tables.table4_note(with_paper=published is not None))
+    one_seed = bool((pd.to_numeric(shown["n_seeds"], errors="coerce") < 2).any())
+    st.caption(tables.table4_note(with_paper=published is not None, one_seed=one_seed))
     csv, latex = tables.summary_csv(shown), tables.summary_latex(shown, marks)
-    runs_csv = per_run.to_csv(index=False)
+    runs_csv = escape_csv_cells(per_run).to_csv(index=False)
     downloads.download_row(
         [
             ("Table as CSV", csv, "softgrade_table4.csv", "compare_download_csv"),
@@ -133,12 +151,14 @@ def table_tab(per_run: pd.DataFrame, cards: tuple[exports.Card, ...], path: str 
 
 def pick_metric(key: str, container: DeltaGenerator | None = None) -> str:
     """A metric picker that opens on AMAE, in ``container`` (default: the page)."""
-    return (container or st).selectbox(
+    return view_state.linked(
+        (container or st).selectbox,
         "Metric",
-        options=list(METRICS),
-        index=list(METRICS).index("amae"),
-        format_func=tables.metric_name,
+        list(METRICS),
         key=key,
+        what="metric",
+        initial={"index": list(METRICS).index("amae")},
+        format_func=tables.metric_name,
     )
 
 
@@ -157,24 +177,30 @@ def distributions_tab(per_run: pd.DataFrame, tasks: list[str]) -> None:
 def confusion_tab(counts: pd.DataFrame, per_run: pd.DataFrame, tasks: list[str]) -> None:
     """Fig. 6: two methods' confusion matrices side by side on one colour scale."""
     c1, c2, c3 = st.columns(3)
-    task = c1.selectbox("Task", options=compare.task_order(tasks), key="compare_cm_task")
+    task = view_state.linked(
+        c1.selectbox, "Task", compare.task_order(tasks), key="compare_cm_task", what="task"
+    )
     task_methods = order_methods(per_run.loc[per_run["task"] == task, "method"])
     default_a = "nominal" if "nominal" in task_methods else task_methods[0]
-    method_a = c2.selectbox(
+    method_a = view_state.linked(
+        c2.selectbox,
         "First method",
-        options=task_methods,
-        index=task_methods.index(default_a),
-        format_func=tables.method_title,
+        task_methods,
         key="compare_cm_method_a",
+        what="method",
+        initial={"index": task_methods.index(default_a)},
+        format_func=tables.method_title,
     )
     others = [m for m in task_methods if m != method_a]
     best = compare.best_method(per_run, task, "amae", exclude=[method_a])
-    method_b = c3.selectbox(
+    method_b = view_state.linked(
+        c3.selectbox,
         "Second method",
-        options=others,
-        index=others.index(best) if best in others else 0,
-        format_func=tables.method_title,
+        others,
         key="compare_cm_method_b",
+        what="method",
+        initial={"index": others.index(best) if best in others else 0},
+        format_func=tables.method_title,
         help="Defaults to the best other method by mean AMAE.",
         disabled=not others,
     )
@@ -240,8 +266,12 @@ def paper_statistics(per_run: pd.DataFrame, tasks: list[str], metric: str) -> di
     """Tables 5-6 and the per-task tests of one metric, as the paper runs them; returns the
     tables for export."""
     c2, c3 = st.columns(2)
-    task = c2.selectbox(
-        "Task for the per-task tests", options=compare.task_order(tasks), key="compare_stats_task"
+    task = view_state.linked(
+        c2.selectbox,
+        "Task for the per-task tests",
+        compare.task_order(tasks),
+        key="compare_stats_task",
+        what="task",
     )
     correction = stat_tests.pick_correction(c3, key="compare_correction")
     task_scores = tables.titled(compare.score_frame(per_run, metric, [task]))

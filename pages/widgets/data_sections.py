@@ -14,6 +14,7 @@ from engine import phantom
 from engine.detect import crop_and_resize
 from pages.present.data_view import MASK_COLOURS, overlay_mask, pick_examples, split_rule_note
 from pages.present.import_view import detector_text, left_out_films, report_csv, summary_counts
+from pages.present.user_text import code, plain
 from pages.widgets.import_form import show_problems
 from store.datasets import split_rules
 from store.db import StoreError
@@ -67,7 +68,7 @@ def show_import_report(path: str, dataset_id: str) -> None:
         return
     if summary is None:
         return
-    st.markdown(f"**Import report** · {summary.name} · from `{summary.source}`")
+    st.markdown(f"**Import report** · {plain(summary.name)} · from {code(summary.source)}")
     for col, (label, value) in zip(st.columns(6), summary_counts(summary), strict=True):
         col.metric(label, value)
     detector = detector_text(summary.detector, summary.detector_iou, summary.detector_map)
@@ -103,9 +104,9 @@ def show_left_out(left_out: list[str], reviews: pd.DataFrame) -> None:
         title = f"Films left out: {len(left_out)} by the check, {len(excluded)} by crop review"
         with st.expander(title):
             if left_out:
-                st.markdown("By the import check: " + ", ".join(f"`{f}`" for f in left_out))
+                st.markdown("By the import check: " + ", ".join(code(f) for f in left_out))
             if excluded:
-                st.markdown("By crop review: " + ", ".join(f"`{f}`" for f in excluded))
+                st.markdown("By crop review: " + ", ".join(code(f) for f in excluded))
     if len(reviews):
         n_boxes = int((reviews["action"] == "box").sum())
         st.caption(

@@ -17,6 +17,7 @@ from engine.vocab import TASKS, order_methods
 from jobs.demo_bundle import DemoBundle, DemoBundleError, open_demo, read_crop
 from jobs.kiosk import KioskSettings
 from pages.present.tables import method_title
+from pages.widgets import view_state
 from pages.widgets.models import OpenedStudy, cached_crops, cached_splits, open_study
 from pages.widgets.pickers import pick_study
 from pages.widgets.reads import cached_studies
@@ -130,12 +131,14 @@ def _method(opened: OpenedStudy, kiosk: KioskSettings | None) -> str:
     if kiosk is not None:
         return kiosk.method or best
     methods = order_methods(runs["method"])
-    return st.selectbox(
+    return view_state.linked(
+        st.selectbox,
         "Method",
         methods,
-        index=methods.index(best),
-        format_func=lambda m: method_title(m) + (" (best on validation)" if m == best else ""),
         key="demo_method",
+        what="method",
+        initial={"index": methods.index(best)},
+        format_func=lambda m: method_title(m) + (" (best on validation)" if m == best else ""),
     )
 
 

@@ -16,7 +16,8 @@ import streamlit as st
 
 from engine.config import SpecError
 from engine.films import ImportSourceError, check_import
-from jobs.importer import ImportRefused, import_detector, register_import
+from jobs import lab
+from jobs.importer import ImportRefused, import_detector
 from jobs.review import reviewed_spec
 from pages.present.import_view import (
     LAYOUT_LABELS,
@@ -32,6 +33,7 @@ from pages.present.import_view import (
     resolve_import_path,
 )
 from pages.widgets.reads import cached_datasets
+from pages.widgets.sign_in import current_account
 from store.db import StoreError
 
 #: Session state of the import: the request checked, its report, and what was registered.
@@ -206,11 +208,19 @@ def register_buttons(state: dict[str, Any], path: Path) -> None:
 
 def register(state: dict[str, Any], name: str, *, skip_bad: bool, path: Path) -> None:
     """Register the good films as a dataset (a small write, like a job request)."""
+    account = current_account()
+    if account is None:  # the page guard lets no one here signed out; said, not assumed
+        st.error("Nothing was registered: sign in first.")
+        return
     try:
-        done = register_import(
-            state["report"], name=name.strip() or None, skip_bad=skip_bad, store_path=path
+        done = lab.register_import(
+            account,
+            state["report"],
+            name=name.strip() or None,
+            skip_bad=skip_bad,
+            path=path,
         )
-    except (ImportRefused, StoreError, OSError) as exc:
+    except (ImportRefused, StoreError, OSError, ValueError) as exc:
         st.error(f"Nothing was registered: {exc}")
         return
     state["registered"] = {

@@ -15,6 +15,7 @@ import streamlit as st
 
 from jobs import lab
 from jobs.access import AccessDenied, Action, can
+from pages.present.user_text import plain
 from pages.widgets.pickers import cached_study_card, forget, picker_labels
 from pages.widgets.reads import cached_studies, clear_job_caches, store_path
 from pages.widgets.sign_in import current_account
@@ -82,10 +83,10 @@ def set_archived(study: Study, archived: bool) -> None:
     if _as_signed_in(f"{verb} the study", lab.archive_study, study.study_id, archived=archived):
         say(
             "success",
-            f"{study.name} is archived: hidden from the result pages' pickers (their "
+            f"{plain(study.name)} is archived: hidden from the result pages' pickers (their "
             "'Show archived studies' brings it back), every run kept."
             if archived
-            else f"{study.name} is back in the result pages' pickers.",
+            else f"{plain(study.name)} is back in the result pages' pickers.",
         )
 
 
@@ -107,7 +108,7 @@ def delete(study: Study) -> None:
     left = f"; left in place: {', '.join(gone.files_left)}" if gone.files_left else ""
     say(
         "success",
-        f"Deleted {gone.name}: {rows} rows and {len(gone.files_removed)} checkpoint file(s)"
+        f"Deleted {plain(gone.name)}: {rows} rows and {len(gone.files_removed)} checkpoint file(s)"
         f"{left}. The audit log keeps the deletion.",
     )
 
@@ -118,7 +119,7 @@ def show_edit_form(account: Account, study: Study) -> None:
     allowed = can(account, Action.EDIT_OWN_STUDY, owner=study.launched_by)
     if not allowed:
         st.caption(
-            f"Launched by {study.launched_by or 'someone else'}: only they or an admin may "
+            f"Launched by {plain(study.launched_by or 'someone else')}: only they or an admin may "
             "rename or annotate it."
         )
     with st.form(f"manage_form_{sid}", border=False):
@@ -154,7 +155,7 @@ def show_admin_actions(account: Account, study: Study) -> None:
     if not can(account, Action.DELETE):
         return
     typed = st.text_input(
-        f"To delete it for good, type its name: {study.name}",
+        f"To delete it for good, type its name: {plain(study.name)}",
         key=f"manage_delete_name_{study.study_id}",
         help="Its runs, predictions, learning curves, checkpoints and jobs go; datasets and "
         "other studies stay. A backup (`python -m jobs backup`) is the only way back.",
@@ -168,6 +169,17 @@ def show_admin_actions(account: Account, study: Study) -> None:
         args=(study,),
         disabled=typed.strip() != study.name,
     )
+
+
+def keep_pick_valid(options: list[str]) -> None:
+    """Set the picker to the first study when its value is gone (deleted) or was never set.
+
+    Only dropping the value let the browser keep drawing the deleted study's name while the
+    form below edited another study (Archive or Save would act on a study the picker did
+    not name). Setting it explicitly makes the browser draw the study the form acts on.
+    """
+    if st.session_state.get(PICK_KEY) not in options:
+        st.session_state[PICK_KEY] = options[0]
 
 
 def manage_study_section(account: Account, path: Path) -> None:
@@ -186,6 +198,7 @@ def manage_study_section(account: Account, path: Path) -> None:
             st.caption("No studies yet.")
             return
         labels = picker_labels(studies)
+        keep_pick_valid(list(labels))
         study_id = st.selectbox("Study", list(labels), format_func=labels.get, key=PICK_KEY)
         try:
             study = store_studies.get_study(study_id, path=path)

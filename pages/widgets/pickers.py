@@ -14,6 +14,9 @@ from streamlit.delta_generator import DeltaGenerator
 from engine.analysis import compare
 from pages.present import exports
 from pages.present.tables import method_title, progress_message, study_label
+from pages.present.user_text import notes as user_notes
+from pages.present.user_text import plain
+from pages.widgets import view_state
 from pages.widgets.reads import RESULTS_TTL_S, cached_group_counts, cached_studies
 from store import studies as store_studies
 from store.bundle import imported_card
@@ -49,13 +52,16 @@ def studies_with_results(
     *,
     archived_key: str | None = None,
     reset_keys: tuple[str, ...] = (),
+    link_key: str | None = None,
 ) -> pd.DataFrame:
     """Studies with at least one selected run, newest first; stops the page when none.
 
     A store that cannot be read stops the page with the reason; ``empty_hint`` says what to
     do when no study has results yet. Archived studies are left out unless the "Show
     archived" toggle ``archived_key`` (drawn only when some study is archived) is on;
-    flipping it forgets ``reset_keys`` (the picker's value may no longer be offered).
+    flipping it forgets ``reset_keys`` (the picker's value may no longer be offered). A link
+    naming studies in the picker ``link_key`` turns the toggle on for an archived one and
+    says which of them cannot be shown (:func:`explain_linked_studies`).
     """
     try:
         studies = _studies_with_selected_runs(path)
@@ -63,6 +69,8 @@ def studies_with_results(
         st.error(f"The store cannot be read right now: {exc}")
         st.stop()
     archived = studies["archived_at"].notna()
+    if link_key is not None and archived_key is not None:
+        explain_linked_studies(path, studies, link_key=link_key, archived_key=archived_key)
     show = (
         archived_key is not None
         and archived.any()
@@ -80,6 +88,47 @@ def studies_with_results(
         st.info(empty_hint, icon=":material/hourglass_empty:")
         st.stop()
     return studies
+
+
+def explain_linked_studies(
+    path: str, with_results: pd.DataFrame, *, link_key: str, archived_key: str
+) -> None:
+    """What a link's study ids (URL parameter ``link_key``) find, said once per link.
+
+    An archived study is shown (the "Show archived" toggle turns on, with a note); an id this
+    store does not hold (deleted, or a link from another server) or a study with no finished
+    run yet gets one warning naming it and what to do.
+    """
+    linked = view_state.pending(link_key)
+    if not linked:
+        return
+    offered = set(with_results["study_id"])
+    archived = set(with_results.loc[with_results["archived_at"].notna(), "study_id"])
+    if linked_archived := [s for s in linked if s in archived]:
+        st.session_state[archived_key] = True
+        st.info(
+            f"This link names archived study {', '.join(linked_archived)}: archived studies "
+            "are shown. An archived study is kept in full, only hidden from the pickers.",
+            icon=":material/archive:",
+        )
+    missing = [s for s in linked if s not in offered]
+    if not missing:
+        return
+    known = set(cached_studies(path, include_archived=True)["study_id"])
+    not_run = [s for s in missing if s in known]
+    gone = [s for s in missing if s not in known]
+    if gone:
+        st.warning(
+            f"This link names study {', '.join(gone)}, which this store does not hold: it was "
+            "deleted, or the link comes from another SoftGrade server. Pick a study below.",
+            icon=":material/link_off:",
+        )
+    if not_run:
+        st.warning(
+            f"This link names study {', '.join(not_run)}, which has no finished run yet: its "
+            "results appear here once its first seed is done. Pick a study below.",
+            icon=":material/hourglass_top:",
+        )
 
 
 # Set by the Jobs page's result links: (study_id, when); each picker applies it once.
@@ -121,9 +170,9 @@ def show_study_card(path: str, study_id: str, *, key: str, notes: bool = True) -
         st.caption(f"The study card cannot be read right now: {exc}")
         return
     with st.expander("Study card", key=key):
-        st.markdown("\n".join(f"- **{label}**: {value}" for label, value in card.items()))
+        st.markdown("\n".join(f"- **{label}**: {plain(value)}" for label, value in card.items()))
     if notes and text.strip():
-        st.markdown(text)
+        st.markdown(user_notes(text))
 
 
 def picker_labels(studies: pd.DataFrame) -> dict[str, str]:
@@ -140,7 +189,11 @@ def pick_study(
 ) -> pd.Series:
     """A single-study picker (newest finished first); stops when no study has results."""
     studies = studies_with_results(
-        path, empty_hint, archived_key=f"{key}_archived", reset_keys=(key, *dependent_keys)
+        path,
+        empty_hint,
+        archived_key=f"{key}_archived",
+        reset_keys=(key, *dependent_keys),
+        link_key=key,
     )
     labels = picker_labels(studies)
     ids = list(labels)
@@ -149,14 +202,17 @@ def pick_study(
         forget(*dependent_keys)
         st.session_state[key] = requested
         initial = {}  # the widget takes the requested value from the session state
-    chosen = st.selectbox(
+    chosen = view_state.linked(
+        st.selectbox,
         "Study",
         ids,
-        format_func=labels.get,
         key=key,
+        what="study",
+        initial=initial,
+        warn=False,  # explain_linked_studies said why
+        format_func=labels.get,
         on_change=forget,
         args=dependent_keys,
-        **initial,
     )
     show_study_card(path, chosen, key=f"{key}_card")
     return studies.set_index("study_id").loc[chosen]
@@ -172,7 +228,11 @@ def pick_studies(
     images). Returns the picked studies' rows.
     """
     studies = studies_with_results(
-        path, empty_hint, archived_key=f"{key}_archived", reset_keys=(key, *dependent_keys)
+        path,
+        empty_hint,
+        archived_key=f"{key}_archived",
+        reset_keys=(key, *dependent_keys),
+        link_key=key,
     )
     labels = picker_labels(studies)
     initial = {"default": [compare.default_study_id(studies)]}
@@ -180,16 +240,20 @@ def pick_studies(
         forget(*dependent_keys)
         st.session_state[key] = [requested]
         initial = {}  # the widget takes the requested value from the session state
-    chosen = st.multiselect(
+    chosen = view_state.linked(
+        st.multiselect,
         "Studies",
-        options=list(labels),
-        format_func=labels.get,
+        list(labels),
         key=key,
+        what="study",
+        multi=True,
+        initial=initial,
+        warn=False,  # explain_linked_studies said why
+        format_func=labels.get,
         help="Pick one study, or several run on the same dataset: a method run in more than "
         "one of them is shown once per study.",
         on_change=forget,
         args=dependent_keys,
-        **initial,
     )
     if not chosen:
         st.info("Pick at least one study.")
@@ -236,9 +300,17 @@ def read_finished(
 
 
 def pick_methods(container: DeltaGenerator, methods: list[str], *, key: str) -> list[str]:
-    """The result pages' Methods picker: every method present, in the paper's order."""
-    return container.multiselect(
-        "Methods", options=methods, default=methods, format_func=method_title, key=key
+    """The result pages' Methods picker: every method present, in the paper's order; kept in
+    the URL."""
+    return view_state.linked(
+        container.multiselect,
+        "Methods",
+        methods,
+        key=key,
+        what="method",
+        multi=True,
+        initial={"default": methods},
+        format_func=method_title,
     )
 
 
@@ -246,9 +318,15 @@ def pick_option(
     label: str, choices: Mapping[str, str], *, key: str, container: DeltaGenerator | None = None
 ) -> str:
     """A row of radio buttons in ``container`` (default: the page); ``choices`` maps each
-    value to the text shown for it."""
-    return (container or st).radio(
-        label, options=list(choices), format_func=choices.get, horizontal=True, key=key
+    value to the text shown for it; kept in the URL."""
+    return view_state.linked(
+        (container or st).radio,
+        label,
+        list(choices),
+        key=key,
+        what=label.lower(),
+        format_func=choices.get,
+        horizontal=True,
     )
 
 
@@ -280,9 +358,27 @@ def offer_reference_study(path: str) -> None:
     )
     if st.button(REFERENCE_BUTTON, key="load_reference_study", icon=":material/download:"):
         try:
-            import_study(REFERENCE_STUDY, path=path)
+            done = import_study(REFERENCE_STUDY, path=path)
+            if done.created:
+                audit_reference_import(done.study_id, done.runs, path)
         except StoreError as exc:
             st.error(f"The reference study could not be loaded: {exc}")
             return
         cached_studies.clear()
         st.rerun()
+
+
+def audit_reference_import(study_id: str, runs: int, path: str) -> None:
+    """The audit line of a one-click load of the bundled reference study, by whoever is
+    signed in ('local' in single-user mode)."""
+    from pages.widgets.sign_in import current_account
+    from store.audit import LOCAL_ACTOR, record
+
+    account = current_account()
+    record(
+        "import",
+        actor=account.name if account else LOCAL_ACTOR,
+        target=study_id,
+        detail=f"the bundled reference study ({runs:,} runs) from the Load button",
+        path=path,
+    )

@@ -13,7 +13,9 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from engine.analysis import paired
 from engine.config import StudySpec
+from store import analysis as store_analysis
 from store import datasets as store_datasets
 from store import jobs as store_jobs
 from store import runs as store_runs
@@ -87,6 +89,18 @@ def load_preset(name: str) -> dict[str, Any]:
     return StudySpec.from_file(STUDIES_DIR / f"{name}.yaml").to_dict()
 
 
+@st.cache_data(ttl=60, show_spinner=False)
+def cached_imported_card(path: str, study_id: str) -> dict[str, Any] | None:
+    """The card a study imported from a bundle came with (`store.bundle.imported_card`);
+    None for a study run here or when the store cannot be read now."""
+    from store.bundle import imported_card
+
+    try:
+        return imported_card(study_id, path=path)
+    except StoreError:
+        return None
+
+
 def clear_job_caches() -> None:
     """Forget cached job reads, after this session wrote a job or a cancel request."""
     cached_jobs.clear()
@@ -106,3 +120,11 @@ def cached_studies(path: str, include_archived: bool = False) -> pd.DataFrame:
 def cached_group_counts(path: str, study_ids: tuple[str, ...]) -> pd.DataFrame:
     """Stored runs per (study, task, method, seed)."""
     return store_runs.run_group_counts(list(study_ids), path=path)
+
+
+@st.cache_data(ttl=RESULTS_TTL_S, show_spinner=False)
+def cached_test_train_ratios(path: str, study_ids: tuple[str, ...]) -> dict[str, float]:
+    """``n_test / n_train`` per task over the picked studies' splits: the correction of the
+    corrected resampled t-test (`engine.analysis.paired.test_train_ratios`)."""
+    sizes = [store_analysis.split_sizes(study_id, path=path) for study_id in study_ids]
+    return paired.test_train_ratios(pd.concat(sizes, ignore_index=True))

@@ -1,5 +1,7 @@
-"""The KL × CPPD page's per-method charts: each method's mean residual table (Fig. 8) and one
-method's mean predicted table beside every seed's."""
+"""The KL × CPPD page's per-method sections: each method's mean residual table (Fig. 8), one
+method's mean predicted table beside every seed's, the KLD decomposed by the chain rule
+(`engine.analysis.kld_parts`) and the KLD's paired tests with the corrected test beside the
+Wilcoxon (`engine.analysis.paired`)."""
 
 from __future__ import annotations
 
@@ -7,8 +9,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from engine.analysis import compare, relationship
-from pages.present import stat_tables, tables
+from engine.analysis import compare, paired, relationship
+from jobs.study_analysis import JOINT_TASK
+from pages.present import inference_tables, stat_tables, tables
 from pages.widgets import chart_cache, pickers
 
 RESIDUAL_UNITS = {"images": "images per cell", "points": "percentage points of the table"}
@@ -47,20 +50,29 @@ def residuals_section(summary: pd.DataFrame, eps: float, per_row: int = 3) -> No
     )
     shown = stat_tables.relationship_summary_frame(summary)
     st.dataframe(
-        shown.assign(method=shown["method"].map(tables.method_title)),
+        # A missing std (one seed) is an empty cell, not Streamlit's "None".
+        shown.assign(
+            method=shown["method"].map(tables.method_title),
+            kld_std=[
+                tables.mean_std_text(v, None, 4) if pd.notna(v) else "" for v in shown["kld_std"]
+            ],
+            mae_std=[
+                tables.mean_std_text(v, None, 3) if pd.notna(v) else "" for v in shown["mae_std"]
+            ],
+        ),
         hide_index=True,
         width="content",
         column_config={
             "method": "Method",
             "n_seeds": "Seeds",
             "kld_mean": st.column_config.NumberColumn("KLD mean", format="%.4f"),
-            "kld_std": st.column_config.NumberColumn("KLD std", format="%.4f"),
+            "kld_std": st.column_config.TextColumn("KLD std"),
             "mae_mean": st.column_config.NumberColumn("MAE mean", format="%.3f"),
-            "mae_std": st.column_config.NumberColumn("MAE std", format="%.3f"),
+            "mae_std": st.column_config.TextColumn("MAE std"),
         },
     )
     if (shown["n_seeds"] < 2).any():
-        st.caption("A standard deviation needs at least two seeds; it stays empty until then.")
+        st.caption(tables.ONE_SEED_NOTE + " Its std cells stay empty until then.")
 
 
 def detail_section(summary: pd.DataFrame, results: list[relationship.SeedRelationship]) -> None:
@@ -77,3 +89,43 @@ def detail_section(summary: pd.DataFrame, results: list[relationship.SeedRelatio
     c1.vega_lite_chart(spec, width="content")
     spec = chart_cache.chart_spec("seed_tables", pd.concat(seeds, ignore_index=True), {})
     c2.vega_lite_chart(spec, width="content")
+
+
+def kld_parts_section(summary: pd.DataFrame, parts: pd.DataFrame) -> None:
+    """Each method's KLD split into its KL-marginal and CPPD-given-KL parts (``parts``:
+    `engine.analysis.kld_parts.summarise`), with the mutual information of the true and
+    predicted tables and a reading of which part drives it."""
+    st.subheader("What drives the KLD?", divider="gray")
+    left, right = st.columns([3, 2])
+    left.dataframe(inference_tables.kld_parts_frame(parts), hide_index=True, width="content")
+    spec = chart_cache.chart_spec("kld_parts_bars", inference_tables.kld_parts_long(parts), {})
+    right.vega_lite_chart(spec, width="content")
+    tables_of = summary.set_index("method")
+    for row in parts.to_dict("records"):
+        mine = tables_of.loc[row["method"]]
+        reading = inference_tables.kld_part_reading(row, mine["mean_table"], mine["mean_truth"])
+        st.markdown(f"- {reading}")
+    st.caption(inference_tables.KLD_PARTS_NOTE)
+
+
+def kld_paired_section(
+    results: list[relationship.SeedRelationship], ratio: float | None
+) -> pd.DataFrame:
+    """The KLD of every pair of methods per seed with the corrected resampled t-test beside
+    the Wilcoxon; ``ratio`` is the KL split's ``n_test / n_train`` (the joint films are
+    KL-graded films; None when the store records no splits). Returns the paired table (for
+    the exports)."""
+    st.markdown("**Paired differences of KLD: corrected test beside the Wilcoxon**")
+    if ratio is None:
+        st.info(inference_tables.no_splits_reason("KL"))
+        return pd.DataFrame()
+    scores = relationship.relationship_scores(results, "kld").rename(columns={"value": "kld"})
+    scores = scores.assign(study_id="", task=JOINT_TASK)
+    table = paired.paired_table(scores, {JOINT_TASK: ratio}, metrics=("kld",))
+    if table.empty:
+        st.info("Paired tests need at least two methods.")
+        return table
+    shown = inference_tables.paired_frame(table, metric_label={"kld": "KLD ↓"})
+    st.dataframe(shown.drop(columns=["Task", "Metric"]), hide_index=True, width="stretch")
+    st.caption(inference_tables.PAIRED_NOTE)
+    return table

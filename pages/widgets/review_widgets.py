@@ -19,7 +19,7 @@ from streamlit_image_coordinates import streamlit_image_coordinates
 from engine.detect import crop_and_resize
 from engine.films import read_film_file
 from engine.vocab import TOP_GRADE
-from jobs.access import Action, can
+from jobs.access import Action, actor_name, can
 from jobs.detector import (
     PAGE_EPOCHS,
     PAGE_IMAGE_SIZE,
@@ -48,6 +48,7 @@ from pages.present.review_view import (
     tile_caption,
 )
 from pages.widgets.shell import link_to_page
+from pages.widgets.sign_in import current_account
 from store.db import StoreError
 from store.reviews import clear_review, record_review
 from store.users import Account
@@ -239,7 +240,9 @@ def decide(
         if action is None:
             clear_review(dataset_id, image_id, path=path)
         else:
-            record_review(dataset_id, image_id, action, box, path=path)
+            record_review(
+                dataset_id, image_id, action, box, who=actor_name(current_account()), path=path
+            )
     except (StoreError, ValueError) as exc:
         st.error(f"Not stored: {exc}")
         return

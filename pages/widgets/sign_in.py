@@ -17,6 +17,7 @@ from jobs.access import (
     pages_for,
     single_user_mode,
 )
+from pages.present.user_text import plain
 from pages.widgets.reads import store_path, store_unusable
 from store import audit as store_audit
 from store import users as store_users
@@ -24,8 +25,18 @@ from store.db import StoreError
 from store.users import Account, Role
 
 # The one thing sign-in keeps in the browser's session: the session token (never the name,
-# role or password), checked against the store on every rerun.
+# role or password), checked against the store on every rerun; also in a cookie (below).
 TOKEN_KEY = "softgrade_token"
+
+# The same token in a browser cookie, so that a reload or a new tab stays signed in
+# (docs/security.md, "Staying signed in", says what it is and what holding it allows).
+COOKIE = "softgrade_session"
+# A token to write into the cookie on the next run (set by sign-in), and a flag to clear it
+# (set by sign-out and by a cookie the store no longer accepts).
+COOKIE_TO_WRITE_KEY = "softgrade_cookie_to_write"
+COOKIE_TO_CLEAR_KEY = "softgrade_cookie_to_clear"
+# The cookie token the store refused in this browser session: not asked about again.
+COOKIE_REFUSED_KEY = "softgrade_cookie_refused"
 
 # Set by sign-out so that the sign-in form opens at the app's root, not at the page the last
 # person was on: whoever signs in next lands on their own first page (app.py reads it).
@@ -46,14 +57,62 @@ def current_account() -> Account | None:
             return LOCAL_ACCOUNT
         if (account := _oidc_account()) is not None:
             return account
-        token = st.session_state.get(TOKEN_KEY)
+        token = st.session_state.get(TOKEN_KEY) or _cookie_token()
         account = store_users.validate_session(token, path=store_path()) if token else None
     except StoreError as exc:
         store_unusable(exc)
-    if account is None and token:
-        # Expired or revoked: forget it so the sign-in form shows.
+    if account is not None:
+        st.session_state[TOKEN_KEY] = token  # a reload's cookie, kept for this session
+    elif token:
+        # Expired or revoked: forget it (and clear the cookie) so the sign-in form shows.
         st.session_state.pop(TOKEN_KEY, None)
+        if token == _cookie_token():
+            st.session_state[COOKIE_REFUSED_KEY] = token
+            st.session_state[COOKIE_TO_CLEAR_KEY] = True
     return account
+
+
+def _cookie_token() -> str | None:
+    """The session token the browser sent in its cookie when this session connected, unless
+    the store refused it already."""
+    try:
+        token = st.context.cookies.get(COOKIE)
+    except Exception:
+        return None
+    if not isinstance(token, str) or token == st.session_state.get(COOKIE_REFUSED_KEY):
+        return None
+    return token
+
+
+def _secure_origin() -> bool:
+    """Whether the browser reached the app over https (the cookie is then marked Secure)."""
+    try:
+        return str(st.context.url or "").startswith("https://")
+    except Exception:
+        return False
+
+
+def keep_cookie_in_step() -> None:
+    """Write or clear the sign-in cookie in the browser when sign-in or sign-out asked to.
+
+    Streamlit offers no server-side way to set a cookie on its pages, so a one-line script
+    sets it (``SameSite=Strict``, ``Secure`` over https, ``Max-Age`` the session's longest
+    life); it cannot be HttpOnly (docs/security.md says what that means). The token in it is
+    the session's own: the store keeps only its SHA-256, and sign-out, expiry or removing the
+    account end it there, whatever the browser still holds.
+    """
+    token = st.session_state.pop(COOKIE_TO_WRITE_KEY, None)
+    clear = st.session_state.pop(COOKIE_TO_CLEAR_KEY, False)
+    if token is None and not clear:
+        return
+    flags = "; Path=/; SameSite=Strict" + ("; Secure" if _secure_origin() else "")
+    if token is not None:
+        max_age = int(store_users.SESSION_MAX_AGE_H * 3600)
+        cookie = f"{COOKIE}={token}{flags}; Max-Age={max_age}"
+    else:
+        cookie = f"{COOKIE}={flags}; Max-Age=0"
+    # The token is secrets.token_urlsafe: letters, digits, '-' and '_' only, safe in a string.
+    st.html(f"<script>document.cookie = {cookie!r};</script>", unsafe_allow_javascript=True)
 
 
 OIDC_AUDITED_KEY = "softgrade_oidc_audited"
@@ -137,8 +196,8 @@ def require_page(page_file: str) -> Account:
     if stem not in pages_for(account):
         title = PAGE_TITLES.get(stem, stem)
         st.error(
-            f"**{title}** is not open to {account.name} ({account.role.value}). Ask an admin "
-            "for another role if you need it.",
+            f"**{title}** is not open to {plain(account.name)} ({account.role.value}). "
+            "Ask an admin for another role if you need it.",
             icon=":material/lock:",
         )
         st.stop()
@@ -174,13 +233,17 @@ def sign_in_form() -> None:
         st.error(f"Could not sign in: {exc}.", icon=":material/lock:")
         return
     st.session_state[TOKEN_KEY] = token
+    st.session_state[COOKIE_TO_WRITE_KEY] = token
     st.rerun()
 
 
 def sign_out() -> None:
-    """Button callback: end the session in the store and forget the token."""
+    """Button callback: end the session in the store, forget the token and clear the cookie."""
     token = st.session_state.pop(TOKEN_KEY, None)
     st.session_state[SIGNED_OUT_KEY] = True
+    st.session_state[COOKIE_TO_CLEAR_KEY] = True
+    if (cookie := _cookie_token()) is not None:
+        st.session_state[COOKIE_REFUSED_KEY] = cookie  # ended below: not to be tried again
     if token:
         store_users.sign_out(token, path=store_path())
     if _oidc_signed_in():
@@ -203,5 +266,5 @@ def render_account(account: Account) -> None:
     if account is LOCAL_ACCOUNT:
         return
     with st.sidebar:
-        st.markdown(f"Signed in as **{account.name}** ({account.role.value})")
+        st.markdown(f"Signed in as **{plain(account.name)}** ({account.role.value})")
         st.button("Sign out", key="sign_out", on_click=sign_out, icon=":material/logout:")

@@ -14,6 +14,7 @@ from pages.present.stat_tables import (
     format_test_table,
     wilcoxon_seed_shortfall,
 )
+from pages.widgets import view_state
 
 
 def show_test(
@@ -56,11 +57,13 @@ def method_tests(
 def pick_correction(container: DeltaGenerator, *, key: str) -> str:
     """The pairwise tests' multiple-comparison correction (the result pages' one picker):
     Holm by default, the paper's unadjusted p-values one click away, statsmodels' others."""
-    return container.selectbox(
+    return view_state.linked(
+        container.selectbox,
         "Correction for the pairwise tests",
-        options=list(CORRECTION_ORDER),
-        format_func=correction_label,
+        list(CORRECTION_ORDER),
         key=key,
+        what="correction",
+        format_func=correction_label,
         help="Holm holds the chance of any false difference among all pairs at 5 %; the "
         "paper reports its pairwise Wilcoxon p-values unadjusted, so with many pairs some fall "
         "below 0.05 by chance alone.",

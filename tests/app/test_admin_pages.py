@@ -19,6 +19,7 @@ from pages.present.admin_tables import (
 )
 from pages.widgets.reads import STORE_UNUSABLE_TITLE
 from pages.widgets.sign_in import TOKEN_KEY
+from store import jobs as store_jobs
 from store import users as store_users
 from store.audit import OIDC_SIGN_IN_DETAIL, read_audit, record
 from store.db import default_store_path
@@ -199,10 +200,14 @@ def test_the_accounts_page_has_no_lab_accounts_section_without_an_identity_provi
 
 def test_a_new_accounts_problems_are_all_listed():
     assert new_account_problems("mo", "member", PASSWORD, PASSWORD) == []
+    assert (
+        "most common passwords" in new_account_problems("mo", "member", "password", "password")[0]
+    )
     assert new_account_problems(" bad name", "boss", "short", "shorter") == [
         "a name is 1 to 64 letters, digits, '.', '_', '@' or '-', starting with a letter or digit",
         "the role must be one of viewer, member, admin",
-        "a password needs at least 8 characters",
+        "too short: a password needs at least 8 characters besides leading and trailing "
+        "spaces, 4 of them different, and must not be a common password or the account's name",
         "the two passwords differ",
     ]
 
@@ -258,3 +263,19 @@ def test_a_truncated_store_gives_one_message_and_is_left_alone(home, tmp_path):
     store = _broken_store(home, before)
     for page in ("app.py", "pages/demo.py"):
         _assert_one_message_and_untouched(store, before, page)
+
+
+def test_the_audit_log_names_studies_and_leaves_missing_details_blank(path):
+    study_id = store_jobs.enqueue_job({"name": "knees"}, path=path)
+    study_id = store_jobs.get_job(study_id, path=path).study_id
+    record("archive", actor="ada", target=study_id, path=path)  # no details
+    record("delete", actor="ada", target="study-gone", detail="'old' deleted", path=path)
+    at = signed_in("audit", "ada", "admin", path).run()
+    assert not at.exception
+    table = at.dataframe[0].value
+    archive = table[table["Action"] == "archive"].iloc[0]
+    assert archive["Target"] == f"knees ({study_id})"
+    assert archive["Details"] == ""
+    assert "None" not in set(table["Details"]) and "None" not in set(table["Target"])
+    gone = table[table["Action"] == "delete"].iloc[0]
+    assert gone["Target"] == "study-gone"  # a deleted study keeps its id

@@ -6,6 +6,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from engine.analysis import compare
+from pages.present import tables
 from store import runs as store_runs
 from tests.helpers.pages import TIMEOUT_S, make_store, run_page, texts
 
@@ -29,7 +30,7 @@ def test_compare_page_shows_table4_of_a_trained_study(finished_study, monkeypatc
     assert kl.loc[kl["Method"] == "Beta", "AMAE ↓"].iloc[0] == expected
     assert "dlordinal" in texts(at, "caption")  # absent classes are dropped, as stated
     downloads = {button.proto.id.split("-")[-1] for button in at.get("download_button")}
-    assert len(downloads) == 5  # table CSV + LaTeX, per-run CSV, statistics CSV + LaTeX
+    assert len(downloads) == 6  # Report, table CSV + LaTeX, per-run CSV, statistics CSV + LaTeX
     assert "bold" in texts(at, "caption")
 
 
@@ -79,7 +80,8 @@ def test_compare_page_with_one_seed_says_tests_need_more(tmp_path, monkeypatch):
     info = texts(at, "info")
     assert "Shapiro–Wilk needs at least 3 seeds" in info
     assert "Wilcoxon needs at least 2 seeds" in info
-    assert at.table[0].value["AMAE ↓"].str.endswith("± –").all()
+    assert not at.table[0].value["AMAE ↓"].str.contains("±").any()  # the value alone
+    assert tables.ONE_SEED_NOTE in texts(at, "caption")
 
 
 def test_compare_page_with_one_method_says_there_is_nothing_to_compare(tmp_path, monkeypatch):
@@ -163,3 +165,11 @@ def test_a_study_that_finished_after_the_list_was_cached_shows_at_once(
 
     assert at.multiselect(key="compare_studies").value == [finished_study.study_id]
     assert "No study has finished runs yet" not in texts(at, "info")
+
+
+def test_compare_page_offers_the_studies_report_as_one_html_download(tmp_path, monkeypatch):
+    make_store(tmp_path)
+    at = run_page(tmp_path, monkeypatch)
+    buttons = [b for b in at.get("download_button") if b.proto.label == "Report"]
+    assert len(buttons) == 1
+    assert buttons[0].proto.id.endswith("compare_report")

@@ -8,7 +8,7 @@ import numpy as np
 from streamlit import config
 
 from store import runs as store_runs
-from tests.helpers.films import dicom_bytes, phantom_film, png_bytes
+from tests.helpers.films import dicom_bomb_bytes, dicom_bytes, phantom_film, png_bytes
 from tests.helpers.pages import copy_home, images, run_page, texts
 
 PAGE = "../../pages/demo.py"
@@ -59,6 +59,14 @@ def test_an_upload_that_is_no_film_gets_one_message(finished_study, monkeypatch)
     _upload(at, "scan.png", b"DICM....", "image/png")
     assert not at.exception
     assert "scan.png is not an image SoftGrade can read" in texts(at, "error")
+    assert not at.metric
+
+
+def test_an_uploaded_dicom_bomb_is_refused_from_its_header(finished_study, monkeypatch):
+    at = run_page(finished_study.home, monkeypatch, PAGE)
+    _upload(at, "bomb.dcm", dicom_bomb_bytes(), "application/dicom")
+    assert not at.exception
+    assert "30000 x 30000 px" in texts(at, "error") and "not decoded" in texts(at, "error")
     assert not at.metric
 
 

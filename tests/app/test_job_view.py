@@ -8,7 +8,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pages.present.job_view import cancel_text, ended_caption, progress, running_numbers
+from pages.present.job_view import (
+    cancel_text,
+    ended_caption,
+    progress,
+    running_numbers,
+    runs_note,
+)
+from store.bundle import REFERENCE_STUDY, read_card
 
 
 def _job(**fields: Any) -> Any:
@@ -80,3 +87,22 @@ def test_ended_caption_says_how_long_it_ran_and_when_it_finished():
 )
 def test_cancel_text_follows_the_status_the_store_returned(status, says):
     assert says in cancel_text("job-1", status)
+
+
+def test_a_study_run_in_parts_says_its_compute_time_apart_from_its_span():
+    bundle = read_card(REFERENCE_STUDY)["card"]  # the reference: two sessions 12 h apart
+    job = _job(status="succeeded", elapsed_s=45138.0, finished_at=pd.Timestamp("2026-11-27 00:10"))
+    caption = ended_caption(job, bundle)
+    assert caption.startswith("Ran 30 min 49 s of compute in 2 parts (seeds 0")
+    assert "spanning 12 h 32 min from the first start to the last finish" in caption
+    assert ended_caption(job, None).startswith("Ran 12 h 32 min")  # a study run here
+
+
+def test_the_reference_card_explains_why_its_parts_stored_1868_runs_for_1800():
+    bundle = read_card(REFERENCE_STUDY)["card"]
+    note = runs_note(bundle, 1800)
+    assert note is not None
+    assert "1,238 (seeds 0" in note and "630 (seeds 13" in note and "= 1,868 runs" in note
+    assert "1,800 are kept" in note and "The other 68 belong to a seed" in note
+    assert runs_note(bundle, 1868) is None
+    assert runs_note(None, 1800) is None

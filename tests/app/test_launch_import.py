@@ -141,3 +141,20 @@ def test_a_reviewed_dataset_is_queued_with_its_crop_review(path, tmp_path):
     dataset = store_jobs.get_job(job_id, path=path).spec["dataset"]
     assert Path(dataset["review_csv"]).parent.parent == path.parent / "reviews"
     assert dataset["labels_csv"] == done.spec.params["labels_csv"]
+
+
+def test_an_import_on_the_launch_page_is_audited_under_the_signed_in_member(path, tmp_path):
+    from pages.widgets.sign_in import TOKEN_KEY
+    from store import users as store_users
+    from store.audit import read_audit
+
+    store_users.add_user("mo", "member", "correct horse battery", path=path)
+    _, token = store_users.sign_in("mo", "correct horse battery", path=path)
+    at = _page()
+    at.session_state[TOKEN_KEY] = token
+    folder = _folder(tmp_path)
+    at = _import(at.run(), folder)
+    at.button(key="launch_import_register").click().run()
+    assert not at.exception
+    (line,) = read_audit(action="import", path=path).itertuples()
+    assert (line.actor, line.target) == ("mo", str(folder))

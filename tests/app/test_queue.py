@@ -155,3 +155,28 @@ def test_a_running_job_with_finished_runs_links_to_its_live_learning_curves(path
     buttons[f"queue_open_pages/explorer.py_{job_id}"].click().run()
 
     assert at.session_state["requested_study"][0] == study_id
+
+
+def test_the_reference_job_card_says_compute_time_explains_its_runs_and_has_no_empty_log(path):
+    from store.bundle import REFERENCE_STUDY, import_study
+
+    import_study(REFERENCE_STUDY, path=path)
+    at = _page().run()
+    assert not at.exception
+    captions = "\n".join(c.value for c in at.caption)
+    assert "Ran 30 min 49 s of compute in 2 parts" in captions
+    assert "spanning 12 h 32 min" in captions
+    assert "= 1,868 runs; 1,800 are kept" in captions
+    assert not [e for e in at.expander if e.label == "Log"]  # nothing was logged here
+
+
+def test_a_results_button_asks_for_its_page_and_the_full_run_opens_it(path):
+    """The button inside the auto-refreshing list only records the request; the page's
+    full run (outside the fragment) switches, so no timed refresh can race the switch."""
+    from store.bundle import REFERENCE_STUDY, import_study
+
+    study_id = import_study(REFERENCE_STUDY, path=path).study_id
+    at = _page().run()
+    at.button(key=f"queue_open_pages/compare.py_import-{study_id}").click().run()
+    assert at.session_state["requested_study"][0] == study_id
+    assert "queue_open_page" not in at.session_state  # consumed by the full run's switch

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pages.present import tables
+from store.audit import read_audit
 from store.bundle import REFERENCE_STUDY, read_card
 from store.db import init_schema
 from tests.helpers.pages import run_page, texts
@@ -21,6 +22,10 @@ def test_empty_compare_page_loads_the_reference_study_in_one_click(tmp_path, mon
     assert all(label.startswith(tables.REFERENCE_MARK) for label in picker.options)
     assert set(at.table[0].value["Seeds"]) == {str(len(read_card(REFERENCE_STUDY)["seeds"]))}
     assert not at.button  # the offer is gone once a study has results
+    # The load leaves one audit line, by the local person (single-user mode).
+    lines = read_audit(action="import", path=tmp_path / "softgrade.duckdb")
+    assert lines[["actor", "target"]].values.tolist() == [["local", study_id]]
+    assert "bundled reference study" in lines.iloc[0]["detail"]
 
 
 def test_study_label_marks_only_the_bundled_reference():

@@ -56,6 +56,10 @@ def test_relationship_page_with_one_seed_and_one_method(tmp_path, monkeypatch):
     assert "Shapiro–Wilk needs at least 3 seeds" in info
     assert "Kruskal–Wallis needs at least 2 methods" in info
     assert list(at.dataframe[0].value["method"]) == ["Beta"]
+    # One seed: the std cells are empty (never Streamlit's "None") and a caption says why.
+    shown = at.dataframe[0].value
+    assert list(shown["kld_std"]) == [""] and list(shown["mae_std"]) == [""]
+    assert "a standard deviation needs at least 2 seeds" in texts(at, "caption")
 
 
 def test_relationship_page_running_study_uses_finished_seeds(tmp_path, monkeypatch):

@@ -176,3 +176,20 @@ def test_a_training_that_died_shows_why_and_retrain_is_offered_again(path, home)
     failed = at.error[0].value
     assert f"The last training on {dataset_id} (cpu, 64 px) failed" in failed
     assert "ended without finishing" in failed and "training.log" in failed
+
+
+def test_a_crop_decision_is_recorded_under_the_signed_in_member(imported, path):
+    from pages.widgets.sign_in import TOKEN_KEY
+    from store import users as store_users
+
+    done, _ = imported
+    store_users.add_user("mo", "member", "correct horse battery", path=path)
+    _, token = store_users.sign_in("mo", "correct horse battery", path=path)
+    at = _page()
+    at.session_state[TOKEN_KEY] = token
+    at.run()
+    film = at.selectbox(key="review_film").options[0]
+    at.selectbox(key="review_film").set_value(film).run()
+    at.button(key="review_exclude").click().run()
+    assert not at.exception
+    assert crop_reviews(done.dataset_id, path=path).set_index("image_id").loc[film, "who"] == "mo"

@@ -154,6 +154,21 @@ def test_an_admin_deletes_a_study_after_typing_its_name_and_the_other_stays(path
     assert at.selectbox(key="manage_study").value == kept.study_id
 
 
+def test_after_a_delete_the_manage_picker_names_the_study_the_form_edits(path):
+    _, _, _, (doomed, _), (kept, _) = make_two_studies(path, path.parent)
+    at = signed_in("queue", "ada", "admin", path).run()
+    at.selectbox(key="manage_study").set_value(doomed.study_id).run()
+    at.text_input(key=f"manage_delete_name_{doomed.study_id}").input("doomed").run()
+    at.button(key="manage_delete").click().run()
+    picker = at.selectbox(key="manage_study")
+    assert not at.exception
+    assert at.session_state["manage_study"] == kept.study_id  # set, not just dropped
+    assert "doomed" not in " ".join(picker.options)
+    assert picker.value == kept.study_id
+    assert at.text_input(key=f"manage_name_{kept.study_id}").value == "kept"
+    assert not [t for t in at.text_input if t.key == f"manage_name_{doomed.study_id}"]
+
+
 def test_an_admin_archives_a_study_and_the_pickers_hide_it_until_asked(path):
     _, _, _, (doomed, _), (kept, _) = make_two_studies(path, path.parent)
     for study in (doomed, kept):
@@ -215,3 +230,12 @@ def test_without_an_identity_provider_only_the_local_form_shows(path):
     store_users.add_user("mo", "member", PASSWORD, path=path)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30).run()
     assert not [b for b in at.button if b.key == "oidc_sign_in"]
+
+
+def test_through_the_app_a_viewer_lands_on_compare_methods(path):
+    at = signed_in("compare", "vi", "viewer", path)
+    shell = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30)
+    shell.session_state[TOKEN_KEY] = at.session_state[TOKEN_KEY]
+    shell.run()
+    assert not shell.exception
+    assert shell.title[0].value == "Compare methods"

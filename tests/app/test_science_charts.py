@@ -244,8 +244,10 @@ def test_learning_curves_chart_has_a_panel_per_series_lines_per_run_and_best_epo
     assert best["transform"] == [{"filter": "datum.best"}]
     colour = lines["encoding"]["color"]
     assert colour["scale"]["domain"] == ["Nominal", "Beta"]
-    assert len(panels[0]["layer"]) == 2 and len(panels[2]["layer"]) == 3  # live point on AMAE
-    diamond = _layer_frame(spec, panels[2]["layer"][2], panels[2])
+    # lines, best epochs, diverged epochs (none here), and the live point on AMAE only
+    assert panels[0]["layer"][2]["transform"] == [{"filter": "datum.clipped"}]
+    assert len(panels[0]["layer"]) == 3 and len(panels[2]["layer"]) == 4
+    diamond = _layer_frame(spec, panels[2]["layer"][3], panels[2])
     assert diamond[["epoch", "value"]].iloc[0].tolist() == [4, 0.47]
 
 

@@ -139,10 +139,9 @@ def test_a_member_launches_and_a_viewer_reads_results_but_cannot_launch(
     shows(tab.get_by_text("QWK").first)
     assert_no_error(tab, "Compare methods, viewer")
 
-    # The Launch page by its URL (a bookmark, a shared link): a new browser session, so the
-    # viewer signs in again, and then the page refuses and shows nothing else.
+    # The Launch page by its URL (a bookmark, a shared link): a new browser session, still
+    # signed in as the viewer (the session cookie), and the page refuses and shows nothing else.
     tab.goto(f"{app_url}/launch")
-    sign_in(tab, VIEWER, "viewer")
     shows(tab.get_by_text(f"Launch is not open to {VIEWER} (viewer)"))
     assert tab.get_by_role("heading", name="Launch a study").count() == 0
     assert tab.get_by_role("button", name="Queue this study").count() == 0

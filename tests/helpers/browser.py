@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -17,23 +16,16 @@ from pathlib import Path
 
 import pytest
 
+from jobs.report_command import CHROMIUM_OFFLINE_ARGS, find_chromium
+
 try:
     import playwright.sync_api as playwright_api
 except ImportError:  # the e2e tests skip, saying so (tests/e2e/conftest.py)
     playwright_api = None
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-# Chromium's background services try the network at start; this machine has none.
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+CHROMIUM = find_chromium()
+CHROMIUM_ARGS = ["--no-sandbox", *CHROMIUM_OFFLINE_ARGS]
 STUDY_TIMEOUT_MS = 600_000  # 10 runs of 2 epochs at 32 px: ~1 min on 2 idle cores, 3-5 min shared
 PAGE_TIMEOUT_MS = 90_000  # a page's first load imports torch in the server
 FIRST_RESULTS_TIMEOUT_MS = 240_000  # Compare's first metrics table on a loaded 2-core machine

@@ -80,6 +80,18 @@ def dicom_bytes(
     return buffer.getvalue()
 
 
+def dicom_bomb_bytes() -> bytes:
+    """A small RLE DICOM whose header declares 30000 x 30000 px x 8 frames of 16 bits (14 GB
+    decoded); its pixel data is a few bytes (issue 23's decompression bomb, in small)."""
+    return dicom_bytes(
+        np.zeros((64, 64), np.uint16),
+        syntax="1.2.840.10008.1.2.5",
+        Rows=30000,
+        Columns=30000,
+        NumberOfFrames=8,
+    )
+
+
 def write_film_folder(
     root: Path, *, n: int, n_joint: int, seed: int, fmt: str = "png"
 ) -> tuple[Path, Path, pd.DataFrame]:
@@ -261,3 +273,35 @@ def fake_detector(detectors: Path, key: str, created_at: str, **held: float) -> 
     (detectors / key / "record.json").write_text(record.to_json())
     (detectors / key / "detector.pt").write_bytes(b"")
     return record
+
+
+def phantom_film_placed(
+    seed: int, index: int, *, scale: float, degrees: float, where: str
+) -> np.ndarray:
+    """Phantom film ``index`` of a 40-film phantom drawn as `render_film` draws it, but
+    placed by hand: the knee box ``scale`` of the film's shorter side, turned ``degrees``,
+    and pushed into a corner (``where``: 'low-left', 'low-right' or 'top')."""
+    from engine.phantom import PhantomSpec, phantom_labels
+    from engine.phantom.canvas import BOX_SIDE
+    from engine.phantom.film import (
+        box_half_extent,
+        canvas_to_film,
+        expose,
+        finish,
+        warp_to_film,
+    )
+    from engine.phantom.render import draw_film_knee
+
+    spec = PhantomSpec(n_images=40, n_joint=20, seed=seed)
+    row = phantom_labels(spec).iloc[index]
+    h, w = spec.film_size
+    att, canvas_mask, rng = draw_film_knee(spec, row)
+    factor = scale * min(h, w) / BOX_SIDE
+    theta = np.deg2rad(degrees)
+    half = box_half_extent(factor, theta)
+    cx = half + 3 if "left" in where else w - half - 3 if "right" in where else w / 2
+    cy = h - half - 3 if "low" in where else half + 3
+    m = canvas_to_film(factor, theta, (cx, cy), str(row["side"]))
+    film_att, _ = warp_to_film(att, canvas_mask, m, spec.film_size)
+    diff = spec.effective_difficulty
+    return finish(expose(film_att, diff, rng), diff, rng)

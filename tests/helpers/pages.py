@@ -97,14 +97,21 @@ def make_store(
 
 
 def run_page(
-    home: Path, monkeypatch: pytest.MonkeyPatch, page: str = COMPARE_PAGE, *, tab: str | None = None
+    home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    page: str = COMPARE_PAGE,
+    *,
+    tab: str | None = None,
+    query: dict[str, str | list[str]] | None = None,
 ) -> AppTest:
-    """Render a page against the store in ``home`` (on Compare, with ``tab`` open); fail on
-    any exception."""
+    """Render a page against the store in ``home`` (on Compare, with ``tab`` open; opened by
+    a link with ``query`` as its URL parameters); fail on any exception."""
     monkeypatch.setenv("SOFTGRADE_HOME", str(home))
     at = AppTest.from_file(page, default_timeout=TIMEOUT_S)
     if tab is not None:
         at.session_state["compare_tab"] = tab  # as a click on the tab does
+    for name, value in (query or {}).items():
+        at.query_params[name] = value
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
@@ -171,6 +178,8 @@ def download_reader(
         served = {}
         for button in at.get("download_button"):
             name = button.proto.url.rsplit("/", 1)[-1]
+            if not name:  # a download made only when clicked (the HTML report)
+                continue
             content = storages[-1].get_file(name).content
             served[button.proto.id.split("-")[-1]] = (name.rsplit(".", 1)[-1], content.decode())
         return served

@@ -196,3 +196,30 @@ def test_bad_oidc_role_mappings_are_refused_with_every_problem_named(tmp_path):
 def test_oidc_provider_is_the_one_named_table_of_auth():
     assert access.oidc_provider({"redirect_uri": "x", "cookie_secret": "y"}) is None
     assert access.oidc_provider({"redirect_uri": "x", "lab": {"client_id": "c"}}) == "lab"
+
+
+@pytest.mark.parametrize(
+    ("role", "landing"),
+    [(Role.VIEWER, "compare"), (Role.MEMBER, "launch"), (Role.ADMIN, "launch")],
+)
+def test_each_role_lands_on_a_page_its_menu_lists(role, landing):
+    account = Account(name="someone", role=role)
+    assert access.landing_page(account) == landing
+    assert access.landing_page(account) in access.pages_for(account)
+
+
+def test_the_role_table_in_docs_security_lists_each_roles_pages():
+    """docs/security.md's "role | pages | may" table names exactly the pages each role's
+    menu lists (`jobs.access.PAGES`), each row adding to the row above."""
+    text = (Path(__file__).parents[2] / "docs" / "security.md").read_text(encoding="utf-8")
+    rows = {
+        cells[0]: cells[1]
+        for line in text.splitlines()
+        if line.startswith("| ")
+        and (cells := [c.strip() for c in line.strip("|").split("|")])[0]
+        in {"viewer", "member", "admin"}
+    }
+    listed: set[str] = set()
+    for role in access.ROLE_ORDER:
+        listed |= {title.strip() for title in rows[role.value].removeprefix("+").split(",")}
+        assert listed == {access.PAGE_TITLES[stem] for stem in access.PAGES_BY_ROLE[role]}, role

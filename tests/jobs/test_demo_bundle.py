@@ -71,7 +71,7 @@ def test_the_demo_bundle_holds_the_best_seeds_models_films_and_card(finished_stu
         manifest = json.loads(zf.read("manifest.json"))
         card = json.loads(zf.read("card.json"))
         names = set(zf.namelist())
-    assert manifest["format"] == "softgrade-demo" and manifest["version"] == 1
+    assert manifest["format"] == "softgrade-demo" and manifest["version"] == 2
     assert manifest["method"] == runs.groupby("method")["val_amae"].mean().idxmin()
     assert len(manifest["seeds"]) == 1
     assert {(m["task"], m["seed"]) for m in manifest["models"]} == {
@@ -185,7 +185,7 @@ def test_bad_bundles_get_one_clear_message_and_leave_nothing(bundles, tmp_path):
         _rewrite(bundles["one"], tmp_path / "part.zip", drop=model): f"missing: {model}",
         _rewrite(
             bundles["one"], tmp_path / "v9.zip", manifest=manifest | {"version": 9}
-        ): "version 9; this SoftGrade reads version 1",
+        ): "version 9; this SoftGrade reads version 2",
         _rewrite(
             bundles["one"], tmp_path / "nomanifest.zip", drop="manifest.json"
         ): "it has no manifest.json",
@@ -233,7 +233,7 @@ def test_export_demo_cli_writes_a_bundle_and_refuses_a_seed_without_weights(
     assert main(["export-demo", finished_study.study_id, "--seed", "9", "-o", str(out)]) == 2
     err = capsys.readouterr().err
     assert "seed 9 of" in err and "seeds that have: 0, 1, 2" in err
-    assert demo_bundle.DEMO_BUNDLE_VERSION == 1
+    assert demo_bundle.DEMO_BUNDLE_VERSION == 2
 
 
 @pytest.mark.slow

@@ -98,6 +98,12 @@ def test_a_clean_folder_checks_clean_and_registers(tmp_path):
     done = run_import(tmp_path / "home", str(folder), "--labels", str(csv))
     assert done.returncode == 0 and "30 film(s), 0 left out" in done.stdout
     assert _datasets(tmp_path / "home") == 1
+    # The audit line names who ran it (the OS user, as `backup` does), not 'local'.
+    from jobs.lab_commands import os_user
+    from store.audit import read_audit
+
+    line = read_audit(action="import", path=tmp_path / "home" / "softgrade.duckdb").iloc[0]
+    assert (line.actor, line.target) == (os_user(), str(folder))
 
 
 @pytest.mark.slow

@@ -69,12 +69,20 @@ def test_members_edit_their_own_studies_and_only_admins_archive(store):
     )
 
 
-def test_import_is_for_members_and_is_audited(store):
+def test_import_is_for_members_and_is_audited_under_their_name(store, tmp_path):
+    from engine.films import check_import
+    from store.datasets import list_datasets
+    from tests.helpers.films import write_film_folder
+
+    folder, _, _ = write_film_folder(tmp_path, n=8, n_joint=8, seed=2)
+    report = check_import(folder)
     with pytest.raises(AccessDenied, match="may not import films"):
-        lab.record_import(VIEWER, "/data/films", path=store)
-    lab.record_import(MEMBER, "/data/films", detail="40 films", path=store)
+        lab.register_import(VIEWER, report, path=store)
+    assert list_datasets(path=store).empty and read_audit(path=store).empty
+    done = lab.register_import(MEMBER, report, name="lab films", path=store)
     line = read_audit(action="import", path=store).iloc[0]
-    assert (line.actor, line.target, line.detail) == ("mo", "/data/films", "40 films")
+    assert (line.actor, line.target) == ("mo", str(folder))
+    assert line.detail == f"{done.dataset_id} ({done.import_id}): 8 film(s), 0 left out"
 
 
 def test_only_admins_manage_accounts_and_read_the_audit_log(store):

@@ -150,3 +150,47 @@ def test_up_hands_its_upload_cap_to_streamlit():
     assert command[command.index("--server.maxUploadSize") + 1] == "5"
     default = _app_command(build_parser().parse_args(["up"]))
     assert default[default.index("--server.maxUploadSize") + 1] == "64"
+
+
+@pytest.mark.parametrize("cut", ["mid-block", "block boundary"])
+def test_a_truncated_store_is_refused_untouched_by_every_entry_point(store, cut):
+    import hashlib
+
+    with connect(store) as con:  # enough rows that the file's tail holds data blocks
+        con.execute("CREATE TABLE filler AS SELECT range AS i, random() AS r FROM range(600000)")
+    data = store.read_bytes()
+    block = 256 * 1024  # DuckDB's block; its three 4 KiB headers come first
+    end = len(data) * 3 // 4 if cut == "mid-block" else len(data) - 2 * block
+    assert (end - 3 * 4096) % block == (0 if cut == "block boundary" else (end - 12288) % block)
+    store.write_bytes(data[:end])
+    before = hashlib.md5(store.read_bytes()).hexdigest()
+    for args in (("up", "--port", "1"), ("worker",), ("status",), ("users", "list")):
+        done = _cli(store.parent, *args)
+        assert done.returncode == 2, (args, done.stderr)
+        assert done.stderr.startswith("error: the store ") and "truncated" in done.stderr
+        assert "Nothing in it was changed" in done.stderr and "Traceback" not in done.stderr
+        assert hashlib.md5(store.read_bytes()).hexdigest() == before, args
+    assert not Path(f"{store}.wal").exists()
+
+
+@pytest.mark.parametrize("offset", [4096, 8192, 12288], ids=["header 1", "header 2", "block 0"])
+def test_a_store_damaged_in_its_headers_is_one_message_from_the_cli(store, offset):
+    data = bytearray(store.read_bytes())
+    data[offset + 8 : offset + 400] = bytes(range(256)) + bytes(136)
+    store.write_bytes(bytes(data))
+    for args in (("status",), ("users", "list")):
+        done = _cli(store.parent, *args)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert done.stderr.startswith("error: the store ") and "cannot be opened" in done.stderr
+    assert store.read_bytes() == bytes(data)
+
+
+def test_status_shows_each_jobs_study_id_for_the_study_commands(store, capsys):
+    job_id = store_jobs.enqueue_job({"name": "knees"}, path=store)
+    study_id = store_jobs.get_job(job_id, path=store).study_id
+    assert main(["status"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = next(line for line in lines if line.startswith("JOB"))
+    assert header.split()[:4] == ["JOB", "STUDY", "STATUS", "RUNS"]
+    row = next(line for line in lines if line.startswith(job_id))
+    assert row.split()[:4] == [job_id, study_id, "queued", "0/?"] and row.endswith("knees")

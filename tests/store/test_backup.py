@@ -87,3 +87,27 @@ def test_default_backup_goes_to_the_backups_folder(store):
 def test_backup_of_a_missing_store_says_so(tmp_path):
     with pytest.raises(StoreError, match="no store at"):
         backup_store(tmp_path / "b.duckdb", path=tmp_path / "absent.duckdb")
+
+
+def test_a_backup_whose_name_holds_a_double_quote_is_written(store, tmp_path):
+    made = backup_store(tmp_path / 'lab "copy".duckdb', path=store)
+    assert made.path.name == 'lab "copy".duckdb' and made.path.is_file()
+    assert made.rows["meta"] >= 1
+
+
+def test_a_new_store_and_its_backups_are_readable_by_their_owner_only(tmp_path):
+    import stat
+
+    from store.db import init_schema
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o755)
+    store = shared / "lab" / "home" / "softgrade.duckdb"
+    init_schema(store)
+    made = backup_store(path=store)
+    for folder in (store.parent, store.parent.parent, made.path.parent):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+    for file in (store, made.path):
+        assert stat.S_IMODE(file.stat().st_mode) == 0o600, file
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o755  # a folder that existed is left

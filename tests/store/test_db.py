@@ -76,3 +76,17 @@ def test_connect_retries_while_another_process_holds_the_file(store):
     finally:
         release.set()
         holder.join(10)
+
+
+def test_a_connection_inside_another_is_not_held_up_by_the_truncation_check(store):
+    import time
+
+    from store import db
+
+    started = time.monotonic()
+    with connect(store) as outer:
+        outer.execute("CREATE TABLE grown AS SELECT range AS i FROM range(2000000)")
+        db._BLOCKS_CHECKED.clear()  # as when the file grew since the last check
+        with connect(store) as inner:
+            assert inner.execute("SELECT count(*) FROM meta").fetchone()[0] >= 1
+    assert time.monotonic() - started < 10

@@ -183,3 +183,20 @@ def test_environment_with_unknown_fields_is_refused(store):
         studies.record_environment(
             job.study_id, job_id=job.job_id, worker_id="w", environment={"gpu": 1}, path=store
         )
+
+
+def test_study_card_says_how_the_runs_were_initialised(two_studies):
+    store, _, _, _, (kept, _) = two_studies
+    card = studies.study_card(kept.study_id, path=store)
+    assert card["weights init"] == (
+        "random (trained from scratch, no pretrained weights) on all 2 runs"
+    )
+
+
+def test_weights_init_text_names_the_imagenet_file_and_a_mixture():
+    one = studies.weights_init_text([("imagenet", 10)], "/w/resnet18.pth")
+    assert one == "ImageNet weights from /w/resnet18.pth on all 10 runs"
+    mixed = studies.weights_init_text([("imagenet", 4), ("random", 6)], None)
+    assert mixed == (
+        "ImageNet weights on 4 runs; random (trained from scratch, no pretrained weights) on 6 runs"
+    )

@@ -218,3 +218,83 @@ def test_lab_account_sign_ins_count_only_identity_provider_sign_ins_per_person(s
     assert seen["name"].tolist() == ["kim@lab.org", "lee@lab.org"]  # latest sign-in first
     assert seen["sign_ins"].tolist() == [2, 1]
     assert (seen["first_sign_in"] <= seen["last_sign_in"]).all()
+
+
+@pytest.mark.parametrize(
+    ("password", "why"),
+    [
+        ("password", "most common passwords"),
+        ("12345678", "most common passwords"),
+        ("PassWord1", "most common passwords"),
+        (" " * 8, "too short"),
+        ("  short  ", "too short"),
+        ("aaaaaaaaaaaa", "too few different characters"),
+        ("Alice.Smith", "the account's name"),
+    ],
+)
+def test_weak_passwords_are_refused_when_added_or_changed(store, password, why):
+    with pytest.raises(ValueError, match=why):
+        users.add_user("alice.smith", "member", password, path=store)
+    users.add_user("alice.smith", "member", PASSWORD, path=store)
+    with pytest.raises(ValueError, match=why):
+        users.set_password("alice.smith", password, path=store)
+    assert users.verify_password("alice.smith", PASSWORD, path=store) is not None
+
+
+def test_the_common_password_list_is_shipped_and_large():
+    common = users.common_passwords()
+    assert len(common) > 10_000 and {"password", "12345678", "iloveyou"} <= common
+    assert all(len(p) >= users.MIN_PASSWORD_CHARS for p in common)
+
+
+def _fail(store, name: str, times: int, client: str | None = None, **kw) -> None:
+    for _ in range(times):
+        with pytest.raises(SignInError, match="wrong name or password"):
+            users.sign_in(name, "wrong password", client=client, path=store, **kw)
+
+
+def test_five_wrong_passwords_lock_the_account_even_against_the_right_one(store):
+    users.add_user("alice", "member", PASSWORD, path=store)
+    _fail(store, "alice", users.SIGN_IN_LIMITS.per_account)
+    with pytest.raises(users.SignInLockedError, match=r"try again in (2\d|30) s"):
+        users.sign_in("alice", PASSWORD, path=store)
+    log = read_audit(path=store)
+    assert (log.action == "sign_in_failed").sum() == 5
+    assert (log.action == "sign_in_locked").sum() == 1 and (log.action == "sign_in").sum() == 0
+
+
+def test_a_lock_runs_out_doubles_with_each_further_failure_and_success_clears_it(store):
+    import time
+
+    limits = users.SignInLimits(per_account=2, first_lock_s=1.0, max_lock_s=60.0)
+    users.add_user("alice", "member", PASSWORD, path=store)
+    _fail(store, "alice", 2, limits=limits)
+    with pytest.raises(users.SignInLockedError):
+        users.sign_in("alice", PASSWORD, limits=limits, path=store)
+    time.sleep(1.1)
+    _fail(store, "alice", 1, limits=limits)  # the third failure: 2 s now
+    time.sleep(1.1)
+    with pytest.raises(users.SignInLockedError, match="try again in 1 s"):
+        users.sign_in("alice", PASSWORD, limits=limits, path=store)
+    time.sleep(1.0)
+    account, _ = users.sign_in("alice", PASSWORD, limits=limits, path=store)
+    assert account.name == "alice"
+    _fail(store, "alice", 1, limits=limits)  # counted afresh after the success
+    assert users.sign_in("alice", PASSWORD, limits=limits, path=store)[0].name == "alice"
+
+
+def test_one_address_guessing_many_names_is_slowed_for_every_name(store):
+    limits = users.SignInLimits(per_client=3)
+    users.add_user("alice", "member", PASSWORD, path=store)
+    for name in ("root", "admin", "ada"):
+        _fail(store, name, 1, client="10.0.0.9", limits=limits)
+    with pytest.raises(users.SignInLockedError, match="from this address"):
+        users.sign_in("alice", PASSWORD, client="10.0.0.9", limits=limits, path=store)
+    account, _ = users.sign_in("alice", PASSWORD, client="10.0.0.7", limits=limits, path=store)
+    assert account.name == "alice"
+
+
+def test_a_failed_sign_in_keeps_at_most_64_characters_of_the_typed_name(store):
+    with pytest.raises(SignInError):
+        users.sign_in("=HYPERLINK(" + "x" * 500, "wrong password", path=store)
+    assert read_audit(path=store).actor.str.len().max() == 64

@@ -1,0 +1,425 @@
+"""How the reviewer-grade statistics of issue 21 read on the KL × CPPD page and on Compare's
+Probabilities and Robustness tabs: the KLD's chain-rule parts, paired tables with the
+corrected test beside the Wilcoxon, ECE with its interval and floor, temperature scaling,
+scores against the phantom's true grade and the budget-matched comparison.
+
+The numbers come from ``engine.analysis`` (``kld_parts``, ``paired``, ``calibration``,
+``truth``, ``budget``); this module only writes them as tables and sentences. No streamlit,
+so every format is unit-tested (tests/app/test_inference_tables.py).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from engine.analysis import paired
+from engine.analysis.compare import task_order
+from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS
+from engine.vocab import method_sort_key
+from pages.present.tables import is_missing_value, method_title, metric_header
+
+CI_HEADER = "95 % CI (corrected)"
+
+
+def p_text(value: Any) -> str:
+    """A p-value as ``"< 0.001"`` or 3 significant digits; blank when missing."""
+    if is_missing_value(value):
+        return ""
+    return "< 0.001" if float(value) < 0.001 else f"{float(value):.3g}"
+
+
+def interval_text(low: Any, high: Any, digits: int = 3) -> str:
+    """``"[-0.029, 0.159]"``; blank when either end is missing."""
+    if is_missing_value(low) or is_missing_value(high):
+        return ""
+    return f"[{float(low):.{digits}f}, {float(high):.{digits}f}]"
+
+
+def _share(value: float) -> str:
+    return f"{100 * value:.1f} %"
+
+
+# --------------------------------------------------------------------------------------------
+# KL × CPPD: the KLD by the chain rule
+# --------------------------------------------------------------------------------------------
+
+KLD_PARTS_NOTE = (
+    "D(true ‖ predicted) = KL-marginal part + CPPD-given-KL part, exactly (chain rule). The "
+    "KL-marginal part only says the KL grades are predicted in the wrong proportions; the "
+    "CPPD-given-KL part is where the relationship enters, and the mutual information (MI) of "
+    "a table measures the dependence of CPPD on KL itself (0 = independent)."
+)
+PART_LABELS = {"kl_marginal": "KL marginal", "cppd_given_kl": "CPPD given KL"}
+
+
+def kld_parts_frame(parts: pd.DataFrame) -> pd.DataFrame:
+    """`engine.analysis.kld_parts.summarise` as a table to read (nats, 4 decimals)."""
+    return pd.DataFrame(
+        {
+            "Method": parts["method"].map(method_title),
+            "Seeds": parts["n_seeds"].astype(int),
+            "KLD": parts["kld"].round(4),
+            "KL marginal": parts["kl_marginal"].round(4),
+            "CPPD given KL": parts["cppd_given_kl"].round(4),
+            "KL-marginal share": [_share(v) for v in parts["marginal_share"]],
+            "MI true": parts["mi_true"].round(4),
+            "MI predicted": parts["mi_pred"].round(4),
+        }
+    )
+
+
+def kld_parts_long(parts: pd.DataFrame) -> pd.DataFrame:
+    """The two parts per method in long form for the stacked bar chart: ``method``,
+    ``part`` (its label), ``nats``, ``order`` (the stacking order)."""
+    rows = [
+        {"method": r["method"], "part": PART_LABELS[p], "nats": float(r[p]), "order": i}
+        for r in parts.to_dict("records")
+        for i, p in enumerate(PART_LABELS)
+    ]
+    return pd.DataFrame(rows, columns=["method", "part", "nats", "order"])
+
+
+def kl_marginal_gap(mean_table: np.ndarray, mean_truth: np.ndarray) -> tuple[int, float, float]:
+    """The KL grade that adds most to the KL-marginal part ``Σ p_k log(p_k / q_k)``: the grade
+    the method predicts too rarely where it matters most.
+
+    Returns:
+        ``(grade, predicted share, true share)`` (shares of the films, 0–1).
+    """
+    predicted = np.asarray(mean_table, dtype=np.float64).sum(axis=1)
+    true = np.asarray(mean_truth, dtype=np.float64).sum(axis=1)
+    predicted, true = predicted / predicted.sum(), true / true.sum()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(true > 0, true * np.log(true / np.maximum(predicted, 1e-12)), -np.inf)
+    grade = int(np.argmax(terms))
+    return grade, float(predicted[grade]), float(true[grade])
+
+
+def kld_part_reading(part: Mapping[str, Any], mean_table: Any, mean_truth: Any) -> str:
+    """Which part drives one method's KLD, in plain words.
+
+    Args:
+        part: a row of `kld_parts.summarise` (``method``, ``kld``, ``kl_marginal``,
+            ``cppd_given_kl``, ``marginal_share``, ``mi_true``, ``mi_pred``).
+        mean_table, mean_truth: the method's mean predicted and true tables
+            (`relationship.summarise_relationship`), for the grade it mispredicts most.
+    """
+    name = method_title(str(part["method"]))
+    kld, marginal = float(part["kld"]), float(part["kl_marginal"])
+    grade, predicted, true = kl_marginal_gap(mean_table, mean_truth)
+    gap = f"it predicts KL {grade} for {_share(predicted)} of films against {_share(true)}"
+    if marginal >= float(part["cppd_given_kl"]):
+        head = (
+            f"{name}'s KLD is mostly its KL marginal ({marginal:.3f} of {kld:.3f} nats, "
+            f"{_share(float(part['marginal_share']))}): {gap}"
+        )
+    else:
+        head = (
+            f"{name}'s KLD is mostly the CPPD-given-KL part ({kld - marginal:.3f} of {kld:.3f} "
+            f"nats): given the KL grade, its CPPD grades are spread unlike the truth's; its KL "
+            f"marginal adds {marginal:.3f} ({gap})"
+        )
+    mi_pred, mi_true = float(part["mi_pred"]), float(part["mi_true"])
+    if abs(mi_pred - mi_true) <= 0.25 * mi_true:
+        how = "about as strongly as"
+    elif mi_pred > mi_true:
+        how = "more strongly than"
+    else:
+        how = "less strongly than"
+    return (
+        f"{head}. Its predicted tables tie CPPD to KL {how} the truth does "
+        f"(MI {mi_pred:.3f} vs {mi_true:.3f} nats)."
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Paired tables: the corrected test beside the Wilcoxon
+# --------------------------------------------------------------------------------------------
+
+PAIRED_NOTE = (
+    "Difference = A − B over the seeds both have. The corrected resampled t-test (Nadeau & "
+    "Bengio 2003) counts that every seed resamples the same films: its p and interval answer "
+    "“would it hold for new patients?”. The Wilcoxon (Holm within the metric) treats the seeds "
+    "as independent and answers “is A better on most seeds?” — consistent over seeds, a "
+    "weaker claim. d_z = mean / sd of the differences; r = matched-pairs rank-biserial."
+)
+
+
+NO_SPLITS_REASON = (
+    "The corrected test needs this study's split sizes (films held out for testing over films "
+    "used to fit and select), and the store records no splits for {task}."
+)
+
+
+def no_splits_reason(task: str) -> str:
+    """Why the corrected test is not shown for ``task`` (its study recorded no splits)."""
+    return NO_SPLITS_REASON.format(task=task)
+
+
+def paired_frame(
+    table: pd.DataFrame, *, metric_label: Mapping[str, str] | None = None
+) -> pd.DataFrame:
+    """`engine.analysis.paired.paired_table` as a table to read, one reading per row.
+
+    Args:
+        table: the paired table.
+        metric_label: metric → name shown (default: `tables.metric_header`).
+    """
+    labels = dict(metric_label or {})
+    rows = []
+    for r in table.to_dict("records"):
+        rows.append(
+            {
+                "Task": r["task"],
+                "Metric": labels.get(r["metric"]) or metric_header(str(r["metric"])),
+                "A": method_title(str(r["method_a"])),
+                "B": method_title(str(r["method_b"])),
+                "Seeds": int(r["n_seeds"]),
+                "Mean A − B": f"{float(r['mean_diff']):.4f}",
+                CI_HEADER: interval_text(r["ci_low"], r["ci_high"], 4),
+                "p corrected": p_text(r["p_corrected"]),
+                "p Wilcoxon (Holm)": p_text(r["p_wilcoxon_holm"]),
+                "d_z": "" if is_missing_value(r["d_z"]) else f"{float(r['d_z']):.2f}",
+                "r": ""
+                if is_missing_value(r["rank_biserial"])
+                else f"{float(r['rank_biserial']):.2f}",
+                "Reading": _paired_reading(r),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _paired_reading(row: Mapping[str, Any]) -> str:
+    if any(is_missing_value(row[c]) for c in ("p_corrected", "p_wilcoxon_holm", "mean_diff")):
+        return "Too few seeds to test."
+    return paired.reading(row)
+
+
+# --------------------------------------------------------------------------------------------
+# Calibration: ECE with its interval and floor, temperature scaling
+# --------------------------------------------------------------------------------------------
+
+POOLING_NOTE = (
+    "The reliability diagram below pools the test films of every seed of a method; the ECE in "
+    "the tables is computed per seed and then averaged over seeds, so the two need not agree."
+)
+
+
+def calibration_frame(unc: pd.DataFrame) -> pd.DataFrame:
+    """`engine.analysis.calibration.ece_uncertainty` as a table to read (tasks and methods in
+    the paper's order)."""
+    unc = _in_paper_order(unc)
+    return pd.DataFrame(
+        {
+            "Task": unc["task"],
+            "Method": unc["method"].map(method_title),
+            "Seeds": unc["n_seeds"].astype(int),
+            "ECE": unc["ece"].round(4),
+            "95 % CI": [
+                interval_text(lo, hi, 4)
+                for lo, hi in zip(unc["ci_low"], unc["ci_high"], strict=True)
+            ],
+            "Floor (calibrated)": unc["floor"].round(4),
+            "Floor, 95th pct": unc["floor_high"].round(4),
+            "ECE − floor": unc["excess"].round(4),
+        }
+    )
+
+
+def _in_paper_order(table: pd.DataFrame) -> pd.DataFrame:
+    """Rows ordered by task (CPPD first, as the paper) then method (the paper's order)."""
+    tasks = {t: i for i, t in enumerate(task_order(table["task"].unique()))}
+    keys = [
+        (tasks[t], method_sort_key(m)) for t, m in zip(table["task"], table["method"], strict=True)
+    ]
+    return table.iloc[sorted(range(len(table)), key=keys.__getitem__)].reset_index(drop=True)
+
+
+def calibration_reading(unc: pd.DataFrame) -> str:
+    """What the floor means for these films: the range of the floor and which methods'
+    ECE stays within the floor's 95th percentile."""
+    if unc.empty:
+        return ""
+    low, high = float(unc["floor"].min()), float(unc["floor"].max())
+    spread = float((unc["floor_high"] - unc["floor"]).max())
+    within = unc[unc["ece"] <= unc["floor_high"]]
+    text = (
+        f"A perfectly calibrated model would still score an ECE of {low:.3f}–{high:.3f} on these "
+        "films (the floor): differences of ECE smaller than the floor's own spread "
+        f"(up to {spread:.3f} above its mean) are noise."
+    )
+    if not within.empty:
+        names = ", ".join(
+            f"{method_title(m)} ({t})"
+            for t, m in zip(within["task"], within["method"], strict=True)
+        )
+        text += f" Within the floor's 95th percentile (indistinguishable from calibrated): {names}."
+    return text
+
+
+def temperature_frame(scaled: pd.DataFrame) -> pd.DataFrame:
+    """`engine.analysis.calibration.temperature_scaling`'s runs averaged over seeds per task
+    and method: mean temperature, test ECE and RPS before and after."""
+    columns = ["temperature", "ece_before", "ece_after", "rps_before", "rps_after"]
+    grouped = scaled.groupby(["task", "method"], sort=False)
+    means = grouped[columns].mean().reset_index()
+    means["n"] = grouped.size().to_numpy()
+    order = sorted(
+        range(len(means)), key=lambda i: (means["task"][i], method_sort_key(means["method"][i]))
+    )
+    means = means.iloc[order]
+    return pd.DataFrame(
+        {
+            "Task": means["task"].to_numpy(),
+            "Method": means["method"].map(method_title).to_numpy(),
+            "Seeds": means["n"].astype(int).to_numpy(),
+            "Temperature": means["temperature"].round(3).to_numpy(),
+            "ECE before": means["ece_before"].round(4).to_numpy(),
+            "ECE after": means["ece_after"].round(4).to_numpy(),
+            "RPS before": means["rps_before"].round(4).to_numpy(),
+            "RPS after": means["rps_after"].round(4).to_numpy(),
+        }
+    )
+
+
+TEMPERATURE_NOTE = (
+    "One temperature T per run, fitted on that run's own validation probabilities (negative "
+    "log-likelihood, softmax(log p / T)), then applied to its test probabilities; T > 1 "
+    "softens over-confident probabilities. The predicted grade (argmax) does not change, so "
+    "AMAE, QWK and the other grade metrics stay as they are. Means over seeds."
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Robustness: truth and noise on the phantom, budget matching
+# --------------------------------------------------------------------------------------------
+
+NO_TRUTH_REASON = (
+    "This study's films have no true grade (real, imported films record only the annotated "
+    "grade), so nothing can be scored against the truth."
+)
+TRUTH_NOTE = (
+    "The phantom records each film's grade with annotation noise (adjacent-grade errors) and "
+    "keeps the noiseless true grade. Shift = metric on the true grade − on the recorded one; "
+    "“vs Nominal” is that shift minus Nominal's, per seed, with the corrected test."
+)
+
+
+def truth_frame(table: pd.DataFrame) -> pd.DataFrame:
+    """`engine.analysis.truth.recorded_vs_true` as a table to read."""
+    table = _in_paper_order(table)
+    return pd.DataFrame(
+        {
+            "Task": table["task"],
+            "Method": table["method"].map(method_title),
+            "Metric": table["metric"].map(metric_header),
+            "Seeds": table["n_seeds"].astype(int),
+            "Recorded": table["mean_recorded"].round(4),
+            "True": table["mean_true"].round(4),
+            "Shift": table["shift"].round(4),
+            "Shift vs Nominal": [
+                "" if is_missing_value(v) else f"{float(v):.4f}" for v in table["shift_vs_nominal"]
+            ],
+            CI_HEADER: [
+                interval_text(lo, hi, 4)
+                for lo, hi in zip(table["ci_low"], table["ci_high"], strict=True)
+            ],
+            "p corrected": [p_text(v) for v in table["p_corrected"]],
+        }
+    )
+
+
+def truth_readings(table: pd.DataFrame, metric: str = "amae", alpha: float = 0.05) -> list[str]:
+    """Per task and soft method, in plain words: does it gain more than nominal when scored
+    against the truth instead of the noisy record?"""
+    rows = table[(table["metric"] == metric) & table["shift_vs_nominal"].notna()]
+    lower = metric in LOWER_IS_BETTER
+    lines = []
+    for r in rows.to_dict("records"):
+        diff = float(r["shift_vs_nominal"])
+        gains = diff < 0 if lower else diff > 0
+        name, label = method_title(str(r["method"])), METRIC_LABELS[metric]
+        ci = interval_text(r["ci_low"], r["ci_high"], 3)
+        p = p_text(r["p_corrected"])
+        evidence = f"difference of shifts {diff:+.3f} {label}, 95 % CI {ci}, corrected p {p}"
+        if float(r["p_corrected"]) < alpha:
+            verdict = "gains more" if gains else "gains less"
+            lines.append(
+                f"{r['task']}: {name} {verdict} than Nominal against the truth than against the "
+                f"noisy labels ({evidence})."
+            )
+        else:
+            lines.append(
+                f"{r['task']}: {name} does not gain measurably more than Nominal against the "
+                f"truth ({evidence}): no sign that it absorbs the annotation noise better."
+            )
+    return lines
+
+
+def search_budget_sentence(configs: Mapping[str, int]) -> str:
+    """The methods' unequal search budgets in one sentence.
+
+    Args:
+        configs: method → configurations searched per task and seed.
+    """
+    if not configs:
+        return ""
+    counts = sorted(configs.items(), key=lambda item: method_sort_key(item[0]))
+    parts = ", ".join(f"{method_title(m)} {n}" for m, n in counts)
+    return (
+        f"Each method kept the best of its own search by validation AMAE ({parts} "
+        "configurations per task and seed); the best of more candidates wins more often "
+        "whatever the loss, so below every method is re-selected among random subsets of "
+        "Nominal's size."
+    )
+
+
+def budget_unavailable_sentence(n_lacking: int, n_runs: int) -> str:
+    """Why budget matching cannot run on a study without every run's test predictions."""
+    return (
+        f"Budget matching needs the test predictions of every run, and this study holds them "
+        f"for {n_runs - n_lacking} of its {n_runs} runs (a study imported from a bundle keeps "
+        "only its selected runs'): run the study in this store, or import a bundle exported "
+        "with every run's test predictions (export_study(..., all_test_predictions=True))."
+    )
+
+
+def budget_table_frame(table: pd.DataFrame) -> pd.DataFrame:
+    """`BudgetMatched.table` as a table to read: the study's mean beside the matched one."""
+    table = _in_paper_order(table)
+    return pd.DataFrame(
+        {
+            "Task": table["task"],
+            "Method": table["method"].map(method_title),
+            "Metric": table["metric"].map(metric_header),
+            "Configurations": table["configs"].astype(int),
+            "As selected": table["mean_study"].round(4),
+            "At matched budget": table["mean_matched"].round(4),
+            "Range over draws": [
+                interval_text(lo, hi, 4)
+                for lo, hi in zip(table["draw_low"], table["draw_high"], strict=True)
+            ],
+        }
+    )
+
+
+def budget_draws_sentence(draws: pd.DataFrame, budget: int, alpha: float = 0.05) -> str:
+    """How often the primary endpoint (AMAE, soft vs nominal, Holm over 8) came out
+    significant over the draws at matched budget."""
+    if draws.empty:
+        return ""
+    n_draws = int(draws["draw"].nunique())
+    significant = draws["p_corrected_holm"] < alpha
+    lead = draws["mean_diff"] < 0
+    share = float(significant.mean()) if len(draws) else math.nan
+    return (
+        f"Over {n_draws} draws of {budget} configuration{'s' * (budget != 1)} per method, a "
+        f"soft method's AMAE was below Nominal's in {_share(float(lead.mean()))} of the "
+        "comparisons and significantly so (corrected test, Holm over the primary family) in "
+        f"{_share(share)}."
+    )

@@ -1,0 +1,154 @@
+"""The Compare page's "Robustness" tab: do the conclusions survive scoring against the truth
+and giving every method the same search budget?
+
+* **Truth and noise** (``jobs.study_analysis.against_truth``, ``engine.analysis.truth``): on a
+  phantom every metric is also scored against the noiseless ``true_grade``; per method the
+  shift (true − recorded) and its difference from nominal's with the corrected test. Hidden,
+  with one line saying why, when the films have no true grade.
+* **Budget-matched comparison** (``jobs.study_analysis.budget_matched``,
+  ``engine.analysis.budget``): every method re-selected among random subsets of nominal's
+  number of configurations, Table 4 and the paired tests at that budget. A study without the
+  unselected runs' test predictions (an imported bundle) gets one sentence saying so.
+
+Each study is analysed on its own (the statistics pair seeds within a study); every read is
+cached per study. Tables and sentences are ``pages.present.inference_tables``'.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pandas as pd
+import streamlit as st
+
+from engine.analysis import budget
+from engine.analysis.metrics import METRIC_LABELS, METRICS
+from engine.vocab import LABEL_SEPARATOR
+from jobs import study_analysis
+from pages.present import exports, inference_tables, stat_tables
+from pages.widgets import reads
+from pages.widgets.downloads import download_row
+from store import analysis as store_analysis
+from store import runs as store_runs
+
+TAB = "Robustness"
+# Keeps a per-study table's rows of the picked tasks and methods (given its method columns).
+Keep = Callable[..., pd.DataFrame]
+
+
+@st.cache_data(ttl=reads.RESULTS_TTL_S, show_spinner="Scoring against the true grades…")
+def cached_truth(path: str, study_id: str) -> pd.DataFrame:
+    """`study_analysis.against_truth` of one study (empty without true grades)."""
+    return study_analysis.against_truth(study_id, path=path)
+
+
+@st.cache_data(ttl=reads.RESULTS_TTL_S, show_spinner="Re-selecting at matched budget…")
+def cached_budget(
+    path: str, study_id: str
+) -> tuple[dict[str, int], budget.BudgetMatched | None, str]:
+    """Configurations searched per method, the budget-matched comparison (None when the
+    study cannot have one) and, then, the sentence saying why."""
+    runs = store_runs.list_runs([study_id], path=path)
+    runs = runs[runs["val_amae"].notna()]
+    configs = {
+        str(method): int(n)
+        for method, n in runs.groupby("method")["config_index"].nunique().items()
+    }
+    lacking = store_analysis.runs_lacking_test_predictions(study_id, path=path)
+    split_tasks = set(store_analysis.split_sizes(study_id, path=path)["task"])
+    if missing := sorted(set(runs["task"]) - split_tasks):
+        return configs, None, inference_tables.no_splits_reason(", ".join(missing))
+    if lacking:
+        return configs, None, inference_tables.budget_unavailable_sentence(lacking, len(runs))
+    try:
+        return configs, study_analysis.budget_matched(study_id, path=path), ""
+    except budget.BudgetUnavailable as exc:  # e.g. no nominal runs to take the budget from
+        return configs, None, f"Budget matching is not possible here: {exc}."
+
+
+def robustness_tab(
+    path: str,
+    picked: pd.DataFrame,
+    tasks: list[str],
+    methods: list[str],
+    cards: tuple[exports.Card, ...],
+) -> None:
+    """Truth vs recorded and the budget-matched comparison of each picked study, restricted to
+    the picked tasks and methods, with a CSV of both headed by the study ``cards``."""
+    options: list[str] = list(METRICS)
+    metric = str(
+        st.selectbox(
+            "Metric",
+            options,
+            index=options.index("amae"),  # the declared primary endpoint
+            format_func=lambda m: METRIC_LABELS[m],
+            key="robust_metric",
+            help="The tables show this metric; the CSV has every metric.",
+        )
+    )
+    bases = {m.partition(LABEL_SEPARATOR)[0] for m in methods}
+    exported: dict[str, pd.DataFrame] = {}
+    for row in picked.itertuples(index=False):
+        if len(picked) > 1:
+            st.header(str(row.name), divider="gray")
+        keep = _picked_rows(tasks, bases)
+        exported[f"truth {row.study_id}"] = truth_section(path, row.study_id, metric, keep)
+        for name, frame in budget_section(path, row.study_id, metric, keep).items():
+            exported[f"{name} {row.study_id}"] = frame
+    csv = stat_tables.tables_csv(exported)
+    download_row([("Tables as CSV", csv, "softgrade_robustness.csv", "robust_download_csv")], cards)
+
+
+def _picked_rows(tasks: list[str], methods: set[str]) -> Keep:
+    """A filter of a per-study table to the picked tasks and (plain) methods."""
+
+    def keep(table: pd.DataFrame, *columns: str) -> pd.DataFrame:
+        mask = table["task"].isin(tasks)
+        for column in columns or ("method",):
+            mask &= table[column].isin(methods)
+        return table[mask]
+
+    return keep
+
+
+def truth_section(path: str, study_id: str, metric: str, keep: Keep) -> pd.DataFrame:
+    """Recorded vs true grades: readings on the metric, the table; returns the picked rows."""
+    st.subheader("Truth and noise", divider="gray")
+    table = keep(cached_truth(path, study_id))
+    if table.empty:
+        st.caption(inference_tables.NO_TRUTH_REASON)
+        return table
+    st.markdown("**Does a soft label gain more against the truth than against the noisy labels?**")
+    for line in inference_tables.truth_readings(table, metric):
+        st.markdown(f"- {line}")
+    shown = inference_tables.truth_frame(table[table["metric"] == metric])
+    st.dataframe(shown.drop(columns=["Metric"]), hide_index=True, width="stretch")
+    st.caption(inference_tables.TRUTH_NOTE)
+    return table
+
+
+def budget_section(path: str, study_id: str, metric: str, keep: Keep) -> dict[str, pd.DataFrame]:
+    """The budget sentence, then Table 4 and the paired tests at nominal's budget (or why
+    not); returns the picked rows of both tables."""
+    st.subheader("Budget-matched comparison", divider="gray")
+    configs, matched, why_not = cached_budget(path, study_id)
+    st.markdown(inference_tables.search_budget_sentence(configs))
+    if matched is None:
+        st.info(why_not)
+        return {}
+    table, pairs = keep(matched.table), keep(matched.paired, "method_a", "method_b")
+    shown = inference_tables.budget_table_frame(table[table["metric"] == metric])
+    st.dataframe(shown.drop(columns=["Metric"]), hide_index=True, width="content")
+    st.markdown(inference_tables.budget_draws_sentence(matched.draws, matched.budget))
+    st.markdown(f"**Paired tests at matched budget ({METRIC_LABELS[metric]})**")
+    paired_shown = inference_tables.paired_frame(pairs[pairs["metric"] == metric])
+    if paired_shown.empty:
+        st.info("Paired tests need at least two of the picked methods.")
+        return {"budget table": table}
+    st.dataframe(paired_shown.drop(columns=["Metric"]), hide_index=True, width="stretch")
+    st.caption(
+        f"Each paired value is a run's expected score at a budget of {matched.budget} "
+        f"configurations (averaged over {matched.n_draws} random draws). "
+        + inference_tables.PAIRED_NOTE
+    )
+    return {"budget table": table, "budget paired": pairs}

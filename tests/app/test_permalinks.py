@@ -1,0 +1,96 @@
+"""A result page's view in its URL (issue 22): a link opens the view it names, a change is
+written back to the URL, and a link naming what the store cannot show says so once."""
+
+from __future__ import annotations
+
+from store import studies as store_studies
+from tests.helpers.pages import make_store, run_page, texts
+
+STATISTICS_VIEW = {
+    "compare_tasks": ["CPPD"],
+    "compare_tab": "Statistics",
+    "compare_stats_task": "CPPD",
+    "compare_stats_metric": "qwk",
+    "compare_correction": "bonferroni",
+}
+
+
+def test_a_compare_link_opens_its_study_tasks_tab_metric_and_correction(tmp_path, monkeypatch):
+    older = make_store(tmp_path, name="older")
+    make_store(tmp_path, name="newer")  # the picker's default
+    at = run_page(tmp_path, monkeypatch, query={"compare_studies": older, **STATISTICS_VIEW})
+    assert at.multiselect(key="compare_studies").value == [older]
+    assert at.multiselect(key="compare_tasks").value == ["CPPD"]
+    assert at.session_state["compare_tab"] == "Statistics"
+    assert at.selectbox(key="compare_stats_task").value == "CPPD"
+    assert at.selectbox(key="compare_stats_metric").value == "qwk"
+    assert at.selectbox(key="compare_correction").value == "bonferroni"
+    assert not at.warning
+    # The view stays in the URL, and the copy-link control carries it (no server path).
+    assert at.query_params["compare_stats_metric"] == "qwk"
+    link = at.code[0].value
+    assert f"compare_studies={older}" in link and "compare_tab=Statistics" in link
+    assert str(tmp_path) not in link
+
+
+def test_a_page_opened_without_a_link_writes_its_defaults_into_the_url(tmp_path, monkeypatch):
+    study = make_store(tmp_path)
+    at = run_page(tmp_path, monkeypatch)
+    assert at.query_params["compare_studies"] == study
+    assert at.query_params["compare_stats_metric"] == "amae"
+    assert at.query_params["compare_tab"] == "Metrics table"
+
+
+def test_a_change_after_opening_a_link_is_kept_and_written_back(tmp_path, monkeypatch):
+    study = make_store(tmp_path)
+    at = run_page(tmp_path, monkeypatch, query={"compare_studies": study, **STATISTICS_VIEW})
+    at.selectbox(key="compare_stats_metric").set_value("mae").run()
+    at.run()  # a later rerun does not bring the link's value back
+    assert at.selectbox(key="compare_stats_metric").value == "mae"
+    assert at.query_params["compare_stats_metric"] == "mae"
+
+
+def test_a_link_value_the_view_does_not_offer_is_named_with_what_is(tmp_path, monkeypatch):
+    make_store(tmp_path)
+    at = run_page(tmp_path, monkeypatch, query={"compare_stats_metric": "f1", "compare_tab": "X"})
+    warnings = texts(at, "warning")
+    assert "metric 'f1'" in warnings and "Available: qwk, mae, amae" in warnings
+    assert "tab 'X'" in warnings and "Statistics" in warnings
+    assert at.selectbox(key="compare_stats_metric").value == "amae"  # the default
+
+
+def test_a_link_to_a_deleted_study_says_so_and_opens_the_default(tmp_path, monkeypatch):
+    deleted = make_store(tmp_path, name="deleted")
+    kept = make_store(tmp_path, name="kept")
+    store_studies.delete_study(deleted, confirm_name="deleted", path=tmp_path / "softgrade.duckdb")
+    at = run_page(tmp_path, monkeypatch, query={"compare_studies": deleted})
+    warning = texts(at, "warning")
+    assert f"study {deleted}, which this store does not hold" in warning
+    assert "deleted" in warning
+    assert at.multiselect(key="compare_studies").value == [kept]
+
+
+def test_a_link_to_a_study_id_never_in_the_store_says_so(tmp_path, monkeypatch):
+    make_store(tmp_path)
+    at = run_page(tmp_path, monkeypatch, query={"compare_studies": "study-from-elsewhere"})
+    assert "study study-from-elsewhere, which this store does not hold" in texts(at, "warning")
+
+
+def test_a_link_to_an_archived_study_shows_it_and_says_it_is_archived(tmp_path, monkeypatch):
+    archived = make_store(tmp_path, name="old")
+    make_store(tmp_path, name="current")
+    store_studies.archive_study(archived, path=tmp_path / "softgrade.duckdb")
+    at = run_page(tmp_path, monkeypatch, query={"compare_studies": archived})
+    assert f"archived study {archived}" in texts(at, "info")
+    assert at.toggle(key="compare_studies_archived").value is True
+    assert at.multiselect(key="compare_studies").value == [archived]
+
+
+def test_a_kl_cppd_link_opens_its_methods_epsilon_and_correction(tmp_path, monkeypatch):
+    make_store(tmp_path)
+    query = {"rel_methods": "beta", "rel_eps": "0.0001", "rel_correction": "none"}
+    at = run_page(tmp_path, monkeypatch, "../../pages/relationship.py", query=query)
+    assert at.multiselect(key="rel_methods").value == ["beta"]
+    assert at.selectbox(key="rel_eps").value == 1e-4
+    assert at.selectbox(key="rel_correction").value == "none"
+    assert "rel_eps=0.0001" in at.code[-1].value

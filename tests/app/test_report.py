@@ -1,0 +1,105 @@
+"""The study report (`pages.present.report`) on a tiny synthetic study: every section by its
+heading, charts as inline SVG, and nothing that a browser would fetch."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from pages.present import report
+from store.db import init_schema
+from tests.helpers.synthetic_study import write_synthetic_study
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory):
+    store = tmp_path_factory.mktemp("report") / "softgrade.duckdb"
+    init_schema(store)
+    return store, write_synthetic_study(store, n_seeds=3, n_patients=20)
+
+
+@pytest.fixture(scope="module")
+def html(synthetic, monkeypatch_module):
+    store, study = synthetic
+    monkeypatch_module.setattr(report, "N_BOOT", 20)  # the bootstrap's size is not under test
+    return report.build_report([study], path=store)
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    with pytest.MonkeyPatch.context() as patch:
+        yield patch
+
+
+def test_the_report_has_every_section_under_its_heading(html):
+    headings = re.findall(r"<h2>(.*?)</h2>", html)
+    escaped = [t.replace("&", "&amp;") for t in report.SECTIONS.values()]
+    assert headings == escaped
+
+
+def test_the_report_fetches_nothing_and_draws_charts_as_inline_svg(html):
+    assert not re.search(r"https?://", html)
+    assert not re.search(r"<(script|link|img|iframe|object)\b", html, re.IGNORECASE)
+    assert "@import" not in html
+    assert not re.search(r"url\((?!#)", html)  # only the SVGs' own gradients, by id
+    ids = re.findall(r'\bid="([^"]+)"', html)
+    assert len(ids) == len(set(ids))  # one document: each chart's gradient ids its own
+    assert html.count("<svg") >= 6  # CD, violins, reliability, KL × CPPD heatmaps
+
+
+def test_the_report_reads_the_paired_comparisons_primary_endpoint_first(html):
+    paired = html[html.index('id="paired"') : html.index('id="critical-difference"')]
+    assert paired.index("Primary endpoint") < paired.index("Every pair of methods")
+    assert "consistently over seeds" in paired or "No difference in AMAE" in paired
+    assert "Bootstrap 95 % CI" in paired and "rank-biserial r" in paired
+
+
+def test_the_methods_paragraph_names_protocol_search_space_splits_and_software(html):
+    methods = html[html.index('id="methods"') :]
+    for words in ("3 seeds", "lr ∈ {0.0001, 0.001, 0.01}", "test and", "Wilcoxon", "scipy"):
+        assert words in methods
+
+
+def test_the_report_card_and_notes_of_the_study(synthetic, html):
+    _, study = synthetic
+    studies = html[html.index('id="studies"') : html.index('id="table4"')]
+    assert study in studies and "No notes." in studies
+
+
+def test_an_unknown_study_or_none_is_refused_in_one_line(synthetic):
+    store, _ = synthetic
+    with pytest.raises(report.ReportInputError, match="no study 'study-nope'"):
+        report.build_report(["study-nope"], path=store)
+    with pytest.raises(report.ReportInputError, match="at least one study"):
+        report.build_report([], path=store)
+
+
+def test_the_kl_cppd_section_decomposes_the_kld_and_compares_it_between_methods(html):
+    section = html[html.index('id="kl-cppd"') : html.index('id="curves"')]
+    assert "chain-rule decomposition" in section and "kl_marginal" in section
+    assert "KLD compared between methods" in section
+    assert re.search(r"<li>KL × CPPD: [^<]*KLD", section)  # each pair read in words
+
+
+def test_the_command_line_refuses_an_output_it_cannot_write_in_one_line(tmp_path, capsys):
+    (tmp_path / "taken.html").mkdir()
+    for output, words in (
+        (tmp_path / "r.pdf", "writes an .html file"),
+        (tmp_path / "none" / "r.html", "no folder"),
+        (tmp_path / "taken.html", "cannot be written"),
+    ):
+        assert report.main(["study-any", "-o", str(output)]) == report.BAD_INPUT
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and words in err and "Traceback" not in err
+
+
+def test_two_studies_each_have_their_part_of_a_section_under_name_and_id(tmp_path):
+    store = tmp_path / "softgrade.duckdb"
+    init_schema(store)
+    first = write_synthetic_study(store, n_seeds=2, n_patients=20, seed=0)
+    second = write_synthetic_study(store, n_seeds=2, n_patients=20, seed=1)
+    parts = report.table4_section([first, second], store)
+    headings = [p for p in parts if p.startswith("<h3>")]
+    assert headings == [f"<h3>synthetic ({first})</h3>", f"<h3>synthetic ({second})</h3>"]
+    assert report.file_name([first, second]) == f"softgrade_report_{first}_and_1_more.html"

@@ -1,0 +1,188 @@
+"""End to end in a real browser: a link to a Compare → Statistics view opens that view for
+someone else, after they sign in, and their sign-in survives a reload until they sign out.
+
+A fresh SOFTGRADE_HOME gets the bundled reference study and a viewer account before
+``python -m jobs up`` serves it. Headless Chromium, driven by Playwright, signs in, opens
+Compare → Statistics, picks a task, metric and correction that are not the defaults and reads
+the "Copy link to this view" control. A fresh browser context (no cookie, no session) opens
+that link, gets the sign-in form at it, signs in as the viewer and sees exactly that view.
+A reload keeps the viewer signed in and on the view; a new tab opening the link goes straight
+to the view (its time is printed, for bench/RESULTS.md); after sign-out a reload shows the
+sign-in form. Any Streamlit exception box or Python traceback fails the test.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from store.bundle import REFERENCE_STUDY
+from tests.helpers.browser import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    PAGE_TIMEOUT_MS,
+    ROOT,
+    assert_no_error,
+    open_tab,
+    serve_app,
+    wait_until_idle,
+)
+
+playwright_api = pytest.importorskip(
+    "playwright.sync_api", reason="playwright is not installed (requirements-dev.txt)"
+)
+
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="no Chromium here: apt-get install chromium (.ci/run does)"
+)
+PASSWORD = "knees and grades 42"
+VIEWER = "vi"
+IMPORT_TIMEOUT_MS = 300_000
+# Not the defaults (first task, AMAE, Holm).
+TASK, METRIC, CORRECTION = "CPPD", "QWK (higher is better)", "Bonferroni"
+
+
+def shows(locator: object, timeout_ms: int = PAGE_TIMEOUT_MS) -> None:
+    """Wait until ``locator`` is visible (a page's first load imports torch in the server)."""
+    playwright_api.expect(locator).to_be_visible(timeout=timeout_ms)
+
+
+@pytest.fixture
+def app_url(tmp_path: Path) -> Iterator[str]:
+    """`python -m jobs up` on a store holding the reference study and a viewer account."""
+    password_file = tmp_path / "password.txt"
+    password_file.write_text(PASSWORD + "\n")
+    add = ["users", "add", VIEWER, "--role", "viewer", "--password-file", str(password_file)]
+    for command in (["import-study", str(REFERENCE_STUDY)], add):
+        done = subprocess.run(
+            [sys.executable, "-m", "jobs", *command],
+            cwd=ROOT,
+            env={**os.environ, "SOFTGRADE_HOME": str(tmp_path)},
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stderr
+    with serve_app(tmp_path) as url:
+        yield url
+
+
+def sign_in(tab: object) -> None:
+    """Fill the sign-in form as the viewer and wait for the sidebar to name them."""
+    shows(tab.get_by_role("heading", name="Sign in to SoftGrade", level=1))
+    tab.get_by_label("Name", exact=True).fill(VIEWER)
+    tab.get_by_label("Password", exact=True).fill(PASSWORD)
+    tab.get_by_role("button", name="Sign in").click()
+    shows(tab.get_by_text(f"Signed in as {VIEWER} (viewer)"))
+
+
+def select_box(tab: object, label: str) -> object:
+    """The visible select box called ``label`` (hidden tabs hold others of the same name)."""
+    return tab.locator('[data-testid="stSelectbox"]:visible').filter(
+        has=tab.get_by_text(label, exact=True)
+    )
+
+
+def choose(tab: object, label: str, option: str) -> None:
+    """Pick ``option`` in the visible select box ``label`` and wait for the rerun."""
+    wait_until_idle(tab)
+    select_box(tab, label).get_by_role("combobox").click()
+    tab.get_by_role("option", name=option, exact=True).click()
+    tab.wait_for_timeout(500)
+    wait_until_idle(tab)
+    shows_choice(tab, label, option)
+
+
+def shows_choice(tab: object, label: str, option: str) -> None:
+    """The visible select box ``label`` holds ``option``."""
+    box = select_box(tab, label).get_by_role("combobox")
+    playwright_api.expect(box).to_have_value(option, timeout=PAGE_TIMEOUT_MS)
+
+
+def shows_the_view(tab: object) -> None:
+    """Compare → Statistics with the linked task, metric and correction."""
+    shows(tab.get_by_role("heading", name="Compare methods", exact=True, level=1))
+    statistics = tab.get_by_role("tab", name="Statistics")
+    playwright_api.expect(statistics).to_have_attribute(
+        "aria-selected", "true", timeout=PAGE_TIMEOUT_MS
+    )
+    shows_choice(tab, "Task for the per-task tests", TASK)
+    shows_choice(tab, "Metric", METRIC)
+    shows_choice(tab, "Correction for the pairwise tests", CORRECTION)
+
+
+def copied_link(tab: object) -> str:
+    """The URL in the "Copy link to this view" control."""
+    tab.get_by_text("Copy link to this view").click()
+    code = tab.locator('[data-testid="stCode"]:visible code').first
+    shows(code)
+    return code.inner_text().strip()
+
+
+def test_a_statistics_link_opens_that_view_after_sign_in_and_survives_a_reload(
+    app_url: str,
+) -> None:
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        viewport = {"width": 1400, "height": 1000}
+        author = browser.new_page(viewport=viewport)
+        author.set_default_timeout(PAGE_TIMEOUT_MS)
+        author.goto(f"{app_url}/compare")
+        sign_in(author)
+        shows(author.get_by_role("heading", name="Compare methods", exact=True, level=1))
+        shows(author.locator('[data-testid="stTable"]').first, IMPORT_TIMEOUT_MS)
+        open_tab(author, "Statistics")
+        choose(author, "Task for the per-task tests", TASK)
+        choose(author, "Metric", METRIC)
+        choose(author, "Correction for the pairwise tests", CORRECTION)
+        link = copied_link(author)
+        query = parse_qs(urlsplit(link).query)
+        assert urlsplit(link).path == "/compare", link
+        assert query["compare_stats_task"] == [TASK], link
+        assert query["compare_stats_metric"] == ["qwk"], link
+        assert query["compare_correction"] == ["bonferroni"], link
+        assert query["compare_tab"] == ["Statistics"], link
+        assert len(query["compare_studies"]) == 1, link  # by id, no path
+        assert "/" not in query["compare_studies"][0], link
+        assert_no_error(author, "Compare → Statistics, author")
+
+        # Someone else: a fresh context (no cookie), the sign-in form at the link, the view.
+        context = browser.new_context(viewport=viewport)
+        reader = context.new_page()
+        reader.set_default_timeout(PAGE_TIMEOUT_MS)
+        reader.goto(link)
+        sign_in(reader)
+        shows_the_view(reader)
+        assert_no_error(reader, "the link, after sign-in")
+
+        # A reload keeps the viewer signed in and on the view.
+        reader.reload()
+        shows(reader.get_by_text(f"Signed in as {VIEWER} (viewer)"))
+        shows_the_view(reader)
+        assert reader.get_by_role("heading", name="Sign in to SoftGrade").count() == 0
+
+        # A new tab of the same browser opens the link straight on the view: timed.
+        second = context.new_page()
+        second.set_default_timeout(PAGE_TIMEOUT_MS)
+        started = time.perf_counter()
+        second.goto(link)
+        shows_the_view(second)
+        seconds = time.perf_counter() - started
+        print(f"permalink opened signed in: view shown in {seconds:.2f} s")
+        assert_no_error(second, "the link in a new tab")
+        second.close()
+
+        # Sign-out ends it: a reload shows the sign-in form again.
+        reader.get_by_role("button", name="Sign out").click()
+        shows(reader.get_by_role("heading", name="Sign in to SoftGrade", level=1))
+        reader.reload()
+        shows(reader.get_by_role("heading", name="Sign in to SoftGrade", level=1))
+        assert reader.get_by_text(f"Signed in as {VIEWER}").count() == 0
+        browser.close()
