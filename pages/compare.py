@@ -61,13 +61,13 @@ tab_table, tab_dist, tab_cm, tab_stats, tab_prob, tab_robust = view_state.linked
     [*views.TABS, robustness_view.TAB], key="compare_tab"
 )
 with tab_table:
-    views.table_tab(per_run, cards)
+    views.table_tab(per_run, cards, path)
 with tab_dist:
     views.distributions_tab(per_run, tasks)
 with tab_cm:
     views.confusion_tab(counts, per_run, tasks)
 with tab_stats:
-    views.statistics_tab(per_run, tasks, cards)
+    views.statistics_tab(per_run, tasks, cards, path, progress)
 with tab_prob:
     if tab_prob.open:
         probability_view.probabilities_tab(path, picked, progress, tasks, methods, cards)

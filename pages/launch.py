@@ -23,6 +23,7 @@ from pages.present.study_form import (
     SHOWN_PARAMS,
     TASK_LABELS,
     check_study,
+    gpu_hours_per_seed,
     request_id_for,
     rough_time_text,
     study_size,
@@ -40,6 +41,7 @@ from pages.widgets.launch_form import (
     training_inputs,
 )
 from pages.widgets.reads import cached_jobs, store_path
+from pages.widgets.seed_planner import how_many_seeds
 from pages.widgets.shell import link_to_page, run_inside_shell
 from pages.widgets.sign_in import require_page
 from pages.widgets.workers import NO_WORKER_HOW, warn_if_no_worker, worker_has_gpu
@@ -235,4 +237,7 @@ raw, choice, images_per_task, blocker = study_inputs(path)
 raw["methods"] = method_inputs()
 gpu_missing = worker_alive and not worker_has_gpu(path)
 spec = show_check(raw, choice, images_per_task, gpu_missing=gpu_missing, blocker=blocker)
+how_many_seeds(
+    path, gpu_hours_per_seed(spec, study_size(spec)[1], images_per_task) if spec else None
+)
 show_queue(spec, fid, raw["name"], path, worker_alive=worker_alive)

@@ -448,9 +448,7 @@ def learning_curves_chart(
     # Lines by method take the one method palette; lines by seed a categorical scheme with
     # enough colours for every seed (`line_scheme`).
     scale = (
-        alt.Scale(scheme=line_scheme(titles), domain=titles)
-        if by_seed
-        else method_scale(colours)
+        alt.Scale(scheme=line_scheme(titles), domain=titles) if by_seed else method_scale(colours)
     )
     colour = alt.Color("Line:N", sort=titles, scale=scale, title=None)
     tooltip = [

@@ -144,3 +144,21 @@ def rough_time_text(
         "auto": f"about {format_duration(guesses['cuda'])} on a GPU, "
         f"{format_duration(guesses['cpu'])} on a CPU",
     }[spec.device]
+
+
+def gpu_hours_per_seed(
+    spec: StudySpec, runs_per_task: Mapping[str, int], images_per_task: Mapping[str, int]
+) -> float:
+    """The rough GPU hours one seed of this study takes (`rough_study_seconds` on one GPU,
+    divided by the seeds): what each extra seed costs."""
+    train_images = {
+        t: round(n * TRAIN_FRACTION) for t, n in images_per_task.items() if t in spec.tasks
+    }
+    seconds = rough_study_seconds(
+        train_images,
+        runs_per_task,
+        max_epochs=spec.max_epochs,
+        image_size=spec.image_size,
+        device="cuda",
+    )
+    return seconds / max(len(spec.seeds), 1) / 3600

@@ -15,8 +15,16 @@ from engine.analysis import compare, stats
 from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS, METRICS
 from engine.vocab import order_methods
 from jobs.csv_safe import escape_csv_cells
-from pages.present import exports, stat_tables, tables
-from pages.widgets import chart_cache, downloads, pickers, reads, stat_tests, view_state
+from pages.present import exports, reviewer_tables, stat_tables, tables
+from pages.widgets import (
+    chart_cache,
+    downloads,
+    pickers,
+    reads,
+    reviewer_stats,
+    stat_tests,
+    view_state,
+)
 from store import runs as store_runs
 
 ABSENT_CLASSES_NOTE = (
@@ -25,6 +33,10 @@ ABSENT_CLASSES_NOTE = (
 )
 DEPENDENT_KEYS = ("compare_tasks", "compare_methods", "compare_cm_method_a", "compare_cm_method_b")
 SEED_VIEWS = {"sum": "Summed", "mean": "Averaged (one typical seed)"}
+TUKEY_WITHOUT_ANOVA = (
+    "Tukey's HSD follows the two-way ANOVA; without the ANOVA (see above) it is not shown."
+)
+MEAN_VIEWS = {"sd": "mean ± sd, as in the paper", "ci": "mean with its 95 % CI"}
 CELL_VIEWS = {"count": "Counts", "share": "Row-normalised (% of each true grade)"}
 TABS = [
     "Metrics table",
@@ -97,9 +109,17 @@ def describe_selection(per_run: pd.DataFrame, methods: list[str]) -> None:
         )
 
 
-def table_tab(per_run: pd.DataFrame, cards: tuple[exports.Card, ...]) -> None:
-    """Table 4: mean ± std per method, optionally with the paper's rows; downloads headed by
-    the study ``cards``."""
+def table_tab(per_run: pd.DataFrame, cards: tuple[exports.Card, ...], path: str = "") -> None:
+    """Table 4: mean ± std per method (or mean with its 95 % CI), optionally with the paper's
+    rows; downloads headed by the study ``cards``."""
+    view = pickers.pick_option("Each cell", MEAN_VIEWS, key="compare_mean_view")
+    if view == "ci":
+        intervals = reviewer_stats.table4_intervals(path, per_run, list(tables.TABLE4_METRICS))
+        if not intervals.empty:
+            csv = escape_csv_cells(intervals).to_csv(index=False)
+            files = [("Means with CIs (CSV)", csv, "softgrade_table4_ci.csv", "compare_ci_csv")]
+            downloads.download_row(files, cards)
+        return
     show_paper = st.toggle(
         "Show the paper's published values under each method",
         value=False,
@@ -213,12 +233,39 @@ def confusion_tab(counts: pd.DataFrame, per_run: pd.DataFrame, tasks: list[str])
 
 
 def statistics_tab(
-    per_run: pd.DataFrame, tasks: list[str], cards: tuple[exports.Card, ...]
+    per_run: pd.DataFrame,
+    tasks: list[str],
+    cards: tuple[exports.Card, ...],
+    path: str,
+    progress: list[compare.StudyProgress],
 ) -> None:
-    """Tables 5-6 and the per-task tests of one metric, with downloads headed by the study
-    ``cards``."""
-    c1, c2, c3 = st.columns(3)
-    metric = pick_metric("compare_stats_metric", c1)
+    """The careful reviewer's analysis of one metric (the default), the paper's Tables 5-6 and
+    per-task tests one click away ("as in the paper"), and downloads of both headed by the
+    study ``cards``."""
+    metric = pick_metric("compare_stats_metric", st.columns(3)[0])
+    paired_rows = reviewer_stats.reviewer_view(path, per_run, progress, tasks, metric)
+    with st.expander(
+        "Statistics as in the paper (Kruskal–Wallis, OLS ANOVA, Tukey, Wilcoxon within a task)"
+    ):
+        test_tables = paper_statistics(per_run, tasks, metric)
+    csv = stat_tables.tables_csv({"paired": paired_rows, **test_tables})
+    latex = reviewer_tables.paired_latex(paired_rows, METRIC_LABELS[metric]) + (
+        stat_tables.stats_latex(test_tables, METRIC_LABELS[metric])
+    )
+    name = f"softgrade_stats_{metric}"
+    downloads.download_row(
+        [
+            ("Statistics as CSV", csv, f"{name}.csv", "compare_download_stats_csv"),
+            ("Statistics as LaTeX", latex, f"{name}.tex", "compare_download_stats_latex"),
+        ],
+        cards,
+    )
+
+
+def paper_statistics(per_run: pd.DataFrame, tasks: list[str], metric: str) -> dict:
+    """Tables 5-6 and the per-task tests of one metric, as the paper runs them; returns the
+    tables for export."""
+    c2, c3 = st.columns(2)
     task = view_state.linked(
         c2.selectbox,
         "Task for the per-task tests",
@@ -241,17 +288,9 @@ def statistics_tab(
     st.subheader(f"{METRIC_LABELS[metric]} over {' and '.join(tasks)}", divider="gray")
     stat_tests.show_test("Two-way ANOVA, method × task (Table 5)", anova)
     stat_tests.show_test(
-        "Tukey HSD homogeneous subsets, tasks pooled (Table 6)", tukey, tukey.subsets
+        "Tukey HSD homogeneous subsets, tasks pooled (Table 6)",
+        tukey,
+        tukey.subsets,
+        shortfall=None if not anova.table.empty else TUKEY_WITHOUT_ANOVA,
     )
-
-    test_tables = stat_tables.method_test_tables(shapiro, kruskal, wilcoxon, anova, tukey)
-    csv = stat_tables.tables_csv(test_tables)
-    latex = stat_tables.stats_latex(test_tables, METRIC_LABELS[metric])
-    name = f"softgrade_stats_{metric}"
-    downloads.download_row(
-        [
-            ("Statistics as CSV", csv, f"{name}.csv", "compare_download_stats_csv"),
-            ("Statistics as LaTeX", latex, f"{name}.tex", "compare_download_stats_latex"),
-        ],
-        cards,
-    )
+    return stat_tables.method_test_tables(shapiro, kruskal, wilcoxon, anova, tukey)

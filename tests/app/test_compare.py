@@ -51,9 +51,10 @@ def test_compare_page_widgets_drive_plots_matrices_and_statistics(finished_study
     assert at.selectbox(key="compare_cm_method_a").value == "nominal"
     assert at.selectbox(key="compare_cm_method_b").value in {"beta", "triangular"}
     charts_before = len(at.get("vega_lite_chart"))
-    # two violins (one per task) and two confusion matrices; the Probabilities tab's two
-    # diagrams are drawn only once that tab is opened
-    assert charts_before == 4
+    # two violins (one per task), two confusion matrices and the Statistics tab's two
+    # critical-difference diagrams (one per task); the Probabilities tab's two diagrams are
+    # drawn only once that tab is opened
+    assert charts_before == 6
     assert "Reliability on CPPD" not in texts(at, "subheader")
 
     at.selectbox(key="compare_metric").set_value("qwk").run()

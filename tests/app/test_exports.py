@@ -8,10 +8,10 @@ from collections.abc import Callable
 
 import pandas as pd
 import pytest
-from streamlit.testing.v1 import AppTest, app_test
+from streamlit.testing.v1 import AppTest
 
 from pages.present import exports
-from tests.helpers.pages import make_store, run_page
+from tests.helpers.pages import download_reader, make_store, run_page
 
 RELATIONSHIP = "../../pages/relationship.py"
 COMPARE_KEYS = {
@@ -27,29 +27,8 @@ PROBABILITY_KEYS = {"prob_download_csv", "prob_download_latex"}
 
 @pytest.fixture
 def downloads(monkeypatch: pytest.MonkeyPatch) -> Callable[[AppTest], dict[str, tuple[str, str]]]:
-    """Reads what each download button of a page run serves: key -> (file type, text).
-
-    AppTest keeps the files in a real in-memory media store that it drops after each run;
-    this subclass only remembers the last one so the test can read the files back.
-    """
-    storages: list[app_test.MemoryMediaFileStorage] = []
-
-    class Remembered(app_test.MemoryMediaFileStorage):
-        def __init__(self, *args: object, **kwargs: object) -> None:
-            super().__init__(*args, **kwargs)
-            storages.append(self)
-
-    monkeypatch.setattr(app_test, "MemoryMediaFileStorage", Remembered)
-
-    def read(at: AppTest) -> dict[str, tuple[str, str]]:
-        served = {}
-        for button in at.get("download_button"):
-            name = button.proto.url.rsplit("/", 1)[-1]
-            content = storages[-1].get_file(name).content
-            served[button.proto.id.split("-")[-1]] = (name.rsplit(".", 1)[-1], content.decode())
-        return served
-
-    return read
+    """Reads what each download button of a page run serves: key -> (file type, text)."""
+    return download_reader(monkeypatch)
 
 
 def split_header(text: str, mark: str) -> tuple[list[str], str]:

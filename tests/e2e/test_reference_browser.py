@@ -77,6 +77,10 @@ def test_an_empty_compare_page_loads_the_bundled_reference_study_in_one_click(
     open_tab(tab, "Distributions over seeds")
     shows(tab.locator(CHARTS).nth(1))  # one violin-and-box chart per task
     open_tab(tab, "Statistics")
+    # The careful reviewer's analysis by default; the paper's one click away.
+    shows(tab.get_by_text("The careful reviewer's analysis").first)
+    shows(tab.get_by_text("Primary endpoint").first)
+    tab.get_by_text("Statistics as in the paper").first.click()
     shows(tab.get_by_text("Two-way ANOVA, method × task (Table 5)").first)
     shows(tab.get_by_text("Tukey HSD homogeneous subsets").first)
     assert_no_error(tab, "Compare methods, reference tabs")

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
 import numpy as np
 import pandas as pd
 import pytest
-from streamlit.testing.v1 import AppTest
+from streamlit.testing.v1 import AppTest, app_test
 
 from pages.widgets.sign_in import TOKEN_KEY
 from store import jobs as store_jobs
@@ -154,3 +155,47 @@ def signed_in(page: str, name: str, role: str, path: Path) -> AppTest:
     at = AppTest.from_file(str(ROOT / "pages" / f"{page}.py"), default_timeout=30)
     at.session_state[TOKEN_KEY] = token
     return at
+
+
+def download_reader(
+    monkeypatch: pytest.MonkeyPatch,
+) -> Callable[[AppTest], dict[str, tuple[str, str]]]:
+    """A reader of what each download button of a page run serves: key -> (file type, text).
+
+    AppTest keeps the files in a real in-memory media store that it drops after each run;
+    this subclass only remembers the last one so the test can read the files back.
+    """
+    storages: list[app_test.MemoryMediaFileStorage] = []
+
+    class Remembered(app_test.MemoryMediaFileStorage):
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            super().__init__(*args, **kwargs)
+            storages.append(self)
+
+    monkeypatch.setattr(app_test, "MemoryMediaFileStorage", Remembered)
+
+    def read(at: AppTest) -> dict[str, tuple[str, str]]:
+        served = {}
+        for button in at.get("download_button"):
+            name = button.proto.url.rsplit("/", 1)[-1]
+            if not name:  # a download made only when clicked (the HTML report)
+                continue
+            content = storages[-1].get_file(name).content
+            served[button.proto.id.split("-")[-1]] = (name.rsplit(".", 1)[-1], content.decode())
+        return served
+
+    return read
+
+
+def finished_synthetic_store(home: Path, n_seeds: int, **kwargs: object) -> str:
+    """A store in ``home`` holding one finished `write_synthetic_study` (patients, splits,
+    true grades); returns the study id."""
+    from tests.helpers.synthetic_study import write_synthetic_study
+
+    path = home / "softgrade.duckdb"
+    init_schema(path)
+    study_id = write_synthetic_study(path, n_seeds=n_seeds, **kwargs)  # type: ignore[arg-type]
+    job = store_jobs.claim_next_job("test-worker", path=path)
+    assert job is not None and job.study_id == study_id
+    store_jobs.finish_job(job.job_id, store_jobs.JobStatus.SUCCEEDED, path=path)
+    return study_id

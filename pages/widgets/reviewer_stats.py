@@ -1,0 +1,232 @@
+"""The Statistics tab's default view: the careful reviewer's analysis (issue 21).
+
+The numbers are `jobs.study_analysis`'s (one call per statistic), cached per study, metric and
+the study's finished seeds (its change marker: a seed finishing changes it), so a rerun costs
+nothing and the hierarchical bootstrap (seconds) runs once per study and metric. The text is
+``pages.present.reviewer_tables``'s. Streamlit widgets: the Compare page's AppTests
+(tests/app/test_compare_reviewer.py) drive them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from engine.analysis import compare, designs, paired, power
+from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS, METRICS
+from jobs import study_analysis
+from pages.present import reviewer_tables as rt
+from pages.widgets import probability_view
+
+BOOTSTRAP_REPLICATES = study_analysis.DEFAULT_BOOTSTRAP
+Marker = tuple[Any, ...]
+
+
+@st.cache_data(max_entries=64, show_spinner="Bootstrapping seeds and patients…")
+def cached_paired(path: str, study_id: str, metric: str, marker: Marker) -> pd.DataFrame:
+    """The study's paired table of one metric with its hierarchical bootstrap interval."""
+    del marker  # part of the cache key only
+    return study_analysis.paired_table(
+        study_id, metrics=(metric,), n_boot=BOOTSTRAP_REPLICATES, path=path
+    )
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def cached_primary(path: str, study_id: str, marker: Marker) -> pd.DataFrame:
+    """The declared primary endpoint's rows (AMAE, soft vs nominal, both tasks)."""
+    del marker
+    table = study_analysis.paired_table(study_id, metrics=("amae",), n_boot=0, path=path)
+    return paired.primary_endpoint(table) if not table.empty else pd.DataFrame()
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def cached_ratios(path: str, study_id: str, marker: Marker) -> dict[str, float]:
+    """``n_test / n_train`` per task from the study's splits (empty when none is stored)."""
+    del marker
+    try:
+        return study_analysis.ratios(study_id, path=path)
+    except (KeyError, ValueError, ZeroDivisionError):
+        return {}
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def blocked_designs(scores: pd.DataFrame, per_run: pd.DataFrame, metric: str) -> tuple:
+    """Seed-blocked ANOVA, the paper's OLS ANOVA (both with partial η²) and Friedman."""
+    return (
+        designs.seed_blocked_anova(scores),
+        designs.ols_anova_with_effect_sizes(scores[["method", "task", "seed", "value"]]),
+        designs.friedman_table(per_run, (metric,)),
+    )
+
+
+def marker_of(progress: list[compare.StudyProgress], study_id: str) -> Marker:
+    """A study's change marker: its status and finished seeds."""
+    for item in progress:
+        if item.study_id == study_id:
+            return (item.status, tuple(item.finished))
+    return ()
+
+
+def pick_study(per_run: pd.DataFrame, progress: list[compare.StudyProgress]) -> str:
+    """The study the reviewer's analysis is about (its tests are per study's splits)."""
+    ids = list(dict.fromkeys(per_run["study_id"]))
+    if len(ids) == 1:
+        return ids[0]
+    names = {p.study_id: p.name for p in progress}
+    return st.selectbox(
+        "Study for the reviewer's analysis",
+        ids,
+        format_func=lambda s: names.get(s, s),
+        key="compare_reviewer_study",
+        help="The corrected test uses each study's own split sizes, so it compares the "
+        "methods of one study at a time.",
+    )
+
+
+def study_rows(per_run: pd.DataFrame, study_id: str) -> pd.DataFrame:
+    """The picked rows of one study, methods under their plain names."""
+    rows = per_run[per_run["study_id"] == study_id]
+    if "base_method" in rows:
+        rows = rows.assign(method=rows["base_method"])
+    return rows
+
+
+def reviewer_view(
+    path: str,
+    per_run: pd.DataFrame,
+    progress: list[compare.StudyProgress],
+    tasks: list[str],
+    metric: str,
+) -> pd.DataFrame:
+    """The default Statistics view; returns the paired rows shown (for the exports)."""
+    study_id = pick_study(per_run, progress)
+    rows = study_rows(per_run, study_id)
+    methods = set(rows["method"])
+    marker = marker_of(progress, study_id)
+    n_seeds = int(rows.groupby(["task", "method"])["seed"].nunique().min())
+    st.subheader("The careful reviewer's analysis", divider="gray")
+    if note := rt.seed_shortfall(n_seeds):
+        st.info(note, icon=":material/info:")
+    if n_seeds < 2 or len(methods) < 2:
+        if len(methods) < 2:
+            st.info("The paired comparisons need 2 methods.", icon=":material/info:")
+        return pd.DataFrame(columns=list(rt.EXPORT_COLUMNS))
+    if not cached_ratios(path, study_id, marker):
+        st.info(
+            "This study's split sizes are not in the store, so the corrected test (which "
+            "needs n_test/n_train) cannot be computed.",
+            icon=":material/info:",
+        )
+        return pd.DataFrame(columns=list(rt.EXPORT_COLUMNS))
+    show_primary(path, study_id, marker, methods)
+    table = cached_paired(path, study_id, metric, marker)
+    picked = table["method_a"].isin(methods) & table["method_b"].isin(methods)
+    table = table[table["task"].isin(tasks) & picked]
+    st.markdown(f"**{METRIC_LABELS[metric]}: every pair of methods, paired by seed**")
+    st.dataframe(rt.paired_view(table), hide_index=True, width="stretch")
+    st.caption(rt.PAIRED_NOTE)
+    show_designs(rows, tasks, metric)
+    show_power(table, metric)
+    return rt.paired_export(table)
+
+
+def show_primary(path: str, study_id: str, marker: Marker, methods: set[str]) -> None:
+    """The declared primary endpoint, first and labelled primary."""
+    primary = cached_primary(path, study_id, marker)
+    st.markdown(f"**Primary endpoint** — {paired.PRIMARY_FAMILY} (one Holm family)")
+    if primary.empty:
+        st.info("The primary endpoint needs nominal and a soft method.", icon=":material/info:")
+        return
+    st.dataframe(rt.primary_view(primary), hide_index=True, width="stretch")
+    st.caption(
+        "Negative = the soft method's AMAE is lower than nominal's. Declared before looking; "
+        "every other row on this tab is exploratory."
+    )
+
+
+def show_designs(rows: pd.DataFrame, tasks: list[str], metric: str) -> None:
+    """Friedman per task, the seed-blocked ANOVA beside the paper's, and the CD diagrams."""
+    rows = rows[rows["task"].isin(tasks)]
+    scores = compare.score_frame(rows, metric)
+    blocked, ols, friedman = blocked_designs(scores, rows, metric)
+    st.markdown("**Do the methods differ at all? (Friedman, seeds as blocks)**")
+    st.dataframe(rt.friedman_view(friedman), hide_index=True, width="content")
+    left, right = st.columns(2)
+    left.markdown("**Seed-blocked ANOVA** (repeated measures, seed as subject)")
+    if blocked.table.empty:
+        left.info(blocked.reading, icon=":material/info:")
+    else:
+        left.dataframe(rt.anova_view(blocked.table), hide_index=True, width="content")
+        left.caption(blocked.reading + (f" {blocked.note}" if blocked.note else ""))
+    right.markdown("**OLS two-way ANOVA, as in the paper** (runs as independent)")
+    if ols.table.empty:
+        right.info(ols.note or ols.reading, icon=":material/info:")
+    else:
+        right.dataframe(rt.anova_view(ols.table), hide_index=True, width="content")
+        right.caption("Treats the runs as independent: the seed-to-seed variation is residual.")
+    show_cd_diagrams(rows, tasks, metric)
+
+
+def show_cd_diagrams(rows: pd.DataFrame, tasks: list[str], metric: str) -> None:
+    """The critical-difference diagram of the picked metric per task, and of every grade
+    metric on request."""
+    every = st.toggle(
+        "Critical-difference diagrams of every grade metric",
+        value=False,
+        key="compare_cd_every_metric",
+        help="Friedman and Nemenyi ranks per task for AMAE, QWK, MAE, MMAE, MS and BA.",
+    )
+    for shown in METRICS if every else (metric,):
+        show_cd_diagram(rows, tasks, shown)
+
+
+def show_cd_diagram(rows: pd.DataFrame, tasks: list[str], metric: str) -> None:
+    """The critical-difference diagram of one metric per task (Friedman + Nemenyi ranks)."""
+    st.markdown(f"**Critical-difference diagram: {METRIC_LABELS[metric]}** (1 = best rank)")
+    for column, task in zip(st.columns(len(tasks)), compare.task_order(tasks), strict=True):
+        scores = compare.score_frame(rows, metric, [task])[["method", "seed", "value"]]
+        _, spec = probability_view.ranked(scores, metric in LOWER_IS_BETTER)
+        if spec is None:
+            column.info(f"{task}: the CD diagram needs 3 methods and 2 seeds.")
+        else:
+            column.caption(task)
+            column.vega_lite_chart(spec, width="content")
+
+
+def show_power(table: pd.DataFrame, metric: str) -> None:
+    """Seeds needed for 80 % power with the corrected variance, at the observed and a chosen
+    effect."""
+    st.markdown("**How many seeds?** (80 % power, corrected test, two-sided α = 0.05)")
+    chosen = st.number_input(
+        f"Effect to plan for ({METRIC_LABELS[metric]} difference)",
+        min_value=0.0,
+        value=0.05,
+        step=0.01,
+        format="%.3f",
+        key="compare_power_effect",
+    )
+    plan = power.power_table(table, chosen_effect=chosen or None)
+    if plan.empty:
+        return
+    st.dataframe(rt.power_view(plan), hide_index=True, width="stretch")
+    st.caption(
+        "Uses each pair's observed sd of the differences and n_test/n_train: the shared films "
+        "put a ceiling on power that more seeds cannot pass."
+    )
+
+
+def table4_intervals(path: str, per_run: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:
+    """Table 4 as mean [95 % CI] (the corrected interval, n_test/n_train of the first picked
+    study's splits); returns the intervals (empty when the splits are not stored)."""
+    study_id = str(per_run["study_id"].iloc[0])
+    ratios = cached_ratios(path, study_id, (len(per_run),))
+    tasks = set(per_run["task"])
+    if not tasks <= set(ratios):
+        st.info("The study's split sizes are not stored: no interval can be computed.")
+        return pd.DataFrame()
+    intervals = paired.mean_intervals(per_run, ratios, metrics=metrics)
+    st.dataframe(rt.mean_ci_table(intervals, metrics), hide_index=True, width="stretch")
+    st.caption(rt.mean_ci_note(intervals))
+    return intervals

@@ -1,0 +1,153 @@
+"""The Compare page's Statistics tab, careful reviewer's view by default (issue 21): on the
+shipped reference study and on tiny synthetic studies."""
+
+from __future__ import annotations
+
+import io
+
+import pandas as pd
+import pytest
+
+from jobs import study_analysis
+from store import runs as store_runs
+from store.bundle import REFERENCE_STUDY, import_study
+from store.db import init_schema
+from tests.helpers.pages import download_reader, finished_synthetic_store, run_page, texts
+
+
+@pytest.fixture(scope="module")
+def reference_home(tmp_path_factory):
+    """A store holding only the shipped 20-seed reference study."""
+    home = tmp_path_factory.mktemp("reference")
+    store = home / "softgrade.duckdb"
+    init_schema(store)
+    import_study(REFERENCE_STUDY, path=store)
+    return home
+
+
+def _stats_csv(at, read) -> pd.DataFrame:
+    return pd.read_csv(io.StringIO(read(at)["compare_download_stats_csv"][1]), comment="#")
+
+
+def _row(frame: pd.DataFrame, task: str, pair: str) -> pd.Series:
+    rows = frame[(frame["Task"] == task) & (frame["A − B"] == pair)]
+    assert len(rows) == 1, rows
+    return rows.iloc[0]
+
+
+def test_reference_statistics_show_the_corrected_p_beside_the_wilcoxon(reference_home, monkeypatch):
+    at = run_page(reference_home, monkeypatch, tab="Statistics")
+    assert "The careful reviewer's analysis" in texts(at, "subheader")
+    markdown = texts(at, "markdown")
+    assert "**Primary endpoint**" in markdown
+    shown = [d.value for d in at.dataframe]
+    paired = next(f for f in shown if "CI (new patients)" in f.columns and "A − B" in f.columns)
+    kl = _row(paired, "KL", "Nominal − Binomial")
+    assert kl["Endpoint"] == "primary"
+    assert float(kl["p (new patients)"]) == pytest.approx(0.16, abs=0.01)
+    assert kl["Wilcoxon p"] in {"< 0.001"}  # 0.0005 on 20 seeds
+    low, high = (float(v) for v in kl["CI (new patients)"].strip("[]").split(","))
+    assert low < 0 < high  # the corrected interval includes 0
+    assert kl["Bootstrap CI"].startswith("[0.0")  # narrower, and above 0
+    assert float(kl["d_z"]) > 0 and float(kl["r"]) > 0
+    assert "consistently over seeds" in kl["Reading"]
+    assert "not significantly for new patients" in kl["Reading"]
+    # Every other metric's rows are exploratory; the paper's analysis is one click away.
+    assert (paired[paired["Task"] == "KL"]["Endpoint"] != "").all()
+    expanders = [e.label for e in at.get("expander")]
+    assert any("as in the paper" in label for label in expanders)
+    assert "Two-way ANOVA, method × task (Table 5)" in markdown
+    assert "Seed-blocked ANOVA" in markdown
+    assert "Friedman" in markdown
+    friedman = next(f for f in shown if "Kendall's W" in f.columns)
+    assert set(friedman["Task"]) == {"KL", "CPPD"}
+    power = next(f for f in shown if "Power now" in f.columns)
+    assert len(power) == len(paired)
+    assert "None" not in paired.to_string() and "± –" not in paired.to_string()
+
+
+def test_reference_statistics_csv_carries_the_paired_columns(reference_home, monkeypatch):
+    read = download_reader(monkeypatch)
+    at = run_page(reference_home, monkeypatch, tab="Statistics")
+    csv = _stats_csv(at, read)
+    paired = csv[csv["table"] == "paired"]
+    for column in (
+        "task", "metric", "method_a", "method_b", "n_seeds", "mean_diff", "ci_low",
+        "ci_high", "p_corrected", "p_wilcoxon", "p_wilcoxon_holm", "d_z", "rank_biserial",
+    ):  # fmt: skip
+        assert column in paired.columns
+    row = paired[
+        (paired["task"] == "KL") & (paired["method_a"] == "nominal")
+        & (paired["method_b"] == "binomial")
+    ].iloc[0]  # fmt: skip
+    assert row["p_corrected"] == pytest.approx(0.16, abs=0.01)
+    assert row["p_wilcoxon"] == pytest.approx(0.0005, abs=0.0003)
+    study_id = store_runs.list_studies(path=reference_home / "softgrade.duckdb")["study_id"][0]
+    expected = study_analysis.paired_table(
+        study_id, metrics=("amae",), n_boot=0, path=reference_home / "softgrade.duckdb"
+    )
+    expected = expected[(expected["task"] == "KL") & (expected["method_b"] == "binomial")]
+    assert row["mean_diff"] == pytest.approx(float(expected["mean_diff"].iloc[0]))
+    assert {"wilcoxon", "anova"} <= set(csv["table"])  # the paper's tables follow
+
+
+def test_table4_offers_the_mean_with_its_interval(reference_home, monkeypatch):
+    read = download_reader(monkeypatch)
+    at = run_page(reference_home, monkeypatch)
+    at.radio(key="compare_mean_view").set_value("ci").run()
+    assert not at.exception
+    table = at.dataframe[0].value
+    cell = table[(table["Task"] == "KL") & (table["Method"] == "Nominal")]["AMAE ↓"].iloc[0]
+    assert "[" in cell and "]" in cell
+    assert "corrected resampled t interval" in texts(at, "caption")
+    csv = pd.read_csv(io.StringIO(read(at)["compare_ci_csv"][1]), comment="#")
+    assert {"mean", "ci_low", "ci_high", "naive_ci_low", "ci_kind"} <= set(csv.columns)
+
+
+def test_one_seed_study_says_what_cannot_be_computed(tmp_path, monkeypatch):
+    finished_synthetic_store(tmp_path, 1, n_patients=20)
+    at = run_page(tmp_path, monkeypatch, tab="Statistics")
+    info = texts(at, "info")
+    assert "One seed: no paired difference has a spread" in info
+    assert "Tukey's HSD follows the two-way ANOVA" in info  # no Tukey verdict without it
+    assert not any("Kendall's W" in d.value.columns for d in at.dataframe)
+    for frame in (d.value for d in at.dataframe):
+        assert "None" not in frame.to_string()
+    at.radio(key="compare_mean_view").set_value("ci").run()
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert table["AMAE ↓"].str.endswith("needs 2 seeds").all()
+    assert "± –" not in table.to_string() and "None" not in table.to_string()
+
+
+def test_two_seed_study_says_its_rows_are_a_sketch(tmp_path, monkeypatch):
+    finished_synthetic_store(tmp_path, 2, n_patients=20)
+    at = run_page(tmp_path, monkeypatch, tab="Statistics")
+    assert "Two seeds: the corrected test has 1 degree of freedom" in texts(at, "info")
+    paired = next(d.value for d in at.dataframe if "Reading" in d.value.columns)
+    assert (paired["Seeds"] == "2").all()
+    assert "None" not in paired.to_string() and "± –" not in paired.to_string()
+
+
+def test_synthetic_study_shows_primary_paired_designs_and_the_papers_view(tmp_path, monkeypatch):
+    finished_synthetic_store(tmp_path, 4, n_patients=20)
+    at = run_page(tmp_path, monkeypatch, tab="Statistics")
+    shown = [d.value for d in at.dataframe]
+    primary = next(f for f in shown if "Soft method − Nominal" in f.columns)
+    assert len(primary) == 4  # binomial and beta vs nominal, on both tasks
+    paired = next(f for f in shown if "Reading" in f.columns)
+    assert list(paired["Endpoint"][:4]) == ["primary"] * 4
+    assert set(paired["Endpoint"][4:]) == {"exploratory"}
+    assert "Seed-blocked ANOVA" in texts(at, "markdown")
+    assert "Shapiro–Wilk" in texts(at, "markdown")  # the paper's tests are still there
+    at.selectbox(key="compare_stats_metric").set_value("qwk").run()
+    assert not at.exception
+    paired = next(d.value for d in at.dataframe if "Reading" in d.value.columns)
+    assert set(paired["Endpoint"]) == {"exploratory"}  # QWK is not the primary endpoint
+    at.number_input(key="compare_power_effect").set_value(0.5).run()
+    assert not at.exception
+    charts = len(at.get("vega_lite_chart"))
+    at.toggle(key="compare_cd_every_metric").set_value(True).run()
+    assert not at.exception
+    assert len(at.get("vega_lite_chart")) == charts + 5 * 2  # five more metrics, two tasks
+    assert "Critical-difference diagram: MMAE" in texts(at, "markdown")

@@ -1,0 +1,48 @@
+"""The Launch page's "How many seeds?" before a study is queued (issue 21)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from jobs import study_analysis
+from tests.helpers.synthetic_study import write_synthetic_study
+
+PAGE = Path(__file__).parents[2] / "pages" / "launch.py"
+
+
+def _page() -> AppTest:
+    return AppTest.from_file(str(PAGE), default_timeout=60)
+
+
+def test_seeds_for_a_typed_effect_with_gpu_hours_per_seed(path):
+    at = _page().run()
+    at.radio(key="launch_power_source").set_value("typed").run()
+    assert not at.exception
+    at.number_input(key="launch_effect").set_value(0.05).run()
+    at.number_input(key="launch_sd").set_value(0.02).run()
+    at.number_input(key="launch_ratio").set_value(0.1).run()
+    markdown = "\n".join(m.value for m in at.markdown)
+    assert "seeds** give 80 % power with the corrected test" in markdown
+    assert "GPU hours per seed" in "\n".join(c.value for c in at.caption)
+
+
+def test_an_unreachable_target_says_more_films_are_needed(path):
+    at = _page().run()
+    at.radio(key="launch_power_source").set_value("typed").run()
+    at.number_input(key="launch_sd").set_value(0.1).run()  # 0.05 vs sd 0.1 at ρ = 0.43
+    markdown = "\n".join(m.value for m in at.markdown)
+    assert "No number of seeds reaches 80 % power" in markdown
+
+
+def test_seeds_from_an_existing_study_match_the_engine(path):
+    study_id = write_synthetic_study(path, n_seeds=3, n_patients=20)
+    at = _page().run()
+    assert not at.exception
+    assert at.selectbox(key="launch_power_study").value == study_id
+    shown = at.dataframe[0].value
+    plan = study_analysis.seeds_needed(study_id, metric="amae", path=path)
+    soft = plan[plan["method_a"] == "nominal"]
+    assert len(shown) == len(soft) == 4
+    assert list(shown["Seeds run"]) == [str(n) for n in soft["n_seeds"]]
