@@ -8,8 +8,7 @@ Two views of the paper's Grad-CAM analysis (Figs. 7 and 9):
   task's signs copes with co-occurring disease; one whose heat moves to the other disease's
   signs is distracted by it.
 
-The maps and the lift scores come from ``engine.gradcam``; this page picks the films and the
-selected models from the store and renders the results.
+The maps and lift scores come from ``engine.gradcam``; this page picks films and models.
 """
 
 from __future__ import annotations
@@ -34,7 +33,6 @@ from pages.widgets.models import (
     maps_of,
     open_study,
     saved_models,
-    stop_without_models,
 )
 from pages.widgets.pickers import pick_study
 from pages.widgets.reads import store_path
@@ -219,7 +217,6 @@ study = pick_study(
     "show here as its seeds finish.",
     dependent_keys=("att_task", "att_seed", "att_methods", "att_example", "att_knee"),
 )
-stop_without_models(path, study)
 opened = open_study(path, study)
 spec, cache_dir, meta = opened.spec, str(opened.cache_dir), opened.meta
 task, splits, models = pick_models(path, str(study["dataset_id"]), opened.runs)

@@ -23,7 +23,6 @@ from pages.widgets.models import (
     cached_crops,
     cached_splits,
     open_study,
-    stop_without_models,
 )
 from pages.widgets.pickers import pick_study
 from pages.widgets.reads import cached_studies
@@ -103,9 +102,8 @@ def store_source(path: str, kiosk: KioskSettings | None) -> DemoSource:
         )
     else:
         study = _kiosk_study(path, kiosk.study_id)
-    if kiosk is None:
-        stop_without_models(path, study)
-    opened = open_study(path, study)
+    # A kiosk has no picker: its own warning below says it cannot grade without models.
+    opened = open_study(path, study, offer_others=kiosk is None)
     method = _method(opened, kiosk)
     tasks = [t for t in TASKS if t in set(opened.runs["task"])]
     seed, checkpoints = best_seed(opened.runs, method, tasks)

@@ -129,15 +129,19 @@ class OpenedStudy:
     has_masks: bool
 
 
-def open_study(path: str, study: pd.Series) -> OpenedStudy:
+def open_study(path: str, study: pd.Series, *, offer_others: bool = True) -> OpenedStudy:
     """Read a study's spec, selected runs and prepared images; stops the page with the reason
-    when one of them cannot be read here."""
+    when one of them cannot be read here, or when the study's models are not on this machine
+    (`stop_without_models`, unless ``offer_others`` is off: said before the images, which
+    only models could use)."""
     try:
         spec = StudySpec.from_dict(json.loads(study["spec"]))
         runs = cached_selected_runs(path, study.name)
     except (SpecError, StoreError) as exc:
         st.error(f"This study cannot be read: {exc}")
         st.stop()
+    if offer_others:
+        stop_without_models(path, study)
     cache_dir = cache_dir_for(spec.dataset, spec.image_size, softgrade_home() / "cache")
     try:
         meta, has_masks = cached_dataset(str(cache_dir))
