@@ -54,7 +54,7 @@ def test_failed_block_rolls_back_everything(store):
 def _hold_lock(path: str, ready, release) -> None:
     con = duckdb.connect(path)
     ready.set()
-    release.wait(30)
+    release.wait(240)
     con.close()
 
 
@@ -64,7 +64,9 @@ def test_connect_retries_while_another_process_holds_the_file(store):
     holder = ctx.Process(target=_hold_lock, args=(str(store), ready, release))
     holder.start()
     try:
-        assert ready.wait(30)
+        # A spawned child imports duckdb first: on a loaded machine that alone can take tens
+        # of seconds, so the wait is generous and says what it saw when it gives up.
+        assert ready.wait(180), f"the lock holder never opened the store (alive: {holder.is_alive()})"
         locked = pytest.raises(StoreLockedError, match="locked by another process")
         with locked, connect(store, retry=RetryPolicy(max_wait_s=0.3)):
             pass
