@@ -66,7 +66,7 @@ def test_connect_retries_while_another_process_holds_the_file(store):
     try:
         # A spawned child imports duckdb first: on a loaded machine that alone can take tens
         # of seconds, so the wait is generous and says what it saw when it gives up.
-        assert ready.wait(180), f"the lock holder never opened the store (alive: {holder.is_alive()})"
+        assert ready.wait(180), f"the lock holder never opened it (alive: {holder.is_alive()})"
         locked = pytest.raises(StoreLockedError, match="locked by another process")
         with locked, connect(store, retry=RetryPolicy(max_wait_s=0.3)):
             pass
