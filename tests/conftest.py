@@ -9,6 +9,8 @@ through store/ (tests/helpers/) or imported from the shipped reference bundle.
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -52,6 +54,20 @@ def labels() -> torch.Tensor:
 def resnet() -> torch.nn.Module:
     """An untrained torchvision ResNet18 with four outputs."""
     return torchvision.models.resnet18(weights=None, num_classes=4)
+
+
+@pytest.fixture(autouse=True)
+def _main_module_restored() -> Iterator[None]:
+    """Put back ``sys.modules["__main__"]`` after each test.
+
+    An AppTest run leaves the page script it ran last as ``__main__`` (Streamlit does, see
+    `engine.spawn`); a later test that starts a ``spawn`` child would have that child re-run
+    app.py instead of the test's target, and the child dies before it does anything.
+    """
+    saved = sys.modules.get("__main__")
+    yield
+    if saved is not None:
+        sys.modules["__main__"] = saved
 
 
 @pytest.fixture
