@@ -138,6 +138,9 @@ if account is None:
     keep_cookie_in_step()  # sign-out's cookie cleared
     signing_in.run()
     st.stop()
+# Signed in: the sidebar opens again (as Streamlit's "auto" does: open on a wide screen,
+# shut on a phone), else it stayed shut from the sign-in form and hid the menu and sign-out.
+st.set_page_config(initial_sidebar_state="auto")
 navigation = st.navigation(menu_for(pages_for(account), landing_page(account)))
 keep_cookie_in_step()  # sign-in's cookie written
 render_account(account)

@@ -111,6 +111,8 @@ def test_a_member_launches_and_a_viewer_reads_results_but_cannot_launch(
     sign_in(tab, MEMBER, "member")
     shows(tab.get_by_role("heading", name="Launch a study", exact=True, level=1))
     assert {"Launch", "Jobs", "Compare methods"} <= menu_links(tab)
+    # The sidebar shut for the sign-in form opens again: the menu and sign-out are in view.
+    playwright_api.expect(tab.get_by_role("button", name="Sign out")).to_be_in_viewport()
     assert_no_error(tab, "Launch, member")
     queue_tiny_study(tab)
     assert_no_error(tab, "Launch after queueing")
