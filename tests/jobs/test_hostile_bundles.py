@@ -82,14 +82,14 @@ def hostile_parts(tmp_path: Path, marker: Path) -> dict[str, bytes]:
 def test_a_bundle_detector_that_is_a_crafted_pickle_never_runs_when_an_upload_is_graded(
     tmp_path,
 ):
-    from engine.demo_models import knee_box  # what Grade a film calls for an uploaded film
+    from engine.demo_models import knee_to_grade  # what Grade a film calls for an uploaded film
 
     marker = tmp_path / "pwned"
     bundle = demo_zip(tmp_path / "demo.zip", hostile_parts(tmp_path, marker))
     demo = unpack_demo(bundle, tmp_path / "unpacked")  # its hashes are right: the attacker's
     refused: Exception | None = None
     try:
-        knee_box(phantom_film(), demo.detector_dir)
+        knee_to_grade(phantom_film(), demo.detector_dir)
     except Exception as exc:
         refused = exc
     assert not marker.exists(), "the bundle's detector ran its code"
