@@ -134,16 +134,20 @@ def test_fast_path_learns_like_the_plain_path(device, method, batch_size):
     """bf16 + channels-last (+ CUDA graphs of whole steps on a GPU) reaches the plain path's
     accuracy on the same problem, with 64 training films in full batches (16) or with a tail
     batch (24, 24, 16: on a GPU the tail replays a graph of its own)."""
+    if device == "cpu" and batch_size != 16:
+        pytest.skip("a tail batch replays a graph of its own on a GPU only; the CPU has none")
     data, y_test = _brightness_problem()
     accuracies = {}
+    # 16 epochs on a GPU: there the fast path's nominal run is still settling at epoch 8
+    # (validation loss swinging 0.3-3 while batch-norm statistics catch up), and where it
+    # stands then depends on which kernels cuDNN's benchmark picked. The CPU's bf16 path has
+    # no such swing, and 10 epochs learn the problem at a fraction of the time.
+    epochs = 16 if device == "cuda" else 10
     for fast in (False, True):
-        # 16 epochs: on a GPU the fast path's nominal run is still settling at epoch 8
-        # (validation loss swinging 0.3-3 while batch-norm statistics catch up), and where
-        # it stands then depends on which kernels cuDNN's benchmark picked.
         config = _config(
             method=method,
-            max_epochs=16,
-            patience=16,
+            max_epochs=epochs,
+            patience=epochs,
             batch_size=batch_size,
             fast=fast,
             lr=1e-3,

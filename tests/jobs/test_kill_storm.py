@@ -20,7 +20,12 @@ from store import runs as store_runs
 from store.db import connect, init_schema
 from store.runs import PAUSE_IN_RECORD_ENV
 from tests.helpers.studies import tiny_study
-from tests.helpers.workers import incomplete_runs, start_worker, wait_for
+from tests.helpers.workers import (
+    incomplete_runs,
+    start_worker,
+    wait_for,
+    wait_while_the_job_progresses,
+)
 
 pytestmark = pytest.mark.slow
 RANDOM_KILLS = 4
@@ -105,11 +110,16 @@ def test_five_kills_during_one_study_lose_nothing_and_store_every_run_once(home,
             assert incomplete_runs(store) == 0, why
         worker = start_worker(home)
         try:
-            wait_for(
-                lambda: store_jobs.get_job(job_id, path=store).status == "succeeded",
-                240,
-                f"the job to finish {why}",
+            wait_while_the_job_progresses(
+                store,
+                job_id,
+                lambda state: state["status"] in ("succeeded", "failed", "cancelled"),
+                f"the job to end {why}",
+                worker=worker,
+                log=home / "worker.log",
             )
+            job = store_jobs.get_job(job_id, path=store)
+            assert job.status == "succeeded", f"{job} {why}"
         finally:
             worker.terminate()
             worker.wait(30)
