@@ -8,12 +8,8 @@ training the Review crops page starts.
   reuses the stored detector). Progress is printed per epoch; ``--status FILE`` also keeps
   it in a JSON file, which is how the page follows a training it started.
 - ``detector list``: the trained detectors, newest first.
-- `start_training`: the page's button. It checks the role, refuses a second training while
-  one runs (one at a time per ``SOFTGRADE_HOME``: the app's machine may have one CPU to give
-  it), and starts ``python -m jobs detector train --dataset ID --status ...`` as a process of
-  its own session (it outlives the page's script run and the browser tab), its output in
-  ``detectors/training.log``. `read_status` is what the page shows: epoch x of y, the result,
-  or the failure.
+- The page's button and the status file it follows are `jobs.detector_background` and
+  `jobs.detector_status`.
 
 Boxes given in a dataset's labels CSV are not read here yet: only crop review's boxes.
 """
@@ -21,24 +17,16 @@ Boxes given in a dataset's labels CSV are not read here yet: only crop review's 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import fcntl
-import json
-import os
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field, replace
-from datetime import UTC, datetime
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from jobs.access import Action, require
-from store.db import default_store_path, init_schema, softgrade_home
-from store.users import Account
+from jobs.detector_status import StatusKeeper, detectors_dir, utc_now
+from store.db import default_store_path, init_schema
 
 #: Fewest films a detector is trained on: a fifth (at least one) is held out to score it.
 MIN_FILMS = 8
@@ -46,12 +34,8 @@ MIN_FILMS = 8
 PAGE_IMAGE_SIZE = 160
 PAGE_EPOCHS = 30
 DEVICES = ("auto", "cpu", "cuda")
-STATUS_FILE = "training.json"
-LOG_FILE = "training.log"
-_LOCK_FILE = ".training.lock"
 #: The phantom seed detectors train on by default (no study uses it; the app's phantom is 0).
 PHANTOM_SEED = 101
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 Box = tuple[int, int, int, int]
 
@@ -62,11 +46,6 @@ class TooFewFilms(ValueError):
 
 class TrainingRefused(ValueError):
     """A training is already running (the message says whose and how far)."""
-
-
-def detectors_dir(home: Path | None = None) -> Path:
-    """``$SOFTGRADE_HOME/detectors``: trained detectors, and the training status and log."""
-    return (home if home is not None else softgrade_home()) / "detectors"
 
 
 def training_device(device: str) -> str:
@@ -342,248 +321,6 @@ def list_detectors(home: Path | None = None) -> list[Any]:
     return stored_detectors(detectors_dir(home))
 
 
-# -- the training status file ----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TrainingStatus:
-    """Where the latest background training is (``detectors/training.json``).
-
-    Attributes:
-        state: 'running', 'finished' or 'failed'.
-        dataset_id: What it trains on.
-        started_by: Who started it.
-        started_at: ISO 8601 UTC.
-        pid: The training process.
-        image_size / epochs / device: Its settings.
-        epoch: Epochs done so far.
-        elapsed_s: Seconds since it started, at the last update.
-        losses: The last epoch's mean training losses.
-        message: Why it failed, or what it finished with, in words.
-        key: The detector's key, once finished.
-        held_out: Its held-out figures (mean_iou, map50, ...), once finished.
-        n_films: Films it trains on (0 until the process has read them).
-    """
-
-    state: str
-    dataset_id: str
-    started_by: str
-    started_at: str
-    pid: int
-    image_size: int
-    epochs: int
-    device: str
-    epoch: int = 0
-    elapsed_s: float = 0.0
-    losses: dict[str, float] = field(default_factory=dict)
-    message: str = ""
-    key: str = ""
-    held_out: dict[str, float] = field(default_factory=dict)
-    n_films: int = 0
-
-    @property
-    def running(self) -> bool:
-        """Whether the training is still going."""
-        return self.state == "running"
-
-
-def status_file(home: Path | None = None) -> Path:
-    """``detectors/training.json``."""
-    return detectors_dir(home) / STATUS_FILE
-
-
-def log_file(home: Path | None = None) -> Path:
-    """``detectors/training.log``: the training process's output."""
-    return detectors_dir(home) / LOG_FILE
-
-
-def write_status(path: Path, status: TrainingStatus) -> None:
-    """Replace the status file in one step (a reader never sees half of it)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}")
-    partial.write_text(json.dumps(asdict(status), indent=2))
-    os.replace(partial, path)
-
-
-# Training processes this process started, so that finished ones are reaped (a zombie would
-# look alive to `os.kill(pid, 0)`).
-_CHILDREN: dict[int, subprocess.Popen] = {}
-
-
-def _alive(pid: int) -> bool:
-    child = _CHILDREN.get(pid)
-    if child is not None:
-        return child.poll() is None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: it exists
-        return True
-    return True
-
-
-def read_status(home: Path | None = None) -> TrainingStatus | None:
-    """The latest training's status, or None if none was ever started here.
-
-    A 'running' status whose process is gone (killed, the machine restarted) reads as
-    'failed', with where its output is.
-    """
-    path = status_file(home)
-    try:
-        status = TrainingStatus(**json.loads(path.read_text()))
-    except FileNotFoundError:
-        return None
-    except (ValueError, TypeError) as exc:
-        return TrainingStatus("failed", "", "", "", 0, 0, 0, "", message=f"unreadable: {exc}")
-    if status.running and not _alive(status.pid):
-        return replace(
-            status,
-            state="failed",
-            message=f"the training process ended without finishing; see {log_file(home)}",
-        )
-    return status
-
-
-@contextlib.contextmanager
-def _training_lock(home: Path | None) -> Iterator[None]:
-    """Held while a training is checked for and started (two clicks start one)."""
-    folder = detectors_dir(home)
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / _LOCK_FILE, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def start_training(
-    account: Account,
-    dataset_id: str,
-    *,
-    image_size: int = PAGE_IMAGE_SIZE,
-    epochs: int = PAGE_EPOCHS,
-    device: str = "cpu",
-    home: Path | None = None,
-) -> TrainingStatus:
-    """Start training a detector on a dataset's reviewed boxes, in the background.
-
-    Raises:
-        jobs.access.AccessDenied: The role may not launch work.
-        TrainingRefused: A training is already running.
-        TooFewFilms: Fewer than `MIN_FILMS` films with reviewed boxes.
-        ValueError: Bad settings or device.
-    """
-    require(account, Action.LAUNCH)
-    check_settings(image_size, epochs)
-    device = training_device(device)
-    home = home if home is not None else softgrade_home()
-    store = home / default_store_path().name
-    with _training_lock(home):
-        current = read_status(home)
-        if current is not None and current.running:
-            raise TrainingRefused(
-                f"a detector is already training (started by {current.started_by} at "
-                f"{current.started_at}, epoch {current.epoch} of {current.epochs}); one trains "
-                "at a time: wait for it to finish"
-            )
-        why = reviewed_films(dataset_id, store_path=store).too_few()
-        if why:
-            raise TooFewFilms(why)
-        status_path = status_file(home)
-        # Written before the process exists (with this process's id, which is alive), so
-        # the training can never find the file missing or older than itself.
-        status = TrainingStatus(
-            state="running",
-            dataset_id=dataset_id,
-            started_by=account.name,
-            started_at=_now(),
-            pid=os.getpid(),
-            image_size=image_size,
-            epochs=epochs,
-            device=device,
-        )
-        write_status(status_path, status)
-        try:
-            child = _spawn_training(dataset_id, image_size, epochs, device, home)
-        except OSError as exc:
-            write_status(status_path, replace(status, state="failed", message=str(exc)))
-            raise ValueError(f"the training process could not be started: {exc}") from exc
-        status = replace(status, pid=child.pid)
-        write_status(status_path, status)
-    from store import audit
-
-    audit.record(
-        "train_detector",
-        actor=account.name,
-        target=dataset_id,
-        detail=f"{image_size} px, {epochs} epochs on {device}",
-        path=store,
-    )
-    return status
-
-
-def _spawn_training(
-    dataset_id: str, image_size: int, epochs: int, device: str, home: Path
-) -> subprocess.Popen:
-    """``python -m jobs detector train --dataset ID ... --status`` in a session of its own
-    (it outlives the page's script run and a stopped app), its output in the log file."""
-    command = [
-        sys.executable,
-        "-m",
-        "jobs",
-        "detector",
-        "train",
-        "--dataset",
-        dataset_id,
-        "--image-size",
-        str(image_size),
-        "--epochs",
-        str(epochs),
-        "--device",
-        device,
-        "--status",
-        str(status_file(home)),
-    ]
-    with open(log_file(home), "w") as log:
-        child = subprocess.Popen(
-            command,
-            cwd=REPO_ROOT,
-            env={**os.environ, "SOFTGRADE_HOME": str(home), "PYTHONUNBUFFERED": "1"},
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    _CHILDREN[child.pid] = child
-    return child
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-class StatusKeeper:
-    """The training process's side of the status file: each epoch, then the end."""
-
-    def __init__(self, path: Path | None, start: float) -> None:
-        self.path = path
-        self.start = start
-        self.status: TrainingStatus | None = None
-        if path is not None:
-            with contextlib.suppress(FileNotFoundError, ValueError, TypeError):
-                self.status = TrainingStatus(**json.loads(path.read_text()))
-
-    def update(self, **changes: Any) -> None:
-        """Write the status with ``changes`` (nothing without a status file)."""
-        if self.path is None or self.status is None:
-            return
-        elapsed = round(time.perf_counter() - self.start, 1)
-        self.status = replace(self.status, pid=os.getpid(), elapsed_s=elapsed, **changes)
-        write_status(self.path, self.status)
-
-
 # -- the command line ---------------------------------------------------------------------------
 
 
@@ -623,7 +360,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 def cmd_train(args: argparse.Namespace) -> int:
     """Train a detector, printing each epoch and the result (exit 2 on bad input)."""
     start = time.perf_counter()
-    started_at = _now()
+    started_at = utc_now()
     keeper = StatusKeeper(args.status, start)
     try:
         record = _train_from_args(args, keeper, start)

@@ -20,15 +20,9 @@ from engine.detect import crop_and_resize
 from engine.films import read_film_file
 from engine.vocab import TOP_GRADE
 from jobs.access import Action, actor_name, can
-from jobs.detector import (
-    PAGE_EPOCHS,
-    PAGE_IMAGE_SIZE,
-    ReviewedFilms,
-    TrainingStatus,
-    read_status,
-    reviewed_films,
-    start_training,
-)
+from jobs.detector import PAGE_EPOCHS, PAGE_IMAGE_SIZE, ReviewedFilms, reviewed_films
+from jobs.detector_background import start_training
+from jobs.detector_status import TrainingStatus, read_status
 from pages.present.review_view import (
     CANDIDATE,
     DETECTED,

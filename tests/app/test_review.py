@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 from engine.datasets import open_prepared, prepare_dataset
 from engine.detect import crop_and_resize
 from engine.films import check_import, read_film_file
-from jobs.detector import TrainingStatus, read_status, status_file, write_status
+from jobs.detector_status import TrainingStatus, read_status, status_file, write_status
 from jobs.importer import register_import
 from jobs.review import reviewed_spec
 from pages.present.review_view import review_crops_dir

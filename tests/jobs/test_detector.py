@@ -13,17 +13,9 @@ import pytest
 
 from jobs.__main__ import main
 from jobs.access import LOCAL_ACCOUNT, AccessDenied
-from jobs.detector import (
-    MIN_FILMS,
-    TooFewFilms,
-    TrainingRefused,
-    TrainingStatus,
-    read_status,
-    reviewed_films,
-    start_training,
-    status_file,
-    write_status,
-)
+from jobs.detector import MIN_FILMS, TooFewFilms, TrainingRefused, reviewed_films
+from jobs.detector_background import start_training
+from jobs.detector_status import TrainingStatus, read_status, status_file, write_status
 from store.datasets import register_dataset
 from store.db import default_store_path, init_schema
 from store.reviews import record_review
