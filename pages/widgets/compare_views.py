@@ -74,7 +74,9 @@ def pick_tasks_and_methods(
     planned = {t for item in progress for t in item.tasks}
     if note := tables.missing_tasks_note(planned, tasks_present):
         st.info(note)
-    left, right = st.columns(2)
+    # Two tasks fit a third of the width; five method chips need the rest (in half of it,
+    # "Exponential" was cut off at 1400 px).
+    left, right = st.columns([1, 2])
     tasks = view_state.linked(
         left.multiselect,
         "Tasks",

@@ -44,6 +44,22 @@ def shows(locator: object, timeout_ms: int = PAGE_TIMEOUT_MS) -> None:
     playwright_api.expect(locator).to_be_visible(timeout=timeout_ms)
 
 
+def assert_method_chips_whole(tab: object) -> None:
+    """Every method's chip in Compare's Methods picker shows whole: the chips' row neither
+    scrolls nor ends past its box (at 1400 px a half-width picker cut "Exponential" off
+    under a fade)."""
+    picker = tab.locator('[data-testid="stMultiSelect"]').filter(
+        has=tab.get_by_text("Methods", exact=True)
+    )
+    chips = picker.locator('[data-testid="stMultiSelectTagsContainer"]')
+    widths = chips.evaluate("e => [e.scrollWidth, e.clientWidth]")
+    assert widths[0] <= widths[1], f"the method chips need {widths[0]} px of {widths[1]}"
+    right = chips.bounding_box()["x"] + chips.bounding_box()["width"]
+    for method in METHODS:
+        box = picker.get_by_text(method_title(method), exact=True).bounding_box()
+        assert box["x"] + box["width"] <= right, f"{method_title(method)} ends past {right}: {box}"
+
+
 def test_an_empty_compare_page_loads_the_bundled_reference_study_in_one_click(
     app_url: str,
     page: object,
@@ -73,6 +89,7 @@ def test_an_empty_compare_page_loads_the_bundled_reference_study_in_one_click(
     assert "QWK" in text and "AMAE" in text, text
     assert all(method_title(method) in text for method in METHODS), text
     shows(tab.get_by_text(f"{n_seeds} seed(s) per task and method").first)
+    assert_method_chips_whole(tab)
 
     open_tab(tab, "Distributions over seeds")
     shows(tab.locator(CHARTS).nth(1))  # one violin-and-box chart per task
