@@ -82,6 +82,8 @@ def sign_in(tab: object, name: str, role: str) -> None:
     tab.get_by_label("Password", exact=True).fill(PASSWORD)
     tab.get_by_role("button", name="Sign in").click()
     shows(tab.get_by_text(f"Signed in as {name} ({role})"))
+    # The sidebar the sign-in form shut opens again: the menu and sign-out are in view.
+    playwright_api.expect(tab.get_by_role("button", name="Sign out")).to_be_in_viewport()
     tab.wait_for_load_state("networkidle")
 
 
@@ -111,8 +113,6 @@ def test_a_member_launches_and_a_viewer_reads_results_but_cannot_launch(
     sign_in(tab, MEMBER, "member")
     shows(tab.get_by_role("heading", name="Launch a study", exact=True, level=1))
     assert {"Launch", "Jobs", "Compare methods"} <= menu_links(tab)
-    # The sidebar shut for the sign-in form opens again: the menu and sign-out are in view.
-    playwright_api.expect(tab.get_by_role("button", name="Sign out")).to_be_in_viewport()
     assert_no_error(tab, "Launch, member")
     queue_tiny_study(tab)
     assert_no_error(tab, "Launch after queueing")
@@ -126,6 +126,9 @@ def test_a_member_launches_and_a_viewer_reads_results_but_cannot_launch(
     # Signed out on Jobs: the form opens at the root, so the viewer who signs in next lands
     # on their own first page, not on Jobs' refusal.
     tab.get_by_role("button", name="Sign out").click()
+    # Signed out, the sidebar is shut: no empty grey panel beside the sign-in form.
+    shows(tab.get_by_role("heading", name="Sign in to SoftGrade", level=1))
+    playwright_api.expect(tab.locator('[data-testid="stSidebar"]')).not_to_be_in_viewport()
     sign_in(tab, VIEWER, "viewer")
     playwright_api.expect(tab).to_have_url(f"{app_url}/")
     assert tab.get_by_text("is not open to").count() == 0
