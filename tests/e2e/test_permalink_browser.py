@@ -90,13 +90,23 @@ def select_box(tab: object, label: str) -> object:
     )
 
 
-def choose(tab: object, label: str, option: str) -> None:
-    """Pick ``option`` in the visible select box ``label`` and wait for the rerun."""
-    wait_until_idle(tab)
-    select_box(tab, label).get_by_role("combobox").click()
-    tab.get_by_role("option", name=option, exact=True).click()
-    tab.wait_for_timeout(500)
-    wait_until_idle(tab)
+def choose(tab: object, label: str, option: str, attempts: int = 4) -> None:
+    """Pick ``option`` in the visible select box ``label`` and wait for the rerun.
+
+    On a loaded machine a rerun that lands just after the click redraws the box and closes
+    its list before the option is clicked; open it again until the option is picked.
+    """
+    for _ in range(attempts):
+        wait_until_idle(tab)
+        select_box(tab, label).get_by_role("combobox").click()
+        try:
+            tab.get_by_role("option", name=option, exact=True).click(timeout=15_000)
+        except playwright_api.TimeoutError:
+            tab.keyboard.press("Escape")
+            continue
+        tab.wait_for_timeout(500)
+        wait_until_idle(tab)
+        break
     shows_choice(tab, label, option)
 
 
