@@ -118,8 +118,9 @@ def test_five_kills_during_one_study_lose_nothing_and_store_every_run_once(home,
                 worker=worker,
                 log=home / "worker.log",
             )
-            job = store_jobs.get_job(job_id, path=store)
-            assert job.status == "succeeded", f"{job} {why}"
+            jobs = store_jobs.list_jobs(path=store).set_index("job_id")
+            status, error = jobs.loc[job_id, "status"], jobs.loc[job_id, "error"]
+            assert status == "succeeded", f"the job {status}: {error} {why}"
         finally:
             worker.terminate()
             worker.wait(30)
