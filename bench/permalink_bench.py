@@ -3,7 +3,7 @@
 ``python -m jobs up`` serves a fresh home holding the bundled reference study and a viewer
 account (as tests/e2e/test_permalink_browser.py does). The link names a non-default task,
 metric and correction. Timed, from ``goto`` until the Statistics tab is selected with the
-linked correction and Streamlit's run has ended (no "Running..." left):
+linked metric and Streamlit's run has ended (no "Running..." left):
 
 - ``first``: the first open after the server started (a fresh browser context: the sign-in
   form, filled by Playwright, then the view; the server imports torch and reads the store).
@@ -52,13 +52,14 @@ def prepare(home: Path) -> str:
 
 
 def view_shown(tab: object) -> None:
-    """Compare -> Statistics with the link's correction, and the page's run over."""
+    """Compare -> Statistics on the link's metric, and the page's run over (the task and
+    correction sit in the closed "as in the paper" expander; the browser test opens it)."""
     statistics_tab = tab.get_by_role("tab", name="Statistics")
     expect(statistics_tab).to_have_attribute("aria-selected", "true", timeout=TIMEOUT_MS)
     box = tab.locator('[data-testid="stSelectbox"]:visible').filter(
-        has=tab.get_by_text("Correction for the pairwise tests", exact=True)
+        has=tab.get_by_text("Metric", exact=True)
     )
-    expect(box.get_by_role("combobox")).to_have_value("Bonferroni", timeout=TIMEOUT_MS)
+    expect(box.get_by_role("combobox")).to_have_value("QWK (higher is better)", timeout=TIMEOUT_MS)
     wait_until_idle(tab, TIMEOUT_MS)
 
 
@@ -98,7 +99,7 @@ def main() -> None:
         view = {
             "compare_studies": study_id,
             "compare_tab": "Statistics",
-            "compare_stats_task": "CPPD",
+            "compare_stats_task": "KL",
             "compare_stats_metric": "qwk",
             "compare_correction": "bonferroni",
         }
