@@ -13,6 +13,8 @@ from store import jobs as store_jobs
 from store.db import StoreError
 
 WORKER_ALIVE_WITHIN_S = 30.0
+#: How often the page's 'no worker' message looks again (the reads are cached for 3 s).
+WORKER_RECHECK_S = 4
 
 NO_WORKER_TITLE = "No worker is running: queued studies will wait."
 
@@ -44,12 +46,27 @@ def worker_has_gpu(path: Path) -> bool:
 
 
 def warn_if_no_worker(path: Path) -> bool:
-    """Show a prominent 'no worker' message with how to start one; return whether one is alive."""
+    """Show a prominent 'no worker' message with how to start one; return whether one is alive.
+
+    The message looks again every few seconds on its own (as the sidebar does): right after
+    `python -m jobs up` the page can open before its worker's first beat, and a message
+    that stayed would contradict the sidebar's "Worker alive" a moment later.
+    """
     try:
         alive = not alive_workers(path).empty
     except StoreError as exc:
         st.warning(f"Worker health cannot be read right now: {exc}")
         return False
+    _no_worker_message(str(path))
+    return alive
+
+
+@st.fragment(run_every=WORKER_RECHECK_S)
+def _no_worker_message(path: str) -> None:
+    """The 'no worker' message while no worker beats; nothing once one does."""
+    try:
+        alive = not alive_workers(Path(path)).empty
+    except StoreError:
+        return  # a busy store: the page's first reading already said what it could
     if not alive:
         st.error(f"**{NO_WORKER_TITLE}** {NO_WORKER_HOW}", icon=":material/power_off:")
-    return alive
