@@ -189,8 +189,8 @@ def refuse_truncated(path: Path) -> None:
 _BLOCKS_CHECKED: set[tuple[str, int]] = set()
 
 
-def _blocks_check_due(path: Path) -> tuple[int, int] | None:
-    """``(size, blocks)`` of the store when its blocks have not been checked at this size in
+def _blocks_check_due(path: Path) -> int | None:
+    """The store's block size when its blocks have not been checked at its present size in
     this process; None when checked already, new, or not a DuckDB file DuckDB cannot judge."""
     try:
         with open(path, "rb") as f:
@@ -200,29 +200,36 @@ def _blocks_check_due(path: Path) -> tuple[int, int] | None:
         return None
     if block_size is None or (str(path), size) in _BLOCKS_CHECKED:
         return None
-    return size, (size - 3 * _HEADER_BYTES) // block_size
+    return block_size
 
 
-def _check_blocks(con: duckdb.DuckDBPyConnection, path: Path, size: int, blocks: int) -> None:
+def _check_blocks(con: duckdb.DuckDBPyConnection, path: Path, block_size: int) -> None:
     """Refuse a store whose tables use blocks past the end of the file (a cut that falls on a
     block boundary); remember the size as checked otherwise.
+
+    The size is read here, with ``con`` open: DuckDB's file lock keeps every other process
+    from writing meanwhile. Read before the open, it could be older than the tables the
+    connection sees (another process grew the file in between), and a sound store would be
+    called truncated.
 
     Raises:
         StoreError: The file is truncated.
     """
+    size = path.stat().st_size
+    blocks = (size - 3 * _HEADER_BYTES) // block_size
     last = _last_table_block(con)
     if last is not None and last[1] >= blocks:
         raise _truncated(path, size, f"table {last[0]} uses block {last[1]}, it holds {blocks}")
     _BLOCKS_CHECKED.add((str(path), size))
 
 
-def _check_blocks_read_only(path: Path, due: tuple[int, int], retry: RetryPolicy) -> None:
+def _check_blocks_read_only(path: Path, due: int, retry: RetryPolicy) -> None:
     """`_check_blocks` over a read-only connection of its own, before a writer opens the file
     (DuckDB may write as soon as it opens a file read-write, e.g. to replay its WAL)."""
     with _PROCESS_LOCK:
         con = _open_with_retry(path, True, retry, record=False)
         try:
-            _check_blocks(con, path, *due)
+            _check_blocks(con, path, due)
         except duckdb.Error as exc:
             if _is_damage(exc):
                 raise _unreadable(path, exc) from exc
@@ -283,7 +290,7 @@ def connect(
         _OPEN_HERE.depth = getattr(_OPEN_HERE, "depth", 0) + 1
         try:
             if due is not None:  # a reader checks over its own connection
-                _check_blocks(con, path, *due)
+                _check_blocks(con, path, due)
             if not read_only:
                 con.execute("BEGIN TRANSACTION")
             yield con

@@ -92,3 +92,27 @@ def test_a_connection_inside_another_is_not_held_up_by_the_truncation_check(stor
         with connect(store) as inner:
             assert inner.execute("SELECT count(*) FROM meta").fetchone()[0] >= 1
     assert time.monotonic() - started < 10
+
+
+def test_a_store_another_process_grows_just_before_the_open_is_not_called_truncated(
+    store, monkeypatch
+):
+    """The block check reads the file's size after the open: a write landing between a size
+    read and the open (another process's, as under a busy worker) is not a truncation."""
+    import duckdb
+
+    from store import db
+
+    real_open = db._open_with_retry
+
+    def a_write_lands_first(path, read_only, retry, **kwargs):
+        monkeypatch.setattr(db, "_open_with_retry", real_open)
+        grower = duckdb.connect(str(path))
+        grower.execute("CREATE TABLE grown AS SELECT range AS i FROM range(300000)")
+        grower.close()
+        return real_open(path, read_only, retry, **kwargs)
+
+    db._BLOCKS_CHECKED.clear()  # as in a process that has not checked this store yet
+    monkeypatch.setattr(db, "_open_with_retry", a_write_lands_first)
+    with connect(store, read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM grown").fetchone()[0] == 300000
