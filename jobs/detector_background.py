@@ -29,12 +29,12 @@ from jobs.detector import (
     training_device,
 )
 from jobs.detector_status import (
-    _CHILDREN,
     TrainingStatus,
     detectors_dir,
     log_file,
     read_status,
     status_file,
+    track_training_process,
     utc_now,
     write_status,
 )
@@ -156,5 +156,5 @@ def _spawn_training(
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    _CHILDREN[child.pid] = child
+    track_training_process(child)
     return child

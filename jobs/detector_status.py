@@ -93,6 +93,11 @@ def write_status(path: Path, status: TrainingStatus) -> None:
 _CHILDREN: dict[int, subprocess.Popen] = {}
 
 
+def track_training_process(child: subprocess.Popen) -> None:
+    """Remember a training process this process started, so `read_status` reaps it."""
+    _CHILDREN[child.pid] = child
+
+
 def _alive(pid: int) -> bool:
     child = _CHILDREN.get(pid)
     if child is not None:
