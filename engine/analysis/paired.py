@@ -42,7 +42,8 @@ from scipy import stats as sps
 
 from engine.analysis import compare
 from engine.analysis.metrics import METRICS, metrics_from_confusion
-from engine.vocab import TASK_CLASSES, order_methods
+from engine.methods import order_methods
+from engine.vocab import TASK_CLASSES
 
 ALPHA: float = 0.05
 LEVEL: float = 0.95

@@ -20,7 +20,7 @@ import pandas as pd
 from engine.analysis import paired
 from engine.analysis.compare import task_order
 from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS
-from engine.vocab import method_sort_key
+from engine.methods import method_sort_key
 from pages.present.tables import is_missing_value, method_title, metric_header
 
 CI_HEADER = "95 % CI (corrected)"

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from engine import soft_labels
+from engine import methods as soft_labels
 from engine.analysis import compare, explorer, kld_parts, paired, relationship
 from engine.analysis import probability_metrics as pm
 from engine.analysis.ranking import BLOCKING_SENTENCE, critical_difference
