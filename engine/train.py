@@ -507,8 +507,8 @@ class Trainer:
             self.model, self.weights_init = build_model(num_classes, weights_path, head)
         # A head's parameters without reset_parameters (CLM's thresholds) start each run
         # from their values at construction.
-        head = cast(nn.Module, self.model.backbone.fc)
-        self._head_initial = copy.deepcopy(head.state_dict())
+        head_layer = cast(nn.Module, self.model.backbone.fc)
+        self._head_initial = copy.deepcopy(head_layer.state_dict())
         if fast:
             # conv1 as a GEMM and a Triton max-pool: ~19 % more images/s on an H200
             # (bench/stem_probe.py); same parameters and state dict as the plain model.
