@@ -58,9 +58,7 @@ def paired_table(
     scores = per_run(study_id, path=path)
     if scores.empty:
         return pd.DataFrame(columns=[*paired.PAIRED_COLUMNS, *paired.EXTRA_COLUMNS])
-    table = paired.paired_table(
-        scores, ratios(study_id, path=path), metrics=metrics, ropes=ropes
-    )
+    table = paired.paired_table(scores, ratios(study_id, path=path), metrics=metrics, ropes=ropes)
     if n_boot > 0:
         films = store_analysis.selected_test_films([study_id], path=path)
         boot = paired.hierarchical_bootstrap(films, metrics=metrics, n_boot=n_boot)

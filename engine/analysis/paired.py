@@ -550,7 +550,8 @@ def primary_endpoint(table: pd.DataFrame, *, alpha: float = ALPHA) -> pd.DataFra
         One row per task and soft method: ``task``, ``method``, ``n_seeds``, ``mean_diff``,
         ``ci_low``, ``ci_high``, ``p_corrected``, ``p_corrected_holm`` (Holm over the family
         of 8), ``p_wilcoxon``, ``d_z``, ``rank_biserial``, ``significant``
-        (``p_corrected_holm < alpha``), ``rho_assumed``, ``r_break_even``, the
+        (``p_corrected_holm < alpha``), ``rho_assumed``, ``test_train_ratio``,
+        ``r_break_even``, the
         :data:`R_STRIP` p columns, ``p_bayes_soft_better``, ``p_bayes_equivalent``,
         ``p_bayes_baseline_better``, ``p_tost``, ``rope`` and ``verdict``.
     """
@@ -576,6 +577,7 @@ def primary_endpoint(table: pd.DataFrame, *, alpha: float = ALPHA) -> pd.DataFra
                 "rank_biserial": sign * r.rank_biserial,
                 "significant": bool(r.p_corrected_holm < alpha),
                 "rho_assumed": r.rho_assumed,
+                "test_train_ratio": r.test_train_ratio,
                 "r_break_even": r.r_break_even,
                 **{r_column(x): record[r_column(x)] for x in R_STRIP},
                 "p_bayes_soft_better": r.p_bayes_b_better if flip else r.p_bayes_a_better,
@@ -587,7 +589,6 @@ def primary_endpoint(table: pd.DataFrame, *, alpha: float = ALPHA) -> pd.DataFra
             }
         )
     return pd.DataFrame(out)
-
 
 
 def mean_intervals(
@@ -790,7 +791,7 @@ def reading(row: Mapping[str, object], *, alpha: float = ALPHA) -> str:
 
 
 def _break_even_clause(row: Mapping[str, object]) -> str:
-    """", which it would at ρ below 0.15" from the row's break-even ratio, or nothing."""
+    """ ", which it would at ρ below 0.15" from the row's break-even ratio, or nothing."""
     r_star = row.get("r_break_even")
     if r_star is None or _missing(r_star) or not float(r_star) > 0:  # type: ignore[arg-type]
         return ""

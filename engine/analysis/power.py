@@ -120,8 +120,10 @@ def power_table(
     Returns:
         One row per pair and ρ: the key columns (``task``, ``metric``, ``method_a``,
         ``method_b``), ``n_seeds``, ``effect``, ``rho``, ``rho_source`` (:data:`FIXED` or
-        :data:`DESIGN`), ``sd_diff``, ``sd_upper``, ``seeds`` and ``seeds_sd_upper`` (seeds
-        for ``target`` power at the sd and at its upper bound; NA when unreachable),
+        :data:`DESIGN`), ``rho_assumed`` (the ρ the pair's corrected test assumes, from its
+        ``test_train_ratio``; NaN without one), ``sd_diff``, ``sd_upper``, ``seeds`` and
+        ``seeds_sd_upper`` (seeds for ``target`` power at the sd and at its upper bound; NA
+        when unreachable),
         ``ceiling`` and ``ceiling_sd_upper`` (power with unlimited seeds at that ρ).
     """
     planned = [(float(rho), FIXED) for rho in rhos]
@@ -131,6 +133,7 @@ def power_table(
     for r in paired_table.itertuples():
         sd, n = float(r.sd_diff), int(r.n_seeds)
         upper = sd_upper_bound(sd, n, confidence=sd_confidence)
+        split_ratio = float(getattr(r, "test_train_ratio", math.nan))
         for rho, source in planned:
             ratio = rho / (1.0 - rho)
             rows.append(
@@ -143,6 +146,7 @@ def power_table(
                     "effect": effect,
                     "rho": rho,
                     "rho_source": source,
+                    "rho_assumed": split_ratio / (1.0 + split_ratio),
                     "sd_diff": sd,
                     "sd_upper": upper,
                     "seeds": _seeds(effect, sd, ratio, target, alpha),

@@ -55,9 +55,7 @@ def _box_epsilon(wide: np.ndarray) -> float:
     cov = np.cov(wide, rowvar=False)
     mean_diag, mean_all, row_means = np.trace(cov) / k, cov.mean(), cov.mean(axis=1)
     numerator = k**2 * (mean_diag - mean_all) ** 2
-    denominator = (k - 1) * (
-        (cov**2).sum() - 2 * k * (row_means**2).sum() + k**2 * mean_all**2
-    )
+    denominator = (k - 1) * ((cov**2).sum() - 2 * k * (row_means**2).sum() + k**2 * mean_all**2)
     return numerator / denominator
 
 
