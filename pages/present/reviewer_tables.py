@@ -489,8 +489,9 @@ def seeds_plan_text(
     return text
 
 
-def tests_on_page_line(n_tests: int, n_primary: int) -> str:
-    """The page-level count of tests and which family is confirmatory."""
+def tests_on_page_line(n_tests: int, n_primary: int, *, where: str = "view") -> str:
+    """The page-level count of tests and which family is confirmatory (``where``: "view"
+    on the Statistics tab, which has the paper's expander below; "section" in the report)."""
     if n_primary:
         confirmatory = (
             f"only the {n_primary} of the primary endpoint ({paired.PRIMARY_FAMILY}) form the "
@@ -498,10 +499,12 @@ def tests_on_page_line(n_tests: int, n_primary: int) -> str:
         )
     else:
         confirmatory = "none is confirmatory (this study has no primary endpoint)"
+    expander = (
+        " (the “as in the paper” expander adds its own, exploratory too)" if where == "view" else ""
+    )
     return (
-        f"This view shows {n_tests} hypothesis tests: {confirmatory}; every other test is "
-        "exploratory, a lead rather than a finding (the “as in the paper” expander adds its "
-        "own, exploratory too)."
+        f"This {where} shows {n_tests} hypothesis tests: {confirmatory}; every other test is "
+        f"exploratory, a lead rather than a finding{expander}."
     )
 
 
