@@ -338,7 +338,7 @@ def test_tost_is_the_corrected_interval_inside_the_rope():
         test = paired.corrected_resampled_t(diffs, 0.1)
         ninety = paired.corrected_resampled_t(diffs, 0.1, level=0.90)
         low, high = ninety.ci_low, ninety.ci_high
-        inside = -0.02 < low and high < 0.02
+        inside = low > -0.02 and high < 0.02
         assert (paired.tost_p(test, 0.02) < 0.05) == inside
         # Under the flat prior the larger one-sided p is the posterior mass beyond the rope.
         left, _, right = paired.bayes_correlated_t(test, 0.02)
