@@ -295,4 +295,5 @@ def paper_statistics(per_run: pd.DataFrame, tasks: list[str], metric: str) -> di
         tukey.subsets,
         shortfall=None if not anova.table.empty else TUKEY_WITHOUT_ANOVA,
     )
+    st.caption(reviewer_tables.TUKEY_NOTE)
     return stat_tables.method_test_tables(shapiro, kruskal, wilcoxon, anova, tukey)
