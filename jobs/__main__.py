@@ -18,8 +18,8 @@
 - ``up --kiosk --study ID [--method M]``: only Grade a film, the study and method fixed;
   ``up --demo demo.zip``: the same kiosk on a demo bundle, without the lab's store.
 - ``export-demo STUDY -o demo.zip``: a study's models and example films for a laptop.
-- ``import-study FILE``: load an exported study bundle (e.g. the bundled reference study,
-  ``examples/reference-study.zip``) into the store; importing it again changes nothing.
+- ``import-study FILE``: load an exported study bundle into the store (``reference``: the
+  bundled 20-seed reference study); importing it again changes nothing.
 - ``detector train [--phantom N] [--dataset NAME_OR_ID]``: train a YOLOv8n knee detector on
   phantom films and/or a dataset's reviewed boxes; ``detector list``: the trained ones.
 - ``stats STUDY_ID [--metric AMAE] [-o FILE.csv]``: paired comparisons of the study's
@@ -311,12 +311,17 @@ def _table_line(cells: tuple[str, ...], widths: tuple[int, ...]) -> str:
     return f"{file:<{w[0]}}  {row:>{w[1]}}  {problem:<{w[2]}}  {action:<{w[3]}}".rstrip()
 
 
+# `import-study reference` loads the reference study installed with the package.
+REFERENCE_WORD = "reference"
+
+
 def cmd_import_study(args: argparse.Namespace) -> int:
     """Load a study bundle into the store (idempotent)."""
-    from store.bundle import import_study
+    from store.bundle import REFERENCE_STUDY, import_study
 
     path = _open_store()
-    done = import_study(Path(args.file), path=path)
+    bundle = REFERENCE_STUDY if args.file == REFERENCE_WORD else Path(args.file)
+    done = import_study(bundle, path=path)
     seeds = f"{len(done.seeds)} seed{'s' * (len(done.seeds) != 1)}"
     if done.created:
         print(f"imported “{done.name}” ({done.study_id}): {done.runs} runs, {seeds}, into {path}")
@@ -548,7 +553,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_import)
 
     p = sub.add_parser("import-study", help="load an exported study bundle into the store")
-    p.add_argument("file", help="a study bundle, e.g. examples/reference-study.zip")
+    p.add_argument(
+        "file",
+        help=f"a study bundle (.zip), or '{REFERENCE_WORD}' for the bundled 20-seed reference",
+    )
     p.set_defaults(func=cmd_import_study)
     p = sub.add_parser("up", help="start the app and a worker")
     _add_executor_args(p, with_device=True)

@@ -40,6 +40,7 @@ from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,7 @@ import duckdb
 SCHEMA_VERSION = 3
 # The oldest schema version `init_schema` can upgrade from.
 OLDEST_UPGRADABLE_VERSION = 1
-SCHEMA_FILE = Path(__file__).with_name("schema.sql")
+SCHEMA_FILE = resources.files("store").joinpath("schema.sql")
 
 log = logging.getLogger(__name__)
 _PROCESS_LOCK = threading.RLock()
