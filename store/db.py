@@ -6,7 +6,7 @@ time (duckdb docs, "Concurrency"). So every connection here is short-lived: open
   datasets) and of job progress.
 - The app writes only what a person asks for, one short transaction each: job requests and
   cancellations (`store.jobs.enqueue_job`, `store.jobs.request_cancel`), an import's
-  registration (`jobs.importer.register_import`), crop review decisions
+  registration (`jobs.services.importer.register_import`), crop review decisions
   (`store.reviews.record_review`, `clear_review`), people's edits of studies
   (`store.studies`), accounts, sessions (`store.users`) and the audit log: small, rare writes.
 - Pages read through ``connect(read_only=True)`` and cache results for a few seconds.

@@ -57,7 +57,7 @@ class Role(StrEnum):
 
     viewer: result pages and Grade a film. member: also Launch, Jobs (cancel their own jobs)
     and importing films. admin: also cancel any job, archive and delete studies, manage
-    accounts and read the audit log. `jobs.access` maps roles to pages and actions.
+    accounts and read the audit log. `jobs.services.access` maps roles to pages and actions.
     """
 
     VIEWER = "viewer"

@@ -4,14 +4,13 @@
 -m jobs report` starts this module as a child process (jobs/ owns process control and never
 imports pages/), and the Compare page's "Report" button calls :func:`build_report`.
 
-Every number comes from `jobs.study_analysis` (one call per statistic) or the engine
+Every number comes from `jobs.services.study_analysis` (one call per statistic) or the engine
 functions the pages use; every chart is a `pages.present.charts` / `science_charts` builder
 rendered to inline SVG (`pages.present.report_html.chart_svg`). The file fetches nothing.
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib.metadata
 import math
 import os
@@ -29,8 +28,8 @@ from engine.analysis import probability_metrics as pm
 from engine.analysis.ranking import BLOCKING_SENTENCE, critical_difference
 from engine.config import MAX_BUDGET
 from engine.vocab import SPLIT_RULE, TEST_FRACTION, VAL_FRACTION
-from jobs import provenance, study_analysis
-from jobs.export_cards import export_cards
+from jobs.services import provenance, study_analysis
+from jobs.services.export_cards import export_cards
 from pages.present import charts, reviewer_tables, science_charts, stat_tables, tables
 from pages.present import report_html as rh
 from store import analysis as store_analysis
@@ -575,23 +574,3 @@ def check_output(output: Path) -> None:
         raise ReportInputError(f"{str(output)!r}: no folder {str(folder)!r}")
     if output.is_dir() or not os.access(output if output.exists() else folder, os.W_OK):
         raise ReportInputError(f"{str(output)!r} cannot be written here")
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m pages.present.report STUDY_ID [...] -o report.html``; 2 on bad input."""
-    parser = argparse.ArgumentParser(prog="softgrade report", description=__doc__.split("\n")[0])
-    parser.add_argument("study_ids", nargs="*", metavar="STUDY_ID")
-    parser.add_argument("-o", "--output", default="report.html", help="the HTML file to write")
-    args = parser.parse_args(argv)
-    output = Path(args.output)
-    try:
-        size = write_report(args.study_ids, output)
-    except (ReportInputError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return BAD_INPUT
-    print(f"report written to {output} ({size / 1e6:.1f} MB)")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -3,7 +3,7 @@ comparisons with the corrected resampled t-test, the primary endpoint, Friedman,
 seed-blocked ANOVA, seeds needed for power and Table 4's means with their interval.
 
 The numbers come from ``engine.analysis.paired``, ``designs`` and ``power`` (through
-``jobs.study_analysis``); what each test assumes is in docs/statistics.md. No streamlit, so
+``jobs.services.study_analysis``); what each test assumes is in docs/statistics.md. No streamlit, so
 every format is unit-tested (tests/app/test_reviewer_tables.py). A cell that cannot be
 computed says why ("needs 2 seeds"), never "None" or "± –".
 """

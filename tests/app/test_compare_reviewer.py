@@ -8,7 +8,7 @@ import io
 import pandas as pd
 import pytest
 
-from jobs import study_analysis
+from jobs.services import study_analysis
 from store import runs as store_runs
 from store.bundle import REFERENCE_STUDY, import_study
 from store.db import init_schema

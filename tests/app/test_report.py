@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from jobs.cli.main import main as cli_main
 from pages.present import report
 from store.db import init_schema
 from tests.helpers.synthetic_study import write_synthetic_study
@@ -96,7 +97,7 @@ def test_the_command_line_refuses_an_output_it_cannot_write_in_one_line(tmp_path
         (tmp_path / "none" / "r.html", "no folder"),
         (tmp_path / "taken.html", "cannot be written"),
     ):
-        assert report.main(["study-any", "-o", str(output)]) == report.BAD_INPUT
+        assert cli_main(["report", "study-any", "-o", str(output)]) == report.BAD_INPUT
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and words in err and "Traceback" not in err
 

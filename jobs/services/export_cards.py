@@ -6,7 +6,7 @@ page): :func:`export_cards` reads each picked study's card (``store.studies.stud
 plus the card an imported study came with, ``store.bundle.imported_card``, under
 ``bundle ...`` labels), and :func:`headed` puts them before a file's text as comment lines,
 ``# label: value`` for CSV (read it back with ``pandas.read_csv(..., comment="#")``) and
-``% label: value`` for LaTeX (``jobs.provenance.card_comments``). No streamlit: the pages
+``% label: value`` for LaTeX (``jobs.services.provenance.card_comments``). No streamlit: the pages
 cache :func:`export_cards` and pass the cards to the views that build the downloads
 (`pages.present.exports` re-exports these names); the command line heads its CSV with them.
 """
@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import PurePath
 from typing import Any
 
-from jobs.provenance import card_comments
+from jobs.services.provenance import card_comments
 from store import studies as store_studies
 from store.bundle import imported_card
 from store.db import StoreError
