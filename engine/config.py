@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from engine.protocol import EARLY_STOPPING
 from engine.soft_labels import MethodParams, check_method, grid_size
 from engine.vocab import METHODS, TASK_CLASSES, TASKS
 
@@ -48,8 +49,8 @@ class TrainConfig:
     alpha2: float | None = None
     p: float | None = None
     seed: int = 0
-    max_epochs: int = 100
-    patience: int = 40
+    max_epochs: int = EARLY_STOPPING.max_epochs
+    patience: int = EARLY_STOPPING.patience
     batch_size: int = 128
     image_size: int = 224
     device: str = "cpu"
@@ -140,8 +141,8 @@ class StudySpec:
     methods: tuple[str, ...]
     seeds: tuple[int, ...]
     budget: int = MAX_BUDGET
-    max_epochs: int = 100
-    patience: int = 40
+    max_epochs: int = EARLY_STOPPING.max_epochs
+    patience: int = EARLY_STOPPING.patience
     image_size: int = 224
     batch_size: int = 128
     device: str = "auto"

@@ -24,6 +24,25 @@ from engine.vocab import method_sort_key
 from pages.present.tables import is_missing_value, method_title, metric_header
 
 CI_HEADER = "95 % CI (corrected)"
+#: The paired tables' columns as a reader reads them, wherever a paired table is shown (the
+#: pages' and the report's): ``ci`` and ``boot_ci`` are the two intervals, each one cell.
+PAIRED_HEADERS: dict[str, str] = {
+    "task": "Task",
+    "metric": "Metric",
+    "method_a": "A",
+    "method_b": "B",
+    "n_seeds": "Seeds",
+    "mean_diff": "Mean A − B",
+    "ci": CI_HEADER,
+    "boot_ci": "95 % CI (bootstrap)",
+    "p_corrected": "p corrected",
+    "p_corrected_holm": "p corrected (Holm)",
+    "p_wilcoxon": "p Wilcoxon",
+    "p_wilcoxon_holm": "p Wilcoxon (Holm)",
+    "d_z": "Effect size dz",
+    "rank_biserial": "Rank-biserial r",
+    "reading": "Reading",
+}
 
 
 def p_text(value: Any) -> str:
@@ -146,7 +165,8 @@ PAIRED_NOTE = (
     "Bengio 2003) counts that every seed resamples the same films: its p and interval answer "
     "“would it hold for new patients?”. The Wilcoxon (Holm within the metric) treats the seeds "
     "as independent and answers “is A better on most seeds?” — consistent over seeds, a "
-    "weaker claim. d_z = mean / sd of the differences; r = matched-pairs rank-biserial."
+    "weaker claim. Effect size dz = mean / sd of the differences; rank-biserial r = the "
+    "matched-pairs rank-biserial correlation."
 )
 
 
@@ -173,25 +193,27 @@ def paired_frame(
     labels = dict(metric_label or {})
     rows = []
     for r in table.to_dict("records"):
-        rows.append(
-            {
-                "Task": r["task"],
-                "Metric": labels.get(r["metric"]) or metric_header(str(r["metric"])),
-                "A": method_title(str(r["method_a"])),
-                "B": method_title(str(r["method_b"])),
-                "Seeds": int(r["n_seeds"]),
-                "Mean A − B": f"{float(r['mean_diff']):.4f}",
-                CI_HEADER: interval_text(r["ci_low"], r["ci_high"], 4),
-                "p corrected": p_text(r["p_corrected"]),
-                "p Wilcoxon (Holm)": p_text(r["p_wilcoxon_holm"]),
-                "d_z": "" if is_missing_value(r["d_z"]) else f"{float(r['d_z']):.2f}",
-                "r": ""
-                if is_missing_value(r["rank_biserial"])
-                else f"{float(r['rank_biserial']):.2f}",
-                "Reading": _paired_reading(r),
-            }
-        )
+        cells = {
+            "task": r["task"],
+            "metric": labels.get(r["metric"]) or metric_header(str(r["metric"])),
+            "method_a": method_title(str(r["method_a"])),
+            "method_b": method_title(str(r["method_b"])),
+            "n_seeds": int(r["n_seeds"]),
+            "mean_diff": f"{float(r['mean_diff']):.4f}",
+            "ci": interval_text(r["ci_low"], r["ci_high"], 4),
+            "p_corrected": p_text(r["p_corrected"]),
+            "p_wilcoxon_holm": p_text(r["p_wilcoxon_holm"]),
+            "d_z": effect_text(r["d_z"]),
+            "rank_biserial": effect_text(r["rank_biserial"]),
+            "reading": _paired_reading(r),
+        }
+        rows.append({PAIRED_HEADERS[k]: v for k, v in cells.items()})
     return pd.DataFrame(rows)
+
+
+def effect_text(value: Any) -> str:
+    """An effect size to two decimals; blank when missing."""
+    return "" if is_missing_value(value) else f"{float(value):.2f}"
 
 
 def _paired_reading(row: Mapping[str, Any]) -> str:

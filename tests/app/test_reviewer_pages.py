@@ -51,7 +51,7 @@ def test_relationship_page_decomposes_the_kld_and_tests_it_corrected(home, monke
     assert "of films against" in markdown
     paired = frame_with_column(at, "p corrected")
     assert len(paired) == 3  # three pairs of methods
-    assert {"p Wilcoxon (Holm)", "95 % CI (corrected)", "d_z"} <= set(paired.columns)
+    assert {"p Wilcoxon (Holm)", "95 % CI (corrected)", "Effect size dz"} <= set(paired.columns)
 
 
 def test_probabilities_tab_shows_the_ece_floor_and_temperature_scaling(home, monkeypatch):
