@@ -18,8 +18,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS
-from engine.analysis.paired import PRIMARY_METRIC
+# engine.config reads its defaults from here, and every page imports engine.config: this module
+# imports nothing at load, and the metric registry (engine.analysis, with pandas and scipy,
+# ~1 s) only when a sentence asks for a metric's name.
 
 
 @dataclass(frozen=True)
@@ -55,23 +56,37 @@ class SelectionRule:
     """Which run of a search is selected.
 
     Attributes:
-        metric: the metric (a key of `engine.analysis.metrics.METRIC_LABELS`) scored on the
-            validation films of each run's kept epoch.
         tie_break: how ties are broken, as a reader reads it.
+        metric: the metric (a key of `engine.analysis.metrics.METRIC_LABELS`) scored on the
+            validation films of each run's kept epoch; None: the study's primary metric
+            (`engine.analysis.paired.PRIMARY_METRIC`).
     """
 
-    metric: str
     tie_break: str
+    metric: str | None = None
+
+    @property
+    def metric_name(self) -> str:
+        """The selection metric's registry key."""
+        if self.metric is not None:
+            return self.metric
+        from engine.analysis.paired import PRIMARY_METRIC
+
+        return PRIMARY_METRIC
 
     @property
     def metric_label(self) -> str:
         """The metric as a reader names it ("AMAE")."""
-        return METRIC_LABELS[self.metric]
+        from engine.analysis.metrics import METRIC_LABELS
+
+        return METRIC_LABELS[self.metric_name]
 
     @property
     def lower_is_better(self) -> bool:
         """True when the lowest value is the best."""
-        return self.metric in LOWER_IS_BETTER
+        from engine.analysis.metrics import LOWER_IS_BETTER
+
+        return self.metric_name in LOWER_IS_BETTER
 
 
 EARLY_STOPPING = EarlyStoppingRule(
@@ -81,4 +96,4 @@ EARLY_STOPPING = EarlyStoppingRule(
     patience=40,
     max_epochs=100,
 )
-SEARCH_SELECTION = SelectionRule(metric=PRIMARY_METRIC, tie_break="the lower configuration number")
+SEARCH_SELECTION = SelectionRule(tie_break="the lower configuration number")

@@ -190,3 +190,22 @@ def test_an_imported_study_in_parts_explains_its_status_and_run_counts():
 def test_a_bundle_cards_nested_fields_read_without_underscores():
     job = {"seeds 0-12": {"started_at": "2026-11-26", "status": "cancelled"}}
     assert one_line(job) == "seeds 0-12 started at 2026-11-26, status cancelled"
+
+
+def test_the_store_selects_runs_by_the_declared_selection_rule(tmp_path):
+    """store/ reads no engine module but its vocabulary, so this holds the store's selection
+    (`store.runs.select_best_runs`) to `engine.protocol.SEARCH_SELECTION`."""
+    from store import runs as store_runs
+
+    store = tmp_path / "softgrade.duckdb"
+    init_schema(store)
+    study = write_synthetic_study(
+        store, n_seeds=2, n_patients=20, configs={"nominal": 3, "binomial": 3, "beta": 3}
+    )
+    rule = protocol.SEARCH_SELECTION
+    column = f"val_{rule.metric_name}"
+    runs = store_runs.list_runs([study], path=store)
+    assert rule.lower_is_better
+    for _, group in runs.groupby(["task", "method", "seed"]):
+        ranked = group.sort_values([column, "config_index"])
+        assert ranked["selected"].tolist() == [True] + [False] * (len(group) - 1)
