@@ -96,7 +96,7 @@ def main() -> None:
         )
         power = timed(
             "seeds for 80 % power (AMAE, effect 0.05)",
-            lambda: study_analysis.seeds_needed(study, chosen_effect=0.05, path=store),
+            lambda: study_analysis.seeds_needed(study, effect=0.05, path=store),
             r,
         )
     print("\n## Primary endpoint (AMAE soft − nominal; Holm over 8 on the corrected p)")

@@ -96,4 +96,7 @@ EARLY_STOPPING = EarlyStoppingRule(
     patience=40,
     max_epochs=100,
 )
+# The selected run is the one with the best validation value of the primary metric
+# (`engine.analysis.paired.PRIMARY_METRIC`, resolved by `SelectionRule.metric_name` when asked,
+# so that this module stays free of imports; no metric name is spelled here).
 SEARCH_SELECTION = SelectionRule(tie_break="the lower configuration number")

@@ -31,6 +31,7 @@ import torch
 
 from engine.config import TrainConfig
 from engine.datasets import TaskSplit, open_prepared, task_split
+from engine.methods import get_method
 from engine.train import RunCancelled, Trainer, resolve_device, save_checkpoint
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,7 @@ class SlotState:
 
     device: torch.device
     splits_cache: OrderedDict[tuple[str, int, str], TaskSplit] = field(default_factory=OrderedDict)
-    trainers: dict[tuple[str, str | None, bool], Trainer] = field(default_factory=dict)
+    trainers: dict[tuple[str, str | None, bool, str], Trainer] = field(default_factory=dict)
     max_cached_splits: int = 4
 
     def task_data(self, task: RunTask) -> TaskSplit:
@@ -74,15 +75,17 @@ class SlotState:
         return data
 
     def trainer(self, config: TrainConfig) -> Trainer:
-        """A trainer for the config's task; one per (task, weights, path) kept alive."""
+        """A trainer for the config's task; one per (task, weights, path, head) kept alive."""
         fast = self.device.type == "cuda" if config.fast is None else config.fast
-        key = (config.task, config.weights_path, fast)
+        head = get_method(config.method).head
+        key = (config.task, config.weights_path, fast, head)
         if key not in self.trainers:
             self.trainers[key] = Trainer(
                 num_classes=config.num_classes,
                 device=self.device,
                 fast=fast,
                 weights_path=config.weights_path,
+                head=head,
             )
         return self.trainers[key]
 

@@ -1,11 +1,15 @@
 """``python -m jobs stats STUDY_ID [--metric AMAE] [-o FILE.csv]``: the paired comparisons.
 
 One row per task × pair of methods × metric, with the mean paired difference over seeds, its
-corrected resampled t interval and p (Nadeau & Bengio 2003), the Wilcoxon p as the Statistics
-page gives it (raw and Holm-adjusted within the task and metric), d_z and the rank-biserial r
-(`engine.analysis.paired`); then the hierarchical bootstrap interval, the naive paired t p,
-the Holm-adjusted corrected p within its declared family and that family. A CSV is headed by
-the study card as ``# `` lines, as the pages' exports are (`jobs.export_cards`).
+corrected resampled t interval and p (Nadeau & Bengio 2003), the correlation that test assumes
+(``rho_assumed``) and the ``r_break_even`` at which its p crosses 0.05, the exact Wilcoxon p
+(raw and Holm-adjusted within the task and metric), d_z and the rank-biserial r, the Bayesian
+correlated t-test's ``p_bayes_a_better``, ``p_bayes_equivalent``, ``p_bayes_b_better`` within
+a ROPE (``--rope``) and its ``verdict`` (`engine.analysis.paired`); then, in the CSV, the
+film-sampling bootstrap interval, the naive paired t p, the corrected p at r = 0, 0.1, 0.2,
+the ROPE, TOST p, the Holm-adjusted corrected p within its declared family and that family.
+A CSV is headed by the study card as ``# `` lines, as the pages' exports are
+(`jobs.export_cards`).
 
 `jobs.study_analysis.paired_table` is the same table for any caller (a page, a bench
 script).
@@ -48,6 +52,10 @@ def cmd_stats(args: argparse.Namespace) -> int:
         names = ", ".join(m.upper() for m in METRICS)
         print(f"error: unknown metric {args.metric!r}; choose one of {names}", file=sys.stderr)
         return BAD_INPUT
+    ropes = _ropes(args.rope or [], metric)
+    if isinstance(ropes, str):
+        print(f"error: {ropes}", file=sys.stderr)
+        return BAD_INPUT
     if args.output and PurePath(args.output).suffix.lower() != ".csv":
         print(f"error: {args.output!r}: -o writes a .csv file", file=sys.stderr)
         return BAD_INPUT
@@ -55,6 +63,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         args.study_id,
         metrics=(metric,) if metric else METRICS,
         n_boot=args.bootstrap,
+        ropes=ropes,
         path=path,
     )
     if table.empty:
@@ -71,14 +80,44 @@ def cmd_stats(args: argparse.Namespace) -> int:
         Path(args.output).write_text(text)
         print(f"{len(table)} rows written to {args.output}")
         return 0
-    shown = [*paired.PAIRED_COLUMNS, *(c for c in ("boot_ci_low", "boot_ci_high") if c in table)]
-    print(table[shown].to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    print(table[list(paired.PAIRED_COLUMNS)].to_string(index=False, float_format=_number))
     print(
-        f"\nci_low/ci_high: {paired.MEAN_CI_KIND.replace('mean ±', 'difference ±')}. "
-        f"boot_ci: {paired.BOOTSTRAP_CI_KIND}. The {paired.PRIMARY_FAMILY} endpoint is one "
-        "Holm family of 8 (p_corrected_holm in the CSV); every other row is exploratory."
+        f"\nci_low/ci_high: {paired.MEAN_CI_KIND.replace('mean ±', 'difference ±')}; it "
+        "assumes the between-seed correlation rho_assumed, which one dataset cannot measure: "
+        "below r_break_even (the r = rho/(1 - rho) where p_corrected = 0.05) the difference "
+        "would be significant. p_wilcoxon: exact, ties and zeros included. p_bayes_*: the "
+        "Bayesian correlated t-test on the same variance, 'better' in the metric's direction; "
+        f"verdict at posterior {paired.BAYES_THRESHOLD:g} within the ROPE (--rope, default "
+        f"{paired.DEFAULT_ROPE:g}). The {paired.PRIMARY_FAMILY} endpoint is the one "
+        "confirmatory Holm family of 8 (p_corrected_holm in the CSV); every other row is "
+        f"exploratory. The CSV adds boot_ci ({paired.BOOTSTRAP_CI_KIND}), p at r = 0, 0.1, 0.2 "
+        "and TOST p."
     )
     return 0
+
+
+def _number(value: float) -> str:
+    return f"{value:.4g}"
+
+
+def _ropes(given: list[str], metric: str | None) -> dict[str, float] | str:
+    """``--rope 0.02`` (every metric shown) or ``--rope qwk=0.02`` (one metric) as metric ->
+    ROPE, or the message of what is wrong."""
+    ropes: dict[str, float] = {}
+    for item in given:
+        name, _, value = item.rpartition("=")
+        names = [name.lower()] if name else ([metric] if metric else list(METRICS))
+        if name and name.lower() not in METRICS:
+            allowed = ", ".join(m.upper() for m in METRICS)
+            return f"--rope {item!r}: unknown metric {name!r}; choose one of {allowed}"
+        try:
+            width = float(value)
+        except ValueError:
+            return f"--rope {item!r}: the ROPE must be a number >= 0, e.g. 0.01 or AMAE=0.01"
+        if not width >= 0:
+            return f"--rope {item!r}: the ROPE must be a number >= 0, e.g. 0.01 or AMAE=0.01"
+        ropes.update(dict.fromkeys(names, width))
+    return ropes
 
 
 _LIST_HINT = "`python -m jobs stats --list` lists the studies of the store"
@@ -109,6 +148,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         type=int,
         default=DEFAULT_BOOTSTRAP,
         help="hierarchical bootstrap replicates (0: leave the bootstrap interval out)",
+    )
+    p.add_argument(
+        "--rope",
+        action="append",
+        metavar="[METRIC=]WIDTH",
+        help="region of practical equivalence of the Bayesian test and TOST: a width for "
+        f"every metric or METRIC=WIDTH for one, repeatable (default {paired.DEFAULT_ROPE:g})",
     )
     p.add_argument("--list", action="store_true", help="list the studies of the store")
     p.set_defaults(func=cmd_stats)

@@ -7,6 +7,7 @@ returns; none formats anything.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -47,15 +48,17 @@ def paired_table(
     *,
     metrics: tuple[str, ...] = METRICS,
     n_boot: int = DEFAULT_BOOTSTRAP,
+    ropes: Mapping[str, float] | None = None,
     path: StorePath = None,
 ) -> pd.DataFrame:
-    """`engine.analysis.paired.paired_table` of the selected runs, with the hierarchical
+    """`engine.analysis.paired.paired_table` of the selected runs (``ropes``: metric ->
+    region of practical equivalence, default `paired.DEFAULT_ROPE`), with the hierarchical
     bootstrap interval (``boot_ci_low``, ``boot_ci_high``, ``within_seed_sd``) when
     ``n_boot`` > 0; empty (with the paired columns) when no run is selected yet."""
     scores = per_run(study_id, path=path)
     if scores.empty:
         return pd.DataFrame(columns=[*paired.PAIRED_COLUMNS, *paired.EXTRA_COLUMNS])
-    table = paired.paired_table(scores, ratios(study_id, path=path), metrics=metrics)
+    table = paired.paired_table(scores, ratios(study_id, path=path), metrics=metrics, ropes=ropes)
     if n_boot > 0:
         films = store_analysis.selected_test_films([study_id], path=path)
         boot = paired.hierarchical_bootstrap(films, metrics=metrics, n_boot=n_boot)
@@ -97,9 +100,12 @@ def mean_intervals(study_id: str, *, path: StorePath = None) -> pd.DataFrame:
     return paired.mean_intervals(per_run(study_id, path=path), ratios(study_id, path=path))
 
 
-def blocked_anova(study_id: str, metric: str = "amae", *, path: StorePath = None) -> dict:
-    """``{"blocked": ..., "ols": ...}``: the seed-blocked ANOVA and the paper's OLS ANOVA
-    ("as in the paper") of one metric, each an `stats.TestResult` with partial η²."""
+def blocked_anova(
+    study_id: str, metric: str = paired.PRIMARY_METRIC, *, path: StorePath = None
+) -> dict:
+    """``{"blocked": ..., "ols": ...}``: the seed-blocked ANOVA per task (Greenhouse–Geisser
+    corrected) and the paper's OLS ANOVA ("as in the paper") of one metric, each an
+    `stats.TestResult` with partial η²."""
     scores = compare.score_frame(per_run(study_id, path=path), metric)
     return {
         "blocked": designs.seed_blocked_anova(scores),
@@ -140,13 +146,15 @@ def temperature_scaled(study_id: str, *, path: StorePath = None) -> pd.DataFrame
 def seeds_needed(
     study_id: str,
     *,
-    metric: str = "amae",
-    chosen_effect: float | None = None,
+    metric: str = paired.PRIMARY_METRIC,
+    effect: float = power.DEFAULT_EFFECT,
+    design_rho: float | None = None,
     path: StorePath = None,
 ) -> pd.DataFrame:
-    """`engine.analysis.power.power_table` of one metric's pairs."""
+    """`engine.analysis.power.power_table` of one metric's pairs: seeds to detect the
+    smallest effect of interest ``effect`` over `power.PLAN_RHOS` (and ``design_rho``)."""
     table = paired_table(study_id, metrics=(metric,), n_boot=0, path=path)
-    return power.power_table(table, chosen_effect=chosen_effect)
+    return power.power_table(table, effect=effect, design_rho=design_rho)
 
 
 def budget_matched(

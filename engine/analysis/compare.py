@@ -38,8 +38,8 @@ from engine.analysis.metrics import (
     confusion_matrices,
     metrics_from_confusion,
 )
-from engine.soft_labels import grid_size
-from engine.vocab import LABEL_SEPARATOR, METHODS, TASK_CLASSES, method_sort_key, order_methods
+from engine.methods import grid_size, method_sort_key, order_methods, paper_methods
+from engine.vocab import LABEL_SEPARATOR, TASK_CLASSES
 
 logger = logging.getLogger(__name__)
 
@@ -411,7 +411,7 @@ def with_published(summary: pd.DataFrame, published: pd.DataFrame | None) -> pd.
             key = (str(task), str(row["base_method"]))
             if row["row"] == ROW_METHOD and key in lookup:
                 records.append(published.iloc[lookup[key]].to_dict())
-            if row["row"] == ROW_AVERAGE and shown == sorted(METHODS):
+            if row["row"] == ROW_AVERAGE and shown == sorted(paper_methods()):
                 paper_rows = published[published["task"] == task]
                 records.extend(
                     average_row(paper_rows, str(task), row=ROW_PAPER_AVERAGE).to_dict("records")

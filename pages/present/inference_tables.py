@@ -20,29 +20,12 @@ import pandas as pd
 from engine.analysis import paired
 from engine.analysis.compare import task_order
 from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS
-from engine.vocab import method_sort_key
+from engine.methods import method_sort_key
+from pages.present import reviewer_tables as rt
 from pages.present.tables import is_missing_value, method_title, metric_header
 
-CI_HEADER = "95 % CI (corrected)"
-#: The paired tables' columns as a reader reads them, wherever a paired table is shown (the
-#: pages' and the report's): ``ci`` and ``boot_ci`` are the two intervals, each one cell.
-PAIRED_HEADERS: dict[str, str] = {
-    "task": "Task",
-    "metric": "Metric",
-    "method_a": "A",
-    "method_b": "B",
-    "n_seeds": "Seeds",
-    "mean_diff": "Mean A − B",
-    "ci": CI_HEADER,
-    "boot_ci": "95 % CI (bootstrap)",
-    "p_corrected": "p corrected",
-    "p_corrected_holm": "p corrected (Holm)",
-    "p_wilcoxon": "p Wilcoxon",
-    "p_wilcoxon_holm": "p Wilcoxon (Holm)",
-    "d_z": "Effect size dz",
-    "rank_biserial": "Rank-biserial r",
-    "reading": "Reading",
-}
+#: The paired tables' headers are `reviewer_tables.PAIRED_HEADERS`, one mapping for every page.
+CI_HEADER = rt.PAIRED_HEADERS["ci"]
 
 
 def p_text(value: Any) -> str:
@@ -162,11 +145,15 @@ def kld_part_reading(part: Mapping[str, Any], mean_table: Any, mean_truth: Any) 
 
 PAIRED_NOTE = (
     "Difference = A − B over the seeds both have. The corrected resampled t-test (Nadeau & "
-    "Bengio 2003) counts that every seed resamples the same films: its p and interval answer "
-    "“would it hold for new patients?”. The Wilcoxon (Holm within the metric) treats the seeds "
-    "as independent and answers “is A better on most seeds?” — consistent over seeds, a "
-    "weaker claim. Effect size dz = mean / sd of the differences; rank-biserial r = the "
-    "matched-pairs rank-biserial correlation."
+    "Bengio 2003) counts that every seed resamples the same films by assuming a between-seed "
+    "correlation ρ = n_test/n, which one dataset cannot measure: its p and interval answer "
+    "“would it hold for new patients?” at that ρ, and its p is also shown at r = ρ/(1 − ρ) = 0, "
+    "0.1, 0.2 with the break-even r where it crosses 0.05. The exact Wilcoxon (Holm within the "
+    "metric) treats the seeds as independent and answers “is A better on most seeds?” — "
+    "consistent over seeds, a weaker claim. The verdict is the Bayesian correlated t-test's "
+    "(Corani & Benavoli 2015) within the ROPE: better / equivalent at 95 % posterior "
+    "probability, else inconclusive. Effect size dz = mean / sd of the differences; "
+    "rank-biserial r = the matched-pairs rank-biserial correlation."
 )
 
 
@@ -191,8 +178,10 @@ def paired_frame(
         metric_label: metric → name shown (default: `tables.metric_header`).
     """
     labels = dict(metric_label or {})
+    headers = rt.paired_headers(table)
     rows = []
     for r in table.to_dict("records"):
+        tested = not is_missing_value(r["p_corrected"])
         cells = {
             "task": r["task"],
             "metric": labels.get(r["metric"]) or metric_header(str(r["metric"])),
@@ -202,12 +191,16 @@ def paired_frame(
             "mean_diff": f"{float(r['mean_diff']):.4f}",
             "ci": interval_text(r["ci_low"], r["ci_high"], 4),
             "p_corrected": p_text(r["p_corrected"]),
+            "p_strip": rt.p_strip_text(r) if tested else "",
+            "r_break_even": rt.break_even_text(r) if tested else "",
+            "p_wilcoxon": p_text(r["p_wilcoxon"]),
             "p_wilcoxon_holm": p_text(r["p_wilcoxon_holm"]),
             "d_z": effect_text(r["d_z"]),
             "rank_biserial": effect_text(r["rank_biserial"]),
+            "verdict": rt.verdict_text(r.get("verdict")) if tested else "",
             "reading": _paired_reading(r),
         }
-        rows.append({PAIRED_HEADERS[k]: v for k, v in cells.items()})
+        rows.append({headers[k]: v for k, v in cells.items()})
     return pd.DataFrame(rows)
 
 
@@ -217,7 +210,7 @@ def effect_text(value: Any) -> str:
 
 
 def _paired_reading(row: Mapping[str, Any]) -> str:
-    if any(is_missing_value(row[c]) for c in ("p_corrected", "p_wilcoxon_holm", "mean_diff")):
+    if any(is_missing_value(row[c]) for c in ("p_corrected", "p_wilcoxon", "mean_diff")):
         return "Too few seeds to test."
     return paired.reading(row)
 
@@ -277,10 +270,21 @@ def calibration_reading(unc: pd.DataFrame) -> str:
     )
     if not within.empty:
         names = ", ".join(
-            f"{method_title(m)} ({t})"
-            for t, m in zip(within["task"], within["method"], strict=True)
+            f"{method_title(m)} ({t}: ECE {e:.3f}, 95 % CI {interval_text(lo, hi)})"
+            for t, m, e, lo, hi in zip(
+                within["task"],
+                within["method"],
+                within["ece"],
+                within["ci_low"],
+                within["ci_high"],
+                strict=True,
+            )
         )
-        text += f" Within the floor's 95th percentile (indistinguishable from calibrated): {names}."
+        text += (
+            " Within the floor's 95th percentile, so no evidence of miscalibration on these "
+            f"films (which is not evidence of calibration; the interval says how far it may "
+            f"be): {names}."
+        )
     return text
 
 
@@ -356,7 +360,9 @@ def truth_frame(table: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def truth_readings(table: pd.DataFrame, metric: str = "amae", alpha: float = 0.05) -> list[str]:
+def truth_readings(
+    table: pd.DataFrame, metric: str = paired.PRIMARY_METRIC, alpha: float = 0.05
+) -> list[str]:
     """Per task and soft method, in plain words: does it gain more than nominal when scored
     against the truth instead of the noisy record?"""
     rows = table[(table["metric"] == metric) & table["shift_vs_nominal"].notna()]
@@ -377,8 +383,9 @@ def truth_readings(table: pd.DataFrame, metric: str = "amae", alpha: float = 0.0
             )
         else:
             lines.append(
-                f"{r['task']}: {name} does not gain measurably more than Nominal against the "
-                f"truth ({evidence}): no sign that it absorbs the annotation noise better."
+                f"{r['task']}: no evidence that {name} gains more or less than Nominal against "
+                f"the truth ({evidence}). That is not evidence of no difference: the data "
+                f"allow a difference of shifts anywhere in {ci}."
             )
     return lines
 

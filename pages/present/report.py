@@ -25,27 +25,30 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from engine import soft_labels
+from engine import methods as method_registry
 from engine.analysis import budget, compare, explorer, kld_parts, paired, relationship
 from engine.analysis import probability_metrics as pm
 from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS
 from engine.analysis.ranking import BLOCKING_SENTENCE, CriticalDifference, critical_difference
 from engine.config import MAX_BUDGET
+from engine.methods import order_methods
 from engine.phantom.spec import PhantomSpec
-from engine.vocab import SPLIT_RULE, TEST_FRACTION, VAL_FRACTION, order_methods
+from engine.vocab import SPLIT_RULE, TEST_FRACTION, VAL_FRACTION
 from jobs import provenance, study_analysis
 from jobs.export_cards import export_cards, field_label
 from pages.present import (
     charts,
     explorer_views,
     inference_tables,
+    reviewer_tables,
     science_charts,
     stat_tables,
     tables,
 )
 from pages.present import protocol_text as protocol_text_of
 from pages.present import report_html as rh
-from pages.present.inference_tables import PAIRED_HEADERS, effect_text, interval_text, p_text
+from pages.present.inference_tables import effect_text, interval_text, p_text
+from pages.present.reviewer_tables import PAIRED_HEADERS
 from store import analysis as store_analysis
 from store import bundle as store_bundle
 from store import datasets as store_datasets
@@ -75,6 +78,43 @@ SECTIONS: dict[str, str] = {
     "curves": "Learning curves of the selected runs",
     "methods": "Methods",
 }
+#: The paired rows' columns, in order (headers: `reviewer_tables.PAIRED_HEADERS`).
+PAIRED_SHOWN: tuple[str, ...] = (
+    "task",
+    "method_a",
+    "method_b",
+    "n_seeds",
+    "mean_diff",
+    "ci",
+    "p_corrected",
+    "rho_assumed",
+    "p_strip",
+    "r_break_even",
+    "p_corrected_holm",
+    "p_wilcoxon",
+    "p_wilcoxon_holm",
+    "d_z",
+    "rank_biserial",
+    "p_bayes_a_better",
+    "p_bayes_equivalent",
+    "p_bayes_b_better",
+    "p_tost",
+    "verdict",
+)
+#: The primary endpoint's test columns before its Bayesian ones (the rest of its table names
+#: the soft method and Nominal in A's and B's place).
+ENDPOINT_TESTS: tuple[str, ...] = PAIRED_SHOWN[
+    PAIRED_SHOWN.index("ci") : PAIRED_SHOWN.index("rank_biserial") + 1
+]
+#: The film-sampling bootstrap's own table, apart from the paired rows.
+BOOTSTRAP_SHOWN: tuple[str, ...] = (
+    "task",
+    "method_a",
+    "method_b",
+    "mean_diff",
+    "boot_ci",
+    "within_seed_sd",
+)
 #: Card fields that say what trained a study (its own worker's, or a bundle's).
 TRAINING_CARD_FIELDS = (
     "code",
@@ -453,22 +493,36 @@ def paired_section(study_ids: Sequence[str], store: Path) -> list[str]:
             return [rh.paragraph("No two methods have selected runs yet.", note=True)]
         endpoint = paired.primary_endpoint(table)
         return [
+            rh.paragraph(tests_line(table, endpoint), note=True),
             rh.heading(f"Primary endpoint ({paired.PRIMARY_FAMILY})", 4),
             rh.paragraph(endpoint_sentence(endpoint)),
             rh.table_html(endpoint_frame(endpoint)),
             rh.heading(f"Every pair of methods, {metric} (exploratory: Holm within each task)", 4),
             rh.table_html(paired_frame(table)),
             rh.bullets(paired_readings(table)),
+            rh.heading(
+                "Film-sampling bootstrap (seeds taken as independent; not an interval for the "
+                "comparison)",
+                4,
+            ),
+            rh.table_html(bootstrap_frame(table)),
         ]
 
     notes = (
-        f"Corrected CI: {paired.MEAN_CI_KIND}. Bootstrap CI: {paired.BOOTSTRAP_CI_KIND}. "
-        "Wilcoxon: signed-rank over seeds, Holm-adjusted over the task's pairs. "
-        '"Consistent over seeds" (Wilcoxon) and "significant for new patients" (corrected '
-        "test) are different claims; each row's reading says which holds. Effect size dz: the "
-        "mean difference over its standard deviation across seeds; rank-biserial r: the "
-        "matched-pairs rank-biserial correlation. The Compare page's Statistics tab and its "
-        "exports give the same comparisons for every other metric."
+        f"Corrected CI: {paired.MEAN_CI_KIND}; it assumes the between-seed correlation ρ "
+        "shown (ρ assumed), which one dataset cannot measure, so each p is also given at "
+        "r = ρ/(1 − ρ) = 0, 0.1 and 0.2 with the break-even r where it crosses 0.05. Wilcoxon: "
+        "exact signed-rank over seeds (ties and zeros included), Holm-adjusted over the task's "
+        "pairs; the reading compares it unadjusted with the unadjusted corrected p. "
+        '"Consistent over seeds" (Wilcoxon) and "different by the corrected test" are '
+        "different claims; each row's reading says which holds. Verdict: the Bayesian "
+        "correlated t-test (Corani & Benavoli 2015) on the corrected variance, "
+        f"ROPE ± {paired.DEFAULT_ROPE:g} {metric}: better or equivalent at posterior "
+        f"probability {paired.BAYES_THRESHOLD:g}, else inconclusive; TOST p is the "
+        "equivalence test within the ROPE. Effect size dz: the mean difference over its "
+        "standard deviation across seeds; rank-biserial r: the matched-pairs rank-biserial "
+        f"correlation. Film-sampling bootstrap: {paired.BOOTSTRAP_CI_KIND}. The Compare page's "
+        "Statistics tab and its exports give the same comparisons for every other metric."
     )
     return [*_per_study(study_ids, store, part), rh.paragraph(notes, note=True)]
 
@@ -521,52 +575,102 @@ def endpoint_sentence(endpoint: pd.DataFrame) -> str:
     )
     if significant.empty:
         text += (
-            f" These seeds therefore do not show that any soft label changes {metric} for new "
-            "patients; a difference that is consistent over seeds (Wilcoxon, below) is a "
-            "weaker, exploratory claim."
+            f" These seeds therefore do not show, at the corrected test's assumed ρ, that any "
+            f"soft label changes {metric} (each row's verdict says whether the difference is "
+            "inconclusive or within the ROPE); a difference that is consistent over seeds "
+            "(Wilcoxon, below) is a weaker, exploratory claim."
         )
     return text
 
 
+def tests_line(table: pd.DataFrame, endpoint: pd.DataFrame) -> str:
+    """How many tests the section shows (corrected t, Wilcoxon and TOST per pair) and which
+    family is confirmatory."""
+    return reviewer_tables.tests_on_page_line(3 * len(table), len(endpoint), where="section")
+
+
 def endpoint_frame(endpoint: pd.DataFrame) -> pd.DataFrame:
-    """The primary endpoint's rows (soft − nominal) as a reader reads them."""
+    """The primary endpoint's rows (soft − nominal) as a reader reads them: the paired
+    columns (`reviewer_tables.PAIRED_HEADERS`) with the soft method in A's place and
+    Nominal in B's."""
     h = PAIRED_HEADERS
+    shown = _paired_cells(endpoint)
     return pd.DataFrame(
         {
             h["task"]: endpoint["task"],
             "Soft method": endpoint["method"].map(tables.method_title),
             h["n_seeds"]: endpoint["n_seeds"].astype(int),
             "Mean soft − nominal": [f"{v:.4f}" for v in endpoint["mean_diff"]],
-            h["ci"]: _intervals(endpoint, "ci_low", "ci_high"),
-            h["p_corrected"]: endpoint["p_corrected"].map(p_text),
-            h["p_corrected_holm"]: endpoint["p_corrected_holm"].map(p_text),
-            h["p_wilcoxon"]: endpoint["p_wilcoxon"].map(p_text),
-            h["d_z"]: endpoint["d_z"].map(effect_text),
-            h["rank_biserial"]: endpoint["rank_biserial"].map(effect_text),
+            **{h[k]: shown[k] for k in ENDPOINT_TESTS if k in shown},
+            "P(soft better)": _numbers(endpoint, "p_bayes_soft_better"),
+            h["p_bayes_equivalent"]: _numbers(endpoint, "p_bayes_equivalent"),
+            "P(Nominal better)": _numbers(endpoint, "p_bayes_baseline_better"),
+            h["p_tost"]: shown.get("p_tost", [""] * len(endpoint)),
+            h["verdict"]: shown["verdict"],
             "Significant after Holm": ["yes" if v else "no" for v in endpoint["significant"]],
         }
     )
 
 
 def paired_frame(table: pd.DataFrame) -> pd.DataFrame:
-    """The paired rows the report shows (`inference_tables.PAIRED_HEADERS`), each interval
-    as one ``[low, high]`` cell and methods as the pages name them."""
-    h = PAIRED_HEADERS
-    shown = {
-        h["task"]: table["task"],
-        h["method_a"]: table["method_a"].map(tables.method_title),
-        h["method_b"]: table["method_b"].map(tables.method_title),
-        h["n_seeds"]: table["n_seeds"].astype(int),
-        h["mean_diff"]: [f"{v:.4f}" for v in table["mean_diff"]],
-        h["ci"]: _intervals(table, "ci_low", "ci_high"),
+    """The paired rows the report shows (`reviewer_tables.PAIRED_HEADERS`), each interval
+    as one ``[low, high]`` cell, the corrected p across r as one strip and methods as the
+    pages name them."""
+    shown = _paired_cells(table)
+    return pd.DataFrame({PAIRED_HEADERS[k]: shown[k] for k in PAIRED_SHOWN if k in shown})
+
+
+def bootstrap_frame(table: pd.DataFrame) -> pd.DataFrame:
+    """The film-sampling bootstrap interval per pair, apart from the paired rows."""
+    columns = [PAIRED_HEADERS[k] for k in BOOTSTRAP_SHOWN]
+    if "boot_ci_low" not in table:
+        return pd.DataFrame(columns=columns)
+    shown = _paired_cells(table)
+    return pd.DataFrame({PAIRED_HEADERS[k]: shown[k] for k in BOOTSTRAP_SHOWN if k in shown})
+
+
+def _paired_cells(table: pd.DataFrame) -> dict[str, list[Any]]:
+    """Every paired column the table has, as the text of its cells (key: the column's key in
+    `reviewer_tables.PAIRED_HEADERS`)."""
+    rows = table.to_dict("records")
+    cells: dict[str, list[Any]] = {
+        "ci": _intervals(table, "ci_low", "ci_high"),
+        "verdict": [reviewer_tables.verdict_text(r.get("verdict")) for r in rows],
     }
+    for key in ("task", "n_seeds"):
+        if key in table:
+            cells[key] = list(table[key].astype(int) if key == "n_seeds" else table[key])
+    for key in ("method_a", "method_b"):
+        if key in table:
+            cells[key] = list(table[key].map(tables.method_title))
+    if "mean_diff" in table:
+        cells["mean_diff"] = [f"{v:.4f}" for v in table["mean_diff"]]
     if "boot_ci_low" in table:
-        shown[h["boot_ci"]] = _intervals(table, "boot_ci_low", "boot_ci_high")
-    for column in ("p_corrected", "p_corrected_holm", "p_wilcoxon", "p_wilcoxon_holm"):
-        shown[h[column]] = table[column].map(p_text)
-    shown[h["d_z"]] = table["d_z"].map(effect_text)
-    shown[h["rank_biserial"]] = table["rank_biserial"].map(effect_text)
-    return pd.DataFrame(shown)
+        cells["boot_ci"] = _intervals(table, "boot_ci_low", "boot_ci_high")
+    if "within_seed_sd" in table:
+        cells["within_seed_sd"] = [
+            "" if tables.is_missing_value(v) else f"{float(v):.4f}" for v in table["within_seed_sd"]
+        ]
+    if paired.r_column(paired.R_STRIP[0]) in table:
+        cells["p_strip"] = [reviewer_tables.p_strip_text(r) for r in rows]
+    if "r_break_even" in table:
+        cells["r_break_even"] = [reviewer_tables.break_even_text(r) for r in rows]
+    for key in ("p_corrected", "p_corrected_holm", "p_wilcoxon", "p_wilcoxon_holm", "p_tost"):
+        if key in table:
+            cells[key] = list(table[key].map(p_text))
+    for key in ("d_z", "rank_biserial"):
+        cells[key] = list(table[key].map(effect_text))
+    for key in ("rho_assumed", "p_bayes_a_better", "p_bayes_equivalent", "p_bayes_b_better"):
+        if key in table:
+            cells[key] = _numbers(table, key)
+    return cells
+
+
+def _numbers(table: pd.DataFrame, column: str) -> list[str]:
+    """A probability or correlation column to two decimals; blank when missing."""
+    if column not in table:
+        return [""] * len(table)
+    return [effect_text(v) for v in table[column]]
 
 
 def paired_readings(table: pd.DataFrame) -> list[str]:
@@ -643,7 +747,7 @@ def ranks_reading(cd: CriticalDifference, endpoint: pd.DataFrame) -> list[str]:
     )
     if not endpoint.empty:
         caution += (
-            " That question is the primary endpoint's (corrected test), where "
+            " That question is the primary endpoint's (corrected test, at its assumed ρ), where "
             f"{endpoint_result(endpoint)}."
         )
         if cd.p < cd.alpha and not endpoint["significant"].all():
@@ -819,7 +923,8 @@ def methods_section(study_ids: Sequence[str], store: Path) -> list[str]:
 
 
 def statistics_text() -> str:
-    """The statistics paragraph, with the declared search-selection rule."""
+    """The statistics paragraph: what each test the report shows does and assumes, with the
+    declared search-selection rule (`engine.protocol`)."""
     return (
         "Statistics. Test metrics are computed per seed from each (task, method, seed)'s "
         f"selected run ({protocol_text_of.selection_sentence()}). Means carry 95 % corrected "
@@ -827,17 +932,27 @@ def statistics_text() -> str:
         "test/train size ratio because the seeds resample the same films; they assume the "
         "per-seed values are roughly normal, and an interval is shown clipped to the values its "
         "metric can take. Pairs of methods are compared by the mean paired difference over "
-        "seeds with the corrected resampled t-test, a hierarchical bootstrap (seeds, then "
-        "patients within each seed's test set; it assumes patients are exchangeable within a "
-        "test set) and the Wilcoxon signed-rank test (symmetric differences, seeds treated as "
-        "independent, hence read as consistency over seeds, not as generalisation to new "
-        "patients), Holm-adjusted; effect sizes are Cohen's dz (mean difference over its "
-        "standard deviation) and the matched-pairs rank-biserial r. The primary endpoint "
-        f"({paired.PRIMARY_FAMILY}) is one Holm family on the corrected p; every other "
-        "comparison is exploratory. Methods are ranked per seed by the Friedman test with "
-        "Nemenyi post-hoc comparisons (seeds as independent blocks). The KL × CPPD agreement "
-        "is the Kullback–Leibler divergence D_KL(true ‖ predicted) of the joint grade table per "
-        "seed, decomposed by the chain rule into a KL-marginal and a CPPD-given-KL part."
+        "seeds with the corrected resampled t-test, which assumes a between-seed correlation "
+        "ρ = n_test/n (shown as ρ assumed) that one dataset cannot measure, so its p is also "
+        "reported at r = ρ/(1 − ρ) = 0, 0.1 and 0.2 with the break-even r where it crosses "
+        "0.05; by the Bayesian correlated t-test (Corani & Benavoli 2015) on the same corrected "
+        f"variance, whose verdict is “better” or “equivalent” (|A − B| within a region of "
+        f"practical equivalence, ROPE ± {paired.DEFAULT_ROPE:g}) when its posterior "
+        f"probability reaches {paired.BAYES_THRESHOLD:g}, else “inconclusive”, with TOST as "
+        "the frequentist test of equivalence within the ROPE; and by the exact Wilcoxon "
+        "signed-rank test (ties and zeros included; symmetric differences, seeds treated as "
+        "independent, hence read as consistency over seeds), Holm-adjusted within each task; "
+        "effect sizes are Cohen's dz (mean difference over its standard deviation) and the "
+        "matched-pairs rank-biserial r. Apart from these, a film-sampling bootstrap (seeds, "
+        "then patients within each seed's test set, seeds taken as independent) measures how "
+        "much the test films alone move a difference; it ignores the training films the seeds "
+        "share, so it is not an interval for the comparison. The primary endpoint "
+        f"({paired.PRIMARY_FAMILY}) is the one confirmatory family, Holm on the corrected p; "
+        "every other comparison is exploratory. Methods are ranked per seed by the Friedman "
+        "test with Nemenyi post-hoc comparisons (seeds as independent blocks; exploratory). "
+        "The KL × CPPD agreement is the Kullback–Leibler divergence D_KL(true ‖ predicted) of "
+        "the joint grade table per seed, decomposed by the chain rule into a KL-marginal and a "
+        "CPPD-given-KL part."
     )
 
 
@@ -902,7 +1017,7 @@ def search_space_text(methods: Sequence[str], budget: int) -> str:
     """Each method's grid (parameter values) and how many configurations were tried."""
     parts = []
     for method in methods:
-        grid = soft_labels.search_grid(method)
+        grid = method_registry.search_grid(method)
         axes = {k: sorted({g.as_dict()[k] for g in grid}) for k in grid[0].as_dict()}
         values = "; ".join(f"{k} ∈ {{{', '.join(f'{v:g}' for v in vs)}}}" for k, vs in axes.items())
         parts.append(f"{method}: {values} ({min(budget, len(grid))} of {len(grid)})")

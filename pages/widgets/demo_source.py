@@ -13,7 +13,8 @@ import pandas as pd
 import streamlit as st
 
 from engine.demo_models import best_seed, default_method, seed_checkpoints
-from engine.vocab import TASKS, order_methods
+from engine.methods import order_methods
+from engine.vocab import TASKS
 from jobs.demo_bundle import DemoBundle, DemoBundleError, open_demo, read_crop
 from jobs.kiosk import KioskSettings
 from pages.present.tables import method_title

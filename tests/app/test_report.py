@@ -53,8 +53,16 @@ def test_the_report_fetches_nothing_and_draws_charts_as_inline_svg(html):
 def test_the_report_reads_the_paired_comparisons_primary_endpoint_first(html):
     paired = html[html.index('id="paired"') : html.index('id="critical-difference"')]
     assert paired.index("Primary endpoint") < paired.index("Every pair of methods")
-    assert "consistently over seeds" in paired or "No difference in AMAE" in paired
-    assert "95 % CI (bootstrap)" in paired and "Rank-biserial r" in paired
+    assert "on most seeds (Wilcoxon" in paired or "Neither the corrected t-test" in paired
+    assert "Rank-biserial r" in paired and "Effect size dz" in paired
+    assert "new patients" not in paired
+    for column in ("ρ assumed", "p at r = 0 · 0.1 · 0.2 · assumed", "Break-even r", "P(A better)"):
+        assert column in paired
+    assert "P(equivalent)" in paired and "Verdict" in paired and "TOST p" in paired
+    assert "hypothesis tests: only the" in paired and "confirmatory family" in paired
+    # The bootstrap leaves the paired tables for its own, labelled one after them.
+    boot = paired.index("Film-sampling bootstrap 95 % interval")
+    assert boot > paired.index("Every pair of methods") and "95 % CI (bootstrap)" not in paired
 
 
 def test_the_methods_paragraph_names_protocol_search_space_splits_and_software(html):

@@ -55,6 +55,13 @@ def test_a_studys_own_patience_and_epochs_are_the_ones_said():
     assert "not improved for 40 epochs" in words.stopping_sentence("not json")
 
 
+def test_the_declared_selection_metric_is_the_registrys_primary_metric():
+    from engine.analysis import metrics, paired
+
+    assert protocol.SEARCH_SELECTION.metric_name == paired.PRIMARY_METRIC
+    assert protocol.SEARCH_SELECTION.metric_label == metrics.METRIC_LABELS[paired.PRIMARY_METRIC]
+
+
 def test_changing_the_declared_selection_metric_changes_the_selection_sentence(monkeypatch):
     assert "lowest validation AMAE" in report.statistics_text()
     monkeypatch.setattr(

@@ -1,19 +1,59 @@
-"""Soft-label matrices and losses wrap dlordinal and follow the paper's Table 3."""
+"""The paper's five methods: soft-label matrices and losses wrap dlordinal and follow the
+paper's Table 3, and the registry reproduces what they were before it, bit for bit."""
 
 from __future__ import annotations
+
+import hashlib
+import json
 
 import numpy as np
 import pytest
 import torch
 
-from engine.soft_labels import (
-    METHODS,
+from engine.methods import (
     MethodParams,
     grid_size,
     make_loss,
+    paper_methods,
     sample_configs,
-    soft_label_matrix,
+    search_grid,
+    target_matrix,
 )
+
+METHODS = paper_methods()
+# Digests of what engine/soft_labels.py (before the registry, commit c2c4bab) drew and built:
+# every search draw of seeds 0-19 at budget 15, and every target matrix of every grid point
+# for 4 and 5 grades. The shipped reference study was trained with these.
+DRAWS_BEFORE_REGISTRY = "53e3f0ae07ac344791047084f107132b7dd7bb01981074b55ce142e767b8f06e"
+MATRICES_BEFORE_REGISTRY = "1782fba6515ce1af73c06457499bb1ecfb6380f0cf3df42a1bcaf0e9eb32b35f"
+
+
+def soft_label_matrix(method: str, num_classes: int, params: MethodParams) -> np.ndarray:
+    matrix = target_matrix(method, num_classes, params)
+    assert matrix is not None, f"{method} has no target matrix"
+    return matrix
+
+
+def test_paper_methods_are_the_five_in_the_papers_order():
+    assert METHODS == ("nominal", "binomial", "beta", "triangular", "exponential")
+
+
+def test_search_draws_are_those_from_before_the_registry():
+    draws = {
+        m: [[c.as_dict() for c in sample_configs(m, 15, s)] for s in range(20)] for m in METHODS
+    }
+    digest = hashlib.sha256(json.dumps(draws, sort_keys=True).encode()).hexdigest()
+    assert digest == DRAWS_BEFORE_REGISTRY
+
+
+def test_target_matrices_are_those_from_before_the_registry():
+    blob = b"".join(
+        soft_label_matrix(m, j, p).tobytes()
+        for m in METHODS
+        for j in (4, 5)
+        for p in search_grid(m)
+    )
+    assert hashlib.sha256(blob).hexdigest() == MATRICES_BEFORE_REGISTRY
 
 
 @pytest.mark.parametrize("num_classes", [4, 5])
