@@ -43,11 +43,25 @@ def comment_prefix(file_name: str) -> str:
     return COMMENT_PREFIXES[suffix]
 
 
+#: Bundle card fields whose name alone does not say what they count (the unit, whose job).
+BUNDLE_LABELS: dict[str, str] = {
+    "wall_s_to_last_run": "wall time to last run (s)",
+    "run_seconds_total": "training time of all runs (s)",
+    "runs_stored": "runs stored by its job",
+}
+
+
+def field_label(key: object) -> str:
+    """A card field's name as a reader reads it: ``"started_at"`` -> ``"started at"``."""
+    return BUNDLE_LABELS.get(str(key), str(key).replace("_", " "))
+
+
 def one_line(value: Any) -> str:
-    """A card value as one line: a mapping reads ``"k v, k v"``, a list names each item once
-    with its count (``"NVIDIA H100 x4"``), anything else its text."""
+    """A card value as one line: a mapping reads ``"k v, k v"`` (names without
+    underscores), a list names each item once with its count (``"NVIDIA H100 x4"``),
+    anything else its text."""
     if isinstance(value, Mapping):
-        return ", ".join(f"{k} {one_line(v)}" for k, v in value.items())
+        return ", ".join(f"{field_label(k)} {one_line(v)}" for k, v in value.items())
     if isinstance(value, list | tuple):
         counts: dict[str, int] = {}
         for item in value:
@@ -63,7 +77,7 @@ def export_card(card: Mapping[str, str], imported: Mapping[str, Any] | None = No
     ``bundle <field>`` (where and how it was run: date, command, GPUs, versions)."""
     out = dict(card)
     for key, value in (imported or {}).items():
-        out[f"bundle {str(key).replace('_', ' ')}"] = one_line(value)
+        out[f"bundle {field_label(key)}"] = one_line(value)
     return out
 
 

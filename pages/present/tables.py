@@ -67,6 +67,14 @@ def metric_header(metric: str) -> str:
     return f"{METRIC_LABELS[metric]} {'↓' if metric in LOWER_IS_BETTER else '↑'}"
 
 
+def metric_bounds(metric: str) -> tuple[float, float]:
+    """The values a test metric can take: errors (MAE, AMAE, MMAE) are never negative,
+    Cohen's kappa (QWK) lies in [−1, 1], the shares (MS, BA) in [0, 1]."""
+    if metric in LOWER_IS_BETTER:
+        return 0.0, math.inf
+    return (-1.0, 1.0) if metric == "qwk" else (0.0, 1.0)
+
+
 REFERENCE_MARK = "Bundled reference · "
 
 
