@@ -19,6 +19,7 @@ from pages.present.admin_tables import (
     new_account_problems,
     role_mapping_table,
 )
+from pages.present.user_text import plain, said
 from pages.widgets.reads import store_path
 from pages.widgets.shell import run_inside_shell
 from pages.widgets.sign_in import current_account, oidc_configured, oidc_role_mapping, require_page
@@ -43,7 +44,7 @@ def act(verb: str, call: Callable[..., Any], *args: Any) -> bool:
             raise AccessDenied("sign in again: the session has ended")
         call(account, *args, path=store_path())
     except (AccessDenied, ValueError, StoreError) as exc:
-        say("error", f"Could not {verb}: {exc}")
+        say("error", f"Could not {verb}: {said(exc)}")
         return False
     say("success", f"Done: {verb}.")
     return True
@@ -109,7 +110,7 @@ def show_changes(names: list[str], roles: dict[str, str], disabled: dict[str, bo
         ),
         help="A disabled account cannot sign in; its open sessions end.",
     )
-    sure = remove_column.checkbox(f"Yes, remove {name}", key=f"accounts_sure_{name}")
+    sure = remove_column.checkbox(f"Yes, remove {plain(name)}", key=f"accounts_sure_{name}")
     remove_column.button(
         "Remove",
         key="accounts_remove",
@@ -133,7 +134,7 @@ def show_lab_accounts(sign_ins: Any) -> None:
     try:
         mapping = oidc_role_mapping()
     except ValueError as exc:
-        st.error(f"The e-mail mapping is misconfigured, so nobody gets in that way: {exc}")
+        st.error(f"The e-mail mapping is misconfigured, so nobody gets in that way: {said(exc)}")
         mapping = {}
     if mapping:
         st.markdown("**Who may sign in, by e-mail or domain**")
@@ -162,7 +163,7 @@ try:
     accounts = lab.list_accounts(ACCOUNT, path=store_path())
     lab_sign_ins = lab.list_lab_account_sign_ins(ACCOUNT, path=store_path())
 except StoreError as exc:
-    st.error(f"The accounts cannot be read right now: {exc}")
+    st.error(f"The accounts cannot be read right now: {said(exc)}")
     st.stop()
 if accounts.empty:
     st.info(

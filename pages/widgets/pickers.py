@@ -15,7 +15,7 @@ from engine.analysis import compare
 from pages.present import exports
 from pages.present.tables import method_title, progress_message, study_label
 from pages.present.user_text import notes as user_notes
-from pages.present.user_text import plain
+from pages.present.user_text import plain, plain_list, said
 from pages.widgets import view_state
 from pages.widgets.reads import RESULTS_TTL_S, cached_group_counts, cached_studies
 from store import studies as store_studies
@@ -66,7 +66,7 @@ def studies_with_results(
     try:
         studies = _studies_with_selected_runs(path)
     except StoreError as exc:
-        st.error(f"The store cannot be read right now: {exc}")
+        st.error(f"The store cannot be read right now: {said(exc)}")
         st.stop()
     archived = studies["archived_at"].notna()
     if link_key is not None and archived_key is not None:
@@ -107,7 +107,7 @@ def explain_linked_studies(
     if linked_archived := [s for s in linked if s in archived]:
         st.session_state[archived_key] = True
         st.info(
-            f"This link names archived study {', '.join(linked_archived)}: archived studies "
+            f"This link names archived study {plain_list(linked_archived)}: archived studies "
             "are shown. An archived study is kept in full, only hidden from the pickers.",
             icon=":material/archive:",
         )
@@ -119,13 +119,13 @@ def explain_linked_studies(
     gone = [s for s in missing if s not in known]
     if gone:
         st.warning(
-            f"This link names study {', '.join(gone)}, which this store does not hold: it was "
+            f"This link names study {plain_list(gone)}, which this store does not hold: it was "
             "deleted, or the link comes from another SoftGrade server. Pick a study below.",
             icon=":material/link_off:",
         )
     if not_run:
         st.warning(
-            f"This link names study {', '.join(not_run)}, which has no finished run yet: its "
+            f"This link names study {plain_list(not_run)}, which has no finished run yet: its "
             "results appear here once its first seed is done. Pick a study below.",
             icon=":material/hourglass_top:",
         )
@@ -167,7 +167,7 @@ def show_study_card(path: str, study_id: str, *, key: str, notes: bool = True) -
     try:
         card, text = cached_study_card(path, study_id)
     except StoreError as exc:
-        st.caption(f"The study card cannot be read right now: {exc}")
+        st.caption(f"The study card cannot be read right now: {said(exc)}")
         return
     with st.expander("Study card", key=key):
         st.markdown("\n".join(f"- **{label}**: {plain(value)}" for label, value in card.items()))
@@ -267,7 +267,7 @@ def pick_studies(
     if left_out:
         st.warning(
             "Studies on different datasets cannot be compared seed by seed: their seeds test "
-            f"different images. Left out: {', '.join(left_out)} (another dataset than the "
+            f"different images. Left out: {plain_list(left_out)} (another dataset than the "
             "first study picked)."
         )
     return studies.set_index("study_id").loc[chosen].reset_index()
@@ -295,7 +295,7 @@ def read_finished(
         group_counts = cached_group_counts(path, chosen)
         frames = read(path, chosen, tuple(picked["name"].astype(str)))
     except StoreError as exc:
-        st.error(f"The store cannot be read right now: {exc}")
+        st.error(f"The store cannot be read right now: {said(exc)}")
         st.stop()
     progress = compare.study_progress(picked, group_counts)
     warn_partial(progress)
@@ -365,7 +365,7 @@ def offer_reference_study(path: str) -> None:
             if done.created:
                 audit_reference_import(done.study_id, done.runs, path)
         except StoreError as exc:
-            st.error(f"The reference study could not be loaded: {exc}")
+            st.error(f"The reference study could not be loaded: {said(exc)}")
             return
         cached_studies.clear()
         st.rerun()

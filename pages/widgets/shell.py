@@ -10,6 +10,7 @@ import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
 from jobs.describe import format_devices
+from pages.present.user_text import said
 from pages.widgets.reads import cached_jobs, store_path
 from pages.widgets.workers import NO_WORKER_HOW, NO_WORKER_TITLE, alive_workers
 from store.db import StoreError
@@ -62,7 +63,7 @@ def _sidebar_status(path: str) -> None:
         workers = alive_workers(Path(path))
         jobs = cached_jobs(path)
     except StoreError as exc:
-        st.warning(f"The store cannot be read right now: {exc}")
+        st.warning(f"The store cannot be read right now: {said(exc)}")
         return
     if workers.empty:
         st.error(f"{NO_WORKER_TITLE} {NO_WORKER_HOW}", icon=":material/power_off:")

@@ -17,7 +17,7 @@ from jobs.access import (
     pages_for,
     single_user_mode,
 )
-from pages.present.user_text import plain
+from pages.present.user_text import plain, said
 from pages.widgets.reads import store_path, store_unusable
 from store import audit as store_audit
 from store import users as store_users
@@ -157,12 +157,12 @@ def _oidc_account() -> Account | None:
     try:
         roles = oidc_role_mapping()
     except ValueError as exc:
-        st.error(f"Sign-in through the lab account is misconfigured: {exc}")
+        st.error(f"Sign-in through the lab account is misconfigured: {said(exc)}")
         st.stop()
     account = oidc_account(email, roles)
     if account is None:
         st.error(
-            f"{email or 'This lab account'} has no access to SoftGrade. Ask an admin to add "
+            f"{plain(email) or 'This lab account'} has no access to SoftGrade. Ask an admin to add "
             "your e-mail to the role mapping (docs/security.md says how).",
             icon=":material/lock:",
         )
@@ -230,7 +230,7 @@ def sign_in_form() -> None:
             name.strip(), password, client=client_address(), path=store_path()
         )
     except (store_users.SignInError, StoreError) as exc:
-        st.error(f"Could not sign in: {exc}.", icon=":material/lock:")
+        st.error(f"Could not sign in: {said(exc)}.", icon=":material/lock:")
         return
     st.session_state[TOKEN_KEY] = token
     st.session_state[COOKIE_TO_WRITE_KEY] = token
