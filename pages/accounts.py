@@ -24,7 +24,7 @@ from pages.widgets.reads import store_path
 from pages.widgets.shell import run_inside_shell
 from pages.widgets.sign_in import current_account, oidc_configured, oidc_role_mapping, require_page
 from store.db import StoreError
-from store.users import Role
+from store.users import PASSWORD_RULE, Role
 
 MESSAGE_KEY = "accounts_message"
 ROLES = [r.value for r in Role]
@@ -79,6 +79,7 @@ def show_add_form(first: bool) -> None:
             st.selectbox("Role", ROLES, key="accounts_new_role")
         st.text_input("Password", type="password", key="accounts_new_password")
         st.text_input("The same password again", type="password", key="accounts_new_again")
+        st.caption(f"A password needs {PASSWORD_RULE}.")
         st.form_submit_button("Add the account", on_click=add_account, args=(first,))
 
 

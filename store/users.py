@@ -21,6 +21,7 @@ import math
 import os
 import re
 import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -33,6 +34,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 
 from store.audit import LOCAL_ACTOR, record_in
 from store.db import StoreError, connect, default_store_path, one_row, one_value
+from store.passwords import MIN_ONE_CLASS_CHARS, strength_problem
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
 MIN_PASSWORD_CHARS = 8
@@ -111,18 +113,27 @@ def common_passwords() -> frozenset[str]:
     return frozenset(line.strip() for line in lines if line.strip() and not line.startswith("#"))
 
 
-def password_problem(password: str, name: str | None = None) -> str | None:
+#: The rule a new password follows, as the forms and the command line state it.
+PASSWORD_RULE = (
+    f"at least {MIN_PASSWORD_CHARS} characters ({MIN_ONE_CLASS_CHARS} if they are all of one "
+    "kind: lower-case letters, capitals, digits or symbols), and hard to guess: not built "
+    "from an account's name, common words or passwords, years, runs such as abcd or 1234, or "
+    "repeated characters. A few unrelated words make a good one"
+)
+
+
+def password_problem(
+    password: str, name: str | None = None, other_names: Iterable[str] = ()
+) -> str | None:
     """Why ``password`` may not be an account's password, or None when it may.
 
     At least `MIN_PASSWORD_CHARS` characters besides leading and trailing spaces, at least
-    `MIN_DISTINCT_CHARS` different ones, not the account's name, and not one of the
-    `common_passwords` (whatever the case).
+    `MIN_DISTINCT_CHARS` different ones, not the account's name, not one of the
+    `common_passwords` (whatever the case), and hard enough to guess by
+    `store.passwords.strength_problem` (built from no account's name, ``name`` or
+    ``other_names``, common words, years, runs or repeats).
     """
-    rule = (
-        f"a password needs at least {MIN_PASSWORD_CHARS} characters besides leading and "
-        f"trailing spaces, {MIN_DISTINCT_CHARS} of them different, and must not be a common "
-        "password or the account's name"
-    )
+    rule = f"a password needs {PASSWORD_RULE}"
     if len(password.strip()) < MIN_PASSWORD_CHARS:
         return f"too short: {rule}"
     if len(set(password)) < MIN_DISTINCT_CHARS:
@@ -131,15 +142,27 @@ def password_problem(password: str, name: str | None = None) -> str | None:
         return f"it is the account's name: {rule}"
     if password.strip().lower() in common_passwords():
         return f"it is one of the most common passwords, tried first by anyone guessing: {rule}"
+    names = [n for n in (name, *other_names) if n]
+    if problem := strength_problem(password, names):
+        return f"{problem}: {rule}"
     return None
 
 
-def check_password(password: str, name: str | None = None) -> str:
+def check_password(password: str, name: str | None = None, other_names: Iterable[str] = ()) -> str:
     """``password`` if `password_problem` finds none; ValueError saying why otherwise."""
-    problem = password_problem(password, name)
+    problem = password_problem(password, name, other_names)
     if problem:
         raise ValueError(problem)
     return password
+
+
+def account_names(*, path: Path | str | None = None) -> list[str]:
+    """Every account's name (none when the store does not exist yet)."""
+    store = Path(path) if path is not None else default_store_path()
+    if not store.exists():
+        return []
+    with connect(store, read_only=True) as con:
+        return [row[0] for row in con.execute("SELECT name FROM users ORDER BY name").fetchall()]
 
 
 # -- accounts ---------------------------------------------------------------------------------
@@ -160,7 +183,7 @@ def add_user(
         StoreError: The name is taken.
     """
     role = parse_role(str(role))
-    hashed = _HASHER.hash(check_password(password, name))
+    hashed = _HASHER.hash(check_password(password, name, account_names(path=path)))
     with connect(path) as con:
         try:
             con.execute(
@@ -270,7 +293,7 @@ def set_password(
     Raises:
         ValueError: The password breaks `password_problem`'s rules.
     """
-    hashed = _HASHER.hash(check_password(password, name))
+    hashed = _HASHER.hash(check_password(password, name, account_names(path=path)))
     with connect(path) as con:
         _account(con, name)
         con.execute("UPDATE users SET password_hash = ? WHERE name = ?", [hashed, name])
