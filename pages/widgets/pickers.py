@@ -345,15 +345,27 @@ REFERENCE_BUTTON = "Load the reference study (20 seeds of the paper protocol on 
 
 def offer_reference_study(path: str) -> None:
     """On a store with no study results, a one-click import of the bundled reference study
-    (``examples/reference-study.zip``); the page reruns showing it."""
+    (``examples/reference-study.zip``) for whoever may import (members and admins; a
+    viewer is told who can); the page reruns showing it. `jobs.lab.load_reference_study`
+    checks the role again, so the button is not the only guard."""
     try:
         if (cached_studies(path)["runs_selected"] > 0).any():
             return
     except StoreError:
         return  # studies_with_results says why the store cannot be read
-    from store.bundle import REFERENCE_STUDY, import_study
+    from jobs import lab
+    from jobs.access import AccessDenied, Action, can
+    from pages.widgets.sign_in import current_account
+    from store.bundle import REFERENCE_STUDY
 
     if not REFERENCE_STUDY.is_file():
+        return
+    account = current_account()
+    if account is None or not can(account, Action.IMPORT):
+        st.caption(
+            "A member or an admin can load the bundled reference study here (the paper's "
+            "full analysis on the phantom)."
+        )
         return
     st.caption(
         "The bundled reference study shows the paper's full analysis on the phantom at "
@@ -361,27 +373,9 @@ def offer_reference_study(path: str) -> None:
     )
     if st.button(REFERENCE_BUTTON, key="load_reference_study", icon=":material/download:"):
         try:
-            done = import_study(REFERENCE_STUDY, path=path)
-            if done.created:
-                audit_reference_import(done.study_id, done.runs, path)
-        except StoreError as exc:
+            lab.load_reference_study(account, path=path)
+        except (StoreError, AccessDenied) as exc:
             st.error(f"The reference study could not be loaded: {said(exc)}")
             return
         cached_studies.clear()
         st.rerun()
-
-
-def audit_reference_import(study_id: str, runs: int, path: str) -> None:
-    """The audit line of a one-click load of the bundled reference study, by whoever is
-    signed in ('local' in single-user mode)."""
-    from pages.widgets.sign_in import current_account
-    from store.audit import LOCAL_ACTOR, record
-
-    account = current_account()
-    record(
-        "import",
-        actor=account.name if account else LOCAL_ACTOR,
-        target=study_id,
-        detail=f"the bundled reference study ({runs:,} runs) from the Load button",
-        path=path,
-    )
