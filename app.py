@@ -145,5 +145,5 @@ st.set_page_config(initial_sidebar_state="auto")
 navigation = st.navigation(menu_for(pages_for(account), landing_page(account)))
 keep_cookie_in_step()  # sign-in's cookie written
 render_account(account)
-render_sidebar()
+render_sidebar(account)
 navigation.run()

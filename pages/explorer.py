@@ -17,6 +17,7 @@ from engine.methods import order_methods
 from pages.present import explorer_views as views
 from pages.present import science_charts as charts
 from pages.present.tables import method_title
+from pages.present.user_text import plain_list, said
 from pages.widgets import view_state
 from pages.widgets.pickers import forget, pick_study
 from pages.widgets.reads import cached_jobs, cached_studies, store_path
@@ -62,7 +63,7 @@ def read(reader: Any, *args: Any) -> pd.DataFrame:
     try:
         return reader(*args)
     except StoreError as exc:
-        st.error(f"The store cannot be read right now: {exc}")
+        st.error(f"The store cannot be read right now: {said(exc)}")
         st.stop()
 
 
@@ -71,7 +72,7 @@ def note_waiting_studies(path: str) -> None:
     names = views.waiting_studies(read(cached_studies, path))
     if names:
         st.info(
-            f"No run of {', '.join(names)} has finished yet: a study appears in the picker "
+            f"No run of {plain_list(names)} has finished yet: a study appears in the picker "
             "below when its first run is stored.",
             icon=":material/hourglass_top:",
         )

@@ -27,6 +27,7 @@ from pages.present.study_form import (
     shown_params,
     study_size,
 )
+from pages.present.user_text import plain, said
 from pages.widgets.launch_form import (
     LAST_KEY,
     dataset_inputs,
@@ -127,12 +128,12 @@ def show_check(
     """The study checked: its size and rough time, or the one reason it cannot be queued."""
     st.subheader("Check and queue", divider="gray")
     if blocker is not None:
-        st.error(f"**Can't queue this study yet:** {blocker}", icon=":material/block:")
+        st.error(f"**Can't queue this study yet:** {said(blocker)}", icon=":material/block:")
         return None
     try:
         spec = check_study(raw, importing=choice == FOLDER, read_folder=folder_labels)
     except SpecError as exc:
-        st.error(f"**Can't queue this study yet.** {exc}", icon=":material/block:")
+        st.error(f"**Can't queue this study yet.** {said(exc)}", icon=":material/block:")
         return None
     n_runs, runs_per_task = study_size(spec)
     st.markdown(
@@ -199,7 +200,7 @@ def show_queued(last: dict[str, Any], name: str, path: Path, *, worker_alive: bo
     with st.container(border=True):
         if last["new"]:
             st.success(
-                f"Queued **{name}** as job `{last['job_id']}`; status: **{status}**.",
+                f"Queued **{plain(name)}** as job `{last['job_id']}`; status: **{status}**.",
                 icon=":material/check_circle:",
             )
         else:

@@ -20,7 +20,7 @@ from pages.present.job_view import (
     runs_note,
     value,
 )
-from pages.present.user_text import plain
+from pages.present.user_text import plain, said
 from pages.widgets.manage_study import manage_study_section
 from pages.widgets.pickers import request_study, show_study_card
 from pages.widgets.reads import (
@@ -59,7 +59,10 @@ def cancel(job_id: str) -> None:
             raise AccessDenied("sign in again: the session has ended")
         status = lab.cancel_job(account, job_id, path=store_path())
     except (StoreError, AccessDenied) as exc:
-        st.session_state["queue_message"] = ("error", f"Could not cancel {job_id}: {exc}")
+        st.session_state["queue_message"] = (
+            "error",
+            f"Could not cancel {plain(job_id)}: {said(exc)}",
+        )
         return
     finally:
         clear_job_caches()
@@ -145,7 +148,7 @@ def job_log(job_id: str, *, imported: bool = False) -> None:
             try:
                 lines = cached_job_log(str(store_path()), job_id)
             except StoreError as exc:
-                st.warning(f"The log cannot be read right now: {exc}")
+                st.warning(f"The log cannot be read right now: {said(exc)}")
             else:
                 if lines.empty:
                     st.caption("No log lines yet.")
@@ -213,7 +216,7 @@ def render_jobs() -> None:
         jobs = cached_jobs(str(path))
         workers = alive_workers(path)
     except StoreError as exc:
-        st.error(f"The job list cannot be read right now: {exc}")
+        st.error(f"The job list cannot be read right now: {said(exc)}")
         return
     if jobs.empty:
         st.info("No jobs yet. Queue a study on the Launch page and it appears here.")

@@ -221,7 +221,7 @@ CREATE TABLE IF NOT EXISTS import_detectors (
 -- Crop review (the Review crops page): the current decision on one film of a dataset, either
 -- leave it out ('exclude') or crop it with this box ('box': x0, y0, x1, y1 in film pixels,
 -- x1 and y1 exclusive). One row per film: a new decision replaces the old one and undoing
--- deletes it. A study queued afterwards uses them (jobs.review.reviewed_spec): its cache
+-- deletes it. A study queued afterwards uses them (jobs.services.review.reviewed_spec): its cache
 -- crops with these boxes and holds no excluded film, so no split ever has one. `who` is
 -- 'local' until sign-in exists.
 CREATE TABLE IF NOT EXISTS crop_reviews (
@@ -278,6 +278,26 @@ CREATE TABLE IF NOT EXISTS sessions (
     created_at    TIMESTAMP NOT NULL DEFAULT current_timestamp,
     last_seen_at  TIMESTAMP NOT NULL DEFAULT current_timestamp,
     client        VARCHAR
+);
+
+-- Sign-in tries with a SoftGrade account: what the back-off counts (store.users.SignInLimits).
+-- A try is written as 'checking' in the same transaction that checks the limits, before its
+-- password is checked, so concurrent tries cannot all pass the check; it becomes 'ok' or
+-- 'failed' once checked, at checked_at ('checking' left by a stopped server counts as failed;
+-- a wait runs from a failure's checked_at, or its started_at while unchecked). known_client:
+-- SHA-256 of the known-client token the browser showed, when valid for this name (a browser
+-- where the account signed in before: slowed by its own failures only). Tries refused while
+-- waiting are not rows here (only audit lines), so a wait runs out on time. Rows older than a
+-- day are dropped.
+CREATE TABLE IF NOT EXISTS sign_in_attempts (
+    attempt_id    VARCHAR PRIMARY KEY,
+    started_at    TIMESTAMP NOT NULL DEFAULT current_timestamp,
+    checked_at    TIMESTAMP,
+    name          VARCHAR NOT NULL,
+    client        VARCHAR,
+    known_client  VARCHAR,
+    outcome       VARCHAR NOT NULL DEFAULT 'checking'
+                  CHECK (outcome IN ('checking', 'ok', 'failed'))
 );
 
 -- Who did what, when: sign-in, launch, cancel, import, archive, delete, account changes.

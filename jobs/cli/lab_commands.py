@@ -96,15 +96,16 @@ def read_new_password(password_file: Path | None, name: str) -> str:
             raise ValueError(f"cannot read the password file {password_file}: {exc}") from exc
         if not lines or not lines[0]:
             raise ValueError(f"the password file {password_file} is empty on its first line")
-        return store_users.check_password(lines[0], name)
+        return store_users.check_password(lines[0], name, store_users.account_names())
     try:
+        print(f"A password needs {store_users.PASSWORD_RULE}.", file=sys.stderr)
         first = getpass.getpass(f"password for {name}: ")
         second = getpass.getpass("the same password again: ")
     except (EOFError, KeyboardInterrupt):
         raise ValueError("no password given; nothing was changed") from None
     if first != second:
         raise ValueError("the two passwords differ; nothing was changed")
-    return store_users.check_password(first, name)
+    return store_users.check_password(first, name, store_users.account_names())
 
 
 def _store() -> Path:

@@ -571,7 +571,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--behind-proxy",
         action="store_true",
         help="people reach the app through a reverse proxy: sign-in is required as beyond "
-        "loopback, even though the app listens on --host 127.0.0.1",
+        "loopback, even though the app listens on --host 127.0.0.1, and each browser's "
+        "address (sign-in limits, audit log) is the one the proxy appends to X-Forwarded-For "
+        "(SOFTGRADE_PROXY_HOPS=N when N proxies append to it)",
     )
     p.add_argument(
         "--max-upload-mb", type=int, default=64, help="largest film Grade a film accepts (MB)"

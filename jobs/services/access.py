@@ -35,6 +35,11 @@ SERVED_HOST_ENV = "SOFTGRADE_SERVED_HOST"
 # anyone reach it, so it counts as beyond loopback.
 BEHIND_PROXY = "reverse-proxy"
 DATA_ROOTS_ENV = "SOFTGRADE_DATA_ROOTS"
+# How many reverse proxies stand between the browsers and the app (default 1); each
+# appends the address it saw to X-Forwarded-For, so the browser's is that many from the right.
+PROXY_HOPS_ENV = "SOFTGRADE_PROXY_HOPS"
+# The address of a browser on the server itself: Streamlit reports loopback clients as None.
+LOOPBACK_CLIENT = "127.0.0.1"
 
 # The person in single-user mode (127.0.0.1, no accounts): may do everything.
 LOCAL_ACCOUNT = Account(name="local", role=Role.ADMIN)
@@ -254,6 +259,61 @@ def served_beyond_loopback(env: dict[str, str] | None = None) -> bool:
 def single_user_mode(*, has_accounts: bool, env: dict[str, str] | None = None) -> bool:
     """No sign-in: served on loopback with no accounts (everyone is `LOCAL_ACCOUNT`)."""
     return not has_accounts and not served_beyond_loopback(env)
+
+
+def behind_proxy(env: Mapping[str, str] | None = None) -> bool:
+    """Whether `python -m jobs up --behind-proxy` serves the app (browsers reach it through a
+    reverse proxy, which names each browser's address in X-Forwarded-For)."""
+    env = os.environ if env is None else env
+    return env.get(SERVED_HOST_ENV) == BEHIND_PROXY
+
+
+def proxy_hops(env: Mapping[str, str] | None = None) -> int:
+    """How many trusted proxies append to X-Forwarded-For (`PROXY_HOPS_ENV`, default 1)."""
+    env = os.environ if env is None else env
+    raw = env.get(PROXY_HOPS_ENV, "").strip()
+    return int(raw) if raw.isdigit() and int(raw) > 0 else 1
+
+
+def _address(text: str | None) -> str | None:
+    """``text`` as a normalised IP address, or None when it is not one."""
+    try:
+        return str(ipaddress.ip_address((text or "").strip().strip("[]")))
+    except ValueError:
+        return None
+
+
+def client_address(
+    peer: str | None,
+    forwarded_for: list[str],
+    real_ip: str | None,
+    *,
+    behind_proxy: bool,
+    hops: int = 1,
+) -> str:
+    """The browser's address, as the sign-in limits and the audit log know it.
+
+    Served directly, it is the connection's own address (``peer``: Streamlit's
+    ``st.context.ip_address``, None for a browser on the server itself, which is
+    `LOOPBACK_CLIENT`); headers are ignored, since any browser can send them. Behind the
+    proxy (``behind_proxy``), every connection comes from the proxy, so the address is the
+    one the last trusted proxy appended to X-Forwarded-For: the ``hops``-th entry from the
+    right (entries further left were written by the browser, and may be made up); else the
+    proxy's X-Real-IP; else the connection's own.
+
+    Args:
+        peer: The connection's address (None: loopback).
+        forwarded_for: Every X-Forwarded-For header of the connection, in order.
+        real_ip: Its X-Real-IP header, if any.
+        behind_proxy: Whether `up --behind-proxy` serves the app.
+        hops: How many trusted proxies append to X-Forwarded-For.
+    """
+    if behind_proxy:
+        entries = [e.strip() for header in forwarded_for for e in header.split(",") if e.strip()]
+        candidate = entries[-hops] if len(entries) >= hops else real_ip
+        if (address := _address(candidate)) is not None:
+            return address
+    return _address(peer) or LOOPBACK_CLIENT
 
 
 def refuse_unprotected_host(host: str, *, has_accounts: bool) -> str | None:

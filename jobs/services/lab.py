@@ -18,6 +18,7 @@ import pandas as pd
 if TYPE_CHECKING:
     from engine.films import ImportReport
     from jobs.services.importer import RegisteredImport
+    from store.bundle import ImportedStudy
 
 from jobs.services.access import Action, require
 from store import audit as store_audit
@@ -73,6 +74,30 @@ def register_import(
 
     require(account, Action.IMPORT)
     return register(report, name=name, skip_bad=skip_bad, by=account.name, store_path=path)
+
+
+def load_reference_study(account: Account, *, path: Path | str | None = None) -> ImportedStudy:
+    """Load the bundled reference study (``examples/reference-study.zip``) as ``account``:
+    it adds a study to the store, as importing does, so members and admins may, viewers not.
+    A load that adds it leaves an ``import`` audit line under the person's name.
+
+    Raises:
+        AccessDenied: The role may not import.
+        StoreError: The bundle cannot be read.
+    """
+    from store.bundle import REFERENCE_STUDY, import_study
+
+    require(account, Action.IMPORT)
+    done = import_study(REFERENCE_STUDY, path=path)
+    if done.created:
+        store_audit.record(
+            "import",
+            actor=account.name,
+            target=done.study_id,
+            detail=f"the bundled reference study ({done.runs:,} runs) from the Load button",
+            path=path,
+        )
+    return done
 
 
 def _owned_study(account: Account, study_id: str, path: Path | str | None) -> Study:

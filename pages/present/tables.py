@@ -38,6 +38,7 @@ from engine.analysis.compare import (
 from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS
 from engine.vocab import LABEL_SEPARATOR
 from jobs.services.csv_safe import escape_csv_cells
+from pages.present.user_text import plain
 from store.bundle import REFERENCE_STUDY, read_card
 from store.db import StoreError
 
@@ -104,7 +105,7 @@ def progress_message(progress: StudyProgress) -> str | None:
         return None
     done = f"{len(progress.finished)} of {len(progress.planned)} seeds finished"
     which = f" ({_seed_list(progress.finished)})" if progress.finished else ""
-    name, status = progress.name, progress.status
+    name, status = plain(progress.name), progress.status  # a study's name is typed by someone
     if status in ("running", "queued"):
         state = "is still running" if status == "running" else "has not started yet"
         if not progress.finished:

@@ -16,6 +16,7 @@ from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS, METRICS
 from engine.methods import order_methods
 from jobs.services.csv_safe import escape_csv_cells
 from pages.present import exports, reviewer_tables, stat_tables, tables
+from pages.present.user_text import said
 from pages.widgets import (
     chart_cache,
     downloads,
@@ -282,7 +283,7 @@ def paper_statistics(per_run: pd.DataFrame, tasks: list[str], metric: str) -> di
         shapiro, kruskal, wilcoxon = stat_tests.method_tests(task_scores, correction)
         anova, tukey = pooled_tests(all_scores, metric in LOWER_IS_BETTER)
     except ValueError as exc:  # e.g. two values for one method and seed
-        st.error(f"The tests cannot be run on this selection: {exc}")
+        st.error(f"The tests cannot be run on this selection: {said(exc)}")
         st.stop()
 
     st.subheader(f"{METRIC_LABELS[metric]} on {task}", divider="gray")

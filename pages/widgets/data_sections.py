@@ -14,7 +14,7 @@ from engine import phantom
 from engine.detect import crop_and_resize
 from pages.present.data_view import MASK_COLOURS, overlay_mask, pick_examples, split_rule_note
 from pages.present.import_view import detector_text, left_out_films, report_csv, summary_counts
-from pages.present.user_text import code, plain
+from pages.present.user_text import code, plain, said
 from pages.widgets.import_form import show_problems
 from store.datasets import split_rules
 from store.db import StoreError
@@ -43,7 +43,7 @@ def show_split_rules(path: str, dataset_id: str) -> None:
     try:
         rules = cached_split_rules(path, dataset_id)
     except StoreError as exc:
-        st.caption(f"The splits of {dataset_id} cannot be read right now: {exc}")
+        st.caption(f"The splits of {plain(dataset_id)} cannot be read right now: {said(exc)}")
         return
     st.markdown(split_rule_note(rules))
 
@@ -64,7 +64,7 @@ def show_import_report(path: str, dataset_id: str) -> None:
         summary, problems = cached_import(path, dataset_id)
         reviews = crop_reviews(dataset_id, path=path)
     except StoreError as exc:
-        st.error(f"The import report of {dataset_id} cannot be read right now: {exc}")
+        st.error(f"The import report of {plain(dataset_id)} cannot be read right now: {said(exc)}")
         return
     if summary is None:
         return

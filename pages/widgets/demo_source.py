@@ -18,6 +18,7 @@ from engine.vocab import TASKS
 from jobs.services.demo_bundle import DemoBundle, DemoBundleError, open_demo, read_crop
 from jobs.services.kiosk import KioskSettings
 from pages.present.tables import method_title
+from pages.present.user_text import plain, said
 from pages.widgets import view_state
 from pages.widgets.models import (
     OpenedStudy,
@@ -133,7 +134,7 @@ def _kiosk_study(path: str, study_id: str | None) -> pd.Series:
     found = studies[studies["study_id"] == study_id]
     if found.empty or int(found["runs_selected"].iloc[0]) == 0:
         st.error(
-            f"This kiosk was started for study {study_id}, which has no finished runs in "
+            f"This kiosk was started for study {plain(study_id)}, which has no finished runs in "
             "this store (deleted or archived?). Ask whoever started it to restart it."
         )
         st.stop()
@@ -199,7 +200,7 @@ def bundle_source(folder: Path) -> DemoSource:
     try:
         bundle = cached_bundle(str(folder))
     except DemoBundleError as exc:
-        st.error(str(exc))
+        st.error(said(exc))
         st.stop()
     seeds = {
         task: {seed: str(p) for seed, p in by_seed.items()}

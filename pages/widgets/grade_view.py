@@ -29,6 +29,7 @@ from pages.present.graded_film import (
     low_knee_sentence,
     unsure_sentence,
 )
+from pages.present.user_text import said
 from pages.widgets import view_state
 from pages.widgets.demo_source import (
     DemoSource,
@@ -203,12 +204,12 @@ def show_upload(source: DemoSource) -> None:
     # Streamlit's own cap (server.maxUploadSize, set by `up --max-upload-mb`) is enforced by
     # the browser; the page checks again so a client that skips it gets the same answer.
     if problem := upload_size_problem(upload.name, upload.size, upload_limit_mb()):
-        st.error(problem, icon=":material/file_present:")
+        st.error(said(problem), icon=":material/file_present:")  # it names the file
         st.stop()
     try:
         film = decode_film(upload.getvalue(), upload.name)
     except ValueError as exc:
-        st.error(str(exc))
+        st.error(said(exc))
         st.stop()
     detector = str(source.detector_dir) if source.detector_dir else None
     with graded_safely():

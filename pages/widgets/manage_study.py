@@ -16,7 +16,7 @@ import streamlit as st
 
 from jobs.services import lab
 from jobs.services.access import AccessDenied, Action, can
-from pages.present.user_text import plain
+from pages.present.user_text import plain, said
 from pages.widgets.pickers import cached_study_card, forget, picker_labels
 from pages.widgets.reads import cached_studies, clear_job_caches, store_path
 from pages.widgets.sign_in import current_account
@@ -48,7 +48,7 @@ def _as_signed_in(verb: str, call: Callable[..., Any], *args: Any, **kwargs: Any
             raise AccessDenied("sign in again: the session has ended")
         call(account, *args, path=store_path(), **kwargs)
     except (AccessDenied, ValueError, StoreError) as exc:
-        say("error", f"Could not {verb}: {exc}")
+        say("error", f"Could not {verb}: {said(exc)}")
         return False
     finally:
         _forget_caches()
@@ -100,7 +100,7 @@ def delete(study: Study) -> None:
             raise AccessDenied("sign in again: the session has ended")
         gone = lab.delete_study(account, study.study_id, confirm_name=typed, path=store_path())
     except (AccessDenied, ValueError, StoreError) as exc:
-        say("error", f"Could not delete the study: {exc}")
+        say("error", f"Could not delete the study: {said(exc)}")
         return
     finally:
         _forget_caches()
@@ -193,7 +193,7 @@ def manage_study_section(account: Account, path: Path) -> None:
         try:
             studies = cached_studies(str(path), include_archived=True)
         except StoreError as exc:
-            st.warning(f"The studies cannot be read right now: {exc}")
+            st.warning(f"The studies cannot be read right now: {said(exc)}")
             return
         if studies.empty:
             st.caption("No studies yet.")
@@ -204,7 +204,7 @@ def manage_study_section(account: Account, path: Path) -> None:
         try:
             study = store_studies.get_study(study_id, path=path)
         except StoreError as exc:
-            st.warning(f"This study cannot be read right now: {exc}")
+            st.warning(f"This study cannot be read right now: {said(exc)}")
             return
         show_edit_form(account, study)
         show_admin_actions(account, study)

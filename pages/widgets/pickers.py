@@ -15,7 +15,7 @@ from engine.analysis import compare
 from pages.present import exports
 from pages.present.tables import method_title, progress_message, study_label
 from pages.present.user_text import notes as user_notes
-from pages.present.user_text import plain
+from pages.present.user_text import plain, plain_list, said
 from pages.widgets import view_state
 from pages.widgets.reads import RESULTS_TTL_S, cached_group_counts, cached_studies
 from store import studies as store_studies
@@ -66,7 +66,7 @@ def studies_with_results(
     try:
         studies = _studies_with_selected_runs(path)
     except StoreError as exc:
-        st.error(f"The store cannot be read right now: {exc}")
+        st.error(f"The store cannot be read right now: {said(exc)}")
         st.stop()
     archived = studies["archived_at"].notna()
     if link_key is not None and archived_key is not None:
@@ -107,7 +107,7 @@ def explain_linked_studies(
     if linked_archived := [s for s in linked if s in archived]:
         st.session_state[archived_key] = True
         st.info(
-            f"This link names archived study {', '.join(linked_archived)}: archived studies "
+            f"This link names archived study {plain_list(linked_archived)}: archived studies "
             "are shown. An archived study is kept in full, only hidden from the pickers.",
             icon=":material/archive:",
         )
@@ -119,13 +119,13 @@ def explain_linked_studies(
     gone = [s for s in missing if s not in known]
     if gone:
         st.warning(
-            f"This link names study {', '.join(gone)}, which this store does not hold: it was "
+            f"This link names study {plain_list(gone)}, which this store does not hold: it was "
             "deleted, or the link comes from another SoftGrade server. Pick a study below.",
             icon=":material/link_off:",
         )
     if not_run:
         st.warning(
-            f"This link names study {', '.join(not_run)}, which has no finished run yet: its "
+            f"This link names study {plain_list(not_run)}, which has no finished run yet: its "
             "results appear here once its first seed is done. Pick a study below.",
             icon=":material/hourglass_top:",
         )
@@ -167,7 +167,7 @@ def show_study_card(path: str, study_id: str, *, key: str, notes: bool = True) -
     try:
         card, text = cached_study_card(path, study_id)
     except StoreError as exc:
-        st.caption(f"The study card cannot be read right now: {exc}")
+        st.caption(f"The study card cannot be read right now: {said(exc)}")
         return
     with st.expander("Study card", key=key):
         st.markdown("\n".join(f"- **{label}**: {plain(value)}" for label, value in card.items()))
@@ -267,7 +267,7 @@ def pick_studies(
     if left_out:
         st.warning(
             "Studies on different datasets cannot be compared seed by seed: their seeds test "
-            f"different images. Left out: {', '.join(left_out)} (another dataset than the "
+            f"different images. Left out: {plain_list(left_out)} (another dataset than the "
             "first study picked)."
         )
     return studies.set_index("study_id").loc[chosen].reset_index()
@@ -295,7 +295,7 @@ def read_finished(
         group_counts = cached_group_counts(path, chosen)
         frames = read(path, chosen, tuple(picked["name"].astype(str)))
     except StoreError as exc:
-        st.error(f"The store cannot be read right now: {exc}")
+        st.error(f"The store cannot be read right now: {said(exc)}")
         st.stop()
     progress = compare.study_progress(picked, group_counts)
     warn_partial(progress)
@@ -345,15 +345,27 @@ REFERENCE_BUTTON = "Load the reference study (20 seeds of the paper protocol on 
 
 def offer_reference_study(path: str) -> None:
     """On a store with no study results, a one-click import of the bundled reference study
-    (``examples/reference-study.zip``); the page reruns showing it."""
+    (``examples/reference-study.zip``) for whoever may import (members and admins; a
+    viewer is told who can); the page reruns showing it. `jobs.services.lab.load_reference_study`
+    checks the role again, so the button is not the only guard."""
     try:
         if (cached_studies(path)["runs_selected"] > 0).any():
             return
     except StoreError:
         return  # studies_with_results says why the store cannot be read
-    from store.bundle import REFERENCE_STUDY, import_study
+    from jobs.services import lab
+    from jobs.services.access import AccessDenied, Action, can
+    from pages.widgets.sign_in import current_account
+    from store.bundle import REFERENCE_STUDY
 
     if not REFERENCE_STUDY.is_file():
+        return
+    account = current_account()
+    if account is None or not can(account, Action.IMPORT):
+        st.caption(
+            "A member or an admin can load the bundled reference study here (the paper's "
+            "full analysis on the phantom)."
+        )
         return
     st.caption(
         "The bundled reference study shows the paper's full analysis on the phantom at "
@@ -361,27 +373,9 @@ def offer_reference_study(path: str) -> None:
     )
     if st.button(REFERENCE_BUTTON, key="load_reference_study", icon=":material/download:"):
         try:
-            done = import_study(REFERENCE_STUDY, path=path)
-            if done.created:
-                audit_reference_import(done.study_id, done.runs, path)
-        except StoreError as exc:
-            st.error(f"The reference study could not be loaded: {exc}")
+            lab.load_reference_study(account, path=path)
+        except (StoreError, AccessDenied) as exc:
+            st.error(f"The reference study could not be loaded: {said(exc)}")
             return
         cached_studies.clear()
         st.rerun()
-
-
-def audit_reference_import(study_id: str, runs: int, path: str) -> None:
-    """The audit line of a one-click load of the bundled reference study, by whoever is
-    signed in ('local' in single-user mode)."""
-    from pages.widgets.sign_in import current_account
-    from store.audit import LOCAL_ACTOR, record
-
-    account = current_account()
-    record(
-        "import",
-        actor=account.name if account else LOCAL_ACTOR,
-        target=study_id,
-        detail=f"the bundled reference study ({runs:,} runs) from the Load button",
-        path=path,
-    )

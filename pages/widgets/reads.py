@@ -16,6 +16,7 @@ import streamlit as st
 
 from engine.analysis import paired
 from engine.config import StudySpec
+from pages.present.user_text import said
 from store import analysis as store_analysis
 from store import datasets as store_datasets
 from store import jobs as store_jobs
@@ -52,7 +53,7 @@ STORE_UNUSABLE_TITLE = "SoftGrade cannot use its store"
 
 def store_unusable(exc: StoreError) -> None:
     """Stop the page with why the store cannot be used and what to do (no traceback)."""
-    st.error(f"**{STORE_UNUSABLE_TITLE}.** {exc}", icon=":material/database:")
+    st.error(f"**{STORE_UNUSABLE_TITLE}.** {said(exc)}", icon=":material/database:")
     st.stop()
 
 

@@ -27,6 +27,7 @@ from engine.analysis.metrics import METRIC_LABELS, METRICS
 from engine.vocab import LABEL_SEPARATOR
 from jobs.services import study_analysis
 from pages.present import exports, inference_tables, stat_tables
+from pages.present.user_text import plain, said
 from pages.widgets import reads
 from pages.widgets.downloads import download_row
 from store import analysis as store_analysis
@@ -64,7 +65,7 @@ def cached_budget(
     try:
         return configs, study_analysis.budget_matched(study_id, path=path), ""
     except budget.BudgetUnavailable as exc:  # e.g. no nominal runs to take the budget from
-        return configs, None, f"Budget matching is not possible here: {exc}."
+        return configs, None, f"Budget matching is not possible here: {said(exc)}."
 
 
 def robustness_tab(
@@ -91,7 +92,7 @@ def robustness_tab(
     exported: dict[str, pd.DataFrame] = {}
     for row in picked.itertuples(index=False):
         if len(picked) > 1:
-            st.header(str(row.name), divider="gray")
+            st.header(plain(row.name), divider="gray")
         keep = _picked_rows(tasks, bases)
         exported[f"truth {row.study_id}"] = truth_section(path, row.study_id, metric, keep)
         for name, frame in budget_section(path, row.study_id, metric, keep).items():

@@ -3,11 +3,13 @@ sign-out, the signed-in name in the sidebar, and the guard every restricted page
 
 from __future__ import annotations
 
+import weakref
 from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
+from jobs.services import access
 from jobs.services.access import (
     LOCAL_ACCOUNT,
     PAGE_TITLES,
@@ -17,7 +19,7 @@ from jobs.services.access import (
     pages_for,
     single_user_mode,
 )
-from pages.present.user_text import plain
+from pages.present.user_text import plain, said
 from pages.widgets.reads import store_path, store_unusable
 from store import audit as store_audit
 from store import users as store_users
@@ -38,6 +40,20 @@ COOKIE_TO_CLEAR_KEY = "softgrade_cookie_to_clear"
 # The cookie token the store refused in this browser session: not asked about again.
 COOKIE_REFUSED_KEY = "softgrade_cookie_refused"
 
+# The browser's known-client token (`store.users.known_client_token`), kept after sign-in so
+# that strangers' failed tries at the name never keep this browser out
+# (docs/security.md, "Failed sign-ins"). It is not a sign-in: the password is still needed.
+KNOWN_CLIENT_COOKIE = "softgrade_known_client"
+KNOWN_CLIENT_TO_WRITE_KEY = "softgrade_known_client_to_write"
+KNOWN_CLIENT_MAX_AGE_S = 180 * 24 * 3600
+
+# The connection (Streamlit's websocket client) the session token in ``TOKEN_KEY`` belongs to,
+# as a weak reference. Streamlit lets a browser reconnect to a live session by presenting its
+# session id; the token then stays in the session's state. It is honoured only on the
+# connection that signed in, or on one that presents the same token in its cookie, so a
+# client that learnt a session id gets the sign-in form, not the session.
+BOUND_KEY = "softgrade_bound_connection"
+
 # Set by sign-out so that the sign-in form opens at the app's root, not at the page the last
 # person was on: whoever signs in next lands on their own first page (app.py reads it).
 SIGNED_OUT_KEY = "softgrade_signed_out"
@@ -57,12 +73,13 @@ def current_account() -> Account | None:
             return LOCAL_ACCOUNT
         if (account := _oidc_account()) is not None:
             return account
-        token = st.session_state.get(TOKEN_KEY) or _cookie_token()
+        token = _bound_token() or _cookie_token()
         account = store_users.validate_session(token, path=store_path()) if token else None
     except StoreError as exc:
         store_unusable(exc)
     if account is not None:
         st.session_state[TOKEN_KEY] = token  # a reload's cookie, kept for this session
+        _bind_to_connection()
     elif token:
         # Expired or revoked: forget it (and clear the cookie) so the sign-in form shows.
         st.session_state.pop(TOKEN_KEY, None)
@@ -70,6 +87,53 @@ def current_account() -> Account | None:
             st.session_state[COOKIE_REFUSED_KEY] = token
             st.session_state[COOKIE_TO_CLEAR_KEY] = True
     return account
+
+
+def current_connection() -> object | None:
+    """The websocket connection this script run answers (Streamlit's session client), or
+    None where there is none to tell apart (AppTest and bare runs have no real runtime). A
+    reconnect, or another browser taking the session over by its id, is a new connection."""
+    try:
+        from streamlit import runtime
+        from streamlit.runtime import Runtime
+        from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+        ctx = get_script_run_ctx()
+        if ctx is None or not runtime.exists() or type(runtime.get_instance()) is not Runtime:
+            return None
+        return runtime.get_instance().get_client(ctx.session_id)
+    except Exception:
+        return None
+
+
+def _bind_to_connection() -> None:
+    """Note that this session's token belongs to the connection now answered."""
+    connection = current_connection()
+    try:
+        st.session_state[BOUND_KEY] = weakref.ref(connection) if connection is not None else None
+    except TypeError:  # a connection that cannot be weakly referenced: bound to none
+        st.session_state[BOUND_KEY] = None
+
+
+def _bound_token() -> str | None:
+    """The session's token when this connection may use it: the connection that signed in
+    (or that brought the token in its cookie), or any connection presenting the same
+    cookie. Where there is no connection to tell apart (AppTest), the token is used."""
+    token = st.session_state.get(TOKEN_KEY)
+    if not token:
+        return None
+    connection = current_connection()
+    if connection is None or token == _cookie_token():
+        return token
+    bound = st.session_state.get(BOUND_KEY)
+    if bound is not None and bound() is connection:
+        return token
+    # Another connection holds this session (a client that presented the session's id, or a
+    # reconnect without the cookie): it gets the sign-in form; the session itself goes on
+    # for the browser that holds the cookie.
+    st.session_state.pop(TOKEN_KEY, None)
+    st.session_state.pop(BOUND_KEY, None)
+    return None
 
 
 def _cookie_token() -> str | None:
@@ -103,16 +167,22 @@ def keep_cookie_in_step() -> None:
     """
     token = st.session_state.pop(COOKIE_TO_WRITE_KEY, None)
     clear = st.session_state.pop(COOKIE_TO_CLEAR_KEY, False)
-    if token is None and not clear:
+    known = st.session_state.pop(KNOWN_CLIENT_TO_WRITE_KEY, None)
+    if token is None and not clear and known is None:
         return
     flags = "; Path=/; SameSite=Strict" + ("; Secure" if _secure_origin() else "")
+    cookies = []
     if token is not None:
         max_age = int(store_users.SESSION_MAX_AGE_H * 3600)
-        cookie = f"{COOKIE}={token}{flags}; Max-Age={max_age}"
-    else:
-        cookie = f"{COOKIE}={flags}; Max-Age=0"
-    # The token is secrets.token_urlsafe: letters, digits, '-' and '_' only, safe in a string.
-    st.html(f"<script>document.cookie = {cookie!r};</script>", unsafe_allow_javascript=True)
+        cookies.append(f"{COOKIE}={token}{flags}; Max-Age={max_age}")
+    elif clear:
+        cookies.append(f"{COOKIE}={flags}; Max-Age=0")
+    if known is not None:
+        cookies.append(f"{KNOWN_CLIENT_COOKIE}={known}{flags}; Max-Age={KNOWN_CLIENT_MAX_AGE_S}")
+    # Both tokens are secrets.token_urlsafe (and a hex digest): letters, digits, '-', '_' and
+    # '.' only, safe in a string.
+    script = " ".join(f"document.cookie = {cookie!r};" for cookie in cookies)
+    st.html(f"<script>{script}</script>", unsafe_allow_javascript=True)
 
 
 OIDC_AUDITED_KEY = "softgrade_oidc_audited"
@@ -157,12 +227,12 @@ def _oidc_account() -> Account | None:
     try:
         roles = oidc_role_mapping()
     except ValueError as exc:
-        st.error(f"Sign-in through the lab account is misconfigured: {exc}")
+        st.error(f"Sign-in through the lab account is misconfigured: {said(exc)}")
         st.stop()
     account = oidc_account(email, roles)
     if account is None:
         st.error(
-            f"{email or 'This lab account'} has no access to SoftGrade. Ask an admin to add "
+            f"{plain(email) or 'This lab account'} has no access to SoftGrade. Ask an admin to add "
             "your e-mail to the role mapping (docs/security.md says how).",
             icon=":material/lock:",
         )
@@ -225,15 +295,23 @@ def sign_in_form() -> None:
         submitted = st.form_submit_button("Sign in", type="primary")
     if not submitted:
         return
+    name = name.strip()
     try:
         _, token = store_users.sign_in(
-            name.strip(), password, client=client_address(), path=store_path()
+            name,
+            password,
+            client=client_address(),
+            known_client=_cookie(KNOWN_CLIENT_COOKIE),
+            path=store_path(),
         )
+        known = store_users.known_client_token(name, path=store_path())
     except (store_users.SignInError, StoreError) as exc:
-        st.error(f"Could not sign in: {exc}.", icon=":material/lock:")
+        st.error(f"Could not sign in: {said(exc)}.", icon=":material/lock:")
         return
     st.session_state[TOKEN_KEY] = token
+    _bind_to_connection()
     st.session_state[COOKIE_TO_WRITE_KEY] = token
+    st.session_state[KNOWN_CLIENT_TO_WRITE_KEY] = known
     st.rerun()
 
 
@@ -251,14 +329,43 @@ def sign_out() -> None:
         st.logout()
 
 
-def client_address() -> str | None:
-    """Where the browser is, when Streamlit knows (kept on sessions and studies)."""
+def _cookie(name: str) -> str | None:
+    """A cookie the browser sent when this connection opened, if it is text."""
     try:
-        address = st.context.ip_address
+        value = st.context.cookies.get(name)
     except Exception:
         return None
-    # AppTest's context hands back a stand-in object, not an address.
-    return address if isinstance(address, str) else None
+    return value if isinstance(value, str) else None
+
+
+def connection_details() -> tuple[str | None, list[str], str | None]:
+    """The connection's own address (None: loopback), its X-Forwarded-For headers and its
+    X-Real-IP header, as Streamlit has them from the websocket's opening request."""
+    peer = st.context.ip_address
+    headers = st.context.headers
+    return peer, list(headers.get_all("X-Forwarded-For")), headers.get("X-Real-IP")
+
+
+def client_address() -> str | None:
+    """Where the browser is (kept on sessions, studies and sign-in audit lines): the
+    connection's address, or behind `up --behind-proxy` the one the proxy forwarded
+    (`jobs.services.access.client_address`). None where Streamlit has no connection (AppTest)."""
+    try:
+        peer, forwarded_for, real_ip = connection_details()
+    except Exception:
+        return None
+    # AppTest's context hands back stand-in objects, not an address and headers.
+    if not (peer is None or isinstance(peer, str)) or not all(
+        isinstance(h, str) for h in forwarded_for
+    ):
+        return None
+    return access.client_address(
+        peer,
+        forwarded_for,
+        real_ip if isinstance(real_ip, str) else None,
+        behind_proxy=access.behind_proxy(),
+        hops=access.proxy_hops(),
+    )
 
 
 def render_account(account: Account) -> None:

@@ -17,6 +17,8 @@ from urllib.parse import urlencode, urlsplit
 
 import streamlit as st
 
+from pages.present.user_text import plain, plain_list
+
 # Per widget key: the URL values last applied from or written to the URL, so that the link's
 # value is applied once, and a person's change (the URL still holds the old value when the
 # script reruns) is not overwritten by it.
@@ -53,9 +55,10 @@ def apply_link(
     kept = [by_text[v] for v in values if v in by_text]
     unknown = [v for v in values if v not in by_text]
     if unknown and warn:
+        # The values come from whoever wrote the link: shown as text, never as markdown.
         st.warning(
-            f"This link asks for {what} {', '.join(repr(v) for v in unknown)}, which this view "
-            f"does not offer. Available: {', '.join(by_text) or 'none'}.",
+            f"This link asks for {plain(what)} {plain_list(repr(v) for v in unknown)}, which "
+            f"this view does not offer. Available: {plain_list(by_text) or 'none'}.",
             icon=":material/link_off:",
         )
     if not kept:

@@ -29,17 +29,19 @@ def _prompt(monkeypatch, *answers: str) -> None:
 
 
 def test_users_add_from_a_prompt_asked_twice(store, monkeypatch, capsys):
-    _prompt(monkeypatch, "s3cret pass", "s3cret pass")
+    _prompt(monkeypatch, "knee films at dawn", "knee films at dawn")
     assert main(["users", "add", "alice", "--role", "member"]) == 0
     assert "added alice (member)" in capsys.readouterr().out
-    assert users.verify_password("alice", "s3cret pass", path=store).role == "member"
+    assert users.verify_password("alice", "knee films at dawn", path=store).role == "member"
     assert read_audit(path=store).iloc[0].action == "user_add"
 
 
 def test_users_add_refuses_two_different_entries(store, monkeypatch, capsys):
-    _prompt(monkeypatch, "s3cret pass", "s3cret pasS")
+    _prompt(monkeypatch, "knee films at dawn", "knee films at dusk")
     assert main(["users", "add", "alice", "--role", "member"]) == 2
-    assert capsys.readouterr().err == "error: the two passwords differ; nothing was changed\n"
+    err = capsys.readouterr().err
+    assert err.startswith(f"A password needs {users.PASSWORD_RULE}.\n")  # said before asking
+    assert err.endswith("error: the two passwords differ; nothing was changed\n")
     assert users.list_users(path=store).empty
 
 
@@ -58,7 +60,7 @@ def test_users_add_from_a_password_file(store, tmp_path, capsys):
 
 def test_users_list_set_role_disable_and_remove(store, tmp_path, capsys):
     secret = tmp_path / "pw"
-    secret.write_text("long enough\n")
+    secret.write_text("long enough to pass\n")
     for name, role in (("ada", "admin"), ("vera", "viewer")):
         main(["users", "add", name, "--role", role, "--password-file", str(secret)])
     assert main(["users", "set-role", "vera", "member"]) == 0
