@@ -36,7 +36,7 @@ from pages.present import report_html as rh
 from store import analysis as store_analysis
 from store import runs as store_runs
 from store import studies as store_studies
-from store.db import default_store_path
+from store.db import StoreError, default_store_path
 
 BAD_INPUT = 2
 PRIMARY = "amae"
@@ -532,7 +532,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     output = Path(args.output)
     try:
         size = write_report(args.study_ids, output)
-    except (ReportInputError, OSError) as exc:
+    except (ReportInputError, StoreError, OSError) as exc:  # StoreError: a damaged store
         print(f"error: {exc}", file=sys.stderr)
         return BAD_INPUT
     print(f"report written to {output} ({size / 1e6:.1f} MB)")
