@@ -45,10 +45,11 @@ import pandas as pd
 from engine.config import SpecError, StudySpec
 from jobs import demo_bundle, lab_commands, report_command, stats_command
 from jobs.access import BEHIND_PROXY, SERVED_HOST_ENV, refuse_unprotected_host
+from jobs.cli_logging import log_file, native_stderr_to, route_logs
 from jobs.detector import add_commands as add_detector_commands
 from jobs.lab_commands import os_user
 from store import jobs as store_jobs
-from store.db import StoreError, default_store_path, init_schema
+from store.db import StoreError, default_store_path, init_schema, softgrade_home
 from store.users import has_accounts
 
 log = logging.getLogger("jobs")
@@ -196,16 +197,19 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     # The report's notes name the detector; an unknown key is one message (exit 2).
     detector = import_detector(args.detector)
+    # Decoders (libjpeg in GDCM) and the decoding processes write to descriptor 2 themselves:
+    # that goes to the log file, the report and progress to the terminal.
     try:
-        report = check_import(
-            Path(args.path),
-            labels_csv=Path(args.labels) if args.labels else None,
-            layout=args.layout,
-            layout_split=args.layout_split,
-            workers=args.workers,
-            progress=ProgressLine(sys.stderr),
-            detector=detector,
-        )
+        with native_stderr_to(log_file(softgrade_home()), f"import {args.path}"):
+            report = check_import(
+                Path(args.path),
+                labels_csv=Path(args.labels) if args.labels else None,
+                layout=args.layout,
+                layout_split=args.layout_split,
+                workers=args.workers,
+                progress=ProgressLine(sys.stderr),
+                detector=detector,
+            )
     except OSError as exc:  # e.g. a folder this user may not read
         raise ValueError(f"{args.path} cannot be read ({exc.strerror or exc})") from exc
     print(format_report(report))
@@ -613,9 +617,8 @@ def _add_executor_args(p: argparse.ArgumentParser, *, with_device: bool) -> None
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; bad input ends with one clear message and exit status 2."""
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    # SoftGrade's own records on the terminal; libraries' (pydicom's tracebacks...) in a file.
+    route_logs(log_file(softgrade_home()))
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
