@@ -262,17 +262,21 @@ class ProgressLine:
 
 
 def format_report(report: Any, width: int = 100) -> str:
-    """The import report as one table (file, row, problem, what to do) and a summary."""
+    """The import report as one table (file, row, problem, what to do) and a summary; names
+    and cells with control characters are shown escaped (`engine.films.escaped`)."""
     import textwrap
+
+    from engine.films import escaped
 
     lines = []
     if not report.problems.empty:
+        # Escaped: a file name, cell or tag may hold a terminal's escape codes or a U+202E.
         rows = [
             (
-                p.file or "-",
+                escaped(p.file) or "-",
                 "" if pd.isna(p.row) else str(int(p.row)),
-                ("warning: " if p.severity == "warning" else "") + p.problem,
-                p.action,
+                ("warning: " if p.severity == "warning" else "") + escaped(p.problem),
+                escaped(p.action),
             )
             for p in report.problems.itertuples()
         ]
@@ -300,12 +304,12 @@ def format_report(report: Any, width: int = 100) -> str:
                 lines.append(_table_line(cells, (file_w, row_w, text_w, todo_w)))
     split = f", layout split {report.layout_split}" if report.layout_split else ""
     lines.append(
-        f"{report.root} ({report.layout} layout{split}): {report.n_rows} row(s), "
+        f"{escaped(str(report.root))} ({report.layout} layout{split}): {report.n_rows} row(s), "
         f"{report.n_files} file(s) decoded in {report.checked_s:.1f} s; "
         f"{len(report.films)} good film(s), {len(report.left_out)} left out; "
         f"{report.n_errors} error(s), {report.n_warnings} warning(s)"
     )
-    lines += [f"note: {n}" for n in report.notes]
+    lines += [f"note: {escaped(n)}" for n in report.notes]
     return "\n".join(lines)
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import posixpath
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,33 @@ LABEL_BOX_COLUMNS = ("x0", "y0", "x1", "y1")
 # Column of a labels file naming films the import fixed as the test set ("test"; empty for
 # the rest): a grade-per-folder layout's own test folder, when the import keeps it.
 GIVEN_SPLIT = "given_split"
+# The bidirectional controls (Unicode's Bidi_Control property): they reorder how the text
+# around them is shown, so "knee\u202egnp.exe" reads as "kneeexe.png".
+BIDI_CONTROLS = frozenset(
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
+
+
+def _hidden(ch: str) -> bool:
+    return ch in BIDI_CONTROLS or unicodedata.category(ch) == "Cc"
+
+
+def hidden_characters(text: str) -> list[str]:
+    """The control characters (NUL, escape, newline, ...: Unicode's Cc) and bidirectional
+    controls in ``text``, each once, as ``U+XXXX`` (empty: the text shows what it holds).
+    A name or id holding one shows other than it is, or drives a terminal."""
+    return [f"U+{ord(ch):04X}" for ch in dict.fromkeys(text) if _hidden(ch)]
+
+
+def escaped(text: str) -> str:
+    """``text`` with every control and bidirectional control written as an escape
+    (``\\u202e``, ``\\x00``), so a report shows a name as it is and a terminal or page
+    never obeys it; other text (accents, any script) is left as it is."""
+    if not any(_hidden(ch) for ch in text):
+        return text
+    return "".join(
+        ch.encode("unicode_escape").decode("ascii") if _hidden(ch) else ch for ch in text
+    )
 
 
 def read_labels(folder: Path, labels_csv: Path) -> pd.DataFrame:
@@ -63,6 +91,7 @@ def read_labels(folder: Path, labels_csv: Path) -> pd.DataFrame:
         )
     if "kl" not in table and "cppd" not in table:
         raise ValueError("dataset.labels_csv: needs a 'kl' or a 'cppd' column of grades")
+    _refuse_hidden_characters(table)
     for column, (low, high) in GRADE_RANGES.items():
         if column not in table:
             table[column] = pd.NA
@@ -113,6 +142,18 @@ def read_labels(folder: Path, labels_csv: Path) -> pd.DataFrame:
     if GIVEN_SPLIT in table:
         table[GIVEN_SPLIT] = table[GIVEN_SPLIT].fillna("").astype(str)
     return table
+
+
+def _refuse_hidden_characters(table: pd.DataFrame) -> None:
+    """ValueError naming the first film path or patient id that holds a control or
+    bidirectional-control character (the import check names every one)."""
+    for column in REQUIRED_COLUMNS:
+        for i, value in enumerate(table[column]):
+            if isinstance(value, str) and (hidden := hidden_characters(value)):
+                raise ValueError(
+                    f"dataset.labels_csv: row {i + 2} has {column} {escaped(value)}, which "
+                    f"holds {', '.join(hidden)}; ids and paths may not hold control characters"
+                )
 
 
 def per_knee_films(table: pd.DataFrame) -> set[str]:

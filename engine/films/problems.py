@@ -62,6 +62,18 @@ PROBLEM_KINDS: Mapping[str, ProblemKind] = MappingProxyType(
         "no_grade": ProblemKind("error", "a row has no grade at all"),
         "side_conflict": ProblemKind("error", "the CSV's side disagrees with the film's tag"),
         "patient_conflict": ProblemKind("error", "the CSV's patient disagrees with the tag"),
+        "hidden_in_id": ProblemKind(
+            "error",
+            "a patient id holds control characters (NUL, escape, newline ...) or "
+            "bidirectional controls (U+202E ...), which show it other than it is",
+            "write the id without them (as the hospital's system writes it)",
+        ),
+        "hidden_in_name": ProblemKind(
+            "error",
+            "a film's path holds control characters or bidirectional controls (U+202E shows "
+            "'knee\\u202egnp.exe' as 'kneeexe.png'); its image id would hold them too",
+            "rename the file without them and list it under its new name",
+        ),
         # one film
         "missing_file": ProblemKind("error", "a listed film is not in the folder"),
         "outside_folder": ProblemKind(

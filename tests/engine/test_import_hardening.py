@@ -415,3 +415,35 @@ def test_paths_out_of_the_folder_are_named_in_the_dicom_layout_too(tmp_path):
     report = check_import(folder, workers=1)
     assert report.layout == "dicom"
     assert _kinds(report, "../out.png") == {"outside_folder"}
+
+
+# -- issue 31: names and ids that show other than they are ------------------------------------
+
+
+def test_paths_and_patient_ids_with_control_or_bidi_characters_are_refused_named(tmp_path):
+    folder = tmp_path / "films"
+    folder.mkdir()
+    names = ["knee\u202egnp.png", "plain0.png", "plain1.png", "plain2.png", "fine.png"]
+    for i, name in enumerate(names):
+        (folder / name).write_bytes(png_bytes(phantom_film(5, i)))
+    patients = ["p0", "p1\x00", "p2\u202e", "p3\x1b[2J", "p4"]
+    _write_labels(folder, [(n, p, "L", 1, 1) for n, p in zip(names, patients, strict=True)])
+    report = check_import(folder, workers=1)
+    assert _kinds(report, "knee\u202egnp.png") == {"hidden_in_name"}
+    assert "knee\\u202egnp.png" in _problem(report, "knee\u202egnp.png")["problem"].iloc[0]
+    for name, code in (
+        ("plain0.png", "U+0000"),
+        ("plain1.png", "U+202E"),
+        ("plain2.png", "U+001B"),
+    ):
+        found = _problem(report, name)
+        assert set(found["kind"]) == {"hidden_in_id"} and code in found["problem"].iloc[0]
+        assert (found["severity"] == "error").all()
+    assert set(report.films["image"]) == {"fine.png"}
+
+
+def test_a_dataset_spec_whose_labels_hold_control_characters_is_refused(tmp_path):
+    (tmp_path / "a.png").write_bytes(png_bytes(phantom_film(5, 0)))
+    csv = _write_labels(tmp_path, [("a.png", "p\u202e1", "L", 1, 1)])
+    with pytest.raises(ValueError, match=r"row 2 has patient_id p\\u202e1, which holds U\+202E"):
+        read_labels(tmp_path, csv)

@@ -154,3 +154,18 @@ def test_a_corrupt_jpeg_lossless_dicom_is_named_without_a_library_traceback(tmp_
     assert "Corrupt JPEG data" in log  # libjpeg's own line, kept for whoever digs
     if workers == "1":  # decoded in the command's process: pydicom's traceback is kept too
         assert "Traceback" in log and "AttributeError" in log
+
+
+def test_the_cli_report_shows_hostile_names_escaped_never_raw(tmp_path):
+    from engine.films import check_import
+    from jobs.__main__ import format_report
+
+    folder = tmp_path / "films"
+    folder.mkdir()
+    (folder / "knee\u202egnp.png").write_bytes(png_bytes(phantom_film(5, 0)))
+    (folder / "labels.csv").write_text(
+        "image,patient_id,kl\nknee\u202egnp.png,p1,1\nmissing\x1b[2J.png,p\x1b]0;pwn\x07,1\n"
+    )
+    text = format_report(check_import(folder, workers=1))
+    assert "\u202e" not in text and "\x1b" not in text and "\x07" not in text
+    assert "knee\\u202egnp.png" in text and "missing\\x1b[2J.png" in text
