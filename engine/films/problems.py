@@ -143,6 +143,13 @@ PROBLEM_KINDS: Mapping[str, ProblemKind] = MappingProxyType(
             "bone dark on a bright background (inverted polarity); it is used inverted back",
             "check its crop in crop review; export it with bone bright to be safe",
         ),
+        "polarity_tag": ProblemKind(
+            "warning",
+            "a DICOM film whose pixels contradict its PhotometricInterpretation (MONOCHROME1 "
+            "pixels tagged MONOCHROME2, or inverted twice): bone dark; it is used inverted back",
+            "check its crop in crop review; correct the file's PhotometricInterpretation "
+            "(MONOCHROME1 where high values are dark) or export it again from the PACS",
+        ),
         # across rows and films
         "listed_twice": ProblemKind("error", "a film listed in several different rows"),
         "same_id": ProblemKind("error", "two films with one image id"),

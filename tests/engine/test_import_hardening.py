@@ -377,6 +377,34 @@ def test_an_inverted_polarity_png_is_inverted_back_and_said(tmp_path):
     assert np.array_equal(read_film_file(folder / "k0.png"), films["k0.png"])  # as cached
 
 
+def test_a_dicom_whose_pixels_contradict_its_photometric_tag_is_inverted_back_and_said(
+    tmp_path,
+):
+    folder = tmp_path / "films"
+    folder.mkdir()
+    films = {f"k{i}.dcm": phantom_film(5, i) for i in range(4)}
+    for i, (name, pixels) in enumerate(films.items()):
+        if i % 2:  # MONOCHROME1 pixels (bone low) exported under MONOCHROME2
+            data = dicom_bytes((255 - pixels).astype(np.uint16) * 16)
+        else:  # inverted once already, still tagged MONOCHROME1
+            data = dicom_bytes(pixels.astype(np.uint16) * 16, photometric="MONOCHROME1")
+        (folder / name).write_bytes(data)
+    (folder / "right.dcm").write_bytes(dicom_bytes(phantom_film(5, 7).astype(np.uint16) * 16))
+    rows = [(n, f"p{i}", "L", 1, 1) for i, n in enumerate([*films, "right.dcm"])]
+    _write_labels(folder, rows)
+    report = check_import(folder, layout="csv", workers=1)
+    flagged = report.problems[report.problems["kind"] == "polarity_tag"]
+    assert set(flagged["file"]) == set(films)
+    assert (flagged["severity"] == "warning").all()
+    assert flagged["problem"].str.contains("PhotometricInterpretation is MONOCHROME").all()
+    assert "right.dcm" not in set(report.problems["file"])
+    assert set(report.films["image"]) == {*films, "right.dcm"}
+    from engine.films import read_film_file
+
+    as_cached = read_film_file(folder / "k1.dcm")
+    assert np.corrcoef(as_cached.ravel(), films["k1.dcm"].ravel())[0, 1] > 0.99  # bone bright
+
+
 def test_a_jpeg_lossless_dicom_is_decoded_as_its_uncompressed_twin():
     import importlib.util
 
