@@ -16,6 +16,10 @@ import yaml
 from engine.soft_labels import MethodParams, check_method, grid_size
 from engine.vocab import METHODS, TASK_CLASSES, TASKS
 
+#: The side of the knee crops a model may train on, smallest and largest (px); a demo bundle's
+#: models are held to it too (`jobs.demo_bundle`).
+IMAGE_SIZES = (16, 1024)
+
 DATASET_KINDS: tuple[str, ...] = ("phantom", "folder")
 MAX_BUDGET = 15  # the paper samples at most 15 configurations per (task, method, seed)
 
@@ -62,7 +66,7 @@ class TrainConfig:
         _check_positive("max_epochs", self.max_epochs)
         _check_positive("patience", self.patience)
         _check_positive("batch_size", self.batch_size)
-        _check_range("image_size", self.image_size, 16, 1024)
+        _check_range("image_size", self.image_size, *IMAGE_SIZES)
         if not self.lr > 0:
             raise SpecError(f"lr: {self.lr=} must be > 0")
         if self.eta is not None and not 0.0 <= self.eta <= 1.0:
@@ -172,7 +176,7 @@ class StudySpec:
             )
         _check_positive("max_epochs", self.max_epochs)
         _check_positive("patience", self.patience)
-        _check_range("image_size", self.image_size, 16, 1024)
+        _check_range("image_size", self.image_size, *IMAGE_SIZES)
         _check_positive("batch_size", self.batch_size)
         check_device(self.device)
         if not self.name.strip():
