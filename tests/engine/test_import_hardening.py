@@ -475,3 +475,49 @@ def test_a_dataset_spec_whose_labels_hold_control_characters_is_refused(tmp_path
     csv = _write_labels(tmp_path, [("a.png", "p\u202e1", "L", 1, 1)])
     with pytest.raises(ValueError, match=r"row 2 has patient_id p\\u202e1, which holds U\+202E"):
         read_labels(tmp_path, csv)
+
+
+# -- issue 31: a labels CSV of a million rows ---------------------------------------------------
+
+
+def _many_rows(folder: Path, n: int) -> Path:
+    folder.mkdir(exist_ok=True)
+    csv = folder / "labels.csv"
+    with open(csv, "w") as out:
+        out.write("image,patient_id,kl\n")
+        out.writelines(f"f{i}.png,p{i},{i % 5}\n" for i in range(n))
+    return csv
+
+
+def test_a_labels_csv_over_the_row_cap_is_refused_in_one_message_unread(tmp_path, capsys):
+    from engine.films import MAX_LABEL_ROWS, ImportSourceError
+    from jobs.__main__ import main
+
+    csv = _many_rows(tmp_path / "films", MAX_LABEL_ROWS + 1)
+    with pytest.raises(ImportSourceError, match=f"more than {MAX_LABEL_ROWS:,} films"):
+        check_import(tmp_path / "films", workers=1)
+    with pytest.raises(ValueError, match=f"lists more than {MAX_LABEL_ROWS:,} films"):
+        read_labels(tmp_path / "films", csv)
+    assert main(["import", str(tmp_path / "films"), "--check"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"at most {MAX_LABEL_ROWS:,}" in err, err
+
+
+def test_a_labels_csv_at_the_cap_is_checked_and_each_name_resolved_once(tmp_path, monkeypatch):
+    from engine.films import layouts, rows
+
+    calls = []
+    real = layouts.film_path_refusal
+
+    def counted(root, name, **kwargs):
+        calls.append(name)
+        return real(root, name, **kwargs)
+
+    monkeypatch.setattr(layouts, "film_path_refusal", counted)
+    monkeypatch.setattr(rows, "film_path_refusal", counted)
+    _many_rows(tmp_path / "films", 2000)
+    report = check_import(tmp_path / "films", workers=1)
+    assert report.n_rows == 2000 and (report.problems["kind"] == "missing_file").sum() == 2000
+    # Each name resolved once by the listing (the check reuses it; it was twice), plus the
+    # CSV itself and the layout's look at its first 20 rows.
+    assert len(calls) <= 2000 + 21
