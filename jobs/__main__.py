@@ -423,6 +423,7 @@ def cmd_up_kiosk(args: argparse.Namespace) -> int:
     import signal
     import subprocess
 
+    from engine.films import escaped  # a bundle's study name may hold escape codes
     from jobs.demo_bundle import fresh_demo_home
     from jobs.kiosk import KioskSettings, check_kiosk_study
 
@@ -436,7 +437,7 @@ def cmd_up_kiosk(args: argparse.Namespace) -> int:
         env["SOFTGRADE_HOME"] = str(home)
         seeds = len(bundle.manifest["seeds"])
         what = (
-            f"the demo bundle {args.demo} ({bundle.manifest['study']['name']}, "
+            f"the demo bundle {args.demo} ({escaped(bundle.manifest['study']['name'])}, "
             f"{bundle.method}, {seeds} seed{'s' * (seeds != 1)}; unpacked in {home})"
         )
     else:

@@ -18,7 +18,8 @@ restated here):
   study's; one model for each (task, seed), with a validation AMAE from 0 to the task's top
   grade; each film's test seeds among the seeds;
 - image ids: text without control or bidirectional-control characters
-  (`engine.films.hidden_characters`, the import's rule for ids);
+  (`engine.films.hidden_characters`, the import's rule for ids); the study's id and name:
+  text (the terminal shows the name escaped, `engine.films.escaped`);
 - a trained detector's ``image_size``: a size detectors train at
   (`engine.detect.registry.detector_size_problem`) whose square stays within the import's
   `MAX_FILM_PIXELS`; its held-out figures finite numbers from 0.
@@ -75,6 +76,11 @@ def manifest_problems(manifest: dict[str, Any]) -> list[str]:
         problems.append(f"seeds {_short(seeds)}: each seed once")
     problems += _model_problems(manifest.get("models"), tasks, seeds)
     problems += _film_problems(manifest.get("films"), seeds)
+    study = manifest.get("study")
+    if not isinstance(study, dict) or not all(
+        isinstance(study.get(k), str) for k in ("study_id", "name")
+    ):
+        problems.append("study: its study_id and name, as text")
     detector = manifest.get("detector")
     if (
         not isinstance(detector, dict)

@@ -315,6 +315,7 @@ NOISE = np.random.default_rng(0).integers(0, 256, (32, 32), dtype=np.uint8)
         ({"tasks": ["XX"]}, "tasks ['XX']"),
         ({"method": "no-such-method"}, "method 'no-such-method'"),
         ({"detector": {"name": 7, "folder": None}}, "detector: a name"),
+        ({"study": {"study_id": "s1"}}, "study: its study_id and name, as text"),
     ],
 )
 def test_every_number_a_demo_bundle_carries_is_held_to_softgrade_limits(tmp_path, fields, words):
