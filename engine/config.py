@@ -25,6 +25,10 @@ from engine.methods import (
 from engine.protocol import EARLY_STOPPING
 from engine.vocab import TASK_CLASSES, TASKS
 
+#: The side of the knee crops a model may train on, smallest and largest (px); a demo bundle's
+#: models are held to it too (`jobs.services.demo_bundle`).
+IMAGE_SIZES = (16, 1024)
+
 DATASET_KINDS: tuple[str, ...] = ("phantom", "folder")
 MAX_BUDGET = 15  # the paper samples at most 15 configurations per (task, method, seed)
 
@@ -80,7 +84,7 @@ class TrainConfig:
         _check_positive("max_epochs", self.max_epochs)
         _check_positive("patience", self.patience)
         _check_positive("batch_size", self.batch_size)
-        _check_range("image_size", self.image_size, 16, 1024)
+        _check_range("image_size", self.image_size, *IMAGE_SIZES)
         if not self.lr > 0:
             raise SpecError(f"lr: {self.lr=} must be > 0")
         eta = self.hparams.get("eta")
@@ -209,7 +213,7 @@ class StudySpec:
             )
         _check_positive("max_epochs", self.max_epochs)
         _check_positive("patience", self.patience)
-        _check_range("image_size", self.image_size, 16, 1024)
+        _check_range("image_size", self.image_size, *IMAGE_SIZES)
         _check_positive("batch_size", self.batch_size)
         check_device(self.device)
         if not self.name.strip():

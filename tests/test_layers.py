@@ -259,8 +259,8 @@ def _room(module: str) -> str:
 # jobs/ by role (docs/architecture.md): who may import which room of jobs/ and pages/.
 JOBS_ROOMS_MAY_IMPORT: dict[str, set[str]] = {
     "jobs.services": {"jobs", "jobs.services"},
-    "jobs.worker": {"jobs", "jobs.services", "jobs.worker"},
-    "jobs.cli": {"jobs", "jobs.services", "jobs.worker", "jobs.cli", "pages.present"},
+    "jobs.worker.factory": {"jobs", "jobs.services", "jobs.worker.factory"},
+    "jobs.cli": {"jobs", "jobs.services", "jobs.worker.factory", "jobs.cli", "pages.present"},
 }
 
 
@@ -275,7 +275,7 @@ def test_jobs_rooms_import_only_what_their_role_allows() -> None:
                 if not any(target == a or target.startswith(a + ".") for a in allowed):
                     bad.append(_where(imp))
             # The pages use the lab services only: never the command line or the worker.
-            if room in {"pages", "app"} and target in {"jobs.cli", "jobs.worker"}:
+            if room in {"pages", "app"} and target in {"jobs.cli", "jobs.worker.factory"}:
                 bad.append(_where(imp))
     assert not bad, "jobs/ rooms cross their roles:\n" + "\n".join(bad)
 

@@ -44,12 +44,13 @@ import pandas as pd
 
 from engine.config import SpecError, StudySpec
 from jobs.cli import lab_commands, report_command, stats_command
+from jobs.cli.cli_logging import log_file, native_stderr_to, route_logs
 from jobs.cli.lab_commands import os_user
 from jobs.services import demo_bundle
 from jobs.services.access import BEHIND_PROXY, SERVED_HOST_ENV, refuse_unprotected_host
 from jobs.services.detector import add_commands as add_detector_commands
 from store import jobs as store_jobs
-from store.db import StoreError, default_store_path, init_schema
+from store.db import StoreError, default_store_path, init_schema, softgrade_home
 from store.users import has_accounts
 
 log = logging.getLogger("jobs")
@@ -197,16 +198,19 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     # The report's notes name the detector; an unknown key is one message (exit 2).
     detector = import_detector(args.detector)
+    # Decoders (libjpeg in GDCM) and the decoding processes write to descriptor 2 themselves:
+    # that goes to the log file, the report and progress to the terminal.
     try:
-        report = check_import(
-            Path(args.path),
-            labels_csv=Path(args.labels) if args.labels else None,
-            layout=args.layout,
-            layout_split=args.layout_split,
-            workers=args.workers,
-            progress=ProgressLine(sys.stderr),
-            detector=detector,
-        )
+        with native_stderr_to(log_file(softgrade_home()), f"import {args.path}"):
+            report = check_import(
+                Path(args.path),
+                labels_csv=Path(args.labels) if args.labels else None,
+                layout=args.layout,
+                layout_split=args.layout_split,
+                workers=args.workers,
+                progress=ProgressLine(sys.stderr),
+                detector=detector,
+            )
     except OSError as exc:  # e.g. a folder this user may not read
         raise ValueError(f"{args.path} cannot be read ({exc.strerror or exc})") from exc
     print(format_report(report))
@@ -259,17 +263,21 @@ class ProgressLine:
 
 
 def format_report(report: Any, width: int = 100) -> str:
-    """The import report as one table (file, row, problem, what to do) and a summary."""
+    """The import report as one table (file, row, problem, what to do) and a summary; names
+    and cells with control characters are shown escaped (`engine.films.escaped`)."""
     import textwrap
+
+    from engine.films import escaped
 
     lines = []
     if not report.problems.empty:
+        # Escaped: a file name, cell or tag may hold a terminal's escape codes or a U+202E.
         rows = [
             (
-                p.file or "-",
+                escaped(p.file) or "-",
                 "" if pd.isna(p.row) else str(int(p.row)),
-                ("warning: " if p.severity == "warning" else "") + p.problem,
-                p.action,
+                ("warning: " if p.severity == "warning" else "") + escaped(p.problem),
+                escaped(p.action),
             )
             for p in report.problems.itertuples()
         ]
@@ -297,12 +305,12 @@ def format_report(report: Any, width: int = 100) -> str:
                 lines.append(_table_line(cells, (file_w, row_w, text_w, todo_w)))
     split = f", layout split {report.layout_split}" if report.layout_split else ""
     lines.append(
-        f"{report.root} ({report.layout} layout{split}): {report.n_rows} row(s), "
+        f"{escaped(str(report.root))} ({report.layout} layout{split}): {report.n_rows} row(s), "
         f"{report.n_files} file(s) decoded in {report.checked_s:.1f} s; "
         f"{len(report.films)} good film(s), {len(report.left_out)} left out; "
         f"{report.n_errors} error(s), {report.n_warnings} warning(s)"
     )
-    lines += [f"note: {n}" for n in report.notes]
+    lines += [f"note: {escaped(n)}" for n in report.notes]
     return "\n".join(lines)
 
 
@@ -421,6 +429,7 @@ def cmd_up_kiosk(args: argparse.Namespace) -> int:
     import signal
     import subprocess
 
+    from engine.films import escaped  # a bundle's study name may hold escape codes
     from jobs.services.demo_bundle import fresh_demo_home
     from jobs.services.kiosk import KioskSettings, check_kiosk_study
 
@@ -434,7 +443,7 @@ def cmd_up_kiosk(args: argparse.Namespace) -> int:
         env["SOFTGRADE_HOME"] = str(home)
         seeds = len(bundle.manifest["seeds"])
         what = (
-            f"the demo bundle {args.demo} ({bundle.manifest['study']['name']}, "
+            f"the demo bundle {args.demo} ({escaped(bundle.manifest['study']['name'])}, "
             f"{bundle.method}, {seeds} seed{'s' * (seeds != 1)}; unpacked in {home})"
         )
     else:
@@ -624,9 +633,8 @@ def _add_executor_args(p: argparse.ArgumentParser, *, with_device: bool) -> None
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; bad input ends with one clear message and exit status 2."""
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    # SoftGrade's own records on the terminal; libraries' (pydicom's tracebacks...) in a file.
+    route_logs(log_file(softgrade_home()))
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from pages.present.report import ReportInputError, write_report
+from store.db import StoreError
 
 BAD_INPUT = 2
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
@@ -64,7 +65,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     output = Path(args.output)
     try:
         size = write_report(args.study_ids, output)
-    except (ReportInputError, OSError) as exc:
+    except (ReportInputError, StoreError, OSError) as exc:  # StoreError: a damaged store
         print(f"error: {exc}", file=sys.stderr)
         return BAD_INPUT
     print(f"report written to {output} ({size / 1e6:.1f} MB)")

@@ -18,9 +18,11 @@ kiosk (`jobs.services.kiosk`) on it. The zip holds:
   by one (films cropped by the classical detector need no file: it is code).
 
 A file that is not such a bundle, lacks a part, was written by another bundle version, would
-unpack past `DEMO_ZIP_LIMITS` (`store.zip_limits`) or holds a file that differs from its hash
-is refused with one message (`DemoBundleError`) before anything is unpacked; so is, in
-`fresh_demo_home`, a detector the safe loader (`engine.detect.safe_load`) refuses.
+unpack past `DEMO_ZIP_LIMITS` (`store.zip_limits`), holds a file that differs from its hash,
+says a number out of SoftGrade's limits (an image size, a grade, a crop's size: every one,
+`jobs.services.demo_manifest`) or holds a film that does not decode is refused with one message
+(`DemoBundleError`) before anything is unpacked; so is, in `fresh_demo_home`, a detector the
+safe loader (`engine.detect.safe_load`) refuses.
 """
 
 from __future__ import annotations
@@ -42,7 +44,15 @@ from PIL import Image
 from engine.config import SpecError, StudySpec
 from engine.datasets import cache_dir_for, open_prepared
 from engine.demo_models import best_seed, default_method, example_films, seed_checkpoints
+from engine.detect.registry import RECORD_FILE
+from engine.films import escaped
 from engine.vocab import TASKS
+from jobs.services.demo_manifest import (
+    crop_problem,
+    detector_record_problems,
+    joined,
+    manifest_problems,
+)
 from jobs.services.provenance import code_version, library_versions
 from store import runs as store_runs
 from store import studies as store_studies
@@ -367,7 +377,10 @@ def unpack_demo(bundle: Path | str, dest: Path | str) -> DemoBundle:
             names = set(zf.namelist())
             manifest = _read_manifest(zf, names, bundle)
             wanted = _parts(manifest, names, bundle)
+            _check_values(manifest, bundle)
             _check_hashes(zf, manifest, wanted, bundle)
+            _check_crops(zf, manifest, bundle)
+            _check_detector_record(zf, manifest, bundle)
             dest.mkdir(parents=True, exist_ok=True)
             for name in sorted(wanted):
                 target = dest / PurePosixPath(name)
@@ -385,6 +398,48 @@ def unpack_demo(bundle: Path | str, dest: Path | str) -> DemoBundle:
         _remove_partial(dest, created)
         raise
     return open_demo(dest)
+
+
+def _check_values(manifest: dict[str, Any], where: Path) -> None:
+    """Refuse a manifest whose numbers or names are out of SoftGrade's limits
+    (`jobs.services.demo_manifest`): the kiosk would size its work by them."""
+    problems = manifest_problems(manifest)
+    if problems:
+        raise DemoBundleError(
+            f"{where}: its {MANIFEST} is refused: {joined(problems)}. Export the bundle again "
+            "with `python -m jobs export-demo`"
+        )
+
+
+def _check_crops(zf: zipfile.ZipFile, manifest: dict[str, Any], bundle: Path) -> None:
+    """Refuse the bundle unless every film's crop is a grey PNG of ``image_size`` px a side
+    that decodes (read from the zip: each header first, then its pixels)."""
+    size = int(manifest["image_size"])
+    for film in manifest["films"]:
+        with zf.open(film["file"]) as member:
+            problem = crop_problem(member, size)
+        if problem:
+            raise DemoBundleError(_film_refused(bundle, film, problem))
+
+
+def _film_refused(where: Path | str, film: dict[str, Any], problem: str) -> str:
+    return (
+        f"{where}: its film {film['file']} (image {escaped(str(film.get('image_id')))}) is "
+        f"refused: {problem}. Export the bundle again with `python -m jobs export-demo`"
+    )
+
+
+def _check_detector_record(zf: zipfile.ZipFile, manifest: dict[str, Any], bundle: Path) -> None:
+    """Refuse a bundled trained detector whose record sizes its inference past the limits."""
+    folder = manifest["detector"].get("folder")
+    if not folder:
+        return
+    name = f"{folder}/{RECORD_FILE}"
+    if name not in zf.namelist():
+        raise DemoBundleError(f"{bundle}: its knee detector has no {RECORD_FILE}")
+    problems = detector_record_problems(zf.read(name).decode("utf-8", "replace"))
+    if problems:
+        raise DemoBundleError(f"{bundle}: its knee detector is refused: {joined(problems)}")
 
 
 def _remove_partial(dest: Path, created: bool) -> None:
@@ -474,6 +529,9 @@ def open_demo(folder: Path | str) -> DemoBundle:
         card = json.loads((folder / CARD).read_text())
     except (OSError, ValueError) as exc:
         raise DemoBundleError(f"{folder} is not an unpacked demo bundle ({exc})") from exc
+    if not isinstance(manifest, dict) or not isinstance(card, dict):
+        raise DemoBundleError(f"{folder} is not an unpacked demo bundle")
+    _check_values(manifest, folder)
     checkpoints: dict[str, dict[int, Path]] = {task: {} for task in manifest["tasks"]}
     order = {s: i for i, s in enumerate(manifest["seeds"])}
     for model in sorted(manifest["models"], key=lambda m: order.get(m["seed"], len(order))):
@@ -495,10 +553,23 @@ def open_demo(folder: Path | str) -> DemoBundle:
     )
 
 
-def read_crop(file: Path | str) -> np.ndarray:
-    """A bundled film's knee crop, (S, S) uint8."""
-    with Image.open(file) as image:
-        return np.array(image.convert("L"))  # a writable copy: torch warns on read-only
+def read_crop(file: Path | str, size: int) -> np.ndarray:
+    """A bundled film's knee crop, (S, S) uint8 with S = ``size`` (the bundle's image size).
+
+    Raises:
+        DemoBundleError: The file is not a grey PNG of that size or does not decode (its
+            header is read before any pixel); the message names the file.
+    """
+    try:
+        with open(file, "rb") as source:
+            problem = crop_problem(source, size)
+            if not problem:
+                source.seek(0)
+                with Image.open(source) as image:
+                    return np.array(image)  # a writable copy: torch warns on read-only
+    except OSError as exc:
+        problem = f"cannot be read ({exc.strerror or exc})"
+    raise DemoBundleError(f"the demo bundle's film {Path(file).name} is refused: {problem}")
 
 
 def fresh_demo_home(bundle: Path | str) -> tuple[Path, DemoBundle]:

@@ -66,9 +66,11 @@ def training_device(device: str) -> str:
 
 def check_settings(image_size: int, epochs: int) -> None:
     """One message when the image size or epochs cannot be trained with."""
+    from engine.detect.registry import detector_size_problem
+
     problems = []
-    if image_size < 32 or image_size % 32:
-        problems.append(f"image size {image_size} must be a multiple of 32, at least 32")
+    if problem := detector_size_problem(image_size):
+        problems.append(problem)
     if epochs < 1:
         problems.append(f"epochs {epochs} must be at least 1")
     if problems:

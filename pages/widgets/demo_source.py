@@ -190,9 +190,19 @@ def cached_bundle(folder: str) -> DemoBundle:
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def cached_bundle_crop(file: str) -> np.ndarray:
-    """A bundled film's crop."""
-    return read_crop(Path(file))
+def cached_bundle_crop(file: str, size: int) -> np.ndarray:
+    """A bundled film's crop, ``size`` px a side."""
+    return read_crop(Path(file), size)
+
+
+def bundle_crop(file: str, size: int) -> np.ndarray:
+    """A bundled film's crop; one that is damaged or of another size stops the page with
+    the reason (`jobs.services.demo_bundle.read_crop` names the film)."""
+    try:
+        return cached_bundle_crop(file, size)
+    except DemoBundleError as exc:
+        st.error(str(exc), icon=":material/broken_image:")
+        st.stop()
 
 
 def bundle_source(folder: Path) -> DemoSource:
@@ -213,7 +223,7 @@ def bundle_source(folder: Path) -> DemoSource:
         seeds=seeds,
         image_size=bundle.image_size,
         films=bundle.films,
-        crop=lambda row: cached_bundle_crop(str(row["file"])),
+        crop=lambda row: bundle_crop(str(row["file"]), bundle.image_size),
         detector_dir=bundle.detector_dir,
     )
 

@@ -18,7 +18,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from engine.demo_models import knee_to_grade
-from jobs.__main__ import main
+from jobs.cli.main import main
 from jobs.services import demo_bundle
 from jobs.services.demo_bundle import DemoBundleError, export_demo, fresh_demo_home, unpack_demo
 from jobs.services.kiosk import KioskSettings, kiosk_settings

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.__main__ import main
+from jobs.cli.main import main
 from jobs.services.access import LOCAL_ACCOUNT, AccessDenied
 from jobs.services.detector import MIN_FILMS, TooFewFilms, TrainingRefused, reviewed_films
 from jobs.services.detector_background import start_training

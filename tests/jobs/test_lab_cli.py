@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from jobs.__main__ import main
 from jobs.cli.lab_commands import os_user
+from jobs.cli.main import main
 from store import jobs as store_jobs
 from store import users
 from store.audit import read_audit
@@ -145,7 +145,7 @@ def test_damaged_store_is_one_message_from_the_cli(home):
 
 
 def test_up_hands_its_upload_cap_to_streamlit():
-    from jobs.__main__ import _app_command, build_parser
+    from jobs.cli.main import _app_command, build_parser
 
     args = build_parser().parse_args(["up", "--max-upload-mb", "5"])
     command = _app_command(args)
