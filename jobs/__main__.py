@@ -99,6 +99,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _summary(job_id: str, path: Path) -> str:
     from engine.analysis.compare import metrics_table, per_run_metrics
+    from engine.analysis.metrics import MAE, PRIMARY_METRIC, QWK
     from store.runs import confusion_counts
 
     job = store_jobs.get_job(job_id, path=path)
@@ -106,7 +107,8 @@ def _summary(job_id: str, path: Path) -> str:
     per_run = per_run_metrics(confusion_counts([job.study_id], path=path))
     if not per_run.empty:
         table = metrics_table(per_run)
-        cols = ["task", "method", "n_seeds", "amae_mean", "amae_std", "qwk_mean", "mae_mean"]
+        shown = [f"{PRIMARY_METRIC}_mean", f"{PRIMARY_METRIC}_std", f"{QWK}_mean", f"{MAE}_mean"]
+        cols = ["task", "method", "n_seeds", *dict.fromkeys(shown)]
         lines.append("test metrics of the selected runs (mean over seeds):")
         lines.append(table[cols].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     return "\n".join(lines)

@@ -22,7 +22,7 @@ import pandas as pd
 import streamlit as st
 
 from engine.analysis import budget
-from engine.analysis.metrics import METRIC_LABELS, METRICS
+from engine.analysis.metrics import METRIC_LABELS, METRICS, PRIMARY_METRIC
 from engine.vocab import LABEL_SEPARATOR
 from jobs import study_analysis
 from pages.present import exports, inference_tables, stat_tables
@@ -80,7 +80,7 @@ def robustness_tab(
         st.selectbox(
             "Metric",
             options,
-            index=options.index("amae"),  # the declared primary endpoint
+            index=options.index(PRIMARY_METRIC),  # the declared primary endpoint
             format_func=lambda m: METRIC_LABELS[m],
             key="robust_metric",
             help="The tables show this metric; the CSV has every metric.",
