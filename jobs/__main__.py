@@ -1,4 +1,4 @@
-"""Command line: ``python -m jobs {run,submit,status,cancel,worker}``.
+"""Command line: ``python -m jobs {run,submit,status,cancel,worker,...}``.
 
 - ``run STUDY.yaml``: validate, enqueue and run the study in the foreground.
 - ``submit STUDY.yaml``: validate and enqueue for a running worker.
@@ -26,6 +26,9 @@
   methods (corrected resampled t, Wilcoxon, effect sizes); ``stats --list``: the studies.
 - ``report STUDY_ID [STUDY_ID ...] -o report.html [--pdf]``: the studies' analysis as one
   self-contained HTML file that opens offline (``jobs/report_command.py``).
+- ``methods [--json]``: the training methods a study file can name, by family, with their
+  search spaces; ``metrics [--json]``: the metrics, the primary and the selection metric
+  (``jobs/catalogue_command.py``).
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from typing import Any
 import pandas as pd
 
 from engine.config import SpecError, StudySpec
-from jobs import demo_bundle, lab_commands, report_command, stats_command
+from jobs import catalogue_command, demo_bundle, lab_commands, report_command, stats_command
 from jobs.access import BEHIND_PROXY, SERVED_HOST_ENV, refuse_unprotected_host
 from jobs.detector import add_commands as add_detector_commands
 from jobs.lab_commands import os_user
@@ -589,6 +592,7 @@ def build_parser() -> argparse.ArgumentParser:
     lab_commands.add_commands(sub)
     stats_command.add_commands(sub)
     report_command.add_commands(sub)
+    catalogue_command.add_commands(sub)
     add_detector_commands(sub)
     return parser
 

@@ -35,7 +35,7 @@ from engine.analysis.probability_scores import N_BINS, ProbabilityBatch
 from store.db import connect
 
 ROOT = Path(__file__).resolve().parents[2]
-GRADE_COUNTS = (3, 5)  # CPPD and KL
+GRADE_COUNTS = (3, 4, 5)  # CPPD has 4 grades, KL 5; 3 for an odd small case
 
 
 # --------------------------------------------------------------------------------------------
