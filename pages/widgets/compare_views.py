@@ -11,8 +11,8 @@ import pandas as pd
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from engine.analysis import compare, stats
-from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS, METRICS, PRIMARY_METRIC
+from engine.analysis import compare, metrics, stats
+from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS, METRICS
 from engine.methods import order_methods
 from jobs.csv_safe import escape_csv_cells
 from pages.present import exports, reviewer_tables, stat_tables, tables
@@ -159,7 +159,7 @@ def pick_metric(key: str, container: DeltaGenerator | None = None) -> str:
         list(METRICS),
         key=key,
         what="metric",
-        initial={"index": list(METRICS).index(PRIMARY_METRIC)},
+        initial={"index": list(METRICS).index(metrics.PRIMARY_METRIC)},
         format_func=tables.metric_name,
     )
 
@@ -194,7 +194,7 @@ def confusion_tab(counts: pd.DataFrame, per_run: pd.DataFrame, tasks: list[str])
         format_func=tables.method_title,
     )
     others = [m for m in task_methods if m != method_a]
-    best = compare.best_method(per_run, task, PRIMARY_METRIC, exclude=[method_a])
+    best = compare.best_method(per_run, task, metrics.PRIMARY_METRIC, exclude=[method_a])
     method_b = view_state.linked(
         c3.selectbox,
         "Second method",
@@ -203,7 +203,7 @@ def confusion_tab(counts: pd.DataFrame, per_run: pd.DataFrame, tasks: list[str])
         what="method",
         initial={"index": others.index(best) if best in others else 0},
         format_func=tables.method_title,
-        help=f"Defaults to the best other method by mean {METRIC_LABELS[PRIMARY_METRIC]}.",
+        help=f"Defaults to the best other method by mean {METRIC_LABELS[metrics.PRIMARY_METRIC]}.",
         disabled=not others,
     )
     c4, c5 = st.columns(2)
@@ -222,8 +222,8 @@ def confusion_tab(counts: pd.DataFrame, per_run: pd.DataFrame, tasks: list[str])
             "decimals": 1 if how == "mean" else 0,
             "domain_max": 1.0 if scale == "share" else shared_top,
             "title": f"{task} · {tables.method_title(method)} "
-            f"({matrices[method][1]} seeds, mean {METRIC_LABELS[PRIMARY_METRIC]} "
-            f"{rows[PRIMARY_METRIC].mean():.3f})",
+            f"({matrices[method][1]} seeds, mean {METRIC_LABELS[metrics.PRIMARY_METRIC]} "
+            f"{rows[metrics.PRIMARY_METRIC].mean():.3f})",
         }
         column.vega_lite_chart(
             chart_cache.chart_spec("confusion_heatmap", frames[method], options), width="content"
