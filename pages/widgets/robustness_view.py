@@ -22,7 +22,7 @@ import pandas as pd
 import streamlit as st
 
 from engine.analysis import budget
-from engine.analysis.metrics import METRIC_LABELS, METRICS, PRIMARY_METRIC
+from engine.analysis.metrics import METRIC_LABELS, METRICS, PRIMARY_METRIC, SELECTION_COLUMN
 from engine.vocab import LABEL_SEPARATOR
 from jobs import study_analysis
 from pages.present import exports, inference_tables, stat_tables
@@ -49,7 +49,7 @@ def cached_budget(
     """Configurations searched per method, the budget-matched comparison (None when the
     study cannot have one) and, then, the sentence saying why."""
     runs = store_runs.list_runs([study_id], path=path)
-    runs = runs[runs["val_amae"].notna()]
+    runs = runs[runs[SELECTION_COLUMN].notna()]  # runs that were scored in a search
     configs = {
         str(method): int(n)
         for method, n in runs.groupby("method")["config_index"].nunique().items()
