@@ -83,11 +83,6 @@ ECE_CUM = "ece_cum"
 UNIMODAL = "unimodal"
 WITHIN1 = "within1"
 
-#: (R, J, J) float64 counts -> (R,) values, for a metric of the confusion counts.
-ConfusionFunction = Callable[[np.ndarray], np.ndarray]
-#: `engine.analysis.probability_scores.ProbabilityBatch` -> (R,) values.
-ProbabilityFunction = Callable[[ps.ProbabilityBatch], np.ndarray]
-
 
 class UnknownMetricError(ValueError):
     """A metric name the registry does not know; the message lists the valid ones."""
@@ -115,7 +110,8 @@ class Metric:
     direction: str
     range: tuple[float, float]
     kind: str
-    function: ConfusionFunction | ProbabilityFunction
+    # Its input depends on ``kind`` (a union of the two callables could not be called).
+    function: Callable[[Any], np.ndarray]
     meaning: str
     scales_with_grades: bool = False
 
