@@ -22,6 +22,7 @@ from engine.methods import (
     grid_size,
     method_names,
 )
+from engine.protocol import EARLY_STOPPING
 from engine.vocab import TASK_CLASSES, TASKS
 
 DATASET_KINDS: tuple[str, ...] = ("phantom", "folder")
@@ -59,8 +60,8 @@ class TrainConfig:
     lr: float
     hparams: Mapping[str, float] = field(default_factory=dict)
     seed: int = 0
-    max_epochs: int = 100
-    patience: int = 40
+    max_epochs: int = EARLY_STOPPING.max_epochs
+    patience: int = EARLY_STOPPING.patience
     batch_size: int = 128
     image_size: int = 224
     device: str = "cpu"
@@ -179,8 +180,8 @@ class StudySpec:
     methods: tuple[str, ...]
     seeds: tuple[int, ...]
     budget: int = MAX_BUDGET
-    max_epochs: int = 100
-    patience: int = 40
+    max_epochs: int = EARLY_STOPPING.max_epochs
+    patience: int = EARLY_STOPPING.patience
     image_size: int = 224
     batch_size: int = 128
     device: str = "auto"

@@ -35,6 +35,7 @@ import torch
 import torchvision
 from torch import nn
 
+from engine import protocol
 from engine.analysis.metrics import SELECTION_METRIC, compute_metrics
 from engine.config import TrainConfig
 from engine.datasets import TaskSplit
@@ -612,8 +613,10 @@ class Trainer:
             train_loss = self._train_epoch(criterion, optimizer, data, config, generator)
             val_loss, val_probs = self._evaluate(criterion, data.x_val, data.y_val)
             val_amae = _amae(data.y_val, val_probs, config.num_classes)
-            if val_loss < best.loss:
-                best.update(epoch, val_loss, self.model)
+            rule = protocol.EARLY_STOPPING  # the declared rule, read where it is used
+            watched = rule.to_minimise({"val_loss": val_loss, "val_amae": val_amae})
+            if watched < best.loss:
+                best.update(epoch, watched, self.model)
             stats = EpochStats(
                 epoch, train_loss, val_loss, val_amae, time.perf_counter() - t0, best.epoch
             )
@@ -681,7 +684,8 @@ class Trainer:
 
 @dataclass
 class _Best:
-    """The best epoch so far by validation loss, with a device copy of its weights."""
+    """The best epoch so far by `engine.protocol.EARLY_STOPPING` (``loss``: its value to
+    minimise), with a device copy of its weights."""
 
     epoch: int = 0
     loss: float = float("inf")

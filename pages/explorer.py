@@ -118,7 +118,7 @@ def render_search(path: str, study: pd.Series, task: str, method: str, seed: int
         hide_index=True,
         width="content",
     )
-    st.caption(views.RANK_NOTE)
+    st.caption(views.rank_note(study["spec"]))
     across = search[(search["task"] == task) & (search["method"] == method)]
     title = f"{task} · {method_title(method)}: every configuration in every seed"
     st.vega_lite_chart(chart_spec("configuration_strip", across, {"title": title}), width="stretch")
@@ -170,7 +170,7 @@ def render_curves(path: str, study: pd.Series, task: str, method: str, seed: int
     whose = f"seed {seed}" if by == "method" else f"every seed of {method_title(method)}"
     options = {"live": live, "title": f"{task}: selected runs, {whose}", "width": CURVE_PX}
     st.vega_lite_chart(chart_spec("learning_curves_chart", lines, options), width="stretch")
-    st.caption(views.CURVES_NOTE)
+    st.caption(views.curves_note(study["spec"]))
     if clipped := views.clipped_sentence(lines):
         st.caption(clipped)
     if sentence:
@@ -180,13 +180,7 @@ def render_curves(path: str, study: pd.Series, task: str, method: str, seed: int
 run_inside_shell()
 require_page(__file__)
 st.title("Search & learning curves")
-st.caption(
-    "For each task, method and seed, a study trains several configurations of the paper's "
-    "Table 3 hyper-parameters and keeps the one with the lowest validation AMAE. The other "
-    "result pages show only that selected run; this page shows every configuration tried, "
-    "how each hyper-parameter affects validation AMAE across seeds, and how the selected runs "
-    "trained, epoch by epoch."
-)
+st.caption(views.intro_note())
 
 store = str(store_path())
 note_waiting_studies(store)

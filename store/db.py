@@ -6,7 +6,7 @@ time (duckdb docs, "Concurrency"). So every connection here is short-lived: open
   datasets) and of job progress.
 - The app writes only what a person asks for, one short transaction each: job requests and
   cancellations (`store.jobs.enqueue_job`, `store.jobs.request_cancel`), an import's
-  registration (`jobs.importer.register_import`), crop review decisions
+  registration (`jobs.services.importer.register_import`), crop review decisions
   (`store.reviews.record_review`, `clear_review`), people's edits of studies
   (`store.studies`), accounts, sessions (`store.users`) and the audit log: small, rare writes.
 - Pages read through ``connect(read_only=True)`` and cache results for a few seconds.
@@ -40,6 +40,7 @@ from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,7 @@ import duckdb
 SCHEMA_VERSION = 3
 # The oldest schema version `init_schema` can upgrade from.
 OLDEST_UPGRADABLE_VERSION = 1
-SCHEMA_FILE = Path(__file__).with_name("schema.sql")
+SCHEMA_FILE = resources.files("store").joinpath("schema.sql")
 
 log = logging.getLogger(__name__)
 _PROCESS_LOCK = threading.RLock()

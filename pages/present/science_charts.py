@@ -63,6 +63,7 @@ def reliability_diagram(
     *,
     title: str = "",
     size: int = 220,
+    pooled_seeds: int | None = None,
 ) -> alt.ConcatChart:
     """Reliability diagram(s) of one task.
 
@@ -73,6 +74,8 @@ def reliability_diagram(
             order (top label first).
         title: chart title.
         size: width and height of one panel in pixels.
+        pooled_seeds: how many seeds' test films each method's bins pool, said in the size
+            legend and the subtitle (a bin's count can then exceed the study's films).
 
     Returns:
         Panels side by side; in each, the diagonal (perfect calibration) and, per method,
@@ -86,6 +89,13 @@ def reliability_diagram(
         if len(data)
         else []
     )
+    films, subtitle = "Films", "On the dashed diagonal, predicted probabilities match what happens"
+    if pooled_seeds is not None:
+        films = f"Films, {pooled_seeds} seeds pooled"
+        subtitle += (
+            f" · each method's test films of its {pooled_seeds} seeds pooled: a film counts "
+            "once per seed that tested it"
+        )
     diagonal = pd.DataFrame({"x": [0.0, 1.0], "y": [0.0, 1.0]})
     axis_scale = alt.Scale(domain=[0, 1], nice=False)
     panels = []
@@ -117,15 +127,13 @@ def reliability_diagram(
                 .encode(x=alt.X("x:Q", scale=axis_scale), y=alt.Y("y:Q", scale=axis_scale)),
                 base.mark_line(strokeWidth=1.5).encode(detail="Method:N", order="bin:Q"),
                 base.mark_circle(opacity=0.9).encode(
-                    size=alt.Size("count:Q", title="Films", scale=alt.Scale(range=[15, 250])),
+                    size=alt.Size("count:Q", title=films, scale=alt.Scale(range=[15, 250])),
                     tooltip=tooltip,
                 ),
             ).properties(title=str(event), width=size, height=size)
         )
     return alt.concat(*panels, columns=3).properties(
-        title=alt.TitleParams(
-            title, subtitle="On the dashed diagonal, predicted probabilities match what happens"
-        )
+        title=alt.TitleParams(title, subtitle=subtitle)
     )
 
 
@@ -414,6 +422,11 @@ def parameter_strip(
 # --------------------------------------------------------------------------------------------
 
 
+# How the learning curves mark an epoch drawn at a panel's ceiling: a triangle in its line's
+# colour (the triangles encode the line, so the reader can tell whose epoch diverged).
+CLIPPED_MARK = "triangles in the line's colour"
+
+
 def learning_curves_chart(
     curves: pd.DataFrame,
     *,
@@ -473,7 +486,7 @@ def learning_curves_chart(
             .mark_point(size=50, filled=True, shape="circle", stroke="white", strokeWidth=0.8)
             .encode(tooltip=tooltip),
             base.transform_filter("datum.clipped")
-            .mark_point(size=60, filled=True, shape="triangle-up", color=LIVE_COLOUR)
+            .mark_point(size=60, filled=True, shape="triangle-up")
             .encode(tooltip=tooltip),
         ]
         if live is not None and len(live) and name == "val_amae":
@@ -497,7 +510,7 @@ def learning_curves_chart(
         )
     subtitle = "Dots: each run's best epoch (its weights are kept)"
     if curves["clipped"].any():
-        subtitle += " · red triangles: diverged epochs, drawn at the panel's ceiling"
+        subtitle += f" · {CLIPPED_MARK}: diverged epochs, drawn at the panel's ceiling"
     if live is not None and len(live):
         subtitle += " · red diamond: the run training now"
     return alt.hconcat(*panels).properties(title=alt.TitleParams(title, subtitle=subtitle))

@@ -35,9 +35,14 @@ from engine.analysis.compare import (
     StudyProgress,
     sort_by_method,
 )
-from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS, PAPER_TABLE_ORDER
+from engine.analysis.metrics import (
+    LOWER_IS_BETTER,
+    METRIC_LABELS,
+    PAPER_TABLE_ORDER,
+    get_metric,
+)
 from engine.vocab import LABEL_SEPARATOR
-from jobs.csv_safe import escape_csv_cells
+from jobs.services.csv_safe import escape_csv_cells
 from store.bundle import REFERENCE_STUDY, read_card
 from store.db import StoreError
 
@@ -65,6 +70,15 @@ def metric_name(metric: str) -> str:
 def metric_header(metric: str) -> str:
     """Column header with the better direction, e.g. ``"AMAE ↓"``."""
     return f"{METRIC_LABELS[metric]} {'↓' if metric in LOWER_IS_BETTER else '↑'}"
+
+
+def metric_bounds(metric: str) -> tuple[float, float]:
+    """The values a test metric can take, from its registry range: errors (MAE, AMAE, MMAE)
+    are never negative (their top, J − 1, depends on the task, so it is left open), Cohen's
+    kappa (QWK) lies in [−1, 1], the shares (MS, BA) in [0, 1]."""
+    record = get_metric(metric)
+    low, high = record.range
+    return (low, math.inf) if record.scales_with_grades else (low, high)
 
 
 REFERENCE_MARK = "Bundled reference · "

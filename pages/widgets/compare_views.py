@@ -14,7 +14,7 @@ from streamlit.delta_generator import DeltaGenerator
 from engine.analysis import compare, metrics, stats
 from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS, METRICS
 from engine.methods import order_methods
-from jobs.csv_safe import escape_csv_cells
+from jobs.services.csv_safe import escape_csv_cells
 from pages.present import exports, reviewer_tables, stat_tables, tables
 from pages.widgets import (
     chart_cache,

@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from engine.analysis import compare, paired, relationship
-from jobs.study_analysis import JOINT_TASK
+from jobs.services.study_analysis import JOINT_TASK
 from pages.present import inference_tables, stat_tables, tables
 from pages.widgets import chart_cache, pickers
 
@@ -49,6 +49,7 @@ def residuals_section(summary: pd.DataFrame, eps: float, per_row: int = 3) -> No
         "All heatmaps share one colour scale."
     )
     shown = stat_tables.relationship_summary_frame(summary)
+    labels = stat_tables.RELATIONSHIP_HEADERS
     st.dataframe(
         # A missing std (one seed) is an empty cell, not Streamlit's "None".
         shown.assign(
@@ -63,12 +64,11 @@ def residuals_section(summary: pd.DataFrame, eps: float, per_row: int = 3) -> No
         hide_index=True,
         width="content",
         column_config={
-            "method": "Method",
-            "n_seeds": "Seeds",
-            "kld_mean": st.column_config.NumberColumn("KLD mean", format="%.4f"),
-            "kld_std": st.column_config.TextColumn("KLD std"),
-            "mae_mean": st.column_config.NumberColumn("MAE mean", format="%.3f"),
-            "mae_std": st.column_config.TextColumn("MAE std"),
+            **stat_tables.RELATIONSHIP_HEADERS,
+            "kld_mean": st.column_config.NumberColumn(labels["kld_mean"], format="%.4f"),
+            "kld_std": st.column_config.TextColumn(labels["kld_std"]),
+            "mae_mean": st.column_config.NumberColumn(labels["mae_mean"], format="%.3f"),
+            "mae_std": st.column_config.TextColumn(labels["mae_std"]),
         },
     )
     if (shown["n_seeds"] < 2).any():

@@ -1,6 +1,7 @@
 """The Statistics tab's default view: the careful reviewer's analysis (issue 21).
 
-The numbers are `jobs.study_analysis`'s (one call per statistic), cached per study, metric and
+The numbers are `jobs.services.study_analysis`'s (one call per statistic), cached per study, metric
+and
 the study's finished seeds (its change marker: a seed finishing changes it), so a rerun costs
 nothing and the hierarchical bootstrap (seconds) runs once per study and metric. The text is
 ``pages.present.reviewer_tables``'s. Streamlit widgets: the Compare page's AppTests
@@ -16,7 +17,7 @@ import streamlit as st
 
 from engine.analysis import compare, designs, paired, power
 from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS, METRICS
-from jobs import study_analysis
+from jobs.services import study_analysis
 from pages.present import reviewer_tables as rt
 from pages.widgets import probability_view
 

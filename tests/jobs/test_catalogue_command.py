@@ -13,7 +13,7 @@ import pytest
 
 from engine.analysis import metrics
 from engine.methods import FAMILIES, PLUGIN_VARIABLE, method_names, methods_by_family, registry
-from jobs.__main__ import main
+from jobs.cli.main import main
 from tests.helpers.studies import REPO_ROOT
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from jobs.__main__ import main
-from jobs.lab_commands import os_user
+from jobs.cli.lab_commands import os_user
 from store import jobs as store_jobs
 from store import users
 from store.audit import read_audit

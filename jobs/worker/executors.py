@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import torch
 
 from engine.spawn import main_module_hidden
-from jobs.slots import Message, RunTask, SlotState, execute_run, slot_main
+from jobs.worker.slots import Message, RunTask, SlotState, execute_run, slot_main
 
 log = logging.getLogger(__name__)
 

@@ -9,9 +9,9 @@ a ROPE (``--rope``) and its ``verdict`` (`engine.analysis.paired`); then, in the
 film-sampling bootstrap interval, the naive paired t p, the corrected p at r = 0, 0.1, 0.2,
 the ROPE, TOST p, the Holm-adjusted corrected p within its declared family and that family.
 A CSV is headed by the study card as ``# `` lines, as the pages' exports are
-(`jobs.export_cards`).
+(`jobs.services.export_cards`).
 
-`jobs.study_analysis.paired_table` is the same table for any caller (a page, a bench
+`jobs.services.study_analysis.paired_table` is the same table for any caller (a page, a bench
 script).
 """
 
@@ -23,9 +23,9 @@ from pathlib import Path, PurePath
 
 from engine.analysis import paired
 from engine.analysis.metrics import METRICS
-from jobs import study_analysis
-from jobs.csv_safe import escape_csv_cells
-from jobs.export_cards import export_cards, headed
+from jobs.services import study_analysis
+from jobs.services.csv_safe import escape_csv_cells
+from jobs.services.export_cards import export_cards, headed
 from store import analysis as store_analysis
 from store import runs as store_runs
 from store.db import default_store_path

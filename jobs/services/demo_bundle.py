@@ -3,7 +3,7 @@ the lab's store or GPU.
 
 ``python -m jobs export-demo STUDY [--method M] [--seed S | --seeds all] -o demo.zip`` writes
 it; ``python -m jobs up --demo demo.zip`` unpacks it into a fresh temporary folder and opens the
-kiosk (`jobs.kiosk`) on it. The zip holds:
+kiosk (`jobs.services.kiosk`) on it. The zip holds:
 
 - ``manifest.json``: the bundle's format and version, the SoftGrade and library versions that
   wrote it, the study, method, tasks, image size, the seeds (the best one first), every model
@@ -43,7 +43,7 @@ from engine.config import SpecError, StudySpec
 from engine.datasets import cache_dir_for, open_prepared
 from engine.demo_models import best_seed, default_method, example_films, seed_checkpoints
 from engine.vocab import TASKS
-from jobs.provenance import code_version, library_versions
+from jobs.services.provenance import code_version, library_versions
 from store import runs as store_runs
 from store import studies as store_studies
 from store.datasets import load_splits

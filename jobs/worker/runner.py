@@ -28,9 +28,9 @@ import pandas as pd
 from engine.config import DatasetSpec, StudySpec
 from engine.datasets import make_splits, prepare_dataset
 from engine.study import PlannedRun, plan_runs
-from jobs.executors import Executor
-from jobs.provenance import worker_environment
-from jobs.slots import Message, RunTask
+from jobs.services.provenance import worker_environment
+from jobs.worker.executors import Executor
+from jobs.worker.slots import Message, RunTask
 from store import datasets as store_datasets
 from store import jobs as store_jobs
 from store import runs as store_runs

@@ -8,8 +8,8 @@ training the Review crops page starts.
   reuses the stored detector). Progress is printed per epoch; ``--status FILE`` also keeps
   it in a JSON file, which is how the page follows a training it started.
 - ``detector list``: the trained detectors, newest first.
-- The page's button and the status file it follows are `jobs.detector_background` and
-  `jobs.detector_status`.
+- The page's button and the status file it follows are `jobs.services.detector_background` and
+  `jobs.services.detector_status`.
 
 Boxes given in a dataset's labels CSV are not read here yet: only crop review's boxes.
 """
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from jobs.detector_status import StatusKeeper, detectors_dir, utc_now
+from jobs.services.detector_status import StatusKeeper, detectors_dir, utc_now
 from store.db import default_store_path, init_schema
 
 #: Fewest films a detector is trained on: a fifth (at least one) is held out to score it.

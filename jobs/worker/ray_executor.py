@@ -51,12 +51,12 @@ from ray.exceptions import (
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from engine.train import resolve_device
-from jobs.executors import Executor, Handle
-from jobs.slots import Message, RunTask, SlotState, execute_run
+from jobs.worker.executors import Executor, Handle
+from jobs.worker.slots import Message, RunTask, SlotState, execute_run
 
 log = logging.getLogger(__name__)
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 # Failures that lose the attempt but say nothing about the run itself: the actor or its node
 # went away (ray.kill, out-of-memory killer, lost machine), so the run is worth retrying.

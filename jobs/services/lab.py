@@ -1,9 +1,9 @@
-"""Store verbs done on a person's behalf: each checks the role (`jobs.access`) first, then
+"""Store verbs done on a person's behalf: each checks the role (`jobs.services.access`) first, then
 acts and leaves its audit line under the person's name.
 
 Pages call these rather than the store verbs, so a page that forgot to hide a button still
 cannot let a viewer cancel a job or a member delete a study. Every function raises
-`jobs.access.AccessDenied` (a ValueError with the reason) when the role does not allow it.
+`jobs.services.access.AccessDenied` (a ValueError with the reason) when the role does not allow it.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import pandas as pd
 
 if TYPE_CHECKING:
     from engine.films import ImportReport
-    from jobs.importer import RegisteredImport
+    from jobs.services.importer import RegisteredImport
 
-from jobs.access import Action, require
+from jobs.services.access import Action, require
 from store import audit as store_audit
 from store import jobs as store_jobs
 from store import studies as store_studies
@@ -67,9 +67,9 @@ def register_import(
     """Check that ``account`` may import films, then register the checked folder; its audit
     line (``import``, under the person's name) is written with the dataset.
 
-    Call it once the folder has passed `jobs.access.confine_import_path` and been checked.
+    Call it once the folder has passed `jobs.services.access.confine_import_path` and been checked.
     """
-    from jobs.importer import register_import as register
+    from jobs.services.importer import register_import as register
 
     require(account, Action.IMPORT)
     return register(report, name=name, skip_bad=skip_bad, by=account.name, store_path=path)

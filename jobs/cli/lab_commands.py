@@ -20,7 +20,7 @@ from pathlib import Path
 
 import duckdb
 
-from jobs.provenance import card_text
+from jobs.services.provenance import card_text
 from store import audit as store_audit
 from store import studies as store_studies
 from store import users as store_users

@@ -1,7 +1,7 @@
 """The kiosk: SoftGrade serving only Grade a film, for clinicians and visitors.
 
 ``python -m jobs up --kiosk --study ID [--method M]`` (on the lab's store) and ``python -m
-jobs up --demo demo.zip`` (on a demo bundle, `jobs.demo_bundle`) start the app with these
+jobs up --demo demo.zip`` (on a demo bundle, `jobs.services.demo_bundle`) start the app with these
 settings in its environment. ``app.py`` then lists one page and no menu, and the page shows
 the study and method fixed here instead of its pickers.
 

@@ -6,7 +6,7 @@ page): :func:`export_cards` reads each picked study's card (``store.studies.stud
 plus the card an imported study came with, ``store.bundle.imported_card``, under
 ``bundle ...`` labels), and :func:`headed` puts them before a file's text as comment lines,
 ``# label: value`` for CSV (read it back with ``pandas.read_csv(..., comment="#")``) and
-``% label: value`` for LaTeX (``jobs.provenance.card_comments``). No streamlit: the pages
+``% label: value`` for LaTeX (``jobs.services.provenance.card_comments``). No streamlit: the pages
 cache :func:`export_cards` and pass the cards to the views that build the downloads
 (`pages.present.exports` re-exports these names); the command line heads its CSV with them.
 """
@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import PurePath
 from typing import Any
 
-from jobs.provenance import card_comments
+from jobs.services.provenance import card_comments
 from store import studies as store_studies
 from store.bundle import imported_card
 from store.db import StoreError
@@ -43,11 +43,25 @@ def comment_prefix(file_name: str) -> str:
     return COMMENT_PREFIXES[suffix]
 
 
+#: Bundle card fields whose name alone does not say what they count (the unit, whose job).
+BUNDLE_LABELS: dict[str, str] = {
+    "wall_s_to_last_run": "wall time to last run (s)",
+    "run_seconds_total": "training time of all runs (s)",
+    "runs_stored": "runs stored by its job",
+}
+
+
+def field_label(key: object) -> str:
+    """A card field's name as a reader reads it: ``"started_at"`` -> ``"started at"``."""
+    return BUNDLE_LABELS.get(str(key), str(key).replace("_", " "))
+
+
 def one_line(value: Any) -> str:
-    """A card value as one line: a mapping reads ``"k v, k v"``, a list names each item once
-    with its count (``"NVIDIA H100 x4"``), anything else its text."""
+    """A card value as one line: a mapping reads ``"k v, k v"`` (names without
+    underscores), a list names each item once with its count (``"NVIDIA H100 x4"``),
+    anything else its text."""
     if isinstance(value, Mapping):
-        return ", ".join(f"{k} {one_line(v)}" for k, v in value.items())
+        return ", ".join(f"{field_label(k)} {one_line(v)}" for k, v in value.items())
     if isinstance(value, list | tuple):
         counts: dict[str, int] = {}
         for item in value:
@@ -63,7 +77,7 @@ def export_card(card: Mapping[str, str], imported: Mapping[str, Any] | None = No
     ``bundle <field>`` (where and how it was run: date, command, GPUs, versions)."""
     out = dict(card)
     for key, value in (imported or {}).items():
-        out[f"bundle {str(key).replace('_', ' ')}"] = one_line(value)
+        out[f"bundle {field_label(key)}"] = one_line(value)
     return out
 
 

@@ -6,8 +6,8 @@ import logging
 
 import torch
 
-from jobs.executors import Executor, InlineExecutor, LocalExecutor, plan_slots
-from jobs.runner import Worker, WorkerOptions
+from jobs.worker.executors import Executor, InlineExecutor, LocalExecutor, plan_slots
+from jobs.worker.runner import Worker, WorkerOptions
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ def make_executor(
             else ("cpu" if device == "auto" else device)
         )
     if kind == "ray":
-        from jobs.ray_executor import RayExecutor
+        from jobs.worker.ray_executor import RayExecutor
 
         # No free-memory probe here: the worker's machine need not have the cluster's GPUs.
         return RayExecutor(

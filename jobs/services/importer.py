@@ -80,7 +80,7 @@ def register_import(
         name: What the Data page calls the import (default: the folder's name).
         skip_bad: Register the good films even though others have errors (they are left
             out; the report, kept with the dataset, names them).
-        by: Who imports, for the audit line (`jobs.access.actor_name` of the signed-in
+        by: Who imports, for the audit line (`jobs.services.access.actor_name` of the signed-in
             account; the OS user at the command line).
         home: Where the canonical labels CSV goes (default ``$SOFTGRADE_HOME``).
         store_path: The store (default ``$SOFTGRADE_HOME/softgrade.duckdb``).

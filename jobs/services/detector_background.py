@@ -4,7 +4,7 @@
 per ``SOFTGRADE_HOME``: the app's machine may have one CPU to give it), and starts
 ``python -m jobs detector train --dataset ID --status ...`` as a process of its own session
 (it outlives the page's script run and the browser tab), its output in
-``detectors/training.log``; `jobs.detector_status.read_status` is what the page shows.
+``detectors/training.log``; `jobs.services.detector_status.read_status` is what the page shows.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
-from jobs.access import Action, require
-from jobs.detector import (
+from jobs.services.access import Action, require
+from jobs.services.detector import (
     PAGE_EPOCHS,
     PAGE_IMAGE_SIZE,
     TooFewFilms,
@@ -28,7 +28,7 @@ from jobs.detector import (
     reviewed_films,
     training_device,
 )
-from jobs.detector_status import (
+from jobs.services.detector_status import (
     TrainingStatus,
     detectors_dir,
     log_file,
@@ -42,7 +42,7 @@ from store.db import default_store_path, softgrade_home
 from store.users import Account
 
 _LOCK_FILE = ".training.lock"
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @contextlib.contextmanager
@@ -70,7 +70,7 @@ def start_training(
     """Start training a detector on a dataset's reviewed boxes, in the background.
 
     Raises:
-        jobs.access.AccessDenied: The role may not launch work.
+        jobs.services.access.AccessDenied: The role may not launch work.
         TrainingRefused: A training is already running.
         TooFewFilms: Fewer than `MIN_FILMS` films with reviewed boxes.
         ValueError: Bad settings or device.

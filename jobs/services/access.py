@@ -221,7 +221,7 @@ def page_entry(stem: str) -> PageEntry:
     for page in PAGES:
         if page.stem == stem:
             return page
-    raise KeyError(f"no page {stem!r} in jobs.access.PAGES; add its row there")
+    raise KeyError(f"no page {stem!r} in jobs.services.access.PAGES; add its row there")
 
 
 # -- where SoftGrade is served ------------------------------------------------------------------

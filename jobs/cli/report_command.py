@@ -1,10 +1,8 @@
 """``python -m jobs report STUDY_ID [STUDY_ID ...] -o report.html [--pdf]``: the study report.
 
 The report is built by ``pages.present.report`` (it reuses the pages' chart and table
-builders). jobs/ never imports pages/, and jobs/ is where processes are started, so this
-command runs that module as a child process (``python -m pages.present.report``), with the
-same interpreter and store (``SOFTGRADE_HOME``), and passes its exit status on: 0 written, 2
-bad input (one line naming what is wrong).
+builders) in this process: the command line sits above the pages' presentation helpers
+(docs/architecture.md). Exit status: 0 written, 2 bad input (one line naming what is wrong).
 
 ``--pdf`` then prints the HTML to PDF with headless Chromium (Debian's ``chromium``), the
 same offline browser the end-to-end tests drive; where none is installed it says so and
@@ -20,11 +18,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pages.present.report import ReportInputError, write_report
+
 BAD_INPUT = 2
-REPORT_MODULE = "pages.present.report"
-# The folder holding the jobs and pages packages (the checkout, or site-packages once
-# installed), put on the child's path so `-m pages.present.report` resolves from any folder.
-PACKAGES_ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
 # Chromium's background services try the network at start; nothing is fetched for the report
 # (the browser tests start Chromium with these too, tests/helpers/browser.py).
@@ -37,17 +33,6 @@ CHROMIUM_OFFLINE_ARGS = (
     "--disable-sync",
 )
 PDF_TIMEOUT_S = 120
-
-
-def report_command(study_ids: list[str], output: str) -> list[str]:
-    """The child process's command line."""
-    return [sys.executable, "-m", REPORT_MODULE, *study_ids, "-o", output]
-
-
-def child_env() -> dict[str, str]:
-    """This process's environment with the packages' folder first on ``PYTHONPATH``."""
-    paths = [str(PACKAGES_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
 
 
 def find_chromium() -> str | None:
@@ -67,7 +52,7 @@ def print_pdf(html: Path, pdf: Path, chromium: str) -> bool:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """Write the report (a child process), then the PDF when asked."""
+    """Write the report (in this process), then the PDF when asked."""
     chromium = find_chromium() if args.pdf else None
     if args.pdf and chromium is None:
         print(
@@ -76,11 +61,15 @@ def cmd_report(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return BAD_INPUT
-    status = subprocess.run(
-        report_command(args.study_ids, args.output), env=child_env(), check=False
-    ).returncode
-    if status != 0 or chromium is None:
-        return status
+    output = Path(args.output)
+    try:
+        size = write_report(args.study_ids, output)
+    except (ReportInputError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return BAD_INPUT
+    print(f"report written to {output} ({size / 1e6:.1f} MB)")
+    if chromium is None:
+        return 0
     pdf = Path(args.output).with_suffix(".pdf")
     if not print_pdf(Path(args.output), pdf, chromium):
         print(f"error: Chromium could not print {args.output} to PDF", file=sys.stderr)
