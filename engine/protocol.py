@@ -58,8 +58,9 @@ class SelectionRule:
     Attributes:
         tie_break: how ties are broken, as a reader reads it.
         metric: the metric (a key of `engine.analysis.metrics.METRIC_LABELS`) scored on the
-            validation films of each run's kept epoch; None: the study's primary metric
-            (`engine.analysis.paired.PRIMARY_METRIC`).
+            validation films of each run's kept epoch; None: the registry's selection metric
+            (`engine.analysis.metrics.SELECTION_METRIC`, the primary metric unless declared
+            otherwise there).
     """
 
     tie_break: str
@@ -70,9 +71,9 @@ class SelectionRule:
         """The selection metric's registry key."""
         if self.metric is not None:
             return self.metric
-        from engine.analysis.paired import PRIMARY_METRIC
+        from engine.analysis.metrics import SELECTION_METRIC
 
-        return PRIMARY_METRIC
+        return SELECTION_METRIC
 
     @property
     def metric_label(self) -> str:
@@ -96,7 +97,7 @@ EARLY_STOPPING = EarlyStoppingRule(
     patience=40,
     max_epochs=100,
 )
-# The selected run is the one with the best validation value of the primary metric
-# (`engine.analysis.paired.PRIMARY_METRIC`, resolved by `SelectionRule.metric_name` when asked,
+# The selected run is the one with the best validation value of the selection metric
+# (`engine.analysis.metrics.SELECTION_METRIC`, resolved by `SelectionRule.metric_name` when asked,
 # so that this module stays free of imports; no metric name is spelled here).
 SEARCH_SELECTION = SelectionRule(tie_break="the lower configuration number")

@@ -36,7 +36,7 @@ import torchvision
 from torch import nn
 
 from engine import protocol
-from engine.analysis.metrics import compute_metrics
+from engine.analysis.metrics import SELECTION_METRIC, compute_metrics
 from engine.config import TrainConfig
 from engine.datasets import TaskSplit
 from engine.methods import get_method, make_loss, target_matrix
@@ -713,9 +713,9 @@ def _adam_steps(optimizer: torch.optim.Optimizer) -> int:
 
 
 def _amae(y: torch.Tensor, probs: torch.Tensor, num_classes: int) -> float:
-    return float(
-        compute_metrics(y.cpu().numpy(), probs.argmax(1).cpu().numpy(), num_classes)["amae"]
-    )
+    """The selection metric on these films: what `EpochStats.val_amae` and the store keep."""
+    predicted = probs.argmax(1).cpu().numpy()
+    return float(compute_metrics(y.cpu().numpy(), predicted, num_classes)[SELECTION_METRIC])
 
 
 def fit(

@@ -36,6 +36,7 @@ import pandas as pd
 from engine.analysis.metrics import (
     LOWER_IS_BETTER,
     METRICS,
+    PRIMARY_METRIC,
     confusion_matrices,
     metrics_from_confusion,
 )
@@ -494,7 +495,11 @@ def score_frame(
 
 
 def best_method(
-    per_run: pd.DataFrame, task: str, metric: str = "amae", *, exclude: Iterable[str] = ()
+    per_run: pd.DataFrame,
+    task: str,
+    metric: str = PRIMARY_METRIC,
+    *,
+    exclude: Iterable[str] = (),
 ) -> str | None:
     """The method with the best mean ``metric`` on ``task`` (direction-aware), or None."""
     rows = per_run[(per_run["task"] == task) & ~per_run["method"].isin(list(exclude))]

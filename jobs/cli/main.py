@@ -1,4 +1,4 @@
-"""Command line: ``python -m jobs {run,submit,status,cancel,worker}``.
+"""Command line: ``python -m jobs {run,submit,status,cancel,worker,...}``.
 
 - ``run STUDY.yaml``: validate, enqueue and run the study in the foreground.
 - ``submit STUDY.yaml``: validate and enqueue for a running worker.
@@ -26,6 +26,9 @@
   methods (corrected resampled t, Wilcoxon, effect sizes); ``stats --list``: the studies.
 - ``report STUDY_ID [STUDY_ID ...] -o report.html [--pdf]``: the studies' analysis as one
   self-contained HTML file that opens offline (``jobs/cli/report_command.py``).
+- ``methods [--json]``: the training methods a study file can name, by family, with their
+  search spaces; ``metrics [--json]``: the metrics, the primary and the selection metric
+  (``jobs/cli/catalogue_command.py``).
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from typing import Any
 import pandas as pd
 
 from engine.config import SpecError, StudySpec
-from jobs.cli import lab_commands, report_command, stats_command
+from jobs.cli import catalogue_command, lab_commands, report_command, stats_command
 from jobs.cli.cli_logging import log_file, native_stderr_to, route_logs
 from jobs.cli.lab_commands import os_user
 from jobs.services import demo_bundle
@@ -101,6 +104,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _summary(job_id: str, path: Path) -> str:
     from engine.analysis.compare import metrics_table, per_run_metrics
+    from engine.analysis.metrics import MAE, PRIMARY_METRIC, QWK
     from store.runs import confusion_counts
 
     job = store_jobs.get_job(job_id, path=path)
@@ -108,7 +112,8 @@ def _summary(job_id: str, path: Path) -> str:
     per_run = per_run_metrics(confusion_counts([job.study_id], path=path))
     if not per_run.empty:
         table = metrics_table(per_run)
-        cols = ["task", "method", "n_seeds", "amae_mean", "amae_std", "qwk_mean", "mae_mean"]
+        shown = [f"{PRIMARY_METRIC}_mean", f"{PRIMARY_METRIC}_std", f"{QWK}_mean", f"{MAE}_mean"]
+        cols = ["task", "method", "n_seeds", *dict.fromkeys(shown)]
         lines.append("test metrics of the selected runs (mean over seeds):")
         lines.append(table[cols].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     return "\n".join(lines)
@@ -607,6 +612,7 @@ def build_parser() -> argparse.ArgumentParser:
     lab_commands.add_commands(sub)
     stats_command.add_commands(sub)
     report_command.add_commands(sub)
+    catalogue_command.add_commands(sub)
     add_detector_commands(sub)
     return parser
 

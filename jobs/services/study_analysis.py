@@ -24,7 +24,7 @@ from engine.analysis import (
     relationship,
     truth,
 )
-from engine.analysis.metrics import METRICS
+from engine.analysis.metrics import METRICS, SELECTION_COLUMN
 from store import analysis as store_analysis
 from store import runs as store_runs
 
@@ -167,7 +167,7 @@ def budget_matched(
             imported from a bundle without them); its message says what to do.
     """
     runs = store_runs.list_runs([study_id], path=path)
-    runs = runs[runs["val_amae"].notna()]
+    runs = runs[runs[SELECTION_COLUMN].notna()]  # runs that were scored in a search
     lacking = store_analysis.runs_lacking_test_predictions(study_id, path=path)
     budget.check_test_scores(study_id, lacking, len(runs))
     counts = store_analysis.all_run_test_counts(study_id, path=path)

@@ -19,7 +19,7 @@ import pandas as pd
 
 from engine.analysis import paired
 from engine.analysis.compare import task_order
-from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS
+from engine.analysis.metrics import ECE, LOWER_IS_BETTER, METRIC_LABELS
 from engine.methods import method_sort_key
 from pages.present import reviewer_tables as rt
 from pages.present.tables import is_missing_value, method_title, metric_header
@@ -234,7 +234,7 @@ def calibration_frame(unc: pd.DataFrame) -> pd.DataFrame:
             "Task": unc["task"],
             "Method": unc["method"].map(method_title),
             "Seeds": unc["n_seeds"].astype(int),
-            "ECE": unc["ece"].round(4),
+            "ECE": unc[ECE].round(4),
             "95 % CI": [
                 interval_text(lo, hi, 4)
                 for lo, hi in zip(unc["ci_low"], unc["ci_high"], strict=True)
@@ -262,7 +262,7 @@ def calibration_reading(unc: pd.DataFrame) -> str:
         return ""
     low, high = float(unc["floor"].min()), float(unc["floor"].max())
     spread = float((unc["floor_high"] - unc["floor"]).max())
-    within = unc[unc["ece"] <= unc["floor_high"]]
+    within = unc[unc[ECE] <= unc["floor_high"]]
     text = (
         f"A perfectly calibrated model would still score an ECE of {low:.3f}–{high:.3f} on these "
         "films (the floor): differences of ECE smaller than the floor's own spread "
@@ -274,7 +274,7 @@ def calibration_reading(unc: pd.DataFrame) -> str:
             for t, m, e, lo, hi in zip(
                 within["task"],
                 within["method"],
-                within["ece"],
+                within[ECE],
                 within["ci_low"],
                 within["ci_high"],
                 strict=True,

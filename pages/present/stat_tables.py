@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from engine.analysis.metrics import MAE
 from engine.analysis.probability_metrics import PROBABILITY_LABELS, PROBABILITY_METRICS
 from engine.analysis.stats import CORRECTIONS
 from jobs.services.csv_safe import escape_csv_cells
@@ -94,7 +95,7 @@ def relationship_seed_frame(results: Sequence[Any]) -> pd.DataFrame:
     rows = []
     for r in results:
         row = {"method": r.method, "seed": r.seed, "n_images": r.n_images, "kld": r.kld}
-        row["mae"] = r.mae
+        row[MAE] = r.mae
         table = np.asarray(r.table)
         for i in range(table.shape[0]):
             for j in range(table.shape[1]):

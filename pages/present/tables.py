@@ -35,15 +35,20 @@ from engine.analysis.compare import (
     StudyProgress,
     sort_by_method,
 )
-from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS
+from engine.analysis.metrics import (
+    LOWER_IS_BETTER,
+    METRIC_LABELS,
+    PAPER_TABLE_ORDER,
+    get_metric,
+)
 from engine.vocab import LABEL_SEPARATOR
 from jobs.services.csv_safe import escape_csv_cells
 from pages.present.user_text import plain
 from store.bundle import REFERENCE_STUDY, read_card
 from store.db import StoreError
 
-# Column order of the paper's Table 4.
-TABLE4_METRICS: tuple[str, ...] = ("qwk", "mae", "ms", "ba", "amae", "mmae")
+# Column order of the paper's Table 4 (declared with the metrics, in their registry).
+TABLE4_METRICS: tuple[str, ...] = PAPER_TABLE_ORDER
 
 
 # --------------------------------------------------------------------------------------------
@@ -69,11 +74,12 @@ def metric_header(metric: str) -> str:
 
 
 def metric_bounds(metric: str) -> tuple[float, float]:
-    """The values a test metric can take: errors (MAE, AMAE, MMAE) are never negative,
-    Cohen's kappa (QWK) lies in [−1, 1], the shares (MS, BA) in [0, 1]."""
-    if metric in LOWER_IS_BETTER:
-        return 0.0, math.inf
-    return (-1.0, 1.0) if metric == "qwk" else (0.0, 1.0)
+    """The values a test metric can take, from its registry range: errors (MAE, AMAE, MMAE)
+    are never negative (their top, J − 1, depends on the task, so it is left open), Cohen's
+    kappa (QWK) lies in [−1, 1], the shares (MS, BA) in [0, 1]."""
+    record = get_metric(metric)
+    low, high = record.range
+    return (low, math.inf) if record.scales_with_grades else (low, high)
 
 
 REFERENCE_MARK = "Bundled reference · "

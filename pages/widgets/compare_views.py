@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from engine.analysis import compare, stats
+from engine.analysis import compare, metrics, stats
 from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS, METRICS
 from engine.methods import order_methods
 from jobs.services.csv_safe import escape_csv_cells
@@ -153,14 +153,14 @@ def table_tab(per_run: pd.DataFrame, cards: tuple[exports.Card, ...], path: str 
 
 
 def pick_metric(key: str, container: DeltaGenerator | None = None) -> str:
-    """A metric picker that opens on AMAE, in ``container`` (default: the page)."""
+    """A metric picker that opens on the primary metric, in ``container`` (default: the page)."""
     return view_state.linked(
         (container or st).selectbox,
         "Metric",
         list(METRICS),
         key=key,
         what="metric",
-        initial={"index": list(METRICS).index("amae")},
+        initial={"index": list(METRICS).index(metrics.PRIMARY_METRIC)},
         format_func=tables.metric_name,
     )
 
@@ -195,7 +195,7 @@ def confusion_tab(counts: pd.DataFrame, per_run: pd.DataFrame, tasks: list[str])
         format_func=tables.method_title,
     )
     others = [m for m in task_methods if m != method_a]
-    best = compare.best_method(per_run, task, "amae", exclude=[method_a])
+    best = compare.best_method(per_run, task, metrics.PRIMARY_METRIC, exclude=[method_a])
     method_b = view_state.linked(
         c3.selectbox,
         "Second method",
@@ -204,7 +204,7 @@ def confusion_tab(counts: pd.DataFrame, per_run: pd.DataFrame, tasks: list[str])
         what="method",
         initial={"index": others.index(best) if best in others else 0},
         format_func=tables.method_title,
-        help="Defaults to the best other method by mean AMAE.",
+        help=f"Defaults to the best other method by mean {METRIC_LABELS[metrics.PRIMARY_METRIC]}.",
         disabled=not others,
     )
     c4, c5 = st.columns(2)
@@ -223,7 +223,8 @@ def confusion_tab(counts: pd.DataFrame, per_run: pd.DataFrame, tasks: list[str])
             "decimals": 1 if how == "mean" else 0,
             "domain_max": 1.0 if scale == "share" else shared_top,
             "title": f"{task} · {tables.method_title(method)} "
-            f"({matrices[method][1]} seeds, mean AMAE {rows['amae'].mean():.3f})",
+            f"({matrices[method][1]} seeds, mean {METRIC_LABELS[metrics.PRIMARY_METRIC]} "
+            f"{rows[metrics.PRIMARY_METRIC].mean():.3f})",
         }
         column.vega_lite_chart(
             chart_cache.chart_spec("confusion_heatmap", frames[method], options), width="content"

@@ -23,7 +23,7 @@ import pandas as pd
 import streamlit as st
 
 from engine.analysis import budget
-from engine.analysis.metrics import METRIC_LABELS, METRICS
+from engine.analysis.metrics import METRIC_LABELS, METRICS, PRIMARY_METRIC, SELECTION_COLUMN
 from engine.vocab import LABEL_SEPARATOR
 from jobs.services import study_analysis
 from pages.present import exports, inference_tables, stat_tables
@@ -51,7 +51,7 @@ def cached_budget(
     """Configurations searched per method, the budget-matched comparison (None when the
     study cannot have one) and, then, the sentence saying why."""
     runs = store_runs.list_runs([study_id], path=path)
-    runs = runs[runs["val_amae"].notna()]
+    runs = runs[runs[SELECTION_COLUMN].notna()]  # runs that were scored in a search
     configs = {
         str(method): int(n)
         for method, n in runs.groupby("method")["config_index"].nunique().items()
@@ -82,7 +82,7 @@ def robustness_tab(
         st.selectbox(
             "Metric",
             options,
-            index=options.index("amae"),  # the declared primary endpoint
+            index=options.index(PRIMARY_METRIC),  # the declared primary endpoint
             format_func=lambda m: METRIC_LABELS[m],
             key="robust_metric",
             help="The tables show this metric; the CSV has every metric.",
