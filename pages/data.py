@@ -14,7 +14,12 @@ from jobs.services.review import base_dataset_id
 from pages.present.data_view import dataset_settings, grade_counts, joint_table
 from pages.present.user_text import plain, said
 from pages.widgets import view_state
-from pages.widgets.data_sections import show_gallery, show_import_report, show_split_rules
+from pages.widgets.data_sections import (
+    show_detector_licence,
+    show_gallery,
+    show_import_report,
+    show_split_rules,
+)
 from pages.widgets.reads import cached_dataset_labels, cached_datasets, store_path
 from pages.widgets.shell import run_inside_shell
 from pages.widgets.sign_in import require_page
@@ -136,4 +141,5 @@ st.title("Data")
 show_phantom()
 show_datasets(str(store_path()))
 show_gallery()
+show_detector_licence()
 view_state.share_link()
