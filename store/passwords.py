@@ -27,13 +27,13 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
+from importlib import resources
 
 #: A new password must cost at least this many bits (10^8 guesses, zxcvbn's score 3).
 MIN_GUESS_BITS = math.log2(1e8)
 #: A password of one kind of character only needs at least this many characters.
 MIN_ONE_CLASS_CHARS = 12
-WORDS_FILE = Path(__file__).with_name("password_words.txt")
+WORDS_FILE = resources.files("store").joinpath("password_words.txt")
 # Substitutions people make in words ("p@ssw0rd"), undone before looking words up.
 _LEET = str.maketrans(
     {
