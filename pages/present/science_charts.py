@@ -138,11 +138,11 @@ def reliability_diagram(
 
 # Labels are sized in pixels, from their text: Vega-Lite cannot place a label by its own
 # width, and a label past the plot's edge is cut off where the chart sits in a column (the
-# Statistics tab showed "(3.70) N"). The advance is generous for 12 px sans-serif (DejaVu Sans,
-# the widest common default, averages ~6.8 px a character), so a label never reaches the edge.
-CD_WIDTH_PX = 460  # fits one of two columns beside the sidebar at 1366 px
+# Statistics tab showed "(3.70) N"). The advance is above what 12 px sans-serif measures in
+# Chromium here (5.2-6.0 px a character, digits the widest), so a label never reaches the edge.
+CD_WIDTH_PX = 420  # fits one of two columns beside the sidebar at 1366 px (445 px)
 CD_LABEL_FONT_PX = 12
-CD_CHAR_PX = 7.5
+CD_CHAR_PX = 6.5
 CD_LABEL_GAP_PX = 4  # between an elbow's end and its label
 CD_ELBOW_PX = 14  # the shortest elbow: from the outermost method to its label
 CD_RANK_PX = 40  # the least room one rank step gets; the chart widens rather than cramp it

@@ -138,9 +138,9 @@ def test_cd_layout_labels_the_better_half_left_and_stacks_overlapping_bars():
     assert (labels["row"] < bars["row"].min()).all()  # labels sit below every bar
 
 
-# Wider than any measured 12 px sans-serif label here (Chromium's default font: 5.2-6.0 px a
-# character on "Triangular (1.05)", "(4.75) Nominal"); the builder reserves 7.5.
-WIDE_CHAR_PX = 7.0
+# At least as wide as any 12 px sans-serif label measured in Chromium here (5.2-6.0 px a
+# character on "Triangular (1.05)", "(4.75) Nominal", "CD = 1.36"); the builder reserves 6.5.
+WIDE_CHAR_PX = 6.2
 LONG_RANKS = pd.DataFrame(
     {
         "method": ["triangular", "exponential", "binomial", "beta", "nominal"],
@@ -166,7 +166,7 @@ def _label_extents(spec: dict) -> list[tuple[str, float, float]]:
     return extents
 
 
-@pytest.mark.parametrize("width", [360, 460, 720])
+@pytest.mark.parametrize("width", [300, 420, 720])
 def test_cd_labels_lie_inside_the_chart_with_room_to_spare(width):
     groups = pd.DataFrame({"methods": [("a",)], "low": [2.35], "high": [3.95]})
     spec = charts.critical_difference_diagram(LONG_RANKS, groups, 1.36, width=width).to_dict()
