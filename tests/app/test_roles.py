@@ -239,3 +239,41 @@ def test_through_the_app_a_viewer_lands_on_compare_methods(path):
     shell.run()
     assert not shell.exception
     assert shell.title[0].value == "Compare methods"
+
+
+def _signed_in_through_the_app(name: str, role: str, path: Path) -> AppTest:
+    """app.py, signed in through its form as ``name`` (added with ``role``), with an admin
+    account beside it (with no enabled account left, loopback is single-user mode)."""
+    store_users.add_user("ada", "admin", PASSWORD, path=path)
+    store_users.add_user(name, role, PASSWORD, path=path)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30).run()
+    at.text_input(key="sign_in_name").input(name)
+    at.text_input(key="sign_in_password").input(PASSWORD)
+    at.button[0].click().run()
+    assert any(f"Signed in as **{name}**" in m.value for m in at.sidebar.markdown)
+    return at
+
+
+def test_a_disabled_persons_next_click_says_the_account_was_disabled(path):
+    at = _signed_in_through_the_app("mo", "member", path)
+    store_users.set_disabled("mo", True, by="ada", path=path)
+    at.run()  # their next click
+    assert at.title[0].value == "Sign in to SoftGrade"
+    warnings = [w.value for w in at.warning]
+    assert any("account was disabled by an admin" in w for w in warnings), warnings
+    assert not at.exception
+
+
+def test_a_removed_persons_next_click_says_the_account_was_removed(path):
+    at = _signed_in_through_the_app("mo", "member", path)
+    store_users.remove_user("mo", by="ada", path=path)
+    at.run()
+    assert any("account was removed by an admin" in w.value for w in at.warning)
+
+
+def test_signing_out_on_purpose_shows_the_form_without_a_reason(path):
+    at = _signed_in_through_the_app("mo", "member", path)
+    at.sidebar.button(key="sign_out").click().run()
+    at.run()
+    assert at.title[0].value == "Sign in to SoftGrade"
+    assert not [w.value for w in at.warning]
