@@ -7,6 +7,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from pages.widgets.reads import cached_studies
 from store import studies as store_studies
 from tests.helpers.pages import COMPARE_PAGE, make_store, run_page, texts
 
@@ -169,3 +170,31 @@ def test_a_kl_cppd_link_opens_the_method_shown_seed_by_seed(tmp_path, monkeypatc
     at = run_page(tmp_path, monkeypatch, RELATIONSHIP_PAGE, query={"rel_method": "beta"})
     assert at.selectbox(key="rel_method").value == "beta"
     assert copied_link(at)["rel_method"] == ["beta"]
+
+
+def test_a_study_deleted_while_viewed_is_named_on_the_next_click(tmp_path, monkeypatch):
+    viewed = make_store(tmp_path, name="viewed")
+    other = make_store(tmp_path, name="other")
+    at = run_page(tmp_path, monkeypatch, query={"compare_studies": viewed})
+    assert at.multiselect(key="compare_studies").value == [viewed]
+    store_studies.delete_study(viewed, confirm_name="viewed", path=tmp_path / "softgrade.duckdb")
+    cached_studies.clear()  # the few seconds of the study list's cache have passed
+    at.run()  # the member's next click
+    assert not at.exception
+    warning = texts(at, "warning")
+    assert f"The study you were viewing, “viewed” ({viewed}), was deleted" in warning
+    assert at.multiselect(key="compare_studies").value == [other]
+    at.run()
+    assert "was deleted" not in texts(at, "warning")  # said once
+
+
+def test_a_study_archived_while_viewed_says_how_to_show_it(tmp_path, monkeypatch):
+    viewed = make_store(tmp_path, name="viewed")
+    make_store(tmp_path, name="other")
+    at = run_page(tmp_path, monkeypatch, EXPLORER_PAGE, query={"explorer_study": viewed})
+    store_studies.archive_study(viewed, path=tmp_path / "softgrade.duckdb")
+    cached_studies.clear()  # the few seconds of the study list's cache have passed
+    at.run()
+    assert not at.exception
+    assert f"“viewed” ({viewed}), was archived" in texts(at, "info")
+    assert "Show archived studies" in texts(at, "info")
