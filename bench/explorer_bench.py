@@ -35,10 +35,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from engine.soft_labels import search_grid
-from engine.vocab import METHODS, TASK_CLASSES, run_id
+from engine.methods import paper_methods, search_grid
+from engine.vocab import TASK_CLASSES, run_id
 from store import jobs as store_jobs
 from store.db import connect, init_schema
+
+METHODS = paper_methods()
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -51,7 +51,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from engine.soft_labels import METHODS, grid_size
+from engine.methods import METHODS, grid_size
 from store import jobs as store_jobs
 from store import runs as store_runs
 from store.db import connect, init_schema

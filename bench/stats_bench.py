@@ -23,7 +23,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engine.analysis import compare, designs, paired
-from jobs import study_analysis
+from jobs.services import study_analysis
 from store.bundle import REFERENCE_STUDY, import_study
 from store.db import init_schema
 
@@ -96,7 +96,7 @@ def main() -> None:
         )
         power = timed(
             "seeds for 80 % power (AMAE, effect 0.05)",
-            lambda: study_analysis.seeds_needed(study, chosen_effect=0.05, path=store),
+            lambda: study_analysis.seeds_needed(study, effect=0.05, path=store),
             r,
         )
     print("\n## Primary endpoint (AMAE soft − nominal; Holm over 8 on the corrected p)")

@@ -7,14 +7,22 @@ which names the offending field and the allowed values in every error.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from engine.soft_labels import MethodParams, check_method, grid_size
-from engine.vocab import METHODS, TASK_CLASSES, TASKS
+from engine.methods import (
+    Method,
+    MethodParams,
+    UnknownMethodError,
+    get_method,
+    grid_size,
+    method_names,
+)
+from engine.vocab import TASK_CLASSES, TASKS
 
 DATASET_KINDS: tuple[str, ...] = ("phantom", "folder")
 MAX_BUDGET = 15  # the paper samples at most 15 configurations per (task, method, seed)
@@ -39,14 +47,17 @@ def check_device(device: str) -> None:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Everything one training run needs; saved with the run and its checkpoint."""
+    """Everything one training run needs; saved with the run and its checkpoint.
+
+    ``hparams`` holds the method's own hyper-parameters besides the learning rate (``eta``,
+    ``alpha2``, ...: whatever its `engine.methods.Method` declares). In JSON they sit beside
+    the other fields (``{"lr": 0.001, "eta": 0.8, ...}``), as stores have always held them.
+    """
 
     task: str
     method: str
     lr: float
-    eta: float | None = None
-    alpha2: float | None = None
-    p: float | None = None
+    hparams: Mapping[str, float] = field(default_factory=dict)
     seed: int = 0
     max_epochs: int = 100
     patience: int = 40
@@ -58,16 +69,33 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         check_task(self.task)
-        check_method(self.method)
+        method = check_method(self.method)
+        unknown = sorted(set(self.hparams) - set(method.parameter_names[1:]))
+        if unknown:
+            raise SpecError(
+                f"{unknown[0]}: not a hyper-parameter of {self.method}; it has "
+                f"{', '.join(method.parameter_names)}"
+            )
         _check_positive("max_epochs", self.max_epochs)
         _check_positive("patience", self.patience)
         _check_positive("batch_size", self.batch_size)
         _check_range("image_size", self.image_size, 16, 1024)
         if not self.lr > 0:
             raise SpecError(f"lr: {self.lr=} must be > 0")
-        if self.eta is not None and not 0.0 <= self.eta <= 1.0:
-            raise SpecError(f"eta: {self.eta=} must be in [0, 1]")
+        eta = self.hparams.get("eta")
+        if eta is not None and not 0.0 <= eta <= 1.0:
+            raise SpecError(f"eta: {eta=} must be in [0, 1]")
         check_device(self.device)
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> TrainConfig:
+        """Read `to_dict`'s form back, also a store's or checkpoint's from before methods had
+        a registry (``eta``, ``alpha2``, ``p`` beside the other fields, None where unused)."""
+        known = {f.name for f in fields(cls)} - {"hparams"}
+        kwargs = {k: v for k, v in values.items() if k in known}
+        extra = {k: float(v) for k, v in values.items() if k not in known and v is not None}
+        extra.update(values.get("hparams") or {})
+        return cls(**kwargs, hparams=extra)
 
     @property
     def num_classes(self) -> int:
@@ -76,12 +104,23 @@ class TrainConfig:
 
     @property
     def params(self) -> MethodParams:
-        """The method's hyper-parameters."""
-        return MethodParams(lr=self.lr, eta=self.eta, alpha2=self.alpha2, p=self.p)
+        """The method's hyper-parameters, learning rate included."""
+        return MethodParams(lr=self.lr, **self.hparams)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable form, stored in ``runs.config``."""
-        return asdict(self)
+        """JSON-serialisable form, stored in ``runs.config``: hyper-parameters flat."""
+        out = asdict(self)
+        out.pop("hparams")
+        out.update(dict(self.hparams))
+        return out
+
+
+def check_method(name: str) -> Method:
+    """The registered method called ``name``; SpecError listing the methods otherwise."""
+    try:
+        return get_method(name)
+    except UnknownMethodError as exc:
+        raise SpecError(f"methods: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -151,12 +190,9 @@ class StudySpec:
         _check_nonempty("tasks", self.tasks, TASKS)
         for task in self.tasks:
             check_task(task)
-        _check_nonempty("methods", self.methods, METHODS)
+        _check_nonempty("methods", self.methods, method_names())
         for method in self.methods:
-            if method not in METHODS:
-                raise SpecError(
-                    f"methods: unknown method {method!r}; allowed: {', '.join(METHODS)}"
-                )
+            check_method(method)
         if len(set(self.tasks)) != len(self.tasks) or len(set(self.methods)) != len(self.methods):
             raise SpecError("tasks/methods: each may appear only once")
         if not self.seeds:
@@ -247,7 +283,8 @@ class StudySpec:
             batch_size=self.batch_size,
             image_size=self.image_size,
             weights_path=self.weights_path,
-            **params.as_dict(),
+            lr=params.lr,
+            hparams={k: v for k, v in params.items() if k != "lr"},
         )
 
 

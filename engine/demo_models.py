@@ -9,9 +9,9 @@
 - `knee_to_grade`: the knee on a whole film and whether it is one, found and judged as
   imports do (a trained YOLO detector's folder, or the classical detector).
 
-No streamlit and no store: the pages and `jobs.demo_bundle` read runs and pass them in.
+No streamlit and no store: the pages and `jobs.services.demo_bundle` read runs and pass them in.
 torch, Grad-CAM and the detectors are imported where a model runs, so the CLI (which
-imports this through `jobs.demo_bundle`) starts without them.
+imports this through `jobs.services.demo_bundle`) starts without them.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.config import StudySpec, TrainConfig
-from engine.soft_labels import sample_configs
+from engine.methods import sample_configs
 from engine.vocab import run_id
 
 

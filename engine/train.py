@@ -38,7 +38,8 @@ from torch import nn
 from engine.analysis.metrics import compute_metrics
 from engine.config import TrainConfig
 from engine.datasets import TaskSplit
-from engine.soft_labels import make_loss, soft_label_matrix
+from engine.methods import get_method, make_loss, target_matrix
+from engine.methods.heads import get_head
 from engine.stem import use_fast_stem
 
 log = logging.getLogger(__name__)
@@ -131,27 +132,37 @@ class FitResult:
 
 
 class GradeNet(nn.Module):
-    """ResNet18 over grey uint8 images (N, 1, S, S) → logits (N, J).
+    """ResNet18 over grey uint8 images (N, 1, S, S) → its head's outputs.
 
-    Normalisation lives inside the model so training, evaluation and Grad-CAM see the same
-    input.
+    The head (``backbone.fc``) is the method's output layer (`engine.methods.heads`): J logits
+    for the paper's methods, J - 1 conditional logits for CORN, probabilities for CLM.
+    `probabilities` turns outputs into P(grade). Normalisation lives inside the model so
+    training, evaluation and Grad-CAM see the same input.
     """
 
-    def __init__(self, backbone: nn.Module) -> None:
+    def __init__(self, backbone: nn.Module, head: str = "softmax") -> None:
         super().__init__()
         self.backbone = backbone
+        self.head = head
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = (x.float() / 255.0 - GREY_MEAN) / GREY_STD
         return self.backbone(x)
 
+    def probabilities(self, outputs: torch.Tensor) -> torch.Tensor:
+        """(N, J) grade probabilities of this model's outputs (rows sum to one)."""
+        return get_head(self.head).probabilities(outputs)
 
-def build_model(num_classes: int, weights_path: str | None = None) -> tuple[GradeNet, str]:
-    """ResNet18 with a grey first convolution and a ``num_classes`` head.
+
+def build_model(
+    num_classes: int, weights_path: str | None = None, head: str = "softmax"
+) -> tuple[GradeNet, str]:
+    """ResNet18 with a grey first convolution and an output layer for ``num_classes`` grades.
 
     Args:
         num_classes: Number of grades J.
         weights_path: A local torchvision ImageNet state dict; nothing is downloaded.
+        head: The method's output layer (`engine.methods.heads.HEADS`).
 
     Returns:
         The model and how it was initialised: 'imagenet' or 'random'.
@@ -169,8 +180,8 @@ def build_model(num_classes: int, weights_path: str | None = None) -> tuple[Grad
     rgb = backbone.conv1.weight.detach()
     backbone.conv1 = nn.Conv2d(1, 64, kernel_size=7, stride=2, padding=3, bias=False)
     backbone.conv1.weight.data.copy_(rgb.sum(dim=1, keepdim=True))
-    backbone.fc = nn.Linear(backbone.fc.in_features, num_classes)
-    return GradeNet(backbone), weights_init
+    backbone.fc = get_head(head).build(backbone.fc.in_features, num_classes)
+    return GradeNet(backbone, head), weights_init
 
 
 def save_checkpoint(path: Path, state_dict: dict[str, torch.Tensor], config: TrainConfig) -> None:
@@ -184,8 +195,8 @@ def save_checkpoint(path: Path, state_dict: dict[str, torch.Tensor], config: Tra
 def load_checkpoint(path: Path, device: str = "cpu") -> tuple[GradeNet, TrainConfig]:
     """Rebuild a model from `save_checkpoint`'s file, in eval mode."""
     blob = torch.load(path, map_location=device, weights_only=True)
-    config = TrainConfig(**blob["config"])
-    model, _ = build_model(config.num_classes)
+    config = TrainConfig.from_dict(blob["config"])
+    model, _ = build_model(config.num_classes, head=get_method(config.method).head)
     model.load_state_dict(blob["state_dict"])
     return model.to(device).eval(), config
 
@@ -260,9 +271,18 @@ def train_one_epoch(
 
 @torch.no_grad()
 def evaluate(
-    model: nn.Module, criterion: nn.Module, x: torch.Tensor, y: torch.Tensor, *, fast: bool
+    model: nn.Module,
+    criterion: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    fast: bool,
+    probabilities: Callable[[torch.Tensor], torch.Tensor] | None = None,
 ) -> tuple[float, torch.Tensor]:
-    """Mean loss and softmax probabilities (N, J) over a whole split.
+    """Mean loss and probabilities (N, J) over a whole split.
+
+    ``probabilities`` turns the model's outputs into P(grade) (its head's rule; softmax of
+    logits when None, the paper's methods).
 
     The fast path pads the last batch to ``EVAL_BATCH`` so a compiled model sees one shape
     (in eval mode batch norm uses running statistics, so padding changes no output).
@@ -279,7 +299,9 @@ def evaluate(
         with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=fast):
             logits = model(xb)[:n].float()
         total += criterion(logits, y[start : start + n]) * n
-        probs.append(torch.softmax(logits, dim=1))
+        probs.append(
+            torch.softmax(logits, dim=1) if probabilities is None else probabilities(logits)
+        )
     return float(total) / max(len(y), 1), torch.cat(probs)
 
 
@@ -473,14 +495,20 @@ class Trainer:
         fast: bool,
         weights_path: str | None = None,
         options: FastPathOptions | None = None,
+        head: str = "softmax",
     ) -> None:
         options = options or FastPathOptions()
         self.device = device
         self.fast = fast
+        self.head = head
         # Building draws initial weights from the process-wide RNG too: not while another
         # lane seeds and draws its run's weights.
         with _GLOBAL_STATE_LOCK:
-            self.model, self.weights_init = build_model(num_classes, weights_path)
+            self.model, self.weights_init = build_model(num_classes, weights_path, head)
+        # A head's parameters without reset_parameters (CLM's thresholds) start each run
+        # from their values at construction.
+        head_layer = cast(nn.Module, self.model.backbone.fc)
+        self._head_initial = copy.deepcopy(head_layer.state_dict())
         if fast:
             # conv1 as a GEMM and a Triton max-pool: ~19 % more images/s on an H200
             # (bench/stem_probe.py); same parameters and state dict as the plain model.
@@ -488,6 +516,7 @@ class Trainer:
         self.model.to(device)
         if fast:
             self.model.to(memory_format=torch.channels_last)
+        self._graphed = False  # whether the current run replays the captured graphs
         # Pretrained weights are restored before each run; random init is re-drawn per seed.
         self._initial = copy.deepcopy(self.model.state_dict()) if weights_path else None
         # Compiling fuses batch norm and activations (+45 % images/s on an H200, see
@@ -522,10 +551,12 @@ class Trainer:
 
     def _draw_initial_weights(self, seed: int) -> None:
         torch.manual_seed(seed)
+        head = cast(nn.Module, self.model.backbone.fc)
         if self._initial is not None:
             self.model.load_state_dict(self._initial)
-            cast(nn.Linear, self.model.backbone.fc).reset_parameters()  # build_model's head
+            _reset_modules(head)  # build_model's head: drawn per seed
             return
+        head.load_state_dict(self._head_initial)
         for module in self.model.modules():
             reset = getattr(module, "reset_parameters", None)
             if callable(reset):
@@ -551,11 +582,20 @@ class Trainer:
             RunCancelled: ``should_stop`` returned True at an epoch boundary.
         """
         started = time.perf_counter()
+        method = get_method(config.method)
+        if method.head != self.head:
+            raise ValueError(
+                f"{config.method} needs the {method.head!r} head; this trainer has {self.head!r}"
+            )
         self.reset(config.seed)
         data = data.to(self.device)
         criterion = make_loss(config.method, config.num_classes, config.params).to(self.device)
-        if self.graphs is not None:
-            matrix = soft_label_matrix(config.method, config.num_classes, config.params)
+        matrix = target_matrix(config.method, config.num_classes, config.params)
+        # The captured graphs train against a (J, J) target matrix; a method without one
+        # (a regularised loss, an output layer) takes the eager fast path (bf16, channels-last,
+        # no compile, no graphs: docs/add-a-method.md, bench/RESULTS.md for its cost).
+        self._graphed = self.graphs is not None and matrix is not None
+        if self.graphs is not None and matrix is not None:
             self.graphs.reset(config.lr, torch.as_tensor(matrix, device=self.device))
             optimizer = self.graphs.optimizer
         else:
@@ -606,9 +646,9 @@ class Trainer:
         config: TrainConfig,
         generator: torch.Generator,
     ) -> float:
-        if self.graphs is None:
+        if not self._graphed or self.graphs is None:
             return train_one_epoch(
-                self.step_model,
+                self.step_model if self.graphs is None else self.model,
                 criterion,
                 optimizer,
                 data.x_train,
@@ -630,8 +670,10 @@ class Trainer:
     def _evaluate(
         self, criterion: nn.Module, x: torch.Tensor, y: torch.Tensor
     ) -> tuple[float, torch.Tensor]:
-        if self.graphs is None:
-            return evaluate(self.step_model, criterion, x, y, fast=self.fast)
+        if not self._graphed or self.graphs is None:
+            model = self.step_model if self.graphs is None else self.model
+            probabilities = None if self.head == "softmax" else get_head(self.head).probabilities
+            return evaluate(model, criterion, x, y, fast=self.fast, probabilities=probabilities)
         logits = self.graphs.predict_logits(x)
         loss = soft_target_cross_entropy(logits, self.graphs.targets[y])
         return float(loss), torch.softmax(logits, dim=1)
@@ -648,6 +690,14 @@ class _Best:
     def update(self, epoch: int, loss: float, model: nn.Module) -> None:
         self.epoch, self.loss = epoch, loss
         self.state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def _reset_modules(module: nn.Module) -> None:
+    """Draw fresh parameters for every sub-module that can (a head's linear layers)."""
+    for sub in module.modules():
+        reset = getattr(sub, "reset_parameters", None)
+        if callable(reset):
+            reset()
 
 
 def _adam_steps(optimizer: torch.optim.Optimizer) -> int:
@@ -679,5 +729,6 @@ def fit(
         device=device,
         fast=fast,
         weights_path=config.weights_path,
+        head=get_method(config.method).head,
     )
     return trainer.fit(config, data, on_epoch_end=on_epoch_end, should_stop=should_stop)

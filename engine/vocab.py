@@ -1,4 +1,4 @@
-"""The domain's vocabulary: tasks and their grades, methods, split fractions, run ids.
+"""The domain's vocabulary: tasks and their grades, split fractions, run ids.
 
 Everything else imports these names; nothing restates them. The module imports nothing
 heavy, so pages, the store and the CLI can use it without loading torch.
@@ -6,7 +6,6 @@ heavy, so pages, the store and the CLI can use it without loading torch.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -95,44 +94,9 @@ def task_info(name: str) -> Task:
     return TASK_INFO[name]
 
 
-METHODS: tuple[str, ...] = ("nominal", "binomial", "beta", "triangular", "exponential")
-
-METHOD_DESCRIPTIONS: MappingProxyType[str, str] = MappingProxyType(
-    {
-        "nominal": "One-hot targets with plain cross-entropy: every wrong grade costs the same.",
-        "binomial": "Targets follow a binomial distribution centred on the grade: "
-        "most mass on the grade, a little on its neighbours.",
-        "beta": "Targets from beta distributions on [0, 1] cut into J bins: "
-        "flexible spread, wider for middle grades.",
-        "triangular": "Triangular targets: the neighbours of the grade get a fixed small "
-        "probability (alpha2), distant grades none.",
-        "exponential": "Targets decay exponentially with the distance |j - k|^p: "
-        "p sets how sharply mass falls off.",
-    }
-)
-
 # A method run in several of the studies shown at once is told apart as "beta · study name".
+# (Methods themselves, their names, labels and order, live in `engine.methods`.)
 LABEL_SEPARATOR = " · "
-
-
-def method_sort_key(method: str) -> tuple[int, str]:
-    """Order methods as the paper does (nominal, binomial, beta, triangular, exponential).
-
-    Labels (``"beta · study"``) and display names (``"Beta"``) sort with their method;
-    anything else comes after the paper's methods.
-    """
-    base = str(method).partition(LABEL_SEPARATOR)[0].lower()
-    rank = METHODS.index(base) if base in METHODS else len(METHODS)
-    return rank, str(method)
-
-
-def order_methods(methods: Iterable[str]) -> list[str]:
-    """Distinct methods (or labels) in the paper's order."""
-    if hasattr(methods, "unique"):
-        # A pandas Series: one pass in pandas, not a Python loop over every row (pandas is
-        # not imported here, so the vocabulary stays light).
-        methods = methods.unique()
-    return sorted(dict.fromkeys(str(m) for m in methods), key=method_sort_key)
 
 
 # Splits (ARCHITECTURE.md "Splits"): a 70/30 train/test holdout, then 30 % of train as

@@ -1,6 +1,6 @@
 """Accounts (admins only): who may sign in, with which role; add, change, disable, remove.
 
-Every change goes through `jobs.lab` (role-checked again, and logged in the audit log under
+Every change goes through `jobs.services.lab` (role-checked again, and logged in the audit log under
 the admin's name). The last enabled admin cannot remove, demote or disable themself.
 """
 
@@ -11,8 +11,8 @@ from typing import Any
 
 import streamlit as st
 
-from jobs import lab
-from jobs.access import LOCAL_ACCOUNT, AccessDenied
+from jobs.services import lab
+from jobs.services.access import LOCAL_ACCOUNT, AccessDenied
 from pages.present.admin_tables import (
     accounts_table,
     lab_accounts_table,
@@ -35,7 +35,8 @@ def say(kind: str, text: str) -> None:
 
 
 def act(verb: str, call: Callable[..., Any], *args: Any) -> bool:
-    """Button callback: run a `jobs.lab` account verb as the signed-in admin, and say how it
+    """Button callback: run a `jobs.services.lab` account verb as the signed-in admin, and say how
+    it
     went; True when it was done."""
     account = current_account()
     try:

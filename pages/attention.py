@@ -19,8 +19,9 @@ import pandas as pd
 import streamlit as st
 
 from engine import gradcam
+from engine.methods import order_methods
 from engine.phantom import PhantomSpec
-from engine.vocab import TOP_GRADE, order_methods
+from engine.vocab import TOP_GRADE
 from pages.widgets import pickers, view_state
 from pages.widgets.attention_views import (
     show_cooccurrence_scores,

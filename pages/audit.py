@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from jobs import lab
+from jobs.services import lab
 from pages.present.admin_tables import audit_csv, audit_table
 from pages.widgets.reads import cached_studies, store_path
 from pages.widgets.shell import run_inside_shell

@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from engine.vocab import GRADE_SIGNS
-from jobs.review import base_dataset_id
+from jobs.services.review import base_dataset_id
 from pages.present.data_view import dataset_settings, grade_counts, joint_table
 from pages.widgets import view_state
 from pages.widgets.data_sections import show_gallery, show_import_report, show_split_rules

@@ -13,7 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from engine.analysis import explorer
-from engine.vocab import order_methods
+from engine.methods import order_methods
 from pages.present import explorer_views as views
 from pages.present import science_charts as charts
 from pages.present.tables import method_title

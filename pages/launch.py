@@ -15,17 +15,16 @@ from typing import Any
 import streamlit as st
 
 from engine.config import TASK_CLASSES, SpecError, StudySpec
-from engine.soft_labels import soft_label_matrix
-from engine.vocab import METHOD_DESCRIPTIONS, METHODS
+from engine.methods import get_method, method_label, method_names, target_matrix
 from pages.present.charts import soft_label_frame, soft_label_heatmap
 from pages.present.study_form import (
     FOLDER,
-    SHOWN_PARAMS,
     TASK_LABELS,
     check_study,
     gpu_hours_per_seed,
     request_id_for,
     rough_time_text,
+    shown_params,
     study_size,
 )
 from pages.widgets.launch_form import (
@@ -78,16 +77,17 @@ def method_inputs() -> list[str]:
     """The methods to compare, with the target matrix each one teaches (paper Fig. 4)."""
     st.subheader("Methods", divider="gray")
     methods = st.multiselect(
-        "Soft-label methods to compare",
-        METHODS,
+        "Methods to compare",
+        method_names(),
+        format_func=method_label,
         key="launch_methods",
         persist_state="session",
         help="Nominal is the usual one-hot baseline; the others spread the target over "
         "neighbouring grades.",
     )
     if not methods:
-        for method in METHODS:
-            st.markdown(f"- **{method}**: {METHOD_DESCRIPTIONS[method]}")
+        for method in method_names():
+            st.markdown(f"- **{method_label(method)}**: {get_method(method).description}")
         return methods
     shown_task = st.radio(
         "Show target matrices for",
@@ -106,11 +106,13 @@ def method_inputs() -> list[str]:
     )
     for col, method in zip(st.columns(len(methods)), methods, strict=True):
         with col:
-            st.markdown(f"**{method}**")
-            matrix = soft_label_matrix(method, TASK_CLASSES[shown_task], SHOWN_PARAMS)
-            chart = soft_label_heatmap(soft_label_frame(matrix), size=140)
-            st.altair_chart(chart, width="content")
-            st.caption(METHOD_DESCRIPTIONS[method])
+            spec = get_method(method)
+            st.markdown(f"**{spec.label}**")
+            matrix = target_matrix(method, TASK_CLASSES[shown_task], shown_params(spec))
+            if matrix is not None:
+                chart = soft_label_heatmap(soft_label_frame(matrix), size=140)
+                st.altair_chart(chart, width="content")
+            st.caption(spec.description)
     return methods
 
 

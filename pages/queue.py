@@ -10,8 +10,8 @@ from typing import Any
 
 import streamlit as st
 
-from jobs import lab
-from jobs.access import ACTIONS_BY_ROLE, AccessDenied, Action, can
+from jobs.services import lab
+from jobs.services.access import ACTIONS_BY_ROLE, AccessDenied, Action, can
 from pages.present.job_view import (
     cancel_text,
     ended_caption,
@@ -50,7 +50,7 @@ STATUS_BADGES = {
 def cancel(job_id: str) -> None:
     """Button callback: ask the job to stop (as the signed-in person) and say what happened.
 
-    `jobs.lab.cancel_job` checks the role again, so a stale button cannot cancel another
+    `jobs.services.lab.cancel_job` checks the role again, so a stale button cannot cancel another
     person's job.
     """
     account = current_account()

@@ -16,8 +16,8 @@ import pandas as pd
 import streamlit as st
 
 from engine.analysis import compare, kld_parts, relationship
-from engine.vocab import order_methods
-from jobs.csv_safe import escape_csv_cells
+from engine.methods import order_methods
+from jobs.services.csv_safe import escape_csv_cells
 from pages.present import exports, stat_tables, tables
 from pages.widgets import chart_cache, pickers, reads, shell, sign_in, stat_tests, view_state
 from pages.widgets.downloads import cached_cards, download_row

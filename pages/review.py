@@ -14,7 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from engine.datasets import PreparedDataset
-from jobs.review import REVIEW_PARAM
+from jobs.services.review import REVIEW_PARAM
 from pages.present.import_view import ProgressThrottle
 from pages.present.review_view import REVIEW_PX, prepare_review_crops, review_counts, review_table
 from pages.widgets import view_state

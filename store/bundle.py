@@ -29,6 +29,7 @@ import json
 import tempfile
 import zipfile
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,8 @@ from store.zip_limits import (
 
 BUNDLE_VERSION = 1
 #: The reference study shipped with SoftGrade (paper protocol on the phantom, 20 seeds).
-REFERENCE_STUDY = Path(__file__).resolve().parents[1] / "examples" / "reference-study.zip"
+# Installed with the package (examples/); a wheel installs files unzipped, so this is a path.
+REFERENCE_STUDY = Path(str(resources.files("examples").joinpath("reference-study.zip")))
 
 #: What a study bundle may hold, checked from its directory before anything is unpacked (the
 #: reference study's 20 seeds take 3 MiB; a lab study of 10,000 films some hundred MiB).

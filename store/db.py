@@ -6,7 +6,7 @@ time (duckdb docs, "Concurrency"). So every connection here is short-lived: open
   datasets) and of job progress.
 - The app writes only what a person asks for, one short transaction each: job requests and
   cancellations (`store.jobs.enqueue_job`, `store.jobs.request_cancel`), an import's
-  registration (`jobs.importer.register_import`), crop review decisions
+  registration (`jobs.services.importer.register_import`), crop review decisions
   (`store.reviews.record_review`, `clear_review`), people's edits of studies
   (`store.studies`), accounts, sessions (`store.users`) and the audit log: small, rare writes.
 - Pages read through ``connect(read_only=True)`` and cache results for a few seconds.
@@ -40,15 +40,16 @@ from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # The oldest schema version `init_schema` can upgrade from.
 OLDEST_UPGRADABLE_VERSION = 1
-SCHEMA_FILE = Path(__file__).with_name("schema.sql")
+SCHEMA_FILE = resources.files("store").joinpath("schema.sql")
 
 log = logging.getLogger(__name__)
 _PROCESS_LOCK = threading.RLock()
@@ -448,7 +449,8 @@ def init_schema(path: Path | str | None = None) -> None:
     """Create every table if missing, upgrade an older store, record the version (idempotent).
 
     An older store (version `OLDEST_UPGRADABLE_VERSION` or later) is upgraded in place in
-    the same transaction: schema.sql's upgrade statements only add tables and columns.
+    the same transaction: schema.sql's upgrade statements add tables and columns, and
+    `_rebuild_runs_without_method_list` lifts the old five-method CHECK of ``runs``.
 
     Raises:
         SchemaVersionError: The store holds a newer or unknown schema version.
@@ -459,7 +461,11 @@ def init_schema(path: Path | str | None = None) -> None:
         found = _stored_version(con, path)
         if found is not None and found != SCHEMA_VERSION:
             _check_upgradable(found, path)
+        moved = _rebuild_runs_without_method_list(con)
         con.execute(SCHEMA_FILE.read_text())
+        if moved:
+            con.execute(f"INSERT INTO runs SELECT * FROM {moved}")
+            con.execute(f"DROP TABLE {moved}")
         con.execute(
             "INSERT INTO meta VALUES ('schema_version', ?) "
             "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -467,6 +473,30 @@ def init_schema(path: Path | str | None = None) -> None:
         )
     if found is not None and found != SCHEMA_VERSION:
         log.info("store %s upgraded from schema version %s to %s", path, found, SCHEMA_VERSION)
+
+
+# The name the old runs table takes while init_schema rebuilds it (inside one transaction).
+_RUNS_BEFORE_V3 = "runs_before_v3"
+
+
+def _rebuild_runs_without_method_list(con: duckdb.DuckDBPyConnection) -> str | None:
+    """Move a runs table that still limits ``method`` to the paper's five out of the way.
+
+    Schema versions 1 and 2 had ``CHECK (method IN (...five))``, which DuckDB cannot alter or
+    drop. The table is renamed here; schema.sql then creates the new one, and `init_schema`
+    copies every row across and drops the old table, all in the caller's transaction, so a
+    failure leaves the store as it was. Returns the old table's temporary name, or None when
+    there is nothing to rebuild (a new store, or one upgraded already).
+    """
+    limited = one_value(
+        con,
+        "SELECT count(*) FROM duckdb_constraints() WHERE table_name = 'runs' "
+        "AND constraint_type = 'CHECK' AND constraint_text LIKE '%IN (''nominal''%'",
+    )
+    if not limited:
+        return None
+    con.execute(f"ALTER TABLE runs RENAME TO {_RUNS_BEFORE_V3}")
+    return _RUNS_BEFORE_V3
 
 
 def check_schema(path: Path | str | None = None) -> None:

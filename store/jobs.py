@@ -225,7 +225,7 @@ def request_cancel(
     """Ask a job to stop. A queued job is cancelled at once; a running one stops at its
     next epoch boundary, keeping finished runs. Returns the job's status after the request.
 
-    ``by`` (who asked) goes to the audit log; whether they may is `jobs.access`'s to say.
+    ``by`` (who asked) goes to the audit log; whether they may is `jobs.services.access`'s to say.
     """
     with connect(path) as con:
         job = _read_job(con, job_id)

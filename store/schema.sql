@@ -112,8 +112,9 @@ CREATE TABLE IF NOT EXISTS runs (
     study_id         VARCHAR NOT NULL,
     job_id           VARCHAR,
     task             VARCHAR NOT NULL CHECK (task IN ('KL', 'CPPD')),
-    method           VARCHAR NOT NULL
-                     CHECK (method IN ('nominal', 'binomial', 'beta', 'triangular', 'exponential')),
+    -- Any method the registry (engine/methods/) names, checked in Python before a study is
+    -- queued; results imported from another tool may name others (shown by name).
+    method           VARCHAR NOT NULL CHECK (length(trim(method)) BETWEEN 1 AND 100),
     seed             INTEGER NOT NULL,
     config_index     INTEGER NOT NULL,
     config           JSON NOT NULL,
@@ -298,3 +299,5 @@ ALTER TABLE studies ADD COLUMN IF NOT EXISTS launched_from VARCHAR;
 ALTER TABLE studies ADD COLUMN IF NOT EXISTS notes VARCHAR;
 ALTER TABLE studies ADD COLUMN IF NOT EXISTS tags VARCHAR[] DEFAULT [];
 ALTER TABLE studies ADD COLUMN IF NOT EXISTS archived_at TIMESTAMP;
+-- Version 2 -> 3: runs.method accepts every registered method. DuckDB cannot alter a CHECK,
+-- so store.db.init_schema rebuilds the runs table, every row kept, before this file runs.

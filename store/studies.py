@@ -1,7 +1,7 @@
 """A study's lifecycle (rename, notes, tags, archive, delete) and its provenance card.
 
 Each change writes its audit line in the same transaction. Who may do what is decided by
-`jobs.access` before these are called; ``by`` names who did it.
+`jobs.services.access` before these are called; ``by`` names who did it.
 
 Provenance: `store.jobs.enqueue_job` records who launched a study, when and from where;
 the worker records where it trained (`record_environment`: host, devices, code and library
@@ -327,7 +327,7 @@ def record_environment(
     """Record where a study is training (called by the worker when it claims the job).
 
     Args:
-        environment: `ENVIRONMENT_FIELDS` (as `jobs.provenance.worker_environment` builds
+        environment: `ENVIRONMENT_FIELDS` (as `jobs.services.provenance.worker_environment` builds
             them); missing ones are stored as NULL, unknown ones refused.
     """
     unknown = set(environment) - set(ENVIRONMENT_FIELDS)

@@ -23,6 +23,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from importlib import resources
 from pathlib import Path
 
 import duckdb
@@ -56,7 +57,7 @@ class Role(StrEnum):
 
     viewer: result pages and Grade a film. member: also Launch, Jobs (cancel their own jobs)
     and importing films. admin: also cancel any job, archive and delete studies, manage
-    accounts and read the audit log. `jobs.access` maps roles to pages and actions.
+    accounts and read the audit log. `jobs.services.access` maps roles to pages and actions.
     """
 
     VIEWER = "viewer"
@@ -98,7 +99,7 @@ def check_name(name: str) -> str:
 
 
 #: Common passwords refused (zxcvbn's list, MIT; see the file's header).
-COMMON_PASSWORDS_FILE = Path(__file__).with_name("common_passwords.txt")
+COMMON_PASSWORDS_FILE = resources.files("store").joinpath("common_passwords.txt")
 #: A password needs at least this many different characters ('aaaaaaaa' is refused).
 MIN_DISTINCT_CHARS = 4
 

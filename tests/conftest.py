@@ -106,8 +106,8 @@ def device(request: pytest.FixtureRequest) -> str:
 def finished_study(tmp_path_factory: pytest.TempPathFactory) -> FinishedStudy:
     """Three seeds × two tasks × three methods, two epochs each, at 32 px on the CPU."""
     from engine.config import StudySpec
-    from jobs.executors import InlineExecutor
-    from jobs.runner import Worker
+    from jobs.worker.executors import InlineExecutor
+    from jobs.worker.runner import Worker
     from store import jobs as store_jobs
 
     home = tmp_path_factory.mktemp("finished-study")

@@ -26,6 +26,7 @@ import json
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +39,8 @@ from engine.analysis.metrics import (
     confusion_matrices,
     metrics_from_confusion,
 )
-from engine.soft_labels import grid_size
-from engine.vocab import LABEL_SEPARATOR, METHODS, TASK_CLASSES, method_sort_key, order_methods
+from engine.methods import grid_size, method_sort_key, order_methods, paper_methods
+from engine.vocab import LABEL_SEPARATOR, TASK_CLASSES
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +48,9 @@ COUNT_COLUMNS = ("y_true", "y_pred", "n")
 TASK_ORDER: tuple[str, ...] = ("CPPD", "KL")  # the paper lists CPPD first
 AVERAGE = "Average"
 # ../shared/reference next to the repository, as the project lays it out.
-REFERENCE_DIR = Path(__file__).resolve().parents[3] / "shared" / "reference"
+# The paper's published Table 4 (a copy of shared/reference/paper_table4.csv) ships inside
+# this package, so an installed SoftGrade shows the published row too.
+REFERENCE_DIR = Path(str(resources.files("engine.analysis")))
 PUBLISHED_FILE = "paper_table4.csv"
 PUBLISHED_SEEDS = 20  # Table 4 reports 20 seeds
 
@@ -357,7 +360,7 @@ def published_table(path: Path | str | None = None) -> pd.DataFrame | None:
     """The paper's Table 4 (``paper_table4.csv``), or None when the file is not there.
 
     Args:
-        path: the CSV; defaults to ``../shared/reference/paper_table4.csv`` beside the repo.
+        path: the CSV; defaults to the copy installed with this package.
 
     Returns:
         The :func:`summary_table` layout with ``row == "paper"`` and ``n_seeds`` = 20, or
@@ -411,7 +414,7 @@ def with_published(summary: pd.DataFrame, published: pd.DataFrame | None) -> pd.
             key = (str(task), str(row["base_method"]))
             if row["row"] == ROW_METHOD and key in lookup:
                 records.append(published.iloc[lookup[key]].to_dict())
-            if row["row"] == ROW_AVERAGE and shown == sorted(METHODS):
+            if row["row"] == ROW_AVERAGE and shown == sorted(paper_methods()):
                 paper_rows = published[published["task"] == task]
                 records.extend(
                     average_row(paper_rows, str(task), row=ROW_PAPER_AVERAGE).to_dict("records")

@@ -25,20 +25,19 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import fields
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from engine.soft_labels import MethodParams
-from engine.vocab import METHODS, TASKS, parse_run_id
+from engine.methods import hyperparameters, method_sort_key, order_methods
+from engine.vocab import TASKS, parse_run_id
 
 logger = logging.getLogger(__name__)
 
-#: The searched hyper-parameters, in the order of `engine.soft_labels.MethodParams`.
-SEARCH_PARAMS: tuple[str, ...] = tuple(f.name for f in fields(MethodParams))
-PARAM_LABELS: dict[str, str] = {"lr": "Learning rate", "eta": "η", "alpha2": "α₂", "p": "p"}
+#: The searched hyper-parameters of every registered method, learning rate first.
+SEARCH_PARAMS: tuple[str, ...] = tuple(hyperparameters())
+PARAM_LABELS: dict[str, str] = {name: h.label for name, h in hyperparameters().items()}
 #: Per-epoch series of a learning curve.
 CURVE_SERIES: tuple[str, ...] = ("train_loss", "val_loss", "val_amae")
 CURVE_LABELS: dict[str, str] = {
@@ -354,7 +353,7 @@ def _label_order(label: str) -> tuple[int, int, str]:
     """Seeds in numeric order ("seed 2" before "seed 10"), methods in the paper's order."""
     if label.startswith("seed ") and label[5:].isdigit():
         return (1, int(label[5:]), label)
-    return (0, METHODS.index(label) if label in METHODS else len(METHODS), label)
+    return (0, method_sort_key(label)[0], label)
 
 
 def overlay(
@@ -488,7 +487,7 @@ def _ordered(frame: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
         codes, uniques = pd.factorize(frame[key], sort=True)
         sort_keys.append(codes)
         if key in ("task", "method"):
-            order = {v: i for i, v in enumerate(TASKS if key == "task" else METHODS)}
+            order = {v: i for i, v in enumerate(TASKS if key == "task" else order_methods(uniques))}
             rank = np.array([order.get(v, len(order)) for v in uniques], dtype=np.int64)
             sort_keys.append(rank[codes])  # unknown labels last, alphabetical among themselves
     return frame.iloc[np.lexsort(sort_keys)]

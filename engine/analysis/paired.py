@@ -18,11 +18,22 @@ seeds:
 * the **Wilcoxon signed-rank test** as the Statistics page has always run it
   (`engine.analysis.stats.wilcoxon_pairwise`), Holm-adjusted over the pairs of the task and metric;
 * effect sizes: ``d_z`` (mean difference over the sd of the differences) and the
-  matched-pairs rank-biserial correlation ``r = (T+ − T−) / (T+ + T−)`` (Kerby 2014).
+  matched-pairs rank-biserial correlation ``r = (T+ − T−) / (T+ + T−)`` (Kerby 2014);
+* the corrected test **across the correlation it assumes**: its p at ``r = 0, 0.1, 0.2``
+  (:data:`R_STRIP`; ``r`` = the ratio in the variance, ``ρ = r / (1 + r)`` the between-seed
+  correlation) beside the split-derived ``r = n_test/n_train``, and the break-even ``r`` at
+  which p crosses ``alpha`` (:func:`break_even_ratio`, closed form). The same seed draws
+  the split, the weights and the batch order, so one dataset cannot say which ``r`` is right
+  (Bengio & Grandvalet 2004): the verdict of the corrected test is a consequence of ``ρ``;
+* **equivalence and Bayesian verdicts**: the Bayesian correlated t-test (Corani & Benavoli
+  2015; :func:`bayes_correlated_t`) with a region of practical equivalence (ROPE, per metric,
+  :data:`ROPES`) gives P(A better), P(equivalent), P(B better); TOST (:func:`tost_p`) is
+  the frequentist equivalence test on the same corrected variance; :func:`verdict` reads one
+  plain verdict per pair.
 
-"Consistent over seeds" (the Wilcoxon, the naive t-test) and "significant for new patients"
-(the corrected test and the hierarchical bootstrap) are different claims; :func:`reading`
-says which one holds.
+"Consistent over seeds" (the Wilcoxon, the naive t-test) and "different by the corrected
+test" (which assumes ``ρ``) are different claims; :func:`reading` says which one holds,
+comparing unadjusted p with unadjusted p.
 
 One endpoint is declared primary (:data:`PRIMARY_FAMILY`): AMAE, each soft method against
 nominal, on both tasks — one Holm family of 8 comparisons on the corrected p-value. Every
@@ -35,14 +46,18 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
+from baycomp.single import Posterior
 from scipy import stats as sps
 
 from engine.analysis import compare
-from engine.analysis.metrics import METRICS, metrics_from_confusion
-from engine.vocab import TASK_CLASSES, order_methods
+from engine.analysis.metrics import LOWER_IS_BETTER, METRICS, metrics_from_confusion
+from engine.analysis.probability_metrics import PROBABILITY_LOWER_IS_BETTER
+from engine.methods import order_methods
+from engine.vocab import TASK_CLASSES
 
 ALPHA: float = 0.05
 LEVEL: float = 0.95
@@ -55,9 +70,31 @@ MEAN_CI_KIND: str = (
     "sqrt((1/n + n_test/n_train) · s²)"
 )
 BOOTSTRAP_CI_KIND: str = (
-    "95% hierarchical bootstrap percentile interval (seeds, then patients within each "
-    "seed's test set)"
+    "95% film-sampling bootstrap percentile interval (seeds, then patients within each "
+    "seed's test set, resampled as if independent): how much resampling these test films "
+    "moves the difference, not an interval for the comparison (it ignores the seeds' shared "
+    "training films)"
 )
+#: ``r`` (the ratio in the corrected variance) at which every corrected p is also shown.
+R_STRIP: tuple[float, ...] = (0.0, 0.1, 0.2)
+#: Default region of practical equivalence: |difference| below it is "no practical
+#: difference" (0.01 AMAE, the issue's default; the same on the other 0-1 grade metrics).
+DEFAULT_ROPE: float = 0.01
+ROPES: dict[str, float] = {metric: DEFAULT_ROPE for metric in METRICS}
+#: Posterior probability at which the Bayesian correlated t-test gives a verdict
+#: (Benavoli et al. 2017 use 0.95).
+BAYES_THRESHOLD: float = 0.95
+EQUIVALENT: str = "equivalent"
+INCONCLUSIVE: str = "inconclusive"
+#: Metrics of which a lower value is better (grade, probability metrics and the KL × CPPD
+#: divergence), for the direction of "A better".
+LOWER_BETTER: frozenset[str] = LOWER_IS_BETTER | PROBABILITY_LOWER_IS_BETTER | {"kld"}
+
+
+def r_column(r: float) -> str:
+    """The column of the corrected p at ``r`` (``p_r0``, ``p_r0.1``, ...)."""
+    return f"p_r{r:g}"
+
 
 #: The columns of `jobs stats` and of the paired table, in order (extras follow them).
 PAIRED_COLUMNS: tuple[str, ...] = (
@@ -70,10 +107,16 @@ PAIRED_COLUMNS: tuple[str, ...] = (
     "ci_low",
     "ci_high",
     "p_corrected",
+    "rho_assumed",
+    "r_break_even",
     "p_wilcoxon",
     "p_wilcoxon_holm",
     "d_z",
     "rank_biserial",
+    "p_bayes_a_better",
+    "p_bayes_equivalent",
+    "p_bayes_b_better",
+    "verdict",
 )
 EXTRA_COLUMNS: tuple[str, ...] = (
     "sd_diff",
@@ -81,6 +124,9 @@ EXTRA_COLUMNS: tuple[str, ...] = (
     "p_corrected_holm",
     "family",
     "test_train_ratio",
+    *(r_column(r) for r in R_STRIP),
+    "rope",
+    "p_tost",
 )
 
 
@@ -180,6 +226,155 @@ def corrected_mean_interval(
     return float(v.mean() - half), float(v.mean() + half)
 
 
+def rho_of_ratio(ratio: float) -> float:
+    """The between-seed correlation ``ρ = r / (1 + r)`` that the ratio ``r = n_test/n_train``
+    of the corrected variance stands for (Nadeau & Bengio 2003: ``r = ρ / (1 − ρ)``)."""
+    return float(ratio / (1.0 + ratio))
+
+
+def ratio_of_rho(rho: float) -> float:
+    """The ratio ``r = ρ / (1 − ρ)`` of the corrected variance for a correlation ``ρ < 1``."""
+    if not 0.0 <= rho < 1.0:
+        raise ValueError(f"{rho=} must lie in [0, 1)")
+    return float(rho / (1.0 - rho))
+
+
+def corrected_p_at(test: CorrectedT, ratio: float) -> float:
+    """The corrected test's two-sided p had the variance used ``ratio`` instead (the same
+    mean, sd and degrees of freedom); NaN with fewer than 2 differences."""
+    if test.n < 2 or math.isnan(test.sd):
+        return math.nan
+    if test.sd == 0:
+        return 1.0 if test.mean == 0 else 0.0
+    se = math.sqrt((1.0 / test.n + ratio) * test.sd**2)
+    return float(2 * sps.t.sf(abs(test.mean / se), test.df))
+
+
+def break_even_ratio(test: CorrectedT, *, alpha: float = ALPHA) -> float:
+    """The ratio ``r`` at which the corrected p equals ``alpha``.
+
+    ``|mean| / (s · sqrt(1/n + r)) = t_{1−α/2, n−1}`` gives ``r* = (mean / (s·t))² − 1/n``
+    in closed form (the degrees of freedom do not depend on ``r``). Below ``r*`` the
+    difference is significant, above it not.
+
+    Returns:
+        ``r*``; NaN when p ≥ ``alpha`` already at ``r = 0`` (no ``r ≥ 0`` makes it
+        significant) or with fewer than 2 differences; ``inf`` for a constant non-zero
+        difference (significant at every ``r``).
+    """
+    if test.n < 2 or math.isnan(test.sd):
+        return math.nan
+    if test.sd == 0:
+        return math.inf if test.mean != 0 else math.nan
+    critical = float(sps.t.ppf(1 - alpha / 2, test.df))
+    r_star = (test.mean / (test.sd * critical)) ** 2 - 1.0 / test.n
+    return float(r_star) if r_star > 0 else math.nan
+
+
+def bayes_correlated_t(test: CorrectedT, rope: float) -> tuple[float, float, float]:
+    """The Bayesian correlated t-test (Corani & Benavoli 2015) of ``a − b``.
+
+    Under the uninformative prior, the posterior of the mean difference is a Student t on
+    ``n − 1`` degrees of freedom, located at the mean, scaled by the corrected standard
+    error ``sqrt((1/n + ρ/(1 − ρ)) s²)``: the same variance as the corrected frequentist
+    test. baycomp's ``CorrelatedTTest`` derives ``ρ`` from k-fold cross-validation
+    (``ρ = 1/k``), which seeds with random splits do not have, so the variance is ours
+    and the probabilities are baycomp's ``Posterior`` (the Student t's cdf).
+
+    Returns:
+        ``(P(a − b < −rope), P(|a − b| ≤ rope), P(a − b > rope))``; NaNs with fewer than
+        2 differences.
+    """
+    if test.n < 2 or math.isnan(test.sd):
+        return math.nan, math.nan, math.nan
+    probs = Posterior(test.mean, test.se**2, test.df, rope).probs()
+    if rope == 0:
+        left, right = probs
+        return float(left), 0.0, float(right)
+    left, inside, right = probs
+    return float(left), float(inside), float(right)
+
+
+def tost_p(test: CorrectedT, rope: float) -> float:
+    """Two one-sided tests (Schuirmann 1987) of ``|a − b| < rope`` on the corrected variance:
+    the larger of the two one-sided p-values (p < α: equivalent within ``rope``, which is
+    the corrected ``1 − 2α`` interval lying inside ``±rope``); NaN with fewer than 2
+    differences."""
+    if test.n < 2 or math.isnan(test.sd):
+        return math.nan
+    if test.se == 0:
+        return 0.0 if abs(test.mean) < rope else 1.0
+    above_lower = float(sps.t.sf((test.mean + rope) / test.se, test.df))
+    below_upper = float(sps.t.cdf((test.mean - rope) / test.se, test.df))
+    return max(above_lower, below_upper)
+
+
+def verdict(
+    a: str,
+    b: str,
+    probs: tuple[float, float, float],
+    *,
+    lower_is_better: bool,
+    threshold: float = BAYES_THRESHOLD,
+) -> str:
+    """One plain verdict from the Bayesian correlated t-test's probabilities.
+
+    Args:
+        a, b: the methods (the difference is ``a − b``).
+        probs: :func:`bayes_correlated_t`'s ``(P(a − b < −rope), P(rope), P(a − b > rope))``.
+        lower_is_better: the metric's direction.
+        threshold: the posterior probability a verdict needs.
+
+    Returns:
+        ``"<a> better"``, ``"<b> better"``, :data:`EQUIVALENT` or :data:`INCONCLUSIVE` (also
+        when the probabilities are NaN).
+    """
+    left, inside, right = probs
+    a_better, b_better = (left, right) if lower_is_better else (right, left)
+    if a_better >= threshold:
+        return f"{a} better"
+    if b_better >= threshold:
+        return f"{b} better"
+    if inside >= threshold:
+        return EQUIVALENT
+    return INCONCLUSIVE
+
+
+def wilcoxon_exact_p(diffs: Sequence[float] | np.ndarray) -> float:
+    """The exact two-sided Wilcoxon signed-rank p, ties and zeros included.
+
+    Zero differences are dropped (Wilcox's convention, as scipy's default); tied absolute
+    differences share their mean rank. The null distribution of ``T+`` is that of the sum
+    of the observed ranks under independent fair sign flips, counted exactly by a
+    convolution over the doubled ranks (mean ranks are multiples of 1/2), so it is exact at
+    any number of seeds. scipy's ``method="exact"`` refuses ties and its default falls back
+    to the normal approximation when differences tie or are zero (up to 0.02 off on the
+    reference study). Without ties it equals scipy's exact p.
+
+    Returns:
+        ``min(1, 2 · min(P(T+ ≤ t), P(T+ ≥ t)))``; 1 when every difference is zero; NaN
+        with no finite difference.
+    """
+    d = np.asarray(diffs, dtype=np.float64)
+    d = d[np.isfinite(d)]
+    if d.size == 0:
+        return math.nan
+    d = d[d != 0]
+    if d.size == 0:
+        return 1.0
+    doubled = np.rint(2 * sps.rankdata(np.abs(d))).astype(np.int64)
+    observed = int(doubled[d > 0].sum())
+    # probability[k]: P(doubled T+ = k) under random signs, built one rank at a time.
+    probability = np.zeros(int(doubled.sum()) + 1)
+    probability[0] = 1.0
+    for rank in doubled:
+        shifted = np.zeros_like(probability)
+        shifted[rank:] = probability[:-rank]
+        probability = 0.5 * (probability + shifted)
+    low, high = probability[: observed + 1].sum(), probability[observed:].sum()
+    return float(min(1.0, 2 * min(low, high)))
+
+
 def d_z(diffs: Sequence[float] | np.ndarray) -> float:
     """Cohen's ``d_z``: mean paired difference over the sd of the differences (NaN when the
     sd is 0 or fewer than 2 differences)."""
@@ -213,6 +408,7 @@ def paired_table(
     ratios: Mapping[str, float],
     *,
     metrics: Sequence[str] = METRICS,
+    ropes: Mapping[str, float] | None = None,
     level: float = LEVEL,
     alpha: float = ALPHA,
 ) -> pd.DataFrame:
@@ -223,21 +419,29 @@ def paired_table(
             metric (`engine.analysis.compare.per_run_metrics`).
         ratios: task -> ``n_test / n_train`` (:func:`test_train_ratios`).
         metrics: metric columns to compare.
+        ropes: metric -> region of practical equivalence (in the metric's units) of the
+            Bayesian test and TOST; a metric not named gets :data:`DEFAULT_ROPE`.
         level: confidence level of ``ci_low``/``ci_high`` (the corrected t interval).
-        alpha: level of the Holm adjustments.
+        alpha: level of the Holm adjustments and of ``r_break_even``.
 
     Returns:
         :data:`PAIRED_COLUMNS` then :data:`EXTRA_COLUMNS`, one row per task × metric × pair
         (methods in the paper's order, ``a`` before ``b``, difference ``a − b``). ``family``
         names the Holm family of ``p_corrected_holm``: :data:`PRIMARY_FAMILY` for AMAE soft vs
-        nominal, else ``exploratory: <task> <metric>``.
+        nominal, else ``exploratory: <task> <metric>``. ``rho_assumed`` is the correlation
+        the corrected test assumes (``r/(1 + r)``), ``r_break_even`` the ``r`` where its p
+        crosses ``alpha`` (:func:`break_even_ratio`), ``p_r<r>`` its p at each
+        :data:`R_STRIP` ``r``; ``p_bayes_*`` the Bayesian correlated t-test's probabilities
+        ("better" in the metric's own direction) and ``verdict`` its reading
+        (:func:`verdict`); ``p_tost`` the equivalence test within ``rope``.
     """
     rows = []
     for task in compare.task_order(per_run["task"].unique()):
         ratio = float(ratios[task])
         for metric in metrics:
             scores = compare.score_frame(per_run, metric, [task])
-            rows.extend(_pairs_of(scores, task, metric, ratio, level))
+            rope = float((ropes or {}).get(metric, DEFAULT_ROPE))
+            rows.extend(_pairs_of(scores, task, metric, ratio, rope, level, alpha))
     table = pd.DataFrame(rows, columns=[*PAIRED_COLUMNS, *EXTRA_COLUMNS])
     if table.empty:
         return table
@@ -255,7 +459,13 @@ def paired_table(
 
 
 def _pairs_of(
-    scores: pd.DataFrame, task: str, metric: str, ratio: float, level: float
+    scores: pd.DataFrame,
+    task: str,
+    metric: str,
+    ratio: float,
+    rope: float,
+    level: float,
+    alpha: float,
 ) -> list[dict[str, object]]:
     """The rows of one task and metric (Holm columns filled later)."""
     wide = scores.pivot_table(index="seed", columns="method", values="value", aggfunc="first")
@@ -264,6 +474,9 @@ def _pairs_of(
     for a, b in itertools.combinations(methods, 2):
         diffs = (wide[a] - wide[b]).dropna().to_numpy()
         test = corrected_resampled_t(diffs, ratio, level=level)
+        probs = bayes_correlated_t(test, rope)
+        lower, _, higher = probs  # P(a − b < −rope), P(a − b > rope)
+        a_better, b_better = (lower, higher) if metric in LOWER_BETTER else (higher, lower)
         rows.append(
             {
                 "task": task,
@@ -275,28 +488,27 @@ def _pairs_of(
                 "ci_low": test.ci_low,
                 "ci_high": test.ci_high,
                 "p_corrected": test.p,
-                "p_wilcoxon": _wilcoxon_p(diffs),
+                "rho_assumed": rho_of_ratio(ratio),
+                "r_break_even": break_even_ratio(test, alpha=alpha),
+                "p_wilcoxon": wilcoxon_exact_p(diffs) if diffs.size >= 2 else math.nan,
                 "p_wilcoxon_holm": math.nan,
                 "d_z": d_z(diffs),
                 "rank_biserial": rank_biserial(diffs),
+                "p_bayes_a_better": a_better,
+                "p_bayes_equivalent": probs[1],
+                "p_bayes_b_better": b_better,
+                "verdict": verdict(a, b, probs, lower_is_better=metric in LOWER_BETTER),
                 "sd_diff": test.sd,
                 "p_naive_t": test.p_naive,
                 "p_corrected_holm": math.nan,
                 "family": "",
                 "test_train_ratio": ratio,
+                **{r_column(r): corrected_p_at(test, r) for r in R_STRIP},
+                "rope": rope,
+                "p_tost": tost_p(test, rope),
             }
         )
     return rows
-
-
-def _wilcoxon_p(diffs: np.ndarray) -> float:
-    """The Wilcoxon signed-rank p of the Statistics page (`stats.wilcoxon_pairwise`'s
-    scipy call: ``method="auto"``, zero differences dropped); 1 when all are zero."""
-    if diffs.size < 2:
-        return math.nan
-    if not np.any(diffs):
-        return 1.0
-    return float(sps.wilcoxon(diffs).pvalue)
 
 
 def _is_primary(metric: str, a: str, b: str) -> bool:
@@ -339,11 +551,15 @@ def primary_endpoint(table: pd.DataFrame, *, alpha: float = ALPHA) -> pd.DataFra
         One row per task and soft method: ``task``, ``method``, ``n_seeds``, ``mean_diff``,
         ``ci_low``, ``ci_high``, ``p_corrected``, ``p_corrected_holm`` (Holm over the family
         of 8), ``p_wilcoxon``, ``d_z``, ``rank_biserial``, ``significant``
-        (``p_corrected_holm < alpha``).
+        (``p_corrected_holm < alpha``), ``rho_assumed``, ``test_train_ratio``,
+        ``r_break_even``, the
+        :data:`R_STRIP` p columns, ``p_bayes_soft_better``, ``p_bayes_equivalent``,
+        ``p_bayes_baseline_better``, ``p_tost``, ``rope`` and ``verdict``.
     """
     rows = table[table["family"] == PRIMARY_FAMILY]
     out = []
-    for r in rows.itertuples():
+    for record in rows.to_dict("records"):
+        r = SimpleNamespace(**{k: v for k, v in record.items() if k.isidentifier()})
         flip = r.method_a == BASELINE  # pairs are a − b; the endpoint reads soft − nominal
         sign = -1.0 if flip else 1.0
         low, high = (-r.ci_high, -r.ci_low) if flip else (r.ci_low, r.ci_high)
@@ -361,6 +577,16 @@ def primary_endpoint(table: pd.DataFrame, *, alpha: float = ALPHA) -> pd.DataFra
                 "d_z": sign * r.d_z,
                 "rank_biserial": sign * r.rank_biserial,
                 "significant": bool(r.p_corrected_holm < alpha),
+                "rho_assumed": r.rho_assumed,
+                "test_train_ratio": r.test_train_ratio,
+                "r_break_even": r.r_break_even,
+                **{r_column(x): record[r_column(x)] for x in R_STRIP},
+                "p_bayes_soft_better": r.p_bayes_b_better if flip else r.p_bayes_a_better,
+                "p_bayes_equivalent": r.p_bayes_equivalent,
+                "p_bayes_baseline_better": r.p_bayes_a_better if flip else r.p_bayes_b_better,
+                "p_tost": r.p_tost,
+                "rope": r.rope,
+                "verdict": r.verdict,
             }
         )
     return pd.DataFrame(out)
@@ -526,32 +752,55 @@ def _bootstrap_task(
 
 
 def reading(row: Mapping[str, object], *, alpha: float = ALPHA) -> str:
-    """One line on a paired row that keeps "consistent over seeds" and "significant for new
-    patients" apart.
+    """One line on a paired row that keeps "consistent over seeds" (the Wilcoxon) apart from
+    "different by the corrected test" (which assumes a between-seed correlation ρ), like
+    with like: both p-values unadjusted.
 
     Args:
-        row: a row of :func:`paired_table` (a mapping with its columns).
+        row: a row of :func:`paired_table` (a mapping with its columns; ``rho_assumed`` and
+            ``r_break_even`` are derived from ``test_train_ratio`` when absent).
         alpha: significance level.
     """
     a, b, metric = row["method_a"], row["method_b"], str(row["metric"]).upper()
-    over_seeds = float(row["p_wilcoxon_holm"]) < alpha  # type: ignore[arg-type]
-    new_patients = float(row["p_corrected"]) < alpha  # type: ignore[arg-type]
+    over_seeds = float(row["p_wilcoxon"]) < alpha  # type: ignore[arg-type]
+    corrected = float(row["p_corrected"]) < alpha  # type: ignore[arg-type]
     direction = "lower" if float(row["mean_diff"]) < 0 else "higher"  # type: ignore[arg-type]
-    if over_seeds and new_patients:
+    rho = row.get("rho_assumed")
+    if rho is None or _missing(rho):
+        rho = rho_of_ratio(float(row["test_train_ratio"]))  # type: ignore[arg-type]
+    named = f"the corrected t-test (assuming ρ = {float(rho):.2f})"  # type: ignore[arg-type]
+    unadjusted = "both p unadjusted"
+    if over_seeds and corrected:
         return (
-            f"{a}'s {metric} is {direction} than {b}'s consistently over seeds and the "
-            "difference holds for new patients (corrected test)."
+            f"{a}'s {metric} is {direction} than {b}'s on most seeds (Wilcoxon) and by {named} "
+            f"({unadjusted})."
         )
     if over_seeds:
         return (
-            f"{a}'s {metric} is {direction} than {b}'s consistently over seeds (Wilcoxon), but "
-            "not significantly for new patients: the corrected test's interval includes 0."
+            f"{a}'s {metric} is {direction} than {b}'s on most seeds (Wilcoxon, seeds taken as "
+            f"independent), but not by {named}{_break_even_clause(row)} ({unadjusted})."
         )
-    if new_patients:
+    if corrected:
         return (
-            f"{a}'s {metric} is {direction} than {b}'s by the corrected test, though the "
-            "Wilcoxon over seeds does not separate them after Holm."
+            f"{a}'s {metric} is {direction} than {b}'s by {named}, though the Wilcoxon over "
+            f"seeds does not separate them ({unadjusted})."
         )
     return (
-        f"No difference in {metric} between {a} and {b} is shown, over seeds or for new patients."
+        f"Neither {named} nor the Wilcoxon separates {a} and {b} in {metric} ({unadjusted}): "
+        "no evidence of a difference, which is not evidence of none (see the verdict)."
     )
+
+
+def _break_even_clause(row: Mapping[str, object]) -> str:
+    """ ", which it would at ρ below 0.15" from the row's break-even ratio, or nothing."""
+    r_star = row.get("r_break_even")
+    if r_star is None or _missing(r_star) or not float(r_star) > 0:  # type: ignore[arg-type]
+        return ""
+    return f", which it would at ρ below {rho_of_ratio(float(r_star)):.2f}"  # type: ignore[arg-type]
+
+
+def _missing(value: object) -> bool:
+    try:
+        return math.isnan(float(value))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return True

@@ -37,7 +37,8 @@ BLOCKING_SENTENCE = (
     "Blocking by seed: every method is trained and tested on the same split of each seed, so "
     "the methods are ranked against each other within each seed (1 = best) and only these "
     "within-seed ranks are compared; how easy a seed's split happens to be moves every "
-    "method alike and drops out."
+    "method alike and drops out. The test still takes the seeds as independent blocks, which "
+    "they are not (they resample the same films), so its separations are exploratory."
 )
 # Post-hoc tests offered; Conover's p-values are Holm-adjusted over all pairs.
 POSTHOC_TESTS: dict[str, str] = {"nemenyi": "Nemenyi", "conover": "Conover, Holm-adjusted"}

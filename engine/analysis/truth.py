@@ -19,7 +19,7 @@ import pandas as pd
 from engine.analysis.compare import task_order
 from engine.analysis.metrics import LOWER_IS_BETTER, METRICS
 from engine.analysis.paired import BASELINE, corrected_resampled_t
-from engine.vocab import method_sort_key
+from engine.methods import method_sort_key
 
 KEYS = ["task", "method", "seed"]
 

@@ -171,7 +171,7 @@ def _check_labels_file(root: Path, labels_csv: Path | None) -> None:
     """The labels CSV in the folder (``labels.csv``) must stay inside it (a link out is
     refused unread, as a film's would be: its cells would be echoed in messages); any
     labels CSV must be a regular file of at most `MAX_LABELS_BYTES`. A CSV named by the
-    person is confined to the data roots by the caller (`jobs.access.confine_import_path`).
+    person is confined to the data roots by the caller (`jobs.services.access.confine_import_path`).
 
     Raises:
         ImportSourceError: One of those; nothing is read.

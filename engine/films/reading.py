@@ -1,6 +1,7 @@
 """Reading a film's file without trusting it: inside its folder, a regular file, capped.
 
-An imported folder is chosen by a person (inside the data roots, `jobs.access`), but what it
+An imported folder is chosen by a person (inside the data roots, `jobs.services.access`), but what
+it
 holds and what its labels CSV lists are not: a row may name ``../outside.png`` or an
 absolute path, a file or a sub-folder may be a link leading out of the folder, a "film" may
 be a FIFO (reading it blocks for ever), a link to ``/dev/zero`` (reading it never ends) or a

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from engine.vocab import TOP_GRADE, order_methods
+from engine.methods import order_methods
+from engine.vocab import TOP_GRADE
 from pages.present.tables import method_title
 
 if TYPE_CHECKING:

@@ -28,7 +28,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from engine.vocab import order_methods
+from engine.methods import order_methods
 from pages.present.palette import method_scale
 from pages.present.tables import method_title
 

@@ -16,7 +16,7 @@ from pandas.io.formats.style import Styler
 from engine.analysis import explorer
 from engine.analysis.compare import planned_runs
 from engine.analysis.explorer import PARAM_LABELS, SEARCH_PARAMS, in_flight_point
-from engine.vocab import METHODS
+from engine.methods import is_registered
 from pages.present.tables import method_title
 
 SELECTED_MARK = "✓ selected"
@@ -160,7 +160,7 @@ def planned_configs(spec: Any, method: str) -> int | None:
         except (TypeError, json.JSONDecodeError):
             return None
     budget = spec.get("budget")
-    return planned_runs(method, int(budget)) if budget and method in METHODS else None
+    return planned_runs(method, int(budget)) if budget and is_registered(method) else None
 
 
 def search_sentence(

@@ -14,9 +14,9 @@ from typing import Any
 import pandas as pd
 
 from engine.films import KNEE_LOW_CONFIDENCE, ImportReport
-from jobs.access import confine_import_path, data_roots
-from jobs.csv_safe import escape_csv_cells
-from jobs.provenance import card_comments
+from jobs.services.access import confine_import_path, data_roots
+from jobs.services.csv_safe import escape_csv_cells
+from jobs.services.provenance import card_comments
 from pages.present.user_text import code
 
 #: Layout choices of the import form (``auto`` first), in words.
@@ -39,12 +39,13 @@ def resolve_import_path(text: str) -> Path:
     """The one place a path a user typed for an import becomes a path to read.
 
     Every import path (film folder, labels CSV) typed on a page goes through here, and only
-    here: it is confined to the data roots (`jobs.access.data_roots`: anywhere on a
+    here: it is confined to the data roots (`jobs.services.access.data_roots`: anywhere on a
     single-user loopback server, else ``SOFTGRADE_DATA_ROOTS`` or ``SOFTGRADE_HOME``), with
     links and ``..`` resolved first, so no page may build an import path any other way.
 
     Raises:
-        ValueError: The text is empty, or `jobs.access.PathRefused` (a ValueError) naming the
+        ValueError: The text is empty, or `jobs.services.access.PathRefused` (a ValueError) naming
+        the
             roots when the path leads outside them.
     """
     cleaned = text.strip()

@@ -20,7 +20,8 @@ import pandas as pd
 from engine.analysis import paired
 from engine.analysis.compare import task_order
 from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS
-from engine.vocab import method_sort_key
+from engine.methods import method_sort_key
+from pages.present import reviewer_tables as rt
 from pages.present.tables import is_missing_value, method_title, metric_header
 
 CI_HEADER = "95 % CI (corrected)"
@@ -143,10 +144,13 @@ def kld_part_reading(part: Mapping[str, Any], mean_table: Any, mean_truth: Any) 
 
 PAIRED_NOTE = (
     "Difference = A − B over the seeds both have. The corrected resampled t-test (Nadeau & "
-    "Bengio 2003) counts that every seed resamples the same films: its p and interval answer "
-    "“would it hold for new patients?”. The Wilcoxon (Holm within the metric) treats the seeds "
-    "as independent and answers “is A better on most seeds?” — consistent over seeds, a "
-    "weaker claim. d_z = mean / sd of the differences; r = matched-pairs rank-biserial."
+    "Bengio 2003) counts that every seed resamples the same films by assuming a between-seed "
+    "correlation ρ = n_test/n, which one dataset cannot measure: its p is also shown at "
+    "r = ρ/(1 − ρ) = 0, 0.1, 0.2 with the break-even r where it crosses 0.05. The exact "
+    "Wilcoxon treats the seeds as independent and answers “is A better on most seeds?”. The "
+    "verdict is the Bayesian correlated t-test's (Corani & Benavoli 2015) within the ROPE: "
+    "better / equivalent at 95 % posterior probability, else inconclusive. d_z = mean / sd "
+    "of the differences; r = matched-pairs rank-biserial."
 )
 
 
@@ -171,6 +175,7 @@ def paired_frame(
         metric_label: metric → name shown (default: `tables.metric_header`).
     """
     labels = dict(metric_label or {})
+    corrected = rt.rho_label(table)
     rows = []
     for r in table.to_dict("records"):
         rows.append(
@@ -181,21 +186,33 @@ def paired_frame(
                 "B": method_title(str(r["method_b"])),
                 "Seeds": int(r["n_seeds"]),
                 "Mean A − B": f"{float(r['mean_diff']):.4f}",
-                CI_HEADER: interval_text(r["ci_low"], r["ci_high"], 4),
-                "p corrected": p_text(r["p_corrected"]),
+                f"95 % CI ({corrected})": interval_text(r["ci_low"], r["ci_high"], 4),
+                f"p ({corrected})": p_text(r["p_corrected"]),
+                "p at r = 0 · 0.1 · 0.2 · assumed": _strip(r),
+                "Break-even r": "" if is_missing_value(r["p_corrected"]) else rt.break_even_text(r),
+                "p Wilcoxon (exact)": p_text(r["p_wilcoxon"]),
                 "p Wilcoxon (Holm)": p_text(r["p_wilcoxon_holm"]),
                 "d_z": "" if is_missing_value(r["d_z"]) else f"{float(r['d_z']):.2f}",
                 "r": ""
                 if is_missing_value(r["rank_biserial"])
                 else f"{float(r['rank_biserial']):.2f}",
+                f"Verdict ({rt.rope_text(table)})": _verdict(r),
                 "Reading": _paired_reading(r),
             }
         )
     return pd.DataFrame(rows)
 
 
+def _strip(row: Mapping[str, Any]) -> str:
+    return "" if is_missing_value(row["p_corrected"]) else rt.p_strip_text(row)
+
+
+def _verdict(row: Mapping[str, Any]) -> str:
+    return "" if is_missing_value(row["p_corrected"]) else rt.verdict_text(row.get("verdict"))
+
+
 def _paired_reading(row: Mapping[str, Any]) -> str:
-    if any(is_missing_value(row[c]) for c in ("p_corrected", "p_wilcoxon_holm", "mean_diff")):
+    if any(is_missing_value(row[c]) for c in ("p_corrected", "p_wilcoxon", "mean_diff")):
         return "Too few seeds to test."
     return paired.reading(row)
 
@@ -255,10 +272,21 @@ def calibration_reading(unc: pd.DataFrame) -> str:
     )
     if not within.empty:
         names = ", ".join(
-            f"{method_title(m)} ({t})"
-            for t, m in zip(within["task"], within["method"], strict=True)
+            f"{method_title(m)} ({t}: ECE {e:.3f}, 95 % CI {interval_text(lo, hi)})"
+            for t, m, e, lo, hi in zip(
+                within["task"],
+                within["method"],
+                within["ece"],
+                within["ci_low"],
+                within["ci_high"],
+                strict=True,
+            )
         )
-        text += f" Within the floor's 95th percentile (indistinguishable from calibrated): {names}."
+        text += (
+            " Within the floor's 95th percentile, so no evidence of miscalibration on these "
+            f"films (which is not evidence of calibration; the interval says how far it may "
+            f"be): {names}."
+        )
     return text
 
 
@@ -334,7 +362,9 @@ def truth_frame(table: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def truth_readings(table: pd.DataFrame, metric: str = "amae", alpha: float = 0.05) -> list[str]:
+def truth_readings(
+    table: pd.DataFrame, metric: str = paired.PRIMARY_METRIC, alpha: float = 0.05
+) -> list[str]:
     """Per task and soft method, in plain words: does it gain more than nominal when scored
     against the truth instead of the noisy record?"""
     rows = table[(table["metric"] == metric) & table["shift_vs_nominal"].notna()]
@@ -355,8 +385,9 @@ def truth_readings(table: pd.DataFrame, metric: str = "amae", alpha: float = 0.0
             )
         else:
             lines.append(
-                f"{r['task']}: {name} does not gain measurably more than Nominal against the "
-                f"truth ({evidence}): no sign that it absorbs the annotation noise better."
+                f"{r['task']}: no evidence that {name} gains more or less than Nominal against "
+                f"the truth ({evidence}). That is not evidence of no difference: the data "
+                f"allow a difference of shifts anywhere in {ci}."
             )
     return lines
 

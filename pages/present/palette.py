@@ -13,12 +13,13 @@ from collections.abc import Sequence
 
 import altair as alt
 
-from engine.vocab import LABEL_SEPARATOR, METHODS, order_methods
+from engine.methods import order_methods, paper_methods
+from engine.vocab import LABEL_SEPARATOR
 from pages.present.tables import method_title
 
 #: method -> colour, for the paper's methods.
 METHOD_COLOURS: dict[str, str] = dict(
-    zip(METHODS, ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f"), strict=True)
+    zip(paper_methods(), ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f"), strict=True)
 )
 #: Colours for labels beyond the paper's methods, in turn (Tableau 10's other five, then
 #: Tableau 20's lighter tones).

@@ -4,14 +4,13 @@
 -m jobs report` starts this module as a child process (jobs/ owns process control and never
 imports pages/), and the Compare page's "Report" button calls :func:`build_report`.
 
-Every number comes from `jobs.study_analysis` (one call per statistic) or the engine
+Every number comes from `jobs.services.study_analysis` (one call per statistic) or the engine
 functions the pages use; every chart is a `pages.present.charts` / `science_charts` builder
 rendered to inline SVG (`pages.present.report_html.chart_svg`). The file fetches nothing.
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib.metadata
 import math
 import os
@@ -23,15 +22,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from engine import soft_labels
+from engine import methods as soft_labels
 from engine.analysis import compare, explorer, kld_parts, paired, relationship
 from engine.analysis import probability_metrics as pm
 from engine.analysis.ranking import BLOCKING_SENTENCE, critical_difference
 from engine.config import MAX_BUDGET
 from engine.vocab import SPLIT_RULE, TEST_FRACTION, VAL_FRACTION
-from jobs import provenance, study_analysis
-from jobs.export_cards import export_cards
-from pages.present import charts, science_charts, stat_tables, tables
+from jobs.services import provenance, study_analysis
+from jobs.services.export_cards import export_cards
+from pages.present import charts, reviewer_tables, science_charts, stat_tables, tables
 from pages.present import report_html as rh
 from store import analysis as store_analysis
 from store import runs as store_runs
@@ -39,7 +38,7 @@ from store import studies as store_studies
 from store.db import default_store_path
 
 BAD_INPUT = 2
-PRIMARY = "amae"
+PRIMARY = paired.PRIMARY_METRIC
 #: Hierarchical bootstrap replicates of the report's paired table (the CLI's default).
 N_BOOT = study_analysis.DEFAULT_BOOTSTRAP
 #: Every section of the report, in order: id -> heading (tests find each by its heading).
@@ -61,13 +60,28 @@ PAIRED_SHOWN = {
     "n_seeds": "Seeds",
     "mean_diff": "Mean A − B",
     "corrected_ci": "Corrected 95 % CI",
-    "boot_ci": "Bootstrap 95 % CI",
     "p_corrected": "p corrected",
+    "rho_assumed": "ρ assumed",
+    "p_strip": "p at r = 0 · 0.1 · 0.2",
+    "r_break_even": "Break-even r (p = 0.05)",
     "p_corrected_holm": "p corrected (Holm)",
-    "p_wilcoxon": "p Wilcoxon",
+    "p_wilcoxon": "p Wilcoxon (exact)",
     "p_wilcoxon_holm": "p Wilcoxon (Holm)",
     "d_z": "d_z",
     "rank_biserial": "rank-biserial r",
+    "p_bayes_a_better": "P(A better)",
+    "p_bayes_equivalent": "P(equivalent)",
+    "p_bayes_b_better": "P(B better)",
+    "p_tost": "TOST p",
+    "verdict": "Verdict",
+}
+BOOTSTRAP_SHOWN = {
+    "task": "Task",
+    "method_a": "A",
+    "method_b": "B",
+    "mean_diff": "Mean A − B",
+    "boot_ci": "Film-sampling bootstrap 95 % interval",
+    "within_seed_sd": "Within-seed sd",
 }
 #: Card fields that say what trained a study (its own worker's, or a bundle's).
 TRAINING_CARD_FIELDS = (
@@ -188,37 +202,72 @@ def paired_section(study_ids: Sequence[str], store: Path) -> list[str]:
         table = study_analysis.paired_table(study_id, metrics=(PRIMARY,), n_boot=N_BOOT, path=store)
         if table.empty:
             return [rh.paragraph("No two methods have selected runs yet.", note=True)]
+        endpoint = paired.primary_endpoint(table)
         return [
+            rh.paragraph(tests_line(table, endpoint), note=True),
             rh.heading(f"Primary endpoint ({paired.PRIMARY_FAMILY})", 4),
-            rh.table_html(endpoint_frame(paired.primary_endpoint(table))),
+            rh.table_html(endpoint_frame(endpoint)),
             rh.heading("Every pair of methods, AMAE (exploratory: Holm within each task)", 4),
             rh.table_html(paired_frame(table)),
             rh.bullets(paired_readings(table)),
+            rh.heading(
+                "Film-sampling bootstrap (seeds taken as independent; not an interval for the "
+                "comparison)",
+                4,
+            ),
+            rh.table_html(bootstrap_frame(table)),
         ]
 
     notes = (
-        f"Corrected CI: {paired.MEAN_CI_KIND}. Bootstrap CI: {paired.BOOTSTRAP_CI_KIND}. "
-        "Wilcoxon: signed-rank over seeds, Holm-adjusted over the task's pairs. "
-        '"Consistent over seeds" (Wilcoxon) and "significant for new patients" (corrected '
-        "test) are different claims; each row's reading says which holds. Every other metric: "
+        f"Corrected CI: {paired.MEAN_CI_KIND}; it assumes the between-seed correlation ρ "
+        "shown, which one dataset cannot measure, so each p is also given at r = ρ/(1 − ρ) = "
+        "0, 0.1 and 0.2 with the break-even r where it crosses 0.05. Wilcoxon: exact "
+        "signed-rank over seeds (ties and zeros included), Holm-adjusted over the task's "
+        "pairs; the reading compares it unadjusted with the unadjusted corrected p. Verdict: "
+        "the Bayesian correlated t-test (Corani & Benavoli 2015) on the corrected variance, "
+        f"ROPE ± {paired.DEFAULT_ROPE:g} AMAE: better or equivalent at posterior probability "
+        f"{paired.BAYES_THRESHOLD:g}, else inconclusive; TOST p is the equivalence test within "
+        f"the ROPE. Bootstrap: {paired.BOOTSTRAP_CI_KIND}. Every other metric: "
         "`python -m jobs stats STUDY_ID`."
     )
     return [*_per_study(study_ids, store, part), rh.paragraph(notes, note=True)]
+
+
+def tests_line(table: pd.DataFrame, endpoint: pd.DataFrame) -> str:
+    """How many tests the section shows (corrected t, Wilcoxon and TOST per pair) and which
+    family is confirmatory."""
+    return reviewer_tables.tests_on_page_line(3 * len(table), len(endpoint), where="section")
 
 
 def endpoint_frame(endpoint: pd.DataFrame) -> pd.DataFrame:
     """The primary endpoint's rows (soft − nominal) under the report's column names."""
     names = {**PAIRED_SHOWN, "method": "Soft method", "mean_diff": "Mean soft − nominal"}
     names["significant"] = "Significant (Holm, corrected)"
-    return endpoint.rename(columns=names)
+    names["p_bayes_soft_better"] = "P(soft better)"
+    names["p_bayes_baseline_better"] = "P(Nominal better)"
+    shown = endpoint.assign(p_strip=[reviewer_tables.p_strip_text(r) for r in _records(endpoint)])
+    return shown.drop(columns=[paired.r_column(r) for r in paired.R_STRIP]).rename(columns=names)
 
 
 def paired_frame(table: pd.DataFrame) -> pd.DataFrame:
-    """The paired rows the report shows, each interval as one ``[low, high]`` cell."""
+    """The paired rows the report shows, each interval as one ``[low, high]`` cell and the
+    corrected p across r as one strip."""
     table = table.assign(corrected_ci=_intervals(table, "ci_low", "ci_high"))
-    if "boot_ci_low" in table:
-        table = table.assign(boot_ci=_intervals(table, "boot_ci_low", "boot_ci_high"))
+    if "p_r0" in table:
+        table = table.assign(p_strip=[reviewer_tables.p_strip_text(r) for r in _records(table)])
     return table[[c for c in PAIRED_SHOWN if c in table]].rename(columns=PAIRED_SHOWN)
+
+
+def bootstrap_frame(table: pd.DataFrame) -> pd.DataFrame:
+    """The film-sampling bootstrap interval per pair, apart from the paired rows."""
+    if "boot_ci_low" not in table:
+        return pd.DataFrame(columns=list(BOOTSTRAP_SHOWN.values()))
+    table = table.assign(boot_ci=_intervals(table, "boot_ci_low", "boot_ci_high"))
+    return table[[c for c in BOOTSTRAP_SHOWN if c in table]].rename(columns=BOOTSTRAP_SHOWN)
+
+
+def _records(table: pd.DataFrame) -> list[dict]:
+    return table.to_dict("records")
 
 
 def paired_readings(table: pd.DataFrame) -> list[str]:
@@ -377,14 +426,18 @@ STATISTICS_TEXT = (
     "resampled t intervals (Nadeau & Bengio 2003), which widen the ordinary interval by the "
     "test/train size ratio because the seeds resample the same films; they assume the "
     "per-seed values are roughly normal. Pairs of methods are compared by the mean paired "
-    "difference over seeds with the corrected resampled t-test, a hierarchical bootstrap "
-    "(seeds, then patients within each seed's test set; it assumes patients are exchangeable "
-    "within a test set) and the Wilcoxon signed-rank test (symmetric differences, seeds "
-    "treated as independent, hence read as consistency over seeds, not as generalisation to "
-    "new patients), Holm-adjusted; effect sizes are d_z and the matched-pairs rank-biserial "
-    f"r. The primary endpoint ({paired.PRIMARY_FAMILY}) is one Holm family on the corrected "
-    "p; every other comparison is exploratory. Methods are ranked per seed by the Friedman "
-    "test with Nemenyi post-hoc comparisons (seeds as blocks). The KL × CPPD agreement is "
+    "difference over seeds with the corrected resampled t-test, which assumes a between-seed "
+    "correlation ρ = n_test/n that one dataset cannot measure (its p is therefore reported "
+    "across ρ with the break-even value), the Bayesian correlated t-test (Corani & Benavoli "
+    "2015) with a region of practical equivalence and TOST for equivalence, and the exact "
+    "Wilcoxon signed-rank test (symmetric differences, seeds treated as independent, hence "
+    "read as consistency over seeds), Holm-adjusted; effect sizes are d_z and the "
+    "matched-pairs rank-biserial r. A film-sampling bootstrap (seeds, then patients within "
+    "each seed's test set, seeds as independent) measures how much the test films alone "
+    f"move a difference. The primary endpoint ({paired.PRIMARY_FAMILY}) is the one "
+    "confirmatory family, Holm on the corrected p; every other comparison is exploratory. "
+    "Methods are ranked per seed by the Friedman test with Nemenyi post-hoc comparisons "
+    "(seeds as independent blocks; exploratory). The KL × CPPD agreement is "
     "D_KL(true ‖ predicted) of the joint grade table per seed, decomposed by the chain rule "
     "into a KL-marginal and a CPPD-given-KL part."
 )
@@ -521,23 +574,3 @@ def check_output(output: Path) -> None:
         raise ReportInputError(f"{str(output)!r}: no folder {str(folder)!r}")
     if output.is_dir() or not os.access(output if output.exists() else folder, os.W_OK):
         raise ReportInputError(f"{str(output)!r} cannot be written here")
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m pages.present.report STUDY_ID [...] -o report.html``; 2 on bad input."""
-    parser = argparse.ArgumentParser(prog="softgrade report", description=__doc__.split("\n")[0])
-    parser.add_argument("study_ids", nargs="*", metavar="STUDY_ID")
-    parser.add_argument("-o", "--output", default="report.html", help="the HTML file to write")
-    args = parser.parse_args(argv)
-    output = Path(args.output)
-    try:
-        size = write_report(args.study_ids, output)
-    except (ReportInputError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return BAD_INPUT
-    print(f"report written to {output} ({size / 1e6:.1f} MB)")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

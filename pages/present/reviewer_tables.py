@@ -3,7 +3,7 @@ comparisons with the corrected resampled t-test, the primary endpoint, Friedman,
 seed-blocked ANOVA, seeds needed for power and Table 4's means with their interval.
 
 The numbers come from ``engine.analysis.paired``, ``designs`` and ``power`` (through
-``jobs.study_analysis``); what each test assumes is in docs/statistics.md. No streamlit, so
+``jobs.services.study_analysis``); what each test assumes is in docs/statistics.md. No streamlit, so
 every format is unit-tested (tests/app/test_reviewer_tables.py). A cell that cannot be
 computed says why ("needs 2 seeds"), never "None" or "± –".
 """
@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from engine.analysis import paired
+from engine.analysis import designs, paired, power
 from pages.present.stat_tables import frame_latex
 from pages.present.tables import is_missing_value, method_title, metric_header
 
@@ -37,15 +37,98 @@ EXPORT_COLUMNS: tuple[str, ...] = (
 )
 
 PAIRED_NOTE = (
-    "Each row is method A − method B over the seeds both ran. **p (new patients)** is the "
-    "corrected resampled t-test (Nadeau & Bengio 2003): the seeds resample the same films, so "
-    "its variance adds n_test/n_train of the study's own splits; its 95 % CI is the "
-    "“CI (new patients)”. The bootstrap CI resamples seeds, then patients within each test "
-    "set; it treats the seeds as independent and is narrower. **Wilcoxon** answers “is A "
-    "better on most seeds?” (consistent over seeds), Holm within the task and metric. "
-    "d_z = mean / sd of the differences; r = matched-pairs rank-biserial. What each test "
-    "assumes: docs/statistics.md."
+    "Each row is method A − method B over the seeds both ran. **Corrected** is the corrected "
+    "resampled t-test (Nadeau & Bengio 2003): it assumes the seeds' differences correlate by "
+    "ρ = n_test/n (ρ/(1 − ρ) = r = n_test/n_train of the study's own splits), a number one "
+    "dataset cannot measure, since the same seed draws the split, the weights and the batch "
+    "order (Bengio & Grandvalet 2004). So each corrected p is shown across r (0, 0.1, 0.2 and "
+    "the assumed r) with the **break-even r** where it crosses 0.05: a difference significant "
+    "only below the assumed r rests on that assumption. **Wilcoxon** (exact, ties and zeros "
+    "included) answers “is A better on most seeds?”, taking seeds as independent. The "
+    "**verdict** is the Bayesian correlated t-test (Corani & Benavoli 2015) on the same "
+    "corrected variance: “better” or “equivalent” when its posterior probability reaches 95 % "
+    "(“equivalent”: |A − B| within the ROPE), else “inconclusive”; TOST p is the frequentist "
+    "equivalence test within the ROPE. d_z = mean / sd of the differences; r = matched-pairs "
+    "rank-biserial. What each test assumes: docs/statistics.md."
 )
+BOOTSTRAP_NOTE = (
+    "The film-sampling bootstrap resamples seeds, then patients within each seed's test set, "
+    "as if the seeds were independent draws. It measures how much these test films move the "
+    "difference; it ignores the training films the seeds share, so it is narrower than the "
+    "corrected interval and is not an interval for the comparison."
+)
+FRIEDMAN_NOTE = (
+    "Friedman ranks the methods within each seed: no normality, but the seeds are taken as "
+    "independent blocks, which they are not (they resample the same films), so its p is too "
+    "small. Exploratory."
+)
+BLOCKED_ANOVA_NOTE = designs.SEEDS_INDEPENDENT
+OLS_NOTE = (
+    "Treats the runs as independent: the seed-to-seed variation is residual and the tasks' "
+    "different scales (4 vs 5 grades) are pooled. As in the paper; exploratory."
+)
+CD_NOTE = (
+    "Friedman and Nemenyi ranks over seeds taken as independent blocks: methods joined by a "
+    "bar are not told apart, and bars drawn apart rest on that independence. Exploratory."
+)
+TUKEY_NOTE = (
+    "Tukey HSD pools both tasks and takes every run as an independent sample (as in the "
+    "paper); its subsets are exploratory."
+)
+
+
+def rho_label(table: pd.DataFrame) -> str:
+    """``"corrected, NB ρ = 0.30"``: the corrected test named for the correlation it
+    assumes (each task's ρ when they differ at two decimals)."""
+    if "rho_assumed" not in table or table.empty:
+        return "corrected"
+    rhos = sorted({f"{float(v):.2f}" for v in table["rho_assumed"] if not is_missing_value(v)})
+    return f"corrected, NB ρ = {' / '.join(rhos)}" if rhos else "corrected"
+
+
+def p_strip_text(row: Mapping[str, Any]) -> str:
+    """The corrected p at r = 0, 0.1, 0.2 and at the assumed r: ``"< 0.001 · 0.018 · 0.058
+    · 0.162 (r 0.43)"``."""
+    strip = [p_text(row.get(paired.r_column(r))) for r in paired.R_STRIP]
+    used = f"{p_text(row.get('p_corrected'))} (r {float(row['test_train_ratio']):.2f})"
+    return " · ".join([*strip, used])
+
+
+def break_even_text(row: Mapping[str, Any]) -> str:
+    """The break-even r (and its ρ), or why there is none."""
+    value = row.get("r_break_even")
+    if is_missing_value(row.get("p_corrected")):
+        return NOT_COMPUTED
+    if is_missing_value(value):
+        return "none: p ≥ 0.05 even at r = 0"
+    if math.isinf(float(value)):
+        return "any r"
+    return f"{float(value):.2f} (ρ {paired.rho_of_ratio(float(value)):.2f})"
+
+
+def bayes_text(a_better: Any, equivalent: Any, b_better: Any) -> str:
+    """``"0.88 · 0.06 · 0.06"``: P(A better) · P(equivalent) · P(B better)."""
+    values = (a_better, equivalent, b_better)
+    if any(is_missing_value(v) for v in values):
+        return NOT_COMPUTED
+    return " · ".join(f"{float(v):.2f}" for v in values)
+
+
+def verdict_text(verdict: Any) -> str:
+    """The verdict with the method's display name (``"Binomial better"``)."""
+    if is_missing_value(verdict):
+        return NOT_COMPUTED
+    text = str(verdict)
+    if text.endswith(" better"):
+        return f"{method_title(text.removesuffix(' better'))} better"
+    return text
+
+
+def rope_text(table: pd.DataFrame) -> str:
+    """``"ROPE ± 0.01"`` of the table's rows (the values, when metrics differ)."""
+    if "rope" not in table or table.empty:
+        return f"ROPE ± {paired.DEFAULT_ROPE:g}"
+    return "ROPE ± " + " / ".join(f"{v:g}" for v in sorted(set(table["rope"].astype(float))))
 
 
 def p_text(value: Any) -> str:
@@ -74,35 +157,41 @@ def endpoint_label(family: Any) -> str:
 
 def row_reading(row: Mapping[str, Any], alpha: float = ALPHA) -> str:
     """The plain-words reading of one paired row (`engine.analysis.paired.reading`, which
-    keeps "consistent over seeds" and "significant for new patients" apart), or why there is
+    compares the unadjusted corrected p with the unadjusted Wilcoxon p), or why there is
     none (fewer than 2 seeds)."""
     if int(row["n_seeds"]) < 2 or is_missing_value(row["p_corrected"]):
         return f"Not computed: the corrected test {NEEDS_TWO_SEEDS} that ran both methods."
     shown = dict(row)
     shown["method_a"] = method_title(str(row["method_a"]))
     shown["method_b"] = method_title(str(row["method_b"]))
-    if is_missing_value(shown.get("p_wilcoxon_holm")):
-        shown["p_wilcoxon_holm"] = 1.0  # no Wilcoxon (all differences 0): not consistent
+    if is_missing_value(shown.get("p_wilcoxon")):
+        shown["p_wilcoxon"] = 1.0  # no Wilcoxon (all differences 0): not consistent
     return paired.reading(shown, alpha=alpha)
 
 
 def paired_view(table: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
     """The paired table as the Statistics tab shows it: one row per task and pair, every
-    cell text, primary rows first, each with its endpoint label and reading."""
+    cell text, primary rows first, each with its endpoint label, the corrected test across
+    r, the Bayesian verdict and a reading. The bootstrap is not here (:func:`bootstrap_view`)."""
+    corrected = rho_label(table)
     columns = [
         "Endpoint",
         "Task",
         "A − B",
         "Seeds",
         "Mean difference",
-        "CI (new patients)",
-        "p (new patients)",
+        f"CI ({corrected})",
+        f"p ({corrected})",
+        "p at r = 0 · 0.1 · 0.2 · assumed",
+        "Break-even r (p = 0.05)",
         "p (Holm, family)",
-        "Bootstrap CI",
-        "Wilcoxon p",
+        "Wilcoxon p (exact)",
         "Wilcoxon p (Holm)",
         "d_z",
         "r",
+        "P(A better) · P(equivalent) · P(B better)",
+        f"Verdict ({rope_text(table)})",
+        "TOST p",
         "Reading",
     ]
     if table.empty:
@@ -121,40 +210,74 @@ def paired_view(table: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
                 number_text(row["mean_diff"], digits),
                 interval_text(row["ci_low"], row["ci_high"], digits),
                 p_text(row["p_corrected"]),
+                p_strip_text(row),
+                break_even_text(row),
                 p_text(row.get("p_corrected_holm")),
-                interval_text(row.get("boot_ci_low"), row.get("boot_ci_high"), digits),
                 p_text(row["p_wilcoxon"]),
                 p_text(row["p_wilcoxon_holm"]),
                 number_text(row["d_z"], 2),
                 number_text(row["rank_biserial"], 2),
+                bayes_text(
+                    row.get("p_bayes_a_better"),
+                    row.get("p_bayes_equivalent"),
+                    row.get("p_bayes_b_better"),
+                ),
+                verdict_text(row.get("verdict")),
+                p_text(row.get("p_tost")),
                 row_reading(row),
             ]
         )
     return pd.DataFrame(rows, columns=columns)
 
 
+def bootstrap_view(table: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
+    """The film-sampling bootstrap interval per pair, apart from the paired table (see
+    :data:`BOOTSTRAP_NOTE`); empty when the table has no bootstrap columns."""
+    columns = ["Task", "A − B", "Mean difference", "Film-sampling bootstrap (seeds as "
+               "independent)", "Within-seed sd"]  # fmt: skip
+    if table.empty or "boot_ci_low" not in table:
+        return pd.DataFrame(columns=columns)
+    rows = [
+        [
+            row["task"],
+            f"{method_title(str(row['method_a']))} − {method_title(str(row['method_b']))}",
+            number_text(row["mean_diff"], digits),
+            interval_text(row["boot_ci_low"], row["boot_ci_high"], digits),
+            number_text(row.get("within_seed_sd"), digits),
+        ]
+        for row in table.to_dict("records")
+    ]
+    return pd.DataFrame(rows, columns=columns)
+
+
 def primary_view(primary: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
     """The declared primary endpoint (`paired.primary_endpoint`: soft − nominal AMAE, both
-    tasks, one Holm family) as text, with a verdict per row."""
+    tasks, one Holm family) as text: the corrected test named for its ρ and shown across r,
+    the Bayesian probabilities and the verdict per row."""
+    corrected = rho_label(primary)
     columns = [
         "Task",
         "Soft method − Nominal",
         "Seeds",
         "AMAE difference",
-        "CI (new patients)",
-        "p (new patients)",
+        f"CI ({corrected})",
+        f"p ({corrected})",
+        "p at r = 0 · 0.1 · 0.2 · assumed",
+        "Break-even r (p = 0.05)",
         "p (Holm over the family)",
-        "Wilcoxon p",
-        "Verdict (α = 0.05, Holm)",
+        "Corrected test (α = 0.05, Holm)",
+        "Wilcoxon p (exact)",
+        "P(soft better) · P(equivalent) · P(Nominal better)",
+        f"Verdict ({rope_text(primary)})",
     ]
     rows = []
     for row in primary.to_dict("records"):
         if is_missing_value(row["p_corrected_holm"]):
-            verdict = f"not tested ({NEEDS_TWO_SEEDS})"
+            test = f"not tested ({NEEDS_TWO_SEEDS})"
         elif row["significant"]:
-            verdict = "lower AMAE" if row["mean_diff"] < 0 else "higher AMAE"
+            test = "lower AMAE" if row["mean_diff"] < 0 else "higher AMAE"
         else:
-            verdict = "no difference shown"
+            test = "not significant at the assumed ρ"
         rows.append(
             [
                 row["task"],
@@ -163,9 +286,17 @@ def primary_view(primary: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
                 number_text(row["mean_diff"], digits),
                 interval_text(row["ci_low"], row["ci_high"], digits),
                 p_text(row["p_corrected"]),
+                p_strip_text(row),
+                break_even_text(row),
                 p_text(row["p_corrected_holm"]),
+                test,
                 p_text(row["p_wilcoxon"]),
-                verdict,
+                bayes_text(
+                    row.get("p_bayes_soft_better"),
+                    row.get("p_bayes_equivalent"),
+                    row.get("p_bayes_baseline_better"),
+                ),
+                verdict_text(row.get("verdict")),
             ]
         )
     return pd.DataFrame(rows, columns=columns)
@@ -221,13 +352,17 @@ def anova_view(table: pd.DataFrame) -> pd.DataFrame:
         "SS": "Sum of squares",
         "p": "p",
         "partial_eta2": "partial η²",
+        "task": "Task",
+        "n_seeds": "Seeds",
+        "gg_epsilon": "Greenhouse–Geisser ε",
+        "p_gg": "p (Greenhouse–Geisser)",
     }
     out = pd.DataFrame(index=table.index)
     for column in table.columns:
         values = table[column]
-        if column == "p":
+        if column in ("p", "p_gg"):
             text = ["" if is_missing_value(v) else p_text(v) for v in values]
-        elif column == "factor":
+        elif column in ("factor", "task", "n_seeds"):
             text = [str(v) for v in values]
         else:
             text = ["" if is_missing_value(v) else f"{float(v):.4g}" for v in values]
@@ -235,39 +370,67 @@ def anova_view(table: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
-CHOSEN_POWER_COLUMN = "Seeds for 80% (chosen effect)"
+def rho_column(rho: float, source: str, assumed: float | None = None) -> str:
+    """The power view's column for one ρ: ``"Seeds at ρ = 0.3 (≈ assumed)"``."""
+    label = f"Seeds at ρ = {rho:g}"
+    if source == power.DESIGN:
+        return f"{label} (design estimate)"
+    if assumed is not None and abs(rho - assumed) < 0.005:
+        return f"{label} (≈ the corrected test's)"
+    return label
 
 
-def power_view(power: pd.DataFrame, target: float = 0.8) -> pd.DataFrame:
-    """Seeds needed per pair (`power.power_table`) as text; an unreachable target says more
-    films, not more seeds, are needed."""
-    percent = f"{target:.0%}"
+def power_view(plan: pd.DataFrame, target: float = 0.8) -> pd.DataFrame:
+    """Seeds needed per pair over ρ (`power.power_table`) as text: a cell per ρ gives the
+    seeds at the observed sd and at its upper bound, or the ceiling that ρ imposes."""
+    if plan.empty:
+        return pd.DataFrame(columns=["Task", "A − B", "Seeds run", "sd (80 % upper bound)"])
+    assumed = _assumed_rho(plan)
     rows = []
-    for row in power.to_dict("records"):
-        rows.append(
-            {
-                "Task": row["task"],
-                "A − B": f"{method_title(str(row['method_a']))} − "
-                f"{method_title(str(row['method_b']))}",
-                "Seeds run": str(int(row["n_seeds"])),
-                "Power now": number_text(row["power_now"], 2),
-                f"Seeds for {percent} (observed effect)": _seeds_text(
-                    row["seeds_observed"], row["ceiling_observed"]
-                ),
-                f"Seeds for {percent} (chosen effect)": _seeds_text(
-                    row["seeds_chosen"], row["ceiling_chosen"]
-                ),
-            }
-        )
+    keys = ["task", "method_a", "method_b"]
+    for _, part in plan.groupby(keys, sort=False):
+        first = part.iloc[0]
+        row = {
+            "Task": first["task"],
+            "A − B": f"{method_title(str(first['method_a']))} − "
+            f"{method_title(str(first['method_b']))}",
+            "Seeds run": str(int(first["n_seeds"])),
+            "sd (80 % upper bound)": f"{number_text(first['sd_diff'])} "
+            f"({number_text(first['sd_upper'])})",
+        }
+        for r in part.to_dict("records"):
+            row[rho_column(float(r["rho"]), str(r["rho_source"]), assumed)] = _plan_cell(r, target)
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
-def _seeds_text(seeds: Any, ceiling: Any) -> str:
+def _assumed_rho(plan: pd.DataFrame) -> float | None:
+    return float(plan["rho_assumed"].iloc[0]) if "rho_assumed" in plan else None
+
+
+def _plan_cell(row: Mapping[str, Any], target: float) -> str:
+    """``"12 (19 at the upper sd)"`` or ``"not reachable: at most 45 % (38 %)"``."""
+    seeds, upper = row["seeds"], row["seeds_sd_upper"]
     if not is_missing_value(seeds):
-        return str(int(seeds))
-    if is_missing_value(ceiling):
+        tail = "not reachable" if is_missing_value(upper) else str(int(upper))
+        return f"{int(seeds)} ({tail} at the upper sd)"
+    if is_missing_value(row["ceiling"]):
         return NOT_COMPUTED
-    return f"not reachable (at most {float(ceiling):.0%} power: more films needed)"
+    return (
+        f"not reachable: at most {float(row['ceiling']):.0%} power "
+        f"({float(row['ceiling_sd_upper']):.0%} at the upper sd)"
+    )
+
+
+POWER_NOTE = (
+    "Seeds for {target} power of the corrected test (two-sided α = 0.05) to detect the "
+    "smallest effect of interest, at each pair's observed sd of the differences and, in "
+    "brackets, at its 80 % upper confidence bound (an sd from few seeds is itself "
+    "uncertain). Each column assumes a between-seed correlation ρ. With ρ > 0 power has a "
+    "ceiling more seeds cannot pass; that ceiling is a consequence of the assumed ρ, which "
+    "one dataset cannot measure, not a property of the methods. Planned for an effect "
+    "chosen before looking, never the observed one."
+)
 
 
 def mean_ci_table(intervals: pd.DataFrame, metrics: Sequence[str], digits: int = 3) -> pd.DataFrame:
@@ -303,22 +466,46 @@ def mean_ci_note(intervals: pd.DataFrame) -> str:
     )
 
 
-def seeds_plan_text(seeds: int | None, hours_per_seed: float | None, ceiling: float) -> str:
-    """The Launch page's answer: seeds for 80 % power and what they cost in GPU hours."""
+def seeds_plan_text(
+    seeds: int | None, hours_per_seed: float | None, ceiling: float, rho: float
+) -> str:
+    """The Launch page's answer at one assumed ρ: seeds for 80 % power and what they cost in
+    GPU hours, or the ceiling that ρ puts on power."""
     if seeds is None:
         if math.isnan(ceiling):
             return "Give an effect other than 0 and an sd above 0."
         return (
-            f"No number of seeds reaches 80 % power: even unlimited seeds give {ceiling:.0%}, "
-            "because every seed resamples the same films. A larger dataset is needed."
+            f"At ρ = {rho:g}, no number of seeds reaches 80 % power: even unlimited seeds give "
+            f"{ceiling:.0%}. That ceiling follows from the assumed ρ (seeds that resample the "
+            "same films correlate), which one dataset cannot measure: at a smaller ρ fewer "
+            "seeds may do, and more films always help."
         )
-    text = f"**{seeds} seeds** give 80 % power with the corrected test."
+    text = f"**{seeds} seeds** give 80 % power with the corrected test at ρ = {rho:g}."
     if hours_per_seed is not None and hours_per_seed > 0:
         text += (
             f" At about {hours_per_seed:.1f} GPU hours per seed (this study's estimate), "
             f"that is about {seeds * hours_per_seed:.0f} GPU hours."
         )
     return text
+
+
+def tests_on_page_line(n_tests: int, n_primary: int, *, where: str = "view") -> str:
+    """The page-level count of tests and which family is confirmatory (``where``: "view"
+    on the Statistics tab, which has the paper's expander below; "section" in the report)."""
+    if n_primary:
+        confirmatory = (
+            f"only the {n_primary} of the primary endpoint ({paired.PRIMARY_FAMILY}) form the "
+            "confirmatory family, Holm-adjusted"
+        )
+    else:
+        confirmatory = "none is confirmatory (this study has no primary endpoint)"
+    expander = (
+        " (the “as in the paper” expander adds its own, exploratory too)" if where == "view" else ""
+    )
+    return (
+        f"This {where} shows {n_tests} hypothesis tests: {confirmatory}; every other test is "
+        f"exploratory, a lead rather than a finding{expander}."
+    )
 
 
 def paired_latex(table: pd.DataFrame, metric_label: str) -> str:
@@ -339,10 +526,14 @@ def paired_latex(table: pd.DataFrame, metric_label: str) -> str:
             "p Wilcoxon (Holm)": [p_text(v) for v in table["p_wilcoxon_holm"]],
             "d_z": table["d_z"],
             "r": table["rank_biserial"],
+            "r break-even": table["r_break_even"],
+            "Verdict": [verdict_text(v) for v in table["verdict"]],
         }
     )
     caption = (
         f"Paired comparisons ({metric_label}): mean difference over seeds with the corrected "
-        "resampled t interval and p (Nadeau \\& Bengio 2003), Wilcoxon signed-rank p"
+        f"resampled t interval and p (Nadeau \\& Bengio 2003; {rho_label(table)}), the r "
+        "at which that p crosses 0.05, exact Wilcoxon signed-rank p, and the Bayesian "
+        f"correlated t-test's verdict ({rope_text(table)}, posterior 0.95)"
     )
     return frame_latex(shown, caption=caption, label="tab:paired") + "\n"

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from engine.analysis import explorer
-from engine.vocab import method_sort_key, order_methods
+from engine.methods import method_sort_key, order_methods
 from pages.present.palette import method_scale
 from pages.present.tables import method_title
 

@@ -18,7 +18,7 @@ import pandas as pd
 
 from engine.analysis.probability_metrics import PROBABILITY_LABELS, PROBABILITY_METRICS
 from engine.analysis.stats import CORRECTIONS
-from jobs.csv_safe import escape_csv_cells
+from jobs.services.csv_safe import escape_csv_cells
 from pages.present.tables import (
     is_missing_value,
     latex_cell,

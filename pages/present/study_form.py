@@ -15,8 +15,8 @@ from typing import Any
 import pandas as pd
 
 from engine.config import SpecError, StudySpec
+from engine.methods import Method, MethodParams
 from engine.phantom import PhantomSpec
-from engine.soft_labels import MethodParams
 from engine.study import plan_runs
 from engine.vocab import TOP_GRADE, TRAIN_FRACTION
 from pages.present.estimates import rough_study_seconds
@@ -32,6 +32,15 @@ PRESETS = {
 }
 # Matrices shown with these parameters; the search also tries eta 0.8 (20 % one-hot).
 SHOWN_PARAMS = MethodParams(lr=1e-3, eta=1.0, alpha2=0.05, p=1.0)
+
+
+def shown_params(method: Method) -> MethodParams:
+    """The configuration a method's target matrix is drawn with on the Launch page:
+    `SHOWN_PARAMS` where the method has that parameter, else its grid's first value."""
+    return MethodParams(
+        **{h.name: SHOWN_PARAMS.get(h.name, h.values[0]) for h in method.hyperparameters}
+    )
+
 
 #: Reads a folder's labels CSV (folder, labels CSV) and checks the films it lists.
 FolderReader = Callable[[str, str], pd.DataFrame]

@@ -37,7 +37,7 @@ from engine.analysis.compare import (
 )
 from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS
 from engine.vocab import LABEL_SEPARATOR
-from jobs.csv_safe import escape_csv_cells
+from jobs.services.csv_safe import escape_csv_cells
 from store.bundle import REFERENCE_STUDY, read_card
 from store.db import StoreError
 

@@ -13,8 +13,8 @@ from streamlit.delta_generator import DeltaGenerator
 
 from engine.analysis import compare, stats
 from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS, METRICS
-from engine.vocab import order_methods
-from jobs.csv_safe import escape_csv_cells
+from engine.methods import order_methods
+from jobs.services.csv_safe import escape_csv_cells
 from pages.present import exports, reviewer_tables, stat_tables, tables
 from pages.widgets import (
     chart_cache,
@@ -295,4 +295,5 @@ def paper_statistics(per_run: pd.DataFrame, tasks: list[str], metric: str) -> di
         tukey.subsets,
         shortfall=None if not anova.table.empty else TUKEY_WITHOUT_ANOVA,
     )
+    st.caption(reviewer_tables.TUKEY_NOTE)
     return stat_tables.method_test_tables(shapiro, kruskal, wilcoxon, anova, tukey)

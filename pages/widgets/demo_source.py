@@ -1,5 +1,5 @@
 """Where Grade a film's models and test films come from: a study of the lab's store (picked,
-or fixed by a kiosk), or an unpacked demo bundle (`jobs.demo_bundle`). Either way the page
+or fixed by a kiosk), or an unpacked demo bundle (`jobs.services.demo_bundle`). Either way the page
 gets one `DemoSource`, so it grades the same way on the lab server and on a laptop."""
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ import pandas as pd
 import streamlit as st
 
 from engine.demo_models import best_seed, default_method, seed_checkpoints
-from engine.vocab import TASKS, order_methods
-from jobs.demo_bundle import DemoBundle, DemoBundleError, open_demo, read_crop
-from jobs.kiosk import KioskSettings
+from engine.methods import order_methods
+from engine.vocab import TASKS
+from jobs.services.demo_bundle import DemoBundle, DemoBundleError, open_demo, read_crop
+from jobs.services.kiosk import KioskSettings
 from pages.present.tables import method_title
 from pages.widgets import view_state
 from pages.widgets.models import (

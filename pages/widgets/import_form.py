@@ -16,9 +16,9 @@ import streamlit as st
 
 from engine.config import SpecError
 from engine.films import ImportSourceError, check_import
-from jobs import lab
-from jobs.importer import ImportRefused, import_detector
-from jobs.review import reviewed_spec
+from jobs.services import lab
+from jobs.services.importer import ImportRefused, import_detector
+from jobs.services.review import reviewed_spec
 from pages.present.import_view import (
     LAYOUT_LABELS,
     SPLIT_LABELS,

@@ -1,6 +1,7 @@
 """The Jobs page's "Manage a study" section: rename, tags, notes, archive, delete.
 
-Shared widgets (streamlit). Each change goes through `jobs.lab`, which checks the role again
+Shared widgets (streamlit). Each change goes through `jobs.services.lab`, which checks the role
+again
 and writes the audit line: members rename and annotate the studies they launched, admins any
 study; only admins archive, bring back and delete (after typing the study's exact name).
 """
@@ -13,8 +14,8 @@ from typing import Any
 
 import streamlit as st
 
-from jobs import lab
-from jobs.access import AccessDenied, Action, can
+from jobs.services import lab
+from jobs.services.access import AccessDenied, Action, can
 from pages.present.user_text import plain
 from pages.widgets.pickers import cached_study_card, forget, picker_labels
 from pages.widgets.reads import cached_studies, clear_job_caches, store_path
@@ -40,7 +41,7 @@ def _forget_caches() -> None:
 
 
 def _as_signed_in(verb: str, call: Callable[..., Any], *args: Any, **kwargs: Any) -> bool:
-    """Run a `jobs.lab` verb as whoever is signed in now; say what went wrong."""
+    """Run a `jobs.services.lab` verb as whoever is signed in now; say what went wrong."""
     account = current_account()
     try:
         if account is None:
@@ -114,7 +115,7 @@ def delete(study: Study) -> None:
 
 
 def show_edit_form(account: Account, study: Study) -> None:
-    """Name, tags and notes, editable by whoever `jobs.access` allows."""
+    """Name, tags and notes, editable by whoever `jobs.services.access` allows."""
     sid = study.study_id
     allowed = can(account, Action.EDIT_OWN_STUDY, owner=study.launched_by)
     if not allowed:

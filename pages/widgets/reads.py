@@ -7,6 +7,7 @@ connection is not thread-safe, so none is kept in ``st.cache_resource``.
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +22,8 @@ from store import jobs as store_jobs
 from store import runs as store_runs
 from store.db import StoreError, default_store_path, init_schema
 
-# The repository's studies/ folder (the Launch presets).
-STUDIES_DIR = Path(__file__).resolve().parents[2] / "studies"
+# The Launch presets, installed with the package (studies/).
+STUDIES_DIR = Path(str(resources.files("studies")))
 
 # Stores this server process has set up or upgraded (`init_schema` once, not every rerun:
 # it takes the write lock the worker needs).

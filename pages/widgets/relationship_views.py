@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from engine.analysis import compare, paired, relationship
-from jobs.study_analysis import JOINT_TASK
+from jobs.services.study_analysis import JOINT_TASK
 from pages.present import inference_tables, stat_tables, tables
 from pages.widgets import chart_cache, pickers, view_state
 

@@ -19,10 +19,10 @@ from streamlit_image_coordinates import streamlit_image_coordinates
 from engine.detect import crop_and_resize
 from engine.films import read_film_file
 from engine.vocab import TOP_GRADE
-from jobs.access import Action, actor_name, can
-from jobs.detector import PAGE_EPOCHS, PAGE_IMAGE_SIZE, ReviewedFilms, reviewed_films
-from jobs.detector_background import start_training
-from jobs.detector_status import TrainingStatus, read_status
+from jobs.services.access import Action, actor_name, can
+from jobs.services.detector import PAGE_EPOCHS, PAGE_IMAGE_SIZE, ReviewedFilms, reviewed_films
+from jobs.services.detector_background import start_training
+from jobs.services.detector_status import TrainingStatus, read_status
 from pages.present.review_view import (
     CANDIDATE,
     DETECTED,

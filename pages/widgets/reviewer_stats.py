@@ -1,6 +1,7 @@
 """The Statistics tab's default view: the careful reviewer's analysis (issue 21).
 
-The numbers are `jobs.study_analysis`'s (one call per statistic), cached per study, metric and
+The numbers are `jobs.services.study_analysis`'s (one call per statistic), cached per study, metric
+and
 the study's finished seeds (its change marker: a seed finishing changes it), so a rerun costs
 nothing and the hierarchical bootstrap (seconds) runs once per study and metric. The text is
 ``pages.present.reviewer_tables``'s. Streamlit widgets: the Compare page's AppTests
@@ -16,7 +17,7 @@ import streamlit as st
 
 from engine.analysis import compare, designs, paired, power
 from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS, METRICS
-from jobs import study_analysis
+from jobs.services import study_analysis
 from pages.present import reviewer_tables as rt
 from pages.widgets import probability_view
 
@@ -25,20 +26,57 @@ Marker = tuple[Any, ...]
 
 
 @st.cache_data(max_entries=64, show_spinner="Bootstrapping seeds and patients…")
-def cached_paired(path: str, study_id: str, metric: str, marker: Marker) -> pd.DataFrame:
-    """The study's paired table of one metric with its hierarchical bootstrap interval."""
+def cached_paired(
+    path: str, study_id: str, metric: str, rope: float, marker: Marker
+) -> pd.DataFrame:
+    """The study's paired table of one metric (Bayesian verdicts within ``rope``) with its
+    film-sampling bootstrap interval."""
     del marker  # part of the cache key only
     return study_analysis.paired_table(
-        study_id, metrics=(metric,), n_boot=BOOTSTRAP_REPLICATES, path=path
+        study_id,
+        metrics=(metric,),
+        n_boot=BOOTSTRAP_REPLICATES,
+        ropes={metric: rope},
+        path=path,
     )
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def cached_primary(path: str, study_id: str, marker: Marker) -> pd.DataFrame:
+def cached_primary(path: str, study_id: str, rope: float, marker: Marker) -> pd.DataFrame:
     """The declared primary endpoint's rows (AMAE, soft vs nominal, both tasks)."""
     del marker
-    table = study_analysis.paired_table(study_id, metrics=("amae",), n_boot=0, path=path)
+    metric = paired.PRIMARY_METRIC
+    table = study_analysis.paired_table(
+        study_id, metrics=(metric,), n_boot=0, ropes={metric: rope}, path=path
+    )
     return paired.primary_endpoint(table) if not table.empty else pd.DataFrame()
+
+
+def rope_key(metric: str) -> str:
+    """The ROPE input's key: one per metric, so each metric keeps its own ROPE."""
+    return f"compare_rope_{metric}"
+
+
+def rope_of(metric: str) -> float:
+    """The ROPE the user set for ``metric`` (its default until then)."""
+    return float(st.session_state.get(rope_key(metric), paired.ROPES.get(metric, 0.01)))
+
+
+def pick_rope(metric: str) -> float:
+    """The region of practical equivalence of the picked metric, on the page."""
+    return float(
+        st.number_input(
+            f"ROPE: {METRIC_LABELS[metric]} differences within ± this are practically equivalent",
+            min_value=0.0,
+            value=rope_of(metric),
+            step=0.005,
+            format="%.3f",
+            key=rope_key(metric),
+            help="The region of practical equivalence of the Bayesian correlated t-test and "
+            "TOST: the verdict reads “equivalent” when the difference lies within it with "
+            "95 % posterior probability. Set per metric.",
+        )
+    )
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -107,6 +145,7 @@ def reviewer_view(
     marker = marker_of(progress, study_id)
     n_seeds = int(rows.groupby(["task", "method"])["seed"].nunique().min())
     st.subheader("The careful reviewer's analysis", divider="gray")
+    count_line = st.empty()  # filled once every test of the view is counted
     if note := rt.seed_shortfall(n_seeds):
         st.info(note, icon=":material/info:")
     if n_seeds < 2 or len(methods) < 2:
@@ -120,41 +159,63 @@ def reviewer_view(
             icon=":material/info:",
         )
         return pd.DataFrame(columns=list(rt.EXPORT_COLUMNS))
-    show_primary(path, study_id, marker, methods)
-    table = cached_paired(path, study_id, metric, marker)
+    rope = pick_rope(metric)
+    primary = show_primary(path, study_id, marker, methods)
+    table = cached_paired(path, study_id, metric, rope, marker)
     picked = table["method_a"].isin(methods) & table["method_b"].isin(methods)
     table = table[table["task"].isin(tasks) & picked]
     st.markdown(f"**{METRIC_LABELS[metric]}: every pair of methods, paired by seed**")
     st.dataframe(rt.paired_view(table), hide_index=True, width="stretch")
     st.caption(rt.PAIRED_NOTE)
-    show_designs(rows, tasks, metric)
+    show_bootstrap(table)
+    n_design_tests = show_designs(rows, tasks, metric)
     show_power(table, metric)
+    # Per paired row: the corrected t, the Wilcoxon and TOST; the primary endpoint's rows
+    # are rows of the paired table when it shows AMAE.
+    n_primary_extra = 0 if metric == paired.PRIMARY_METRIC else 2 * len(primary)
+    n_tests = 3 * len(table) + n_primary_extra + n_design_tests
+    count_line.info(rt.tests_on_page_line(n_tests, len(primary)), icon=":material/info:")
     return rt.paired_export(table)
 
 
-def show_primary(path: str, study_id: str, marker: Marker, methods: set[str]) -> None:
-    """The declared primary endpoint, first and labelled primary."""
-    primary = cached_primary(path, study_id, marker)
+def show_primary(path: str, study_id: str, marker: Marker, methods: set[str]) -> pd.DataFrame:
+    """The declared primary endpoint, first and labelled primary; returns its rows."""
+    primary = cached_primary(path, study_id, rope_of(paired.PRIMARY_METRIC), marker)
     st.markdown(f"**Primary endpoint** — {paired.PRIMARY_FAMILY} (one Holm family)")
     if primary.empty:
         st.info("The primary endpoint needs nominal and a soft method.", icon=":material/info:")
-        return
+        return primary
     st.dataframe(rt.primary_view(primary), hide_index=True, width="stretch")
     st.caption(
         "Negative = the soft method's AMAE is lower than nominal's. Declared before looking; "
-        "every other row on this tab is exploratory."
+        "every other row on this tab is exploratory. Whether a row is significant depends on "
+        "the assumed ρ: see p across r and the break-even r; the verdict uses the AMAE ROPE."
     )
+    return primary
 
 
-def show_designs(rows: pd.DataFrame, tasks: list[str], metric: str) -> None:
-    """Friedman per task, the seed-blocked ANOVA beside the paper's, and the CD diagrams."""
+def show_bootstrap(table: pd.DataFrame) -> None:
+    """The film-sampling bootstrap, apart from the paired table and labelled for what it
+    measures."""
+    view = rt.bootstrap_view(table)
+    if view.empty:
+        return
+    with st.expander("Film-sampling bootstrap: how much the test films alone move each pair"):
+        st.dataframe(view, hide_index=True, width="stretch")
+        st.caption(rt.BOOTSTRAP_NOTE)
+
+
+def show_designs(rows: pd.DataFrame, tasks: list[str], metric: str) -> int:
+    """Friedman per task, the seed-blocked ANOVA per task beside the paper's, and the CD
+    diagrams, each saying what it assumes; returns the number of tests shown."""
     rows = rows[rows["task"].isin(tasks)]
     scores = compare.score_frame(rows, metric)
     blocked, ols, friedman = blocked_designs(scores, rows, metric)
     st.markdown("**Do the methods differ at all? (Friedman, seeds as blocks)**")
     st.dataframe(rt.friedman_view(friedman), hide_index=True, width="content")
+    st.caption(rt.FRIEDMAN_NOTE)
     left, right = st.columns(2)
-    left.markdown("**Seed-blocked ANOVA** (repeated measures, seed as subject)")
+    left.markdown("**Seed-blocked ANOVA per task** (repeated measures, Greenhouse–Geisser)")
     if blocked.table.empty:
         left.info(blocked.reading, icon=":material/info:")
     else:
@@ -165,26 +226,33 @@ def show_designs(rows: pd.DataFrame, tasks: list[str], metric: str) -> None:
         right.info(ols.note or ols.reading, icon=":material/info:")
     else:
         right.dataframe(rt.anova_view(ols.table), hide_index=True, width="content")
-        right.caption("Treats the runs as independent: the seed-to-seed variation is residual.")
-    show_cd_diagrams(rows, tasks, metric)
+        right.caption(rt.OLS_NOTE)
+    n_tests = int(friedman["p"].notna().sum()) + len(blocked.table)
+    n_tests += int(ols.table["p"].notna().sum()) if not ols.table.empty else 0
+    return n_tests + show_cd_diagrams(rows, tasks, metric)
 
 
-def show_cd_diagrams(rows: pd.DataFrame, tasks: list[str], metric: str) -> None:
+def show_cd_diagrams(rows: pd.DataFrame, tasks: list[str], metric: str) -> int:
     """The critical-difference diagram of the picked metric per task, and of every grade
-    metric on request."""
+    metric on request; returns the number of pairwise tests they show."""
     every = st.toggle(
         "Critical-difference diagrams of every grade metric",
         value=False,
         key="compare_cd_every_metric",
         help="Friedman and Nemenyi ranks per task for AMAE, QWK, MAE, MMAE, MS and BA.",
     )
-    for shown in METRICS if every else (metric,):
-        show_cd_diagram(rows, tasks, shown)
+    n_tests = sum(
+        show_cd_diagram(rows, tasks, shown) for shown in (METRICS if every else (metric,))
+    )
+    st.caption(rt.CD_NOTE)
+    return n_tests
 
 
-def show_cd_diagram(rows: pd.DataFrame, tasks: list[str], metric: str) -> None:
-    """The critical-difference diagram of one metric per task (Friedman + Nemenyi ranks)."""
+def show_cd_diagram(rows: pd.DataFrame, tasks: list[str], metric: str) -> int:
+    """The critical-difference diagram of one metric per task (Friedman + Nemenyi ranks);
+    returns its number of pairwise tests."""
     st.markdown(f"**Critical-difference diagram: {METRIC_LABELS[metric]}** (1 = best rank)")
+    n_tests = 0
     for column, task in zip(st.columns(len(tasks)), compare.task_order(tasks), strict=True):
         scores = compare.score_frame(rows, metric, [task])[["method", "seed", "value"]]
         _, spec = probability_view.ranked(scores, metric in LOWER_IS_BETTER)
@@ -193,28 +261,28 @@ def show_cd_diagram(rows: pd.DataFrame, tasks: list[str], metric: str) -> None:
         else:
             column.caption(task)
             column.vega_lite_chart(spec, width="content")
+            k = scores["method"].nunique()
+            n_tests += 1 + k * (k - 1) // 2  # Friedman, then Nemenyi per pair
+    return n_tests
 
 
 def show_power(table: pd.DataFrame, metric: str) -> None:
-    """Seeds needed for 80 % power with the corrected variance, at the observed and a chosen
-    effect."""
+    """Seeds needed for 80 % power with the corrected variance, for a smallest effect of
+    interest, over a range of between-seed correlations ρ."""
     st.markdown("**How many seeds?** (80 % power, corrected test, two-sided α = 0.05)")
     chosen = st.number_input(
-        f"Effect to plan for ({METRIC_LABELS[metric]} difference)",
+        f"Smallest effect of interest ({METRIC_LABELS[metric]} difference)",
         min_value=0.0,
-        value=0.05,
+        value=power.DEFAULT_EFFECT,
         step=0.01,
         format="%.3f",
         key="compare_power_effect",
     )
-    plan = power.power_table(table, chosen_effect=chosen or None)
+    plan = power.power_table(table, effect=chosen)
     if plan.empty:
         return
     st.dataframe(rt.power_view(plan), hide_index=True, width="stretch")
-    st.caption(
-        "Uses each pair's observed sd of the differences and n_test/n_train: the shared films "
-        "put a ceiling on power that more seeds cannot pass."
-    )
+    st.caption(rt.POWER_NOTE.format(target="80 %"))
 
 
 def table4_intervals(path: str, per_run: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:

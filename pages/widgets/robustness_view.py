@@ -1,11 +1,12 @@
 """The Compare page's "Robustness" tab: do the conclusions survive scoring against the truth
 and giving every method the same search budget?
 
-* **Truth and noise** (``jobs.study_analysis.against_truth``, ``engine.analysis.truth``): on a
+* **Truth and noise** (``jobs.services.study_analysis.against_truth``, ``engine.analysis.truth``):
+on a
   phantom every metric is also scored against the noiseless ``true_grade``; per method the
   shift (true − recorded) and its difference from nominal's with the corrected test. Hidden,
   with one line saying why, when the films have no true grade.
-* **Budget-matched comparison** (``jobs.study_analysis.budget_matched``,
+* **Budget-matched comparison** (``jobs.services.study_analysis.budget_matched``,
   ``engine.analysis.budget``): every method re-selected among random subsets of nominal's
   number of configurations, Table 4 and the paired tests at that budget. A study without the
   unselected runs' test predictions (an imported bundle) gets one sentence saying so.
@@ -24,7 +25,7 @@ import streamlit as st
 from engine.analysis import budget
 from engine.analysis.metrics import METRIC_LABELS, METRICS
 from engine.vocab import LABEL_SEPARATOR
-from jobs import study_analysis
+from jobs.services import study_analysis
 from pages.present import exports, inference_tables, stat_tables
 from pages.widgets import reads
 from pages.widgets.downloads import download_row

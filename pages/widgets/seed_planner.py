@@ -1,6 +1,8 @@
 """The Launch page's "How many seeds?": seeds needed for 80 % power with the corrected test
-(`engine.analysis.power`), from an existing study's paired differences or a typed effect
-and sd, priced in GPU hours per seed (`pages.present.study_form.gpu_hours_per_seed`).
+(`engine.analysis.power`) to detect a smallest effect of interest, over a range of
+between-seed correlations ρ, from an existing study's sd of the paired differences (and its
+upper bound) or a typed sd, priced in GPU hours per seed
+(`pages.present.study_form.gpu_hours_per_seed`).
 Streamlit widgets: tests/app/test_launch_seeds.py drives them."""
 
 from __future__ import annotations
@@ -11,18 +13,19 @@ import pandas as pd
 import streamlit as st
 
 from engine.analysis import paired, power
-from jobs import study_analysis
+from jobs.services import study_analysis
 from pages.present import reviewer_tables as rt
 from pages.widgets import reads
 
-DEFAULT_RATIO = 0.43  # n_test / n_train of the paper's split (30 % test, 70 % fit)
-
 
 @st.cache_data(ttl=reads.RESULTS_TTL_S, show_spinner=False)
-def cached_seed_plan(path: str, study_id: str, runs_selected: int) -> pd.DataFrame:
-    """Seeds needed per soft method vs nominal (AMAE) of an existing study."""
+def cached_seed_plan(path: str, study_id: str, runs_selected: int, effect: float) -> pd.DataFrame:
+    """Seeds needed per soft method vs nominal (AMAE) of an existing study to detect
+    ``effect``, over `power.PLAN_RHOS`."""
     del runs_selected  # the study's change marker: part of the cache key only
-    plan = study_analysis.seeds_needed(study_id, metric="amae", path=path)
+    plan = study_analysis.seeds_needed(
+        study_id, metric=paired.PRIMARY_METRIC, effect=effect, path=path
+    )
     if plan.empty:
         return plan
     return plan[(plan["method_a"] == paired.BASELINE) | (plan["method_b"] == paired.BASELINE)]
@@ -30,7 +33,7 @@ def cached_seed_plan(path: str, study_id: str, runs_selected: int) -> pd.DataFra
 
 def how_many_seeds(path: Path, hours_per_seed: float | None) -> None:
     """Seeds for 80 % power before a study is queued; short and plain."""
-    with st.expander("How many seeds? (80 % power for a difference in AMAE)"):
+    with st.expander("How many seeds? (80 % power for a smallest AMAE difference of interest)"):
         source = st.radio(
             "From",
             ["study", "typed"],
@@ -57,26 +60,46 @@ def _from_study(path: str) -> None:
         st.selectbox("Study", list(names), format_func=lambda s: names[s], key="launch_power_study")
     )
     runs = int(studies.set_index("study_id").loc[study_id, "runs_selected"])
-    plan = cached_seed_plan(path, study_id, runs)
+    effect = _effect_input("launch_power_study_effect")
+    plan = cached_seed_plan(path, study_id, runs, effect)
     if plan.empty:
         st.info("That study has no nominal and soft method pair with 2 seeds or more.")
         return
-    st.dataframe(rt.power_view(plan).drop(columns=rt.CHOSEN_POWER_COLUMN), hide_index=True)
-    st.caption(
-        "At each pair's observed AMAE difference and sd of the differences, with the corrected "
-        "variance: the films every seed shares cap the power more seeds can give."
+    st.dataframe(rt.power_view(plan), hide_index=True)
+    st.caption(rt.POWER_NOTE.format(target="80 %"))
+
+
+def _effect_input(key: str) -> float:
+    return float(
+        st.number_input(
+            "Smallest AMAE difference of interest",
+            min_value=0.0,
+            value=power.DEFAULT_EFFECT,
+            step=0.01,
+            key=key,
+            help="The smallest difference that would matter, chosen before looking; not the "
+            "difference a study happened to observe.",
+        )
     )
 
 
 def _from_typed(hours_per_seed: float | None) -> None:
-    c1, c2, c3 = st.columns(3)
-    effect = c1.number_input("AMAE difference", value=0.05, step=0.01, key="launch_effect")
+    c1, c2 = st.columns(2)
+    with c1:
+        effect = _effect_input("launch_effect")
     sd = c2.number_input(
         "sd of the per-seed difference", min_value=0.0, value=0.06, step=0.01, key="launch_sd"
     )
-    ratio = c3.number_input(
-        "test films / fit films", min_value=0.0, value=DEFAULT_RATIO, key="launch_ratio"
+    lines = []
+    for rho in power.PLAN_RHOS:
+        ratio = paired.ratio_of_rho(rho)
+        seeds = power.seeds_for_power(effect, sd, ratio)
+        ceiling = power.power_ceiling(effect, sd, ratio) if sd > 0 and effect else float("nan")
+        lines.append(f"- {rt.seeds_plan_text(seeds, hours_per_seed, ceiling, rho)}")
+    st.markdown("\n".join(lines))
+    st.caption(
+        "ρ is the correlation between seeds that resample the same films; the corrected test "
+        "assumes ρ = n_test/n (0.30 for a 30 % test split), and one dataset cannot measure "
+        "it, so the plan is shown for several. The typed sd is taken as known: from a study, "
+        "the planner also plans at its upper confidence bound."
     )
-    seeds = power.seeds_for_power(effect, sd, ratio)
-    ceiling = power.power_ceiling(effect, sd, ratio) if sd > 0 and effect else float("nan")
-    st.markdown(rt.seeds_plan_text(seeds, hours_per_seed, ceiling))

@@ -9,7 +9,7 @@ from pathlib import Path
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
-from jobs.describe import format_devices
+from jobs.services.describe import format_devices
 from pages.widgets.reads import cached_jobs, store_path
 from pages.widgets.workers import NO_WORKER_HOW, NO_WORKER_TITLE, alive_workers
 from store.db import StoreError

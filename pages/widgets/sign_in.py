@@ -8,7 +8,7 @@ from typing import Any
 
 import streamlit as st
 
-from jobs.access import (
+from jobs.services.access import (
     LOCAL_ACCOUNT,
     PAGE_TITLES,
     oidc_account,
@@ -213,7 +213,7 @@ def require_page(page_file: str) -> Account:
     """The guard every restricted page calls with its ``__file__`` right after
     `run_inside_shell`.
 
-    The page is named by its file's stem, its key in `jobs.access.PAGES`. Returns the
+    The page is named by its file's stem, its key in `jobs.services.access.PAGES`. Returns the
     account when its role lists the page; otherwise says why and stops the page (a page
     opened by its URL without the role shows nothing else).
     """

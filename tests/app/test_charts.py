@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from engine.analysis import compare
-from engine.soft_labels import soft_label_matrix
+from engine.methods import MethodParams, target_matrix
 from pages.present import charts
 
 
@@ -21,7 +21,7 @@ def _layer_data(spec: dict, layer: dict) -> pd.DataFrame:
 
 
 def test_soft_label_frame_holds_every_cell_of_the_matrix():
-    matrix = soft_label_matrix("binomial", 4)
+    matrix = target_matrix("binomial", 4, MethodParams(lr=1e-3))
     frame = charts.soft_label_frame(matrix)
     assert len(frame) == 16
     cell = frame[(frame.true_grade == 1) & (frame.target_grade == 2)]
@@ -36,7 +36,7 @@ def test_soft_label_frame_refuses_a_non_square_matrix():
 
 def test_soft_label_heatmap_is_a_rect_chart_with_labels():
     spec = charts.soft_label_heatmap(
-        charts.soft_label_frame(soft_label_matrix("beta", 5)), title="beta"
+        charts.soft_label_frame(target_matrix("beta", 5, MethodParams(lr=1e-3))), title="beta"
     ).to_dict()
     marks = [layer["mark"]["type"] for layer in spec["layer"]]
     assert marks == ["rect", "text"]

@@ -8,7 +8,7 @@ import io
 import pandas as pd
 import pytest
 
-from jobs import study_analysis
+from jobs.services import study_analysis
 from store import runs as store_runs
 from store.bundle import REFERENCE_STUDY, import_study
 from store.db import init_schema
@@ -41,29 +41,56 @@ def test_reference_statistics_show_the_corrected_p_beside_the_wilcoxon(reference
     markdown = texts(at, "markdown")
     assert "**Primary endpoint**" in markdown
     shown = [d.value for d in at.dataframe]
-    paired = next(f for f in shown if "CI (new patients)" in f.columns and "A − B" in f.columns)
+    corrected = "p (corrected, NB ρ = 0.30)"
+    paired = next(f for f in shown if corrected in f.columns and "A − B" in f.columns)
     kl = _row(paired, "KL", "Nominal − Binomial")
     assert kl["Endpoint"] == "primary"
-    assert float(kl["p (new patients)"]) == pytest.approx(0.16, abs=0.01)
-    assert kl["Wilcoxon p"] in {"< 0.001"}  # 0.0005 on 20 seeds
-    low, high = (float(v) for v in kl["CI (new patients)"].strip("[]").split(","))
+    assert float(kl[corrected]) == pytest.approx(0.16, abs=0.01)
+    # The strip: p at r = 0, 0.1, 0.2 and the assumed 0.43; break-even r = 0.18.
+    assert kl["p at r = 0 · 0.1 · 0.2 · assumed"] == "< 0.001 · 0.0175 · 0.0582 · 0.162 (r 0.43)"
+    assert kl["Break-even r (p = 0.05)"] == "0.18 (ρ 0.15)"
+    assert kl["Wilcoxon p (exact)"] in {"< 0.001"}  # 0.0005 on 20 seeds
+    low, high = (float(v) for v in kl["CI (corrected, NB ρ = 0.30)"].strip("[]").split(","))
     assert low < 0 < high  # the corrected interval includes 0
-    assert kl["Bootstrap CI"].startswith("[0.0")  # narrower, and above 0
+    assert "Bootstrap CI" not in paired.columns  # the bootstrap left the paired table
+    assert kl["Verdict (ROPE ± 0.01)"] == "inconclusive"
     assert float(kl["d_z"]) > 0 and float(kl["r"]) > 0
-    assert "consistently over seeds" in kl["Reading"]
-    assert "not significantly for new patients" in kl["Reading"]
+    assert "on most seeds (Wilcoxon" in kl["Reading"] and "ρ = 0.30" in kl["Reading"]
+    assert "new patients" not in paired.to_string()
     # Every other metric's rows are exploratory; the paper's analysis is one click away.
     assert (paired[paired["Task"] == "KL"]["Endpoint"] != "").all()
     expanders = [e.label for e in at.get("expander")]
     assert any("as in the paper" in label for label in expanders)
+    assert any(label.startswith("Film-sampling bootstrap") for label in expanders)
+    boot = next(f for f in shown if "Film-sampling bootstrap (seeds as independent)" in f.columns)
+    assert boot["Film-sampling bootstrap (seeds as independent)"].str.startswith("[").all()
     assert "Two-way ANOVA, method × task (Table 5)" in markdown
-    assert "Seed-blocked ANOVA" in markdown
+    assert "Seed-blocked ANOVA per task" in markdown
     assert "Friedman" in markdown
     friedman = next(f for f in shown if "Kendall's W" in f.columns)
     assert set(friedman["Task"]) == {"KL", "CPPD"}
-    power = next(f for f in shown if "Power now" in f.columns)
+    blocked = next(f for f in shown if "Greenhouse–Geisser ε" in f.columns)
+    assert set(blocked["Task"]) == {"KL", "CPPD"}
+    captions = texts(at, "caption")
+    assert "Treats the seeds as independent blocks" in captions  # Friedman, ANOVA, CD hedged
+    assert "rank alike" not in captions + markdown
+    info = texts(at, "info")
+    assert "hypothesis tests: only the 8 of the primary endpoint" in info
+    power = next(f for f in shown if "sd (80 % upper bound)" in f.columns)
+    assert "Power now" not in power.columns
     assert len(power) == len(paired)
+    assert "Seeds at ρ = 0.3 (≈ the corrected test's)" in power.columns
+    assert "ceiling" in captions and "assumed ρ" in captions
     assert "None" not in paired.to_string() and "± –" not in paired.to_string()
+
+
+def test_the_rope_on_the_page_moves_the_verdicts(reference_home, monkeypatch):
+    at = run_page(reference_home, monkeypatch, tab="Statistics")
+    at.selectbox(key="compare_stats_metric").set_value("qwk").run()
+    at.number_input(key="compare_rope_qwk").set_value(0.2).run()
+    assert not at.exception
+    paired = next(d.value for d in at.dataframe if "Verdict (ROPE ± 0.2)" in d.value.columns)
+    assert (paired["Verdict (ROPE ± 0.2)"] == "equivalent").any()
 
 
 def test_reference_statistics_csv_carries_the_paired_columns(reference_home, monkeypatch):
@@ -74,6 +101,8 @@ def test_reference_statistics_csv_carries_the_paired_columns(reference_home, mon
     for column in (
         "task", "metric", "method_a", "method_b", "n_seeds", "mean_diff", "ci_low",
         "ci_high", "p_corrected", "p_wilcoxon", "p_wilcoxon_holm", "d_z", "rank_biserial",
+        "rho_assumed", "r_break_even", "p_bayes_a_better", "p_bayes_equivalent",
+        "p_bayes_b_better", "verdict",
     ):  # fmt: skip
         assert column in paired.columns
     row = paired[

@@ -10,7 +10,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from engine.films import check_import
-from jobs.importer import register_import
+from jobs.services.importer import register_import
 from pages.present.import_view import report_csv
 from store import datasets as store_datasets
 from store.imports import import_problems, latest_import

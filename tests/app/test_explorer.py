@@ -12,7 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from engine.analysis import explorer
-from engine.soft_labels import search_grid
+from engine.methods import search_grid
 from engine.vocab import run_id
 from pages.present import explorer_views as views
 from store import jobs as store_jobs

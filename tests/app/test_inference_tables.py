@@ -82,13 +82,17 @@ PAIRED = pd.DataFrame(
             "task": "KL", "metric": "amae", "method_a": "nominal", "method_b": "binomial",
             "n_seeds": 20, "mean_diff": 0.065, "ci_low": -0.029, "ci_high": 0.159,
             "p_corrected": 0.162, "p_wilcoxon": 0.0005, "p_wilcoxon_holm": 0.0043,
-            "d_z": 1.01, "rank_biserial": 0.83,
+            "d_z": 1.01, "rank_biserial": 0.83, "test_train_ratio": 0.43,
+            "rho_assumed": 0.3007, "r_break_even": 0.18, "p_r0": 0.0002, "p_r0.1": 0.0175,
+            "p_r0.2": 0.0582, "verdict": "inconclusive", "rope": 0.01,
         },
         {
             "task": "KL", "metric": "amae", "method_a": "nominal", "method_b": "beta",
             "n_seeds": 1, "mean_diff": 0.1, "ci_low": np.nan, "ci_high": np.nan,
             "p_corrected": np.nan, "p_wilcoxon": np.nan, "p_wilcoxon_holm": np.nan,
-            "d_z": np.nan, "rank_biserial": np.nan,
+            "d_z": np.nan, "rank_biserial": np.nan, "test_train_ratio": 0.43,
+            "rho_assumed": 0.3007, "r_break_even": np.nan, "p_r0": np.nan, "p_r0.1": np.nan,
+            "p_r0.2": np.nan, "verdict": "inconclusive", "rope": 0.01,
         },
     ]
 )  # fmt: skip
@@ -98,11 +102,15 @@ def test_paired_frame_sets_the_corrected_test_beside_the_wilcoxon():
     frame = it.paired_frame(PAIRED)
     first = frame.iloc[0]
     assert first["Metric"] == "AMAE ↓"
-    assert first[it.CI_HEADER] == "[-0.0290, 0.1590]"
-    assert (first["p corrected"], first["p Wilcoxon (Holm)"]) == ("0.162", "0.0043")
-    assert "consistently over seeds" in first["Reading"]
-    assert "not significantly for new patients" in first["Reading"]
+    assert first["95 % CI (corrected, NB ρ = 0.30)"] == "[-0.0290, 0.1590]"
+    assert (first["p (corrected, NB ρ = 0.30)"], first["p Wilcoxon (Holm)"]) == ("0.162", "0.0043")
+    assert first["p at r = 0 · 0.1 · 0.2 · assumed"] == "< 0.001 · 0.0175 · 0.0582 · 0.162 (r 0.43)"
+    assert first["Break-even r"] == "0.18 (ρ 0.15)"
+    assert first["Verdict (ROPE ± 0.01)"] == "inconclusive"
+    assert "on most seeds (Wilcoxon" in first["Reading"] and "ρ = 0.30" in first["Reading"]
+    assert "new patients" not in frame.to_string()
     assert frame.iloc[1]["Reading"] == "Too few seeds to test."
+    assert frame.iloc[1]["Verdict (ROPE ± 0.01)"] == "" and frame.iloc[1]["Break-even r"] == ""
     assert it.paired_frame(PAIRED, metric_label={"amae": "A"}).iloc[0]["Metric"] == "A"
 
 
@@ -133,7 +141,9 @@ def test_calibration_reading_gives_the_floor_and_who_is_within_it():
     text = it.calibration_reading(UNC)
     assert "ECE of 0.033–0.049 on these films" in text
     assert "up to 0.010 above its mean" in text
-    assert text.endswith("Beta (KL).")
+    assert text.endswith("Beta (KL: ECE 0.055, 95 % CI [0.047, 0.065]).")
+    assert "no evidence of miscalibration" in text and "not evidence of calibration" in text
+    assert "indistinguishable" not in text
     assert it.calibration_reading(UNC.iloc[:0]) == ""
 
 
@@ -188,7 +198,9 @@ def test_truth_readings_answer_the_question_per_soft_method():
     assert len(lines) == 2
     assert lines[0].startswith("KL: Binomial gains more than Nominal against the truth")
     assert "difference of shifts -0.010 AMAE" in lines[0]
-    assert lines[1].startswith("KL: Beta does not gain measurably more than Nominal")
+    assert lines[1].startswith("KL: no evidence that Beta gains more or less than Nominal")
+    assert "not evidence of no difference" in lines[1] and "anywhere in [-0.020, 0.030]" in lines[1]
+    assert "no sign" not in lines[1]
     assert it.truth_readings(TRUTH_TABLE, "qwk") == []
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from jobs import study_analysis
+from jobs.services import study_analysis
 from tests.helpers.synthetic_study import write_synthetic_study
 
 PAGE = Path(__file__).parents[2] / "pages" / "launch.py"
@@ -22,18 +22,20 @@ def test_seeds_for_a_typed_effect_with_gpu_hours_per_seed(path):
     assert not at.exception
     at.number_input(key="launch_effect").set_value(0.05).run()
     at.number_input(key="launch_sd").set_value(0.02).run()
-    at.number_input(key="launch_ratio").set_value(0.1).run()
     markdown = "\n".join(m.value for m in at.markdown)
-    assert "seeds** give 80 % power with the corrected test" in markdown
+    for rho in (0, 0.1, 0.3):  # planned over a range of between-seed correlations
+        assert f"seeds** give 80 % power with the corrected test at ρ = {rho}." in markdown
     assert "GPU hours per seed" in "\n".join(c.value for c in at.caption)
 
 
-def test_an_unreachable_target_says_more_films_are_needed(path):
+def test_an_unreachable_target_says_the_ceiling_follows_from_the_assumed_rho(path):
     at = _page().run()
     at.radio(key="launch_power_source").set_value("typed").run()
-    at.number_input(key="launch_sd").set_value(0.1).run()  # 0.05 vs sd 0.1 at ρ = 0.43
+    at.number_input(key="launch_sd").set_value(0.1).run()  # 0.05 vs sd 0.1
     markdown = "\n".join(m.value for m in at.markdown)
-    assert "No number of seeds reaches 80 % power" in markdown
+    assert "At ρ = 0.3, no number of seeds reaches 80 % power" in markdown
+    assert "follows from the assumed ρ" in markdown
+    assert "seeds** give 80 % power with the corrected test at ρ = 0." in markdown
 
 
 def test_seeds_from_an_existing_study_match_the_engine(path):
@@ -42,7 +44,10 @@ def test_seeds_from_an_existing_study_match_the_engine(path):
     assert not at.exception
     assert at.selectbox(key="launch_power_study").value == study_id
     shown = at.dataframe[0].value
-    plan = study_analysis.seeds_needed(study_id, metric="amae", path=path)
-    soft = plan[plan["method_a"] == "nominal"]
+    plan = study_analysis.seeds_needed(study_id, metric="amae", effect=0.05, path=path)
+    soft = plan[(plan["method_a"] == "nominal") & (plan["rho"] == 0.0)]
     assert len(shown) == len(soft) == 4
     assert list(shown["Seeds run"]) == [str(n) for n in soft["n_seeds"]]
+    assert {"Seeds at ρ = 0", "Seeds at ρ = 0.1"} <= set(shown.columns)
+    at.number_input(key="launch_power_study_effect").set_value(0.2).run()
+    assert not at.exception

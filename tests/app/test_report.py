@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from jobs.cli.main import main as cli_main
 from pages.present import report
 from store.db import init_schema
 from tests.helpers.synthetic_study import write_synthetic_study
@@ -51,8 +52,15 @@ def test_the_report_fetches_nothing_and_draws_charts_as_inline_svg(html):
 def test_the_report_reads_the_paired_comparisons_primary_endpoint_first(html):
     paired = html[html.index('id="paired"') : html.index('id="critical-difference"')]
     assert paired.index("Primary endpoint") < paired.index("Every pair of methods")
-    assert "consistently over seeds" in paired or "No difference in AMAE" in paired
-    assert "Bootstrap 95 % CI" in paired and "rank-biserial r" in paired
+    assert "on most seeds (Wilcoxon" in paired or "Neither the corrected t-test" in paired
+    assert "rank-biserial r" in paired and "new patients" not in paired
+    for column in ("ρ assumed", "p at r = 0 · 0.1 · 0.2", "Break-even r", "P(A better)"):
+        assert column in paired
+    assert "P(equivalent)" in paired and "Verdict" in paired and "TOST p" in paired
+    assert "hypothesis tests: only the" in paired and "confirmatory family" in paired
+    # The bootstrap leaves the paired tables for its own, labelled one after them.
+    boot = paired.index("Film-sampling bootstrap 95 % interval")
+    assert boot > paired.index("Every pair of methods") and "Bootstrap 95 % CI" not in paired
 
 
 def test_the_methods_paragraph_names_protocol_search_space_splits_and_software(html):
@@ -89,7 +97,7 @@ def test_the_command_line_refuses_an_output_it_cannot_write_in_one_line(tmp_path
         (tmp_path / "none" / "r.html", "no folder"),
         (tmp_path / "taken.html", "cannot be written"),
     ):
-        assert report.main(["study-any", "-o", str(output)]) == report.BAD_INPUT
+        assert cli_main(["report", "study-any", "-o", str(output)]) == report.BAD_INPUT
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and words in err and "Traceback" not in err
 

@@ -57,13 +57,18 @@ def test_paired_view_puts_primary_rows_first_with_titled_pairs_and_readings(tabl
     kl = table[(table["task"] == "KL") & (table["method_b"] == "binomial")].iloc[0]
     row = view[(view["Task"] == "KL") & (view["A − B"] == "Nominal − Binomial")].iloc[0]
     assert row["Mean difference"] == f"{kl['mean_diff']:.3f}"
-    assert row["CI (new patients)"] == rt.interval_text(kl["ci_low"], kl["ci_high"])
-    assert row["Bootstrap CI"] == "n/a"  # no bootstrap column in this table
+    assert row["CI (corrected, NB ρ = 0.23)"] == rt.interval_text(kl["ci_low"], kl["ci_high"])
+    assert "Bootstrap CI" not in view.columns
     assert "Nominal" in row["Reading"] and "nominal's" not in row["Reading"]
-    assert "None" not in view.to_string()
+    assert row["Verdict (ROPE ± 0.01)"] in {"Binomial better", "Nominal better"} | {
+        "equivalent",
+        "inconclusive",
+    }
+    assert row["p at r = 0 · 0.1 · 0.2 · assumed"].endswith("(r 0.30)")
+    assert "None" not in view.to_string() and "new patients" not in view.to_string()
 
 
-def test_row_reading_keeps_over_seeds_and_new_patients_apart():
+def test_row_reading_compares_like_with_like_and_names_rho():
     row = {
         "method_a": "nominal",
         "method_b": "binomial",
@@ -71,10 +76,14 @@ def test_row_reading_keeps_over_seeds_and_new_patients_apart():
         "n_seeds": 20,
         "mean_diff": 0.065,
         "p_corrected": 0.16,
+        "p_wilcoxon": 0.0005,
         "p_wilcoxon_holm": 0.004,
+        "test_train_ratio": 0.43,
+        "r_break_even": 0.18,
     }
     text = rt.row_reading(row)
-    assert "consistently over seeds" in text and "not significantly for new patients" in text
+    assert "on most seeds (Wilcoxon" in text and "assuming ρ = 0.30" in text
+    assert "new patients" not in text
     assert text.startswith("Nominal's AMAE is higher than Binomial's")
     assert "needs 2 seeds" in rt.row_reading(row | {"n_seeds": 1, "p_corrected": math.nan})
 
@@ -83,11 +92,17 @@ def test_primary_view_gives_a_verdict_per_row(table):
     view = rt.primary_view(paired.primary_endpoint(table))
     assert len(view) == 4
     assert set(view["Soft method − Nominal"]) == {"Binomial", "Beta"}
-    assert set(view["Verdict (α = 0.05, Holm)"]) <= {
+    assert set(view["Corrected test (α = 0.05, Holm)"]) <= {
         "lower AMAE",
         "higher AMAE",
-        "no difference shown",
+        "not significant at the assumed ρ",
     }
+    assert "Verdict (ROPE ± 0.01)" in view.columns
+    assert (
+        view["P(soft better) · P(equivalent) · P(Nominal better)"]
+        .str.fullmatch(r"\d\.\d\d · \d\.\d\d · \d\.\d\d")
+        .all()
+    )
     assert float(view.loc[0, "AMAE difference"]) < 0  # soft methods err less here
 
 
@@ -137,14 +152,31 @@ def test_anova_view_names_columns_and_blanks_missing_cells():
     assert list(view.loc[1]) == ["Residual", "0.5", "18", "", "", ""]
 
 
-def test_power_view_says_when_more_seeds_cannot_reach_the_target(table):
-    plan = power.power_table(table, chosen_effect=0.001)
+def test_power_view_gives_seeds_per_rho_or_the_ceiling_that_rho_imposes(table):
+    plan = power.power_table(table, effect=0.02)
     view = rt.power_view(plan)
     assert len(view) == len(table)
-    chosen = view["Seeds for 80% (chosen effect)"]
-    assert chosen.str.startswith("not reachable").all()  # a tiny effect, ρ = 0.3
-    observed = view["Seeds for 80% (observed effect)"]
-    assert observed.str.fullmatch(r"\d+").any()
+    assert "Power now" not in view.columns
+    at_zero, at_assumed = view["Seeds at ρ = 0"], view["Seeds at ρ = 0.3"]
+    assert at_zero.str.fullmatch(r"\d+ \((\d+|not reachable) at the upper sd\)").all()
+    assert at_assumed.str.startswith("not reachable: at most").any()
+    tiny = rt.power_view(power.power_table(table, effect=0.001))
+    assert tiny["Seeds at ρ = 0.1"].str.startswith("not reachable").all()
+    assert "consequence of the assumed ρ" in rt.POWER_NOTE
+
+
+def test_bootstrap_view_is_apart_and_labelled(table):
+    assert rt.bootstrap_view(table).empty  # no bootstrap columns
+    boot = rt.bootstrap_view(table.assign(boot_ci_low=0.01, boot_ci_high=0.02, within_seed_sd=0.0))
+    assert boot["Film-sampling bootstrap (seeds as independent)"].eq("[0.010, 0.020]").all()
+    assert "not an interval for the comparison" in rt.BOOTSTRAP_NOTE
+
+
+def test_tests_on_page_line_names_the_confirmatory_family():
+    line = rt.tests_on_page_line(97, 8)
+    assert line.startswith("This view shows 97 hypothesis tests: only the 8 of the primary")
+    assert "exploratory" in line
+    assert "none is confirmatory" in rt.tests_on_page_line(12, 0)
 
 
 def test_mean_ci_table_writes_mean_and_interval_or_why_not():
@@ -163,9 +195,13 @@ def test_paired_latex_is_a_table_with_the_corrected_p():
     assert rt.paired_latex(pd.DataFrame(), "AMAE") == ""
 
 
-def test_seeds_plan_text_gives_seeds_and_gpu_hours_or_the_ceiling():
-    assert "**12 seeds**" in rt.seeds_plan_text(12, 2.5, 0.9)
-    assert "about 30 GPU hours" in rt.seeds_plan_text(12, 2.5, 0.9)
-    assert "GPU hours" not in rt.seeds_plan_text(12, None, 0.9)
-    assert "even unlimited seeds give 40%" in rt.seeds_plan_text(None, 2.5, 0.4)
-    assert "effect other than 0" in rt.seeds_plan_text(None, None, math.nan)
+def test_seeds_plan_text_gives_seeds_and_gpu_hours_or_the_ceiling_of_the_assumed_rho():
+    assert "**12 seeds**" in rt.seeds_plan_text(12, 2.5, 0.9, 0.1)
+    assert "at ρ = 0.1" in rt.seeds_plan_text(12, 2.5, 0.9, 0.1)
+    assert "about 30 GPU hours" in rt.seeds_plan_text(12, 2.5, 0.9, 0.1)
+    assert "GPU hours" not in rt.seeds_plan_text(12, None, 0.9, 0.1)
+    unreachable = rt.seeds_plan_text(None, 2.5, 0.4, 0.3)
+    assert "At ρ = 0.3" in unreachable and "even unlimited seeds give 40%" in unreachable
+    assert "follows from the assumed ρ" in unreachable
+    assert "A larger dataset is needed" not in unreachable
+    assert "effect other than 0" in rt.seeds_plan_text(None, None, math.nan, 0.3)

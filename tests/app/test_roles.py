@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from jobs.access import PAGE_TITLES
+from jobs.services.access import PAGE_TITLES
 from pages.widgets.sign_in import TOKEN_KEY
 from store import jobs as store_jobs
 from store import runs as store_runs

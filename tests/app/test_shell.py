@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from jobs import access
+from jobs.services import access
 from store import jobs as store_jobs
 from store.db import default_store_path, init_schema
 

@@ -13,9 +13,11 @@ from engine.analysis import compare, stats
 from engine.analysis.compare import StudyProgress
 from engine.analysis.metrics import METRICS
 from engine.analysis.relationship import SeedRelationship
-from engine.vocab import METHODS
+from engine.methods import paper_methods
 from pages.present import exports, stat_tables, tables
 from tests.helpers.predictions import confusion_counts_of, synthetic_predictions
+
+METHODS = paper_methods()
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from engine.vocab import METHODS
+from engine.methods import paper_methods
 from pages.present.tables import REFERENCE_MARK, method_title
 from pages.widgets.pickers import REFERENCE_BUTTON
 from store.bundle import REFERENCE_STUDY, read_card
@@ -26,6 +26,8 @@ from tests.helpers.browser import (
     open_page,
     open_tab,
 )
+
+METHODS = paper_methods()
 
 playwright_api = pytest.importorskip(
     "playwright.sync_api", reason="playwright is not installed (requirements-dev.txt)"

@@ -21,8 +21,7 @@ from sklearn.metrics import (
 from statsmodels.stats.anova import anova_lm
 
 from engine.analysis import compare, stats
-from engine.soft_labels import grid_size
-from engine.vocab import order_methods
+from engine.methods import grid_size, order_methods
 from tests.helpers.predictions import confusion_counts_of, synthetic_predictions
 
 # The paper's Table 4 Average rows as printed (mean, std), paper.tex lines ~450 and ~458.

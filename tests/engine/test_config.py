@@ -51,7 +51,7 @@ def test_bad_study_values_name_field_and_allowed_values(override, field, allowed
 
 def test_train_config_rejects_eta_outside_unit_interval():
     with pytest.raises(SpecError, match="eta"):
-        TrainConfig(task="KL", method="beta", lr=1e-3, eta=1.5)
+        TrainConfig(task="KL", method="beta", lr=1e-3, hparams={"eta": 1.5})
 
 
 def test_folder_dataset_that_does_not_exist_is_refused(tmp_path):

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from engine.methods import order_methods
 from engine.vocab import (
     LABEL_COLUMNS,
     TASK_CLASSES,
     TOP_GRADE,
     TRAIN_FRACTION,
     RunKey,
-    order_methods,
     parse_run_id,
     run_id,
     seed_ranges,

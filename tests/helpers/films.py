@@ -133,7 +133,7 @@ def write_reviewed_folder(root: Path, store: Path, *, n: int = 8, n_reviewed: in
     Returns the dataset id."""
     from engine.films import check_import
     from engine.phantom import PhantomSpec, render_film
-    from jobs.importer import register_import
+    from jobs.services.importer import register_import
     from store.reviews import record_review
 
     seed = 2

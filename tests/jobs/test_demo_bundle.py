@@ -18,10 +18,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from engine.demo_models import knee_to_grade
-from jobs import demo_bundle
 from jobs.__main__ import main
-from jobs.demo_bundle import DemoBundleError, export_demo, fresh_demo_home, unpack_demo
-from jobs.kiosk import KioskSettings, kiosk_settings
+from jobs.services import demo_bundle
+from jobs.services.demo_bundle import DemoBundleError, export_demo, fresh_demo_home, unpack_demo
+from jobs.services.kiosk import KioskSettings, kiosk_settings
 from pages.present.graded_film import NO_KNEE
 from store import runs as store_runs
 from store import users as store_users
@@ -289,8 +289,8 @@ def detector_study(tmp_path_factory) -> tuple[Path, Path, str, str]:
     from engine.config import StudySpec
     from engine.detect import phantom_detection_set, train_detector
     from engine.phantom import PhantomSpec
-    from jobs.executors import InlineExecutor
-    from jobs.runner import Worker
+    from jobs.worker.executors import InlineExecutor
+    from jobs.worker.runner import Worker
     from store import jobs as store_jobs
     from store.db import init_schema
 

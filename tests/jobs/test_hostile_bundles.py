@@ -19,7 +19,12 @@ import torch
 
 from engine.detect.safe_load import UnsafeCheckpointError
 from jobs.__main__ import main
-from jobs.demo_bundle import DEMO_BUNDLE_VERSION, DemoBundleError, fresh_demo_home, unpack_demo
+from jobs.services.demo_bundle import (
+    DEMO_BUNDLE_VERSION,
+    DemoBundleError,
+    fresh_demo_home,
+    unpack_demo,
+)
 from store.bundle import read_card
 from store.db import StoreError
 from tests.helpers.films import fake_detector, phantom_film, png_bytes

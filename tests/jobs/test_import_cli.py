@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from engine.config import StudySpec
-from jobs.executors import InlineExecutor
-from jobs.runner import Worker
+from jobs.worker.executors import InlineExecutor
+from jobs.worker.runner import Worker
 from store import jobs as store_jobs
 from store.datasets import dataset_labels, load_splits
 from store.db import connect
@@ -99,7 +99,7 @@ def test_a_clean_folder_checks_clean_and_registers(tmp_path):
     assert done.returncode == 0 and "30 film(s), 0 left out" in done.stdout
     assert _datasets(tmp_path / "home") == 1
     # The audit line names who ran it (the OS user, as `backup` does), not 'local'.
-    from jobs.lab_commands import os_user
+    from jobs.cli.lab_commands import os_user
     from store.audit import read_audit
 
     line = read_audit(action="import", path=tmp_path / "home" / "softgrade.duckdb").iloc[0]

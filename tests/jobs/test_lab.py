@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from jobs import lab
-from jobs.access import LOCAL_ACCOUNT, AccessDenied
+from jobs.services import lab
+from jobs.services.access import LOCAL_ACCOUNT, AccessDenied
 from store import jobs as store_jobs
 from store import runs as store_runs
 from store import studies as store_studies

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from jobs.__main__ import main
-from jobs.lab_commands import os_user
+from jobs.cli.lab_commands import os_user
 from store import jobs as store_jobs
 from store import users
 from store.audit import read_audit
-from store.db import connect, init_schema
+from store.db import SCHEMA_VERSION, connect, init_schema
 from tests.helpers.studies import run_jobs_cli
 
 
@@ -102,7 +102,7 @@ def test_backup_writes_a_copy_and_never_overwrites(store, tmp_path, capsys):
     assert main(["backup", "-o", str(dest)]) == 0
     assert f"backup written to {dest}" in capsys.readouterr().out
     with connect(dest, read_only=True) as con:
-        assert con.execute("SELECT value FROM meta").fetchone()[0] == "2"
+        assert con.execute("SELECT value FROM meta").fetchone()[0] == str(SCHEMA_VERSION)
     before = dest.read_bytes()
     assert main(["backup", "-o", str(dest)]) == 2
     assert "exists already" in capsys.readouterr().err and dest.read_bytes() == before

@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from engine.config import StudySpec
-from jobs import provenance
-from jobs.executors import InlineExecutor
-from jobs.runner import Worker
+from jobs.services import provenance
+from jobs.worker.executors import InlineExecutor
+from jobs.worker.runner import Worker
 from store import jobs as store_jobs
 from store import studies
 from store.db import init_schema

@@ -13,9 +13,9 @@ import ray
 
 from engine.config import StudySpec
 from engine.study import plan_runs
-from jobs.ray_executor import RayExecutor, SlotActor
-from jobs.runner import Worker, WorkerOptions
-from jobs.slots import RunTask
+from jobs.worker.ray_executor import RayExecutor, SlotActor
+from jobs.worker.runner import Worker, WorkerOptions
+from jobs.worker.slots import RunTask
 from store import jobs as store_jobs
 from store import runs as store_runs
 from store.db import connect

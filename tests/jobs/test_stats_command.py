@@ -26,9 +26,33 @@ def test_stats_writes_one_row_per_task_pair_metric_under_the_study_card(tmp_path
     assert text.startswith("# study: synthetic\n")
     assert f"# study id: {study}" in text
     table = pd.read_csv(out, comment="#")
-    assert list(table.columns[:13]) == list(paired.PAIRED_COLUMNS)
+    assert list(table.columns[: len(paired.PAIRED_COLUMNS)]) == list(paired.PAIRED_COLUMNS)
+    for column in (
+        "rho_assumed", "r_break_even", "p_bayes_a_better", "p_bayes_equivalent",
+        "p_bayes_b_better", "verdict",
+    ):  # fmt: skip
+        assert column in paired.PAIRED_COLUMNS
     assert len(table) == 2 * 3 * 6  # tasks × pairs of 3 methods × metrics
     assert {"boot_ci_low", "boot_ci_high", "family", "p_corrected_holm"} <= set(table.columns)
+    assert {"p_r0", "p_r0.1", "p_r0.2", "rope", "p_tost"} <= set(table.columns)
+    assert (table["rope"] == paired.DEFAULT_ROPE).all()
+
+
+def test_stats_takes_a_rope_per_metric_and_refuses_a_bad_one_in_one_line(tmp_path):
+    _, study = _home_with_study(tmp_path)
+    out = tmp_path / "paired.csv"
+    done = run_jobs_cli(
+        tmp_path, "stats", study, "-o", str(out), "--bootstrap", "0", "--rope", "0.02",
+        "--rope", "QWK=0.3",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    table = pd.read_csv(out, comment="#")
+    assert set(table.loc[table["metric"] == "qwk", "rope"]) == {0.3}
+    assert set(table.loc[table["metric"] == "amae", "rope"]) == {0.02}
+    for bad in ("F1=0.1", "-0.1", "wide"):
+        refused = run_jobs_cli(tmp_path, "stats", study, "--rope", bad)
+        assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+        assert "--rope" in refused.stderr and "Traceback" not in refused.stderr
 
 
 def test_stats_prints_one_metric_given_in_capitals(tmp_path):
@@ -38,6 +62,7 @@ def test_stats_prints_one_metric_given_in_capitals(tmp_path):
     lines = [line for line in done.stdout.splitlines() if " amae " in line]
     assert len(lines) == 2 * 3
     assert "corrected resampled t" in done.stdout
+    assert "verdict" in done.stdout and "r_break_even" in done.stdout
 
 
 def test_stats_on_an_unknown_study_names_it_and_how_to_list_studies(tmp_path):

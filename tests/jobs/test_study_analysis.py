@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine.analysis import paired
-from jobs import study_analysis
+from jobs.services import study_analysis
 from tests.helpers.synthetic_study import write_synthetic_study
 
 
@@ -28,14 +28,17 @@ def test_paired_table_with_bootstrap_and_mean_intervals(study):
 def test_designs_truth_calibration_power_and_budget(study):
     store, study_id = study
     anova = study_analysis.blocked_anova(study_id, path=store)
-    assert list(anova["blocked"].table["factor"]) == ["Method", "Task", "Method × Task"]
+    blocked = anova["blocked"].table
+    assert list(blocked["task"]) == ["CPPD", "KL"] and set(blocked["factor"]) == {"Method"}
+    assert blocked["p_gg"].notna().all()
     assert "partial_eta2" in anova["ols"].table
     assert len(study_analysis.kld_decomposition(study_id, path=store)) == 3
     assert len(study_analysis.against_truth(study_id, path=store)) == 2 * 3 * 6
     ece = study_analysis.calibration_uncertainty(study_id, path=store)
     assert (ece["floor"] > 0).all()
     assert len(study_analysis.temperature_scaled(study_id, path=store)) == 2 * 3 * 3
-    assert len(study_analysis.seeds_needed(study_id, chosen_effect=0.1, path=store)) == 2 * 3
+    plan = study_analysis.seeds_needed(study_id, effect=0.1, design_rho=0.2, path=store)
+    assert len(plan) == 2 * 3 * 4  # tasks × pairs × (ρ = 0, 0.1, 0.3 and the design's)
     matched = study_analysis.budget_matched(study_id, n_draws=20, path=store)
     assert matched.budget == 1 and not matched.table.empty
 

@@ -15,7 +15,7 @@ from store.db import (
     connect,
     init_schema,
 )
-from tests.helpers.stores import V1_SCHEMA, schema_text
+from tests.helpers.stores import V1_SCHEMA, V2_SCHEMA, schema_text
 
 
 def _v1_store(path: Path) -> Path:
@@ -82,11 +82,13 @@ def _unchanged_after(path: Path, call) -> StoreError:
 
 def test_store_of_a_newer_version_is_refused_and_left_alone(store):
     with connect(store) as con:
-        con.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+        con.execute(
+            "UPDATE meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION + 1)]
+        )
     error = _unchanged_after(store, lambda: init_schema(store))
     assert isinstance(error, SchemaVersionError)
-    assert "version 3, written by a newer SoftGrade" in str(error)
-    assert _version(store) == "3"
+    assert f"version {SCHEMA_VERSION + 1}, written by a newer SoftGrade" in str(error)
+    assert _version(store) == str(SCHEMA_VERSION + 1)
 
 
 def test_truncated_store_is_refused_with_one_message_and_left_alone(store):
@@ -122,3 +124,94 @@ def test_store_without_a_readable_version_is_refused(store):
         con.execute("UPDATE meta SET value = 'banana' WHERE key = 'schema_version'")
     with pytest.raises(SchemaVersionError, match="no readable schema version"):
         init_schema(store)
+
+
+def _v2_store_with_every_paper_method(path: Path) -> Path:
+    """A version-2 store (main at c2c4bab) holding a run of each of the paper's methods."""
+    con = duckdb.connect(str(path))
+    con.execute(V2_SCHEMA.read_text())
+    con.execute("INSERT INTO meta VALUES ('schema_version', '2')")
+    con.execute("INSERT INTO studies (study_id, name, spec) VALUES ('s2', 'two', '{}')")
+    for i, method in enumerate(("nominal", "binomial", "beta", "triangular", "exponential")):
+        con.execute(
+            "INSERT INTO runs (run_id, study_id, task, method, seed, config_index, config, "
+            "selected, status, best_epoch, val_amae, checkpoint_path) "
+            "VALUES (?, 's2', 'KL', ?, 0, ?, '{\"lr\": 0.001}', ?, 'succeeded', 3, ?, ?)",
+            [f"run-{method}", method, i, i % 2 == 0, 0.1 * i, f"/ckpt/{method}.pt"],
+        )
+        con.execute(
+            "INSERT INTO predictions VALUES (?, 'im1', 'test', 1, 2, [0.1, 0.2, 0.7])",
+            [f"run-{method}"],
+        )
+    with pytest.raises(duckdb.ConstraintException):
+        con.execute(
+            "INSERT INTO runs (run_id, study_id, task, method, seed, config_index, config, "
+            "status) VALUES ('run-corn', 's2', 'KL', 'corn', 0, 0, '{}', 'succeeded')"
+        )
+    con.close()
+    return path
+
+
+def _rows(path: Path, table: str) -> list[tuple]:
+    with connect(path, read_only=True) as con:
+        return con.execute(f"SELECT * FROM {table} ORDER BY ALL").fetchall()
+
+
+def _checks(path: Path) -> list[tuple]:
+    with connect(path, read_only=True) as con:
+        return con.execute(
+            "SELECT table_name, constraint_text FROM duckdb_constraints() "
+            "WHERE constraint_type = 'CHECK' ORDER BY ALL"
+        ).fetchall()
+
+
+def test_version_2_store_accepts_new_methods_after_upgrade_with_every_row_kept(tmp_path):
+    old = _v2_store_with_every_paper_method(tmp_path / "v2.duckdb")
+    runs_before, predictions_before = _rows(old, "runs"), _rows(old, "predictions")
+    init_schema(old)
+    assert _version(old) == str(SCHEMA_VERSION)
+    assert _rows(old, "runs") == runs_before
+    assert _rows(old, "predictions") == predictions_before
+    with connect(old) as con:
+        con.execute(
+            "INSERT INTO runs (run_id, study_id, task, method, seed, config_index, config, "
+            "status) VALUES ('run-corn', 's2', 'KL', 'corn', 0, 0, '{}', 'succeeded')"
+        )
+    assert len(_rows(old, "runs")) == len(runs_before) + 1
+    with connect(old) as con, pytest.raises(duckdb.ConstraintException):
+        con.execute(
+            "INSERT INTO runs (run_id, study_id, task, method, seed, config_index, config, "
+            "status) VALUES ('run-blank', 's2', 'KL', '  ', 0, 1, '{}', 'succeeded')"
+        )
+
+
+def test_upgraded_store_has_exactly_the_constraints_of_a_new_store(tmp_path):
+    for name, build in (("v1", _v1_store), ("v2", _v2_store_with_every_paper_method)):
+        old = build(tmp_path / f"{name}.duckdb")
+        init_schema(old)
+        new = tmp_path / f"new-{name}.duckdb"
+        init_schema(new)
+        assert schema_text(old) == schema_text(new)
+        assert _checks(old) == _checks(new)
+        with connect(old, read_only=True) as con:
+            tables = {
+                r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()
+            }
+        assert "runs_before_v3" not in tables
+
+
+def test_a_failed_rebuild_leaves_the_old_store_as_it_was(tmp_path, monkeypatch):
+    old = _v2_store_with_every_paper_method(tmp_path / "v2.duckdb")
+    before = _rows(old, "runs")
+    import store.db as db
+
+    def broken_schema(*_args, **_kwargs):
+        return "CREATE TABLE runs (run_id VARCHAR); SELECT * FROM no_such_table;"
+
+    monkeypatch.setattr(db.SCHEMA_FILE.__class__, "read_text", broken_schema)
+    with pytest.raises(duckdb.Error):
+        init_schema(old)
+    monkeypatch.undo()
+    assert _version(old) == "2"
+    with connect(old, read_only=True) as con:
+        assert con.execute("SELECT * FROM runs ORDER BY ALL").fetchall() == before

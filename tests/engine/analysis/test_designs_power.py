@@ -49,35 +49,74 @@ def _hand_rm_f(data: pd.DataFrame, factor: str) -> float:
     return (ss_effect / (n_levels - 1)) / (ss_error / ((n_levels - 1) * (n_seeds - 1)))
 
 
-def test_seed_blocked_anova_matches_a_hand_repeated_measures_computation():
+def _box_epsilon(wide: np.ndarray) -> float:
+    """Greenhouse–Geisser ε by Box's (1954) formula in the covariance entries."""
+    k = wide.shape[1]
+    cov = np.cov(wide, rowvar=False)
+    mean_diag, mean_all, row_means = np.trace(cov) / k, cov.mean(), cov.mean(axis=1)
+    numerator = k**2 * (mean_diag - mean_all) ** 2
+    denominator = (k - 1) * ((cov**2).sum() - 2 * k * (row_means**2).sum() + k**2 * mean_all**2)
+    return numerator / denominator
+
+
+def test_seed_blocked_anova_runs_per_task_with_the_greenhouse_geisser_correction():
     data = _blocked()
     result = designs.seed_blocked_anova(data)
-    table = result.table.set_index("factor")
-    assert table.loc["Method", "F"] == pytest.approx(_hand_rm_f(data, "method"))
-    assert table.loc["Task", "F"] == pytest.approx(_hand_rm_f(data, "task"))
-    assert table.loc["Method", "num_df"] == 2 and table.loc["Method", "den_df"] == 10
-    f, a, b = table.loc["Method", ["F", "num_df", "den_df"]]
-    assert table.loc["Method", "partial_eta2"] == pytest.approx(f * a / (f * a + b))
-    assert table.loc["Method × Task", "p"] < 0.05  # built in
-    assert "depend on the task" in result.reading
+    table = result.table.set_index("task")
+    assert list(table.index) == ["CPPD", "KL"] and set(table["factor"]) == {"Method"}
+    for task in ("CPPD", "KL"):
+        part = data[data["task"] == task]
+        row = table.loc[task]
+        assert row["F"] == pytest.approx(_hand_rm_f(part, "method"))
+        assert (row["num_df"], row["den_df"]) == (2, 10)
+        wide = part.pivot(index="seed", columns="method", values="value").to_numpy()
+        assert row["gg_epsilon"] == pytest.approx(_box_epsilon(wide))
+        assert 0.5 <= row["gg_epsilon"] <= 1.0
+        eps = row["gg_epsilon"]
+        assert row["p_gg"] == pytest.approx(stats.f.sf(row["F"], 2 * eps, 10 * eps))
+        assert row["p_gg"] >= row["p"]
+        assert row["partial_eta2"] == pytest.approx(row["F"] * 2 / (row["F"] * 2 + 10))
+    assert "Greenhouse–Geisser" in result.reading and "independent" in result.reading
+
+
+def test_greenhouse_geisser_epsilon_is_one_for_two_levels_and_spherical_data():
+    rng = np.random.default_rng(1)
+    assert designs.greenhouse_geisser_epsilon(rng.normal(size=(10, 2))) == 1.0
+    # Compound symmetry (equal variances, equal covariances) is spherical: ε = 1.
+    block = rng.normal(size=(4000, 1))
+    spherical = block + rng.normal(size=(4000, 4))
+    assert designs.greenhouse_geisser_epsilon(spherical) == pytest.approx(1.0, abs=0.01)
+    # One level far noisier than the rest violates sphericity.
+    skewed = spherical * np.array([1.0, 1.0, 1.0, 6.0])
+    assert designs.greenhouse_geisser_epsilon(skewed) < 0.6
 
 
 def test_seed_blocked_anova_leaves_out_incomplete_seeds_and_says_so():
     data = _blocked()
     data = data.drop(data.index[(data["seed"] == 0) & (data["method"] == "beta")])
     result = designs.seed_blocked_anova(data)
-    assert result.note == "1 seeds without every method and task were left out."
-    assert result.table.set_index("factor").loc["Method", "den_df"] == 8
+    assert result.note == (
+        "CPPD: 1 seeds without every method were left out. "
+        "KL: 1 seeds without every method were left out."
+    )
+    assert (result.table["den_df"] == 8).all()
 
 
 def test_blocking_finds_what_the_ols_anova_misses():
     """A large seed effect hides the method effect from an OLS ANOVA, not from the blocked one."""
     data = _blocked()
     ols = designs.ols_anova_with_effect_sizes(data).table.set_index("factor")
-    blocked = designs.seed_blocked_anova(data).table.set_index("factor")
-    assert blocked.loc["Method", "partial_eta2"] > ols.loc["Method", "partial_eta2"]
+    blocked = designs.seed_blocked_anova(data).table.set_index("task")
+    assert (blocked["partial_eta2"] > ols.loc["Method", "partial_eta2"]).all()
     ss = ols.loc["Method", "SS"]
     assert ols.loc["Method", "partial_eta2"] == pytest.approx(ss / (ss + ols.loc["Residual", "SS"]))
+
+
+def test_the_papers_anova_no_longer_reads_a_missing_interaction_as_alike_ranks():
+    data = _blocked()
+    data["value"] = data["value"] - 0.03 * (data["method"] != "nominal") * (data["task"] == "KL")
+    reading = designs.ols_anova_with_effect_sizes(data).reading
+    assert "rank alike" not in reading
 
 
 def _per_run(data: pd.DataFrame) -> pd.DataFrame:
@@ -126,7 +165,15 @@ def test_power_has_a_ceiling_that_more_seeds_cannot_pass():
     assert power.seeds_for_power(0.2, sd, ratio) is not None  # a larger effect can be reached
 
 
-def test_power_table_reports_seeds_for_observed_and_chosen_effects():
+def test_sd_upper_bound_is_the_chi_square_bound():
+    sd, n = 0.05, 20
+    upper = power.sd_upper_bound(sd, n)
+    # P(s < sd_true) for the bound: (n−1) s² / σ² ~ χ²(n−1).
+    assert stats.chi2.cdf((n - 1) * sd**2 / upper**2, n - 1) == pytest.approx(0.2)
+    assert upper > sd and math.isnan(power.sd_upper_bound(sd, 1))
+
+
+def test_power_table_plans_a_smallest_effect_over_a_range_of_rho():
     table = pd.DataFrame(
         {
             "task": ["KL"],
@@ -136,20 +183,32 @@ def test_power_table_reports_seeds_for_observed_and_chosen_effects():
             "n_seeds": [20],
             "mean_diff": [0.06],
             "sd_diff": [0.05],
-            "test_train_ratio": [0.1],
+            "test_train_ratio": [0.43],
         }
     )
-    out = power.power_table(table, chosen_effect=0.2).iloc[0]
-    assert out["seeds_observed"] == power.seeds_for_power(0.06, 0.05, 0.1)
-    assert out["seeds_chosen"] == power.seeds_for_power(0.2, 0.05, 0.1)
-    assert 0 < out["power_now"] < out["ceiling_observed"] <= 1
+    plan = power.power_table(table, effect=0.05, design_rho=0.05)
+    assert list(plan["rho"]) == [0.0, 0.1, 0.3, 0.05]
+    assert list(plan["rho_source"]) == [power.FIXED] * 3 + [power.DESIGN]
+    assert "power_now" not in plan
+    by_rho = plan.set_index("rho")
+    upper = power.sd_upper_bound(0.05, 20)
+    for rho in (0.0, 0.1, 0.3):
+        ratio = rho / (1 - rho)
+        expected = power.seeds_for_power(0.05, 0.05, ratio)
+        seeds = by_rho.loc[rho, "seeds"]
+        assert pd.isna(seeds) if expected is None else seeds == expected
+        assert by_rho.loc[rho, "sd_upper"] == pytest.approx(upper)
+        assert by_rho.loc[rho, "ceiling"] == pytest.approx(power.power_ceiling(0.05, 0.05, ratio))
+    assert by_rho.loc[0.0, "seeds"] < by_rho.loc[0.0, "seeds_sd_upper"]  # a wider sd costs seeds
+    assert pd.isna(by_rho.loc[0.3, "seeds"])  # the ceiling at ρ = 0.3 is below 80 %
+    assert by_rho.loc[0.3, "ceiling"] < 0.8 and by_rho.loc[0.0, "ceiling"] == 1.0
 
 
 def test_a_one_task_study_gets_the_one_way_blocked_anova():
     data = _blocked()
     kl = data[data["task"] == "KL"]
     result = designs.seed_blocked_anova(kl)
-    assert list(result.table["factor"]) == ["Method"]
+    assert list(result.table["factor"]) == ["Method"] and list(result.table["task"]) == ["KL"]
     assert result.table["F"].iloc[0] == pytest.approx(_hand_rm_f(kl, "method"))
     assert "the methods differ" in result.reading
     one_method = designs.seed_blocked_anova(kl[kl["method"] == "beta"])

@@ -13,7 +13,9 @@ from statsmodels.stats.multitest import multipletests
 
 from engine.analysis import paired
 from engine.analysis import stats as engine_stats
-from engine.vocab import METHODS
+from engine.methods import paper_methods
+
+METHODS = paper_methods()
 
 
 def test_corrected_t_matches_a_hand_computation():
@@ -216,17 +218,166 @@ def test_hierarchical_bootstrap_is_reproducible_and_zero_for_identical_methods()
     assert again.equals(paired.hierarchical_bootstrap(films, metrics=("amae",), n_boot=200, seed=5))
 
 
-def test_reading_keeps_consistent_over_seeds_apart_from_new_patients():
+def test_reading_compares_unadjusted_p_with_unadjusted_p_and_names_rho():
     row = {
         "method_a": "nominal",
         "method_b": "binomial",
         "metric": "amae",
         "mean_diff": 0.06,
-        "p_wilcoxon_holm": 0.004,
+        "p_wilcoxon": 0.0005,
+        "p_wilcoxon_holm": 0.2,  # must not be the one read: the corrected p is unadjusted
         "p_corrected": 0.16,
+        "test_train_ratio": 0.43,
+        "r_break_even": 0.18,
     }
     text = paired.reading(row)
-    assert "consistently over seeds" in text and "not significantly for new patients" in text
+    assert "on most seeds (Wilcoxon" in text and "not by the corrected t-test" in text
+    assert "assuming ρ = 0.30" in text and "ρ below 0.15" in text and "unadjusted" in text
+    assert "new patients" not in text
+    neither = paired.reading({**row, "p_wilcoxon": 0.3})
+    assert "no evidence of a difference, which is not evidence of none" in neither
+
+
+def test_wilcoxon_exact_equals_scipys_exact_test_without_ties():
+    rng = np.random.default_rng(3)
+    for n in (5, 9, 14):
+        d = rng.normal(0.01, 0.05, size=n)
+        assert paired.wilcoxon_exact_p(d) == pytest.approx(
+            stats.wilcoxon(d, method="exact").pvalue, rel=1e-12
+        )
+
+
+def _hand_wilcoxon(d: list[float]) -> float:
+    """Every sign assignment of the non-zero differences, mid-ranks for ties: the share of
+    assignments whose T+ is at least as extreme as the observed, in either tail."""
+    import itertools
+
+    nonzero = [x for x in d if x != 0]
+    ranks = stats.rankdata(np.abs(nonzero))
+    observed = sum(r for r, x in zip(ranks, nonzero, strict=True) if x > 0)
+    sums = [
+        sum(r for r, s in zip(ranks, signs, strict=True) if s > 0)
+        for signs in itertools.product((-1, 1), repeat=len(nonzero))
+    ]
+    low = sum(t <= observed + 1e-9 for t in sums) / len(sums)
+    high = sum(t >= observed - 1e-9 for t in sums) / len(sums)
+    return min(1.0, 2 * min(low, high))
+
+
+@pytest.mark.parametrize(
+    "d",
+    [
+        [0.1, 0.1, 0.2, -0.1, 0.3, 0.0, 0.2, 0.2, 0.4, -0.2, 0.0, 0.1],
+        [0.05, 0.05, 0.05, 0.05, -0.05, 0.1, 0.0],
+        [-0.3, -0.1, -0.1, 0.2, -0.2, -0.4, -0.4, 0.0, 0.0, -0.3, -0.1, -0.5, 0.1, -0.2, -0.1, 0.3],
+    ],
+)
+def test_wilcoxon_exact_matches_a_hand_enumeration_with_ties_and_zeros(d):
+    exact = paired.wilcoxon_exact_p(d)
+    assert exact == pytest.approx(_hand_wilcoxon(d), rel=1e-12)
+    scipy_default = stats.wilcoxon(d).pvalue
+    if len(d) <= 13:  # scipy enumerates the sign flips itself up to 13 differences
+        assert exact == pytest.approx(scipy_default, rel=1e-12)
+    else:  # and falls back to the normal approximation above, as at 20 seeds
+        assert exact != pytest.approx(scipy_default, rel=1e-3)
+
+
+def test_wilcoxon_exact_edge_cases():
+    assert paired.wilcoxon_exact_p([0.0, 0.0, 0.0]) == 1.0
+    assert math.isnan(paired.wilcoxon_exact_p([]))
+    assert paired.wilcoxon_exact_p([0.2, 0.3]) == pytest.approx(0.5)
+
+
+def test_corrected_p_across_r_and_its_break_even_ratio():
+    diffs = np.array([0.05, 0.07, -0.02, 0.09, 0.04, 0.06, 0.03, 0.08, -0.01, 0.05])
+    test = paired.corrected_resampled_t(diffs, 0.43)
+    for r in (0.0, 0.1, 0.43):
+        assert paired.corrected_p_at(test, r) == pytest.approx(
+            paired.corrected_resampled_t(diffs, r).p
+        )
+    r_star = paired.break_even_ratio(test)
+    assert paired.corrected_resampled_t(diffs, r_star).p == pytest.approx(0.05)
+    assert paired.corrected_resampled_t(diffs, r_star * 0.9).p < 0.05
+    assert paired.corrected_resampled_t(diffs, r_star * 1.1).p > 0.05
+    weak = paired.corrected_resampled_t(np.array([0.1, -0.1, 0.05, -0.04]), 0.43)
+    assert math.isnan(paired.break_even_ratio(weak))  # p > 0.05 even at r = 0
+    assert paired.rho_of_ratio(0.43) == pytest.approx(0.3007, abs=1e-4)
+    assert paired.ratio_of_rho(paired.rho_of_ratio(0.43)) == pytest.approx(0.43)
+
+
+def test_bayes_correlated_t_is_the_student_t_posterior_of_the_corrected_variance():
+    diffs = np.array([-0.05, -0.07, 0.01, -0.09, -0.04, -0.06, -0.03, -0.08])
+    ratio, rope = 0.43, 0.01
+    test = paired.corrected_resampled_t(diffs, ratio)
+    n, mean, s2 = diffs.size, diffs.mean(), diffs.var(ddof=1)
+    posterior = stats.t(df=n - 1, loc=mean, scale=math.sqrt((1 / n + ratio) * s2))
+    expected = (
+        posterior.cdf(-rope),
+        posterior.cdf(rope) - posterior.cdf(-rope),
+        posterior.sf(rope),
+    )
+    assert paired.bayes_correlated_t(test, rope) == pytest.approx(expected, rel=1e-9)
+    assert sum(paired.bayes_correlated_t(test, rope)) == pytest.approx(1.0)
+
+
+def test_bayes_correlated_t_agrees_with_baycomp_where_its_k_fold_correction_applies():
+    """baycomp's CorrelatedTTest corrects by 1/(k − 1) for k folds: 20 scores of 2 runs of
+    10-fold cross-validation are our ratio 1/9."""
+    import baycomp
+
+    rng = np.random.default_rng(7)
+    x, y = rng.normal(0.5, 0.03, 20), rng.normal(0.48, 0.03, 20)
+    test = paired.corrected_resampled_t(y - x, 1 / 9)
+    ours = paired.bayes_correlated_t(test, 0.01)
+    theirs = baycomp.CorrelatedTTest.probs(x, y, rope=0.01, runs=2)
+    assert ours == pytest.approx(tuple(float(v) for v in theirs), rel=1e-9)
+
+
+def test_tost_is_the_corrected_interval_inside_the_rope():
+    rng = np.random.default_rng(11)
+    for _ in range(20):
+        diffs = rng.normal(rng.uniform(-0.02, 0.02), 0.01, size=15)
+        test = paired.corrected_resampled_t(diffs, 0.1)
+        ninety = paired.corrected_resampled_t(diffs, 0.1, level=0.90)
+        low, high = ninety.ci_low, ninety.ci_high
+        inside = low > -0.02 and high < 0.02
+        assert (paired.tost_p(test, 0.02) < 0.05) == inside
+        # Under the flat prior the larger one-sided p is the posterior mass beyond the rope.
+        left, _, right = paired.bayes_correlated_t(test, 0.02)
+        assert paired.tost_p(test, 0.02) == pytest.approx(max(left, right))
+
+
+def test_verdict_reads_the_posterior_in_the_metrics_direction():
+    assert paired.verdict("a", "b", (0.97, 0.02, 0.01), lower_is_better=True) == "a better"
+    assert paired.verdict("a", "b", (0.97, 0.02, 0.01), lower_is_better=False) == "b better"
+    assert paired.verdict("a", "b", (0.01, 0.96, 0.03), lower_is_better=True) == "equivalent"
+    assert paired.verdict("a", "b", (0.5, 0.3, 0.2), lower_is_better=True) == "inconclusive"
+    nan = (math.nan,) * 3
+    assert paired.verdict("a", "b", nan, lower_is_better=True) == "inconclusive"
+
+
+def test_paired_table_gives_strip_break_even_and_verdicts_per_metric_rope():
+    per_run = _per_run()
+    table = paired.paired_table(
+        per_run, {"KL": 0.43, "CPPD": 0.43}, metrics=("amae", "qwk"), ropes={"qwk": 0.2}
+    )
+    for column in ("rho_assumed", "r_break_even", "p_bayes_a_better", "verdict", "p_tost"):
+        assert column in table
+    assert set(table.loc[table["metric"] == "amae", "rope"]) == {paired.DEFAULT_ROPE}
+    assert set(table.loc[table["metric"] == "qwk", "rope"]) == {0.2}
+    assert table["rho_assumed"].to_numpy() == pytest.approx(0.43 / 1.43)
+    assert table[paired.r_column(0.0)].to_numpy() == pytest.approx(table["p_naive_t"].to_numpy())
+    probs = table[["p_bayes_a_better", "p_bayes_equivalent", "p_bayes_b_better"]].sum(axis=1)
+    assert probs.to_numpy() == pytest.approx(1.0)
+    nominal = table[(table["method_a"] == "nominal") & (table["task"] == "KL")]
+    # nominal errs more by 0.1: lower AMAE and higher QWK are both "B better".
+    amae, qwk = nominal[nominal.metric == "amae"], nominal[nominal.metric == "qwk"]
+    assert (amae["p_bayes_b_better"] > amae["p_bayes_a_better"]).all()
+    assert (qwk["p_bayes_b_better"] > qwk["p_bayes_a_better"]).all()
+    assert (amae["verdict"] == amae["method_b"] + " better").all()
+    # Soft vs soft: no true difference, and a wide QWK rope of 0.2 calls them equivalent.
+    soft = table[(table["method_a"] != "nominal") & (table["metric"] == "qwk")]
+    assert (soft["verdict"] == paired.EQUIVALENT).all()
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

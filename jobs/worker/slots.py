@@ -1,0 +1,226 @@
+"""What a slot does: train runs one after another and report back by messages.
+
+A slot never opens the database. It receives a `RunTask`, trains it with a `Trainer` it keeps
+across runs (dataset tensors and compiled model stay on the device), and emits messages: an
+``epoch`` message after every epoch and one ``done``, ``cancelled`` or ``error`` message per
+run. The worker turns those into store writes.
+
+A slot process hosts one or more slots as lanes: a thread each, with its own CUDA stream and
+trainers. Kernels of different streams in one process run side by side on the GPU, while
+separate processes sharing a GPU only take turns (time slicing), so lanes are how several
+runs share one GPU; each lane's per-epoch synchronisation and validation then overlap the
+other lanes' training.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import queue
+import threading
+import traceback
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import torch
+
+from engine.config import TrainConfig
+from engine.datasets import TaskSplit, open_prepared, task_split
+from engine.methods import get_method
+from engine.train import RunCancelled, Trainer, resolve_device, save_checkpoint
+
+log = logging.getLogger(__name__)
+
+Message = dict[str, Any]
+Emit = Callable[[Message], None]
+
+
+@dataclass(frozen=True)
+class RunTask:
+    """Everything a slot needs for one run; picklable, no store handle."""
+
+    job_id: str
+    run_id: str
+    config: TrainConfig
+    cache_dir: str
+    splits: pd.Series
+    checkpoint_path: str | None
+
+
+@dataclass
+class SlotState:
+    """Caches a slot keeps between runs: task tensors on the device and trainers."""
+
+    device: torch.device
+    splits_cache: OrderedDict[tuple[str, int, str], TaskSplit] = field(default_factory=OrderedDict)
+    trainers: dict[tuple[str, str | None, bool, str], Trainer] = field(default_factory=dict)
+    max_cached_splits: int = 4
+
+    def task_data(self, task: RunTask) -> TaskSplit:
+        """The (task, seed) tensors on this slot's device, built once and reused."""
+        key = (task.cache_dir, task.config.seed, task.config.task)
+        if key in self.splits_cache:
+            self.splits_cache.move_to_end(key)
+            return self.splits_cache[key]
+        data = task_split(open_prepared(Path(task.cache_dir)), task.splits, task.config.task)
+        data = data.to(self.device)
+        self.splits_cache[key] = data
+        while len(self.splits_cache) > self.max_cached_splits:
+            self.splits_cache.popitem(last=False)
+        return data
+
+    def trainer(self, config: TrainConfig) -> Trainer:
+        """A trainer for the config's task; one per (task, weights, path, head) kept alive."""
+        fast = self.device.type == "cuda" if config.fast is None else config.fast
+        head = get_method(config.method).head
+        key = (config.task, config.weights_path, fast, head)
+        if key not in self.trainers:
+            self.trainers[key] = Trainer(
+                num_classes=config.num_classes,
+                device=self.device,
+                fast=fast,
+                weights_path=config.weights_path,
+                head=head,
+            )
+        return self.trainers[key]
+
+
+def execute_run(
+    state: SlotState, task: RunTask, emit: Emit, should_stop: Callable[[], bool]
+) -> None:
+    """Train one run and emit its messages; never raises (errors become messages)."""
+    base = {"job_id": task.job_id, "run_id": task.run_id}
+    try:
+        data = state.task_data(task)
+        trainer = state.trainer(task.config)
+        result = trainer.fit(
+            task.config,
+            data,
+            on_epoch_end=lambda stats: emit({**base, "kind": "epoch", **asdict(stats)}),
+            should_stop=should_stop,
+        )
+        if task.checkpoint_path:
+            save_checkpoint(Path(task.checkpoint_path), result.state_dict, task.config)
+        emit(
+            {
+                **base,
+                "kind": "done",
+                "best_epoch": result.best_epoch,
+                "epochs_run": result.epochs_run,
+                "val_amae": result.val_amae,
+                "duration_s": result.duration_s,
+                "weights_init": result.weights_init,
+                "device": str(state.device),
+                "history": [asdict(h) for h in result.history],
+                "val_ids": data.val_ids,
+                "test_ids": data.test_ids,
+                "y_val": data.y_val.cpu().numpy(),
+                "y_test": data.y_test.cpu().numpy(),
+                "val_probs": result.val_probs,
+                "test_probs": result.test_probs,
+            }
+        )
+    except RunCancelled:
+        emit({**base, "kind": "cancelled"})
+    except Exception:  # the task boundary: every failure becomes a message
+        emit({**base, "kind": "error", "traceback": traceback.format_exc()})
+
+
+def slot_main(
+    first_slot: int,
+    lanes: int,
+    device: str,
+    visible_gpu: str | None,
+    inbox: Any,
+    outbox: Any,
+    cancel: Any,
+    parent_pid: int,
+    threads: int,
+) -> None:
+    """Entry point of a slot process: route tasks to its lanes until a None arrives.
+
+    Args:
+        first_slot: Worker-wide index of this process's first lane; lanes are numbered on.
+        lanes: Slots this process hosts (threads with a CUDA stream each).
+        device: 'cpu' or 'cuda'.
+        visible_gpu: GPU index for CUDA_VISIBLE_DEVICES (set before CUDA initialises).
+        inbox: Queue of (slot, `RunTask`) pairs (None stops the process).
+        outbox: Queue the lanes put messages on, each tagged with its slot.
+        cancel: Event set by the worker when the current job is cancelled.
+        parent_pid: The worker's pid; the slot stops if its worker dies.
+        threads: CPU threads for torch (cores shared among CPU slots).
+    """
+    if visible_gpu is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = visible_gpu
+    _die_with_parent(parent_pid)
+    torch.set_num_threads(threads)
+    resolved = resolve_device(device)
+
+    def orphaned() -> bool:
+        return os.getppid() != parent_pid
+
+    def lane_loop(slot: int, tasks: queue.Queue) -> None:
+        state = SlotState(device=resolved)
+        with lane_stream(resolved):
+            while (task := tasks.get()) is not None:
+                execute_run(
+                    state,
+                    task,
+                    emit=lambda msg, slot=slot: outbox.put({**msg, "slot": slot}),
+                    should_stop=lambda: cancel.is_set() or orphaned(),
+                )
+
+    lane_tasks = {first_slot + k: queue.Queue() for k in range(lanes)}
+    workers = [
+        threading.Thread(target=lane_loop, args=(slot, q), name=f"lane-{slot}", daemon=True)
+        for slot, q in lane_tasks.items()
+    ]
+    for thread in workers:
+        thread.start()
+    for slot in lane_tasks:
+        outbox.put({"kind": "ready", "slot": slot})
+    while True:
+        item = inbox.get()
+        if item is None or orphaned():
+            break
+        slot, task = item
+        lane_tasks[slot].put(task)
+    for q in lane_tasks.values():
+        q.put(None)
+    for thread in workers:
+        thread.join(timeout=5)
+
+
+@contextlib.contextmanager
+def lane_stream(device: torch.device) -> Iterator[None]:
+    """Run this thread's CUDA work on a stream of its own (nothing to do on CPU)."""
+    if device.type != "cuda":
+        yield
+        return
+    with torch.cuda.stream(torch.cuda.Stream(device)):
+        yield
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Ask Linux to SIGKILL this process when its worker dies, so no orphan keeps training.
+
+    A worker killed while this process was still starting (importing torch takes seconds)
+    sends no signal: it died before the request. Then this process is an orphan already and
+    would wait on its inbox forever, so it leaves at once (the kill-storm test caught it).
+    """
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
+    except OSError:
+        log.debug("prctl unavailable; slots rely on the parent-pid check", exc_info=True)
+    if os.getppid() != parent_pid:
+        os._exit(0)
