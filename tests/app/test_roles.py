@@ -277,3 +277,31 @@ def test_signing_out_on_purpose_shows_the_form_without_a_reason(path):
     at.run()
     assert at.title[0].value == "Sign in to SoftGrade"
     assert not [w.value for w in at.warning]
+
+
+def _cancelled_by(name: str, path: Path) -> str:
+    job_id = _queued_by(name, path)
+    store_jobs.request_cancel(job_id, by=name, path=path)
+    return job_id
+
+
+def test_a_member_resumes_their_own_cancelled_job_but_not_anothers(path):
+    store_users.add_user("ada", "admin", PASSWORD, path=path)
+    store_users.add_user("mo", "member", PASSWORD, path=path)
+    other, own = _cancelled_by("ada", path), _cancelled_by("mo", path)
+    at = signed_in("queue", "mo", "member", path).run()
+    assert not at.exception
+    assert at.button(key=f"queue_resume_{other}").disabled
+    at.button(key=f"queue_resume_{own}").click().run()
+    assert store_jobs.get_job(own, path=path).status == "queued"
+    assert store_jobs.get_job(other, path=path).status == "cancelled"
+    assert any("queued again" in i.value for i in at.info)
+    assert read_audit(action="resume", path=path).actor.tolist() == ["mo"]
+
+
+def test_a_viewer_sees_no_resume_button(path):
+    store_users.add_user("ada", "admin", PASSWORD, path=path)
+    _cancelled_by("ada", path)
+    store_users.add_user("vi", "viewer", PASSWORD, path=path)
+    at = signed_in("queue", "vi", "viewer", path).run()
+    assert not [b for b in at.button if b.key and b.key.startswith("queue_resume_")]
