@@ -253,7 +253,7 @@ def pick_study(
         path,
         empty_hint,
         archived_key=f"{key}_archived",
-        reset_keys=(key, *dependent_keys),
+        reset_keys=(key, _SHOWN_PREFIX + key, *dependent_keys),  # hiding archived: no note
         link_key=key,
     )
     explain_vanished_studies(path, studies, key=key, dependent_keys=dependent_keys)
@@ -295,7 +295,7 @@ def pick_studies(
         path,
         empty_hint,
         archived_key=f"{key}_archived",
-        reset_keys=(key, *dependent_keys),
+        reset_keys=(key, _SHOWN_PREFIX + key, *dependent_keys),  # hiding archived: no note
         link_key=key,
     )
     explain_vanished_studies(path, studies, key=key, dependent_keys=dependent_keys)

@@ -198,3 +198,14 @@ def test_a_study_archived_while_viewed_says_how_to_show_it(tmp_path, monkeypatch
     assert not at.exception
     assert f"“viewed” ({viewed}), was archived" in texts(at, "info")
     assert "Show archived studies" in texts(at, "info")
+
+
+def test_hiding_archived_studies_oneself_gets_no_note_about_them(tmp_path, monkeypatch):
+    archived = make_store(tmp_path, name="old")
+    make_store(tmp_path, name="current")
+    store_studies.archive_study(archived, path=tmp_path / "softgrade.duckdb")
+    at = run_page(tmp_path, monkeypatch, query={"compare_studies": archived})
+    at.toggle(key="compare_studies_archived").set_value(False).run()
+    assert not at.exception
+    assert "was archived" not in texts(at, "info")
+    assert archived not in at.multiselect(key="compare_studies").value
