@@ -165,6 +165,16 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_resume(args: argparse.Namespace) -> int:
+    """Queue a cancelled job again (the Jobs page's Resume button: the same lab verb)."""
+    from jobs.services import lab
+    from jobs.services.access import LOCAL_ACCOUNT
+
+    lab.resume_job(LOCAL_ACCOUNT, args.job, path=default_store_path())
+    print(f"{args.job}: queued again; a worker resumes it at its first unfinished run")
+    return 0
+
+
 def cmd_worker(args: argparse.Namespace) -> int:
     """Run the worker daemon until interrupted."""
     from jobs.worker.factory import make_worker
@@ -533,6 +543,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("cancel", help="cancel a job (finished runs are kept)")
     p.add_argument("job")
     p.set_defaults(func=cmd_cancel)
+    p = sub.add_parser("resume", help="queue a cancelled job again (finished runs are kept)")
+    p.add_argument("job")
+    p.set_defaults(func=cmd_resume)
     p = sub.add_parser("worker", help="run the worker daemon")
     _add_executor_args(p, with_device=True)
     p.add_argument("--beat-s", type=float, default=5.0, help="heartbeat interval (seconds)")

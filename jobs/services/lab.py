@@ -57,6 +57,14 @@ def cancel_job(account: Account, job_id: str, *, path: Path | str | None = None)
     return store_jobs.request_cancel(job_id, by=account.name, path=path)
 
 
+def resume_job(account: Account, job_id: str, *, path: Path | str | None = None) -> JobStatus:
+    """Queue a cancelled job again, to resume at its first unfinished run: whoever may
+    cancel it (members their own, admins any)."""
+    job = store_jobs.get_job(job_id, path=path)
+    require(account, Action.CANCEL_OWN, owner=job.launched_by)
+    return store_jobs.resume_job(job_id, by=account.name, path=path)
+
+
 def register_import(
     account: Account,
     report: ImportReport,

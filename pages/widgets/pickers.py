@@ -184,6 +184,65 @@ def picker_labels(studies: pd.DataFrame) -> dict[str, str]:
     }
 
 
+# Per study picker: the studies it showed in this session's last run (id -> name), so that
+# when one leaves the store or the picker (an admin deleted or archived it) the page says
+# which and why, rather than switching to another study without a word.
+_SHOWN_PREFIX = "_shown_studies_"
+
+
+def explain_vanished_studies(
+    path: str, offered: pd.DataFrame, *, key: str, dependent_keys: tuple[str, ...]
+) -> None:
+    """Say which studies this picker showed that it can no longer offer, and why.
+
+    A study deleted since the last run gets a warning naming it; one archived by someone
+    else says how to show it again. The picker then opens on its default, so the widgets
+    that depended on the study are reset.
+    """
+    shown: dict[str, str] = st.session_state.get(_SHOWN_PREFIX + key) or {}
+    gone = [study_id for study_id in shown if study_id not in set(offered["study_id"])]
+    if not gone:
+        return
+    st.session_state.pop(_SHOWN_PREFIX + key, None)
+    forget(*dependent_keys)
+    current = st.session_state.get(key)
+    if isinstance(current, list) and (kept := [s for s in current if s not in gone]):
+        st.session_state[key] = kept  # the other studies picked stay
+    else:
+        forget(key)  # the picker opens on its default
+    try:
+        cached_studies.clear()  # the few-seconds cache may still hold a deleted study
+        known = cached_studies(path, include_archived=True).set_index("study_id")
+    except StoreError:
+        known = pd.DataFrame(columns=["archived_at"])
+    for study_id in gone:
+        name = f"“{plain(shown[study_id])}” ({study_id})"
+        if study_id in known.index and pd.notna(known.loc[study_id, "archived_at"]):
+            st.info(
+                f"The study you were viewing, {name}, was archived, so it is hidden from the "
+                "picker: turn on “Show archived studies” to see it again.",
+                icon=":material/archive:",
+            )
+        elif study_id in known.index:
+            st.info(
+                f"The study you were viewing, {name}, has no results to show any more.",
+                icon=":material/info:",
+            )
+        else:
+            st.warning(
+                f"The study you were viewing, {name}, was deleted from the store, so this "
+                "page now shows another study. Deleting a study cannot be undone; ask an "
+                "admin if it was needed.",
+                icon=":material/delete:",
+            )
+
+
+def remember_shown_studies(studies: pd.DataFrame, chosen: Iterable[str], *, key: str) -> None:
+    """Keep the ids and names of the studies the picker ``key`` shows (see above)."""
+    names = studies.set_index("study_id")["name"]
+    st.session_state[_SHOWN_PREFIX + key] = {s: str(names.get(s, s)) for s in chosen}
+
+
 def pick_study(
     path: str, *, key: str, empty_hint: str, dependent_keys: tuple[str, ...], card: bool = True
 ) -> pd.Series:
@@ -194,9 +253,10 @@ def pick_study(
         path,
         empty_hint,
         archived_key=f"{key}_archived",
-        reset_keys=(key, *dependent_keys),
+        reset_keys=(key, _SHOWN_PREFIX + key, *dependent_keys),  # hiding archived: no note
         link_key=key,
     )
+    explain_vanished_studies(path, studies, key=key, dependent_keys=dependent_keys)
     labels = picker_labels(studies)
     ids = list(labels)
     initial = {"index": ids.index(compare.default_study_id(studies))}
@@ -216,6 +276,7 @@ def pick_study(
         on_change=forget,
         args=dependent_keys,
     )
+    remember_shown_studies(studies, [chosen], key=key)
     if card:
         show_study_card(path, chosen, key=f"{key}_card")
     return studies.set_index("study_id").loc[chosen]
@@ -234,9 +295,10 @@ def pick_studies(
         path,
         empty_hint,
         archived_key=f"{key}_archived",
-        reset_keys=(key, *dependent_keys),
+        reset_keys=(key, _SHOWN_PREFIX + key, *dependent_keys),  # hiding archived: no note
         link_key=key,
     )
+    explain_vanished_studies(path, studies, key=key, dependent_keys=dependent_keys)
     labels = picker_labels(studies)
     initial = {"default": [compare.default_study_id(studies)]}
     if requested := _requested(key, labels):
@@ -258,6 +320,7 @@ def pick_studies(
         on_change=forget,
         args=dependent_keys,
     )
+    remember_shown_studies(studies, chosen, key=key)
     if not chosen:
         st.info("Pick at least one study.")
         st.stop()

@@ -14,7 +14,6 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from engine.analysis import paired
 from engine.config import StudySpec
 from pages.present.user_text import said
 from store import analysis as store_analysis
@@ -128,5 +127,9 @@ def cached_group_counts(path: str, study_ids: tuple[str, ...]) -> pd.DataFrame:
 def cached_test_train_ratios(path: str, study_ids: tuple[str, ...]) -> dict[str, float]:
     """``n_test / n_train`` per task over the picked studies' splits: the correction of the
     corrected resampled t-test (`engine.analysis.paired.test_train_ratios`)."""
+    # Imported here: engine.analysis.paired brings scipy.stats and baycomp (~0.5 s idle, 1.7 s
+    # on a loaded machine), and every page imports this module through its sidebar.
+    from engine.analysis import paired
+
     sizes = [store_analysis.split_sizes(study_id, path=path) for study_id in study_ids]
     return paired.test_train_ratios(pd.concat(sizes, ignore_index=True))

@@ -12,7 +12,7 @@ import streamlit as st
 from engine.analysis import compare, paired, relationship
 from jobs.services.study_analysis import JOINT_TASK
 from pages.present import inference_tables, stat_tables, tables
-from pages.widgets import chart_cache, pickers
+from pages.widgets import chart_cache, pickers, view_state
 
 RESIDUAL_UNITS = {"images": "images per cell", "points": "percentage points of the table"}
 
@@ -78,8 +78,13 @@ def residuals_section(summary: pd.DataFrame, eps: float, per_row: int = 3) -> No
 def detail_section(summary: pd.DataFrame, results: list[relationship.SeedRelationship]) -> None:
     """One method's mean predicted table beside its table of every seed."""
     st.subheader("One method, seed by seed", divider="gray")
-    detail = st.selectbox(
-        "Method", list(summary["method"]), format_func=tables.method_title, key="rel_method"
+    detail = view_state.linked(
+        st.selectbox,
+        "Method",
+        list(summary["method"]),
+        key="rel_method",
+        what="method",
+        format_func=tables.method_title,
     )
     mean_table = summary.loc[summary["method"] == detail, "mean_table"].iloc[0]
     seeds = [compare.grid_frame(r.table).assign(seed=r.seed) for r in results if r.method == detail]

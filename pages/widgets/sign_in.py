@@ -53,6 +53,20 @@ KNOWN_CLIENT_MAX_AGE_S = 180 * 24 * 3600
 # connection that signed in, or on one that presents the same token in its cookie, so a
 # client that learnt a session id gets the sign-in form, not the session.
 BOUND_KEY = "softgrade_bound_connection"
+# Who this browser session was signed in as (kept on the server, in the session's state, never
+# sent to the browser), so that when the store stops accepting the session the sign-in form
+# can say why: the account was disabled or removed, or the session ended.
+SIGNED_IN_NAME_KEY = "softgrade_signed_in_name"
+SESSION_ENDED_KEY = "softgrade_session_ended"
+ACCOUNT_DISABLED = (
+    "Your account was disabled by an admin, so you were signed out. Ask an admin to enable "
+    "it again."
+)
+ACCOUNT_REMOVED = "Your account was removed by an admin, so you were signed out."
+SESSION_ENDED = (
+    "Your session ended: it was idle too long, your password was changed, or you signed out "
+    "in another tab. Sign in again."
+)
 
 # Set by sign-out so that the sign-in form opens at the app's root, not at the page the last
 # person was on: whoever signs in next lands on their own first page (app.py reads it).
@@ -80,9 +94,13 @@ def current_account() -> Account | None:
     if account is not None:
         st.session_state[TOKEN_KEY] = token  # a reload's cookie, kept for this session
         _bind_to_connection()
+        st.session_state[SIGNED_IN_NAME_KEY] = account.name
     elif token:
-        # Expired or revoked: forget it (and clear the cookie) so the sign-in form shows.
+        # Expired or revoked: forget it (and clear the cookie) so the sign-in form shows,
+        # saying why when this browser session was signed in.
         st.session_state.pop(TOKEN_KEY, None)
+        if name := st.session_state.pop(SIGNED_IN_NAME_KEY, None):
+            st.session_state[SESSION_ENDED_KEY] = why_signed_out(name)
         if token == _cookie_token():
             st.session_state[COOKIE_REFUSED_KEY] = token
             st.session_state[COOKIE_TO_CLEAR_KEY] = True
@@ -134,6 +152,16 @@ def _bound_token() -> str | None:
     st.session_state.pop(TOKEN_KEY, None)
     st.session_state.pop(BOUND_KEY, None)
     return None
+
+
+def why_signed_out(name: str) -> str:
+    """Why the store no longer accepts ``name``'s session: the account was disabled or
+    removed, or the session itself ended (told only to the browser session it was)."""
+    try:
+        account = store_users.get_user(name, path=store_path())
+    except StoreError:
+        return ACCOUNT_REMOVED
+    return ACCOUNT_DISABLED if account.disabled else SESSION_ENDED
 
 
 def _cookie_token() -> str | None:
@@ -261,7 +289,8 @@ def require_page(page_file: str) -> Account:
     stem = Path(page_file).stem
     account = current_account()
     if account is None:
-        st.warning("Sign in to open this page.", icon=":material/lock:")
+        ended = st.session_state.get(SESSION_ENDED_KEY)
+        st.warning(ended or "Sign in to open this page.", icon=":material/lock:")
         st.stop()
     if stem not in pages_for(account):
         title = PAGE_TITLES.get(stem, stem)
@@ -278,6 +307,8 @@ def sign_in_form() -> None:
     """Name and password, and the lab's identity provider when one is configured; on
     success keep only the session token and rerun."""
     st.title("Sign in to SoftGrade")
+    if ended := st.session_state.get(SESSION_ENDED_KEY):
+        st.warning(ended, icon=":material/lock_clock:")
     if oidc_configured():
         provider = oidc_provider(_secrets_section("auth") or {})
         st.button(
@@ -312,12 +343,14 @@ def sign_in_form() -> None:
     _bind_to_connection()
     st.session_state[COOKIE_TO_WRITE_KEY] = token
     st.session_state[KNOWN_CLIENT_TO_WRITE_KEY] = known
+    st.session_state.pop(SESSION_ENDED_KEY, None)
     st.rerun()
 
 
 def sign_out() -> None:
     """Button callback: end the session in the store, forget the token and clear the cookie."""
     token = st.session_state.pop(TOKEN_KEY, None)
+    st.session_state.pop(SIGNED_IN_NAME_KEY, None)  # signed out on purpose: nothing to explain
     st.session_state[SIGNED_OUT_KEY] = True
     st.session_state[COOKIE_TO_CLEAR_KEY] = True
     if (cookie := _cookie_token()) is not None:

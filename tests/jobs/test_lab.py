@@ -24,7 +24,7 @@ def test_viewer_can_neither_launch_nor_cancel(store):
     with pytest.raises(AccessDenied, match="may not launch studies"):
         lab.launch_study(VIEWER, SPEC, path=store)
     job_id = lab.launch_study(MEMBER, SPEC, path=store)
-    with pytest.raises(AccessDenied, match="may not cancel jobs"):
+    with pytest.raises(AccessDenied, match="may not cancel or resume jobs"):
         lab.cancel_job(VIEWER, job_id, path=store)
     assert store_jobs.get_job(job_id, path=store).status == "queued"
 
@@ -140,3 +140,21 @@ def test_a_viewer_cannot_load_the_reference_study_and_a_member_can(store):
     assert done.created and done.runs > 0
     lines = read_audit(action="import", path=store)
     assert lines[["actor", "target"]].values.tolist() == [["mo", done.study_id]]
+
+
+def _cancelled(account: Account, store) -> str:
+    job_id = lab.launch_study(account, SPEC, path=store)
+    lab.cancel_job(account, job_id, path=store)
+    return job_id
+
+
+def test_whoever_may_cancel_a_job_may_resume_it_and_no_one_else(store):
+    mine, theirs = _cancelled(MEMBER, store), _cancelled(OTHER_MEMBER, store)
+    with pytest.raises(AccessDenied, match="may not cancel or resume jobs"):
+        lab.resume_job(VIEWER, mine, path=store)
+    with pytest.raises(AccessDenied, match="only what they launched; this was launched by meg"):
+        lab.resume_job(MEMBER, theirs, path=store)
+    assert store_jobs.get_job(theirs, path=store).status == "cancelled"
+    assert lab.resume_job(MEMBER, mine, path=store) == "queued"
+    assert lab.resume_job(ADMIN, theirs, path=store) == "queued"
+    assert read_audit(action="resume", path=store).actor.tolist() == ["ada", "mo"]

@@ -196,3 +196,17 @@ def test_status_shows_each_jobs_study_id_for_the_study_commands(store, capsys):
     assert header.split()[:4] == ["JOB", "STUDY", "STATUS", "RUNS"]
     row = next(line for line in lines if line.startswith(job_id))
     assert row.split()[:4] == [job_id, study_id, "queued", "0/?"] and row.endswith("knees")
+
+
+def test_resume_queues_a_cancelled_job_again_and_refuses_any_other(store, capsys):
+    job_id = store_jobs.enqueue_job({"name": "knees"}, path=store)
+    assert main(["cancel", job_id]) == 0
+    assert main(["resume", job_id]) == 0
+    assert "queued again" in capsys.readouterr().out
+    assert store_jobs.get_job(job_id, path=store).status == "queued"
+    assert main(["resume", job_id]) == 2
+    assert "is queued, not cancelled: only a cancelled job can be resumed" in (
+        capsys.readouterr().err
+    )
+    assert main(["resume", "job-nope"]) == 2
+    assert "no job 'job-nope'" in capsys.readouterr().err
