@@ -24,7 +24,8 @@ Data flow (the worker stays the only writer of the store):
   job's log on the Jobs page (``softgrade worker --max-retries N`` sets the limit).
 
 Every Ray node must see the worker's SOFTGRADE_HOME at the same path (a shared filesystem):
-`RunTask` carries paths to the dataset cache and to the checkpoint, not the data itself.
+`RunTask` carries paths to the dataset cache and to the checkpoint, not the data itself. The
+store need not be shared (nodes never open it): SOFTGRADE_DB keeps it on the worker's disk.
 """
 
 from __future__ import annotations
@@ -246,9 +247,9 @@ class RayExecutor(Executor):
         except (ConnectionError, RayError) as exc:
             raise RuntimeError(
                 f"could not connect to the Ray cluster at {address!r}: {exc}. Is it up "
-                "(`ray status`)? A cluster started with token authentication (the default of "
-                "`ray start` in this Ray version) also needs RAY_AUTH_MODE=token here and its "
-                "token in ~/.ray/auth_token or RAY_AUTH_TOKEN; see README.md"
+                "(`ray status`)? A cluster with token authentication also needs "
+                "RAY_AUTH_MODE=token here and its token in ~/.ray/auth_token or "
+                "RAY_AUTH_TOKEN; see 'Running on a Ray cluster' in README.md"
             ) from exc
         resources = ray.cluster_resources()
         gpus = int(resources.get("GPU", 0))
