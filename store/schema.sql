@@ -257,7 +257,12 @@ CREATE TABLE IF NOT EXISTS study_environments (
     cuda          VARCHAR,
     cudnn         VARCHAR,
     dlordinal     VARCHAR,
-    ultralytics   VARCHAR
+    ultralytics   VARCHAR,
+    -- How the runs trained (version 4): the executor ('local', 'inline', 'ray'), torch's CPU
+    -- threads per slot (CPU runs' numbers depend on it) and whether the search was pruned.
+    executor          VARCHAR,
+    threads_per_slot  INTEGER,
+    search_pruned     BOOLEAN
 );
 
 -- Local accounts of a served lab (none: single-user mode on 127.0.0.1). password_hash is an
@@ -321,3 +326,7 @@ ALTER TABLE studies ADD COLUMN IF NOT EXISTS tags VARCHAR[] DEFAULT [];
 ALTER TABLE studies ADD COLUMN IF NOT EXISTS archived_at TIMESTAMP;
 -- Version 2 -> 3: runs.method accepts every registered method. DuckDB cannot alter a CHECK,
 -- so store.db.init_schema rebuilds the runs table, every row kept, before this file runs.
+-- Version 3 -> 4: the study card names the executor, CPU threads per slot and pruning.
+ALTER TABLE study_environments ADD COLUMN IF NOT EXISTS executor VARCHAR;
+ALTER TABLE study_environments ADD COLUMN IF NOT EXISTS threads_per_slot INTEGER;
+ALTER TABLE study_environments ADD COLUMN IF NOT EXISTS search_pruned BOOLEAN;

@@ -23,7 +23,7 @@ import duckdb
 import pandas as pd
 
 from store.audit import LOCAL_ACTOR, record_in
-from store.db import StoreError, connect, default_store_path
+from store.db import StoreError, connect, data_home_of, default_store_path
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +46,9 @@ ENVIRONMENT_FIELDS = (
     "cudnn",
     "dlordinal",
     "ultralytics",
+    "executor",
+    "threads_per_slot",
+    "search_pruned",
 )
 
 
@@ -222,14 +225,14 @@ def delete_study(
         confirm_name: The study's name as the person typed it (a guard against deleting the
             wrong study).
         home: ``SOFTGRADE_HOME``; only checkpoint files inside it are removed. Defaults to
-            the store's folder.
+            `store.db.data_home_of` the store.
 
     Raises:
         StoreError: No such study, the name does not match, or its job is running (cancel
             it and wait for it to stop first).
     """
     store = Path(path) if path is not None else default_store_path()
-    home = (home or store.parent).resolve()
+    home = (home or data_home_of(store)).resolve()
     with connect(store) as con:
         study = _read_study(con, study_id)
         if confirm_name.strip() != study.name:
@@ -361,9 +364,10 @@ def study_card(study_id: str, *, path: Path | str | None = None) -> dict[str, st
 
     Labels: study, study id, tags, archived, status, launched by, launched at, launched
     from, dataset, code, python, torch, CUDA, cuDNN, dlordinal, ultralytics, worker,
-    devices, run devices, weights init (how the runs' networks were initialised: random or
-    ImageNet weights; the paper starts from ImageNet), resumed on. Fields not known are left
-    out (e.g. the environment of a study no worker has claimed yet, or provenance of studies
+    devices, executor, threads per slot, search, run devices, weights init (how the runs'
+    networks were initialised: random or ImageNet weights; the paper starts from ImageNet),
+    resumed on. Fields not known are left out (e.g. the environment of a study no worker has
+    claimed yet, the executor of one trained before version 4, or provenance of studies
     stored before version 2, whose "launched by" reads "not recorded"). Notes are not on the
     card (`get_study`).
     """
@@ -465,6 +469,27 @@ def _environment_card(env: dict[str, Any]) -> dict[str, str]:
     names = json.loads(env["gpu_names"]) if env["gpu_names"] else []
     text = ", ".join(_count(devices))
     out["devices"] = text + (f" ({', '.join(_count(names))})" if names else "")
+    out.update(_training_card(env))
+    return out
+
+
+def _training_card(env: dict[str, Any]) -> dict[str, str]:
+    """How the runs trained: executor, CPU threads per slot, search. Left out for rows of
+    stores before version 4, which did not record them."""
+    out: dict[str, str] = {}
+    if env["executor"]:
+        out["executor"] = env["executor"]
+    if env["threads_per_slot"] is not None:
+        n = env["threads_per_slot"]
+        out["threads per slot"] = (
+            f"{n} CPU thread{'s' if n != 1 else ''} per slot (CPU runs' numbers depend on it)"
+        )
+    if env["search_pruned"] is not None:
+        out["search"] = (
+            "pruned (configurations that had lost were stopped early)"
+            if env["search_pruned"]
+            else "full (every configuration trained to its stopping rule)"
+        )
     return out
 
 

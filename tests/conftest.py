@@ -82,6 +82,7 @@ def store(tmp_path: Path) -> Path:
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """SOFTGRADE_HOME pointed at a temporary folder (store, caches, checkpoints)."""
     monkeypatch.setenv("SOFTGRADE_HOME", str(tmp_path))
+    monkeypatch.delenv("SOFTGRADE_DB", raising=False)  # the store in it, not one set outside
     return tmp_path
 
 

@@ -5,7 +5,7 @@
 - ``status``: workers and jobs.
 - ``cancel JOB``: stop a job at its next epoch boundary, keeping finished runs.
 - ``worker``: the daemon (``--slots-per-gpu K``, ``--processes-per-gpu P``, ``--cpu-slots N``,
-  ``--executor``).
+  ``--threads-per-slot T``, ``--executor``, ``--max-retries R`` for Ray).
 - ``up``: the Streamlit app on 127.0.0.1 (``--host`` beyond it, with accounts only), and a
   worker whenever none is alive.
 - ``users {add,list,remove,set-role,disable,enable,password}``: the lab's accounts.
@@ -52,8 +52,9 @@ from jobs.cli.lab_commands import os_user
 from jobs.services import demo_bundle
 from jobs.services.access import BEHIND_PROXY, SERVED_HOST_ENV, refuse_unprotected_host
 from jobs.services.detector import add_commands as add_detector_commands
+from jobs.worker.settings import DEFAULT_MAX_RETRIES, DEFAULT_THREADS_PER_SLOT
 from store import jobs as store_jobs
-from store.db import StoreError, default_store_path, init_schema, softgrade_home
+from store.db import STORE_ENV, StoreError, default_store_path, init_schema, softgrade_home
 from store.users import has_accounts
 
 log = logging.getLogger("jobs")
@@ -89,6 +90,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         slots_per_gpu=args.slots_per_gpu,
         processes_per_gpu=args.processes_per_gpu,
         cpu_slots=args.cpu_slots,
+        threads_per_slot=args.threads_per_slot,
         address=None,
     )
     try:
@@ -187,7 +189,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
         slots_per_gpu=args.slots_per_gpu,
         processes_per_gpu=args.processes_per_gpu,
         cpu_slots=args.cpu_slots,
+        threads_per_slot=args.threads_per_slot,
         address=args.address,
+        max_retries=args.max_retries,
         options=WorkerOptions(beat_s=args.beat_s, stale_after_s=args.stale_after_s),
     )
     import signal
@@ -456,6 +460,7 @@ def cmd_up_kiosk(args: argparse.Namespace) -> int:
         home, bundle = fresh_demo_home(args.demo)
         settings = KioskSettings(demo_dir=bundle.folder)
         env["SOFTGRADE_HOME"] = str(home)
+        env.pop(STORE_ENV, None)  # the demo's store is the one in its fresh home
         seeds = len(bundle.manifest["seeds"])
         what = (
             f"the demo bundle {args.demo} ({escaped(bundle.manifest['study']['name'])}, "
@@ -513,6 +518,10 @@ def _worker_command(args: argparse.Namespace) -> list[str]:
         str(args.slots_per_gpu),
         "--processes-per-gpu",
         str(args.processes_per_gpu),
+        "--threads-per-slot",
+        str(args.threads_per_slot),
+        "--max-retries",
+        str(args.max_retries),
     ]
 
 
@@ -645,9 +654,42 @@ def _add_executor_args(p: argparse.ArgumentParser, *, with_device: bool) -> None
         help="slot processes per GPU; its slots are CUDA streams of these processes",
     )
     p.add_argument("--cpu-slots", type=int, default=1, help="slot processes when no GPU")
+    p.add_argument(
+        "--threads-per-slot",
+        type=_whole_number_from_1,
+        default=DEFAULT_THREADS_PER_SLOT,
+        help="torch CPU threads of each CPU slot, on every executor (CPU results depend on it; "
+        "the study card records it)",
+    )
     if with_device:
         p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
         p.add_argument("--address", default=None, help="Ray cluster address (--executor ray)")
+        p.add_argument(
+            "--max-retries",
+            type=_whole_number_from_0,
+            default=DEFAULT_MAX_RETRIES,
+            help="--executor ray: how often a run whose actor died (lost node, out of memory) "
+            "is retried on a fresh actor before the job fails",
+        )
+
+
+def _whole_number_from_1(text: str) -> int:
+    return _whole_number(text, 1)
+
+
+def _whole_number_from_0(text: str) -> int:
+    return _whole_number(text, 0)
+
+
+def _whole_number(text: str, least: int) -> int:
+    """An argparse type: a whole number >= ``least`` (argparse turns the error into one line)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < least:
+        raise argparse.ArgumentTypeError(f"{value} must be >= {least}")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -38,7 +38,7 @@ from jobs.services.detector_status import (
     utc_now,
     write_status,
 )
-from store.db import default_store_path, softgrade_home
+from store.db import STORE_ENV, STORE_FILE_NAME, default_store_path, softgrade_home
 from store.users import Account
 
 _LOCK_FILE = ".training.lock"
@@ -78,8 +78,8 @@ def start_training(
     require(account, Action.LAUNCH)
     check_settings(image_size, epochs)
     device = training_device(device)
+    store = default_store_path() if home is None else home / STORE_FILE_NAME
     home = home if home is not None else softgrade_home()
-    store = home / default_store_path().name
     with _training_lock(home):
         current = read_status(home)
         if current is not None and current.running:
@@ -106,7 +106,7 @@ def start_training(
         )
         write_status(status_path, status)
         try:
-            child = _spawn_training(dataset_id, image_size, epochs, device, home)
+            child = _spawn_training(dataset_id, image_size, epochs, device, home, store)
         except OSError as exc:
             write_status(status_path, replace(status, state="failed", message=str(exc)))
             raise ValueError(f"the training process could not be started: {exc}") from exc
@@ -125,7 +125,7 @@ def start_training(
 
 
 def _spawn_training(
-    dataset_id: str, image_size: int, epochs: int, device: str, home: Path
+    dataset_id: str, image_size: int, epochs: int, device: str, home: Path, store: Path
 ) -> subprocess.Popen:
     """``python -m jobs detector train --dataset ID ... --status`` in a session of its own
     (it outlives the page's script run and a stopped app), its output in the log file."""
@@ -150,7 +150,7 @@ def _spawn_training(
         child = subprocess.Popen(
             command,
             cwd=REPO_ROOT,
-            env={**os.environ, "SOFTGRADE_HOME": str(home), "PYTHONUNBUFFERED": "1"},
+            env=_training_env(home, store),
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -158,3 +158,13 @@ def _spawn_training(
         )
     track_training_process(child)
     return child
+
+
+def _training_env(home: Path, store: Path) -> dict[str, str]:
+    """The training process's environment: this data folder and this store."""
+    return {
+        **os.environ,
+        "SOFTGRADE_HOME": str(home),
+        STORE_ENV: str(store),
+        "PYTHONUNBUFFERED": "1",
+    }

@@ -120,19 +120,33 @@ def _static_environment() -> tuple[tuple[str, Any], ...]:
     return tuple({**code_version(), **library_versions()}.items())
 
 
-def worker_environment(devices: list[str], *, local_devices: bool = True) -> dict[str, Any]:
+def worker_environment(
+    devices: list[str],
+    *,
+    local_devices: bool = True,
+    executor: str | None = None,
+    threads_per_slot: int | None = None,
+    search_pruned: bool = False,
+) -> dict[str, Any]:
     """Everything `store.studies.record_environment` keeps about this worker.
 
     Args:
         devices: The executor's devices (one entry per slot).
         local_devices: False when the slots run elsewhere (Ray), so this machine's GPU names
             would be wrong.
+        executor: The executor's name ('local', 'inline', 'ray').
+        threads_per_slot: torch's CPU threads in each CPU slot (CPU results depend on it).
+        search_pruned: Whether the study's search stopped losing configurations early
+            (no pruner exists yet, so False).
     """
     return {
         "worker_host": socket.gethostname(),
         "devices": list(devices),
         "gpu_names": gpu_names(devices) if local_devices else None,
         **dict(_static_environment()),
+        "executor": executor,
+        "threads_per_slot": threads_per_slot,
+        "search_pruned": search_pruned,
     }
 
 

@@ -4,6 +4,11 @@
   CUDA_VISIBLE_DEVICES. A GPU's slots are lanes (a thread and CUDA stream each) of one
   process by default, so their kernels overlap; CPU slots are a process each.
 - `InlineExecutor`: runs each task in the worker's own process (tests, debugging).
+
+CPU threads: a run on CPU gives different numbers with a different number of torch threads
+(reductions are split differently), so every executor trains CPU runs with exactly
+``threads_per_slot`` threads (default 1, ``softgrade worker --threads-per-slot N``) and the
+study card records it. GPU slots keep the machine's cores: their numbers do not depend on it.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from dataclasses import dataclass
 import torch
 
 from engine.spawn import main_module_hidden
+from jobs.worker.settings import DEFAULT_THREADS_PER_SLOT, check_threads_per_slot
 from jobs.worker.slots import Message, RunTask, SlotState, execute_run, slot_main
 
 log = logging.getLogger(__name__)
@@ -69,7 +75,15 @@ def split_lanes(slots: int, processes: int) -> list[int]:
 
 
 class Executor(ABC):
-    """Runs `RunTask`s on slots and hands their messages to the worker."""
+    """Runs `RunTask`s on slots and hands their messages to the worker.
+
+    Messages are those of `jobs.worker.slots` plus ``log`` (``text`` for the job's log).
+    """
+
+    #: The executor's name on the study card and the worker registry.
+    name: str = "local"
+    #: torch's CPU threads in each CPU slot (recorded on the study card).
+    threads_per_slot: int = DEFAULT_THREADS_PER_SLOT
 
     @property
     @abstractmethod
@@ -107,10 +121,17 @@ class Executor(ABC):
 class InlineExecutor(Executor):
     """One slot inside the worker process; `poll` trains the submitted run."""
 
-    def __init__(self, device: str = "cpu") -> None:
+    name = "inline"
+
+    def __init__(
+        self, device: str = "cpu", threads_per_slot: int = DEFAULT_THREADS_PER_SLOT
+    ) -> None:
         from engine.train import resolve_device
 
         self.state = SlotState(device=resolve_device(device))
+        self.threads_per_slot = check_threads_per_slot(threads_per_slot)
+        if self.state.device.type == "cpu":
+            torch.set_num_threads(self.threads_per_slot)
         self.cancel = threading.Event()
         self._task: RunTask | None = None
 
@@ -137,7 +158,10 @@ class InlineExecutor(Executor):
 class LocalExecutor(Executor):
     """Long-lived slot processes on this machine (spawned, so CUDA is safe in each)."""
 
-    def __init__(self, plans: list[SlotPlan]) -> None:
+    def __init__(
+        self, plans: list[SlotPlan], threads_per_slot: int = DEFAULT_THREADS_PER_SLOT
+    ) -> None:
+        self.threads_per_slot = check_threads_per_slot(threads_per_slot)
         ctx = mp.get_context("spawn")
         self.cancel = ctx.Event()
         self._outbox = ctx.Queue()
@@ -147,9 +171,8 @@ class LocalExecutor(Executor):
         self._device_of: dict[int, str] = {}
         self._inboxes = []
         self._procs = []
-        cpu_slots = sum(p.device == "cpu" for p in plans) or 1
-        threads = max(1, (os.cpu_count() or 1) // cpu_slots)
         for index, plan in enumerate(plans):
+            threads = self.threads_per_slot if plan.device == "cpu" else (os.cpu_count() or 1)
             first_slot = len(self._busy)
             inbox = ctx.Queue()
             proc = ctx.Process(

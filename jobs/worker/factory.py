@@ -8,6 +8,7 @@ import torch
 
 from jobs.worker.executors import Executor, InlineExecutor, LocalExecutor, plan_slots
 from jobs.worker.runner import Worker, WorkerOptions
+from jobs.worker.settings import DEFAULT_MAX_RETRIES, DEFAULT_THREADS_PER_SLOT
 
 log = logging.getLogger(__name__)
 
@@ -36,23 +37,33 @@ def make_executor(
     cpu_slots: int,
     address: str | None,
     processes_per_gpu: int = 1,
+    threads_per_slot: int = DEFAULT_THREADS_PER_SLOT,
+    max_retries: int = DEFAULT_MAX_RETRIES,
 ) -> Executor:
-    """The executor the CLI asked for."""
+    """The executor the CLI asked for (``max_retries``: Ray only)."""
     if kind == "inline":
         return InlineExecutor(
             device="cuda"
             if device == "auto" and torch.cuda.is_available()
-            else ("cpu" if device == "auto" else device)
+            else ("cpu" if device == "auto" else device),
+            threads_per_slot=threads_per_slot,
         )
     if kind == "ray":
         from jobs.worker.ray_executor import RayExecutor
 
         # No free-memory probe here: the worker's machine need not have the cluster's GPUs.
         return RayExecutor(
-            address=address, device=device, slots_per_gpu=slots_per_gpu or 1, cpu_slots=cpu_slots
+            address=address,
+            device=device,
+            slots_per_gpu=slots_per_gpu or 1,
+            cpu_slots=cpu_slots,
+            max_retries=max_retries,
+            threads_per_slot=threads_per_slot,
         )
     k = slots_per_gpu or auto_slots_per_gpu()
-    return LocalExecutor(plan_slots(device, k, cpu_slots, processes_per_gpu))
+    return LocalExecutor(
+        plan_slots(device, k, cpu_slots, processes_per_gpu), threads_per_slot=threads_per_slot
+    )
 
 
 def make_worker(
@@ -63,6 +74,8 @@ def make_worker(
     cpu_slots: int,
     address: str | None,
     processes_per_gpu: int = 1,
+    threads_per_slot: int = DEFAULT_THREADS_PER_SLOT,
+    max_retries: int = DEFAULT_MAX_RETRIES,
     options: WorkerOptions | None = None,
 ) -> Worker:
     """A worker on the default store with the chosen executor."""
@@ -74,6 +87,8 @@ def make_worker(
             cpu_slots=cpu_slots,
             address=address,
             processes_per_gpu=processes_per_gpu,
+            threads_per_slot=threads_per_slot,
+            max_retries=max_retries,
         ),
         executor_name=executor,
         options=options,

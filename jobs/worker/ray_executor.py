@@ -20,10 +20,12 @@ Data flow (the worker stays the only writer of the store):
 - Faults: if an actor dies mid-run (killed, out of memory, node lost), the slot gets a fresh
   actor and the same `RunTask` is resubmitted, at most ``max_retries`` times; then the run ends
   with an 'error' message. A run is reported 'done' at most once per submission, so a retried
-  run can never be recorded twice.
+  run can never be recorded twice. Each loss and retry is a 'log' message, so it shows in the
+  job's log on the Jobs page (``softgrade worker --max-retries N`` sets the limit).
 
 Every Ray node must see the worker's SOFTGRADE_HOME at the same path (a shared filesystem):
-`RunTask` carries paths to the dataset cache and to the checkpoint, not the data itself.
+`RunTask` carries paths to the dataset cache and to the checkpoint, not the data itself. The
+store need not be shared (nodes never open it): SOFTGRADE_DB keeps it on the worker's disk.
 """
 
 from __future__ import annotations
@@ -52,6 +54,11 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from engine.train import resolve_device
 from jobs.worker.executors import Executor, Handle
+from jobs.worker.settings import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_THREADS_PER_SLOT,
+    check_threads_per_slot,
+)
 from jobs.worker.slots import Message, RunTask, SlotState, execute_run
 
 log = logging.getLogger(__name__)
@@ -106,8 +113,9 @@ class SlotActor:
         self._cancel_upto = cancel_upto
         self._last_put: ray.ObjectRef | None = None
         self._final: Message | None = None
-        # Ray reserves whole CPUs per CPU actor; use exactly those for torch's thread pool so
-        # slots sharing a node do not oversubscribe it (GPU actors reserve none and need ~1).
+        # A CPU actor reserves ``threads_per_slot`` CPUs (RayExecutor); torch uses exactly
+        # those, as a local CPU slot does, so both give the same numbers and slots sharing a
+        # node do not oversubscribe it. GPU actors reserve none and need ~1.
         cpus = ray.get_runtime_context().get_assigned_resources().get("CPU", 0)
         torch.set_num_threads(max(1, int(cpus)))
         self.state = SlotState(device=resolve_device(device))
@@ -187,6 +195,8 @@ class _Flight:
 class RayExecutor(Executor):
     """Slots as long-lived Ray actors, with fractional GPUs when the cluster has GPUs."""
 
+    name = "ray"
+
     def __init__(
         self,
         address: str | None = None,
@@ -194,7 +204,8 @@ class RayExecutor(Executor):
         device: str = "auto",
         slots_per_gpu: int = 1,
         cpu_slots: int = 1,
-        max_retries: int = 2,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        threads_per_slot: int = DEFAULT_THREADS_PER_SLOT,
         startup_timeout_s: float = 300.0,
         actor_class: type[SlotActor] = SlotActor,
     ) -> None:
@@ -207,6 +218,7 @@ class RayExecutor(Executor):
             slots_per_gpu: Actors per GPU; each asks for 1/slots_per_gpu of a GPU.
             cpu_slots: Actors when training on CPUs (each asks for one CPU).
             max_retries: How often a run whose actor died is resubmitted before it fails.
+            threads_per_slot: CPUs each CPU actor reserves and torch threads it trains with.
             startup_timeout_s: How long to wait for every actor to start (placement, imports).
             actor_class: The slot body (tests pass a subclass that misbehaves).
         """
@@ -217,6 +229,7 @@ class RayExecutor(Executor):
                 f"device {device!r}: use 'auto', 'cpu' or 'cuda' with Ray (Ray assigns the GPUs)"
             )
         self.max_retries = max_retries
+        self.threads_per_slot = check_threads_per_slot(threads_per_slot)
         self.restarts = 0  # actors replaced after dying mid-run (for logs and tests)
         self._owns_ray = not ray.is_initialized()
         try:
@@ -234,9 +247,9 @@ class RayExecutor(Executor):
         except (ConnectionError, RayError) as exc:
             raise RuntimeError(
                 f"could not connect to the Ray cluster at {address!r}: {exc}. Is it up "
-                "(`ray status`)? A cluster started with token authentication (the default of "
-                "`ray start` in this Ray version) also needs RAY_AUTH_MODE=token here and its "
-                "token in ~/.ray/auth_token or RAY_AUTH_TOKEN; see README.md"
+                "(`ray status`)? A cluster with token authentication also needs "
+                "RAY_AUTH_MODE=token here and its token in ~/.ray/auth_token or "
+                "RAY_AUTH_TOKEN; see 'Running on a Ray cluster' in README.md"
             ) from exc
         resources = ray.cluster_resources()
         gpus = int(resources.get("GPU", 0))
@@ -244,10 +257,10 @@ class RayExecutor(Executor):
         problem = None
         if device == "cuda" and gpus == 0:
             problem = "device 'cuda' asked for, but the Ray cluster has no GPU"
-        elif not self._use_gpu and cpu_slots > resources.get("CPU", 0):
+        elif not self._use_gpu and cpu_slots * threads_per_slot > resources.get("CPU", 0):
             problem = (
-                f"{cpu_slots} CPU slot(s) asked for, but the Ray cluster has "
-                f"{resources.get('CPU', 0):g} CPU(s)"
+                f"{cpu_slots} CPU slot(s) of {threads_per_slot} thread(s) asked for, but the "
+                f"Ray cluster has {resources.get('CPU', 0):g} CPU(s)"
             )
         if problem is not None:
             if self._owns_ray:
@@ -259,7 +272,7 @@ class RayExecutor(Executor):
             # cores, and a GPU slot keeps its data on the GPU, so it needs little CPU.
             resources_per_slot: dict[str, Any] = {"num_gpus": 1 / slots_per_gpu, "num_cpus": 0}
         else:
-            resources_per_slot = {"num_cpus": 1}
+            resources_per_slot = {"num_cpus": threads_per_slot}
         self._actor_cls = ray.remote(concurrency_groups={"control": 1})(actor_class).options(
             max_restarts=0,  # this executor replaces dead actors itself, so it can retry the run
             max_task_retries=0,
@@ -398,11 +411,13 @@ class RayExecutor(Executor):
             if self._cancelled:
                 message = {**base, "kind": "cancelled"}
             elif flight.attempt < self.max_retries:
-                log.warning(
-                    "run %s lost its Ray actor (attempt %d); retrying on a fresh actor",
-                    run_id,
-                    flight.attempt + 1,
+                text = (
+                    f"run {run_id} lost its Ray actor on slot {flight.slot} (attempt "
+                    f"{flight.attempt + 1} of {self.max_retries + 1}: {type(exc).__name__}); "
+                    "retrying it on a fresh actor"
                 )
+                log.warning(text)
+                handle({**base, "kind": "log", "text": text})
                 self._start(flight.task, flight.slot, flight.attempt + 1)
                 return
             else:

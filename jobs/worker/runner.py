@@ -35,7 +35,7 @@ from store import datasets as store_datasets
 from store import jobs as store_jobs
 from store import runs as store_runs
 from store import studies as store_studies
-from store.db import LOCK_STATS, default_store_path, init_schema
+from store.db import LOCK_STATS, data_home_of, default_store_path, init_schema
 from store.jobs import Job, JobStatus
 
 log = logging.getLogger(__name__)
@@ -81,11 +81,20 @@ class Worker:
         store_path: Path | None = None,
         home: Path | None = None,
         options: WorkerOptions | None = None,
-        executor_name: str = "local",
+        executor_name: str | None = None,
     ) -> None:
+        """Register a worker on the store.
+
+        Args:
+            home: The data folder (dataset caches, checkpoints), shared with Ray nodes;
+                default `store.db.data_home_of` the store (SOFTGRADE_HOME for the default).
+            executor_name: The name the registry and study card show (default the
+                executor's own).
+        """
+        executor_name = executor_name or executor.name
         self.executor = executor
         self.store_path = store_path or default_store_path()
-        self.home = home or self.store_path.parent
+        self.home = home or data_home_of(self.store_path)
         self.options = options or WorkerOptions()
         init_schema(self.store_path)
         self.worker_id = store_jobs.register_worker(
@@ -196,7 +205,10 @@ class Worker:
         """Provenance: this worker's host, devices, code and library versions, kept with the
         study each time its job is claimed (a resumed study may train on several)."""
         environment = worker_environment(
-            self.executor.devices, local_devices=self.executor_name != "ray"
+            self.executor.devices,
+            local_devices=self.executor_name != "ray",
+            executor=self.executor_name,
+            threads_per_slot=self.executor.threads_per_slot,
         )
         store_studies.record_environment(
             job.study_id,
@@ -239,6 +251,9 @@ class Worker:
 
     def _handle(self, state: _JobState, msg: Message) -> None:
         kind = msg["kind"]
+        if kind == "log":  # the executor's word on a run (e.g. a Ray retry) for the Jobs page
+            self._log(state.job, msg["text"])
+            return
         if kind == "epoch":
             self._progress(
                 state, current_run=msg["run_id"], epoch=msg["epoch"], val_amae=msg["val_amae"]
