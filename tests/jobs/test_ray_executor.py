@@ -12,13 +12,15 @@ import pytest
 import ray
 
 from engine.config import StudySpec
+from engine.methods import PLUGIN_VARIABLE
 from engine.study import plan_runs
-from jobs.ray_executor import RayExecutor, SlotActor
+from jobs.ray_executor import REPO_ROOT, RayExecutor, SlotActor, actor_env_vars
 from jobs.runner import Worker, WorkerOptions
 from jobs.slots import RunTask
 from store import jobs as store_jobs
 from store import runs as store_runs
 from store.db import connect
+from tests.helpers.method_plugins import LAB_METHOD, LAB_METHOD_SOURCE, write_method_package
 from tests.helpers.studies import tiny_study
 
 pytestmark = pytest.mark.slow
@@ -196,3 +198,34 @@ def test_a_cache_missing_on_the_node_fails_with_a_clear_message(ray_local, tmp_p
         assert len(seen) == 1
     finally:
         executor.close()
+
+
+def test_actors_get_the_labs_method_packages_and_the_folders_they_come_from(tmp_path, monkeypatch):
+    write_method_package(tmp_path, "labpkg_ray_env", {"mce_wk": LAB_METHOD_SOURCE})
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    env = actor_env_vars({PLUGIN_VARIABLE: "labpkg_ray_env"})
+
+    assert env[PLUGIN_VARIABLE] == "labpkg_ray_env"
+    paths = env["PYTHONPATH"].split(os.pathsep)
+    assert paths == [str(REPO_ROOT), str(tmp_path), "${PYTHONPATH}"]
+    assert actor_env_vars({}) == {"PYTHONPATH": f"{REPO_ROOT}{os.pathsep}${{PYTHONPATH}}"}
+
+
+def test_a_labs_method_trains_on_actors_of_a_ray_instance_started_without_it(
+    ray_local, tmp_path, monkeypatch
+):
+    """The module's Ray instance started before the method package existed: its nodes'
+    environment lacks it, so the actors must get it from the executor."""
+    plugins = tmp_path / "plugins"
+    write_method_package(plugins, "labpkg_ray_run", {"mce_wk": LAB_METHOD_SOURCE})
+    monkeypatch.setenv(PLUGIN_VARIABLE, "labpkg_ray_run")
+    monkeypatch.syspath_prepend(str(plugins))
+    store = tmp_path / "softgrade.duckdb"
+    worker = Worker(RayExecutor(cpu_slots=1), store_path=store, home=tmp_path, executor_name="ray")
+
+    job = _run_study(worker, store, tasks=["CPPD"], methods=[LAB_METHOD])
+
+    assert job.status == "succeeded", job
+    runs = store_runs.list_runs([job.study_id], path=store)
+    assert list(runs["method"]) == [LAB_METHOD]
