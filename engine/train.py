@@ -628,26 +628,8 @@ class Trainer:
             RunCancelled: ``should_stop`` returned True at an epoch boundary.
         """
         started = time.perf_counter()
-        method = get_method(config.method)
-        if method.head != self.head:
-            raise ValueError(
-                f"{config.method} needs the {method.head!r} head; this trainer has {self.head!r}"
-            )
-        self.reset(config.seed)
+        criterion, optimizer = self._begin_run(config)
         data = data.to(self.device)
-        criterion = make_loss(config.method, config.num_classes, config.params).to(self.device)
-        matrix = target_matrix(config.method, config.num_classes, config.params)
-        # The captured graphs train against a (J, J) target matrix; a method without one
-        # (a regularised loss, an output layer) takes the eager fast path (bf16, channels-last,
-        # no compile, no graphs: docs/add-a-method.md, bench/RESULTS.md for its cost).
-        self._graphed = self.graphs is not None and matrix is not None
-        if self.graphs is not None and matrix is not None:
-            self.graphs.reset(config.lr, torch.as_tensor(matrix, device=self.device))
-            optimizer = self.graphs.optimizer
-        else:
-            optimizer = torch.optim.Adam(
-                self.model.parameters(), lr=config.lr, fused=self.device.type == "cuda"
-            )
         generator = torch.Generator().manual_seed(config.seed)
         best = _Best()
         history: list[EpochStats] = []
@@ -683,6 +665,29 @@ class Trainer:
             state_dict={k: v.detach().cpu().clone() for k, v in best.state.items()},
             optimizer_steps=_adam_steps(optimizer),
         )
+
+    def _begin_run(self, config: TrainConfig) -> tuple[nn.Module, torch.optim.Optimizer]:
+        """Fresh weights for ``config``'s run, its criterion and its optimiser; picks the path
+        (`bench/methods_throughput.py` times what follows per method)."""
+        method = get_method(config.method)
+        if method.head != self.head:
+            raise ValueError(
+                f"{config.method} needs the {method.head!r} head; this trainer has {self.head!r}"
+            )
+        self.reset(config.seed)
+        criterion = make_loss(config.method, config.num_classes, config.params).to(self.device)
+        matrix = target_matrix(config.method, config.num_classes, config.params)
+        # The captured graphs train against a (J, J) target matrix; a method without one
+        # (a regularised loss, an output layer) takes the eager fast path (bf16, channels-last,
+        # no compile, no graphs: docs/add-a-method.md, bench/RESULTS.md for its cost).
+        self._graphed = self.graphs is not None and matrix is not None
+        if self.graphs is not None and matrix is not None:
+            self.graphs.reset(config.lr, torch.as_tensor(matrix, device=self.device))
+            return criterion, self.graphs.optimizer
+        optimizer = torch.optim.Adam(
+            self.model.parameters(), lr=config.lr, fused=self.device.type == "cuda"
+        )
+        return criterion, optimizer
 
     def _train_epoch(
         self,
