@@ -107,10 +107,9 @@ def checkpoint_probabilities(checkpoint: Path | str, images: np.ndarray) -> np.n
         (N, J) probabilities.
     """
     from engine.gradcam import predict
-    from engine.train import load_checkpoint
+    from engine.train import load_model
 
-    model, _ = load_checkpoint(Path(checkpoint))
-    return predict(model, images)
+    return predict(load_model(Path(checkpoint)), images)
 
 
 def seed_probabilities(

@@ -26,15 +26,19 @@ Data flow (the worker stays the only writer of the store):
 Every Ray node must see the worker's SOFTGRADE_HOME at the same path (a shared filesystem):
 `RunTask` carries paths to the dataset cache and to the checkpoint, not the data itself. The
 store need not be shared (nodes never open it): SOFTGRADE_DB keeps it on the worker's disk.
+Methods added outside the checkout (``SOFTGRADE_METHOD_PACKAGES``) reach the actors through
+their runtime environment (`actor_env_vars`), with the folders their packages came from.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import logging
 import os
 import socket
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -52,9 +56,10 @@ from ray.exceptions import (
 )
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from engine.methods import PLUGIN_VARIABLE
 from engine.train import resolve_device
 from jobs.worker.executors import Executor, Handle
-from jobs.worker.settings import (
+from jobs.worker.factory.settings import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_THREADS_PER_SLOT,
     check_threads_per_slot,
@@ -73,6 +78,40 @@ LOST_ATTEMPT: tuple[type[Exception], ...] = (
     NodeDiedError,
     ObjectLostError,
 )
+
+
+def actor_env_vars(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment variables every slot actor gets (Ray's ``runtime_env`` ``env_vars``).
+
+    This checkout comes first on ``PYTHONPATH``. Where ``SOFTGRADE_METHOD_PACKAGES`` names a
+    lab's method packages, the actors get it too, and the folders those packages were
+    imported from join their ``PYTHONPATH``: an actor's process starts from the Ray node's
+    environment, not the worker's, so without them a method added outside the checkout would
+    be unknown there. The actors' own setting overrides the cluster's, so this holds also
+    when the worker joins a Ray instance started without them.
+    """
+    environ = os.environ if environ is None else environ
+    paths = [str(REPO_ROOT)]
+    env = {}
+    packages = environ.get(PLUGIN_VARIABLE, "")
+    if packages.strip():
+        env[PLUGIN_VARIABLE] = packages
+        for name in filter(None, (n.strip() for n in packages.split(","))):
+            paths += [p for p in _package_roots(name) if p not in paths]
+    env["PYTHONPATH"] = os.pathsep.join([*paths, "${PYTHONPATH}"])
+    return env
+
+
+def _package_roots(name: str) -> list[str]:
+    """The folders on ``sys.path`` that hold package ``name`` (its import roots here)."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except ImportError:  # a parent package missing: the registry names it when it loads
+        return []
+    if spec is None or spec.submodule_search_locations is None:
+        return []
+    depth = name.count(".") + 1
+    return [str(Path(p).parents[depth - 1]) for p in spec.submodule_search_locations]
 
 
 @ray.remote(num_cpus=0)
@@ -242,7 +281,7 @@ class RayExecutor(Executor):
                 logging_level=logging.WARNING,
                 # Actors import `engine` and `jobs`: put this checkout first on their path, so
                 # nodes need the same checkout at the same path, not an installed package.
-                runtime_env={"env_vars": {"PYTHONPATH": f"{REPO_ROOT}:${{PYTHONPATH}}"}},
+                runtime_env={"env_vars": actor_env_vars()},
             )
         except (ConnectionError, RayError) as exc:
             raise RuntimeError(
@@ -276,6 +315,8 @@ class RayExecutor(Executor):
         self._actor_cls = ray.remote(concurrency_groups={"control": 1})(actor_class).options(
             max_restarts=0,  # this executor replaces dead actors itself, so it can retry the run
             max_task_retries=0,
+            # Also on the actors: a Ray instance this worker joined kept its own runtime_env.
+            runtime_env={"env_vars": actor_env_vars()},
             **resources_per_slot,
         )
         self._mailbox = _Mailbox.options(

@@ -19,7 +19,7 @@ import streamlit as st
 from engine import gradcam
 from engine.demo_models import KneeToGrade, knee_to_grade
 from engine.films import FILM_FORMATS, decode_film
-from engine.train import load_checkpoint
+from engine.train import load_model
 from engine.vocab import GRADE_SIGNS
 from pages.present import charts
 from pages.present import seed_agreement as agreement
@@ -73,7 +73,7 @@ def cached_reading(
     box: tuple[int, int, int, int],
 ) -> gradcam.FilmReading:
     """An uploaded film's knee graded by one model per task (cached on the film's pixels)."""
-    models = {task: load_checkpoint(Path(p))[0] for task, p in checkpoints}
+    models = {task: load_model(Path(p)) for task, p in checkpoints}
     return gradcam.read_film(film, models, image_size, box=box)
 
 

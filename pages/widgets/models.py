@@ -15,7 +15,7 @@ from engine import gradcam
 from engine.config import SpecError, StudySpec
 from engine.datasets import cache_dir_for, load_masks, open_prepared
 from engine.demo_models import checkpoint_probabilities
-from engine.train import load_checkpoint
+from engine.train import load_model
 from pages.present.tables import method_title
 from pages.present.user_text import plain, said
 from pages.widgets.reads import RESULTS_TTL_S, cached_studies
@@ -73,8 +73,7 @@ def cached_crops(cache_dir: str, rows: tuple[int, ...]) -> tuple[np.ndarray, np.
 @st.cache_data(max_entries=128, show_spinner=False)
 def cached_maps(checkpoint: str, modified: float, images: np.ndarray) -> gradcam.CamBatch:
     """Grad-CAM maps of one saved model (``modified`` keys the cache on the file's version)."""
-    model, _ = load_checkpoint(Path(checkpoint))
-    return gradcam.grad_cam(model, images)
+    return gradcam.grad_cam(load_model(Path(checkpoint)), images)
 
 
 def saved_models(runs: pd.DataFrame, task: str, seed: int, methods: list[str]) -> dict[str, str]:

@@ -12,15 +12,17 @@ import pytest
 import ray
 
 from engine.config import StudySpec
+from engine.methods import PLUGIN_VARIABLE
 from engine.study import plan_runs
 from jobs.worker.executors import LocalExecutor, plan_slots
-from jobs.worker.ray_executor import RayExecutor, SlotActor
+from jobs.worker.ray_executor import REPO_ROOT, RayExecutor, SlotActor, actor_env_vars
 from jobs.worker.runner import Worker, WorkerOptions
 from jobs.worker.slots import RunTask
 from store import jobs as store_jobs
 from store import runs as store_runs
 from store import studies
 from store.db import connect
+from tests.helpers.method_plugins import LAB_METHOD, LAB_METHOD_SOURCE, write_method_package
 from tests.helpers.studies import tiny_study
 
 pytestmark = pytest.mark.slow
@@ -245,3 +247,34 @@ def test_one_configuration_gives_identical_numbers_on_the_local_and_the_ray_exec
     runs, epochs, predictions = numbers["local"]
     assert len(runs) == 1 and len(epochs) == 2 and len(predictions) > 0
     assert numbers["ray"] == numbers["local"]  # exactly: every metric, epoch and probability
+
+
+def test_actors_get_the_labs_method_packages_and_the_folders_they_come_from(tmp_path, monkeypatch):
+    write_method_package(tmp_path, "labpkg_ray_env", {"mce_wk": LAB_METHOD_SOURCE})
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    env = actor_env_vars({PLUGIN_VARIABLE: "labpkg_ray_env"})
+
+    assert env[PLUGIN_VARIABLE] == "labpkg_ray_env"
+    paths = env["PYTHONPATH"].split(os.pathsep)
+    assert paths == [str(REPO_ROOT), str(tmp_path), "${PYTHONPATH}"]
+    assert actor_env_vars({}) == {"PYTHONPATH": f"{REPO_ROOT}{os.pathsep}${{PYTHONPATH}}"}
+
+
+def test_a_labs_method_trains_on_actors_of_a_ray_instance_started_without_it(
+    ray_local, tmp_path, monkeypatch
+):
+    """The module's Ray instance started before the method package existed: its nodes'
+    environment lacks it, so the actors must get it from the executor."""
+    plugins = tmp_path / "plugins"
+    write_method_package(plugins, "labpkg_ray_run", {"mce_wk": LAB_METHOD_SOURCE})
+    monkeypatch.setenv(PLUGIN_VARIABLE, "labpkg_ray_run")
+    monkeypatch.syspath_prepend(str(plugins))
+    store = tmp_path / "softgrade.duckdb"
+    worker = Worker(RayExecutor(cpu_slots=1), store_path=store, home=tmp_path, executor_name="ray")
+
+    job = _run_study(worker, store, tasks=["CPPD"], methods=[LAB_METHOD])
+
+    assert job.status == "succeeded", job
+    runs = store_runs.list_runs([job.study_id], path=store)
+    assert list(runs["method"]) == [LAB_METHOD]
