@@ -59,7 +59,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from engine.methods import PLUGIN_VARIABLE
 from engine.train import resolve_device
 from jobs.worker.executors import Executor, Handle
-from jobs.worker.factory.settings import (
+from jobs.worker.settings import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_THREADS_PER_SLOT,
     check_threads_per_slot,
