@@ -29,6 +29,7 @@ from engine.analysis import budget, compare, explorer, kld_parts, paired, relati
 from engine.analysis import probability_metrics as pm
 from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS
 from engine.analysis.ranking import BLOCKING_SENTENCE, CriticalDifference, critical_difference
+from engine.analysis.results_file import PREDICTIONS_FORMAT
 from engine.config import MAX_BUDGET
 from engine.methods import order_methods
 from engine.phantom.spec import PhantomSpec
@@ -300,11 +301,37 @@ def caveats_section(study_ids: Sequence[str], store: Path) -> list[str]:
 def caveats(study_id: str, store: Path) -> list[str]:
     """The study's caveats, one plain paragraph each."""
     kind, params = dataset_of(study_id, store)
+    spec = store_studies.get_study(study_id, path=store).spec
+    if isinstance(spec.get("imported_results"), Mapping):
+        return imported_caveats(study_id, spec["imported_results"], store)
     out = [data_caveat(kind, params)]
     runs = store_runs.list_runs([study_id], path=store)
     out.append(budget_caveat(study_id, store, runs))
     out.append(noise_caveat(kind, params))
     out.append(truth_caveat(study_id, store))
+    out.append(confirmatory_caveat(primary_endpoint(study_id, store)))
+    return out
+
+
+def imported_caveats(study_id: str, source: Mapping[str, Any], store: Path) -> list[str]:
+    """The caveats of results imported from another tool: no provenance, which intervals the
+    file's columns allow, and which comparisons are confirmatory."""
+    out = [
+        f"{str(source.get('provenance', 'imported')).capitalize()}: these results were "
+        f"trained by another tool and imported from {source.get('file', 'a file')} "
+        f"({source.get('format', 'results')}). SoftGrade cannot say what data, splits, "
+        "search budgets or selection rule produced them; every number below is computed from "
+        "the file's values as given."
+    ]
+    if source.get("format") != PREDICTIONS_FORMAT:
+        out.append(
+            "Per-seed metrics only: the film-sampling bootstrap, the reliability diagram, the "
+            "probability metrics and the KL × CPPD table need per-film predictions, which "
+            "the file did not give."
+        )
+    unsized = study_analysis.unsized_tasks(study_id, path=store)
+    if unsized:
+        out.append(f"No split sizes for {', '.join(unsized)}: {study_analysis.UNSIZED_NOTE}.")
     out.append(confirmatory_caveat(primary_endpoint(study_id, store)))
     return out
 
@@ -960,6 +987,8 @@ def protocol_text(study_id: str, store: Path) -> str:
     early stopping and selection as the trainer and the search declare them
     (`engine.protocol`, worded by `pages.present.protocol_text`)."""
     spec = store_studies.get_study(study_id, path=store).spec
+    if isinstance(spec.get("imported_results"), Mapping):
+        return imported_protocol_text(study_id, spec, store)
     methods = list(spec.get("methods", []))
     budget = int(spec.get("budget", MAX_BUDGET))
     seeds = list(spec.get("seeds", []))
@@ -980,6 +1009,23 @@ def protocol_text(study_id: str, store: Path) -> str:
         f"{search_space_text(methods, budget)}. Splits: {SPLIT_RULE}; "
         f"{TEST_FRACTION:.0%} of patients held out for testing and {VAL_FRACTION:.0%} of the "
         f"rest for validation, drawn anew for every seed; {split_text(study_id, store)}."
+    )
+
+
+def imported_protocol_text(study_id: str, spec: Mapping[str, Any], store: Path) -> str:
+    """The protocol paragraph of results imported from another tool: what the file holds,
+    and that nothing of how they were trained is known here."""
+    source = spec["imported_results"]
+    methods = [method_registry.method_label(m) for m in spec.get("methods", [])]
+    seeds = list(spec.get("seeds", []))
+    return (
+        f"Protocol ({spec.get('name', study_id)}). {source.get('provenance', 'imported')}: "
+        f"the results were trained by another tool and imported from "
+        f"{source.get('file', 'a file')} ({source.get('format', 'results')}); SoftGrade "
+        "holds no record of the data, the model, the training, the search or how each "
+        f"model was selected. Tasks {', '.join(spec.get('tasks', []))}; {len(methods)} "
+        f"methods ({', '.join(methods)}); {len(seeds)} seeds ({_seed_text(seeds)}); "
+        f"{split_text(study_id, store)}."
     )
 
 
