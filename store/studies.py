@@ -420,6 +420,8 @@ def study_card(study_id: str, *, path: Path | str | None = None) -> dict[str, st
             card["resumed on"] = f"{len(envs)} claims by workers" + (
                 f" (also on {', '.join(sorted(others))})" if others else ""
             )
+    if isinstance(imported, dict):  # no device or weights recorded: nothing trained here
+        return card
     if devices:
         card["run devices"] = ", ".join(f"{d or '?'} x{n}" for d, n in devices)
     if inits:
