@@ -108,7 +108,7 @@ def export_bundle(
             (it has no films to ship: its source file is its portable form).
     """
     studies = list_studies(include_archived=True, path=path)
-    if studies.empty:
+    if studies.empty and study_id is None:
         raise StoreError(f"no study in {path}")
     if study_id is None:
         study_id = str(studies.iloc[0]["study_id"])

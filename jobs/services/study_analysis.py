@@ -72,8 +72,10 @@ def ratios(study_id: str, *, path: StorePath = None) -> dict[str, float]:
 
 
 def unsized_tasks(study_id: str, *, path: StorePath = None) -> list[str]:
-    """Tasks of the study whose seeds have no split sizes (`UNSIZED_NOTE`): empty for a
-    study trained here."""
+    """Tasks of a study of imported results whose seeds have no split sizes
+    (`UNSIZED_NOTE`); empty for any other study (one trained here counts its splits)."""
+    if store_results.imported_results_source(study_id, path=path) is None:
+        return []
     tasks = compare.task_order(per_run(study_id, path=path)["task"].unique())
     sized = set(store_analysis.split_sizes(study_id, path=path)["task"])
     return [t for t in tasks if t not in sized]
