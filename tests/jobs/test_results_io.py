@@ -250,3 +250,15 @@ def test_export_refuses_another_extension_and_an_unknown_study(home, tmp_path, c
     assert ".zip" in capsys.readouterr().err
     assert main(["export", "study-x", "-o", str(tmp_path / "s.zip")]) == 2
     assert "no study 'study-x'" in capsys.readouterr().err
+
+
+def test_deleting_an_imported_study_deletes_its_metric_values_and_sizes(home, tmp_path, capsys):
+    from store.studies import delete_study
+
+    csv = tmp_path / "other_tool.csv"
+    per_seed_rows().to_csv(csv, index=False)
+    study = imported_study(capsys, str(csv))
+    assert stored_counts() == (1, 30, 90)
+    deleted = delete_study(study, confirm_name="other_tool", home=home, path=default_store_path())
+    assert deleted.rows["seed_metrics"] == 90 and deleted.rows["seed_split_sizes"] == 10
+    assert stored_counts() == (0, 0, 0)
