@@ -565,6 +565,11 @@ def endpoint_result(endpoint: pd.DataFrame) -> str:
     after Holm, e.g. "none of the 8 primary comparisons is significant after Holm's
     correction (smallest Holm-adjusted p = 1)"."""
     n, k = len(endpoint), int(endpoint["significant"].sum())
+    if endpoint["p_corrected_holm"].isna().all():  # imported results without split sizes
+        return (
+            f"the {n} primary comparison{'s' * (n != 1)} cannot be tested: the corrected "
+            "resampled t-test needs the split sizes (n_train, n_test) these results lack"
+        )
     verb = "is" if k in (0, 1) else "are"
     smallest = p_text(endpoint["p_corrected_holm"].min())
     return (
@@ -596,9 +601,11 @@ def endpoint_sentence(endpoint: pd.DataFrame) -> str:
     low, high = endpoint["mean_diff"].abs().min(), endpoint["mean_diff"].abs().max()
     text += (
         f" In {_count_of(int(better.sum()), n)} comparisons the soft method's mean {metric} is "
-        f"{word} than Nominal's (by {low:.3f} to {high:.3f} over the comparisons); "
-        f"{_count_of(zero, n)} corrected 95 % intervals include 0."
+        f"{word} than Nominal's (by {low:.3f} to {high:.3f} over the comparisons)"
     )
+    if endpoint["ci_low"].isna().all():  # no split sizes: no corrected interval
+        return text + "; the Wilcoxon below says how consistently, over seeds (exploratory)."
+    text += f"; {_count_of(zero, n)} corrected 95 % intervals include 0."
     if significant.empty:
         text += (
             f" These seeds therefore do not show, at the corrected test's assumed ρ, that any "

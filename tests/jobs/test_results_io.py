@@ -89,6 +89,11 @@ def test_per_seed_file_without_sizes_says_which_intervals_it_cannot_give(home, t
     table = study_analysis.paired_table(study, n_boot=0, path=default_store_path())
     assert table["ci_low"].isna().all() and table["p_corrected"].isna().all()
     assert table["p_wilcoxon"].notna().all() and table["d_z"].notna().all()
+    report = tmp_path / "report.html"
+    assert main(["report", study, "-o", str(report)]) == 0
+    html = report.read_text()
+    assert "No split sizes for CPPD, KL" in html
+    assert "primary comparisons cannot be tested" in html and "Holm-adjusted p = )" not in html
 
 
 def test_per_film_predictions_give_confusion_and_probability_views(home, tmp_path, capsys):
