@@ -172,6 +172,32 @@ CREATE TABLE IF NOT EXISTS imported_studies (
     imported_at  TIMESTAMP NOT NULL DEFAULT current_timestamp
 );
 
+-- Results trained by another tool (`softgrade import-results FILE`, docs/import-results.md):
+-- one metric value of one selected run (task, method, seed) per row, for a study imported as
+-- per-seed metrics, which has no predictions to derive its metrics from. metric is a name of
+-- the metric registry (engine/analysis/metrics.py).
+CREATE TABLE IF NOT EXISTS seed_metrics (
+    study_id  VARCHAR NOT NULL,
+    task      VARCHAR NOT NULL CHECK (task IN ('KL', 'CPPD')),
+    method    VARCHAR NOT NULL,
+    seed      INTEGER NOT NULL,
+    metric    VARCHAR NOT NULL,
+    value     DOUBLE NOT NULL,
+    PRIMARY KEY (study_id, task, method, seed, metric)
+);
+
+-- The films each seed of an imported study (import-results) was fitted and selected on
+-- (n_train) and tested on (n_test), when the file gave them: a study trained here counts
+-- them from its splits. The corrected resampled t-test needs their ratio.
+CREATE TABLE IF NOT EXISTS seed_split_sizes (
+    study_id  VARCHAR NOT NULL,
+    task      VARCHAR NOT NULL CHECK (task IN ('KL', 'CPPD')),
+    seed      INTEGER NOT NULL,
+    n_train   INTEGER NOT NULL CHECK (n_train > 0),
+    n_test    INTEGER NOT NULL CHECK (n_test > 0),
+    PRIMARY KEY (study_id, task, seed)
+);
+
 -- Import reports (python -m jobs import; the Launch and Data pages): one row per import that
 -- registered a dataset, and every problem its check found, so the Data page can show (and
 -- export) the report of the films a dataset holds and those it left out. A dataset imported

@@ -273,6 +273,8 @@ _DELETES = (
     ("predictions", "run_id IN (SELECT run_id FROM runs WHERE study_id = ?)"),
     ("epoch_metrics", "run_id IN (SELECT run_id FROM runs WHERE study_id = ?)"),
     ("runs", "study_id = ?"),
+    ("seed_metrics", "study_id = ?"),
+    ("seed_split_sizes", "study_id = ?"),
     ("job_logs", "job_id IN (SELECT job_id FROM jobs WHERE study_id = ?)"),
     ("jobs", "study_id = ?"),
     ("study_environments", "study_id = ?"),
@@ -403,6 +405,12 @@ def study_card(study_id: str, *, path: Path | str | None = None) -> dict[str, st
     if job:
         total = "?" if job[3] is None else job[3]
         card["status"] = f"{job[1]}, {job[2]}/{total} runs (job {job[0]})"
+    imported = study.spec.get("imported_results")
+    if isinstance(imported, dict):  # results from another tool (store.results)
+        card["provenance"] = (
+            f"{imported.get('provenance', 'imported')} ({imported.get('format', 'results')} "
+            f"from {imported.get('file', 'a file')}; split sizes {imported.get('split sizes')})"
+        )
     card["launched by"] = study.launched_by or "not recorded (stored before SoftGrade kept it)"
     card["launched at"] = f"{study.created_at:%Y-%m-%d %H:%M:%S}"
     if study.launched_from:
@@ -416,6 +424,8 @@ def study_card(study_id: str, *, path: Path | str | None = None) -> dict[str, st
             card["resumed on"] = f"{len(envs)} claims by workers" + (
                 f" (also on {', '.join(sorted(others))})" if others else ""
             )
+    if isinstance(imported, dict):  # no device or weights recorded: nothing trained here
+        return card
     if devices:
         card["run devices"] = ", ".join(f"{d or '?'} x{n}" for d, n in devices)
     if inits:

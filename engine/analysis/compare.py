@@ -40,7 +40,13 @@ from engine.analysis.metrics import (
     confusion_matrices,
     metrics_from_confusion,
 )
-from engine.methods import grid_size, method_sort_key, order_methods, paper_methods
+from engine.methods import (
+    grid_size,
+    is_registered,
+    method_sort_key,
+    order_methods,
+    paper_methods,
+)
 from engine.vocab import LABEL_SEPARATOR, TASK_CLASSES
 
 logger = logging.getLogger(__name__)
@@ -150,7 +156,10 @@ def label_methods(frame: pd.DataFrame, study_names: Mapping[str, str]) -> pd.Dat
 
 
 def planned_runs(method: str, budget: int) -> int:
-    """Runs the search of one (task, method, seed) makes: ``min(budget, grid size)``."""
+    """Runs the search of one (task, method, seed) makes: ``min(budget, grid size)``; one
+    for a method this checkout does not know (results imported from another tool)."""
+    if not is_registered(method):
+        return 1
     return min(int(budget), grid_size(method))
 
 

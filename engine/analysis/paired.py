@@ -292,9 +292,9 @@ def bayes_correlated_t(test: CorrectedT, rope: float) -> tuple[float, float, flo
 
     Returns:
         ``(P(a − b < −rope), P(|a − b| ≤ rope), P(a − b > rope))``; NaNs with fewer than
-        2 differences.
+        2 differences or an unknown variance (results imported without split sizes).
     """
-    if test.n < 2 or math.isnan(test.sd):
+    if test.n < 2 or not math.isfinite(test.se):
         return math.nan, math.nan, math.nan
     probs = Posterior(test.mean, test.se**2, test.df, rope).probs()
     if rope == 0:

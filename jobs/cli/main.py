@@ -20,12 +20,19 @@
 - ``export-demo STUDY -o demo.zip``: a study's models and example films for a laptop.
 - ``import-study FILE``: load an exported study bundle into the store (``reference``: the
   bundled 20-seed reference study); importing it again changes nothing.
+- ``export STUDY_ID -o study.zip``: the study's complete seeds as one bundle that
+  ``import-study`` loads into any store (``jobs/cli/results_commands.py``).
+- ``import-results FILE [--name NAME]``: per-seed metrics or per-film predictions trained by
+  another tool (CSV or Parquet) become a study marked "imported: no training provenance"
+  (docs/import-results.md).
 - ``detector train [--phantom N] [--dataset NAME_OR_ID]``: train a YOLOv8n knee detector on
   phantom films and/or a dataset's reviewed boxes; ``detector list``: the trained ones.
-- ``stats STUDY_ID [--metric AMAE] [-o FILE.csv]``: paired comparisons of the study's
-  methods (corrected resampled t, Wilcoxon, effect sizes); ``stats --list``: the studies.
-- ``report STUDY_ID [STUDY_ID ...] -o report.html [--pdf]``: the studies' analysis as one
-  self-contained HTML file that opens offline (``jobs/cli/report_command.py``).
+- ``stats STUDY_ID [--metric AMAE] [-o FILE.csv|.parquet|.tex]``: paired comparisons of the
+  study's methods (corrected resampled t, Wilcoxon, effect sizes); ``stats --list``: the
+  studies.
+- ``report STUDY_ID [STUDY_ID ...] -o report.html [--pdf] [--latex-dir DIR]``: the studies'
+  analysis as one self-contained HTML file that opens offline, and its tables as LaTeX
+  (``jobs/cli/report_command.py``).
 - ``methods [--json]``: the training methods a study file can name, by family, with their
   search spaces; ``metrics [--json]``: the metrics, the primary and the selection metric
   (``jobs/cli/catalogue_command.py``).
@@ -46,7 +53,13 @@ from typing import Any
 import pandas as pd
 
 from engine.config import SpecError, StudySpec
-from jobs.cli import catalogue_command, lab_commands, report_command, stats_command
+from jobs.cli import (
+    catalogue_command,
+    lab_commands,
+    report_command,
+    results_commands,
+    stats_command,
+)
 from jobs.cli.cli_logging import log_file, native_stderr_to, route_logs
 from jobs.cli.lab_commands import os_user
 from jobs.services import demo_bundle
@@ -144,8 +157,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def status_table(jobs: pd.DataFrame) -> str:
-    """One line per job under a header: job id, study id (what `stats`, `export-study` and
-    the other study commands take), status, runs and the study's name."""
+    """One line per job under a header: job id, study id (what `stats`, `export` and the
+    other study commands take), status, runs and the study's name."""
     rows = [("JOB", "STUDY", "STATUS", "RUNS", "NAME")]
     for _, j in jobs.iterrows():
         total = "?" if pd.isna(j.runs_total) else int(j.runs_total)
@@ -634,6 +647,7 @@ def build_parser() -> argparse.ArgumentParser:
     lab_commands.add_commands(sub)
     stats_command.add_commands(sub)
     report_command.add_commands(sub)
+    results_commands.add_commands(sub)
     catalogue_command.add_commands(sub)
     add_detector_commands(sub)
     return parser

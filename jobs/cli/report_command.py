@@ -1,4 +1,5 @@
-"""``python -m jobs report STUDY_ID [STUDY_ID ...] -o report.html [--pdf]``: the study report.
+"""``python -m jobs report STUDY_ID [STUDY_ID ...] -o report.html [--pdf] [--latex-dir DIR]``:
+the study report (``--latex-dir``: its tables as LaTeX files too).
 
 The report is built by ``pages.present.report`` (it reuses the pages' chart and table
 builders) in this process: the command line sits above the pages' presentation helpers
@@ -18,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pages.present.report import ReportInputError, write_report
+from pages.present.report import ReportInputError, write_latex, write_report
 from store.db import StoreError
 
 BAD_INPUT = 2
@@ -69,6 +70,13 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return BAD_INPUT
     print(f"report written to {output} ({size / 1e6:.1f} MB)")
+    if args.latex_dir:
+        try:
+            written = write_latex(args.study_ids, Path(args.latex_dir))
+        except (ReportInputError, StoreError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return BAD_INPUT
+        print(f"{len(written)} LaTeX tables written to {args.latex_dir}")
     if chromium is None:
         return 0
     pdf = Path(args.output).with_suffix(".pdf")
@@ -88,5 +96,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", default="report.html", help="the HTML file to write")
     p.add_argument(
         "--pdf", action="store_true", help="also print it to PDF beside it (headless Chromium)"
+    )
+    p.add_argument(
+        "--latex-dir",
+        default=None,
+        metavar="DIR",
+        help="also write the report's tables as LaTeX (booktabs), one .tex file each, here",
     )
     p.set_defaults(func=cmd_report)

@@ -1,4 +1,5 @@
-"""``python -m jobs stats STUDY_ID [--metric AMAE] [-o FILE.csv]``: the paired comparisons.
+"""``python -m jobs stats STUDY_ID [--metric AMAE] [-o FILE.csv|.parquet|.tex]``: the paired
+comparisons.
 
 One row per task × pair of methods × metric, with the mean paired difference over seeds, its
 corrected resampled t interval and p (Nadeau & Bengio 2003), the correlation that test assumes
@@ -9,7 +10,8 @@ a ROPE (``--rope``) and its ``verdict`` (`engine.analysis.paired`); then, in the
 film-sampling bootstrap interval, the naive paired t p, the corrected p at r = 0, 0.1, 0.2,
 the ROPE, TOST p, the Holm-adjusted corrected p within its declared family and that family.
 A CSV is headed by the study card as ``# `` lines, as the pages' exports are
-(`jobs.services.export_cards`).
+(`jobs.services.export_cards`); ``-o`` ending ``.parquet`` writes Parquet with the card in its
+metadata, ``.tex`` one LaTeX table per metric (the pages' `paired_latex`).
 
 `jobs.services.study_analysis.paired_table` is the same table for any caller (a page, a bench
 script).
@@ -18,14 +20,18 @@ script).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path, PurePath
 
+import pandas as pd
+
 from engine.analysis import paired
-from engine.analysis.metrics import METRICS
+from engine.analysis.metrics import METRIC_LABELS, METRICS
 from jobs.services import study_analysis
 from jobs.services.csv_safe import escape_csv_cells
 from jobs.services.export_cards import export_cards, headed
+from pages.present.reviewer_tables import paired_latex
 from store import analysis as store_analysis
 from store import runs as store_runs
 from store.db import default_store_path
@@ -56,8 +62,12 @@ def cmd_stats(args: argparse.Namespace) -> int:
     if isinstance(ropes, str):
         print(f"error: {ropes}", file=sys.stderr)
         return BAD_INPUT
-    if args.output and PurePath(args.output).suffix.lower() != ".csv":
-        print(f"error: {args.output!r}: -o writes a .csv file", file=sys.stderr)
+    if args.output and PurePath(args.output).suffix.lower() not in OUTPUT_SUFFIXES:
+        print(
+            f"error: {args.output!r}: -o writes {', '.join(OUTPUT_SUFFIXES)} (CSV, Parquet or "
+            "LaTeX, by the file's extension)",
+            file=sys.stderr,
+        )
         return BAD_INPUT
     table = study_analysis.paired_table(
         args.study_id,
@@ -71,16 +81,16 @@ def cmd_stats(args: argparse.Namespace) -> int:
             f"study {args.study_id!r} has no two methods with selected runs yet; nothing to compare"
         )
         return 0
+    unsized = study_analysis.unsized_tasks(args.study_id, path=path)
     if args.output:
-        text = headed(
-            escape_csv_cells(table).to_csv(index=False),
-            export_cards(str(path), [args.study_id]),
-            args.output,
-        )
-        Path(args.output).write_text(text)
+        write_table(table, Path(args.output), export_cards(str(path), [args.study_id]))
         print(f"{len(table)} rows written to {args.output}")
+        if unsized:
+            print(f"note: no split sizes for {', '.join(unsized)}: {study_analysis.UNSIZED_NOTE}")
         return 0
     print(table[list(paired.PAIRED_COLUMNS)].to_string(index=False, float_format=_number))
+    if unsized:
+        print(f"\nnote: no split sizes for {', '.join(unsized)}: {study_analysis.UNSIZED_NOTE}.")
     print(
         f"\nci_low/ci_high: {paired.MEAN_CI_KIND.replace('mean ±', 'difference ±')}; it "
         "assumes the between-seed correlation rho_assumed, which one dataset cannot measure: "
@@ -94,6 +104,35 @@ def cmd_stats(args: argparse.Namespace) -> int:
         "and TOST p."
     )
     return 0
+
+
+#: What ``-o`` writes, by the output's extension.
+OUTPUT_SUFFIXES: tuple[str, ...] = (".csv", ".parquet", ".tex")
+
+
+def write_table(table: pd.DataFrame, output: Path, cards: tuple[dict[str, str], ...]) -> None:
+    """The paired table as CSV (under the study card's ``#`` lines), Parquet (the card in
+    the file's metadata, key ``softgrade.study_cards``) or LaTeX (one booktabs table per
+    metric, `pages.present.reviewer_tables.paired_latex`, under ``%`` card lines)."""
+    suffix = output.suffix.lower()
+    if suffix == ".parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        arrow = pa.Table.from_pandas(table, preserve_index=False)
+        meta = {**(arrow.schema.metadata or {}), b"softgrade.study_cards": json.dumps(cards)}
+        pq.write_table(arrow.replace_schema_metadata(meta), output)
+        return
+    if suffix == ".tex":
+        text = "\n".join(
+            paired_latex(part, METRIC_LABELS.get(str(metric), str(metric).upper())).replace(
+                "\\label{tab:paired}", f"\\label{{tab:paired-{metric}}}"
+            )
+            for metric, part in table.groupby("metric", sort=False)
+        )
+    else:
+        text = escape_csv_cells(table).to_csv(index=False)
+    output.write_text(headed(text, cards, output.name))
 
 
 def _number(value: float) -> str:
@@ -142,7 +181,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("study_id", nargs="?", help="the study (--list shows them)")
     p.add_argument("--metric", default=None, help="one metric, e.g. AMAE (default: all six)")
-    p.add_argument("-o", "--output", default=None, help="write CSV here, headed by the study card")
+    p.add_argument(
+        "-o",
+        "--output",
+        default=None,
+        help="write the table here: .csv (headed by the study card), .parquet (the card in "
+        "its metadata) or .tex (one LaTeX table per metric)",
+    )
     p.add_argument(
         "--bootstrap",
         type=int,

@@ -7,6 +7,7 @@ returns; none formats anything.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -25,7 +26,9 @@ from engine.analysis import (
     truth,
 )
 from engine.analysis.metrics import METRICS, SELECTION_COLUMN
+from engine.analysis.results_file import seed_metrics_wide
 from store import analysis as store_analysis
+from store import results as store_results
 from store import runs as store_runs
 
 DEFAULT_BOOTSTRAP = 1000
@@ -33,14 +36,49 @@ JOINT_TASK = "KL × CPPD"
 StorePath = Path | str | None
 
 
+#: What a study without split sizes (per-seed results imported without ``n_train`` and
+#: ``n_test``) cannot give, and what it still gives.
+UNSIZED_NOTE = (
+    "the corrected resampled t-test needs each seed's n_train and n_test, which the imported "
+    "file did not give: its interval (ci_low, ci_high), p_corrected and its Holm adjustment, "
+    "p at r = 0.1 and 0.2, the Bayesian probabilities, the verdict's support and TOST are "
+    "left blank (the verdict reads inconclusive); the Wilcoxon, the naive t-test, d_z and the "
+    "rank-biserial r stand. Import the file again with n_train and n_test columns to get them"
+)
+
+
+class _Ratios(dict):
+    """Task -> ``n_test / n_train``; NaN for a task whose split sizes are unknown (imported
+    results without them), so every interval that needs the ratio comes out blank."""
+
+    def __missing__(self, task: str) -> float:
+        return math.nan
+
+
 def per_run(study_id: str, *, path: StorePath = None) -> pd.DataFrame:
-    """The six test metrics of each selected run (`engine.analysis.compare.per_run_metrics`)."""
-    return compare.per_run_metrics(store_runs.confusion_counts([study_id], path=path))
+    """The six test metrics of each selected run (`engine.analysis.compare.per_run_metrics`);
+    for results imported as per-seed metrics, the values the file gave."""
+    scores = compare.per_run_metrics(store_runs.confusion_counts([study_id], path=path))
+    imported = seed_metrics_wide(store_results.seed_metric_values([study_id], path=path))
+    if imported.empty:
+        return scores
+    return imported if scores.empty else pd.concat([scores, imported], ignore_index=True)
 
 
 def ratios(study_id: str, *, path: StorePath = None) -> dict[str, float]:
-    """``n_test / n_train`` per task from the study's own splits."""
-    return paired.test_train_ratios(store_analysis.split_sizes(study_id, path=path))
+    """``n_test / n_train`` per task from the study's own splits (or the sizes its imported
+    file gave); NaN for a task without them."""
+    return _Ratios(paired.test_train_ratios(store_analysis.split_sizes(study_id, path=path)))
+
+
+def unsized_tasks(study_id: str, *, path: StorePath = None) -> list[str]:
+    """Tasks of a study of imported results whose seeds have no split sizes
+    (`UNSIZED_NOTE`); empty for any other study (one trained here counts its splits)."""
+    if store_results.imported_results_source(study_id, path=path) is None:
+        return []
+    tasks = compare.task_order(per_run(study_id, path=path)["task"].unique())
+    sized = set(store_analysis.split_sizes(study_id, path=path)["task"])
+    return [t for t in tasks if t not in sized]
 
 
 def paired_table(
@@ -59,8 +97,10 @@ def paired_table(
     if scores.empty:
         return pd.DataFrame(columns=[*paired.PAIRED_COLUMNS, *paired.EXTRA_COLUMNS])
     table = paired.paired_table(scores, ratios(study_id, path=path), metrics=metrics, ropes=ropes)
-    if n_boot > 0:
-        films = store_analysis.selected_test_films([study_id], path=path)
+    films = store_analysis.selected_test_films([study_id], path=path) if n_boot > 0 else None
+    if films is not None and films.empty:  # per-seed metrics imported: no films to resample
+        table = table.assign(boot_ci_low=math.nan, boot_ci_high=math.nan, within_seed_sd=math.nan)
+    elif films is not None:
         boot = paired.hierarchical_bootstrap(films, metrics=metrics, n_boot=n_boot)
         keys = ["task", "metric", "method_a", "method_b"]
         extra = ["boot_ci_low", "boot_ci_high", "within_seed_sd"]
@@ -72,8 +112,12 @@ def probability_paired_table(study_id: str, *, path: StorePath = None) -> pd.Dat
     """`engine.analysis.paired.paired_table` of the probability metrics (RPS, ECE, ...:
     `engine.analysis.probability_metrics.PROBABILITY_METRICS`) of the selected runs."""
     frame = store_runs.selected_probabilities([study_id], path=path)
-    if frame.empty:
-        return pd.DataFrame(columns=[*paired.PAIRED_COLUMNS, *paired.EXTRA_COLUMNS])
+    if frame.empty:  # per-seed values of probability metrics, when an imported file gave any
+        scores = per_run(study_id, path=path)
+        given = [m for m in probability_metrics.PROBABILITY_METRICS if m in scores]
+        if scores.empty or not given:
+            return pd.DataFrame(columns=[*paired.PAIRED_COLUMNS, *paired.EXTRA_COLUMNS])
+        return paired.paired_table(scores, ratios(study_id, path=path), metrics=given)
     scores = probability_metrics.per_run_probability_metrics(frame)
     return paired.paired_table(
         scores, ratios(study_id, path=path), metrics=probability_metrics.PROBABILITY_METRICS
@@ -96,8 +140,10 @@ def kld_paired_table(study_id: str, *, path: StorePath = None) -> pd.DataFrame:
 
 
 def mean_intervals(study_id: str, *, path: StorePath = None) -> pd.DataFrame:
-    """Table 4's means with their corrected interval (`paired.mean_intervals`)."""
-    return paired.mean_intervals(per_run(study_id, path=path), ratios(study_id, path=path))
+    """Table 4's means with their corrected interval (`paired.mean_intervals`); a metric no
+    seed has a value of (one an imported per-seed file left out) has no row."""
+    table = paired.mean_intervals(per_run(study_id, path=path), ratios(study_id, path=path))
+    return table[table["n_seeds"] > 0].reset_index(drop=True) if len(table) else table
 
 
 def blocked_anova(

@@ -29,6 +29,7 @@ from engine.analysis import budget, compare, explorer, kld_parts, paired, relati
 from engine.analysis import probability_metrics as pm
 from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS
 from engine.analysis.ranking import BLOCKING_SENTENCE, CriticalDifference, critical_difference
+from engine.analysis.results_file import PREDICTIONS_FORMAT
 from engine.config import MAX_BUDGET
 from engine.methods import order_methods
 from engine.phantom.spec import PhantomSpec
@@ -300,11 +301,37 @@ def caveats_section(study_ids: Sequence[str], store: Path) -> list[str]:
 def caveats(study_id: str, store: Path) -> list[str]:
     """The study's caveats, one plain paragraph each."""
     kind, params = dataset_of(study_id, store)
+    spec = store_studies.get_study(study_id, path=store).spec
+    if isinstance(spec.get("imported_results"), Mapping):
+        return imported_caveats(study_id, spec["imported_results"], store)
     out = [data_caveat(kind, params)]
     runs = store_runs.list_runs([study_id], path=store)
     out.append(budget_caveat(study_id, store, runs))
     out.append(noise_caveat(kind, params))
     out.append(truth_caveat(study_id, store))
+    out.append(confirmatory_caveat(primary_endpoint(study_id, store)))
+    return out
+
+
+def imported_caveats(study_id: str, source: Mapping[str, Any], store: Path) -> list[str]:
+    """The caveats of results imported from another tool: no provenance, which intervals the
+    file's columns allow, and which comparisons are confirmatory."""
+    out = [
+        f"{str(source.get('provenance', 'imported')).capitalize()}: these results were "
+        f"trained by another tool and imported from {source.get('file', 'a file')} "
+        f"({source.get('format', 'results')}). SoftGrade cannot say what data, splits, "
+        "search budgets or selection rule produced them; every number below is computed from "
+        "the file's values as given."
+    ]
+    if source.get("format") != PREDICTIONS_FORMAT:
+        out.append(
+            "Per-seed metrics only: the film-sampling bootstrap, the reliability diagram, the "
+            "probability metrics and the KL × CPPD table need per-film predictions, which "
+            "the file did not give."
+        )
+    unsized = study_analysis.unsized_tasks(study_id, path=store)
+    if unsized:
+        out.append(f"No split sizes for {', '.join(unsized)}: {study_analysis.UNSIZED_NOTE}.")
     out.append(confirmatory_caveat(primary_endpoint(study_id, store)))
     return out
 
@@ -538,6 +565,11 @@ def endpoint_result(endpoint: pd.DataFrame) -> str:
     after Holm, e.g. "none of the 8 primary comparisons is significant after Holm's
     correction (smallest Holm-adjusted p = 1)"."""
     n, k = len(endpoint), int(endpoint["significant"].sum())
+    if endpoint["p_corrected_holm"].isna().all():  # imported results without split sizes
+        return (
+            f"the {n} primary comparison{'s' * (n != 1)} cannot be tested: the corrected "
+            "resampled t-test needs the split sizes (n_train, n_test) these results lack"
+        )
     verb = "is" if k in (0, 1) else "are"
     smallest = p_text(endpoint["p_corrected_holm"].min())
     return (
@@ -569,9 +601,11 @@ def endpoint_sentence(endpoint: pd.DataFrame) -> str:
     low, high = endpoint["mean_diff"].abs().min(), endpoint["mean_diff"].abs().max()
     text += (
         f" In {_count_of(int(better.sum()), n)} comparisons the soft method's mean {metric} is "
-        f"{word} than Nominal's (by {low:.3f} to {high:.3f} over the comparisons); "
-        f"{_count_of(zero, n)} corrected 95 % intervals include 0."
+        f"{word} than Nominal's (by {low:.3f} to {high:.3f} over the comparisons)"
     )
+    if endpoint["ci_low"].isna().all():  # no split sizes: no corrected interval
+        return text + "; the Wilcoxon below says how consistently, over seeds (exploratory)."
+    text += f"; {_count_of(zero, n)} corrected 95 % intervals include 0."
     if significant.empty:
         text += (
             f" These seeds therefore do not show, at the corrected test's assumed ρ, that any "
@@ -960,6 +994,8 @@ def protocol_text(study_id: str, store: Path) -> str:
     early stopping and selection as the trainer and the search declare them
     (`engine.protocol`, worded by `pages.present.protocol_text`)."""
     spec = store_studies.get_study(study_id, path=store).spec
+    if isinstance(spec.get("imported_results"), Mapping):
+        return imported_protocol_text(study_id, spec, store)
     methods = list(spec.get("methods", []))
     budget = int(spec.get("budget", MAX_BUDGET))
     seeds = list(spec.get("seeds", []))
@@ -980,6 +1016,23 @@ def protocol_text(study_id: str, store: Path) -> str:
         f"{search_space_text(methods, budget)}. Splits: {SPLIT_RULE}; "
         f"{TEST_FRACTION:.0%} of patients held out for testing and {VAL_FRACTION:.0%} of the "
         f"rest for validation, drawn anew for every seed; {split_text(study_id, store)}."
+    )
+
+
+def imported_protocol_text(study_id: str, spec: Mapping[str, Any], store: Path) -> str:
+    """The protocol paragraph of results imported from another tool: what the file holds,
+    and that nothing of how they were trained is known here."""
+    source = spec["imported_results"]
+    methods = [method_registry.method_label(m) for m in spec.get("methods", [])]
+    seeds = list(spec.get("seeds", []))
+    return (
+        f"Protocol ({spec.get('name', study_id)}). {source.get('provenance', 'imported')}: "
+        f"the results were trained by another tool and imported from "
+        f"{source.get('file', 'a file')} ({source.get('format', 'results')}); SoftGrade "
+        "holds no record of the data, the model, the training, the search or how each "
+        f"model was selected. Tasks {', '.join(spec.get('tasks', []))}; {len(methods)} "
+        f"methods ({', '.join(methods)}); {len(seeds)} seeds ({_seed_text(seeds)}); "
+        f"{split_text(study_id, store)}."
     )
 
 
@@ -1118,3 +1171,74 @@ def check_output(output: Path) -> None:
         raise ReportInputError(f"{str(output)!r}: no folder {str(folder)!r}")
     if output.is_dir() or not os.access(output if output.exists() else folder, os.W_OK):
         raise ReportInputError(f"{str(output)!r} cannot be written here")
+
+
+# -- the report's tables as LaTeX ------------------------------------------------------------
+
+
+def report_latex(study_ids: Sequence[str], *, path: Path | str | None = None) -> dict[str, str]:
+    """The report's tables as booktabs LaTeX, file name -> text: per study, Table 4 with its
+    intervals, the primary endpoint, every pair on the primary metric (the pages'
+    `reviewer_tables.paired_latex`) and the film-sampling bootstrap; tables without rows are
+    left out.
+
+    Raises:
+        ReportInputError: no study named, or a study the store does not hold.
+    """
+    store = Path(path) if path is not None else default_store_path()
+    check_studies(study_ids, store)
+    out: dict[str, str] = {}
+    metric = METRIC_LABELS[PRIMARY]
+    for study_id in study_ids:
+        name = store_studies.get_study(study_id, path=store).name
+        label = re.sub(r"[^A-Za-z0-9]+", "-", study_id).strip("-")
+        intervals = study_analysis.mean_intervals(study_id, path=store)
+        table = study_analysis.paired_table(study_id, metrics=(PRIMARY,), n_boot=N_BOOT, path=store)
+        endpoint = paired.primary_endpoint(table) if len(table) else table
+        frames = {
+            "table4": (table4_frame(intervals), f"Test metrics, {paired.MEAN_CI_KIND}"),
+            "primary-endpoint": (
+                endpoint_frame(endpoint) if len(endpoint) else endpoint,
+                f"Primary endpoint ({paired.PRIMARY_FAMILY})",
+            ),
+            "bootstrap": (  # per-seed metrics have no films to resample: no interval
+                bootstrap_frame(table)
+                if "boot_ci_low" in table and table["boot_ci_low"].notna().any()
+                else table.head(0),
+                f"Film-sampling bootstrap, {metric}: {paired.BOOTSTRAP_CI_KIND}",
+            ),
+        }
+        for key, (frame, caption) in frames.items():
+            if len(frame):
+                out[f"{label}-{key}.tex"] = stat_tables.frame_latex(
+                    frame,
+                    caption=f"{tables.latex_escape(name)}: {tables.latex_escape(caption)}",
+                    label=f"tab:{label}-{key}",
+                )
+        if len(table):
+            out[f"{label}-paired.tex"] = reviewer_tables.paired_latex(table, metric).replace(
+                r"\label{tab:paired}", rf"\label{{tab:{label}-paired}}"
+            )
+    return out
+
+
+def write_latex(
+    study_ids: Sequence[str], folder: Path, *, path: Path | str | None = None
+) -> list[Path]:
+    """Write `report_latex`'s tables into ``folder`` (made if missing); returns the files.
+
+    Raises:
+        ReportInputError: bad studies, or a folder that cannot be written.
+    """
+    texts = report_latex(study_ids, path=path)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        written = []
+        for name, text in texts.items():
+            (folder / name).write_text(text, encoding="utf-8")
+            written.append(folder / name)
+    except OSError as exc:
+        raise ReportInputError(
+            f"{str(folder)!r} cannot be written ({exc.strerror or exc})"
+        ) from exc
+    return written

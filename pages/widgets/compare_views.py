@@ -13,6 +13,7 @@ from streamlit.delta_generator import DeltaGenerator
 
 from engine.analysis import compare, metrics, stats
 from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS, METRICS
+from engine.analysis.results_file import seed_metrics_wide
 from engine.methods import order_methods
 from jobs.services.csv_safe import escape_csv_cells
 from pages.present import exports, reviewer_tables, stat_tables, tables
@@ -26,6 +27,7 @@ from pages.widgets import (
     stat_tests,
     view_state,
 )
+from store import results as store_results
 from store import runs as store_runs
 
 ABSENT_CLASSES_NOTE = (
@@ -52,10 +54,17 @@ TABS = [
 def cached_results(
     path: str, study_ids: tuple[str, ...], names: tuple[str, ...]
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Confusion counts and per-run metrics of the selected runs (methods labelled)."""
+    """Confusion counts and per-run metrics of the selected runs (methods labelled); the
+    per-seed values of results imported as metrics (`store.results`) join the metrics."""
+    labels = dict(zip(study_ids, names, strict=True))
     counts = store_runs.confusion_counts(list(study_ids), path=path)
-    counts = compare.label_methods(counts, dict(zip(study_ids, names, strict=True)))
-    return counts, compare.per_run_metrics(counts)
+    counts = compare.label_methods(counts, labels)
+    per_run = compare.per_run_metrics(counts)
+    imported = seed_metrics_wide(store_results.seed_metric_values(list(study_ids), path=path))
+    if imported.empty:
+        return counts, per_run
+    imported = compare.label_methods(imported, labels)
+    return counts, imported if per_run.empty else pd.concat([per_run, imported], ignore_index=True)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)

@@ -89,6 +89,13 @@ def cached_ratios(path: str, study_id: str, marker: Marker) -> dict[str, float]:
         return {}
 
 
+@st.cache_data(max_entries=32, show_spinner=False)
+def cached_unsized(path: str, study_id: str, marker: Marker) -> list[str]:
+    """Tasks of imported results without split sizes (`study_analysis.unsized_tasks`)."""
+    del marker
+    return study_analysis.unsized_tasks(study_id, path=path)
+
+
 @st.cache_data(max_entries=64, show_spinner=False)
 def blocked_designs(scores: pd.DataFrame, per_run: pd.DataFrame, metric: str) -> tuple:
     """Seed-blocked ANOVA, the paper's OLS ANOVA (both with partial η²) and Friedman."""
@@ -152,7 +159,12 @@ def reviewer_view(
         if len(methods) < 2:
             st.info("The paired comparisons need 2 methods.", icon=":material/info:")
         return pd.DataFrame(columns=list(rt.EXPORT_COLUMNS))
-    if not cached_ratios(path, study_id, marker):
+    if unsized := cached_unsized(path, study_id, marker):
+        st.info(
+            f"No split sizes for {', '.join(unsized)}: {study_analysis.UNSIZED_NOTE}.",
+            icon=":material/info:",
+        )
+    elif not cached_ratios(path, study_id, marker):
         st.info(
             "This study's split sizes are not in the store, so the corrected test (which "
             "needs n_test/n_train) cannot be computed.",
