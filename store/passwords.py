@@ -173,7 +173,8 @@ def guessable_parts(password: str, names: Iterable[str] = ()) -> list[Part]:
         if len(piece) >= _MIN_PART
     )
     n = len(password)
-    best: list[tuple[float, list[Part]]] = [(0.0, [])] + [(math.inf, [])] * n
+    nothing: list[Part] = []
+    best: list[tuple[float, list[Part]]] = [(0.0, nothing)] + [(math.inf, nothing)] * n
     for start in range(n):
         cost, parts = best[start]
         if cost == math.inf:

@@ -32,7 +32,12 @@ def detector_size_problem(image_size: object) -> str:
     """What is wrong with a detector's training and inference size ('' when nothing is: a
     whole multiple of `DETECTOR_STRIDE` px, at least one stride)."""
     whole = isinstance(image_size, int) and not isinstance(image_size, bool)
-    if not whole or image_size < DETECTOR_STRIDE or image_size % DETECTOR_STRIDE:
+    if (
+        not isinstance(image_size, int)
+        or not whole
+        or image_size < DETECTOR_STRIDE
+        or image_size % DETECTOR_STRIDE
+    ):
         return (
             f"image size {image_size!r} must be a multiple of {DETECTOR_STRIDE}, at least "
             f"{DETECTOR_STRIDE}"

@@ -162,7 +162,9 @@ def _dicom_decoded(data: bytes, name: str) -> DecodedFilm:
         laterality=laterality.strip().upper(),
         sop_instance_uid=str(ds.get("SOPInstanceUID", "") or "").strip(),
     )
-    notes = (("no_preamble", "read as DICOM although it has no 128-byte preamble"),) if bare else ()
+    notes: tuple[tuple[str, str], ...] = (
+        (("no_preamble", "read as DICOM although it has no 128-byte preamble"),) if bare else ()
+    )
     film, notes = _dicom_right_way_round(_window(values), ds, notes)
     return DecodedFilm(film, tags, notes)
 

@@ -381,7 +381,8 @@ def _csv_listing(root: Path, path: Path) -> Listing:
     # without opening them (`film_path_refusal`); only names with nothing behind them are
     # missing.
     real_root = os.path.realpath(root)  # once, not once per listed name
-    present, missing = [], []
+    present: list[str] = []
+    missing: list[str] = []
     for name in dict.fromkeys(listed):
         if name:
             refusal = film_path_refusal(root, name, real_root=real_root)

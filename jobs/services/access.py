@@ -245,7 +245,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def served_host(env: dict[str, str] | None = None) -> str:
+def served_host(env: Mapping[str, str] | None = None) -> str:
     """The address the app is served on (`SERVED_HOST_ENV`; 127.0.0.1 when unset)."""
     env = os.environ if env is None else env
     return env.get(SERVED_HOST_ENV) or "127.0.0.1"
@@ -332,7 +332,7 @@ def refuse_unprotected_host(host: str, *, has_accounts: bool) -> str | None:
 # -- data roots -------------------------------------------------------------------------------
 
 
-def data_roots(env: dict[str, str] | None = None) -> list[Path] | None:
+def data_roots(env: Mapping[str, str] | None = None) -> list[Path] | None:
     """Folders films may be imported from; None means anywhere.
 
     ``SOFTGRADE_DATA_ROOTS`` (folders separated by ``os.pathsep``) when set. Otherwise

@@ -186,7 +186,7 @@ def export_demo(
     films = _films_with_test_seeds(prepared.meta, study.dataset_id, seeds, path)
     films = example_films(films, n_films, tasks[0], first="every_seed_tested")
     card = store_studies.study_card(study_id, path=path)
-    manifest = {
+    manifest: dict[str, Any] = {
         "format": FORMAT,
         "version": DEMO_BUNDLE_VERSION,
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),

@@ -167,6 +167,7 @@ def study_card(store: Path, study_id: str, command: str) -> dict[str, Any]:
             "list(DISTINCT device) FROM runs WHERE study_id = ?",
             [study_id],
         ).fetchone()
+    assert runs is not None  # an aggregate without GROUP BY always returns one row
     if job is not None:
         card["job"] = {"started_at": str(job[0]), "finished_at": str(job[1]), "status": job[2]}
         if job[0] is not None and runs[1] is not None:

@@ -149,11 +149,12 @@ def break_even_text(row: Mapping[str, Any]) -> str:
     value = row.get("r_break_even")
     if is_missing_value(row.get("p_corrected")):
         return NOT_COMPUTED
-    if is_missing_value(value):
+    if value is None or is_missing_value(value):
         return "none: p ≥ 0.05 even at r = 0"
-    if math.isinf(float(value)):
+    r = float(value)
+    if math.isinf(r):
         return "any r"
-    return f"{float(value):.2f} (ρ {paired.rho_of_ratio(float(value)):.2f})"
+    return f"{r:.2f} (ρ {paired.rho_of_ratio(r):.2f})"
 
 
 def bayes_text(a_better: Any, equivalent: Any, b_better: Any) -> str:
