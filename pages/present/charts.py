@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from engine.methods import order_methods
-from pages.present.palette import method_scale
+from pages.present.palette import method_dash_scale, method_scale
 from pages.present.tables import method_title
 
 MEAN_COLOUR = "#d62728"
@@ -432,6 +432,8 @@ def stress_lift(
             x=alt.X("level:O", title=level_title, sort=levels, axis=alt.Axis(labelAngle=0)),
             y=alt.Y("lift:Q", title="Lift (× mean heat)", scale=alt.Scale(zero=True)),
             color=alt.Color("Method:N", sort=order, scale=method_scale(order)),
+            # Past the palette's first nine colours a line differs by dash too (one legend).
+            strokeDash=alt.StrokeDash("Method:N", sort=order, scale=method_dash_scale(order)),
             tooltip=[
                 alt.Tooltip("Method:N"),
                 alt.Tooltip("level:O", title=level_title),

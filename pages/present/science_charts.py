@@ -27,7 +27,7 @@ import pandas as pd
 
 from engine.analysis import explorer
 from engine.methods import method_sort_key, order_methods
-from pages.present.palette import method_scale
+from pages.present.palette import method_dash_scale, method_scale
 from pages.present.tables import method_title
 
 DIAGONAL_COLOUR = "#888888"
@@ -50,6 +50,18 @@ def _method_colour(methods: Sequence[str], *, legend: bool = True) -> alt.Color:
         sort=titles,
         scale=method_scale(methods),
         legend=alt.Legend(title="Method") if legend else None,
+    )
+
+
+def _method_dash(methods: Sequence[str]) -> alt.StrokeDash:
+    """Each method's line dash (`pages.present.palette.method_dashes`): past the palette's
+    first nine colours a line differs by dash too. Same field and title as `_method_colour`,
+    so Vega-Lite draws one legend with both."""
+    return alt.StrokeDash(
+        "Method:N",
+        sort=[method_title(m) for m in methods],
+        scale=method_dash_scale(methods),
+        legend=alt.Legend(title="Method"),
     )
 
 
@@ -115,7 +127,9 @@ def reliability_diagram(
                 alt.Chart(diagonal)
                 .mark_line(color=DIAGONAL_COLOUR, strokeDash=[4, 4])
                 .encode(x=alt.X("x:Q", scale=axis_scale), y=alt.Y("y:Q", scale=axis_scale)),
-                base.mark_line(strokeWidth=1.5).encode(detail="Method:N", order="bin:Q"),
+                base.mark_line(strokeWidth=1.5).encode(
+                    detail="Method:N", order="bin:Q", strokeDash=_method_dash(methods)
+                ),
                 base.mark_circle(opacity=0.9).encode(
                     size=alt.Size("count:Q", title="Films", scale=alt.Scale(range=[15, 250])),
                     tooltip=tooltip,
@@ -451,6 +465,16 @@ def learning_curves_chart(
         alt.Scale(scheme=line_scheme(titles), domain=titles) if by_seed else method_scale(colours)
     )
     colour = alt.Color("Line:N", sort=titles, scale=scale, title=None)
+    # Lines by method also differ by dash past the palette's first block (one legend).
+    dash = (
+        {}
+        if by_seed
+        else {
+            "strokeDash": alt.StrokeDash(
+                "Line:N", sort=titles, scale=method_dash_scale(colours), title=None
+            )
+        }
+    )
     tooltip = [
         alt.Tooltip("Line:N"),
         alt.Tooltip("method:N", title="Method"),
@@ -468,7 +492,9 @@ def learning_curves_chart(
         x = alt.X("epoch:Q", title="Epoch")
         base = alt.Chart(rows).encode(x=x, y=y, color=colour)
         layers = [
-            base.mark_line(strokeWidth=1.2, opacity=0.7).encode(detail="line:N", tooltip=tooltip),
+            base.mark_line(strokeWidth=1.2, opacity=0.7).encode(
+                detail="line:N", tooltip=tooltip, **dash
+            ),
             base.transform_filter("datum.best")
             .mark_point(size=50, filled=True, shape="circle", stroke="white", strokeWidth=0.8)
             .encode(tooltip=tooltip),

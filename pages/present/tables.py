@@ -12,7 +12,8 @@ Conventions, shown next to the numbers in the UI:
   std over seeds), ``$0.571_{0.177}$`` in LaTeX; best bold, second italic, as ranked by
   `engine.analysis.compare.rank_marks`.
 * **p-values**: ``"< 0.001"`` or three significant digits.
-* **Method names**: ``"beta"`` reads ``"Beta"``; a label ``"beta · study"`` keeps its study.
+* **Method names**: the registry's label (``"cdw_ce"`` reads ``"CDW-CE"``); a label
+  ``"beta · study"`` keeps its study; an unknown name reads as given.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from engine.analysis.compare import (
     sort_by_method,
 )
 from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS
-from engine.vocab import LABEL_SEPARATOR
+from engine.methods import method_label
 from jobs.csv_safe import escape_csv_cells
 from store.bundle import REFERENCE_STUDY, read_card
 from store.db import StoreError
@@ -51,9 +52,10 @@ TABLE4_METRICS: tuple[str, ...] = ("qwk", "mae", "ms", "ba", "amae", "mmae")
 
 
 def method_title(method: str) -> str:
-    """Display name of a method or label: ``"beta"`` → ``"Beta"``, study suffix kept."""
-    base, sep, rest = str(method).partition(LABEL_SEPARATOR)
-    return base[:1].upper() + base[1:] + sep + rest
+    """Display name of a method or label from the registry (`engine.methods.method_label`):
+    ``"cdw_ce"`` → ``"CDW-CE"``, study suffix kept; a name this checkout does not know (an
+    imported result) reads as given."""
+    return method_label(str(method))
 
 
 def metric_name(metric: str) -> str:
