@@ -16,7 +16,7 @@ from engine.analysis import explorer
 from engine.methods import order_methods
 from pages.present import explorer_views as views
 from pages.present import science_charts as charts
-from pages.present.tables import method_title
+from pages.present.tables import method_title, param_label
 from pages.widgets import view_state
 from pages.widgets.pickers import forget, pick_study
 from pages.widgets.reads import cached_jobs, cached_studies, store_path
@@ -128,7 +128,7 @@ def render_search(path: str, study: pd.Series, task: str, method: str, seed: int
     effects = explorer.parameter_effects(search[search["task"] == task])
     summary = explorer.parameter_summary(effects)
     params = views.parameters_of(effects)
-    for param, tab in zip(params, st.tabs([explorer.PARAM_LABELS[p] for p in params]), strict=True):
+    for param, tab in zip(params, st.tabs([param_label(p) for p in params]), strict=True):
         rows = effects[effects["param"] == param]
         tab.markdown(views.parameter_reading(param, rows))
         options = {"param": param, "title": task, "value_width": STRIP_VALUE_PX}

@@ -28,7 +28,7 @@ import pandas as pd
 from engine.analysis import explorer
 from engine.methods import method_sort_key, order_methods
 from pages.present.palette import method_dash_scale, method_scale
-from pages.present.tables import method_title
+from pages.present.tables import method_title, param_label
 
 DIAGONAL_COLOUR = "#888888"
 BAR_COLOUR = "#222222"
@@ -40,7 +40,6 @@ SERIES_TITLES: dict[str, str] = {
     "val_loss": "Validation loss",
     "val_amae": "Validation AMAE",
 }
-PARAM_TITLES: dict[str, str] = {"lr": "Learning rate", "eta": "η", "alpha2": "α₂", "p": "p"}
 
 
 def _method_colour(methods: Sequence[str], *, legend: bool = True) -> alt.Color:
@@ -352,7 +351,8 @@ def parameter_strip(
 
     Args:
         effects: `engine.analysis.explorer.parameter_effects` rows of one task.
-        param: ``"lr"``, ``"eta"``, ``"alpha2"`` or ``"p"``.
+        param: a searched hyper-parameter's name (``"lr"``, ``"eta"``; its label from the
+            method registry).
         title: chart title.
         height: pixels.
         value_width: pixels per value in a panel (a panel is at least 140): a facet chart
@@ -373,13 +373,13 @@ def parameter_strip(
     x = alt.X(
         "value_label:N",
         sort=values,
-        title=PARAM_TITLES.get(param, param),
+        title=param_label(param),
         axis=alt.Axis(labelAngle=0),
     )
     y = alt.Y("val_amae:Q", title="Validation AMAE", scale=alt.Scale(zero=False))
     tooltip = [
         alt.Tooltip("Method:N"),
-        alt.Tooltip("value_label:N", title=PARAM_TITLES.get(param, param)),
+        alt.Tooltip("value_label:N", title=param_label(param)),
         alt.Tooltip("seed:Q", title="Seed"),
         alt.Tooltip("config_key:N", title="Configuration"),
         alt.Tooltip("val_amae:Q", title="Validation AMAE", format=".4f"),

@@ -37,7 +37,7 @@ from engine.analysis.compare import (
     sort_by_method,
 )
 from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS
-from engine.methods import method_label
+from engine.methods import hyperparameters, method_label
 from jobs.csv_safe import escape_csv_cells
 from store.bundle import REFERENCE_STUDY, read_card
 from store.db import StoreError
@@ -56,6 +56,13 @@ def method_title(method: str) -> str:
     ``"cdw_ce"`` → ``"CDW-CE"``, study suffix kept; a name this checkout does not know (an
     imported result) reads as given."""
     return method_label(str(method))
+
+
+def param_label(name: str) -> str:
+    """A searched hyper-parameter as people read it, from the registry (``"alpha2"`` →
+    ``"α₂"``); a name no registered method searches reads as given."""
+    known = hyperparameters().get(name)
+    return known.label if known else name
 
 
 def metric_name(metric: str) -> str:
