@@ -13,6 +13,7 @@ from streamlit.delta_generator import DeltaGenerator
 
 from engine.analysis import compare, stats
 from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS, METRICS
+from engine.analysis.paired import BASELINE
 from engine.methods import order_methods
 from jobs.csv_safe import escape_csv_cells
 from pages.present import exports, reviewer_tables, stat_tables, tables
@@ -183,7 +184,7 @@ def confusion_tab(counts: pd.DataFrame, per_run: pd.DataFrame, tasks: list[str])
         c1.selectbox, "Task", compare.task_order(tasks), key="compare_cm_task", what="task"
     )
     task_methods = order_methods(per_run.loc[per_run["task"] == task, "method"])
-    default_a = "nominal" if "nominal" in task_methods else task_methods[0]
+    default_a = BASELINE if BASELINE in task_methods else task_methods[0]
     method_a = view_state.linked(
         c2.selectbox,
         "First method",
