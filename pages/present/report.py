@@ -471,9 +471,13 @@ def protocol_text(study_id: str, store: Path) -> str:
 
 
 def search_space_text(methods: Sequence[str], budget: int) -> str:
-    """Each method's grid (parameter values) and how many configurations were tried."""
+    """Each method's grid (parameter values) and how many configurations were tried; a
+    method this checkout does not register (imported results) is named as such."""
     parts = []
     for method in methods:
+        if not soft_labels.is_registered(method):
+            parts.append(f"{method}: not registered in this SoftGrade, search space unknown")
+            continue
         grid = soft_labels.search_grid(method)
         axes = {k: sorted({g.as_dict()[k] for g in grid}) for k in grid[0].as_dict()}
         values = "; ".join(f"{k} ∈ {{{', '.join(f'{v:g}' for v in vs)}}}" for k, vs in axes.items())

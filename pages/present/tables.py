@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -37,7 +37,7 @@ from engine.analysis.compare import (
     sort_by_method,
 )
 from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS
-from engine.methods import hyperparameters, method_label
+from engine.methods import hyperparameters, is_registered, method_label, order_methods
 from jobs.csv_safe import escape_csv_cells
 from store.bundle import REFERENCE_STUDY, read_card
 from store.db import StoreError
@@ -56,6 +56,22 @@ def method_title(method: str) -> str:
     ``"cdw_ce"`` → ``"CDW-CE"``, study suffix kept; a name this checkout does not know (an
     imported result) reads as given."""
     return method_label(str(method))
+
+
+def unknown_methods(methods: Iterable[str]) -> list[str]:
+    """The methods (by name) this checkout's registry does not know, in display order."""
+    return [m for m in order_methods(methods) if not is_registered(m)]
+
+
+def unknown_methods_note(unknown: Sequence[str]) -> str:
+    """What a page says about stored methods this checkout does not know."""
+    names = ", ".join(f"**{m}**" for m in unknown)
+    one = len(unknown) == 1
+    return (
+        f"{'Method' if one else 'Methods'} {names} {'is' if one else 'are'} not registered in "
+        "this SoftGrade (imported results, or a store written by another version): shown by "
+        f"name; this SoftGrade cannot train or grade with {'it' if one else 'them'}."
+    )
 
 
 def param_label(name: str) -> str:
