@@ -32,6 +32,11 @@ from engine.methods import order_methods
 from pages.present.palette import method_dash_scale, method_scale
 from pages.present.tables import method_title
 
+#: One of two side-by-side columns of the main area at 1400 px (sidebar open), in pixels: a
+#: chart wider than this goes on a row of its own.
+HALF_PAGE_PX = 460
+#: Methods a chart can name with level labels in half the page; more: slanted labels.
+LEVEL_LABEL_METHODS = 6
 MEAN_COLOUR = "#d62728"
 MEDIAN_COLOUR = "#222222"
 HALF_WIDTH = 0.38  # half the width of a violin, in method slots
@@ -139,6 +144,8 @@ def violin_box(
         Method=[method_title(m) for m in data["method"]],
     )
     x_scale = alt.Scale(domain=[-0.5, max(len(methods), 1) - 0.5], nice=False, zero=False)
+    # Many methods: slanted labels, every one drawn (Vega would drop overlapping ones).
+    slanted = len(methods) > LEVEL_LABEL_METHODS
     x_axis = alt.X(
         "x:Q",
         title=None,
@@ -148,7 +155,10 @@ def violin_box(
             labelExpr=_label_expr([method_title(m) for m in methods]),
             grid=False,
             ticks=False,
-            labelAngle=0,
+            labelAngle=-35 if slanted else 0,
+            labelAlign="right" if slanted else "center",
+            labelOverlap=False,
+            labelLimit=180,
             labelFontSize=12,
         ),
     )

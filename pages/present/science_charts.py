@@ -35,6 +35,11 @@ BAR_COLOUR = "#222222"
 LIVE_COLOUR = "#d62728"
 SELECTED_STROKE = "#111111"
 SCHEME = "tableau10"
+# CD diagram label room: ~7 px per character of a 12 px label, a 24 px elbow past the axis
+# ends, and at least 26 px per rank so the tick numbers (1..k) never crowd.
+CD_CHAR_PX = 7
+CD_ELBOW_PX = 24
+CD_MIN_TICK_PX = 26
 SERIES_TITLES: dict[str, str] = {
     "train_loss": "Training loss",
     "val_loss": "Validation loss",
@@ -148,7 +153,7 @@ def reliability_diagram(
 
 
 def critical_difference_layout(
-    ranks: pd.DataFrame, groups: pd.DataFrame
+    ranks: pd.DataFrame, groups: pd.DataFrame, *, elbow: float | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Where each label and bar of a CD diagram goes (Demšar's layout).
 
@@ -158,6 +163,8 @@ def critical_difference_layout(
     Args:
         ranks: ``method``, ``mean_rank`` (the `engine.analysis.ranking.CriticalDifference` table).
         groups: ``methods``, ``low``, ``high`` (its ``groups``).
+        elbow: How far past rank 1 (and rank k) the labels' elbows reach, in ranks
+            (default a quarter of the axis).
 
     Returns:
         ``(labels, bars)``: labels with ``method``, ``Method``, ``mean_rank``, ``row``
@@ -173,7 +180,8 @@ def critical_difference_layout(
         bars.append({"low": group.low, "high": group.high, "row": -0.4 * (level + 1)})
     first_label_row = -0.4 * (len(bar_rows) + 1) - 0.4
     half = (k + 1) // 2
-    left_edge, right_edge = 1.0 - 0.25 * max(k - 1, 1), float(k) + 0.25 * max(k - 1, 1)
+    reach = 0.25 * max(k - 1, 1) if elbow is None else elbow
+    left_edge, right_edge = 1.0 - reach, float(k) + reach
     labels = []
     for i, row in enumerate(ordered.itertuples(index=False)):
         left = i < half
@@ -216,16 +224,24 @@ def critical_difference_diagram(
         groups: its ``groups`` (``methods``, ``low``, ``high``).
         cd: its critical difference (NaN: no CD bar is drawn).
         title: chart title.
-        width: pixels.
+        width: pixels wanted; the chart is wider when its labels and ranks need it.
 
     Returns:
         Mean ranks on an axis from 1 (best, left) to k, each method's elbow line to its
         label, thick bars joining methods that do not differ, and the CD as a bar above the
         axis starting at rank 1.
     """
-    labels, bars = critical_difference_layout(ranks, groups)
-    k = max(len(labels), 2)
-    pad = 0.25 * (k - 1)
+    k = max(len(ranks), 2)
+    # Room for the labels in pixels, from the longest one ("(12.25) Binomial layer"), so
+    # that fourteen methods' names are not cut at the chart's edge; the axis keeps at least
+    # CD_MIN_TICK_PX per rank, and the chart grows past ``width`` when it must.
+    longest = max((len(method_title(m)) for m in ranks["method"]), default=0) + len(" (0.00)")
+    label_px = CD_CHAR_PX * longest + CD_ELBOW_PX + 8
+    axis_px = max(width - 2 * label_px, CD_MIN_TICK_PX * (k - 1))
+    width = int(axis_px + 2 * label_px)
+    per_rank = (k - 1) / axis_px  # ranks per pixel
+    labels, bars = critical_difference_layout(ranks, groups, elbow=CD_ELBOW_PX * per_rank)
+    pad = label_px * per_rank
     x_scale = alt.Scale(domain=[1 - pad, k + pad], nice=False, zero=False)
     bottom = float(labels["row"].min()) - 0.3 if len(labels) else -1.0
     y_scale = alt.Scale(domain=[bottom, 1.1], nice=False, zero=False)

@@ -16,7 +16,7 @@ from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS, METRICS
 from engine.analysis.paired import BASELINE
 from engine.methods import order_methods
 from jobs.csv_safe import escape_csv_cells
-from pages.present import exports, reviewer_tables, stat_tables, tables
+from pages.present import charts, exports, reviewer_tables, stat_tables, tables
 from pages.widgets import (
     chart_cache,
     downloads,
@@ -166,9 +166,12 @@ def pick_metric(key: str, container: DeltaGenerator | None = None) -> str:
 
 
 def distributions_tab(per_run: pd.DataFrame, tasks: list[str]) -> None:
-    """Fig. 5: one violin-and-box chart per task of the picked metric over seeds."""
+    """Fig. 5: one violin-and-box chart per task of the picked metric over seeds; side by
+    side for a few methods, one per row for many (each violin keeps its width)."""
     metric = pick_metric("compare_metric")
-    for column, task in zip(st.columns(len(tasks)), compare.task_order(tasks), strict=True):
+    many = per_run["method"].nunique() > charts.LEVEL_LABEL_METHODS
+    places = [st.container() for _ in tasks] if many else st.columns(len(tasks))
+    for column, task in zip(places, compare.task_order(tasks), strict=True):
         scores = compare.score_frame(per_run, metric, [task])
         options = {"value_title": tables.metric_name(metric), "title": task}
         column.vega_lite_chart(
