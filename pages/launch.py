@@ -94,8 +94,8 @@ def show_check(
     st.markdown(
         f"This study makes **{n_runs} runs**: {len(spec.tasks)} task(s) × "
         f"{len(spec.methods)} method(s) × {len(spec.seeds)} seed(s), searching "
-        f"{configurations_text(spec)} (the budget, or a smaller grid whole); every run at "
-        f"most {spec.max_epochs} epochs."
+        f"{configurations_text(spec)} (at most the budget; a smaller grid is searched whole); "
+        f"every run at most {spec.max_epochs} epochs."
     )
     when = rough_time_text(spec, runs_per_task, images_per_task)
     st.caption(

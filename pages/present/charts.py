@@ -435,15 +435,18 @@ def stress_lift(
     data["Method"] = [method_title(m) for m in data["method"]]
     order = [method_title(m) for m in order_methods(data["method"])]
     levels = sorted(int(v) for v in table["level"].unique())
+    legend = alt.Legend(symbolType="stroke", symbolStrokeWidth=2)  # a line sample, dashed too
     lines = (
         alt.Chart(data)
         .mark_line(point=True)
         .encode(
             x=alt.X("level:O", title=level_title, sort=levels, axis=alt.Axis(labelAngle=0)),
             y=alt.Y("lift:Q", title="Lift (× mean heat)", scale=alt.Scale(zero=True)),
-            color=alt.Color("Method:N", sort=order, scale=method_scale(order)),
+            color=alt.Color("Method:N", sort=order, scale=method_scale(order), legend=legend),
             # Past the palette's first nine colours a line differs by dash too (one legend).
-            strokeDash=alt.StrokeDash("Method:N", sort=order, scale=method_dash_scale(order)),
+            strokeDash=alt.StrokeDash(
+                "Method:N", sort=order, scale=method_dash_scale(order), legend=legend
+            ),
             tooltip=[
                 alt.Tooltip("Method:N"),
                 alt.Tooltip("level:O", title=level_title),

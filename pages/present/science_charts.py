@@ -40,6 +40,9 @@ SCHEME = "tableau10"
 CD_CHAR_PX = 7
 CD_ELBOW_PX = 24
 CD_MIN_TICK_PX = 26
+# A method legend of line charts: a short line in each method's colour and dash (the
+# palette's dashes tell the 10th method from the 1st), not a dot.
+LINE_LEGEND = alt.Legend(title="Method", symbolType="stroke", symbolStrokeWidth=2)
 SERIES_TITLES: dict[str, str] = {
     "train_loss": "Training loss",
     "val_loss": "Validation loss",
@@ -53,7 +56,7 @@ def _method_colour(methods: Sequence[str], *, legend: bool = True) -> alt.Color:
         "Method:N",
         sort=titles,
         scale=method_scale(methods),
-        legend=alt.Legend(title="Method") if legend else None,
+        legend=LINE_LEGEND if legend else None,
     )
 
 
@@ -65,7 +68,7 @@ def _method_dash(methods: Sequence[str]) -> alt.StrokeDash:
         "Method:N",
         sort=[method_title(m) for m in methods],
         scale=method_dash_scale(methods),
-        legend=alt.Legend(title="Method"),
+        legend=LINE_LEGEND,
     )
 
 
@@ -362,6 +365,7 @@ def parameter_strip(
     title: str = "",
     height: int = 260,
     value_width: int = 70,
+    columns: int = 5,
 ) -> alt.FacetChart:
     """One hyper-parameter's values against validation AMAE, one panel per method.
 
@@ -373,6 +377,8 @@ def parameter_strip(
         height: pixels.
         value_width: pixels per value in a panel (a panel is at least 140): a facet chart
             does not shrink to its container, so a page narrows it to fit five methods.
+        columns: panels per row; more methods wrap onto further rows (fourteen methods in
+            one row would run past the page, which Streamlit clips).
 
     Returns:
         Per method (paper's order), one point per run at its parameter value (spread by
@@ -430,7 +436,10 @@ def parameter_strip(
     return (
         alt.layer(points, ring, mean, data=data)
         .properties(height=height, width=max(value_width * len(values), 140))
-        .facet(column=alt.Column("Method:N", sort=[method_title(m) for m in methods], title=None))
+        .facet(
+            facet=alt.Facet("Method:N", sort=[method_title(m) for m in methods], title=None),
+            columns=columns,
+        )
         .properties(
             title=alt.TitleParams(
                 title, subtitle="Black tick: mean over every run · ringed: selected runs"
@@ -480,14 +489,19 @@ def learning_curves_chart(
     scale = (
         alt.Scale(scheme=line_scheme(titles), domain=titles) if by_seed else method_scale(colours)
     )
-    colour = alt.Color("Line:N", sort=titles, scale=scale, title=None)
+    legend = alt.Legend(title=None, symbolType="stroke", symbolStrokeWidth=2)
+    colour = alt.Color("Line:N", sort=titles, scale=scale, title=None, legend=legend)
     # Lines by method also differ by dash past the palette's first block (one legend).
     dash = (
         {}
         if by_seed
         else {
             "strokeDash": alt.StrokeDash(
-                "Line:N", sort=titles, scale=method_dash_scale(colours), title=None
+                "Line:N",
+                sort=titles,
+                scale=method_dash_scale(colours),
+                title=None,
+                legend=legend,
             )
         }
     )

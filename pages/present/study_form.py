@@ -160,7 +160,7 @@ def study_size(spec: StudySpec) -> tuple[int, dict[str, int]]:
 
 def configurations_text(spec: StudySpec) -> str:
     """How many configurations each method searches per (task, seed): the budget, or its
-    whole grid where that is smaller ("15 for Beta, …; 3 for Nominal, …")."""
+    whole grid where that is smaller ("configurations 15 for Triangular, …; 3 for Nominal, …")."""
     by_count: dict[int, list[str]] = {}
     for method in spec.methods:
         by_count.setdefault(min(spec.budget, grid_size(method)), []).append(method_label(method))
@@ -168,7 +168,7 @@ def configurations_text(spec: StudySpec) -> str:
     if len(parts) == 1:
         n = next(iter(by_count))
         return f"{n} configuration{'s' * (n != 1)} each"
-    return "configurations per method: " + "; ".join(parts)
+    return "configurations " + "; ".join(parts)
 
 
 def eager_runs_per_task(spec: StudySpec) -> dict[str, int]:
