@@ -16,6 +16,7 @@ from engine.analysis import explorer
 from engine.methods import order_methods
 from pages.present import explorer_views as views
 from pages.present import science_charts as charts
+from pages.present.formatting import table_height
 from pages.present.tables import method_title, param_label
 from pages.widgets import view_state
 from pages.widgets.pickers import forget, pick_study
@@ -134,7 +135,8 @@ def render_search(path: str, study: pd.Series, task: str, method: str, seed: int
         options = {"param": param, "title": task, "value_width": STRIP_VALUE_PX}
         spec = chart_spec("parameter_strip", rows, options)
         tab.vega_lite_chart(spec, width="stretch")
-        tab.dataframe(views.summary_table(summary, param), hide_index=True, width="content")
+        table = views.summary_table(summary, param)
+        tab.dataframe(table, hide_index=True, width="content", height=table_height(len(table)))
         tab.caption(views.SUMMARY_NOTE)
 
 

@@ -435,7 +435,7 @@ def stress_lift(
     data["Method"] = [method_title(m) for m in data["method"]]
     order = [method_title(m) for m in order_methods(data["method"])]
     levels = sorted(int(v) for v in table["level"].unique())
-    legend = alt.Legend(symbolType="stroke", symbolStrokeWidth=2)  # a line sample, dashed too
+    legend = method_legend(len(order))
     lines = (
         alt.Chart(data)
         .mark_line(point=True)
@@ -457,6 +457,24 @@ def stress_lift(
     )
     one = alt.Chart(pd.DataFrame({"y": [1.0]})).mark_rule(strokeDash=[4, 4]).encode(y="y:Q")
     return (lines + one).properties(title=title, height=height, width="container")
+
+
+def method_legend(n_methods: int, *, title: str | None = "Method") -> alt.Legend:
+    """A method legend for a line chart: a line sample in each method's colour and dash; past
+    `LEVEL_LABEL_METHODS` methods under the chart in three columns, since a tall legend
+    beside a short chart is clipped at the chart's height (14 methods showed 6)."""
+    if n_methods <= LEVEL_LABEL_METHODS:
+        return alt.Legend(title=title, symbolType="stroke", symbolStrokeWidth=2)
+    return alt.Legend(
+        title=title,
+        symbolType="stroke",
+        symbolStrokeWidth=2,
+        orient="bottom",
+        direction="vertical",
+        columns=3,
+        symbolLimit=0,
+        labelLimit=140,
+    )
 
 
 def seed_tables(frame: pd.DataFrame, *, columns: int = 5) -> alt.FacetChart:

@@ -27,6 +27,7 @@ import pandas as pd
 
 from engine.analysis import explorer
 from engine.methods import method_sort_key, order_methods
+from pages.present.charts import method_legend
 from pages.present.palette import method_dash_scale, method_scale
 from pages.present.tables import method_title, param_label
 
@@ -40,9 +41,6 @@ SCHEME = "tableau10"
 CD_CHAR_PX = 7
 CD_ELBOW_PX = 24
 CD_MIN_TICK_PX = 26
-# A method legend of line charts: a short line in each method's colour and dash (the
-# palette's dashes tell the 10th method from the 1st), not a dot.
-LINE_LEGEND = alt.Legend(title="Method", symbolType="stroke", symbolStrokeWidth=2)
 SERIES_TITLES: dict[str, str] = {
     "train_loss": "Training loss",
     "val_loss": "Validation loss",
@@ -56,7 +54,7 @@ def _method_colour(methods: Sequence[str], *, legend: bool = True) -> alt.Color:
         "Method:N",
         sort=titles,
         scale=method_scale(methods),
-        legend=LINE_LEGEND if legend else None,
+        legend=method_legend(len(methods)) if legend else None,
     )
 
 
@@ -68,7 +66,7 @@ def _method_dash(methods: Sequence[str]) -> alt.StrokeDash:
         "Method:N",
         sort=[method_title(m) for m in methods],
         scale=method_dash_scale(methods),
-        legend=LINE_LEGEND,
+        legend=method_legend(len(methods)),
     )
 
 
@@ -489,7 +487,7 @@ def learning_curves_chart(
     scale = (
         alt.Scale(scheme=line_scheme(titles), domain=titles) if by_seed else method_scale(colours)
     )
-    legend = alt.Legend(title=None, symbolType="stroke", symbolStrokeWidth=2)
+    legend = method_legend(len(titles), title=None)
     colour = alt.Color("Line:N", sort=titles, scale=scale, title=None, legend=legend)
     # Lines by method also differ by dash past the palette's first block (one legend).
     dash = (

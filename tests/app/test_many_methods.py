@@ -147,3 +147,14 @@ def test_the_cd_diagram_leaves_room_for_its_longest_label():
     assert room >= elbow + science_charts.CD_CHAR_PX * longest
     assert (1 - domain[0]) * px_per_rank >= elbow + science_charts.CD_CHAR_PX * longest
     assert spec["width"] > 520  # grew past the default width to fit them
+
+
+def test_a_line_chart_of_many_methods_lists_them_all_under_the_chart():
+    lifts = pd.DataFrame(
+        {"method": [*method_names(), UNKNOWN], "level": 0, "knee": 1, "lift_own": 1.0}
+    )
+    spec = charts.stress_lift(lifts, column="lift_own", title="t", level_title="KL").to_dict()
+    colour = spec["layer"][0]["encoding"]["color"]
+    assert colour["legend"]["orient"] == "bottom" and colour["legend"]["symbolLimit"] == 0
+    few = charts.stress_lift(lifts.head(3), column="lift_own", title="t", level_title="KL")
+    assert "orient" not in few.to_dict()["layer"][0]["encoding"]["color"]["legend"]
