@@ -4,6 +4,7 @@ that must stay readable at that count (violin labels, CD diagram label room)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -158,3 +159,16 @@ def test_a_line_chart_of_many_methods_lists_them_all_under_the_chart():
     assert colour["legend"]["orient"] == "bottom" and colour["legend"]["symbolLimit"] == 0
     few = charts.stress_lift(lifts.head(3), column="lift_own", title="t", level_title="KL")
     assert "orient" not in few.to_dict()["layer"][0]["encoding"]["color"]["legend"]
+
+
+def test_the_reports_violins_fit_its_page_with_many_methods(many):
+    home, study_id = many
+    html = "".join(report.distributions_section([study_id], home / "softgrade.duckdb"))
+    widths = [float(w) for w in re.findall(r'<svg[^>]*?\swidth="([\d.]+)', html)]
+    assert len(widths) == 2 and max(widths) <= 1100  # the report's page width
+
+
+def test_the_reports_cd_readings_name_methods_by_their_labels(many):
+    home, study_id = many
+    html = "".join(report.critical_difference_section([study_id], home / "softgrade.duckdb"))
+    assert "CDW-CE" in html and "cdw_ce" not in html
