@@ -2,26 +2,26 @@
 
 Start it with ``python -m jobs up`` (the app and a worker). That command also hides
 Streamlit's "Deploy" menu and turns Streamlit's legacy ``pages/`` listing off before the
-first request (see ``jobs/serve_app.py``).
+first request (see ``jobs/services/serve_app.py``).
 
 Served on 127.0.0.1 with no accounts, SoftGrade is the one-person tool it always was: no
 sign-in, every page. Otherwise (accounts exist, or it is served beyond loopback) a sign-in
 form comes first, and the menu lists only the pages the person's role allows
-(`jobs.access.pages_for`); each restricted page also guards itself
+(`jobs.services.access.pages_for`); each restricted page also guards itself
 (`pages.widgets.sign_in.require_page`). The pages, their titles, icons, menu sections and
-roles are one registry, `jobs.access.PAGES`.
+roles are one registry, `jobs.services.access.PAGES`.
 Every page's URL resolves whoever opens it: signed out, to the sign-in form (then that page);
 signed in without the role, to the page's guard, which says so and shows nothing else.
-A kiosk (`jobs.kiosk`) serves Grade a film alone.
+A kiosk (`jobs.services.kiosk`) serves Grade a film alone.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from jobs.access import PAGES, landing_page, page_entry, pages_for
-from jobs.kiosk import kiosk_settings
-from jobs.serve_app import redact_session_ids
+from jobs.services.access import PAGES, landing_page, page_entry, pages_for
+from jobs.services.kiosk import kiosk_settings
+from jobs.services.serve_app import redact_session_ids
 from pages.widgets.shell import render_sidebar
 from pages.widgets.sign_in import (
     SIGNED_OUT_KEY,
@@ -36,7 +36,8 @@ redact_session_ids()  # also under a plain `streamlit run app.py` (`jobs up` doe
 
 
 def sections() -> dict[str, list[tuple[str, str, str]]]:
-    """Section -> (file stem under pages/, title, icon), in menu order, from `jobs.access.PAGES`."""
+    """Section -> (file stem under pages/, title, icon), in menu order, from
+    `jobs.services.access.PAGES`."""
     menu: dict[str, list[tuple[str, str, str]]] = {}
     for page in PAGES:
         menu.setdefault(page.section, []).append((page.stem, page.title, page.icon))
@@ -48,7 +49,7 @@ MENU = sections()
 
 def menu_for(allowed: tuple[str, ...], first: str) -> dict[str, list[st.Page]]:
     """The menu cut to the pages a role lists; the root opens ``first``
-    (`jobs.access.landing_page`).
+    (`jobs.services.access.landing_page`).
 
     Sections left empty are dropped. Every page keeps its own URL path: Streamlit serves a
     default page at the root only, so a typed ``/launch`` showed "Page not found" while
@@ -144,5 +145,5 @@ st.set_page_config(initial_sidebar_state="auto")
 navigation = st.navigation(menu_for(pages_for(account), landing_page(account)))
 keep_cookie_in_step()  # sign-in's cookie written
 render_account(account)
-render_sidebar()
+render_sidebar(account)
 navigation.run()

@@ -26,7 +26,7 @@ ERROR = re.compile(r"^(?P<path>[^:\s]+\.py):\d+: error:")
 
 
 def folder_of(path: str) -> str:
-    """``jobs/worker.py`` -> ``jobs``; a top-level module keeps its file name."""
+    """``jobs/worker/factory.py`` -> ``jobs``; a top-level module keeps its file name."""
     parts = Path(path).parts
     return parts[0] if len(parts) > 1 else path
 

@@ -54,8 +54,8 @@ TINY_224 = {
 def train_tiny_study(home: Path) -> str:
     """Train `TINY_224` into ``home``; return its study id."""
     from engine.config import StudySpec
-    from jobs.executors import InlineExecutor
-    from jobs.runner import Worker
+    from jobs.worker.executors import InlineExecutor
+    from jobs.worker.runner import Worker
     from store import jobs as store_jobs
     from store.db import init_schema
 
@@ -77,8 +77,8 @@ def first_grade_apptest(bundle: str) -> None:
     t0 = time.perf_counter()
     from streamlit.testing.v1 import AppTest
 
-    from jobs.demo_bundle import fresh_demo_home
-    from jobs.kiosk import KioskSettings
+    from jobs.services.demo_bundle import fresh_demo_home
+    from jobs.services.kiosk import KioskSettings
 
     t1 = time.perf_counter()
     home, unpacked = fresh_demo_home(bundle)
@@ -160,7 +160,7 @@ def versions() -> str:
     import streamlit
     import torch
 
-    from jobs.provenance import code_version
+    from jobs.services.provenance import code_version
 
     code = code_version()
     return (
@@ -183,7 +183,7 @@ def main() -> None:
     if args.child_apptest:
         first_grade_apptest(args.child_apptest)
         return
-    from jobs.demo_bundle import export_demo
+    from jobs.services.demo_bundle import export_demo
 
     work = Path(tempfile.mkdtemp(prefix="demo-bench-"))
     try:

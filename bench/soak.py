@@ -1,6 +1,7 @@
 """Soak: two workers and four page readers on one store for a minute.
 
-Two real workers (`jobs.worker.make_worker`, local executor, one CPU slot each) train a queue
+Two real workers (`jobs.worker.factory.make_worker`, local executor, one CPU slot each) train a
+queue
 of tiny phantom studies into one store, while four reader processes do what open pages do:
 two "Jobs page" readers (jobs, live workers, the running job's log, a session check) and two
 "result page" readers (studies, confusion counts, joint KL x CPPD rows, run counts per
@@ -60,8 +61,8 @@ class _FailureCount(logging.Handler):
 
 def run_worker(out: Path) -> None:
     """A worker until SIGTERM; then its lock waits and failures go to ``out``."""
-    from jobs.runner import WorkerOptions
-    from jobs.worker import make_worker
+    from jobs.worker.factory import make_worker
+    from jobs.worker.runner import WorkerOptions
     from store.db import LOCK_STATS
 
     logging.basicConfig(

@@ -23,7 +23,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engine.analysis import compare, designs, paired
-from jobs import study_analysis
+from jobs.services import study_analysis
 from store.bundle import REFERENCE_STUDY, import_study
 from store.db import init_schema
 

@@ -298,8 +298,8 @@ def worker_many_runs(
     """
     from engine.config import StudySpec
     from engine.datasets import prepare_dataset
-    from jobs.executors import LocalExecutor, plan_slots
-    from jobs.runner import Worker, WorkerOptions
+    from jobs.worker.executors import LocalExecutor, plan_slots
+    from jobs.worker.runner import Worker, WorkerOptions
     from store import jobs as store_jobs
     from store import runs as store_runs
     from store.db import init_schema

@@ -22,7 +22,12 @@ from engine.methods import (
     grid_size,
     method_names,
 )
+from engine.protocol import EARLY_STOPPING
 from engine.vocab import TASK_CLASSES, TASKS
+
+#: The side of the knee crops a model may train on, smallest and largest (px); a demo bundle's
+#: models are held to it too (`jobs.services.demo_bundle`).
+IMAGE_SIZES = (16, 1024)
 
 DATASET_KINDS: tuple[str, ...] = ("phantom", "folder")
 MAX_BUDGET = 15  # the paper samples at most 15 configurations per (task, method, seed)
@@ -62,8 +67,8 @@ class TrainConfig:
     lr: float
     hparams: Mapping[str, float] = field(default_factory=dict)
     seed: int = 0
-    max_epochs: int = 100
-    patience: int = 40
+    max_epochs: int = EARLY_STOPPING.max_epochs
+    patience: int = EARLY_STOPPING.patience
     batch_size: int = 128
     image_size: int = 224
     device: str = "cpu"
@@ -82,7 +87,7 @@ class TrainConfig:
         _check_positive("max_epochs", self.max_epochs)
         _check_positive("patience", self.patience)
         _check_positive("batch_size", self.batch_size)
-        _check_range("image_size", self.image_size, 16, 1024)
+        _check_range("image_size", self.image_size, *IMAGE_SIZES)
         if not self.lr > 0:
             raise SpecError(f"lr: {self.lr=} must be > 0")
         eta = self.hparams.get("eta")
@@ -182,8 +187,8 @@ class StudySpec:
     methods: tuple[str, ...]
     seeds: tuple[int, ...]
     budget: int = MAX_BUDGET
-    max_epochs: int = 100
-    patience: int = 40
+    max_epochs: int = EARLY_STOPPING.max_epochs
+    patience: int = EARLY_STOPPING.patience
     image_size: int = 224
     batch_size: int = 128
     device: str = "auto"
@@ -211,7 +216,7 @@ class StudySpec:
             )
         _check_positive("max_epochs", self.max_epochs)
         _check_positive("patience", self.patience)
-        _check_range("image_size", self.image_size, 16, 1024)
+        _check_range("image_size", self.image_size, *IMAGE_SIZES)
         _check_positive("batch_size", self.batch_size)
         check_device(self.device)
         if not self.name.strip():

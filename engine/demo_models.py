@@ -9,9 +9,9 @@
 - `knee_to_grade`: the knee on a whole film and whether it is one, found and judged as
   imports do (a trained YOLO detector's folder, or the classical detector).
 
-No streamlit and no store: the pages and `jobs.demo_bundle` read runs and pass them in.
+No streamlit and no store: the pages and `jobs.services.demo_bundle` read runs and pass them in.
 torch, Grad-CAM and the detectors are imported where a model runs, so the CLI (which
-imports this through `jobs.demo_bundle`) starts without them.
+imports this through `jobs.services.demo_bundle`) starts without them.
 """
 
 from __future__ import annotations
@@ -19,18 +19,27 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+
+from engine.analysis.metrics import SELECTION_COLUMN, SELECTION_METRIC, get_metric
 
 if TYPE_CHECKING:
     from engine.detect import Box
 
 
+def _best_on_validation(runs: pd.DataFrame, by: str) -> Any:
+    """The ``by`` value whose runs have the best mean selection metric on validation."""
+    means = runs.groupby(by)[SELECTION_COLUMN].mean()
+    return means.idxmin() if get_metric(SELECTION_METRIC).lower_is_better else means.idxmax()
+
+
 def default_method(runs: pd.DataFrame) -> str:
-    """The method with the lowest mean validation AMAE over its selected runs."""
-    return str(runs.groupby("method")["val_amae"].mean().idxmin())
+    """The method with the best mean validation selection metric (AMAE) over its selected
+    runs."""
+    return str(_best_on_validation(runs, "method"))
 
 
 def _with_weights(runs: pd.DataFrame, method: str, tasks: list[str]) -> pd.DataFrame:
@@ -40,8 +49,8 @@ def _with_weights(runs: pd.DataFrame, method: str, tasks: list[str]) -> pd.DataF
 
 
 def best_seed(runs: pd.DataFrame, method: str, tasks: list[str]) -> tuple[int, dict[str, str]]:
-    """The seed whose selected models of ``method`` did best on validation (mean AMAE over
-    the tasks) among seeds with saved weights for every task, and those weights' paths.
+    """The seed whose selected models of ``method`` did best on validation (mean selection
+    metric over the tasks) among seeds with saved weights for every task, and those weights' paths.
 
     Args:
         runs: Selected runs: ``task``, ``method``, ``seed``, ``val_amae``, ``checkpoint_path``.
@@ -59,7 +68,7 @@ def best_seed(runs: pd.DataFrame, method: str, tasks: list[str]) -> tuple[int, d
     )
     if complete.empty:
         return -1, {}
-    seed = int(complete.groupby("seed")["val_amae"].mean().idxmin())
+    seed = int(_best_on_validation(complete, "seed"))
     rows = complete[complete["seed"] == seed].set_index("task")["checkpoint_path"]
     return seed, {task: str(rows[task]) for task in tasks}
 
@@ -98,10 +107,9 @@ def checkpoint_probabilities(checkpoint: Path | str, images: np.ndarray) -> np.n
         (N, J) probabilities.
     """
     from engine.gradcam import predict
-    from engine.train import load_checkpoint
+    from engine.train import load_model
 
-    model, _ = load_checkpoint(Path(checkpoint))
-    return predict(model, images)
+    return predict(load_model(Path(checkpoint)), images)
 
 
 def seed_probabilities(

@@ -14,6 +14,11 @@ small images use the deepest block with at least 4 cells a side (:func:`target_b
 that block and what follows need gradients, so everything below is frozen while maps are made:
 the backward pass stops there (the issue measured 3.7x cheaper than a full backward, same maps).
 
+A map explains one grade. For a head whose outputs are logits (the paper's softmax head) it
+explains that grade's logit, as the paper's maps do; for any other head (CORN's conditional
+logits, CLM's probabilities) it explains log P(grade), the one quantity every head has
+(:class:`LogProbabilities`).
+
 A map is scored against the film's lesion mask by its *lift* on a sign: the mean heat on the
 sign's pixels divided by the mean heat over the whole crop. 1 means the model looks there no
 more than anywhere else; 3 means three times as much. Lift does not depend on how small a sign
@@ -32,8 +37,10 @@ import torch
 from pytorch_grad_cam import GradCAM
 from pytorch_grad_cam.utils.image import show_cam_on_image
 from pytorch_grad_cam.utils.model_targets import ClassifierOutputTarget
+from torch import nn
 
 from engine.detect import Box, crop_and_resize, detect_knee_box
+from engine.methods.heads import PROBABILITY_FLOOR, get_head
 from engine.phantom import MASK_BITS, PhantomSpec, render_variant
 from engine.train import GradeNet
 from engine.vocab import TOP_GRADE
@@ -53,7 +60,7 @@ class CamBatch:
 
     Attributes:
         cams: (N, S, S) float32 in [0, 1], each map scaled to its own maximum.
-        probs: (N, J) softmax probabilities of the grades.
+        probs: (N, J) probabilities of the grades (the model's head's rule).
         targets: (N,) the grade each map explains.
         block: the ResNet18 block the maps were taken from.
     """
@@ -79,7 +86,7 @@ def grad_cam(
     """Grad-CAM maps of ``model`` on grey uint8 ``images`` (N, S, S).
 
     Args:
-        model: A grade model (e.g. from :func:`engine.train.load_checkpoint`).
+        model: A grade model (e.g. from :func:`engine.train.load_model`).
         images: (N, S, S) uint8 crops, as the model was trained on.
         targets: The grade each map explains; None explains the predicted grade.
         chunk: Images per forward pass (bounds memory).
@@ -96,18 +103,45 @@ def grad_cam(
     cams, probs, explained = [], [], []
     model.eval()
     layer = getattr(model.backbone, block)[-1]
-    with _gradients_from(model, block), GradCAM(model, [layer]) as cam:
+    # The module Grad-CAM differentiates: the model itself where its outputs are logits,
+    # else the model with its outputs turned into log-probabilities.
+    scored: GradeNet | LogProbabilities = (
+        model if get_head(model.head).logits else LogProbabilities(model)
+    )
+    with _gradients_from(model, block), GradCAM(scored, [layer]) as cam:
         for start in range(0, len(images), chunk):
             x = torch.from_numpy(np.ascontiguousarray(images[start : start + chunk]))
             x = x.unsqueeze(1).to(device)
             wanted = None if targets is None else targets[start : start + chunk]
             explain = None if wanted is None else [ClassifierOutputTarget(int(t)) for t in wanted]
             maps = cam(x, explain)
-            p = torch.softmax(cam.outputs.detach().float(), dim=1).cpu().numpy()
+            p = scored.probabilities(cam.outputs.detach()).cpu().numpy()
             cams.append(maps.astype(np.float32))
             probs.append(p)
             explained.append(p.argmax(axis=1) if wanted is None else np.asarray(wanted))
     return CamBatch(np.concatenate(cams), np.concatenate(probs), np.concatenate(explained), block)
+
+
+class LogProbabilities(nn.Module):
+    """A grade model whose outputs are log P(grade), for Grad-CAM on heads without logits.
+
+    Grad-CAM's target (``ClassifierOutputTarget``) picks one output per image; on these outputs
+    it is the log of the grade's probability, which a CORN or CLM model has even though its
+    own outputs are not J logits. Probabilities are floored (`PROBABILITY_FLOOR`) before the
+    log: an output layer can give a far grade an exact 0.
+    """
+
+    def __init__(self, model: GradeNet) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        probs = self.model.probabilities(self.model(x))
+        return torch.log(probs.clamp_min(PROBABILITY_FLOOR))
+
+    def probabilities(self, outputs: torch.Tensor) -> torch.Tensor:
+        """P(grade) from this module's outputs: the floored probabilities, summing to one."""
+        return torch.softmax(outputs.float(), dim=1)
 
 
 def target_block(image_size: int) -> str:
@@ -219,7 +253,7 @@ def predict(model: GradeNet, images: np.ndarray, *, chunk: int = 32) -> np.ndarr
     with torch.no_grad():
         for start in range(0, len(images), chunk):
             x = torch.from_numpy(np.ascontiguousarray(images[start : start + chunk]))
-            out.append(torch.softmax(model(x.unsqueeze(1).to(device)).float(), 1).cpu().numpy())
+            out.append(model.probabilities(model(x.unsqueeze(1).to(device))).cpu().numpy())
     return np.concatenate(out) if out else np.zeros((0, 0), np.float32)
 
 

@@ -35,12 +35,20 @@ import torch
 import torchvision
 from torch import nn
 
-from engine.analysis.metrics import compute_metrics
+from engine import protocol
+from engine.analysis.metrics import SELECTION_METRIC, compute_metrics
 from engine.config import TrainConfig
 from engine.datasets import TaskSplit
-from engine.methods import get_method, make_loss, target_matrix
+from engine.methods import (
+    PLUGIN_VARIABLE,
+    UnknownMethodError,
+    get_method,
+    make_loss,
+    target_matrix,
+)
 from engine.methods.heads import get_head
 from engine.stem import use_fast_stem
+from engine.vocab import TASK_CLASSES, TASKS
 
 log = logging.getLogger(__name__)
 
@@ -185,20 +193,55 @@ def build_model(
 
 
 def save_checkpoint(path: Path, state_dict: dict[str, torch.Tensor], config: TrainConfig) -> None:
-    """Write weights and their config together (as nanoGPT keeps ``config`` in ``ckpt.pt``)."""
+    """Write weights and their config together (as nanoGPT keeps ``config`` in ``ckpt.pt``).
+
+    The file also names the model's head, so `load_model` rebuilds it where the method is not
+    registered (a demo bundle of a lab's own method opened on a laptop without its package).
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    torch.save({"state_dict": state_dict, "config": config.to_dict()}, tmp)
+    head = get_method(config.method).head
+    torch.save({"state_dict": state_dict, "config": config.to_dict(), "head": head}, tmp)
     tmp.replace(path)
 
 
+def load_model(path: Path, device: str = "cpu") -> GradeNet:
+    """Rebuild the model of `save_checkpoint`'s file, in eval mode, with the head it was
+    trained with; its method need not be registered here.
+
+    Files written before checkpoints named their head take their method's head from the
+    registry (every method then had the softmax head).
+    """
+    return _model_of(torch.load(path, map_location=device, weights_only=True), path, device)
+
+
 def load_checkpoint(path: Path, device: str = "cpu") -> tuple[GradeNet, TrainConfig]:
-    """Rebuild a model from `save_checkpoint`'s file, in eval mode."""
+    """Rebuild a model and its run's config from `save_checkpoint`'s file, in eval mode (the
+    config needs the method registered; `load_model` does not)."""
     blob = torch.load(path, map_location=device, weights_only=True)
-    config = TrainConfig.from_dict(blob["config"])
-    model, _ = build_model(config.num_classes, head=get_method(config.method).head)
+    return _model_of(blob, path, device), TrainConfig.from_dict(blob["config"])
+
+
+def _model_of(blob: dict[str, Any], path: Path, device: str) -> GradeNet:
+    config = blob["config"]
+    head = blob.get("head") or _registered_head(config.get("method"), path)
+    task = config.get("task")
+    if task not in TASK_CLASSES:
+        raise ValueError(f"{path}: its config names task {task!r}; allowed: {', '.join(TASKS)}")
+    model, _ = build_model(TASK_CLASSES[task], head=head)
     model.load_state_dict(blob["state_dict"])
-    return model.to(device).eval(), config
+    return model.to(device).eval()
+
+
+def _registered_head(method: object, path: Path) -> str:
+    try:
+        return get_method(str(method)).head
+    except UnknownMethodError:
+        raise ValueError(
+            f"{path} was trained with method {method!r}, which this checkout does not know, "
+            "and the file does not name its head; add the method's package to "
+            f"{PLUGIN_VARIABLE}"
+        ) from None
 
 
 def resolve_device(device: str) -> torch.device:
@@ -261,7 +304,11 @@ def train_one_epoch(
         if fast:
             xb = xb.contiguous(memory_format=torch.channels_last)
         with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=fast):
-            loss = criterion(model(xb), y[idx])
+            outputs = model(xb)
+        # The loss in float32, as `evaluate` and the graphs compute theirs: a loss that mixes
+        # its input with float tensors (dlordinal's WKLoss) fails on bf16 outputs. On the
+        # plain path the outputs are float32 already and nothing changes.
+        loss = criterion(outputs.float(), y[idx])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
@@ -582,26 +629,8 @@ class Trainer:
             RunCancelled: ``should_stop`` returned True at an epoch boundary.
         """
         started = time.perf_counter()
-        method = get_method(config.method)
-        if method.head != self.head:
-            raise ValueError(
-                f"{config.method} needs the {method.head!r} head; this trainer has {self.head!r}"
-            )
-        self.reset(config.seed)
+        criterion, optimizer = self._begin_run(config)
         data = data.to(self.device)
-        criterion = make_loss(config.method, config.num_classes, config.params).to(self.device)
-        matrix = target_matrix(config.method, config.num_classes, config.params)
-        # The captured graphs train against a (J, J) target matrix; a method without one
-        # (a regularised loss, an output layer) takes the eager fast path (bf16, channels-last,
-        # no compile, no graphs: docs/add-a-method.md, bench/RESULTS.md for its cost).
-        self._graphed = self.graphs is not None and matrix is not None
-        if self.graphs is not None and matrix is not None:
-            self.graphs.reset(config.lr, torch.as_tensor(matrix, device=self.device))
-            optimizer = self.graphs.optimizer
-        else:
-            optimizer = torch.optim.Adam(
-                self.model.parameters(), lr=config.lr, fused=self.device.type == "cuda"
-            )
         generator = torch.Generator().manual_seed(config.seed)
         best = _Best()
         history: list[EpochStats] = []
@@ -612,8 +641,10 @@ class Trainer:
             train_loss = self._train_epoch(criterion, optimizer, data, config, generator)
             val_loss, val_probs = self._evaluate(criterion, data.x_val, data.y_val)
             val_amae = _amae(data.y_val, val_probs, config.num_classes)
-            if val_loss < best.loss:
-                best.update(epoch, val_loss, self.model)
+            rule = protocol.EARLY_STOPPING  # the declared rule, read where it is used
+            watched = rule.to_minimise({"val_loss": val_loss, "val_amae": val_amae})
+            if watched < best.loss:
+                best.update(epoch, watched, self.model)
             stats = EpochStats(
                 epoch, train_loss, val_loss, val_amae, time.perf_counter() - t0, best.epoch
             )
@@ -637,6 +668,29 @@ class Trainer:
             state_dict={k: v.detach().cpu().clone() for k, v in best.state.items()},
             optimizer_steps=_adam_steps(optimizer),
         )
+
+    def _begin_run(self, config: TrainConfig) -> tuple[nn.Module, torch.optim.Optimizer]:
+        """Fresh weights for ``config``'s run, its criterion and its optimiser; picks the path
+        (`bench/methods_throughput.py` times what follows per method)."""
+        method = get_method(config.method)
+        if method.head != self.head:
+            raise ValueError(
+                f"{config.method} needs the {method.head!r} head; this trainer has {self.head!r}"
+            )
+        self.reset(config.seed)
+        criterion = make_loss(config.method, config.num_classes, config.params).to(self.device)
+        matrix = target_matrix(config.method, config.num_classes, config.params)
+        # The captured graphs train against a (J, J) target matrix; a method without one
+        # (a regularised loss, an output layer) takes the eager fast path (bf16, channels-last,
+        # no compile, no graphs: docs/add-a-method.md, bench/RESULTS.md for its cost).
+        self._graphed = self.graphs is not None and matrix is not None
+        if self.graphs is not None and matrix is not None:
+            self.graphs.reset(config.lr, torch.as_tensor(matrix, device=self.device))
+            return criterion, self.graphs.optimizer
+        optimizer = torch.optim.Adam(
+            self.model.parameters(), lr=config.lr, fused=self.device.type == "cuda"
+        )
+        return criterion, optimizer
 
     def _train_epoch(
         self,
@@ -681,7 +735,8 @@ class Trainer:
 
 @dataclass
 class _Best:
-    """The best epoch so far by validation loss, with a device copy of its weights."""
+    """The best epoch so far by `engine.protocol.EARLY_STOPPING` (``loss``: its value to
+    minimise), with a device copy of its weights."""
 
     epoch: int = 0
     loss: float = float("inf")
@@ -709,9 +764,9 @@ def _adam_steps(optimizer: torch.optim.Optimizer) -> int:
 
 
 def _amae(y: torch.Tensor, probs: torch.Tensor, num_classes: int) -> float:
-    return float(
-        compute_metrics(y.cpu().numpy(), probs.argmax(1).cpu().numpy(), num_classes)["amae"]
-    )
+    """The selection metric on these films: what `EpochStats.val_amae` and the store keep."""
+    predicted = probs.argmax(1).cpu().numpy()
+    return float(compute_metrics(y.cpu().numpy(), predicted, num_classes)[SELECTION_METRIC])
 
 
 def fit(

@@ -1,6 +1,6 @@
 """Accounts (admins only): who may sign in, with which role; add, change, disable, remove.
 
-Every change goes through `jobs.lab` (role-checked again, and logged in the audit log under
+Every change goes through `jobs.services.lab` (role-checked again, and logged in the audit log under
 the admin's name). The last enabled admin cannot remove, demote or disable themself.
 """
 
@@ -11,19 +11,20 @@ from typing import Any
 
 import streamlit as st
 
-from jobs import lab
-from jobs.access import LOCAL_ACCOUNT, AccessDenied
+from jobs.services import lab
+from jobs.services.access import LOCAL_ACCOUNT, AccessDenied
 from pages.present.admin_tables import (
     accounts_table,
     lab_accounts_table,
     new_account_problems,
     role_mapping_table,
 )
+from pages.present.user_text import plain, said
 from pages.widgets.reads import store_path
 from pages.widgets.shell import run_inside_shell
 from pages.widgets.sign_in import current_account, oidc_configured, oidc_role_mapping, require_page
 from store.db import StoreError
-from store.users import Role
+from store.users import PASSWORD_RULE, Role
 
 MESSAGE_KEY = "accounts_message"
 ROLES = [r.value for r in Role]
@@ -35,7 +36,8 @@ def say(kind: str, text: str) -> None:
 
 
 def act(verb: str, call: Callable[..., Any], *args: Any) -> bool:
-    """Button callback: run a `jobs.lab` account verb as the signed-in admin, and say how it
+    """Button callback: run a `jobs.services.lab` account verb as the signed-in admin, and say how
+    it
     went; True when it was done."""
     account = current_account()
     try:
@@ -43,7 +45,7 @@ def act(verb: str, call: Callable[..., Any], *args: Any) -> bool:
             raise AccessDenied("sign in again: the session has ended")
         call(account, *args, path=store_path())
     except (AccessDenied, ValueError, StoreError) as exc:
-        say("error", f"Could not {verb}: {exc}")
+        say("error", f"Could not {verb}: {said(exc)}")
         return False
     say("success", f"Done: {verb}.")
     return True
@@ -78,6 +80,7 @@ def show_add_form(first: bool) -> None:
             st.selectbox("Role", ROLES, key="accounts_new_role")
         st.text_input("Password", type="password", key="accounts_new_password")
         st.text_input("The same password again", type="password", key="accounts_new_again")
+        st.caption(f"A password needs {PASSWORD_RULE}.")
         st.form_submit_button("Add the account", on_click=add_account, args=(first,))
 
 
@@ -109,7 +112,7 @@ def show_changes(names: list[str], roles: dict[str, str], disabled: dict[str, bo
         ),
         help="A disabled account cannot sign in; its open sessions end.",
     )
-    sure = remove_column.checkbox(f"Yes, remove {name}", key=f"accounts_sure_{name}")
+    sure = remove_column.checkbox(f"Yes, remove {plain(name)}", key=f"accounts_sure_{name}")
     remove_column.button(
         "Remove",
         key="accounts_remove",
@@ -133,7 +136,7 @@ def show_lab_accounts(sign_ins: Any) -> None:
     try:
         mapping = oidc_role_mapping()
     except ValueError as exc:
-        st.error(f"The e-mail mapping is misconfigured, so nobody gets in that way: {exc}")
+        st.error(f"The e-mail mapping is misconfigured, so nobody gets in that way: {said(exc)}")
         mapping = {}
     if mapping:
         st.markdown("**Who may sign in, by e-mail or domain**")
@@ -162,7 +165,7 @@ try:
     accounts = lab.list_accounts(ACCOUNT, path=store_path())
     lab_sign_ins = lab.list_lab_account_sign_ins(ACCOUNT, path=store_path())
 except StoreError as exc:
-    st.error(f"The accounts cannot be read right now: {exc}")
+    st.error(f"The accounts cannot be read right now: {said(exc)}")
     st.stop()
 if accounts.empty:
     st.info(

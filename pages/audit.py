@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from jobs import lab
+from jobs.services import lab
 from pages.present.admin_tables import audit_csv, audit_table
+from pages.present.user_text import said
 from pages.widgets.reads import cached_studies, store_path
 from pages.widgets.shell import run_inside_shell
 from pages.widgets.sign_in import require_page
@@ -39,7 +40,7 @@ path = store_path()
 try:
     people = audit_actors(path=path)
 except StoreError as exc:
-    st.error(f"The audit log cannot be read right now: {exc}")
+    st.error(f"The audit log cannot be read right now: {said(exc)}")
     st.stop()
 who_column, action_column, since_column, until_column, limit_column = st.columns(5)
 who = who_column.selectbox("Person", [ANY, *people], key="audit_actor")

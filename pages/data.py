@@ -10,10 +10,16 @@ import pandas as pd
 import streamlit as st
 
 from engine.vocab import GRADE_SIGNS
-from jobs.review import base_dataset_id
+from jobs.services.review import base_dataset_id
 from pages.present.data_view import dataset_settings, grade_counts, joint_table
+from pages.present.user_text import plain, said
 from pages.widgets import view_state
-from pages.widgets.data_sections import show_gallery, show_import_report, show_split_rules
+from pages.widgets.data_sections import (
+    show_detector_licence,
+    show_gallery,
+    show_import_report,
+    show_split_rules,
+)
 from pages.widgets.reads import cached_dataset_labels, cached_datasets, store_path
 from pages.widgets.shell import run_inside_shell
 from pages.widgets.sign_in import require_page
@@ -70,7 +76,7 @@ def show_datasets(path: str) -> None:
     try:
         datasets = cached_datasets(path)
     except StoreError as exc:
-        st.error(f"The datasets cannot be read right now: {exc}")
+        st.error(f"The datasets cannot be read right now: {said(exc)}")
         datasets = pd.DataFrame()
     if datasets.empty:
         st.info(
@@ -101,7 +107,7 @@ def show_datasets(path: str) -> None:
     try:
         labels = cached_dataset_labels(path, chosen)
     except StoreError as exc:
-        st.error(f"The grades of {chosen} cannot be read right now: {exc}")
+        st.error(f"The grades of {plain(chosen)} cannot be read right now: {said(exc)}")
         return
     counts_col, joint_col = st.columns([2, 3], gap="large")
     with counts_col:
@@ -122,7 +128,7 @@ def show_datasets(path: str) -> None:
     base = base_dataset_id(row["kind"], json.loads(row["params"]))
     if base is not None:
         st.caption(
-            f"This is **{base}** with a crop review applied (excluded films left out, "
+            f"This is **{plain(base)}** with a crop review applied (excluded films left out, "
             "corrected boxes used); it was registered when a study first used it."
         )
     show_split_rules(path, chosen)
@@ -135,4 +141,5 @@ st.title("Data")
 show_phantom()
 show_datasets(str(store_path()))
 show_gallery()
+show_detector_licence()
 view_state.share_link()

@@ -7,16 +7,16 @@ of the seed where that method did best on validation; where several seeds' model
 machine, the grade is the seeds' consensus and a chart shows how much they agree (the spread of
 P(grade) over seeds, `pages.present.seed_agreement`), not one seed's word.
 
-Started as a kiosk (`python -m jobs up --kiosk` or `--demo`, `jobs.kiosk`), the page is the
+Started as a kiosk (`python -m jobs up --kiosk` or `--demo`, `jobs.services.kiosk`), the page is the
 whole app: no sign-in, large type, and the study and method fixed by whoever started it (or
-taken from a demo bundle, `jobs.demo_bundle`), so it shows no pickers.
+taken from a demo bundle, `jobs.services.demo_bundle`), so it shows no pickers.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
-from jobs.kiosk import kiosk_settings
+from jobs.services.kiosk import kiosk_settings
 from pages.present.graded_film import (
     models_sentence,
 )
@@ -46,7 +46,7 @@ kiosk = kiosk_settings()
 if kiosk is None:
     require_page(__file__)
 else:
-    # The kiosk needs no sign-in: it grades films and can do nothing else (jobs.kiosk).
+    # The kiosk needs no sign-in: it grades films and can do nothing else (jobs.services.kiosk).
     st.markdown(KIOSK_CSS, unsafe_allow_html=True)
 title_column, toggle_column = st.columns([3, 1], vertical_alignment="bottom")
 title_column.title("Grade a film")

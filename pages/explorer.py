@@ -18,6 +18,7 @@ from pages.present import explorer_views as views
 from pages.present import science_charts as charts
 from pages.present.formatting import table_height
 from pages.present.tables import method_title, param_label
+from pages.present.user_text import plain_list, said
 from pages.widgets import view_state
 from pages.widgets.pickers import forget, pick_study
 from pages.widgets.reads import cached_jobs, cached_studies, store_path
@@ -63,7 +64,7 @@ def read(reader: Any, *args: Any) -> pd.DataFrame:
     try:
         return reader(*args)
     except StoreError as exc:
-        st.error(f"The store cannot be read right now: {exc}")
+        st.error(f"The store cannot be read right now: {said(exc)}")
         st.stop()
 
 
@@ -72,7 +73,7 @@ def note_waiting_studies(path: str) -> None:
     names = views.waiting_studies(read(cached_studies, path))
     if names:
         st.info(
-            f"No run of {', '.join(names)} has finished yet: a study appears in the picker "
+            f"No run of {plain_list(names)} has finished yet: a study appears in the picker "
             "below when its first run is stored.",
             icon=":material/hourglass_top:",
         )
@@ -119,7 +120,7 @@ def render_search(path: str, study: pd.Series, task: str, method: str, seed: int
         hide_index=True,
         width="content",
     )
-    st.caption(views.RANK_NOTE)
+    st.caption(views.rank_note(study["spec"]))
     across = search[(search["task"] == task) & (search["method"] == method)]
     title = f"{task} · {method_title(method)}: every configuration in every seed"
     st.vega_lite_chart(chart_spec("configuration_strip", across, {"title": title}), width="stretch")
@@ -172,7 +173,7 @@ def render_curves(path: str, study: pd.Series, task: str, method: str, seed: int
     whose = f"seed {seed}" if by == "method" else f"every seed of {method_title(method)}"
     options = {"live": live, "title": f"{task}: selected runs, {whose}", "width": CURVE_PX}
     st.vega_lite_chart(chart_spec("learning_curves_chart", lines, options), width="stretch")
-    st.caption(views.CURVES_NOTE)
+    st.caption(views.curves_note(study["spec"]))
     if clipped := views.clipped_sentence(lines):
         st.caption(clipped)
     if sentence:
@@ -182,13 +183,7 @@ def render_curves(path: str, study: pd.Series, task: str, method: str, seed: int
 run_inside_shell()
 require_page(__file__)
 st.title("Search & learning curves")
-st.caption(
-    "For each task, method and seed, a study trains several configurations of the paper's "
-    "Table 3 hyper-parameters and keeps the one with the lowest validation AMAE. The other "
-    "result pages show only that selected run; this page shows every configuration tried, "
-    "how each hyper-parameter affects validation AMAE across seeds, and how the selected runs "
-    "trained, epoch by epoch."
-)
+st.caption(views.intro_note())
 
 store = str(store_path())
 note_waiting_studies(store)
@@ -212,7 +207,8 @@ if is_running:
         icon=":material/sync:",
     )
 choice = pick_search(picked_search)
-view_state.share_link()
+link_slot = st.container()  # filled last, once the sections below wrote their choices
 live_every = LIVE_REFRESH_S if is_running else None
 st.fragment(render_search, run_every=live_every)(store, picked, *choice)
 st.fragment(render_curves, run_every=live_every)(store, picked, *choice)
+view_state.share_link(link_slot)

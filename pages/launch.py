@@ -25,6 +25,7 @@ from pages.present.study_form import (
     rough_time_text,
     study_size,
 )
+from pages.present.user_text import plain, said
 from pages.widgets.launch_form import (
     LAST_KEY,
     dataset_inputs,
@@ -83,12 +84,12 @@ def show_check(
     """The study checked: its size and rough time, or the one reason it cannot be queued."""
     st.subheader("Check and queue", divider="gray")
     if blocker is not None:
-        st.error(f"**Can't queue this study yet:** {blocker}", icon=":material/block:")
+        st.error(f"**Can't queue this study yet:** {said(blocker)}", icon=":material/block:")
         return None
     try:
         spec = check_study(raw, importing=choice == FOLDER, read_folder=folder_labels)
     except SpecError as exc:
-        st.error(f"**Can't queue this study yet.** {exc}", icon=":material/block:")
+        st.error(f"**Can't queue this study yet.** {said(exc)}", icon=":material/block:")
         return None
     n_runs, runs_per_task = study_size(spec)
     st.markdown(
@@ -156,7 +157,7 @@ def show_queued(last: dict[str, Any], name: str, path: Path, *, worker_alive: bo
     with st.container(border=True):
         if last["new"]:
             st.success(
-                f"Queued **{name}** as job `{last['job_id']}`; status: **{status}**.",
+                f"Queued **{plain(name)}** as job `{last['job_id']}`; status: **{status}**.",
                 icon=":material/check_circle:",
             )
         else:

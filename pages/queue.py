@@ -1,4 +1,4 @@
-"""Jobs: every queued, running and finished study with live progress, its log and cancel.
+"""Jobs: every queued, running and finished study with live progress, its log, cancel and resume.
 
 The list is a fragment that reruns itself every few seconds, so progress moves without
 reloading the page (or losing what you scrolled to).
@@ -10,28 +10,25 @@ from typing import Any
 
 import streamlit as st
 
-from jobs import lab
-from jobs.access import ACTIONS_BY_ROLE, AccessDenied, Action, can
 from pages.present.job_view import (
-    cancel_text,
     ended_caption,
     progress,
     running_numbers,
     runs_note,
     value,
 )
-from pages.present.user_text import plain
+from pages.present.user_text import plain, said
+from pages.widgets.job_controls import MESSAGE_KEY, job_action
 from pages.widgets.manage_study import manage_study_section
 from pages.widgets.pickers import request_study, show_study_card
 from pages.widgets.reads import (
     cached_imported_card,
     cached_job_log,
     cached_jobs,
-    clear_job_caches,
     store_path,
 )
 from pages.widgets.shell import link_to_page, run_inside_shell
-from pages.widgets.sign_in import current_account, require_page
+from pages.widgets.sign_in import require_page
 from pages.widgets.workers import NO_WORKER_HOW, NO_WORKER_TITLE, alive_workers
 from store.db import StoreError
 
@@ -45,25 +42,6 @@ STATUS_BADGES = {
     "failed": ("failed", "red", ":material/error:"),
     "cancelled": ("cancelled", "orange", ":material/cancel:"),
 }
-
-
-def cancel(job_id: str) -> None:
-    """Button callback: ask the job to stop (as the signed-in person) and say what happened.
-
-    `jobs.lab.cancel_job` checks the role again, so a stale button cannot cancel another
-    person's job.
-    """
-    account = current_account()
-    try:
-        if account is None:
-            raise AccessDenied("sign in again: the session has ended")
-        status = lab.cancel_job(account, job_id, path=store_path())
-    except (StoreError, AccessDenied) as exc:
-        st.session_state["queue_message"] = ("error", f"Could not cancel {job_id}: {exc}")
-        return
-    finally:
-        clear_job_caches()
-    st.session_state["queue_message"] = ("info", cancel_text(job_id, status))
 
 
 def render_job(job: Any) -> None:
@@ -105,30 +83,13 @@ def imported_card_of(job: Any) -> dict[str, Any] | None:
 
 
 def job_header(job: Any) -> None:
-    """The study's name, the job id, a status badge and, while it may still run, Cancel."""
+    """The study's name, the job id, a status badge, and Cancel or Resume as fits."""
     status = str(job.status)
     head, action = st.columns([5, 1], vertical_alignment="center")
     label, colour, icon = STATUS_BADGES.get(status, (status, "gray", None))
     head.markdown(f"**{plain(job.study_name)}** · `{job.job_id}`")
     head.badge(label, color=colour, icon=icon)
-    if status in ("queued", "running"):
-        owner = value(job, "launched_by")
-        allowed = can(ACCOUNT, Action.CANCEL_OWN, owner=owner)
-        if not allowed and Action.CANCEL_OWN not in ACTIONS_BY_ROLE[ACCOUNT.role]:
-            return  # a viewer cancels nothing: no button at all
-        asked = bool(job.cancel_requested) and status == "running"
-        action.button(
-            "Stopping…" if asked else "Cancel",
-            key=f"queue_cancel_{job.job_id}",
-            on_click=cancel,
-            args=(job.job_id,),
-            icon=":material/stop_circle:",
-            disabled=asked or not allowed,
-            help="A queued job is dropped; a running one stops at its next epoch "
-            "boundary and keeps the runs it finished."
-            if allowed
-            else f"Launched by {owner or 'someone else'}: only they or an admin may cancel it.",
-        )
+    job_action(action, job, ACCOUNT)
 
 
 def job_log(job_id: str, *, imported: bool = False) -> None:
@@ -145,7 +106,7 @@ def job_log(job_id: str, *, imported: bool = False) -> None:
             try:
                 lines = cached_job_log(str(store_path()), job_id)
             except StoreError as exc:
-                st.warning(f"The log cannot be read right now: {exc}")
+                st.warning(f"The log cannot be read right now: {said(exc)}")
             else:
                 if lines.empty:
                     st.caption("No log lines yet.")
@@ -206,14 +167,14 @@ def open_requested_page() -> None:
 def render_jobs() -> None:
     """The live list; reruns alone every ``REFRESH_S`` seconds."""
     path = store_path()
-    if message := st.session_state.pop("queue_message", None):
+    if message := st.session_state.pop(MESSAGE_KEY, None):
         kind, text = message
         (st.error if kind == "error" else st.info)(text)
     try:
         jobs = cached_jobs(str(path))
         workers = alive_workers(path)
     except StoreError as exc:
-        st.error(f"The job list cannot be read right now: {exc}")
+        st.error(f"The job list cannot be read right now: {said(exc)}")
         return
     if jobs.empty:
         st.info("No jobs yet. Queue a study on the Launch page and it appears here.")

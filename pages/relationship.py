@@ -17,9 +17,10 @@ import streamlit as st
 
 from engine.analysis import compare, kld_parts, relationship
 from engine.methods import order_methods
-from jobs.csv_safe import escape_csv_cells
+from jobs.services.csv_safe import escape_csv_cells
 from pages.present import exports, stat_tables, tables
 from pages.present.formatting import table_height
+from pages.present.user_text import said
 from pages.widgets import chart_cache, pickers, reads, shell, sign_in, stat_tests, view_state
 from pages.widgets.downloads import cached_cards, download_row
 from pages.widgets.relationship_views import (
@@ -215,7 +216,7 @@ joint = compare.sort_by_method(joint[joint["method"].isin(methods)])
 try:
     truth, results, summary, parts = scored(joint, eps)
 except ValueError as exc:  # e.g. one image with two different true grades in one seed
-    st.error(f"These predictions cannot be scored together: {exc}")
+    st.error(f"These predictions cannot be scored together: {said(exc)}")
     st.stop()
 
 ground_truth_section(joint, truth)

@@ -14,9 +14,10 @@ import pandas as pd
 import streamlit as st
 
 from engine.datasets import PreparedDataset
-from jobs.review import REVIEW_PARAM
+from jobs.services.review import REVIEW_PARAM
 from pages.present.import_view import ProgressThrottle
 from pages.present.review_view import REVIEW_PX, prepare_review_crops, review_counts, review_table
+from pages.present.user_text import plain, said
 from pages.widgets import view_state
 from pages.widgets.reads import cached_datasets, store_path
 from pages.widgets.review_widgets import filters, show_film, show_grid, show_retrain
@@ -34,7 +35,7 @@ def pick_dataset(path: Path) -> tuple[str, dict[str, Any]] | None:
         datasets = cached_datasets(str(path))
         names = list_imports(path=path).drop_duplicates("dataset_id").set_index("dataset_id")
     except StoreError as exc:
-        st.error(f"The datasets cannot be read right now: {exc}")
+        st.error(f"The datasets cannot be read right now: {said(exc)}")
         return None
     params = {row.dataset_id: json.loads(row.params) for row in datasets.itertuples()}
     folders = [
@@ -68,7 +69,7 @@ def open_crops(dataset_id: str, params: dict[str, Any]) -> PreparedDataset | Non
     try:
         data = prepare_review_crops(dataset_id, params, softgrade_home(), progress=show)
     except (ValueError, OSError) as exc:
-        st.error(f"The films of {dataset_id} cannot be cropped for review: {exc}")
+        st.error(f"The films of {plain(dataset_id)} cannot be cropped for review: {said(exc)}")
         data = None
     bar.empty()
     return data
@@ -85,7 +86,7 @@ def review_state(path: Path, dataset_id: str) -> tuple[pd.DataFrame, pd.DataFram
             else pd.DataFrame(columns=["file", "kind"])
         )
     except StoreError as exc:
-        st.error(f"The review of {dataset_id} cannot be read right now: {exc}")
+        st.error(f"The review of {plain(dataset_id)} cannot be read right now: {said(exc)}")
         return None
     return reviews, problems
 

@@ -22,7 +22,9 @@ def study_exists(study_id: str, *, path: Path | str | None = None) -> bool:
 
 def split_sizes(study_id: str, *, path: Path | str | None = None) -> pd.DataFrame:
     """Films per seed, task and split of a study's dataset, counting only films graded for
-    the task (a CPPD-only film is no KL test film).
+    the task (a CPPD-only film is no KL test film). A study imported from another tool
+    (``import-results``) has no splits here: its sizes are those its file gave
+    (``seed_split_sizes``), and none when it gave none.
 
     Returns:
         Columns seed, task, n_test (films held out for testing) and n_fit (films used to fit
@@ -40,7 +42,11 @@ def split_sizes(study_id: str, *, path: Path | str | None = None) -> pd.DataFram
             JOIN splits sp ON sp.seed = s.seed AND sp.dataset_id = (SELECT dataset_id FROM ds)
             JOIN labels l ON l.dataset_id = sp.dataset_id AND l.image_id = sp.image_id
                          AND l.task = s.task
-            GROUP BY ALL ORDER BY s.seed, l.task
+            GROUP BY ALL
+            UNION ALL
+            SELECT seed, task, n_test, n_train AS n_fit FROM seed_split_sizes
+            WHERE study_id = $study
+            ORDER BY 1, 2
             """,
             {"study": study_id},
         ).df()
@@ -48,7 +54,8 @@ def split_sizes(study_id: str, *, path: Path | str | None = None) -> pd.DataFram
 
 def selected_test_films(study_ids: list[str], *, path: Path | str | None = None) -> pd.DataFrame:
     """Per-film test predictions of the selected runs with the film's patient and its true
-    grade (the phantom's noiseless grade; NULL for real data).
+    grade (the phantom's noiseless grade; NULL for real data). Films of results imported
+    from another tool have no dataset: each is its own patient.
 
     Returns:
         Columns study_id, run_id, task, method, seed, image_id, patient_id, y_true (the
@@ -58,7 +65,8 @@ def selected_test_films(study_ids: list[str], *, path: Path | str | None = None)
     with connect(path, read_only=True) as con:
         frame = con.execute(
             """
-            SELECT r.study_id, r.run_id, r.task, r.method, r.seed, p.image_id, i.patient_id,
+            SELECT r.study_id, r.run_id, r.task, r.method, r.seed, p.image_id,
+                   coalesce(i.patient_id, p.image_id) AS patient_id,
                    p.y_true, p.y_pred, l.true_grade
             FROM runs r
             JOIN studies s USING (study_id)

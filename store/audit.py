@@ -32,6 +32,7 @@ AUDIT_ACTIONS = frozenset(
         "sign_out",
         "launch",
         "cancel",
+        "resume",
         "import",
         "rename",
         "notes",

@@ -29,6 +29,7 @@ import json
 import tempfile
 import zipfile
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,8 @@ from store.zip_limits import (
 
 BUNDLE_VERSION = 1
 #: The reference study shipped with SoftGrade (paper protocol on the phantom, 20 seeds).
-REFERENCE_STUDY = Path(__file__).resolve().parents[1] / "examples" / "reference-study.zip"
+# Installed with the package (examples/); a wheel installs files unzipped, so this is a path.
+REFERENCE_STUDY = Path(str(resources.files("examples").joinpath("reference-study.zip")))
 
 #: What a study bundle may hold, checked from its directory before anything is unpacked (the
 #: reference study's 20 seeds take 3 MiB; a lab study of 10,000 films some hundred MiB).
@@ -325,7 +327,11 @@ def import_study(bundle: Path | str, *, path: Path | str | None = None) -> Impor
         try:
             dataset_id = _dataset_for(con, meta, parts)
             _insert_splits(con, dataset_id, parts)
-            runs = _insert_study(con, meta, dataset_id, parts, source=Path(bundle).name)
+            runs = insert_study(con, meta["study"], dataset_id, parts)
+            con.execute(
+                "INSERT INTO imported_studies (study_id, source, card) VALUES (?, ?, ?)",
+                [study["study_id"], Path(bundle).name, json.dumps(meta["card"], default=str)],
+            )
         except duckdb.Error as exc:
             first = str(exc).strip().splitlines()[0]
             raise StoreError(f"{bundle}: its tables cannot be imported ({first})") from exc
@@ -428,16 +434,15 @@ def _insert_splits(con: duckdb.DuckDBPyConnection, dataset_id: str, parts: dict[
     )
 
 
-def _insert_study(
+def insert_study(
     con: duckdb.DuckDBPyConnection,
-    meta: dict[str, Any],
-    dataset_id: str,
+    study: dict[str, Any],
+    dataset_id: str | None,
     parts: dict[str, str],
-    *,
-    source: str,
 ) -> int:
-    """The study, a finished job for it, its runs, predictions, epochs and card."""
-    study = meta["study"]
+    """The study (``study_id``, ``name``, ``spec``, ``created_at``), a finished job for it,
+    and its runs, predictions and epochs from the bundle-shaped Parquet ``parts``; returns
+    the runs stored. Also how `store.results` stores results imported from another tool."""
     study_id = study["study_id"]
     runs = one_value(con, "SELECT count(*) FROM read_parquet(?)", [parts["runs"]])
     span = one_row(
@@ -476,10 +481,6 @@ def _insert_study(
         "INSERT INTO epoch_metrics SELECT run_id, epoch, train_loss, val_loss, val_amae, "
         "duration_s FROM read_parquet(?)",
         [parts["epochs"]],
-    )
-    con.execute(
-        "INSERT INTO imported_studies (study_id, source, card) VALUES (?, ?, ?)",
-        [study_id, source, json.dumps(meta["card"], default=str)],
     )
     return int(runs)
 

@@ -6,7 +6,7 @@ time (duckdb docs, "Concurrency"). So every connection here is short-lived: open
   datasets) and of job progress.
 - The app writes only what a person asks for, one short transaction each: job requests and
   cancellations (`store.jobs.enqueue_job`, `store.jobs.request_cancel`), an import's
-  registration (`jobs.importer.register_import`), crop review decisions
+  registration (`jobs.services.importer.register_import`), crop review decisions
   (`store.reviews.record_review`, `clear_review`), people's edits of studies
   (`store.studies`), accounts, sessions (`store.users`) and the audit log: small, rare writes.
 - Pages read through ``connect(read_only=True)`` and cache results for a few seconds.
@@ -40,15 +40,16 @@ from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # The oldest schema version `init_schema` can upgrade from.
 OLDEST_UPGRADABLE_VERSION = 1
-SCHEMA_FILE = Path(__file__).with_name("schema.sql")
+SCHEMA_FILE = resources.files("store").joinpath("schema.sql")
 
 log = logging.getLogger(__name__)
 _PROCESS_LOCK = threading.RLock()
@@ -101,14 +102,35 @@ class LockStats:
 LOCK_STATS = LockStats()
 
 
+# The store's file name inside SOFTGRADE_HOME (unless SOFTGRADE_DB names another file).
+STORE_FILE_NAME = "softgrade.duckdb"
+# Names the store file on its own, apart from the data folder: on a cluster SOFTGRADE_HOME is
+# shared over NFS (image caches, checkpoints) while the store stays on the worker's local
+# disk, because DuckDB's file locks are not reliable on network filesystems.
+STORE_ENV = "SOFTGRADE_DB"
+
+
 def softgrade_home() -> Path:
-    """The folder holding the store, caches and checkpoints: ``$SOFTGRADE_HOME`` or ./data."""
+    """The data folder: caches, checkpoints, imports, and the store unless ``$SOFTGRADE_DB``
+    puts it elsewhere. ``$SOFTGRADE_HOME``, or ./data."""
     return Path(os.environ.get("SOFTGRADE_HOME", "data")).resolve()
 
 
 def default_store_path() -> Path:
-    """``$SOFTGRADE_HOME/softgrade.duckdb``."""
-    return softgrade_home() / "softgrade.duckdb"
+    """The store file: ``$SOFTGRADE_DB`` when set, else ``$SOFTGRADE_HOME/softgrade.duckdb``."""
+    named = os.environ.get(STORE_ENV, "").strip()
+    if named:
+        return Path(named).expanduser().resolve()
+    return softgrade_home() / STORE_FILE_NAME
+
+
+def data_home_of(store: Path | str | None) -> Path:
+    """The data folder that goes with ``store``: ``SOFTGRADE_HOME`` for the default store
+    (which ``SOFTGRADE_DB`` may have put on another disk), else the folder of a store opened
+    by its path (tests and benches keep a store and its data in one temporary folder)."""
+    if store is None or Path(store).resolve() == default_store_path():
+        return softgrade_home()
+    return Path(store).resolve().parent
 
 
 # DuckDB's words for "another process holds the file" ('Could not set lock on file ...:

@@ -225,7 +225,7 @@ def request_cancel(
     """Ask a job to stop. A queued job is cancelled at once; a running one stops at its
     next epoch boundary, keeping finished runs. Returns the job's status after the request.
 
-    ``by`` (who asked) goes to the audit log; whether they may is `jobs.access`'s to say.
+    ``by`` (who asked) goes to the audit log; whether they may is `jobs.services.access`'s to say.
     """
     with connect(path) as con:
         job = _read_job(con, job_id)
@@ -243,6 +243,36 @@ def request_cancel(
         con.execute("UPDATE jobs SET cancel_requested = true WHERE job_id = ?", [job_id])
         _log(con, job_id, "INFO", "cancel requested; stops at the next epoch boundary")
         return JobStatus.RUNNING
+
+
+def resume_job(job_id: str, *, by: str = LOCAL_ACTOR, path: Path | str | None = None) -> JobStatus:
+    """Put a cancelled job back in the queue; the worker that claims it resumes at its first
+    unfinished run (run ids name task, method, seed and configuration, so finished runs are
+    kept and not redone). Returns the job's new status, queued.
+
+    ``by`` (who asked) goes to the audit log; whether they may is `jobs.services.access`'s to say.
+
+    Raises:
+        StoreError: No such job, or it is not cancelled (nothing changes then).
+    """
+    with connect(path) as con:
+        job = _read_job(con, job_id)
+        if job.status is not JobStatus.CANCELLED:
+            raise StoreError(
+                f"job {job_id} is {job.status.value}, not cancelled: only a cancelled job "
+                "can be resumed"
+            )
+        con.execute(
+            """
+            UPDATE jobs SET status = 'queued', cancel_requested = false, worker_id = NULL,
+                   current_run = NULL, error = NULL, finished_at = NULL
+            WHERE job_id = ? AND status = 'cancelled'
+            """,
+            [job_id],
+        )
+        record_in(con, "resume", actor=by, target=job_id, detail=f"study {job.study_id}")
+        _log(con, job_id, "INFO", f"resumed by {by}: queued again; finished runs are kept")
+        return JobStatus.QUEUED
 
 
 def requeue_stale_jobs(stale_after_s: float, *, path: Path | str | None = None) -> list[str]:

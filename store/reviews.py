@@ -2,7 +2,7 @@
 a corrected box), and the reviewed boxes a detector can be trained on.
 
 Written by the app (the Review crops page), one small write per decision, like a job
-request; read by the pages and by `jobs.review.reviewed_spec`, which turns them into the
+request; read by the pages and by `jobs.services.review.reviewed_spec`, which turns them into the
 review file a study's dataset spec names.
 """
 

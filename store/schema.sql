@@ -172,6 +172,32 @@ CREATE TABLE IF NOT EXISTS imported_studies (
     imported_at  TIMESTAMP NOT NULL DEFAULT current_timestamp
 );
 
+-- Results trained by another tool (`softgrade import-results FILE`, docs/import-results.md):
+-- one metric value of one selected run (task, method, seed) per row, for a study imported as
+-- per-seed metrics, which has no predictions to derive its metrics from. metric is a name of
+-- the metric registry (engine/analysis/metrics.py).
+CREATE TABLE IF NOT EXISTS seed_metrics (
+    study_id  VARCHAR NOT NULL,
+    task      VARCHAR NOT NULL CHECK (task IN ('KL', 'CPPD')),
+    method    VARCHAR NOT NULL,
+    seed      INTEGER NOT NULL,
+    metric    VARCHAR NOT NULL,
+    value     DOUBLE NOT NULL,
+    PRIMARY KEY (study_id, task, method, seed, metric)
+);
+
+-- The films each seed of an imported study (import-results) was fitted and selected on
+-- (n_train) and tested on (n_test), when the file gave them: a study trained here counts
+-- them from its splits. The corrected resampled t-test needs their ratio.
+CREATE TABLE IF NOT EXISTS seed_split_sizes (
+    study_id  VARCHAR NOT NULL,
+    task      VARCHAR NOT NULL CHECK (task IN ('KL', 'CPPD')),
+    seed      INTEGER NOT NULL,
+    n_train   INTEGER NOT NULL CHECK (n_train > 0),
+    n_test    INTEGER NOT NULL CHECK (n_test > 0),
+    PRIMARY KEY (study_id, task, seed)
+);
+
 -- Import reports (python -m jobs import; the Launch and Data pages): one row per import that
 -- registered a dataset, and every problem its check found, so the Data page can show (and
 -- export) the report of the films a dataset holds and those it left out. A dataset imported
@@ -221,7 +247,7 @@ CREATE TABLE IF NOT EXISTS import_detectors (
 -- Crop review (the Review crops page): the current decision on one film of a dataset, either
 -- leave it out ('exclude') or crop it with this box ('box': x0, y0, x1, y1 in film pixels,
 -- x1 and y1 exclusive). One row per film: a new decision replaces the old one and undoing
--- deletes it. A study queued afterwards uses them (jobs.review.reviewed_spec): its cache
+-- deletes it. A study queued afterwards uses them (jobs.services.review.reviewed_spec): its cache
 -- crops with these boxes and holds no excluded film, so no split ever has one. `who` is
 -- 'local' until sign-in exists.
 CREATE TABLE IF NOT EXISTS crop_reviews (
@@ -257,7 +283,12 @@ CREATE TABLE IF NOT EXISTS study_environments (
     cuda          VARCHAR,
     cudnn         VARCHAR,
     dlordinal     VARCHAR,
-    ultralytics   VARCHAR
+    ultralytics   VARCHAR,
+    -- How the runs trained (version 4): the executor ('local', 'inline', 'ray'), torch's CPU
+    -- threads per slot (CPU runs' numbers depend on it) and whether the search was pruned.
+    executor          VARCHAR,
+    threads_per_slot  INTEGER,
+    search_pruned     BOOLEAN
 );
 
 -- Local accounts of a served lab (none: single-user mode on 127.0.0.1). password_hash is an
@@ -278,6 +309,26 @@ CREATE TABLE IF NOT EXISTS sessions (
     created_at    TIMESTAMP NOT NULL DEFAULT current_timestamp,
     last_seen_at  TIMESTAMP NOT NULL DEFAULT current_timestamp,
     client        VARCHAR
+);
+
+-- Sign-in tries with a SoftGrade account: what the back-off counts (store.users.SignInLimits).
+-- A try is written as 'checking' in the same transaction that checks the limits, before its
+-- password is checked, so concurrent tries cannot all pass the check; it becomes 'ok' or
+-- 'failed' once checked, at checked_at ('checking' left by a stopped server counts as failed;
+-- a wait runs from a failure's checked_at, or its started_at while unchecked). known_client:
+-- SHA-256 of the known-client token the browser showed, when valid for this name (a browser
+-- where the account signed in before: slowed by its own failures only). Tries refused while
+-- waiting are not rows here (only audit lines), so a wait runs out on time. Rows older than a
+-- day are dropped.
+CREATE TABLE IF NOT EXISTS sign_in_attempts (
+    attempt_id    VARCHAR PRIMARY KEY,
+    started_at    TIMESTAMP NOT NULL DEFAULT current_timestamp,
+    checked_at    TIMESTAMP,
+    name          VARCHAR NOT NULL,
+    client        VARCHAR,
+    known_client  VARCHAR,
+    outcome       VARCHAR NOT NULL DEFAULT 'checking'
+                  CHECK (outcome IN ('checking', 'ok', 'failed'))
 );
 
 -- Who did what, when: sign-in, launch, cancel, import, archive, delete, account changes.
@@ -301,3 +352,7 @@ ALTER TABLE studies ADD COLUMN IF NOT EXISTS tags VARCHAR[] DEFAULT [];
 ALTER TABLE studies ADD COLUMN IF NOT EXISTS archived_at TIMESTAMP;
 -- Version 2 -> 3: runs.method accepts every registered method. DuckDB cannot alter a CHECK,
 -- so store.db.init_schema rebuilds the runs table, every row kept, before this file runs.
+-- Version 3 -> 4: the study card names the executor, CPU threads per slot and pruning.
+ALTER TABLE study_environments ADD COLUMN IF NOT EXISTS executor VARCHAR;
+ALTER TABLE study_environments ADD COLUMN IF NOT EXISTS threads_per_slot INTEGER;
+ALTER TABLE study_environments ADD COLUMN IF NOT EXISTS search_pruned BOOLEAN;

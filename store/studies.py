@@ -1,7 +1,7 @@
 """A study's lifecycle (rename, notes, tags, archive, delete) and its provenance card.
 
 Each change writes its audit line in the same transaction. Who may do what is decided by
-`jobs.access` before these are called; ``by`` names who did it.
+`jobs.services.access` before these are called; ``by`` names who did it.
 
 Provenance: `store.jobs.enqueue_job` records who launched a study, when and from where;
 the worker records where it trained (`record_environment`: host, devices, code and library
@@ -23,7 +23,7 @@ import duckdb
 import pandas as pd
 
 from store.audit import LOCAL_ACTOR, record_in
-from store.db import StoreError, connect, default_store_path
+from store.db import StoreError, connect, data_home_of, default_store_path
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +46,9 @@ ENVIRONMENT_FIELDS = (
     "cudnn",
     "dlordinal",
     "ultralytics",
+    "executor",
+    "threads_per_slot",
+    "search_pruned",
 )
 
 
@@ -222,14 +225,14 @@ def delete_study(
         confirm_name: The study's name as the person typed it (a guard against deleting the
             wrong study).
         home: ``SOFTGRADE_HOME``; only checkpoint files inside it are removed. Defaults to
-            the store's folder.
+            `store.db.data_home_of` the store.
 
     Raises:
         StoreError: No such study, the name does not match, or its job is running (cancel
             it and wait for it to stop first).
     """
     store = Path(path) if path is not None else default_store_path()
-    home = (home or store.parent).resolve()
+    home = (home or data_home_of(store)).resolve()
     with connect(store) as con:
         study = _read_study(con, study_id)
         if confirm_name.strip() != study.name:
@@ -270,6 +273,8 @@ _DELETES = (
     ("predictions", "run_id IN (SELECT run_id FROM runs WHERE study_id = ?)"),
     ("epoch_metrics", "run_id IN (SELECT run_id FROM runs WHERE study_id = ?)"),
     ("runs", "study_id = ?"),
+    ("seed_metrics", "study_id = ?"),
+    ("seed_split_sizes", "study_id = ?"),
     ("job_logs", "job_id IN (SELECT job_id FROM jobs WHERE study_id = ?)"),
     ("jobs", "study_id = ?"),
     ("study_environments", "study_id = ?"),
@@ -327,7 +332,7 @@ def record_environment(
     """Record where a study is training (called by the worker when it claims the job).
 
     Args:
-        environment: `ENVIRONMENT_FIELDS` (as `jobs.provenance.worker_environment` builds
+        environment: `ENVIRONMENT_FIELDS` (as `jobs.services.provenance.worker_environment` builds
             them); missing ones are stored as NULL, unknown ones refused.
     """
     unknown = set(environment) - set(ENVIRONMENT_FIELDS)
@@ -361,9 +366,10 @@ def study_card(study_id: str, *, path: Path | str | None = None) -> dict[str, st
 
     Labels: study, study id, tags, archived, status, launched by, launched at, launched
     from, dataset, code, python, torch, CUDA, cuDNN, dlordinal, ultralytics, worker,
-    devices, run devices, weights init (how the runs' networks were initialised: random or
-    ImageNet weights; the paper starts from ImageNet), resumed on. Fields not known are left
-    out (e.g. the environment of a study no worker has claimed yet, or provenance of studies
+    devices, executor, threads per slot, search, run devices, weights init (how the runs'
+    networks were initialised: random or ImageNet weights; the paper starts from ImageNet),
+    resumed on. Fields not known are left out (e.g. the environment of a study no worker has
+    claimed yet, the executor of one trained before version 4, or provenance of studies
     stored before version 2, whose "launched by" reads "not recorded"). Notes are not on the
     card (`get_study`).
     """
@@ -399,6 +405,12 @@ def study_card(study_id: str, *, path: Path | str | None = None) -> dict[str, st
     if job:
         total = "?" if job[3] is None else job[3]
         card["status"] = f"{job[1]}, {job[2]}/{total} runs (job {job[0]})"
+    imported = study.spec.get("imported_results")
+    if isinstance(imported, dict):  # results from another tool (store.results)
+        card["provenance"] = (
+            f"{imported.get('provenance', 'imported')} ({imported.get('format', 'results')} "
+            f"from {imported.get('file', 'a file')}; split sizes {imported.get('split sizes')})"
+        )
     card["launched by"] = study.launched_by or "not recorded (stored before SoftGrade kept it)"
     card["launched at"] = f"{study.created_at:%Y-%m-%d %H:%M:%S}"
     if study.launched_from:
@@ -412,6 +424,8 @@ def study_card(study_id: str, *, path: Path | str | None = None) -> dict[str, st
             card["resumed on"] = f"{len(envs)} claims by workers" + (
                 f" (also on {', '.join(sorted(others))})" if others else ""
             )
+    if isinstance(imported, dict):  # no device or weights recorded: nothing trained here
+        return card
     if devices:
         card["run devices"] = ", ".join(f"{d or '?'} x{n}" for d, n in devices)
     if inits:
@@ -465,6 +479,27 @@ def _environment_card(env: dict[str, Any]) -> dict[str, str]:
     names = json.loads(env["gpu_names"]) if env["gpu_names"] else []
     text = ", ".join(_count(devices))
     out["devices"] = text + (f" ({', '.join(_count(names))})" if names else "")
+    out.update(_training_card(env))
+    return out
+
+
+def _training_card(env: dict[str, Any]) -> dict[str, str]:
+    """How the runs trained: executor, CPU threads per slot, search. Left out for rows of
+    stores before version 4, which did not record them."""
+    out: dict[str, str] = {}
+    if env["executor"]:
+        out["executor"] = env["executor"]
+    if env["threads_per_slot"] is not None:
+        n = env["threads_per_slot"]
+        out["threads per slot"] = (
+            f"{n} CPU thread{'s' if n != 1 else ''} per slot (CPU runs' numbers depend on it)"
+        )
+    if env["search_pruned"] is not None:
+        out["search"] = (
+            "pruned (configurations that had lost were stopped early)"
+            if env["search_pruned"]
+            else "full (every configuration trained to its stopping rule)"
+        )
     return out
 
 

@@ -16,13 +16,16 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import hmac
 import math
 import os
 import re
 import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from importlib import resources
 from pathlib import Path
 
 import duckdb
@@ -32,6 +35,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 
 from store.audit import LOCAL_ACTOR, record_in
 from store.db import StoreError, connect, default_store_path, one_row, one_value
+from store.passwords import MIN_ONE_CLASS_CHARS, strength_problem
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
 MIN_PASSWORD_CHARS = 8
@@ -56,7 +60,7 @@ class Role(StrEnum):
 
     viewer: result pages and Grade a film. member: also Launch, Jobs (cancel their own jobs)
     and importing films. admin: also cancel any job, archive and delete studies, manage
-    accounts and read the audit log. `jobs.access` maps roles to pages and actions.
+    accounts and read the audit log. `jobs.services.access` maps roles to pages and actions.
     """
 
     VIEWER = "viewer"
@@ -98,7 +102,7 @@ def check_name(name: str) -> str:
 
 
 #: Common passwords refused (zxcvbn's list, MIT; see the file's header).
-COMMON_PASSWORDS_FILE = Path(__file__).with_name("common_passwords.txt")
+COMMON_PASSWORDS_FILE = resources.files("store").joinpath("common_passwords.txt")
 #: A password needs at least this many different characters ('aaaaaaaa' is refused).
 MIN_DISTINCT_CHARS = 4
 
@@ -110,18 +114,27 @@ def common_passwords() -> frozenset[str]:
     return frozenset(line.strip() for line in lines if line.strip() and not line.startswith("#"))
 
 
-def password_problem(password: str, name: str | None = None) -> str | None:
+#: The rule a new password follows, as the forms and the command line state it.
+PASSWORD_RULE = (
+    f"at least {MIN_PASSWORD_CHARS} characters ({MIN_ONE_CLASS_CHARS} if they are all of one "
+    "kind: lower-case letters, capitals, digits or symbols), and hard to guess: not built "
+    "from an account's name, common words or passwords, years, runs such as abcd or 1234, or "
+    "repeated characters. A few unrelated words make a good one"
+)
+
+
+def password_problem(
+    password: str, name: str | None = None, other_names: Iterable[str] = ()
+) -> str | None:
     """Why ``password`` may not be an account's password, or None when it may.
 
     At least `MIN_PASSWORD_CHARS` characters besides leading and trailing spaces, at least
-    `MIN_DISTINCT_CHARS` different ones, not the account's name, and not one of the
-    `common_passwords` (whatever the case).
+    `MIN_DISTINCT_CHARS` different ones, not the account's name, not one of the
+    `common_passwords` (whatever the case), and hard enough to guess by
+    `store.passwords.strength_problem` (built from no account's name, ``name`` or
+    ``other_names``, common words, years, runs or repeats).
     """
-    rule = (
-        f"a password needs at least {MIN_PASSWORD_CHARS} characters besides leading and "
-        f"trailing spaces, {MIN_DISTINCT_CHARS} of them different, and must not be a common "
-        "password or the account's name"
-    )
+    rule = f"a password needs {PASSWORD_RULE}"
     if len(password.strip()) < MIN_PASSWORD_CHARS:
         return f"too short: {rule}"
     if len(set(password)) < MIN_DISTINCT_CHARS:
@@ -130,15 +143,27 @@ def password_problem(password: str, name: str | None = None) -> str | None:
         return f"it is the account's name: {rule}"
     if password.strip().lower() in common_passwords():
         return f"it is one of the most common passwords, tried first by anyone guessing: {rule}"
+    names = [n for n in (name, *other_names) if n]
+    if problem := strength_problem(password, names):
+        return f"{problem}: {rule}"
     return None
 
 
-def check_password(password: str, name: str | None = None) -> str:
+def check_password(password: str, name: str | None = None, other_names: Iterable[str] = ()) -> str:
     """``password`` if `password_problem` finds none; ValueError saying why otherwise."""
-    problem = password_problem(password, name)
+    problem = password_problem(password, name, other_names)
     if problem:
         raise ValueError(problem)
     return password
+
+
+def account_names(*, path: Path | str | None = None) -> list[str]:
+    """Every account's name (none when the store does not exist yet)."""
+    store = Path(path) if path is not None else default_store_path()
+    if not store.exists():
+        return []
+    with connect(store, read_only=True) as con:
+        return [row[0] for row in con.execute("SELECT name FROM users ORDER BY name").fetchall()]
 
 
 # -- accounts ---------------------------------------------------------------------------------
@@ -159,7 +184,7 @@ def add_user(
         StoreError: The name is taken.
     """
     role = parse_role(str(role))
-    hashed = _HASHER.hash(check_password(password, name))
+    hashed = _HASHER.hash(check_password(password, name, account_names(path=path)))
     with connect(path) as con:
         try:
             con.execute(
@@ -269,7 +294,7 @@ def set_password(
     Raises:
         ValueError: The password breaks `password_problem`'s rules.
     """
-    hashed = _HASHER.hash(check_password(password, name))
+    hashed = _HASHER.hash(check_password(password, name, account_names(path=path)))
     with connect(path) as con:
         _account(con, name)
         con.execute("UPDATE users SET password_hash = ? WHERE name = ?", [hashed, name])
@@ -406,14 +431,20 @@ def validate_session(
 
 @dataclass(frozen=True)
 class SignInLimits:
-    """How failed sign-ins slow down further tries (counted from the audit log).
+    """How failed sign-ins slow down further tries (counted in ``sign_in_attempts``).
 
-    After ``per_account`` failures for one name (whether or not it exists), or
-    ``per_client`` failures from one address, within ``window_s`` and since that name's or
-    address's last successful sign-in, each further try waits: ``first_lock_s`` after the
-    latest failure, doubling with every further failure up to ``max_lock_s``. A try made
-    while waiting is refused without checking the password (the right one included) and
-    does not count as a failure, so a locked account opens again on time.
+    A browser where the account signed in before shows its known-client token
+    (`known_client_token`); its tries are slowed by its own failures only: after
+    ``per_account`` of them within ``window_s``. Every other try is slowed after
+    ``per_account`` failures for the name from such strangers, or ``per_client`` failures from
+    one address (any name), within ``window_s``. So anyone can slow down guessing at a
+    name, but nobody can keep its owner out of a browser she has signed in from before.
+
+    Each further try waits ``first_lock_s`` after the latest counted failure, doubling with
+    every further failure up to ``max_lock_s``. A try made while waiting is refused without
+    checking the password (the right one included) and does not count, so a wait runs out on
+    time. A name's count (and a known client's) starts again at its successful sign-in; an
+    address's does not (an attacker's own account must not clear the address they guess from).
     """
 
     per_account: int = 5
@@ -434,6 +465,8 @@ class SignInLimits:
 SIGN_IN_LIMITS = SignInLimits()
 #: The longest name kept in the log for a failed sign-in (anyone can type anything there).
 _LOGGED_NAME_CHARS = 64
+#: Attempts older than this are dropped (every window is far shorter).
+_ATTEMPTS_KEPT_S = 24 * 3600.0
 
 
 class SignInLockedError(SignInError):
@@ -441,47 +474,169 @@ class SignInLockedError(SignInError):
     long to wait."""
 
 
+# -- known clients: browsers where an account signed in before -------------------------------
+
+
+def _client_mac(password_hash: str, name: str, nonce: str) -> str:
+    """The token's proof, keyed by the account's password hash: only the store can make it,
+    and a new password (or a removed account) makes every earlier token worthless."""
+    message = f"softgrade known client\n{name}\n{nonce}".encode()
+    return hmac.new(password_hash.encode(), message, hashlib.sha256).hexdigest()[:32]
+
+
+def known_client_token(name: str, *, path: Path | str | None = None) -> str | None:
+    """A new known-client token for a browser ``name`` just signed in from (None: no such
+    account). The browser keeps it; a try that shows it is slowed by its own failures only."""
+    with connect(path, read_only=True) as con:
+        row = con.execute("SELECT password_hash FROM users WHERE name = ?", [name]).fetchone()
+    if row is None:
+        return None
+    nonce = secrets.token_urlsafe(16)
+    return f"{nonce}.{_client_mac(row[0], name, nonce)}"
+
+
+def _known_client(con: duckdb.DuckDBPyConnection, name: str, token: str | None) -> str | None:
+    """The SHA-256 of ``token`` when it is a valid known-client token for ``name``, else None."""
+    nonce, _, mac = (token or "").partition(".")
+    if not nonce or not mac:
+        return None
+    row = con.execute("SELECT password_hash FROM users WHERE name = ?", [name]).fetchone()
+    if row is None or not hmac.compare_digest(mac, _client_mac(row[0], name, nonce)):
+        return None
+    return _digest(str(token))
+
+
+# -- the back-off ----------------------------------------------------------------------------
+
+# Failed tries (and those still being checked) that ``{counted}`` selects, since the later of
+# the window's start and the latest successful try that ``{scope}`` selects (when $reset);
+# with the seconds since the latest counted one was checked (or started, while unchecked).
+_FAILURES_SQL = """
+    WITH since AS (
+        SELECT greatest(
+            now()::TIMESTAMP - to_microseconds(CAST($window_s * 1e6 AS BIGINT)),
+            coalesce(max(started_at) FILTER (WHERE $reset AND outcome = 'ok'),
+                     TIMESTAMP '-infinity')
+        ) AS t
+        FROM sign_in_attempts WHERE {scope}
+    )
+    SELECT count(*), epoch(now()::TIMESTAMP) - epoch(max(coalesce(checked_at, started_at)))
+    FROM sign_in_attempts, since
+    WHERE {counted} AND outcome <> 'ok' AND started_at > since.t
+"""
+# (scope, counted) of each count. A known client's own failures, reset by its own success; a
+# name's failures from strangers (no valid known-client token), reset by the name's success
+# from anywhere; an address's failures from strangers, never reset.
+_BY_KNOWN_CLIENT = ("name = $name AND known_client = $known",) * 2
+_BY_NAME = ("name = $name", "name = $name AND known_client IS NULL")
+_BY_ADDRESS = ("client = $client AND known_client IS NULL",) * 2
+
+
 def _failures(
-    con: duckdb.DuckDBPyConnection, column: str, value: str, window_s: float, *, reset: bool
+    con: duckdb.DuckDBPyConnection,
+    by: tuple[str, str],
+    window_s: float,
+    *,
+    reset: bool,
+    **values: object,
 ) -> tuple[int, float]:
-    """Failed sign-ins with ``column`` (target or detail) = ``value`` in the window (and,
-    with ``reset``, since the last success with that value), and seconds since the latest."""
-    row = con.execute(
-        f"""
-        WITH since AS (
-            SELECT greatest(
-                now()::TIMESTAMP - to_microseconds(CAST(? * 1e6 AS BIGINT)),
-                coalesce(max(logged_at), TIMESTAMP '-infinity')
-            ) AS t
-            FROM audit_log WHERE ? AND {column} = ? AND action = 'sign_in'
-        )
-        SELECT count(*), epoch(now()::TIMESTAMP) - epoch(max(logged_at))
-        FROM audit_log, since
-        WHERE {column} = ? AND action = 'sign_in_failed' AND logged_at > since.t
-        """,
-        [window_s, reset, value, value],
-    ).fetchone()
+    """(failed or unfinished tries counted ``by``, seconds since the latest of them)."""
+    sql = _FAILURES_SQL.format(scope=by[0], counted=by[1])
+    row = con.execute(sql, {"window_s": window_s, "reset": reset, **values}).fetchone()
     count, since_last = row if row is not None else (0, None)
     return int(count), float(since_last if since_last is not None else 0.0)
+
+
+def _wait_in(
+    con: duckdb.DuckDBPyConnection,
+    name: str,
+    client: str | None,
+    known: str | None,
+    limits: SignInLimits,
+) -> float:
+    """Seconds before this try may be checked (0: now), read in the caller's transaction."""
+    if known is not None:
+        failures = _failures(
+            con, _BY_KNOWN_CLIENT, limits.window_s, reset=True, name=name, known=known
+        )
+        return limits.wait_s(*failures, limits.per_account)
+    failures = _failures(con, _BY_NAME, limits.window_s, reset=True, name=name)
+    waits = [limits.wait_s(*failures, limits.per_account)]
+    if client:
+        failures = _failures(con, _BY_ADDRESS, limits.window_s, reset=False, client=client)
+        waits.append(limits.wait_s(*failures, limits.per_client))
+    return max(waits)
 
 
 def sign_in_wait_s(
     name: str,
     client: str | None,
     *,
+    known_client: str | None = None,
     limits: SignInLimits = SIGN_IN_LIMITS,
     path: Path | str | None = None,
 ) -> float:
-    """Seconds before ``name`` (and ``client``) may try to sign in again; 0 now."""
+    """Seconds before ``name`` (from ``client``, showing ``known_client``) may try again."""
     with connect(path, read_only=True) as con:
-        # A name's count starts again at its own successful sign-in; an address's does not
-        # (an attacker's own account must not clear the address they guess from).
-        failures = _failures(con, "target", name, limits.window_s, reset=True)
-        waits = [limits.wait_s(*failures, limits.per_account)]
-        if client:
-            failures = _failures(con, "detail", f"from {client}", limits.window_s, reset=False)
-            waits.append(limits.wait_s(*failures, limits.per_client))
-    return max(waits)
+        known = _known_client(con, name, known_client)
+        return _wait_in(con, name, client, known, limits)
+
+
+def _detail(client: str | None, known: str | None) -> str | None:
+    """The audit line's detail: where the try came from."""
+    parts = ([f"from {client}"] if client else []) + (["a known browser"] if known else [])
+    return ", ".join(parts) or None
+
+
+def _start_attempt(
+    name: str,
+    client: str | None,
+    known_client: str | None,
+    limits: SignInLimits,
+    path: Path | str | None,
+) -> tuple[str | None, str | None, float]:
+    """Check the limits and, when they allow a try, write it as 'checking', in one
+    transaction: `store.db.connect` holds this process's lock and DuckDB's file lock for the
+    whole block, so no other try (thread or process) reads the counts between the check and
+    the write. Returns (attempt id or None when refused, known-client digest, wait)."""
+    with connect(path) as con:
+        known = _known_client(con, name, known_client)
+        wait = _wait_in(con, name, client, known, limits)
+        if wait > 0:
+            detail = _detail(client, known)
+            record_in(con, "sign_in_locked", actor=name, target=name, detail=detail)
+            return None, known, wait
+        attempt_id = secrets.token_hex(16)
+        con.execute(
+            "INSERT INTO sign_in_attempts (attempt_id, name, client, known_client) "
+            "VALUES (?, ?, ?, ?)",
+            [attempt_id, name, client, known],
+        )
+        con.execute(
+            "DELETE FROM sign_in_attempts "
+            "WHERE started_at < now()::TIMESTAMP - to_microseconds(CAST(? * 1e6 AS BIGINT))",
+            [_ATTEMPTS_KEPT_S],
+        )
+        return attempt_id, known, 0.0
+
+
+def _end_attempt(
+    attempt_id: str,
+    ok: bool,
+    name: str,
+    detail: str | None,
+    path: Path | str | None,
+) -> None:
+    """Record a checked try's outcome and its audit line together."""
+    with connect(path) as con:
+        con.execute(
+            "UPDATE sign_in_attempts SET outcome = ?, checked_at = now()::TIMESTAMP "
+            "WHERE attempt_id = ?",
+            ["ok" if ok else "failed", attempt_id],
+        )
+        record_in(
+            con, "sign_in" if ok else "sign_in_failed", actor=name, target=name, detail=detail
+        )
 
 
 def sign_in(
@@ -489,14 +644,18 @@ def sign_in(
     password: str,
     *,
     client: str | None = None,
+    known_client: str | None = None,
     limits: SignInLimits = SIGN_IN_LIMITS,
     path: Path | str | None = None,
 ) -> tuple[Account, str]:
     """Check a name and password, open a session and log the attempt either way.
 
     Args:
-        client: Where the browser is (e.g. its IP), kept on the session and in the log; the
-            failures from one client are limited as one name's are.
+        client: Where the browser is (its address), kept on the session and in the log; the
+            failures from one address are limited as one name's are.
+        known_client: The known-client token the browser keeps from an earlier sign-in
+            (`known_client_token`), if any; valid for ``name``, the try is slowed by that
+            browser's own failures only.
         limits: How failed tries slow down further ones.
 
     Returns:
@@ -509,24 +668,17 @@ def sign_in(
             the form does not tell which names exist).
     """
     name = name[:_LOGGED_NAME_CHARS]
-    detail = f"from {client}" if client else None
-    wait = sign_in_wait_s(name, client, limits=limits, path=path)
-    if wait > 0:
-        with connect(path) as con:
-            record_in(con, "sign_in_locked", actor=name, target=name, detail=detail)
+    attempt_id, known, wait = _start_attempt(name, client, known_client, limits, path)
+    if attempt_id is None:
+        whose = "this browser" if known else "this name or from this address"
         raise SignInLockedError(
-            f"too many failed sign-ins for this name or from this address; try again in "
-            f"{math.ceil(wait)} s"
+            f"too many failed sign-ins for {whose}; try again in {math.ceil(wait)} s"
         )
-    account = verify_password(name, password, path=path)
-    with connect(path) as con:
-        record_in(
-            con,
-            "sign_in" if account else "sign_in_failed",
-            actor=name,
-            target=name,
-            detail=detail,
-        )
+    account = None
+    try:
+        account = verify_password(name, password, path=path)
+    finally:  # a try whose check failed to finish stays counted as a failure
+        _end_attempt(attempt_id, account is not None, name, _detail(client, known), path)
     if account is None:
         raise SignInError("wrong name or password, or the account is disabled")
     return account, create_session(name, client=client, path=path)

@@ -1,7 +1,8 @@
 """Limits a zip must keep before any of it is unpacked: the guard against zip bombs.
 
 Both kinds of bundle are zips handed from one machine to another: study bundles
-(`store.bundle`, ``import-study``) and demo bundles (`jobs.demo_bundle`, ``up --demo``). A zip
+(`store.bundle`, ``import-study``) and demo bundles (`jobs.services.demo_bundle`, ``up --demo``). A
+zip
 can declare a 2 GiB member that compresses to a few kilobytes; unpacked whole it fills memory
 or the disk. :func:`check_zip_limits` reads only the zip's directory (nothing is inflated) and
 refuses, with one message, a zip whose members are too many, too large one by one or together,
@@ -9,7 +10,7 @@ or compressed far more than real bundle parts are (Parquet, PNG and model weight
 compress; a run of zeros compresses a thousandfold). :func:`copy_member` then unpacks one
 member in chunks, never holding it whole and never writing more than the directory declared.
 
-Pure Python (no store, no SQL): `jobs.demo_bundle` uses it too.
+Pure Python (no store, no SQL): `jobs.services.demo_bundle` uses it too.
 """
 
 from __future__ import annotations

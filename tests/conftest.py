@@ -82,6 +82,7 @@ def store(tmp_path: Path) -> Path:
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """SOFTGRADE_HOME pointed at a temporary folder (store, caches, checkpoints)."""
     monkeypatch.setenv("SOFTGRADE_HOME", str(tmp_path))
+    monkeypatch.delenv("SOFTGRADE_DB", raising=False)  # the store in it, not one set outside
     return tmp_path
 
 
@@ -106,8 +107,8 @@ def device(request: pytest.FixtureRequest) -> str:
 def finished_study(tmp_path_factory: pytest.TempPathFactory) -> FinishedStudy:
     """Three seeds × two tasks × three methods, two epochs each, at 32 px on the CPU."""
     from engine.config import StudySpec
-    from jobs.executors import InlineExecutor
-    from jobs.runner import Worker
+    from jobs.worker.executors import InlineExecutor
+    from jobs.worker.runner import Worker
     from store import jobs as store_jobs
 
     home = tmp_path_factory.mktemp("finished-study")

@@ -248,3 +248,40 @@ def test_no_import_cycle_among_engine_store_jobs_pages() -> None:
         for group in cycles
     ]
     assert not cycles, "import cycles (lazy imports count):\n" + "\n".join(described)
+
+
+def _room(module: str) -> str:
+    """``jobs.cli.main`` -> ``jobs.cli``; other modules by their top package."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "jobs" and len(parts) > 1 else parts[0]
+
+
+# jobs/ by role (docs/architecture.md): who may import which room of jobs/ and pages/.
+JOBS_ROOMS_MAY_IMPORT: dict[str, set[str]] = {
+    "jobs.services": {"jobs", "jobs.services"},
+    "jobs.worker.factory": {"jobs", "jobs.services", "jobs.worker.factory"},
+    "jobs.cli": {"jobs", "jobs.services", "jobs.worker.factory", "jobs.cli", "pages.present"},
+}
+
+
+def test_jobs_rooms_import_only_what_their_role_allows() -> None:
+    bad = []
+    for name, imps in project_imports().items():
+        room = _room(name)
+        for imp in imps:
+            target = _room(imp.module) if _top(imp.module) == "jobs" else imp.module
+            if room in JOBS_ROOMS_MAY_IMPORT and _top(imp.module) in {"jobs", "pages", "app"}:
+                allowed = JOBS_ROOMS_MAY_IMPORT[room]
+                if not any(target == a or target.startswith(a + ".") for a in allowed):
+                    bad.append(_where(imp))
+            # The pages use the lab services only: never the command line or the worker.
+            if room in {"pages", "app"} and target in {"jobs.cli", "jobs.worker.factory"}:
+                bad.append(_where(imp))
+    assert not bad, "jobs/ rooms cross their roles:\n" + "\n".join(bad)
+
+
+def test_jobs_is_split_into_its_three_rooms() -> None:
+    loose = sorted(
+        p.name for p in (ROOT / "jobs").glob("*.py") if p.name not in {"__init__.py", "__main__.py"}
+    )
+    assert not loose, f"modules directly in jobs/ (put each in cli/, worker/ or services/): {loose}"

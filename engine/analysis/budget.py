@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from engine.analysis import paired
-from engine.analysis.metrics import METRICS
+from engine.analysis.metrics import METRICS, SELECTION_COLUMN, SELECTION_METRIC, get_metric
 
 GROUP = ["task", "method", "seed"]
 N_DRAWS = 200
@@ -104,13 +104,17 @@ def matched_selections(
         Columns ``draw`` and the ``runs`` columns; one row per draw and group.
     """
     rng = np.random.default_rng(seed)
-    base = runs[["run_id", *GROUP, "config_index", "val_amae"]].reset_index(drop=True)
+    base = runs[["run_id", *GROUP, "config_index", SELECTION_COLUMN]].reset_index(drop=True)
     stacked = base.loc[np.tile(np.arange(len(base)), n_draws)].reset_index(drop=True)
     stacked.insert(0, "draw", np.repeat(np.arange(n_draws), len(base)))
     stacked["_key"] = rng.random(len(stacked))
     stacked = stacked.sort_values(["draw", *GROUP, "_key"], kind="stable")
     seen = stacked[stacked.groupby(["draw", *GROUP], sort=False).cumcount() < budget]
-    best = seen.sort_values(["draw", *GROUP, "val_amae", "config_index"], kind="stable")
+    # The search's own rule: the best validation selection metric, ties to the lower config.
+    ascending = [True] * (1 + len(GROUP)) + [get_metric(SELECTION_METRIC).lower_is_better, True]
+    best = seen.sort_values(
+        ["draw", *GROUP, SELECTION_COLUMN, "config_index"], ascending=ascending, kind="stable"
+    )
     chosen = best.drop_duplicates(["draw", *GROUP], keep="first")
     return chosen.drop(columns="_key").reset_index(drop=True)
 

@@ -24,6 +24,7 @@ import pandas as pd
 from scipy.optimize import minimize_scalar
 
 from engine.analysis import probability_metrics as pm
+from engine.analysis.metrics import ECE, RPS
 from engine.vocab import TASK_CLASSES
 
 LEVEL = 0.95
@@ -90,7 +91,7 @@ def ece_uncertainty(
                     "task": task,
                     "method": keys.loc[run_id, "method"],
                     "seed": keys.loc[run_id, "seed"],
-                    "ece": ece,
+                    ECE: ece,
                     "boot": boot,
                     "floor": floor,
                 }
@@ -101,7 +102,7 @@ def ece_uncertainty(
     for (task, method), part in runs.groupby(["task", "method"], sort=False):
         boot = np.mean(np.stack(part["boot"].to_list()), axis=0)
         floor = np.mean(np.stack(part["floor"].to_list()), axis=0)
-        ece = float(part["ece"].mean())
+        ece = float(part[ECE].mean())
         # Resampling films inflates a plug-in ECE (each bin's gap gains noise), so the
         # percentile interval is shifted back by the bootstrap's own bias.
         bias = float(boot.mean()) - ece
@@ -110,7 +111,7 @@ def ece_uncertainty(
                 "task": task,
                 "method": method,
                 "n_seeds": len(part),
-                "ece": ece,
+                ECE: ece,
                 "ci_low": float(np.quantile(boot, tail)) - bias,
                 "ci_high": float(np.quantile(boot, 1 - tail)) - bias,
                 "floor": float(floor.mean()),
@@ -203,8 +204,9 @@ def temperature_scaling(val: pd.DataFrame, test: pd.DataFrame) -> pd.DataFrame:
     after = pm.per_run_probability_metrics(
         pd.concat(after_parts)[[*keys, "y_true", *pm.probability_columns(test)]]
     )
-    table = before[[*keys, "ece", "rps"]].merge(
-        after[["run_id", "ece", "rps"]], on="run_id", suffixes=("_before", "_after")
+    table = before[[*keys, ECE, RPS]].merge(
+        after[["run_id", ECE, RPS]], on="run_id", suffixes=("_before", "_after")
     )
     table.insert(4, "temperature", table["run_id"].map(temperatures).fillna(1.0))
-    return table[[*keys, "temperature", "ece_before", "ece_after", "rps_before", "rps_after"]]
+    changes = [f"{m}_{when}" for m in (ECE, RPS) for when in ("before", "after")]
+    return table[[*keys, "temperature", *changes]]

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from engine.analysis.metrics import SELECTION_COLUMN, SELECTION_METRIC, get_metric
 from engine.methods import hyperparameters, method_sort_key, order_methods
 from engine.vocab import TASKS, parse_run_id
 
@@ -98,8 +99,11 @@ def search_table(runs: pd.DataFrame) -> pd.DataFrame:
     keys = {group: config_key(row) for group, row in rows}
     out["config_key"] = distinct.map(keys)
     out = _ordered(out, [*SEARCH_KEYS, "config_index"])
+    # The search's own rule: the best validation selection metric, ties to the lower config.
+    ascending = [True] * len(SEARCH_KEYS) + [get_metric(SELECTION_METRIC).lower_is_better, True]
+    order = [*SEARCH_KEYS, SELECTION_COLUMN, "config_index"]
     out["rank"] = (
-        out.sort_values([*SEARCH_KEYS, "val_amae", "config_index"], na_position="last")
+        out.sort_values(order, ascending=ascending, na_position="last")
         .groupby(SEARCH_KEYS, sort=False)
         .cumcount()
         .add(1)

@@ -1,4 +1,14 @@
-"""Ordinal classification metrics, vectorised over many runs at once.
+"""The metric registry, and ordinal classification metrics vectorised over many runs at once.
+
+Every metric SoftGrade reports is one `Metric` record in :data:`REGISTRY` (name, label,
+direction, range, what it is computed from, the function, one sentence of meaning), looked up
+by name with `get_metric`, whose error lists the valid names. The study's primary metric
+(:data:`PRIMARY_METRIC`) and the metric a search selects runs by (:data:`SELECTION_METRIC`)
+are declared here once; no other module spells a metric's name (docs/add-a-metric.md).
+`METRICS`, `LOWER_IS_BETTER`, `METRIC_LABELS` and the ``PROBABILITY_*`` views are derived
+from the registry. The probability metrics' arithmetic is in
+`engine.analysis.probability_scores`, their per-run frames in
+`engine.analysis.probability_metrics`.
 
 The six metrics of the paper ("Evaluation metrics", eqs. 7-14): QWK, MAE, AMAE, MMAE,
 MS (minimum sensitivity) and BA (balanced accuracy). Every one of them is a function of the
@@ -34,22 +44,360 @@ Conventions (shown in the UI next to the numbers):
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
+from engine.analysis import probability_scores as ps
+
 logger = logging.getLogger(__name__)
 
-METRICS: tuple[str, ...] = ("qwk", "mae", "amae", "mmae", "ms", "ba")
-LOWER_IS_BETTER: frozenset[str] = frozenset({"mae", "amae", "mmae"})
-METRIC_LABELS: dict[str, str] = {
-    "qwk": "QWK",
-    "mae": "MAE",
-    "amae": "AMAE",
-    "mmae": "MMAE",
-    "ms": "MS",
-    "ba": "BA",
-}
+# --------------------------------------------------------------------------------------------
+# The registry: one `Metric` record per metric (docs/add-a-metric.md)
+# --------------------------------------------------------------------------------------------
+
+#: Which end of a metric's range is the better one.
+HIGHER = "higher"
+LOWER = "lower"
+DIRECTIONS: tuple[str, ...] = (HIGHER, LOWER)
+#: What a metric is computed from: the stored confusion counts (the predicted grade only) or
+#: the stored probabilities (the whole predicted distribution).
+FROM_CONFUSION = "confusion counts"
+FROM_PROBABILITIES = "probabilities"
+KINDS: tuple[str, ...] = (FROM_CONFUSION, FROM_PROBABILITIES)
+
+# The metrics' names: their keys in every table, CSV and URL. Other modules use these
+# constants (or PRIMARY_METRIC / SELECTION_METRIC) rather than spelling a name.
+QWK = "qwk"
+MAE = "mae"
+AMAE = "amae"
+MMAE = "mmae"
+MS = "ms"
+BA = "ba"
+RPS = "rps"
+ECE = "ece"
+ECE_CUM = "ece_cum"
+UNIMODAL = "unimodal"
+WITHIN1 = "within1"
+
+
+class UnknownMetricError(ValueError):
+    """A metric name the registry does not know; the message lists the valid ones."""
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric of a run's test predictions.
+
+    Attributes:
+        name: Its key everywhere (tables, CSV columns, URLs, ``--metric``): lower case.
+        label: What a person reads (``"AMAE"``).
+        direction: `HIGHER` or `LOWER`: which end of the range is better.
+        range: ``(low, high)`` every value lies in (``nan`` aside: see the module docstring).
+        kind: `FROM_CONFUSION` (``function`` takes ``(R, J, J)`` confusion counts) or
+            `FROM_PROBABILITIES` (``function`` takes a `ProbabilityBatch`).
+        function: Computes the metric of every run at once, returning ``(R,)`` values.
+        meaning: One plain sentence for a page, the CLI or a report to show beside it.
+        scales_with_grades: True when ``range`` is in grade steps, so its bounds are
+            multiplied by ``J - 1`` (MAE lies in ``0 .. J-1``).
+    """
+
+    name: str
+    label: str
+    direction: str
+    range: tuple[float, float]
+    kind: str
+    # Its input depends on ``kind`` (a union of the two callables could not be called).
+    function: Callable[[Any], np.ndarray]
+    meaning: str
+    scales_with_grades: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.name or not all(c.islower() or c.isdigit() or c == "_" for c in self.name):
+            raise ValueError(f"metric name {self.name!r}: use lower-case letters, digits and _")
+        if self.direction not in DIRECTIONS:
+            raise ValueError(f"metric {self.name!r}: {self.direction=}; allowed: {DIRECTIONS}")
+        if self.kind not in KINDS:
+            raise ValueError(f"metric {self.name!r}: {self.kind=}; allowed: {KINDS}")
+        low, high = self.range
+        if not low < high:
+            raise ValueError(f"metric {self.name!r}: range {self.range} must be (low, high)")
+
+    @property
+    def lower_is_better(self) -> bool:
+        """True when the lowest value is the best."""
+        return self.direction == LOWER
+
+    def bounds(self, n_classes: int) -> tuple[float, float]:
+        """``(low, high)`` for a task of ``n_classes`` grades."""
+        scale = n_classes - 1 if self.scales_with_grades else 1
+        return self.range[0] * scale, self.range[1] * scale
+
+    def best(self, n_classes: int) -> float:
+        """The best value a run can reach (every film right, all mass on the true grade)."""
+        low, high = self.bounds(n_classes)
+        return low if self.lower_is_better else high
+
+    @property
+    def range_text(self) -> str:
+        """The range as a reader reads it: ``"0 to 1"``, ``"0 to J − 1"``."""
+        low, high = (f"{v:g}" for v in self.range)
+        if self.scales_with_grades:
+            high = "J − 1" if high == "1" else f"{high} (J − 1)"
+        return f"{low} to {high}"
+
+
+# --------------------------------------------------------------------------------------------
+# The metrics of the confusion counts: (R, J, J) float64 counts -> (R,)
+# --------------------------------------------------------------------------------------------
+
+
+def _safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """``num / den``, ``nan`` where ``den`` is zero (an empty run, an absent class)."""
+    out = np.full(np.broadcast(num, den).shape, np.nan)
+    np.divide(num, den, out=out, where=den > 0)
+    return out
+
+
+def _distance(cm: np.ndarray) -> np.ndarray:
+    """``(J, J)`` ordinal distance ``|i - j|`` between grades."""
+    grades = np.arange(cm.shape[1])
+    return np.abs(grades[:, None] - grades[None, :]).astype(np.float64)
+
+
+def _class_mae(cm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(R, J)`` mean absolute error per true grade (nan if absent) and the present mask."""
+    n_true = cm.sum(axis=2)
+    return _safe_div((cm * _distance(cm)).sum(axis=2), n_true), n_true > 0
+
+
+def _recall(cm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(R, J)`` sensitivity per true grade (nan if absent) and the present mask."""
+    n_true = cm.sum(axis=2)
+    return _safe_div(np.diagonal(cm, axis1=1, axis2=2), n_true), n_true > 0
+
+
+def _mean_present(values: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """``(R,)`` mean over the classes present in each run's test set."""
+    return _safe_div(np.where(present, values, 0.0).sum(axis=1), present.sum(axis=1))
+
+
+def quadratic_weighted_kappa(cm: np.ndarray) -> np.ndarray:
+    """QWK, eqs. 7-9; ``nan`` when every label is one grade (see the module docstring)."""
+    # The (J-1)^2 normalisation of the weights cancels in the ratio, so it is left out;
+    # E = outer(row sums, column sums) / N.
+    weights = _distance(cm) ** 2
+    observed = (cm * weights).sum(axis=(1, 2))
+    expected = _safe_div(
+        np.einsum("ri,rj,ij->r", cm.sum(axis=2), cm.sum(axis=1), weights), cm.sum(axis=(1, 2))
+    )
+    with np.errstate(invalid="ignore"):
+        return np.where(expected > 0, 1.0 - _safe_div(observed, expected), np.nan)
+
+
+def mean_absolute_error(cm: np.ndarray) -> np.ndarray:
+    """MAE, eq. 10: the mean grade distance over all films."""
+    return _safe_div((cm * _distance(cm)).sum(axis=(1, 2)), cm.sum(axis=(1, 2)))
+
+
+def average_mae(cm: np.ndarray) -> np.ndarray:
+    """AMAE, eq. 6: the MAE of each present grade, averaged over grades."""
+    return _mean_present(*_class_mae(cm))
+
+
+def maximum_mae(cm: np.ndarray) -> np.ndarray:
+    """MMAE: the largest per-grade MAE over the present grades."""
+    class_mae, present = _class_mae(cm)
+    worst = np.where(present, class_mae, -np.inf).max(axis=1)
+    return np.where(present.any(axis=1), worst, np.nan)
+
+
+def minimum_sensitivity(cm: np.ndarray) -> np.ndarray:
+    """MS: the smallest per-grade sensitivity over the present grades."""
+    recall, present = _recall(cm)
+    return np.where(present.any(axis=1), np.where(present, recall, np.inf).min(axis=1), np.nan)
+
+
+def balanced_accuracy(cm: np.ndarray) -> np.ndarray:
+    """BA, eq. 14: the sensitivity of each present grade, averaged over grades."""
+    return _mean_present(*_recall(cm))
+
+
+_METRICS: tuple[Metric, ...] = (
+    # The paper's six ("Evaluation metrics", eqs. 7-14), in the order of METRICS.
+    Metric(
+        QWK,
+        "QWK",
+        HIGHER,
+        (-1.0, 1.0),
+        FROM_CONFUSION,
+        quadratic_weighted_kappa,
+        "Quadratic weighted kappa: agreement with the true grades beyond chance, a miss "
+        "charged by its squared distance (1 perfect, 0 chance).",
+    ),
+    Metric(
+        MAE,
+        "MAE",
+        LOWER,
+        (0.0, 1.0),
+        FROM_CONFUSION,
+        mean_absolute_error,
+        "Mean absolute error: how many grades off a film is on average.",
+        scales_with_grades=True,
+    ),
+    Metric(
+        AMAE,
+        "AMAE",
+        LOWER,
+        (0.0, 1.0),
+        FROM_CONFUSION,
+        average_mae,
+        "Average MAE: the mean absolute error of each grade, averaged over the grades, so a "
+        "rare grade counts as much as a common one.",
+        scales_with_grades=True,
+    ),
+    Metric(
+        MMAE,
+        "MMAE",
+        LOWER,
+        (0.0, 1.0),
+        FROM_CONFUSION,
+        maximum_mae,
+        "Maximum MAE: the mean absolute error of the worst-served grade.",
+        scales_with_grades=True,
+    ),
+    Metric(
+        MS,
+        "MS",
+        HIGHER,
+        (0.0, 1.0),
+        FROM_CONFUSION,
+        minimum_sensitivity,
+        "Minimum sensitivity: the share of films of the worst-recognised grade graded right.",
+    ),
+    Metric(
+        BA,
+        "BA",
+        HIGHER,
+        (0.0, 1.0),
+        FROM_CONFUSION,
+        balanced_accuracy,
+        "Balanced accuracy: the share of each grade's films graded right, averaged over "
+        "the grades.",
+    ),
+    # The probability metrics (engine.analysis.probability_metrics reads them per run).
+    Metric(
+        RPS,
+        "RPS",
+        LOWER,
+        (0.0, 1.0),
+        FROM_PROBABILITIES,
+        ps.ranked_probability_score,
+        "Ranked probability score: the squared distance between the predicted and the true "
+        "cumulative grade distributions, summed over grades and averaged over films "
+        "(dlordinal's; not divided by J − 1, so 0 to 4 on KL and 0 to 3 on CPPD). Lower is "
+        "better.",
+        scales_with_grades=True,
+    ),
+    Metric(
+        ECE,
+        "ECE (top label)",
+        LOWER,
+        (0.0, 1.0),
+        FROM_PROBABILITIES,
+        ps.top_label_ece,
+        "Top-label calibration error: how far the probability given to the predicted grade "
+        "is from how often that grade is right, over 10 equal-width bins. Lower is better.",
+    ),
+    Metric(
+        ECE_CUM,
+        "ECE (P(grade > k))",
+        LOWER,
+        (0.0, 1.0),
+        FROM_PROBABILITIES,
+        ps.cumulative_ece,
+        "Ordinal calibration error: the same for each event “grade > k” and its "
+        "predicted probability, averaged over the J − 1 thresholds. Lower is better.",
+    ),
+    Metric(
+        UNIMODAL,
+        "Unimodal share",
+        HIGHER,
+        (0.0, 1.0),
+        FROM_PROBABILITIES,
+        ps.unimodal_share,
+        "Share of films whose predicted distribution has a single peak, as soft labels are "
+        "meant to teach. Higher is better.",
+    ),
+    Metric(
+        WITHIN1,
+        "Accuracy within one grade",
+        HIGHER,
+        (0.0, 1.0),
+        FROM_PROBABILITIES,
+        ps.within_one_grade,
+        "Share of films whose predicted grade is at most one grade from the recorded one. "
+        "Higher is better.",
+    ),
+)
+
+#: Every metric by name, the paper's six first (in the paper's equation order).
+REGISTRY: Mapping[str, Metric] = MappingProxyType({m.name: m for m in _METRICS})
+if len(REGISTRY) != len(_METRICS):
+    raise ValueError("two metrics share a name")
+
+#: The study's primary endpoint: the one metric its confirmatory comparison is about.
+PRIMARY_METRIC: str = AMAE
+#: What a search selects runs by: this metric on the validation films of each run's kept
+#: epoch (the runs' stored ``SELECTION_COLUMN``; the paper selects by AMAE).
+SELECTION_METRIC: str = PRIMARY_METRIC
+#: The stored column of `store.runs` (and of each epoch) holding the selection metric.
+#: It is a schema name: tests/engine/test_metric_registry.py holds it to the schema.
+SELECTION_COLUMN: str = f"val_{SELECTION_METRIC}"
+#: Column order of the paper's Table 4.
+PAPER_TABLE_ORDER: tuple[str, ...] = (QWK, MAE, MS, BA, AMAE, MMAE)
+
+
+def get_metric(name: str) -> Metric:
+    """The metric called ``name``; `UnknownMetricError` listing the valid names otherwise."""
+    if name not in REGISTRY:
+        raise UnknownMetricError(
+            f"unknown metric {name!r}; allowed: {', '.join(REGISTRY)} "
+            "(`softgrade metrics` describes each)"
+        )
+    return REGISTRY[name]
+
+
+def metric_names(kind: str | None = None) -> tuple[str, ...]:
+    """Every registered metric's name in registry order, or only those of one ``kind``."""
+    if kind is not None and kind not in KINDS:
+        raise ValueError(f"{kind=}; allowed: {KINDS}")
+    return tuple(m.name for m in REGISTRY.values() if kind is None or m.kind == kind)
+
+
+def lower_is_better(name: str) -> bool:
+    """Whether the lowest value of metric ``name`` is the best."""
+    return get_metric(name).lower_is_better
+
+
+# Derived views kept for the callers that read them (pages, stats, report).
+METRICS: tuple[str, ...] = metric_names(FROM_CONFUSION)
+LOWER_IS_BETTER: frozenset[str] = frozenset(m for m in METRICS if lower_is_better(m))
+METRIC_LABELS: dict[str, str] = {m: REGISTRY[m].label for m in METRICS}
+PROBABILITY_METRICS: tuple[str, ...] = metric_names(FROM_PROBABILITIES)
+PROBABILITY_LOWER_IS_BETTER: frozenset[str] = frozenset(
+    m for m in PROBABILITY_METRICS if lower_is_better(m)
+)
+PROBABILITY_LABELS: dict[str, str] = {m: REGISTRY[m].label for m in PROBABILITY_METRICS}
+PROBABILITY_NOTES: dict[str, str] = {m: REGISTRY[m].meaning for m in PROBABILITY_METRICS}
+
+
+# --------------------------------------------------------------------------------------------
+# Confusion counts
+# --------------------------------------------------------------------------------------------
 
 
 def confusion_matrices(
@@ -107,7 +455,7 @@ def confusion_matrices(
 
 
 def metrics_from_confusion(cm: np.ndarray) -> dict[str, Any]:
-    """Compute all six metrics from one or many confusion matrices.
+    """Compute every metric of the confusion counts from one or many confusion matrices.
 
     Args:
         cm: ``(R, J, J)`` or ``(J, J)`` counts, rows = true grade, columns = predicted.
@@ -124,47 +472,9 @@ def metrics_from_confusion(cm: np.ndarray) -> dict[str, Any]:
     if cm.ndim != 3 or cm.shape[1] != cm.shape[2]:
         raise ValueError(f"cm must have shape (R, J, J) or (J, J), got {cm.shape}")
     cm = cm.astype(np.float64, copy=False)
-    n_classes = cm.shape[1]
-
-    grades = np.arange(n_classes)
-    distance = np.abs(grades[:, None] - grades[None, :]).astype(np.float64)  # (J, J)
-
-    n_true = cm.sum(axis=2)  # (R, J) samples per true grade
-    n_pred = cm.sum(axis=1)  # (R, J) samples per predicted grade
-    total = n_true.sum(axis=1)  # (R,)
-    present = n_true > 0  # (R, J) classes that occur in the test set
-    n_present = present.sum(axis=1)
-
-    # Division helpers that give nan instead of warnings for empty runs / absent classes.
-    def _safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-        out = np.full(np.broadcast(num, den).shape, np.nan)
-        np.divide(num, den, out=out, where=den > 0)
-        return out
-
-    abs_error = (cm * distance).sum(axis=2)  # (R, J) summed |i - j| per true grade
-    mae = _safe_div(abs_error.sum(axis=1), total)  # eq. 10
-
-    class_mae = _safe_div(abs_error, n_true)  # (R, J), nan for absent classes
-    recall = _safe_div(np.diagonal(cm, axis1=1, axis2=2), n_true)  # (R, J)
-    amae = _safe_div(np.where(present, class_mae, 0.0).sum(axis=1), n_present)  # eq. 6
-    ba = _safe_div(np.where(present, recall, 0.0).sum(axis=1), n_present)  # eq. 14
-    any_present = n_present > 0
-    mmae = np.where(any_present, np.where(present, class_mae, -np.inf).max(axis=1), np.nan)
-    ms = np.where(any_present, np.where(present, recall, np.inf).min(axis=1), np.nan)
-
-    # QWK, eqs. 7-9. The (J-1)^2 normalisation of the weights cancels in the ratio, so it is
-    # left out; E = outer(row sums, column sums) / N.
-    weights = distance**2
-    observed = (cm * weights).sum(axis=(1, 2))
-    expected = _safe_div(
-        np.einsum("ri,rj,ij->r", n_true, n_pred, weights),
-        total,
-    )
-    with np.errstate(invalid="ignore"):
-        # expected == 0 only when all labels are one grade (or the run is empty): nan.
-        qwk = np.where(expected > 0, 1.0 - _safe_div(observed, expected), np.nan)
-
-    result = {"qwk": qwk, "mae": mae, "amae": amae, "mmae": mmae, "ms": ms, "ba": ba}
+    # Each metric recomputes its own marginals: six reductions of an (R, J, J) array, under
+    # a millisecond for 2,000 runs, and each function reads on its own.
+    result = {name: REGISTRY[name].function(cm) for name in METRICS}
     if single:
         return {name: float(values[0]) for name, values in result.items()}
     return result

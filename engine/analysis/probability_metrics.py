@@ -6,7 +6,9 @@ are meant to shape. Input is the long frame `store.runs.selected_probabilities` 
 (one row per (run, film), probabilities in columns ``p0``, ``p1``, ...), so all runs are
 scored at once with array operations and ``np.bincount``, no per-run Python loop.
 
-Per run (:func:`per_run_probability_metrics`), in :data:`PROBABILITY_METRICS`:
+Per run (:func:`per_run_probability_metrics`), every metric of the registry
+(`engine.analysis.metrics`) computed from probabilities, :data:`PROBABILITY_METRICS`; their
+arithmetic is in `engine.analysis.probability_scores`:
 
 * ``rps`` — ranked probability score, dlordinal's ``ranked_probability_score``
   (Janitza et al. 2016): per film ``sum_{j=0}^{J-1} (F_j - O_j)^2`` with ``F`` the cumulative
@@ -42,35 +44,49 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from engine.analysis import metrics
+from engine.analysis.metrics import (
+    PROBABILITY_LABELS,
+    PROBABILITY_LOWER_IS_BETTER,
+    PROBABILITY_METRICS,
+    PROBABILITY_NOTES,
+)
+from engine.analysis.probability_scores import (
+    N_BINS,
+    UNIMODAL_TOLERANCE,
+    ProbabilityBatch,
+    bin_index,
+    exceedance,
+    is_unimodal,
+    rps_per_film,
+)
 from engine.vocab import TASK_CLASSES
 
 logger = logging.getLogger(__name__)
 
-PROBABILITY_METRICS: tuple[str, ...] = ("rps", "ece", "ece_cum", "unimodal", "within1")
-PROBABILITY_LOWER_IS_BETTER: frozenset[str] = frozenset({"rps", "ece", "ece_cum"})
-PROBABILITY_LABELS: dict[str, str] = {
-    "rps": "RPS",
-    "ece": "ECE (top label)",
-    "ece_cum": "ECE (P(grade > k))",
-    "unimodal": "Unimodal share",
-    "within1": "Accuracy within one grade",
-}
-#: One plain sentence per metric, for a page to show beside the numbers.
-PROBABILITY_NOTES: dict[str, str] = {
-    "rps": "Ranked probability score: the squared distance between the predicted and the true "
-    "cumulative grade distributions, summed over grades and averaged over films (dlordinal's; "
-    "not divided by J − 1, so 0 to 4 on KL and 0 to 3 on CPPD). Lower is better.",
-    "ece": "Top-label calibration error: how far the probability given to the predicted grade "
-    "is from how often that grade is right, over 10 equal-width bins. Lower is better.",
-    "ece_cum": "Ordinal calibration error: the same for each event “grade > k” and its "
-    "predicted probability, averaged over the J − 1 thresholds. Lower is better.",
-    "unimodal": "Share of films whose predicted distribution has a single peak, as soft "
-    "labels are meant to teach. Higher is better.",
-    "within1": "Share of films whose predicted grade is at most one grade from the recorded "
-    "one. Higher is better.",
-}
-N_BINS = 10
-UNIMODAL_TOLERANCE = 1e-6
+# Re-exported: the registry (engine.analysis.metrics) owns the names, labels and notes, the
+# scores module the arithmetic; callers have long imported them from here.
+__all__ = [
+    "N_BINS",
+    "PROBABILITY_LABELS",
+    "PROBABILITY_LOWER_IS_BETTER",
+    "PROBABILITY_METRICS",
+    "PROBABILITY_NOTES",
+    "RUN_KEYS",
+    "TOP_LABEL",
+    "UNIMODAL_TOLERANCE",
+    "bin_index",
+    "exceedance",
+    "expected_calibration_error",
+    "is_unimodal",
+    "per_run_probability_metrics",
+    "probability_columns",
+    "probability_summary",
+    "reliability_table",
+    "rps_per_film",
+    "task_arrays",
+]
+
 RUN_KEYS: tuple[str, ...] = ("study_id", "run_id", "task", "method", "seed")
 # Columns of a probability frame that vary per film (the rest are constant within a run).
 _ROW_COLUMNS = frozenset({"image_id", "y_true", "y_pred"})
@@ -97,42 +113,6 @@ def task_arrays(frame: pd.DataFrame, task: str) -> tuple[np.ndarray, np.ndarray]
     if np.isnan(probs).any():
         raise ValueError(f"some {task} rows lack a probability for one of grades 0..{n_grades - 1}")
     return probs, frame["y_true"].to_numpy(dtype=np.int64)
-
-
-# --------------------------------------------------------------------------------------------
-# Per-film quantities (pure numpy; (N, J) probabilities, (N,) grades)
-# --------------------------------------------------------------------------------------------
-
-
-def rps_per_film(probs: np.ndarray, y_true: np.ndarray) -> np.ndarray:
-    """Ranked probability score of each film (dlordinal's, not divided by ``J - 1``)."""
-    truth = np.zeros_like(probs)
-    truth[np.arange(len(y_true)), y_true] = 1.0
-    return ((probs.cumsum(axis=1) - truth.cumsum(axis=1)) ** 2).sum(axis=1)
-
-
-def exceedance(probs: np.ndarray) -> np.ndarray:
-    """``(N, J-1)`` predicted ``P(grade > k)`` for ``k = 0..J-2``, clipped to [0, 1]."""
-    return np.clip(1.0 - probs.cumsum(axis=1)[:, :-1], 0.0, 1.0)
-
-
-def is_unimodal(probs: np.ndarray, tolerance: float = UNIMODAL_TOLERANCE) -> np.ndarray:
-    """``(N,)`` True where the distribution never rises again after it has fallen.
-
-    Steps between neighbouring grades smaller than ``tolerance`` are ties (flat), so
-    ``[0.5, 0.5, 0, 0]`` is unimodal and ``[0.4, 0.1, 0.1, 0.4]`` is not.
-    """
-    steps = np.diff(probs, axis=1)
-    falls = steps < -tolerance
-    rises = steps > tolerance
-    fallen_before = np.logical_or.accumulate(falls, axis=1)[:, :-1]
-    return np.asarray(~(fallen_before & rises[:, 1:]).any(axis=1))
-
-
-def bin_index(values: np.ndarray, n_bins: int = N_BINS) -> np.ndarray:
-    """Equal-width bin of each value in [0, 1], as scikit-learn's ``calibration_curve``."""
-    edges = np.linspace(0.0, 1.0, n_bins + 1)
-    return np.searchsorted(edges[1:-1], values)
 
 
 # --------------------------------------------------------------------------------------------
@@ -180,50 +160,10 @@ def _run_metrics(
     n_bins: int,
     tolerance: float,
 ) -> dict[str, np.ndarray]:
-    """Every metric of every run from the stacked films of one task."""
-    n_films = np.bincount(run_index, minlength=n_runs).astype(np.float64)
-
-    def run_mean(per_film: np.ndarray) -> np.ndarray:
-        return np.bincount(run_index, weights=per_film, minlength=n_runs) / n_films
-
-    predicted = probs.argmax(axis=1)
-    confidence = probs.max(axis=1)
-    top = _ece(run_index, n_runs, confidence, predicted == y_true, n_films, n_bins)
-    cumulative = exceedance(probs)
-    events = y_true[:, None] > np.arange(cumulative.shape[1])[None, :]
-    per_threshold = [
-        _ece(run_index, n_runs, cumulative[:, k], events[:, k], n_films, n_bins)
-        for k in range(cumulative.shape[1])
-    ]
-    return {
-        "n_films": n_films.astype(np.int64),
-        "rps": run_mean(rps_per_film(probs, y_true)),
-        "ece": top,
-        "ece_cum": np.mean(per_threshold, axis=0),
-        "unimodal": run_mean(is_unimodal(probs, tolerance).astype(np.float64)),
-        "within1": run_mean((np.abs(predicted - y_true) <= 1).astype(np.float64)),
-    }
-
-
-def _ece(
-    run_index: np.ndarray,
-    n_runs: int,
-    predicted: np.ndarray,
-    observed: np.ndarray,
-    n_films: np.ndarray,
-    n_bins: int,
-) -> np.ndarray:
-    """``(R,)`` ECE: ``sum_b |sum observed − sum predicted| / N`` per run.
-
-    ``(n_b / N) |acc_b − conf_b|`` equals ``|Σ_b observed − Σ_b predicted| / N``, so the
-    per-bin sums are all that is needed: one bincount each over (run, bin) cells.
-    """
-    cell = run_index * n_bins + bin_index(predicted, n_bins)
-    size = n_runs * n_bins
-    gap = np.bincount(cell, weights=observed.astype(np.float64), minlength=size) - np.bincount(
-        cell, weights=predicted, minlength=size
-    )
-    return np.abs(gap).reshape(n_runs, n_bins).sum(axis=1) / n_films
+    """Every registered probability metric of every run from the stacked films of one task."""
+    batch = ProbabilityBatch(probs, y_true, run_index, n_runs, n_bins, tolerance)
+    values = {name: metrics.get_metric(name).function(batch) for name in PROBABILITY_METRICS}
+    return {"n_films": batch.n_films.astype(np.int64), **values}
 
 
 # --------------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from engine.analysis.metrics import MAE
 from engine.vocab import TASK_CLASSES
 
 logger = logging.getLogger(__name__)
@@ -364,8 +365,8 @@ def relationship_scores(results: list[SeedRelationship], value: str = "kld") -> 
     Returns:
         Columns ``method``, ``seed``, ``value``; one row per result.
     """
-    if value not in ("kld", "mae"):
-        raise ValueError(f"{value=} must be 'kld' or 'mae'")
+    if value not in ("kld", MAE):
+        raise ValueError(f"{value=} must be 'kld' or {MAE!r}")
     return pd.DataFrame(
         {
             "method": [r.method for r in results],

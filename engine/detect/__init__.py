@@ -54,10 +54,20 @@ from engine.detect.registry import (
     read_record,
 )
 from engine.detect.training import train_detector
-from engine.detect.yolo import KneeDetector, load_detector, ultralytics_offline
+from engine.detect.yolo import (
+    YOLO_EXTRA,
+    KneeDetector,
+    YoloUnavailableError,
+    load_detector,
+    ultralytics_offline,
+    yolo_available,
+)
 from engine.vocab import Box
 
 __all__ = [
+    "YOLO_EXTRA",
+    "YoloUnavailableError",
+    "yolo_available",
     "CLASSICAL",
     "CLASSICAL_DETECTOR",
     "LATERALITY_VALUES",

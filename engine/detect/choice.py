@@ -14,7 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from engine.detect.registry import CLASSICAL, LATEST, DetectorRecord, choose_record
-from engine.detect.yolo import KneeDetector, load_detector
+from engine.detect.yolo import (
+    YOLO_EXTRA,
+    KneeDetector,
+    YoloUnavailableError,
+    load_detector,
+    yolo_available,
+)
 
 
 @dataclass(frozen=True)
@@ -73,7 +79,11 @@ def choose_detector(detectors_dir: Path, choice: str = LATEST) -> DetectorInfo:
     Raises:
         ValueError: No trained detector has that key (the message lists the known ones).
     """
+    if choice == LATEST and not yolo_available():
+        return CLASSICAL_DETECTOR  # trained detectors need ultralytics: the `yolo` extra
     record = choose_record(detectors_dir, choice)
+    if record is not None and not yolo_available():
+        raise YoloUnavailableError(f"detector {choice!r}: {YOLO_EXTRA}")
     return CLASSICAL_DETECTOR if record is None else trained_detector_info(record, detectors_dir)
 
 

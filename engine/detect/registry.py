@@ -24,6 +24,20 @@ logger = logging.getLogger(__name__)
 
 WEIGHTS_FILE = "detector.pt"
 RECORD_FILE = "record.json"
+#: A detector's input side is a whole number of its largest stride (YOLOv8's is 32 px).
+DETECTOR_STRIDE = 32
+
+
+def detector_size_problem(image_size: object) -> str:
+    """What is wrong with a detector's training and inference size ('' when nothing is: a
+    whole multiple of `DETECTOR_STRIDE` px, at least one stride)."""
+    whole = isinstance(image_size, int) and not isinstance(image_size, bool)
+    if not whole or image_size < DETECTOR_STRIDE or image_size % DETECTOR_STRIDE:
+        return (
+            f"image size {image_size!r} must be a multiple of {DETECTOR_STRIDE}, at least "
+            f"{DETECTOR_STRIDE}"
+        )
+    return ""
 
 
 def detector_key(

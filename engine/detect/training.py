@@ -26,6 +26,7 @@ from engine.detect.registry import (
     WEIGHTS_FILE,
     DetectorRecord,
     detector_key,
+    detector_size_problem,
     find_detector,
 )
 from engine.detect.safe_load import MODEL_YAML, load_yolo_detector
@@ -166,8 +167,8 @@ def train_detector(
         The detector's record (also in ``out_dir/<key>/record.json``).
     """
     _check_films_and_boxes(films, boxes)
-    if image_size < 32 or image_size % 32:
-        raise ValueError(f"{image_size=} must be a multiple of 32, at least 32")
+    if problem := detector_size_problem(image_size):
+        raise ValueError(problem)
     if epochs < 1:
         raise ValueError(f"{epochs=} must be at least 1")
     settings = {

@@ -18,6 +18,7 @@ Trained detectors and their records are kept as `engine.detect.registry` says.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import shutil
 import sys
@@ -80,6 +81,22 @@ def _place_fonts(folder: Path) -> None:
             shutil.copyfile(_any_ttf(), target)
 
 
+#: How to get the optional YOLO detector, named in every message that needs it.
+YOLO_EXTRA = (
+    "the YOLOv8n knee detector needs the optional extra: pip install 'softgrade[yolo]' "
+    "(ultralytics, AGPL-3.0); without it the classical detector locates knees"
+)
+
+
+class YoloUnavailableError(ValueError):
+    """ultralytics is not installed: a trained detector can be neither trained nor used."""
+
+
+def yolo_available() -> bool:
+    """Whether ultralytics (the `yolo` extra) is installed, without importing it."""
+    return importlib.util.find_spec("ultralytics") is not None
+
+
 def ultralytics_offline(config_dir: Path) -> types.ModuleType:
     """Import ultralytics so that it never touches the network, and return the module.
 
@@ -90,6 +107,8 @@ def ultralytics_offline(config_dir: Path) -> types.ModuleType:
     Args:
         config_dir: folder for ultralytics' settings and fonts (created if missing).
     """
+    if not yolo_available():
+        raise YoloUnavailableError(YOLO_EXTRA)
     config_dir = Path(config_dir)
     os.environ["YOLO_OFFLINE"] = "1"
     os.environ.setdefault("YOLO_VERBOSE", "False")  # no per-batch bars in job logs

@@ -2,7 +2,9 @@
 
 Deep films (16-bit PNG/TIFF exports, DICOM) are windowed to their own 0.5-99.5 percentile
 range; DICOM goes through its modality and VOI lookup tables, and MONOCHROME1 is inverted so
-bone is bright. pydicom is imported only when a DICOM film is read.
+bone is bright. A film that still shows bone dark on a bright background (saved inverted, or
+a DICOM whose pixels contradict its PhotometricInterpretation) is inverted back, and that is
+said. pydicom is imported only when a DICOM film is read.
 """
 
 from __future__ import annotations
@@ -161,7 +163,28 @@ def _dicom_decoded(data: bytes, name: str) -> DecodedFilm:
         sop_instance_uid=str(ds.get("SOPInstanceUID", "") or "").strip(),
     )
     notes = (("no_preamble", "read as DICOM although it has no 128-byte preamble"),) if bare else ()
-    return DecodedFilm(_window(values), tags, notes)
+    film, notes = _dicom_right_way_round(_window(values), ds, notes)
+    return DecodedFilm(film, tags, notes)
+
+
+def _dicom_right_way_round(
+    film: np.ndarray, ds: Any, notes: tuple[tuple[str, str], ...]
+) -> tuple[np.ndarray, tuple[tuple[str, str], ...]]:
+    """The film with bone bright when its pixels contradict its PhotometricInterpretation
+    (MONOCHROME1 pixels exported under MONOCHROME2, or inverted once already and still
+    tagged MONOCHROME1): read as the tag says, bone is dark on a bright background
+    (`engine.detect.inverted_polarity`, the check PNG, JPEG and TIFF films get). It is
+    inverted back, and that is said, naming the tag."""
+    from engine.detect import inverted_polarity
+
+    if min(film.shape) < MIN_FILM_SIDE or not inverted_polarity(film):
+        return film, notes
+    tag = str(ds.get("PhotometricInterpretation", "") or "").strip() or "not given"
+    said = (
+        f"its PhotometricInterpretation is {tag}, yet read so the film shows bone dark on a "
+        "bright background: its pixels have the other polarity; it is used inverted back"
+    )
+    return 255 - film, (*notes, ("polarity_tag", said))
 
 
 def _header_int(ds: Any, keyword: str, default: int, name: str) -> int:

@@ -21,6 +21,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import posixpath
+import re
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +45,48 @@ SIDES_ALLOWED = "L, R, left or right (any case), or empty"
 # Optional columns of a labels CSV: the knee's box in film pixels (x1, y1 exclusive), one row
 # per knee; a row with a box is cropped around it instead of the detector's.
 LABEL_BOX_COLUMNS = ("x0", "y0", "x1", "y1")
+# Rows a labels CSV may hold (films, or knees of films listed per knee). Public knee-film
+# collections list tens of thousands of knees; a CSV of more is a mistake or an attack (a
+# million rows took 205 s and 2 GB to check before this cap), refused after reading this
+# many rows and one more, never the rest (issue 31, bench/RESULTS.md).
+MAX_LABEL_ROWS = 100_000
 # Column of a labels file naming films the import fixed as the test set ("test"; empty for
 # the rest): a grade-per-folder layout's own test folder, when the import keeps it.
 GIVEN_SPLIT = "given_split"
+# The bidirectional controls (Unicode's Bidi_Control property): they reorder how the text
+# around them is shown, so "knee\u202egnp.exe" reads as "kneeexe.png".
+BIDI_CONTROLS = frozenset(
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
+
+
+# Unicode's control characters (category Cc: U+0000-U+001F and U+007F-U+009F) and the
+# bidirectional controls, as one pattern: the import checks every path and id with it.
+_HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f" + "".join(sorted(BIDI_CONTROLS)) + "]")
+
+
+def _hidden(ch: str) -> bool:
+    return ch in BIDI_CONTROLS or unicodedata.category(ch) == "Cc"
+
+
+def hidden_characters(text: str) -> list[str]:
+    """The control characters (NUL, escape, newline, ...: Unicode's Cc) and bidirectional
+    controls in ``text``, each once, as ``U+XXXX`` (empty: the text shows what it holds).
+    A name or id holding one shows other than it is, or drives a terminal."""
+    if not _HIDDEN.search(text):
+        return []
+    return [f"U+{ord(ch):04X}" for ch in dict.fromkeys(text) if _hidden(ch)]
+
+
+def escaped(text: str) -> str:
+    """``text`` with every control and bidirectional control written as an escape
+    (``\\u202e``, ``\\x00``), so a report shows a name as it is and a terminal or page
+    never obeys it; other text (accents, any script) is left as it is."""
+    if not _HIDDEN.search(text):
+        return text
+    return "".join(
+        ch.encode("unicode_escape").decode("ascii") if _hidden(ch) else ch for ch in text
+    )
 
 
 def read_labels(folder: Path, labels_csv: Path) -> pd.DataFrame:
@@ -54,7 +95,11 @@ def read_labels(folder: Path, labels_csv: Path) -> pd.DataFrame:
         raise ValueError(f"dataset.path: {folder} is not a folder")
     if not labels_csv.is_file():
         raise ValueError(f"dataset.labels_csv: {labels_csv} does not exist")
-    table = pd.read_csv(labels_csv, dtype={"image": str, "patient_id": str})
+    table = pd.read_csv(
+        labels_csv, dtype={"image": str, "patient_id": str}, nrows=MAX_LABEL_ROWS + 1
+    )
+    if len(table) > MAX_LABEL_ROWS:
+        raise ValueError(too_many_rows(labels_csv))
     missing = [c for c in REQUIRED_COLUMNS if c not in table]
     if missing:
         raise ValueError(
@@ -63,6 +108,7 @@ def read_labels(folder: Path, labels_csv: Path) -> pd.DataFrame:
         )
     if "kl" not in table and "cppd" not in table:
         raise ValueError("dataset.labels_csv: needs a 'kl' or a 'cppd' column of grades")
+    _refuse_hidden_characters(table)
     for column, (low, high) in GRADE_RANGES.items():
         if column not in table:
             table[column] = pd.NA
@@ -113,6 +159,27 @@ def read_labels(folder: Path, labels_csv: Path) -> pd.DataFrame:
     if GIVEN_SPLIT in table:
         table[GIVEN_SPLIT] = table[GIVEN_SPLIT].fillna("").astype(str)
     return table
+
+
+def too_many_rows(csv_path: Path) -> str:
+    """The one message for a labels CSV over `MAX_LABEL_ROWS` rows."""
+    return (
+        f"labels CSV {csv_path} lists more than {MAX_LABEL_ROWS:,} films (rows); an import "
+        f"holds at most {MAX_LABEL_ROWS:,}. Check that this is the labels file, or import the "
+        "films in parts"
+    )
+
+
+def _refuse_hidden_characters(table: pd.DataFrame) -> None:
+    """ValueError naming the first film path or patient id that holds a control or
+    bidirectional-control character (the import check names every one)."""
+    for column in REQUIRED_COLUMNS:
+        for i, value in enumerate(table[column]):
+            if isinstance(value, str) and (hidden := hidden_characters(value)):
+                raise ValueError(
+                    f"dataset.labels_csv: row {i + 2} has {column} {escaped(value)}, which "
+                    f"holds {', '.join(hidden)}; ids and paths may not hold control characters"
+                )
 
 
 def per_knee_films(table: pd.DataFrame) -> set[str]:

@@ -41,8 +41,8 @@ from pathlib import Path
 import pandas as pd
 
 from engine.films.decode import FILM_SUFFIXES, looks_like_dicom
-from engine.films.labels import GIVEN_SPLIT, LABEL_BOX_COLUMNS
-from engine.films.reading import film_path_refusal
+from engine.films.labels import GIVEN_SPLIT, LABEL_BOX_COLUMNS, MAX_LABEL_ROWS, too_many_rows
+from engine.films.reading import DANGLING_LINK, FilmRefused, film_path_refusal
 from engine.vocab import KL, TASK_INFO
 
 LAYOUTS: tuple[str, ...] = ("csv", "grade_folders", "dicom")
@@ -110,6 +110,8 @@ class Listing:
         notes: What the reader decided that the user should know (e.g. patient ids).
         near_names: Listed names with no file → the file whose name differs only in case
             or Unicode normalisation (said in the missing-file problem).
+        missing: Listed names found missing while listing (nothing behind them), so the
+            check does not resolve them again.
     """
 
     layout: str
@@ -123,6 +125,7 @@ class Listing:
     layout_split: str | None = None
     notes: list[str] = field(default_factory=list)
     near_names: dict[str, str] = field(default_factory=dict)
+    missing: frozenset[str] = frozenset()
 
 
 def read_listing(
@@ -157,6 +160,11 @@ def read_listing(
     _check_labels_file(root, labels_csv)
     chosen = detect_layout(root, labels_csv) if layout == "auto" else layout
     listing = _read_layout(root, labels_csv, chosen, layout_split)
+    if len(listing.rows) + len(listing.short_rows) > MAX_LABEL_ROWS:  # grade folders' films
+        raise ImportSourceError(
+            f"{root} lists more than {MAX_LABEL_ROWS:,} films; an import holds at most "
+            f"{MAX_LABEL_ROWS:,}. Import the films in parts"
+        )
     if listing.rows.empty and not listing.short_rows:
         where = listing.labels_csv or f"the grade folders of {root}"
         raise ImportSourceError(f"no film is listed in {where}; give {LAYOUT_HELP}")
@@ -171,7 +179,7 @@ def _check_labels_file(root: Path, labels_csv: Path | None) -> None:
     """The labels CSV in the folder (``labels.csv``) must stay inside it (a link out is
     refused unread, as a film's would be: its cells would be echoed in messages); any
     labels CSV must be a regular file of at most `MAX_LABELS_BYTES`. A CSV named by the
-    person is confined to the data roots by the caller (`jobs.access.confine_import_path`).
+    person is confined to the data roots by the caller (`jobs.services.access.confine_import_path`).
 
     Raises:
         ImportSourceError: One of those; nothing is read.
@@ -214,6 +222,11 @@ def _read_layout(root: Path, labels_csv: Path | None, layout: str, layout_split:
     return _csv_listing(root, csv_path)
 
 
+# Rows of a CSV read to recognise its layout (the first listed film that can be read decides
+# whether the films are DICOM).
+_SNIFFED_ROWS = 20
+
+
 def detect_layout(root: Path, labels_csv: Path | None = None) -> str:
     """Which layout ``root`` is in.
 
@@ -227,7 +240,8 @@ def detect_layout(root: Path, labels_csv: Path | None = None) -> str:
     """
     csv_path = labels_csv if labels_csv is not None else root / DEFAULT_LABELS
     if csv_path.is_file():
-        header, rows = read_csv_rows(csv_path)
+        # The header and the first rows decide; the whole CSV is read once, by its layout.
+        header, rows = read_csv_rows(csv_path, max_rows=_SNIFFED_ROWS)
         if "sop_instance_uid" in header:
             return "dicom"
         if "image" in header and _first_listed_is_dicom(root, header, rows):
@@ -253,7 +267,7 @@ def _first_listed_is_dicom(
     root: Path, header: list[str], rows: list[tuple[int, list[str]]]
 ) -> bool:
     col = header.index("image")
-    for _, cells in rows[:20]:
+    for _, cells in rows[:_SNIFFED_ROWS]:
         name = _clean_relative(cells[col]) if col < len(cells) else ""
         if not name or film_path_refusal(root, name) is not None:
             continue  # outside the folder, not a regular file, missing: never opened
@@ -262,13 +276,23 @@ def _first_listed_is_dicom(
     return False
 
 
-def read_csv_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
+def _texts(values: list[str], index: pd.Index) -> pd.Series:
+    """Cells as a column of plain Python strings: pandas would store a list of strings as
+    Arrow-backed strings, which the checks' loops over cells read several times slower."""
+    return pd.Series(values, index=index, dtype=object)
+
+
+def read_csv_rows(
+    path: Path, max_rows: int | None = None
+) -> tuple[list[str], list[tuple[int, list[str]]]]:
     """A CSV's header (our column names, see `_ALIASES`) and its rows with their lines.
 
-    Lines count as in a text editor (the header is line 1); blank lines are skipped.
+    Lines count as in a text editor (the header is line 1); blank lines are skipped. Rows are
+    read as they come: at most ``max_rows`` (all, by default), never past `MAX_LABEL_ROWS`.
 
     Raises:
-        ImportSourceError: Not UTF-8 text, not a CSV, empty, or a column named twice.
+        ImportSourceError: Not UTF-8 text, not a CSV, empty, a column named twice, or more
+            than `MAX_LABEL_ROWS` rows (the rest is not read).
     """
     try:
         delimiter = csv_delimiter(path)
@@ -278,6 +302,10 @@ def read_csv_rows(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
             for cells in reader:
                 if any(c.strip() for c in cells):
                     lines.append((reader.line_num, cells))
+                    if max_rows is not None and len(lines) > max_rows:  # and the header
+                        break
+                    if len(lines) > MAX_LABEL_ROWS + 1:  # the header and one row too many
+                        raise ImportSourceError(too_many_rows(path))
     except UnicodeDecodeError as exc:
         raise ImportSourceError(
             f"labels CSV {path} is not UTF-8 text (byte {exc.start}); save it as CSV (UTF-8)"
@@ -348,14 +376,18 @@ def _csv_listing(root: Path, path: Path) -> Listing:
     _need_grades(path, header)
     table, short = _table(header, rows)
     listed = [_clean_relative(name) for name in table["image"]]
-    table["image"] = listed
+    table["image"] = _texts(listed, table.index)
     # Outside paths, links out, FIFOs and devices go on to the film check, which names them
     # without opening them (`film_path_refusal`); only names with nothing behind them are
     # missing.
-    present = [name for name in dict.fromkeys(listed) if name and _behind(root, name)]
+    real_root = os.path.realpath(root)  # once, not once per listed name
+    present, missing = [], []
+    for name in dict.fromkeys(listed):
+        if name:
+            refusal = film_path_refusal(root, name, real_root=real_root)
+            (present if _behind(refusal) else missing).append(name)
     in_folder = film_files(root, skip=path)
     unlisted = sorted(set(in_folder) - set(listed))
-    missing = [name for name in dict.fromkeys(listed) if name and name not in present]
     notes = []
     if csv_delimiter(path) == ";":
         notes.append(f"{path.name} separates its cells with ';' and was read that way")
@@ -369,14 +401,14 @@ def _csv_listing(root: Path, path: Path) -> Listing:
         short_rows=short,
         notes=notes,
         near_names=near_names(missing, in_folder),
+        missing=frozenset(missing),
     )
 
 
-def _behind(root: Path, name: str) -> bool:
+def _behind(refusal: FilmRefused | None) -> bool:
     """Whether a listed name is something to check (a file, a link, a FIFO ...), inside the
-    folder or not; False only when nothing is there."""
-    refusal = film_path_refusal(root, name)
-    return refusal is None or refusal.kind != "missing_file" or os.path.islink(root / name)
+    folder or not; False only when nothing is there (``refusal``: its `film_path_refusal`)."""
+    return refusal is None or refusal.kind != "missing_file" or refusal.reason == DANGLING_LINK
 
 
 def near_names(missing: list[str], files: list[str]) -> dict[str, str]:
@@ -410,9 +442,9 @@ def _dicom_listing(root: Path, path: Path) -> Listing:
     if key == "sop_instance_uid":
         uid_col = header.index("sop_instance_uid")
         by_line = {line: cells[uid_col].strip() for line, cells in rows if uid_col < len(cells)}
-        table["image"] = [by_line.get(int(line), "") for line in table["row"]]
+        table["image"] = _texts([by_line.get(int(line), "") for line in table["row"]], table.index)
     else:
-        table["image"] = [_clean_relative(name) for name in table["image"]]
+        table["image"] = _texts([_clean_relative(name) for name in table["image"]], table.index)
     files = film_files(root, skip=path)
     notes = [
         "patient ids and sides come from each DICOM file's PatientID and ImageLaterality "
@@ -568,7 +600,9 @@ def resolve_dicom(listing: Listing, tags: dict[str, tuple[str, str, str]]) -> pd
         for file, (_, _, uid) in sorted(tags.items()):
             by_uid.setdefault(uid, file)
         rows["key"] = rows["image"]
-        rows["image"] = [by_uid.get(uid, "") if uid else "" for uid in rows["key"]]
+        rows["image"] = _texts(
+            [by_uid.get(uid, "") if uid else "" for uid in rows["key"]], rows.index
+        )
     else:
         rows["key"] = rows["image"]
     rows["tag_patient"] = [tags.get(f, ("", "", ""))[0] for f in rows["image"]]

@@ -62,6 +62,18 @@ PROBLEM_KINDS: Mapping[str, ProblemKind] = MappingProxyType(
         "no_grade": ProblemKind("error", "a row has no grade at all"),
         "side_conflict": ProblemKind("error", "the CSV's side disagrees with the film's tag"),
         "patient_conflict": ProblemKind("error", "the CSV's patient disagrees with the tag"),
+        "hidden_in_id": ProblemKind(
+            "error",
+            "a patient id holds control characters (NUL, escape, newline ...) or "
+            "bidirectional controls (U+202E ...), which show it other than it is",
+            "write the id without them (as the hospital's system writes it)",
+        ),
+        "hidden_in_name": ProblemKind(
+            "error",
+            "a film's path holds control characters or bidirectional controls (U+202E shows "
+            "'knee\\u202egnp.exe' as 'kneeexe.png'); its image id would hold them too",
+            "rename the file without them and list it under its new name",
+        ),
         # one film
         "missing_file": ProblemKind("error", "a listed film is not in the folder"),
         "outside_folder": ProblemKind(
@@ -130,6 +142,13 @@ PROBLEM_KINDS: Mapping[str, ProblemKind] = MappingProxyType(
             "warning",
             "bone dark on a bright background (inverted polarity); it is used inverted back",
             "check its crop in crop review; export it with bone bright to be safe",
+        ),
+        "polarity_tag": ProblemKind(
+            "warning",
+            "a DICOM film whose pixels contradict its PhotometricInterpretation (MONOCHROME1 "
+            "pixels tagged MONOCHROME2, or inverted twice): bone dark; it is used inverted back",
+            "check its crop in crop review; correct the file's PhotometricInterpretation "
+            "(MONOCHROME1 where high values are dark) or export it again from the PACS",
         ),
         # across rows and films
         "listed_twice": ProblemKind("error", "a film listed in several different rows"),

@@ -1,6 +1,7 @@
 """Reading a film's file without trusting it: inside its folder, a regular file, capped.
 
-An imported folder is chosen by a person (inside the data roots, `jobs.access`), but what it
+An imported folder is chosen by a person (inside the data roots, `jobs.services.access`), but what
+it
 holds and what its labels CSV lists are not: a row may name ``../outside.png`` or an
 absolute path, a file or a sub-folder may be a link leading out of the folder, a "film" may
 be a FIFO (reading it blocks for ever), a link to ``/dev/zero`` (reading it never ends) or a
@@ -21,6 +22,10 @@ from pathlib import Path
 MAX_FILM_BYTES = 256 * 2**20
 
 
+#: `FilmRefused.reason` of a listed name that is a link to nothing (a ``missing_file``).
+DANGLING_LINK = "a link to a file that does not exist"
+
+
 class FilmRefused(ValueError):
     """A film that is not read or not decoded, with the import check's kind of problem.
 
@@ -35,20 +40,22 @@ class FilmRefused(ValueError):
         self.reason = reason or message
 
 
-def film_path_refusal(root: Path, name: str) -> FilmRefused | None:
+def film_path_refusal(root: Path, name: str, *, real_root: str | None = None) -> FilmRefused | None:
     """What keeps ``name`` (as a labels CSV or a folder walk lists it) from being read as a
     film of ``root``, or None when it may be read. Nothing is opened.
 
     Refused: an absolute path, a path with ``..`` out of the folder, a path whose links (of
     the file or of any folder on the way) lead outside the folder's real path, and anything
-    that is not a regular file (a FIFO, a device, a socket, a folder).
+    that is not a regular file (a FIFO, a device, a socket, a folder). ``real_root`` is
+    ``os.path.realpath(root)`` when the caller checks many names at once (resolved here
+    otherwise).
     """
     text = name.replace("\\", "/")
     if text.startswith("/") or (len(text) > 2 and text[1] == ":" and text[2] == "/"):
         return _outside(name, "an absolute path, outside the imported folder")
     if ".." in text.split("/"):
         return _outside(name, "a path that climbs out of the imported folder with '..'")
-    real_root = os.path.realpath(root)
+    real_root = os.path.realpath(root) if real_root is None else real_root
     real = os.path.realpath(os.path.join(real_root, text))
     if os.path.commonpath([real_root, real]) != real_root:
         return _outside(
@@ -61,9 +68,7 @@ def film_path_refusal(root: Path, name: str) -> FilmRefused | None:
         return FilmRefused(
             "missing_file",
             f"{name}: cannot be found ({exc.strerror or exc})",
-            "a link to a file that does not exist"
-            if os.path.islink(os.path.join(root, text))
-            else "not in the folder",
+            DANGLING_LINK if os.path.islink(os.path.join(root, text)) else "not in the folder",
         )
     return _not_regular(name, info.st_mode) or _too_large(name, info.st_size)
 

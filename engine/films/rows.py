@@ -29,6 +29,8 @@ from engine.films.labels import (
     GIVEN_SPLIT,
     LABEL_BOX_COLUMNS,
     SIDES_ALLOWED,
+    escaped,
+    hidden_characters,
     image_id_for,
     knee_image_id,
     label_box_problem,
@@ -191,7 +193,7 @@ def _parse_rows(rows: pd.DataFrame, listing: Listing) -> tuple[pd.DataFrame, lis
             if found is not None:
                 bad.add(i)
                 problems.append(found)
-    parsed["side"] = sides
+    parsed["side"] = pd.Series(sides, index=parsed.index, dtype=object)  # plain strings
     boxes: dict[str, list[object]] = {c: [] for c in LABEL_BOX_COLUMNS}
     for i, record in records.items():
         cells = [record.get(c, "") for c in LABEL_BOX_COLUMNS]
@@ -229,6 +231,9 @@ def _parse_rows(rows: pd.DataFrame, listing: Listing) -> tuple[pd.DataFrame, lis
                 )
             )
             continue
+        for found in _hidden_problems(image, str(record["patient_id"]), line):
+            bad.add(i)
+            problems.append(found)
         if not str(record["patient_id"]).strip():
             bad.add(i)
             where = " (not in the CSV and no PatientID tag)" if listing.layout == "dicom" else ""
@@ -253,6 +258,31 @@ def _parse_rows(rows: pd.DataFrame, listing: Listing) -> tuple[pd.DataFrame, lis
                 )
             )
     return parsed, problems, bad
+
+
+def _hidden_problems(image: str, patient: str, line: int | None) -> list[Problem]:
+    """A row whose film path or patient id holds control or bidirectional-control
+    characters: either would be stored as an id that shows other than it is."""
+    problems = []
+    if hidden := hidden_characters(image):
+        problems.append(
+            Problem.of(
+                "hidden_in_name",
+                image,
+                line,
+                f"the film's path holds {', '.join(hidden)}, shown here escaped: {escaped(image)}",
+            )
+        )
+    if hidden := hidden_characters(patient):
+        problems.append(
+            Problem.of(
+                "hidden_in_id",
+                image,
+                line,
+                f"patient id {escaped(patient)} holds {', '.join(hidden)}",
+            )
+        )
+    return problems
 
 
 def _side(row: dict) -> tuple[str | None, Problem | None]:
@@ -336,7 +366,10 @@ def _file_problems(
             missing.append(image)
             if listing.layout == "dicom" and listing.key == "sop_instance_uid":
                 continue  # reported as the row's missing SOPInstanceUID below
-            refusal = film_path_refusal(listing.root, image)
+            # Names the listing found missing are not resolved again (one lstat per folder
+            # on the way, per name: half the time of a CSV of many missing films).
+            missing_here = image in listing.missing
+            refusal = None if missing_here else film_path_refusal(listing.root, image)
             if refusal is not None and refusal.kind != "missing_file":
                 problems.append(Problem.of(refusal.kind, image, line, refusal.reason))
                 continue  # a path out of the folder: named as such, never opened

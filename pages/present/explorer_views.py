@@ -17,20 +17,38 @@ from engine.analysis import explorer
 from engine.analysis.compare import planned_runs
 from engine.analysis.explorer import SEARCH_PARAMS, in_flight_point
 from engine.methods import hyperparameters, is_registered, registry
+from pages.present import protocol_text
+from pages.present.science_charts import CLIPPED_MARK
 from pages.present.tables import method_title, param_label
 
 SELECTED_MARK = "✓ selected"
 SELECTED_BACKGROUND = "background-color: rgba(255, 215, 0, 0.25); font-weight: bold"
 WAITING_STATUSES = ("queued", "running")
 
+
 # What each view shows and how to read it.
-RANK_NOTE = (
-    "Rank 1 is the lowest validation AMAE (average mean absolute error over grades on the "
-    "validation films; ties go to the lower configuration number): that run is the "
-    "selected model whose test-set results the other pages show. Epochs run counts every "
-    "epoch trained; training stops when validation AMAE has not improved for the study's "
-    "patience, and the weights kept are those of the best epoch."
-)
+def intro_note() -> str:
+    """What the page shows, with the declared selection rule."""
+    return (
+        "For each task, method and seed, a study trains several configurations of the paper's "
+        f"Table 3 hyper-parameters and keeps {protocol_text.selection_sentence()}. The other "
+        "result pages show only that selected run; this page shows every configuration tried, "
+        "how each hyper-parameter affects validation AMAE across seeds, and how the selected runs "
+        "trained, epoch by epoch."
+    )
+
+
+def rank_note(spec: Mapping[str, Any] | str | None = None) -> str:
+    """How to read the Rank and Epochs columns, from the declared rules and the study's
+    settings (``spec``)."""
+    return (
+        f"Rank 1 is {protocol_text.selection_sentence()}, scored on the validation films: "
+        "that run is the selected model whose test-set results the other pages show. Epochs "
+        f"run counts every epoch trained: each run trained for "
+        f"{protocol_text.stopping_sentence(spec)}; Best epoch is that kept epoch."
+    )
+
+
 STRIP_NOTE = (
     "Each column is one configuration (best mean first), each dot one seed's run of it. "
     "Dots low in every seed mean a reliably good configuration; rings on different "
@@ -40,12 +58,16 @@ SUMMARY_NOTE = (
     "Per value, over every run and seed. Searches won: how many seeds' searches "
     "selected a configuration with this value."
 )
-CURVES_NOTE = (
-    "One line per selected run. The dot on each line is its best epoch, whose weights "
-    "are kept; the line goes on while training waited (up to the study's patience) for "
-    "an improvement, or to the last epoch allowed. A validation loss that climbs while "
-    "the training loss keeps falling is overfitting."
-)
+
+
+def curves_note(spec: Mapping[str, Any] | str | None = None) -> str:
+    """How to read the learning curves, from the declared rules and the study's settings."""
+    return (
+        "One line per selected run. The dot on each line is its best epoch, "
+        f"{protocol_text.kept_epoch_phrase()}; each run trained for "
+        f"{protocol_text.stopping_sentence(spec)}. A validation loss that climbs while the "
+        "training loss keeps falling is overfitting."
+    )
 
 
 def clipped_sentence(lines: pd.DataFrame) -> str | None:
@@ -63,7 +85,7 @@ def clipped_sentence(lines: pd.DataFrame) -> str | None:
         parts.append(
             f"{explorer.CURVE_LABELS.get(row.series, row.series)}: {row.epochs} epoch(s) of "
             f"{row.runs} run(s) ({names}) reached up to {row.largest:.3g}; they are drawn at "
-            f"the ceiling {row.ceiling:.3g} as red triangles"
+            f"the ceiling {row.ceiling:.3g} as {CLIPPED_MARK}"
         )
     return (
         "Diverged epochs do not set the scale. "

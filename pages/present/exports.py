@@ -1,7 +1,7 @@
-"""The study cards that head every CSV and LaTeX download; they live in `jobs.export_cards`
+"""The study cards that head every CSV and LaTeX download; they live in `jobs.services.export_cards`
 so the command line (`python -m jobs stats -o FILE.csv`) heads its exports the same way."""
 
-from jobs.export_cards import (
+from jobs.services.export_cards import (
     COMMENT_PREFIXES,
     Card,
     cards_header,

@@ -13,10 +13,10 @@ from typing import Any
 
 import pandas as pd
 
-from engine.films import KNEE_LOW_CONFIDENCE, ImportReport
-from jobs.access import confine_import_path, data_roots
-from jobs.csv_safe import escape_csv_cells
-from jobs.provenance import card_comments
+from engine.films import KNEE_LOW_CONFIDENCE, ImportReport, escaped
+from jobs.services.access import confine_import_path, data_roots
+from jobs.services.csv_safe import escape_csv_cells
+from jobs.services.provenance import card_comments
 from pages.present.user_text import code
 
 #: Layout choices of the import form (``auto`` first), in words.
@@ -39,12 +39,13 @@ def resolve_import_path(text: str) -> Path:
     """The one place a path a user typed for an import becomes a path to read.
 
     Every import path (film folder, labels CSV) typed on a page goes through here, and only
-    here: it is confined to the data roots (`jobs.access.data_roots`: anywhere on a
+    here: it is confined to the data roots (`jobs.services.access.data_roots`: anywhere on a
     single-user loopback server, else ``SOFTGRADE_DATA_ROOTS`` or ``SOFTGRADE_HOME``), with
     links and ``..`` resolved first, so no page may build an import path any other way.
 
     Raises:
-        ValueError: The text is empty, or `jobs.access.PathRefused` (a ValueError) naming the
+        ValueError: The text is empty, or `jobs.services.access.PathRefused` (a ValueError) naming
+        the
             roots when the path leads outside them.
     """
     cleaned = text.strip()
@@ -61,7 +62,12 @@ def problems_table(problems: pd.DataFrame) -> pd.DataFrame:
         problems: A report's problems (``row``) or the store's (``csv_row``).
     """
     frame = problems.rename(columns={"csv_row": "row", "action": "what to do"})
-    frame = frame.assign(file=frame["file"].replace("", "(the whole dataset)"))
+    # Escaped: a name or cell may hold control characters or a U+202E that reorders it.
+    frame = frame.assign(
+        file=frame["file"].map(escaped).replace("", "(the whole dataset)"),
+        problem=frame["problem"].map(escaped),
+        **{"what to do": frame["what to do"].map(escaped)},
+    )
     # As text, so a problem without a row shows an empty cell rather than "None".
     frame["row"] = [("" if pd.isna(r) else str(int(r))) for r in frame["row"]]
     return frame[list(SHOWN_COLUMNS)].reset_index(drop=True)
@@ -110,7 +116,7 @@ def report_csv(problems: pd.DataFrame, summary: Any) -> str:
 
 def left_out_text(left_out: tuple[str, ...] | list[str], shown: int = 20) -> str:
     """The films an import leaves out, by name (the first ``shown``), as markdown."""
-    names = ", ".join(code(f) for f in left_out[:shown])
+    names = ", ".join(code(escaped(f)) for f in left_out[:shown])
     more = f" and {len(left_out) - shown} more" if len(left_out) > shown else ""
     return f"Left out: {names}{more}."
 

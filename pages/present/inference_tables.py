@@ -19,12 +19,13 @@ import pandas as pd
 
 from engine.analysis import paired
 from engine.analysis.compare import task_order
-from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS
+from engine.analysis.metrics import ECE, LOWER_IS_BETTER, METRIC_LABELS
 from engine.methods import method_sort_key
 from pages.present import reviewer_tables as rt
 from pages.present.tables import is_missing_value, method_title, metric_header
 
-CI_HEADER = "95 % CI (corrected)"
+#: The paired tables' headers are `reviewer_tables.PAIRED_HEADERS`, one mapping for every page.
+CI_HEADER = rt.PAIRED_HEADERS["ci"]
 
 
 def p_text(value: Any) -> str:
@@ -145,12 +146,14 @@ def kld_part_reading(part: Mapping[str, Any], mean_table: Any, mean_truth: Any) 
 PAIRED_NOTE = (
     "Difference = A − B over the seeds both have. The corrected resampled t-test (Nadeau & "
     "Bengio 2003) counts that every seed resamples the same films by assuming a between-seed "
-    "correlation ρ = n_test/n, which one dataset cannot measure: its p is also shown at "
-    "r = ρ/(1 − ρ) = 0, 0.1, 0.2 with the break-even r where it crosses 0.05. The exact "
-    "Wilcoxon treats the seeds as independent and answers “is A better on most seeds?”. The "
-    "verdict is the Bayesian correlated t-test's (Corani & Benavoli 2015) within the ROPE: "
-    "better / equivalent at 95 % posterior probability, else inconclusive. d_z = mean / sd "
-    "of the differences; r = matched-pairs rank-biserial."
+    "correlation ρ = n_test/n, which one dataset cannot measure: its p and interval answer "
+    "“would it hold for new patients?” at that ρ, and its p is also shown at r = ρ/(1 − ρ) = 0, "
+    "0.1, 0.2 with the break-even r where it crosses 0.05. The exact Wilcoxon (Holm within the "
+    "metric) treats the seeds as independent and answers “is A better on most seeds?” — "
+    "consistent over seeds, a weaker claim. The verdict is the Bayesian correlated t-test's "
+    "(Corani & Benavoli 2015) within the ROPE: better / equivalent at 95 % posterior "
+    "probability, else inconclusive. Effect size dz = mean / sd of the differences; "
+    "rank-biserial r = the matched-pairs rank-biserial correlation."
 )
 
 
@@ -175,40 +178,35 @@ def paired_frame(
         metric_label: metric → name shown (default: `tables.metric_header`).
     """
     labels = dict(metric_label or {})
-    corrected = rt.rho_label(table)
+    headers = rt.paired_headers(table)
     rows = []
     for r in table.to_dict("records"):
-        rows.append(
-            {
-                "Task": r["task"],
-                "Metric": labels.get(r["metric"]) or metric_header(str(r["metric"])),
-                "A": method_title(str(r["method_a"])),
-                "B": method_title(str(r["method_b"])),
-                "Seeds": int(r["n_seeds"]),
-                "Mean A − B": f"{float(r['mean_diff']):.4f}",
-                f"95 % CI ({corrected})": interval_text(r["ci_low"], r["ci_high"], 4),
-                f"p ({corrected})": p_text(r["p_corrected"]),
-                "p at r = 0 · 0.1 · 0.2 · assumed": _strip(r),
-                "Break-even r": "" if is_missing_value(r["p_corrected"]) else rt.break_even_text(r),
-                "p Wilcoxon (exact)": p_text(r["p_wilcoxon"]),
-                "p Wilcoxon (Holm)": p_text(r["p_wilcoxon_holm"]),
-                "d_z": "" if is_missing_value(r["d_z"]) else f"{float(r['d_z']):.2f}",
-                "r": ""
-                if is_missing_value(r["rank_biserial"])
-                else f"{float(r['rank_biserial']):.2f}",
-                f"Verdict ({rt.rope_text(table)})": _verdict(r),
-                "Reading": _paired_reading(r),
-            }
-        )
+        tested = not is_missing_value(r["p_corrected"])
+        cells = {
+            "task": r["task"],
+            "metric": labels.get(r["metric"]) or metric_header(str(r["metric"])),
+            "method_a": method_title(str(r["method_a"])),
+            "method_b": method_title(str(r["method_b"])),
+            "n_seeds": int(r["n_seeds"]),
+            "mean_diff": f"{float(r['mean_diff']):.4f}",
+            "ci": interval_text(r["ci_low"], r["ci_high"], 4),
+            "p_corrected": p_text(r["p_corrected"]),
+            "p_strip": rt.p_strip_text(r) if tested else "",
+            "r_break_even": rt.break_even_text(r) if tested else "",
+            "p_wilcoxon": p_text(r["p_wilcoxon"]),
+            "p_wilcoxon_holm": p_text(r["p_wilcoxon_holm"]),
+            "d_z": effect_text(r["d_z"]),
+            "rank_biserial": effect_text(r["rank_biserial"]),
+            "verdict": rt.verdict_text(r.get("verdict")) if tested else "",
+            "reading": _paired_reading(r),
+        }
+        rows.append({headers[k]: v for k, v in cells.items()})
     return pd.DataFrame(rows)
 
 
-def _strip(row: Mapping[str, Any]) -> str:
-    return "" if is_missing_value(row["p_corrected"]) else rt.p_strip_text(row)
-
-
-def _verdict(row: Mapping[str, Any]) -> str:
-    return "" if is_missing_value(row["p_corrected"]) else rt.verdict_text(row.get("verdict"))
+def effect_text(value: Any) -> str:
+    """An effect size to two decimals; blank when missing."""
+    return "" if is_missing_value(value) else f"{float(value):.2f}"
 
 
 def _paired_reading(row: Mapping[str, Any]) -> str:
@@ -236,7 +234,7 @@ def calibration_frame(unc: pd.DataFrame) -> pd.DataFrame:
             "Task": unc["task"],
             "Method": unc["method"].map(method_title),
             "Seeds": unc["n_seeds"].astype(int),
-            "ECE": unc["ece"].round(4),
+            "ECE": unc[ECE].round(4),
             "95 % CI": [
                 interval_text(lo, hi, 4)
                 for lo, hi in zip(unc["ci_low"], unc["ci_high"], strict=True)
@@ -264,7 +262,7 @@ def calibration_reading(unc: pd.DataFrame) -> str:
         return ""
     low, high = float(unc["floor"].min()), float(unc["floor"].max())
     spread = float((unc["floor_high"] - unc["floor"]).max())
-    within = unc[unc["ece"] <= unc["floor_high"]]
+    within = unc[unc[ECE] <= unc["floor_high"]]
     text = (
         f"A perfectly calibrated model would still score an ECE of {low:.3f}–{high:.3f} on these "
         "films (the floor): differences of ECE smaller than the floor's own spread "
@@ -276,7 +274,7 @@ def calibration_reading(unc: pd.DataFrame) -> str:
             for t, m, e, lo, hi in zip(
                 within["task"],
                 within["method"],
-                within["ece"],
+                within[ECE],
                 within["ci_low"],
                 within["ci_high"],
                 strict=True,

@@ -114,3 +114,11 @@ def cancel_text(job_id: str, status: str) -> str:
             "keeps its finished runs."
         )
     return f"Job `{job_id}` had already finished ({status})."
+
+
+def resume_text(job_id: str, status: str) -> str:
+    """What a resume request did (``store.jobs.resume_job`` returns the job's new status)."""
+    return (
+        f"Job `{job_id}` is {status} again: a worker resumes it at its first unfinished run; "
+        "the runs it finished are kept."
+    )

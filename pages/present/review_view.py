@@ -21,7 +21,7 @@ import pandas as pd
 from engine.datasets import PreparedDataset, build_folder_cache, open_prepared
 from engine.detect import Box
 from engine.films import KNEE_LOW_CONFIDENCE, image_id_for
-from jobs.review import REVIEW_PARAM
+from jobs.services.review import REVIEW_PARAM
 
 #: Side of the review crops (px): enough to judge a crop, cheap to build for every film.
 REVIEW_PX = 128

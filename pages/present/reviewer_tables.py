@@ -3,7 +3,7 @@ comparisons with the corrected resampled t-test, the primary endpoint, Friedman,
 seed-blocked ANOVA, seeds needed for power and Table 4's means with their interval.
 
 The numbers come from ``engine.analysis.paired``, ``designs`` and ``power`` (through
-``jobs.study_analysis``); what each test assumes is in docs/statistics.md. No streamlit, so
+``jobs.services.study_analysis``); what each test assumes is in docs/statistics.md. No streamlit, so
 every format is unit-tested (tests/app/test_reviewer_tables.py). A cell that cannot be
 computed says why ("needs 2 seeds"), never "None" or "± –".
 """
@@ -36,6 +36,55 @@ EXPORT_COLUMNS: tuple[str, ...] = (
     *paired.EXTRA_COLUMNS,
 )
 
+#: The paired tables' columns as a reader reads them, wherever a paired table is shown (the
+#: Statistics tab's, the KL × CPPD page's and the report's): one header per quantity, so a
+#: column reads the same on every page. ``ci`` and ``boot_ci`` are one ``[low, high]`` cell
+#: each, ``p_strip`` the corrected p across :data:`engine.analysis.paired.R_STRIP` and ``p_bayes``
+#: the three Bayesian probabilities in one cell. :func:`paired_headers` names the corrected
+#: test's assumed ρ and the verdict's ROPE in the headers of one table.
+PAIRED_HEADERS: dict[str, str] = {
+    "family": "Endpoint",
+    "task": "Task",
+    "metric": "Metric",
+    "method_a": "A",
+    "method_b": "B",
+    "pair": "A − B",
+    "n_seeds": "Seeds",
+    "mean_diff": "Mean A − B",
+    "ci": "95 % CI (corrected)",
+    "p_corrected": "p (corrected)",
+    "rho_assumed": "ρ assumed",
+    "p_strip": "p at r = " + " · ".join(f"{r:g}" for r in paired.R_STRIP) + " · assumed",
+    "r_break_even": "Break-even r (p = 0.05)",
+    "p_corrected_holm": "p corrected (Holm)",
+    "p_wilcoxon": "p Wilcoxon (exact)",
+    "p_wilcoxon_holm": "p Wilcoxon (Holm)",
+    "d_z": "Effect size dz",
+    "rank_biserial": "Rank-biserial r",
+    "p_bayes": "P(A better) · P(equivalent) · P(B better)",
+    "p_bayes_a_better": "P(A better)",
+    "p_bayes_equivalent": "P(equivalent)",
+    "p_bayes_b_better": "P(B better)",
+    "p_tost": "TOST p",
+    "verdict": "Verdict",
+    "boot_ci": "Film-sampling bootstrap 95 % interval",
+    "within_seed_sd": "Within-seed sd",
+    "reading": "Reading",
+}
+
+
+def paired_headers(table: pd.DataFrame) -> dict[str, str]:
+    """:data:`PAIRED_HEADERS` for one table: the corrected interval and p named for the ρ
+    they assume (:func:`rho_label`), the verdict for its ROPE (:func:`rope_text`)."""
+    corrected = rho_label(table)
+    return {
+        **PAIRED_HEADERS,
+        "ci": f"95 % CI ({corrected})",
+        "p_corrected": f"p ({corrected})",
+        "verdict": f"{PAIRED_HEADERS['verdict']} ({rope_text(table)})",
+    }
+
+
 PAIRED_NOTE = (
     "Each row is method A − method B over the seeds both ran. **Corrected** is the corrected "
     "resampled t-test (Nadeau & Bengio 2003): it assumes the seeds' differences correlate by "
@@ -48,8 +97,9 @@ PAIRED_NOTE = (
     "**verdict** is the Bayesian correlated t-test (Corani & Benavoli 2015) on the same "
     "corrected variance: “better” or “equivalent” when its posterior probability reaches 95 % "
     "(“equivalent”: |A − B| within the ROPE), else “inconclusive”; TOST p is the frequentist "
-    "equivalence test within the ROPE. d_z = mean / sd of the differences; r = matched-pairs "
-    "rank-biserial. What each test assumes: docs/statistics.md."
+    "equivalence test within the ROPE. Effect size dz = mean / sd of the differences; "
+    "rank-biserial r = the matched-pairs rank-biserial correlation. What each test assumes: "
+    "docs/statistics.md."
 )
 BOOTSTRAP_NOTE = (
     "The film-sampling bootstrap resamples seeds, then patients within each seed's test set, "
@@ -173,27 +223,28 @@ def paired_view(table: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
     """The paired table as the Statistics tab shows it: one row per task and pair, every
     cell text, primary rows first, each with its endpoint label, the corrected test across
     r, the Bayesian verdict and a reading. The bootstrap is not here (:func:`bootstrap_view`)."""
-    corrected = rho_label(table)
-    columns = [
-        "Endpoint",
-        "Task",
-        "A − B",
-        "Seeds",
-        "Mean difference",
-        f"CI ({corrected})",
-        f"p ({corrected})",
-        "p at r = 0 · 0.1 · 0.2 · assumed",
-        "Break-even r (p = 0.05)",
-        "p (Holm, family)",
-        "Wilcoxon p (exact)",
-        "Wilcoxon p (Holm)",
+    h = paired_headers(table)
+    keys = (
+        "family",
+        "task",
+        "pair",
+        "n_seeds",
+        "mean_diff",
+        "ci",
+        "p_corrected",
+        "p_strip",
+        "r_break_even",
+        "p_corrected_holm",
+        "p_wilcoxon",
+        "p_wilcoxon_holm",
         "d_z",
-        "r",
-        "P(A better) · P(equivalent) · P(B better)",
-        f"Verdict ({rope_text(table)})",
-        "TOST p",
-        "Reading",
-    ]
+        "rank_biserial",
+        "p_bayes",
+        "verdict",
+        "p_tost",
+        "reading",
+    )
+    columns = [h[k] for k in keys]
     if table.empty:
         return pd.DataFrame(columns=columns)
     ordered = table.assign(_primary=table["family"] != paired.PRIMARY_FAMILY).sort_values(
@@ -233,8 +284,8 @@ def paired_view(table: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
 def bootstrap_view(table: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
     """The film-sampling bootstrap interval per pair, apart from the paired table (see
     :data:`BOOTSTRAP_NOTE`); empty when the table has no bootstrap columns."""
-    columns = ["Task", "A − B", "Mean difference", "Film-sampling bootstrap (seeds as "
-               "independent)", "Within-seed sd"]  # fmt: skip
+    h = PAIRED_HEADERS
+    columns = [h[k] for k in ("task", "pair", "mean_diff", "boot_ci", "within_seed_sd")]
     if table.empty or "boot_ci_low" not in table:
         return pd.DataFrame(columns=columns)
     rows = [
@@ -254,21 +305,21 @@ def primary_view(primary: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
     """The declared primary endpoint (`paired.primary_endpoint`: soft − nominal AMAE, both
     tasks, one Holm family) as text: the corrected test named for its ρ and shown across r,
     the Bayesian probabilities and the verdict per row."""
-    corrected = rho_label(primary)
+    h = paired_headers(primary)
     columns = [
-        "Task",
+        h["task"],
         "Soft method − Nominal",
-        "Seeds",
+        h["n_seeds"],
         "AMAE difference",
-        f"CI ({corrected})",
-        f"p ({corrected})",
-        "p at r = 0 · 0.1 · 0.2 · assumed",
-        "Break-even r (p = 0.05)",
+        h["ci"],
+        h["p_corrected"],
+        h["p_strip"],
+        h["r_break_even"],
         "p (Holm over the family)",
         "Corrected test (α = 0.05, Holm)",
-        "Wilcoxon p (exact)",
+        h["p_wilcoxon"],
         "P(soft better) · P(equivalent) · P(Nominal better)",
-        f"Verdict ({rope_text(primary)})",
+        h["verdict"],
     ]
     rows = []
     for row in primary.to_dict("records"):
@@ -512,22 +563,23 @@ def paired_latex(table: pd.DataFrame, metric_label: str) -> str:
     """The paired comparisons as a booktabs LaTeX table (empty string when there are none)."""
     if table.empty:
         return ""
+    h = PAIRED_HEADERS
     shown = pd.DataFrame(
         {
-            "Task": table["task"],
-            "A": [method_title(str(m)) for m in table["method_a"]],
-            "B": [method_title(str(m)) for m in table["method_b"]],
-            "Seeds": table["n_seeds"].astype(int),
-            "A − B": table["mean_diff"],
+            h["task"]: table["task"],
+            h["method_a"]: [method_title(str(m)) for m in table["method_a"]],
+            h["method_b"]: [method_title(str(m)) for m in table["method_b"]],
+            h["n_seeds"]: table["n_seeds"].astype(int),
+            h["mean_diff"]: table["mean_diff"],
             "CI low": table["ci_low"],
             "CI high": table["ci_high"],
             "p corrected": [p_text(v) for v in table["p_corrected"]],
-            "p Wilcoxon": [p_text(v) for v in table["p_wilcoxon"]],
-            "p Wilcoxon (Holm)": [p_text(v) for v in table["p_wilcoxon_holm"]],
-            "d_z": table["d_z"],
-            "r": table["rank_biserial"],
-            "r break-even": table["r_break_even"],
-            "Verdict": [verdict_text(v) for v in table["verdict"]],
+            h["p_wilcoxon"]: [p_text(v) for v in table["p_wilcoxon"]],
+            h["p_wilcoxon_holm"]: [p_text(v) for v in table["p_wilcoxon_holm"]],
+            h["d_z"]: table["d_z"],
+            h["rank_biserial"]: table["rank_biserial"],
+            "Break-even r": table["r_break_even"],
+            h["verdict"]: [verdict_text(v) for v in table["verdict"]],
         }
     )
     caption = (

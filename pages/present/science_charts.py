@@ -20,6 +20,8 @@ and encodings without a browser.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import altair as alt
 import numpy as np
@@ -36,11 +38,6 @@ BAR_COLOUR = "#222222"
 LIVE_COLOUR = "#d62728"
 SELECTED_STROKE = "#111111"
 SCHEME = "tableau10"
-# CD diagram label room: ~7 px per character of a 12 px label, a 24 px elbow past the axis
-# ends, and at least 26 px per rank so the tick numbers (1..k) never crowd.
-CD_CHAR_PX = 7
-CD_ELBOW_PX = 24
-CD_MIN_TICK_PX = 26
 SERIES_TITLES: dict[str, str] = {
     "train_loss": "Training loss",
     "val_loss": "Validation loss",
@@ -80,6 +77,7 @@ def reliability_diagram(
     *,
     title: str = "",
     size: int = 220,
+    pooled_seeds: int | None = None,
 ) -> alt.ConcatChart:
     """Reliability diagram(s) of one task.
 
@@ -90,6 +88,8 @@ def reliability_diagram(
             order (top label first).
         title: chart title.
         size: width and height of one panel in pixels.
+        pooled_seeds: how many seeds' test films each method's bins pool, said in the size
+            legend and the subtitle (a bin's count can then exceed the study's films).
 
     Returns:
         Panels side by side; in each, the diagonal (perfect calibration) and, per method,
@@ -103,6 +103,13 @@ def reliability_diagram(
         if len(data)
         else []
     )
+    films, subtitle = "Films", "On the dashed diagonal, predicted probabilities match what happens"
+    if pooled_seeds is not None:
+        films = f"Films, {pooled_seeds} seeds pooled"
+        subtitle += (
+            f" · each method's test films of its {pooled_seeds} seeds pooled: a film counts "
+            "once per seed that tested it"
+        )
     diagonal = pd.DataFrame({"x": [0.0, 1.0], "y": [0.0, 1.0]})
     axis_scale = alt.Scale(domain=[0, 1], nice=False)
     panels = []
@@ -136,15 +143,13 @@ def reliability_diagram(
                     detail="Method:N", order="bin:Q", strokeDash=_method_dash(methods)
                 ),
                 base.mark_circle(opacity=0.9).encode(
-                    size=alt.Size("count:Q", title="Films", scale=alt.Scale(range=[15, 250])),
+                    size=alt.Size("count:Q", title=films, scale=alt.Scale(range=[15, 250])),
                     tooltip=tooltip,
                 ),
             ).properties(title=str(event), width=size, height=size)
         )
     return alt.concat(*panels, columns=3).properties(
-        title=alt.TitleParams(
-            title, subtitle="On the dashed diagonal, predicted probabilities match what happens"
-        )
+        title=alt.TitleParams(title, subtitle=subtitle)
     )
 
 
@@ -153,24 +158,66 @@ def reliability_diagram(
 # --------------------------------------------------------------------------------------------
 
 
+# Labels are sized in pixels, from their text: Vega-Lite cannot place a label by its own
+# width, and a label past the plot's edge is cut off where the chart sits in a column (the
+# Statistics tab showed "(3.70) N"). The advance is above what 12 px sans-serif measures in
+# Chromium here (5.2-6.0 px a character, digits the widest), so a label never reaches the edge.
+CD_WIDTH_PX = 420  # fits one of two columns beside the sidebar at 1366 px (445 px)
+CD_LABEL_FONT_PX = 12
+CD_CHAR_PX = 6.5
+CD_LABEL_GAP_PX = 4  # between an elbow's end and its label
+CD_ELBOW_PX = 14  # the shortest elbow: from the outermost method to its label
+CD_RANK_PX = 40  # the least room one rank step gets; the chart widens rather than cramp it
+CD_CD_TEXT = "CD = {:.2f}"
+
+
+@dataclass(frozen=True)
+class CdFrame:
+    """Where a CD diagram's ranks sit in pixels: the x domain (in ranks) that fills ``width``
+    pixels with the rank axis between the two label columns."""
+
+    width: int
+    low: float
+    high: float
+
+    def px(self, rank: float) -> float:
+        """The pixel (from the plot's left edge) of a rank."""
+        return (rank - self.low) / (self.high - self.low) * self.width
+
+
+def label_text(method_label: str, mean_rank: float, side: str) -> str:
+    """A CD label as drawn: "Beta (2.10)" on the left, "(3.70) Nominal" on the right."""
+    return (
+        f"{method_label} ({mean_rank:.2f})"
+        if side == "left"
+        else f"({mean_rank:.2f}) {method_label}"
+    )
+
+
+def text_px(text: str) -> float:
+    """A generous estimate of how wide ``text`` is drawn at the labels' font size."""
+    return len(text) * CD_CHAR_PX
+
+
 def critical_difference_layout(
-    ranks: pd.DataFrame, groups: pd.DataFrame, *, elbow: float | None = None
-) -> tuple[pd.DataFrame, pd.DataFrame]:
+    ranks: pd.DataFrame, groups: pd.DataFrame, *, width: int = CD_WIDTH_PX
+) -> tuple[pd.DataFrame, pd.DataFrame, CdFrame]:
     """Where each label and bar of a CD diagram goes (Demšar's layout).
 
     The better half of the methods is labelled on the left, the rest on the right, each on
-    its own row below the axis; bars that overlap in rank go on separate rows.
+    its own row below the axis; bars that overlap in rank go on separate rows. The labels sit
+    inside ``width`` pixels (wider when the ranks would otherwise have under
+    ``CD_RANK_PX`` a step): the longest label of each side fixes that side's margin.
 
     Args:
         ranks: ``method``, ``mean_rank`` (the `engine.analysis.ranking.CriticalDifference` table).
         groups: ``methods``, ``low``, ``high`` (its ``groups``).
-        elbow: How far past rank 1 (and rank k) the labels' elbows reach, in ranks
-            (default a quarter of the axis).
+        width: the plot's width in pixels.
 
     Returns:
-        ``(labels, bars)``: labels with ``method``, ``Method``, ``mean_rank``, ``row``
-        (negative, below the axis), ``side`` and ``label_x`` (where the label sits);
-        bars with ``low``, ``high``, ``row``.
+        ``(labels, bars, frame)``: labels with ``method``, ``Method``, ``mean_rank``, ``row``
+        (negative, below the axis), ``side``, ``text`` and ``label_x`` (where the elbow ends
+        and the label starts, in ranks); bars with ``low``, ``high``, ``row``; and the x frame.
     """
     ordered = ranks.sort_values("mean_rank", kind="stable").reset_index(drop=True)
     k = len(ordered)
@@ -181,23 +228,48 @@ def critical_difference_layout(
         bars.append({"low": group.low, "high": group.high, "row": -0.4 * (level + 1)})
     first_label_row = -0.4 * (len(bar_rows) + 1) - 0.4
     half = (k + 1) // 2
-    reach = 0.25 * max(k - 1, 1) if elbow is None else elbow
-    left_edge, right_edge = 1.0 - reach, float(k) + reach
     labels = []
     for i, row in enumerate(ordered.itertuples(index=False)):
-        left = i < half
-        position = i if left else k - 1 - i  # the outermost methods get the lowest rows
+        side = "left" if i < half else "right"
+        position = i if side == "left" else k - 1 - i  # the outermost get the lowest rows
+        title = method_title(row.method)
         labels.append(
             {
                 "method": row.method,
-                "Method": method_title(row.method),
+                "Method": title,
                 "mean_rank": float(row.mean_rank),
                 "row": first_label_row - 0.5 * position,
-                "side": "left" if left else "right",
-                "label_x": left_edge if left else right_edge,
+                "side": side,
+                "text": label_text(title, float(row.mean_rank), side),
             }
         )
-    return pd.DataFrame(labels), pd.DataFrame(bars, columns=["low", "high", "row"])
+    frame = _cd_frame(labels, k, width)
+    step = frame.width / (frame.high - frame.low)  # pixels per rank
+    edge = {"left": 1.0 - CD_ELBOW_PX / step, "right": max(k, 1) + CD_ELBOW_PX / step}
+    for label in labels:
+        label["label_x"] = edge[label["side"]]
+    columns = ["method", "Method", "mean_rank", "row", "side", "text", "label_x"]
+    return (
+        pd.DataFrame(labels, columns=columns),
+        pd.DataFrame(bars, columns=["low", "high", "row"]),
+        frame,
+    )
+
+
+def _cd_frame(labels: list[dict[str, Any]], k: int, width: int) -> CdFrame:
+    """The x domain that puts each side's longest label inside the plot."""
+    margin = {
+        side: max((text_px(lab["text"]) for lab in labels if lab["side"] == side), default=0.0)
+        + CD_LABEL_GAP_PX
+        + CD_ELBOW_PX
+        for side in ("left", "right")
+    }
+    steps = max(k - 1, 1)
+    width = max(width, int(np.ceil(margin["left"] + margin["right"] + CD_RANK_PX * steps)))
+    step = (width - margin["left"] - margin["right"]) / steps  # pixels per rank
+    return CdFrame(
+        width=width, low=1.0 - margin["left"] / step, high=1.0 + steps + margin["right"] / step
+    )
 
 
 def _free_row(rows: list[list[tuple[float, float]]], low: float, high: float) -> int:
@@ -216,7 +288,7 @@ def critical_difference_diagram(
     cd: float,
     *,
     title: str = "",
-    width: int = 520,
+    width: int = CD_WIDTH_PX,
 ) -> alt.LayerChart:
     """The critical-difference diagram of one ranking.
 
@@ -225,25 +297,16 @@ def critical_difference_diagram(
         groups: its ``groups`` (``methods``, ``low``, ``high``).
         cd: its critical difference (NaN: no CD bar is drawn).
         title: chart title.
-        width: pixels wanted; the chart is wider when its labels and ranks need it.
+        width: pixels, labels included (more when the ranks need it).
 
     Returns:
         Mean ranks on an axis from 1 (best, left) to k, each method's elbow line to its
         label, thick bars joining methods that do not differ, and the CD as a bar above the
-        axis starting at rank 1.
+        axis starting at rank 1, its value centred over it. Every label lies inside the plot.
     """
-    k = max(len(ranks), 2)
-    # Room for the labels in pixels, from the longest one ("(12.25) Binomial layer"), so
-    # that fourteen methods' names are not cut at the chart's edge; the axis keeps at least
-    # CD_MIN_TICK_PX per rank, and the chart grows past ``width`` when it must.
-    longest = max((len(method_title(m)) for m in ranks["method"]), default=0) + len(" (0.00)")
-    label_px = CD_CHAR_PX * longest + CD_ELBOW_PX + 8
-    axis_px = max(width - 2 * label_px, CD_MIN_TICK_PX * (k - 1))
-    width = int(axis_px + 2 * label_px)
-    per_rank = (k - 1) / axis_px  # ranks per pixel
-    labels, bars = critical_difference_layout(ranks, groups, elbow=CD_ELBOW_PX * per_rank)
-    pad = label_px * per_rank
-    x_scale = alt.Scale(domain=[1 - pad, k + pad], nice=False, zero=False)
+    labels, bars, frame = critical_difference_layout(ranks, groups, width=width)
+    k = max(len(labels), 2)
+    x_scale = alt.Scale(domain=[frame.low, frame.high], nice=False, zero=False)
     bottom = float(labels["row"].min()) - 0.3 if len(labels) else -1.0
     y_scale = alt.Scale(domain=[bottom, 1.1], nice=False, zero=False)
     # The rank axis is drawn as marks at y = 0 so the elbows hang from it, as in Demšar's
@@ -252,6 +315,7 @@ def critical_difference_diagram(
     y = alt.Y("row:Q", scale=y_scale, axis=None)
     ticks = pd.DataFrame({"mean_rank": np.arange(1, k + 1, dtype=float), "row": 0.0, "top": 0.12})
     axis_line = pd.DataFrame({"mean_rank": [1.0], "end": [float(k)], "row": [0.0]})
+    label_x = alt.X("label_x:Q", scale=x_scale, axis=None)
     layers = [
         alt.Chart(axis_line).mark_rule(color=BAR_COLOUR).encode(x=x, x2="end:Q", y=y),
         alt.Chart(ticks).mark_rule(color=BAR_COLOUR).encode(x=x, y=y, y2="top:Q"),
@@ -272,13 +336,11 @@ def critical_difference_diagram(
         )
         .transform_calculate(zero="0"),
         alt.Chart(labels[labels["side"] == "left"])
-        .mark_text(align="right", dx=-4, fontSize=12)
-        .encode(x=alt.X("label_x:Q", scale=x_scale, axis=None), y=y, text="text:N")
-        .transform_calculate(text="datum.Method + ' (' + format(datum.mean_rank, '.2f') + ')'"),
+        .mark_text(align="right", dx=-CD_LABEL_GAP_PX, fontSize=CD_LABEL_FONT_PX)
+        .encode(x=label_x, y=y, text="text:N"),
         alt.Chart(labels[labels["side"] == "right"])
-        .mark_text(align="left", dx=4, fontSize=12)
-        .encode(x=alt.X("label_x:Q", scale=x_scale, axis=None), y=y, text="text:N")
-        .transform_calculate(text="'(' + format(datum.mean_rank, '.2f') + ') ' + datum.Method"),
+        .mark_text(align="left", dx=CD_LABEL_GAP_PX, fontSize=CD_LABEL_FONT_PX)
+        .encode(x=label_x, y=y, text="text:N"),
     ]
     if len(bars):
         layers.append(
@@ -287,24 +349,33 @@ def critical_difference_diagram(
             .encode(x=alt.X("low:Q", scale=x_scale, axis=None), x2="high:Q", y=y)
         )
     if np.isfinite(cd):
-        cd_frame = pd.DataFrame({"start": [1.0], "end": [1.0 + cd], "row": [0.8], "cd": [cd]})
-        cd_x = alt.X("start:Q", scale=x_scale, axis=None)
-        layers += [
-            alt.Chart(cd_frame)
-            .mark_rule(color=BAR_COLOUR, strokeWidth=2)
-            .encode(x=cd_x, x2="end:Q", y=y),
-            alt.Chart(cd_frame)
-            .mark_text(align="left", dx=6, fontSize=11)
-            .encode(x=alt.X("end:Q", scale=x_scale, axis=None), y=y, text="text:N")
-            .transform_calculate(text="'CD = ' + format(datum.cd, '.2f')"),
-        ]
+        layers += _cd_bar(cd, frame, x_scale, y)
     height = int(40 * (1.1 - bottom)) + 20
     return alt.layer(*layers).properties(
         title=alt.TitleParams(title, subtitle="Mean rank over seeds (1 = best)"),
-        width=width,
+        width=frame.width,
         height=height,
         view=alt.ViewBackground(stroke=None),
     )
+
+
+def _cd_bar(cd: float, frame: CdFrame, x_scale: alt.Scale, y: alt.Y) -> list[alt.Chart]:
+    """The CD as a bar from rank 1, above the axis, its value centred over it (kept inside
+    the plot, and the bar cut at its edge, when the CD is longer than the axis)."""
+    end = min(1.0 + cd, frame.high)
+    text = CD_CD_TEXT.format(cd)
+    half_text = text_px(text) / 2 / frame.width * (frame.high - frame.low)
+    middle = min(max((1.0 + end) / 2, frame.low + half_text), frame.high - half_text)
+    bar = pd.DataFrame({"start": [1.0], "end": [end], "row": [0.8], "cd": [cd]})
+    note = pd.DataFrame({"middle": [middle], "row": [0.8], "text": [text]})
+    return [
+        alt.Chart(bar)
+        .mark_rule(color=BAR_COLOUR, strokeWidth=2)
+        .encode(x=alt.X("start:Q", scale=x_scale, axis=None), x2="end:Q", y=y),
+        alt.Chart(note)
+        .mark_text(align="center", dy=-10, fontSize=11)
+        .encode(x=alt.X("middle:Q", scale=x_scale, axis=None), y=y, text="text:N"),
+    ]
 
 
 # --------------------------------------------------------------------------------------------
@@ -451,6 +522,11 @@ def parameter_strip(
 # --------------------------------------------------------------------------------------------
 
 
+# How the learning curves mark an epoch drawn at a panel's ceiling: a triangle in its line's
+# colour (the triangles encode the line, so the reader can tell whose epoch diverged).
+CLIPPED_MARK = "triangles in the line's colour"
+
+
 def learning_curves_chart(
     curves: pd.DataFrame,
     *,
@@ -527,7 +603,7 @@ def learning_curves_chart(
             .mark_point(size=50, filled=True, shape="circle", stroke="white", strokeWidth=0.8)
             .encode(tooltip=tooltip),
             base.transform_filter("datum.clipped")
-            .mark_point(size=60, filled=True, shape="triangle-up", color=LIVE_COLOUR)
+            .mark_point(size=60, filled=True, shape="triangle-up")
             .encode(tooltip=tooltip),
         ]
         if live is not None and len(live) and name == "val_amae":
@@ -551,7 +627,7 @@ def learning_curves_chart(
         )
     subtitle = "Dots: each run's best epoch (its weights are kept)"
     if curves["clipped"].any():
-        subtitle += " · red triangles: diverged epochs, drawn at the panel's ceiling"
+        subtitle += f" · {CLIPPED_MARK}: diverged epochs, drawn at the panel's ceiling"
     if live is not None and len(live):
         subtitle += " · red diamond: the run training now"
     return alt.hconcat(*panels).properties(title=alt.TitleParams(title, subtitle=subtitle))

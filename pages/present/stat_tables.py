@@ -17,9 +17,10 @@ import numpy as np
 import pandas as pd
 
 from engine.analysis.compare import sort_by_method
+from engine.analysis.metrics import MAE
 from engine.analysis.probability_metrics import PROBABILITY_LABELS, PROBABILITY_METRICS
 from engine.analysis.stats import CORRECTIONS
-from jobs.csv_safe import escape_csv_cells
+from jobs.services.csv_safe import escape_csv_cells
 from pages.present.tables import (
     is_missing_value,
     latex_cell,
@@ -95,7 +96,7 @@ def relationship_seed_frame(results: Sequence[Any]) -> pd.DataFrame:
     rows = []
     for r in results:
         row = {"method": r.method, "seed": r.seed, "n_images": r.n_images, "kld": r.kld}
-        row["mae"] = r.mae
+        row[MAE] = r.mae
         table = np.asarray(r.table)
         for i in range(table.shape[0]):
             for j in range(table.shape[1]):
@@ -104,10 +105,36 @@ def relationship_seed_frame(results: Sequence[Any]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+#: The KL × CPPD summary's columns as a reader reads them (the page and the report).
+RELATIONSHIP_HEADERS: dict[str, str] = {
+    "method": "Method",
+    "n_seeds": "Seeds",
+    "kld_mean": "KLD mean (nats)",
+    "kld_std": "KLD sd",
+    "mae_mean": "Cell-count MAE mean",
+    "mae_std": "Cell-count MAE sd",
+}
+#: What the summary's two scores are, for a caption beside it.
+RELATIONSHIP_NOTE = (
+    "KLD = Kullback–Leibler divergence D_KL(true ‖ predicted) of the KL × CPPD table, in nats "
+    "(0: the predicted table has the true proportions). Cell-count MAE = the mean absolute "
+    "difference between the predicted and the true table's counts, in films per cell over "
+    "the table's cells (not the grading MAE of Table 4). Both per seed, then mean and sd over "
+    "seeds."
+)
+
+
 def relationship_summary_frame(summary: pd.DataFrame) -> pd.DataFrame:
     """`engine.analysis.relationship.summarise_relationship` without its array columns (for CSV)."""
-    keep = ["method", "n_seeds", "kld_mean", "kld_std", "mae_mean", "mae_std"]
+    keep = list(RELATIONSHIP_HEADERS)
     return summary[keep].copy() if not summary.empty else pd.DataFrame(columns=keep)
+
+
+def relationship_summary_shown(summary: pd.DataFrame) -> pd.DataFrame:
+    """The summary to read: methods titled, :data:`RELATIONSHIP_HEADERS` as headers."""
+    shown = relationship_summary_frame(summary)
+    shown = shown.assign(method=shown["method"].map(method_title))
+    return shown.rename(columns=RELATIONSHIP_HEADERS)
 
 
 def kld_tests_frame(shapiro: Any, kruskal: Any, wilcoxon: Any) -> pd.DataFrame:

@@ -36,14 +36,20 @@ from engine.analysis.compare import (
     StudyProgress,
     sort_by_method,
 )
-from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS
+from engine.analysis.metrics import (
+    LOWER_IS_BETTER,
+    METRIC_LABELS,
+    PAPER_TABLE_ORDER,
+    get_metric,
+)
 from engine.methods import hyperparameters, is_registered, method_label, order_methods
-from jobs.csv_safe import escape_csv_cells
+from jobs.services.csv_safe import escape_csv_cells
+from pages.present.user_text import plain
 from store.bundle import REFERENCE_STUDY, read_card
 from store.db import StoreError
 
-# Column order of the paper's Table 4.
-TABLE4_METRICS: tuple[str, ...] = ("qwk", "mae", "ms", "ba", "amae", "mmae")
+# Column order of the paper's Table 4 (declared with the metrics, in their registry).
+TABLE4_METRICS: tuple[str, ...] = PAPER_TABLE_ORDER
 
 
 # --------------------------------------------------------------------------------------------
@@ -92,6 +98,15 @@ def metric_header(metric: str) -> str:
     return f"{METRIC_LABELS[metric]} {'↓' if metric in LOWER_IS_BETTER else '↑'}"
 
 
+def metric_bounds(metric: str) -> tuple[float, float]:
+    """The values a test metric can take, from its registry range: errors (MAE, AMAE, MMAE)
+    are never negative (their top, J − 1, depends on the task, so it is left open), Cohen's
+    kappa (QWK) lies in [−1, 1], the shares (MS, BA) in [0, 1]."""
+    record = get_metric(metric)
+    low, high = record.range
+    return (low, math.inf) if record.scales_with_grades else (low, high)
+
+
 REFERENCE_MARK = "Bundled reference · "
 
 
@@ -121,7 +136,7 @@ def progress_message(progress: StudyProgress) -> str | None:
         return None
     done = f"{len(progress.finished)} of {len(progress.planned)} seeds finished"
     which = f" ({_seed_list(progress.finished)})" if progress.finished else ""
-    name, status = progress.name, progress.status
+    name, status = plain(progress.name), progress.status  # a study's name is typed by someone
     if status in ("running", "queued"):
         state = "is still running" if status == "running" else "has not started yet"
         if not progress.finished:

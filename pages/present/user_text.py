@@ -7,7 +7,14 @@ into markdown goes through one of these (issue 23):
 
 - `plain`: a name shown as itself (every markdown and HTML character escaped);
 - `code`: a name inside an inline code span (a backtick in it cannot close the span);
-- `notes`: a study's notes, still markdown, but with no image (remote or not) and no raw HTML.
+- `notes`: a study's notes, still markdown (emphasis, lists, code), but with no image, no raw
+  HTML and no link whose text hides its address;
+- `plain_list`: several names, each shown as itself;
+- `said`: an error's message, which often quotes what someone typed or a link carried.
+
+Values from a link's URL (``?explorer_study=...``), a file, a CSV or the store are text too
+(issue 31): a link such as ``?compare_tab=[Session expired](http://host/phish)`` must not put
+a live link or a remote image into the page's own warning about it.
 
 No streamlit here: the pages call these, and they are unit-tested.
 """
@@ -50,16 +57,40 @@ def code(text: object) -> str:
     return f"{fence}{pad}{one_line}{pad}{fence}"
 
 
-_IMAGE_START = re.compile(r"!\[")
+def plain_list(values: object, sep: str = ", ") -> str:
+    """Several names (e.g. the ids a link asked for), each escaped by `plain`, joined."""
+    items = [values] if isinstance(values, str) else list(values or ())  # type: ignore[call-overload]
+    return sep.join(plain(value) for value in items)
+
+
+def said(error: object) -> str:
+    """An error's message as text: store and check messages quote names, paths and link
+    values as they were typed, so the message is escaped like a name."""
+    return plain(str(error))
+
+
 _HTML_START = re.compile(r"<")
+# An inline link ``[text](address "title")``: shown as its text and its address, as text.
+_INLINE_LINK = re.compile(r"(?<!\\)\[([^\[\]\n]*)\]\(([^()\s]*)(?:\s+[^()]*)?\)")
+# Whatever "[" is left could still open a link or an image (nested brackets, a reference
+# ``[text][ref]`` and its definition ``[ref]: address``): every one is escaped.
+_BRACKET = re.compile(r"(?<!\\)\[")
+# An address GitHub-flavoured markdown would make a link of by itself (``https://``, ``www.``).
+_BARE_ADDRESS = re.compile(r"(?i)\b(https?|ftp|mailto)(:)|\b(www)(\.)")
 
 
 def notes(text: object) -> str:
-    """A study's notes as markdown, without images or raw HTML.
+    """A study's notes as markdown, without images, raw HTML or links.
 
-    Links, emphasis, lists and code stay; an image (``![alt](url)`` or ``![alt][ref]``)
-    becomes its text so that no browser fetches it, and ``<`` is escaped so that no tag
-    (``<img>``, ``<script>``, an autolink) is rendered.
+    Emphasis, lists, headings and code stay. A link ``[text](address)`` becomes
+    ``text (address)`` and an image ``![alt](address)`` ``!alt (address)``, both as text; any
+    other ``[`` is escaped, so no link, reference or image is left to follow or fetch; no
+    address is made clickable, so a note cannot dress a phishing address as "Sign in
+    again"; and ``<`` is escaped so that no tag (``<img>``, ``<script>``, an autolink) is
+    rendered.
     """
     body = str("" if text is None else text)
-    return _HTML_START.sub("&lt;", _IMAGE_START.sub(r"!\\[", body))
+    body = _INLINE_LINK.sub(lambda m: f"{m[1]} ({m[2]})", body)
+    body = _BRACKET.sub(r"\\[", body)
+    body = _BARE_ADDRESS.sub(lambda m: f"{m[1]}\\:" if m[1] else f"{m[3]}\\.", body)
+    return _HTML_START.sub("&lt;", body)

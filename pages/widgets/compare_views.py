@@ -11,12 +11,14 @@ import pandas as pd
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from engine.analysis import compare, stats
+from engine.analysis import compare, metrics, stats
 from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS, METRICS
 from engine.analysis.paired import BASELINE
+from engine.analysis.results_file import seed_metrics_wide
 from engine.methods import order_methods
-from jobs.csv_safe import escape_csv_cells
+from jobs.services.csv_safe import escape_csv_cells
 from pages.present import charts, exports, reviewer_tables, stat_tables, tables
+from pages.present.user_text import said
 from pages.widgets import (
     chart_cache,
     downloads,
@@ -26,6 +28,7 @@ from pages.widgets import (
     stat_tests,
     view_state,
 )
+from store import results as store_results
 from store import runs as store_runs
 
 ABSENT_CLASSES_NOTE = (
@@ -52,10 +55,17 @@ TABS = [
 def cached_results(
     path: str, study_ids: tuple[str, ...], names: tuple[str, ...]
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Confusion counts and per-run metrics of the selected runs (methods labelled)."""
+    """Confusion counts and per-run metrics of the selected runs (methods labelled); the
+    per-seed values of results imported as metrics (`store.results`) join the metrics."""
+    labels = dict(zip(study_ids, names, strict=True))
     counts = store_runs.confusion_counts(list(study_ids), path=path)
-    counts = compare.label_methods(counts, dict(zip(study_ids, names, strict=True)))
-    return counts, compare.per_run_metrics(counts)
+    counts = compare.label_methods(counts, labels)
+    per_run = compare.per_run_metrics(counts)
+    imported = seed_metrics_wide(store_results.seed_metric_values(list(study_ids), path=path))
+    if imported.empty:
+        return counts, per_run
+    imported = compare.label_methods(imported, labels)
+    return counts, imported if per_run.empty else pd.concat([per_run, imported], ignore_index=True)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -153,14 +163,14 @@ def table_tab(per_run: pd.DataFrame, cards: tuple[exports.Card, ...], path: str 
 
 
 def pick_metric(key: str, container: DeltaGenerator | None = None) -> str:
-    """A metric picker that opens on AMAE, in ``container`` (default: the page)."""
+    """A metric picker that opens on the primary metric, in ``container`` (default: the page)."""
     return view_state.linked(
         (container or st).selectbox,
         "Metric",
         list(METRICS),
         key=key,
         what="metric",
-        initial={"index": list(METRICS).index("amae")},
+        initial={"index": list(METRICS).index(metrics.PRIMARY_METRIC)},
         format_func=tables.metric_name,
     )
 
@@ -198,7 +208,7 @@ def confusion_tab(counts: pd.DataFrame, per_run: pd.DataFrame, tasks: list[str])
         format_func=tables.method_title,
     )
     others = [m for m in task_methods if m != method_a]
-    best = compare.best_method(per_run, task, "amae", exclude=[method_a])
+    best = compare.best_method(per_run, task, metrics.PRIMARY_METRIC, exclude=[method_a])
     method_b = view_state.linked(
         c3.selectbox,
         "Second method",
@@ -207,7 +217,7 @@ def confusion_tab(counts: pd.DataFrame, per_run: pd.DataFrame, tasks: list[str])
         what="method",
         initial={"index": others.index(best) if best in others else 0},
         format_func=tables.method_title,
-        help="Defaults to the best other method by mean AMAE.",
+        help=f"Defaults to the best other method by mean {METRIC_LABELS[metrics.PRIMARY_METRIC]}.",
         disabled=not others,
     )
     c4, c5 = st.columns(2)
@@ -226,7 +236,8 @@ def confusion_tab(counts: pd.DataFrame, per_run: pd.DataFrame, tasks: list[str])
             "decimals": 1 if how == "mean" else 0,
             "domain_max": 1.0 if scale == "share" else shared_top,
             "title": f"{task} · {tables.method_title(method)} "
-            f"({matrices[method][1]} seeds, mean AMAE {rows['amae'].mean():.3f})",
+            f"({matrices[method][1]} seeds, mean {METRIC_LABELS[metrics.PRIMARY_METRIC]} "
+            f"{rows[metrics.PRIMARY_METRIC].mean():.3f})",
         }
         column.vega_lite_chart(
             chart_cache.chart_spec("confusion_heatmap", frames[method], options), width="content"
@@ -286,7 +297,7 @@ def paper_statistics(per_run: pd.DataFrame, tasks: list[str], metric: str) -> di
         shapiro, kruskal, wilcoxon = stat_tests.method_tests(task_scores, correction)
         anova, tukey = pooled_tests(all_scores, metric in LOWER_IS_BETTER)
     except ValueError as exc:  # e.g. two values for one method and seed
-        st.error(f"The tests cannot be run on this selection: {exc}")
+        st.error(f"The tests cannot be run on this selection: {said(exc)}")
         st.stop()
 
     st.subheader(f"{METRIC_LABELS[metric]} on {task}", divider="gray")

@@ -11,10 +11,10 @@ import pandas as pd
 import streamlit as st
 
 from engine import phantom
-from engine.detect import crop_and_resize
+from engine.detect import crop_and_resize, yolo_available
 from pages.present.data_view import MASK_COLOURS, overlay_mask, pick_examples, split_rule_note
 from pages.present.import_view import detector_text, left_out_films, report_csv, summary_counts
-from pages.present.user_text import code, plain
+from pages.present.user_text import code, plain, said
 from pages.widgets.import_form import show_problems
 from store.datasets import split_rules
 from store.db import StoreError
@@ -43,7 +43,7 @@ def show_split_rules(path: str, dataset_id: str) -> None:
     try:
         rules = cached_split_rules(path, dataset_id)
     except StoreError as exc:
-        st.caption(f"The splits of {dataset_id} cannot be read right now: {exc}")
+        st.caption(f"The splits of {plain(dataset_id)} cannot be read right now: {said(exc)}")
         return
     st.markdown(split_rule_note(rules))
 
@@ -64,7 +64,7 @@ def show_import_report(path: str, dataset_id: str) -> None:
         summary, problems = cached_import(path, dataset_id)
         reviews = crop_reviews(dataset_id, path=path)
     except StoreError as exc:
-        st.error(f"The import report of {dataset_id} cannot be read right now: {exc}")
+        st.error(f"The import report of {plain(dataset_id)} cannot be read right now: {said(exc)}")
         return
     if summary is None:
         return
@@ -184,3 +184,26 @@ def show_gallery() -> None:
         "The films' grades are the recorded ones; each example is chosen where the recorded "
         "grade equals the true one."
     )
+
+
+def show_detector_licence() -> None:
+    """Which knee detector this installation can use, and what the optional YOLO one's
+    licence (AGPL-3.0) means for a lab that serves the app (docs/licences.md)."""
+    with st.expander("Knee detectors and their licences"):
+        if yolo_available():
+            st.markdown(
+                "This installation has the optional **YOLOv8n knee detector** (ultralytics, "
+                "**AGPL-3.0**). Inside the lab that asks nothing of you. If this app is served "
+                "to people outside your organisation, AGPL-3.0 asks you to offer them the "
+                "source code of what they use, your own changes included. To avoid that, "
+                "install SoftGrade without the `yolo` extra: the classical detector then "
+                "locates knees."
+            )
+        else:
+            st.markdown(
+                "Knees are located by the **classical detector** (SoftGrade's own, "
+                "Apache-2.0). The trainable YOLOv8n detector needs the optional `yolo` extra "
+                "(`pip install 'softgrade[yolo]'`), which brings ultralytics under **AGPL-3.0**: "
+                "serving the app with it to people outside your organisation means offering "
+                "them its source code, your changes included."
+            )

@@ -1,5 +1,5 @@
 """Where Grade a film's models and test films come from: a study of the lab's store (picked,
-or fixed by a kiosk), or an unpacked demo bundle (`jobs.demo_bundle`). Either way the page
+or fixed by a kiosk), or an unpacked demo bundle (`jobs.services.demo_bundle`). Either way the page
 gets one `DemoSource`, so it grades the same way on the lab server and on a laptop."""
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ import streamlit as st
 from engine.demo_models import best_seed, default_method, seed_checkpoints
 from engine.methods import order_methods
 from engine.vocab import TASKS
-from jobs.demo_bundle import DemoBundle, DemoBundleError, open_demo, read_crop
-from jobs.kiosk import KioskSettings
+from jobs.services.demo_bundle import DemoBundle, DemoBundleError, open_demo, read_crop
+from jobs.services.kiosk import KioskSettings
 from pages.present.tables import method_title
+from pages.present.user_text import plain, said
 from pages.widgets import view_state
 from pages.widgets.models import (
     OpenedStudy,
@@ -133,7 +134,7 @@ def _kiosk_study(path: str, study_id: str | None) -> pd.Series:
     found = studies[studies["study_id"] == study_id]
     if found.empty or int(found["runs_selected"].iloc[0]) == 0:
         st.error(
-            f"This kiosk was started for study {study_id}, which has no finished runs in "
+            f"This kiosk was started for study {plain(study_id)}, which has no finished runs in "
             "this store (deleted or archived?). Ask whoever started it to restart it."
         )
         st.stop()
@@ -189,9 +190,19 @@ def cached_bundle(folder: str) -> DemoBundle:
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def cached_bundle_crop(file: str) -> np.ndarray:
-    """A bundled film's crop."""
-    return read_crop(Path(file))
+def cached_bundle_crop(file: str, size: int) -> np.ndarray:
+    """A bundled film's crop, ``size`` px a side."""
+    return read_crop(Path(file), size)
+
+
+def bundle_crop(file: str, size: int) -> np.ndarray:
+    """A bundled film's crop; one that is damaged or of another size stops the page with
+    the reason (`jobs.services.demo_bundle.read_crop` names the film)."""
+    try:
+        return cached_bundle_crop(file, size)
+    except DemoBundleError as exc:
+        st.error(str(exc), icon=":material/broken_image:")
+        st.stop()
 
 
 def bundle_source(folder: Path) -> DemoSource:
@@ -199,7 +210,7 @@ def bundle_source(folder: Path) -> DemoSource:
     try:
         bundle = cached_bundle(str(folder))
     except DemoBundleError as exc:
-        st.error(str(exc))
+        st.error(said(exc))
         st.stop()
     seeds = {
         task: {seed: str(p) for seed, p in by_seed.items()}
@@ -212,7 +223,7 @@ def bundle_source(folder: Path) -> DemoSource:
         seeds=seeds,
         image_size=bundle.image_size,
         films=bundle.films,
-        crop=lambda row: cached_bundle_crop(str(row["file"])),
+        crop=lambda row: bundle_crop(str(row["file"]), bundle.image_size),
         detector_dir=bundle.detector_dir,
     )
 

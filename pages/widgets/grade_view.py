@@ -9,15 +9,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
+import altair as alt
 import numpy as np
 import streamlit as st
 
 from engine import gradcam
 from engine.demo_models import KneeToGrade, knee_to_grade
 from engine.films import FILM_FORMATS, decode_film
-from engine.train import load_checkpoint
+from engine.train import load_model
 from engine.vocab import GRADE_SIGNS
 from pages.present import charts
 from pages.present import seed_agreement as agreement
@@ -29,6 +31,7 @@ from pages.present.graded_film import (
     low_knee_sentence,
     unsure_sentence,
 )
+from pages.present.user_text import said
 from pages.widgets import view_state
 from pages.widgets.demo_source import (
     DemoSource,
@@ -36,6 +39,9 @@ from pages.widgets.demo_source import (
 from pages.widgets.models import heat_help, maps_of, probs_of
 
 SOURCES = ("A test film of this study", "Upload a film")
+SEED_CHART_NOTE = (
+    "Bars: mean probability over the models; whiskers: lowest to highest; dots: each model."
+)
 # Probability charts stand beside the grade, tall enough for their axis titles.
 CHART_HEIGHT = 230
 
@@ -67,7 +73,7 @@ def cached_reading(
     box: tuple[int, int, int, int],
 ) -> gradcam.FilmReading:
     """An uploaded film's knee graded by one model per task (cached on the film's pixels)."""
-    models = {task: load_checkpoint(Path(p))[0] for task, p in checkpoints}
+    models = {task: load_model(Path(p)) for task, p in checkpoints}
     return gradcam.read_film(film, models, image_size, box=box)
 
 
@@ -92,6 +98,43 @@ def show_grade(task: str, grade: int, probability: float, known: dict) -> None:
         st.warning(unsure, icon=":material/help:")
 
 
+@dataclass(frozen=True)
+class TaskReading:
+    """One task's reading of a film: the grade shown, its probability, the chart beside it,
+    and the sentence and note that go with the chart (empty for one model)."""
+
+    grade: int
+    probability: float
+    chart: alt.Chart
+    sentence: str = ""
+    note: str = ""
+
+
+def read_task(
+    task: str, batch: gradcam.CamBatch, crop: np.ndarray, seeds: dict[int, str]
+) -> TaskReading:
+    """The grade of one task: the models' consensus where several seeds' models are here,
+    else the one model's grade."""
+    if len(seeds) > 1:
+        probs = seed_probs(seeds, crop)
+        spread = agreement.seed_spread(probs)
+        return TaskReading(
+            grade=agreement.consensus_grade(spread),
+            probability=float(spread.loc[spread["chosen"], "mean"].iloc[0]),
+            chart=agreement.seed_agreement_chart(
+                spread, agreement.seed_points(probs), task, height=CHART_HEIGHT
+            ),
+            sentence=agreement.agreement_sentence(spread, task),
+            note=SEED_CHART_NOTE,
+        )
+    grade = int(batch.predicted[0])
+    return TaskReading(
+        grade=grade,
+        probability=float(batch.probs[0][grade]),
+        chart=charts.grade_probabilities(batch.probs[0], task, height=CHART_HEIGHT),
+    )
+
+
 def show_grades(
     crop: np.ndarray,
     grades: dict[str, gradcam.CamBatch],
@@ -99,8 +142,9 @@ def show_grades(
     seeds: dict[str, dict[int, str]],
     best: int,
 ) -> None:
-    """One row per task, aligned: the grade (the page's largest text), the probabilities
-    beside it (how much the models agree, or the one model's) and where the model looked.
+    """Every task's grade first, side by side (the page's largest text, all above the fold of
+    a 1366 x 768 screen: a room reads the grades before anything else), then one row per task:
+    the probabilities (how much the models agree, or the one model's) and where it looked.
 
     Args:
         grades: The best seed's models' probabilities and maps, by task.
@@ -108,35 +152,22 @@ def show_grades(
         best: The seed whose maps are shown.
     """
     presenter = presenter_on()
-    for task, batch in grades.items():
-        grade_column, probs_column, map_column = st.columns([3, 4, 2], border=False)
-        if len(seeds.get(task, {})) > 1:
-            probs = seed_probs(seeds[task], crop)
-            spread = agreement.seed_spread(probs)
-            grade = agreement.consensus_grade(spread)
-            probability = float(spread.loc[spread["chosen"], "mean"].iloc[0])
-            chart = agreement.seed_agreement_chart(
-                spread, agreement.seed_points(probs), task, height=CHART_HEIGHT
-            )
-            note = (
-                "Bars: mean probability over the models; whiskers: lowest to highest; "
-                "dots: each model."
-            )
-        else:
-            grade = int(batch.predicted[0])
-            probability = float(batch.probs[0][grade])
-            chart = charts.grade_probabilities(batch.probs[0], task, height=CHART_HEIGHT)
-            note = ""
-        with grade_column:
-            show_grade(task, grade, probability, known)
+    readings = {
+        task: read_task(task, batch, crop, seeds.get(task, {})) for task, batch in grades.items()
+    }
+    for column, (task, reading) in zip(st.columns(len(readings)), readings.items(), strict=True):
+        with column:
+            show_grade(task, reading.grade, reading.probability, known)
+    for task, reading in readings.items():
+        probs_column, map_column = st.columns([3, 1])
         with probs_column:
-            if len(seeds.get(task, {})) > 1:
-                st.markdown(agreement.agreement_sentence(spread, task))
-            st.altair_chart(chart, width="stretch")
-            if note:
-                st.caption(note)
+            if reading.sentence:
+                st.markdown(reading.sentence)
+            st.altair_chart(reading.chart, width="stretch")
+            if reading.note:
+                st.caption(reading.note)
         map_column.image(
-            gradcam.overlay(crop, batch.cams[0]),
+            gradcam.overlay(crop, grades[task].cams[0]),
             caption=f"Where seed {best}'s {task} model looked"
             if presenter
             else f"Where the {task} model looked",
@@ -203,12 +234,12 @@ def show_upload(source: DemoSource) -> None:
     # Streamlit's own cap (server.maxUploadSize, set by `up --max-upload-mb`) is enforced by
     # the browser; the page checks again so a client that skips it gets the same answer.
     if problem := upload_size_problem(upload.name, upload.size, upload_limit_mb()):
-        st.error(problem, icon=":material/file_present:")
+        st.error(said(problem), icon=":material/file_present:")  # it names the file
         st.stop()
     try:
         film = decode_film(upload.getvalue(), upload.name)
     except ValueError as exc:
-        st.error(str(exc))
+        st.error(said(exc))
         st.stop()
     detector = str(source.detector_dir) if source.detector_dir else None
     with graded_safely():

@@ -16,9 +16,9 @@ import streamlit as st
 
 from engine.config import SpecError
 from engine.films import ImportSourceError, check_import
-from jobs import lab
-from jobs.importer import ImportRefused, import_detector
-from jobs.review import reviewed_spec
+from jobs.services import lab
+from jobs.services.importer import ImportRefused, import_detector
+from jobs.services.review import reviewed_spec
 from pages.present.import_view import (
     LAYOUT_LABELS,
     SPLIT_LABELS,
@@ -32,6 +32,7 @@ from pages.present.import_view import (
     problems_table,
     resolve_import_path,
 )
+from pages.present.user_text import plain, said
 from pages.widgets.reads import cached_datasets
 from pages.widgets.sign_in import current_account
 from store.db import StoreError
@@ -164,7 +165,7 @@ def show_report(state: dict[str, Any]) -> None:
     """The check's outcome: one table of every problem with its counts, or why it failed."""
     report = state.get("report")
     if report is None:
-        st.error(f"**The folder cannot be imported.** {state.get('error')}")
+        st.error(f"**The folder cannot be imported.** {said(state.get('error'))}")
         return
     if report.clean:
         st.success(f"Every film is good. {counts_text(report)}", icon=":material/check_circle:")
@@ -173,8 +174,8 @@ def show_report(state: dict[str, Any]) -> None:
         show_problems(report.problems, key="launch_import_problems")
         if report.left_out:
             st.markdown(left_out_text(report.left_out))
-    for note in report.notes:
-        st.caption(note)
+    for note in report.notes:  # they name the folder's files: text, never markdown
+        st.caption(plain(note))
 
 
 def register_buttons(state: dict[str, Any], path: Path) -> None:
@@ -221,7 +222,7 @@ def register(state: dict[str, Any], name: str, *, skip_bad: bool, path: Path) ->
             path=path,
         )
     except (ImportRefused, StoreError, OSError, ValueError) as exc:
-        st.error(f"Nothing was registered: {exc}")
+        st.error(f"Nothing was registered: {said(exc)}")
         return
     state["registered"] = {
         "dataset_id": done.dataset_id,
@@ -240,7 +241,7 @@ def registered_dataset(
     """The registered dataset (with its crop review, if someone reviewed it) for the study."""
     done = state["registered"]
     st.success(
-        f"Registered **{done['dataset_id']}**: {done['n_films']} film(s), "
+        f"Registered **{plain(done['dataset_id'])}**: {done['n_films']} film(s), "
         f"{done['n_left_out']} left out. Its report is kept on the Data page; its crops can "
         "be checked on the Review crops page.",
         icon=":material/library_add_check:",
@@ -248,7 +249,7 @@ def registered_dataset(
     try:
         reviewed = reviewed_spec(done["dataset_id"], store_path=path)
     except (StoreError, SpecError) as exc:
-        return {}, {"KL": 0, "CPPD": 0}, f"the registered dataset cannot be read: {exc}"
+        return {}, {"KL": 0, "CPPD": 0}, f"the registered dataset cannot be read: {said(exc)}"
     if reviewed.reviewed:
         st.caption(
             f"Its crop review applies: {reviewed.n_excluded} film(s) left out, "

@@ -15,9 +15,9 @@ import streamlit as st
 
 from engine.analysis.paired import BASELINE
 from engine.config import SpecError, StudySpec
-from jobs import lab
-from jobs.access import AccessDenied
-from jobs.review import REVIEW_PARAM, reviewed_spec
+from jobs.services import lab
+from jobs.services.access import AccessDenied
+from jobs.services.review import REVIEW_PARAM, reviewed_spec
 from pages.present.study_form import (
     DEVICES,
     FOLDER,
@@ -106,7 +106,7 @@ def enqueue(spec: StudySpec, request_id: str, path: Path) -> None:
         account = current_account()
         if account is None:
             raise AccessDenied("sign in again: the session has ended")
-        # Through jobs.lab so the role is checked and the study records who launched it.
+        # Through jobs.services.lab so the role is checked and the study records who launched it.
         job_id = lab.launch_study(
             account, spec.to_dict(), request_id=request_id, client=client_address(), path=path
         )
@@ -161,7 +161,7 @@ def dataset_inputs(
 ) -> tuple[str, dict[str, Any], dict[str, int], str | None]:
     """The dataset picker and its settings (an import's report goes to ``report_area``).
 
-    A registered folder comes with its current crop review (`jobs.review.reviewed_spec`);
+    A registered folder comes with its current crop review (`jobs.services.review.reviewed_spec`);
     datasets that are such reviewed versions are not listed themselves.
 
     Returns:

@@ -1,6 +1,7 @@
 """The Jobs page's "Manage a study" section: rename, tags, notes, archive, delete.
 
-Shared widgets (streamlit). Each change goes through `jobs.lab`, which checks the role again
+Shared widgets (streamlit). Each change goes through `jobs.services.lab`, which checks the role
+again
 and writes the audit line: members rename and annotate the studies they launched, admins any
 study; only admins archive, bring back and delete (after typing the study's exact name).
 """
@@ -13,9 +14,9 @@ from typing import Any
 
 import streamlit as st
 
-from jobs import lab
-from jobs.access import AccessDenied, Action, can
-from pages.present.user_text import plain
+from jobs.services import lab
+from jobs.services.access import AccessDenied, Action, can
+from pages.present.user_text import plain, said
 from pages.widgets.pickers import cached_study_card, forget, picker_labels
 from pages.widgets.reads import cached_studies, clear_job_caches, store_path
 from pages.widgets.sign_in import current_account
@@ -40,14 +41,14 @@ def _forget_caches() -> None:
 
 
 def _as_signed_in(verb: str, call: Callable[..., Any], *args: Any, **kwargs: Any) -> bool:
-    """Run a `jobs.lab` verb as whoever is signed in now; say what went wrong."""
+    """Run a `jobs.services.lab` verb as whoever is signed in now; say what went wrong."""
     account = current_account()
     try:
         if account is None:
             raise AccessDenied("sign in again: the session has ended")
         call(account, *args, path=store_path(), **kwargs)
     except (AccessDenied, ValueError, StoreError) as exc:
-        say("error", f"Could not {verb}: {exc}")
+        say("error", f"Could not {verb}: {said(exc)}")
         return False
     finally:
         _forget_caches()
@@ -99,7 +100,7 @@ def delete(study: Study) -> None:
             raise AccessDenied("sign in again: the session has ended")
         gone = lab.delete_study(account, study.study_id, confirm_name=typed, path=store_path())
     except (AccessDenied, ValueError, StoreError) as exc:
-        say("error", f"Could not delete the study: {exc}")
+        say("error", f"Could not delete the study: {said(exc)}")
         return
     finally:
         _forget_caches()
@@ -114,7 +115,7 @@ def delete(study: Study) -> None:
 
 
 def show_edit_form(account: Account, study: Study) -> None:
-    """Name, tags and notes, editable by whoever `jobs.access` allows."""
+    """Name, tags and notes, editable by whoever `jobs.services.access` allows."""
     sid = study.study_id
     allowed = can(account, Action.EDIT_OWN_STUDY, owner=study.launched_by)
     if not allowed:
@@ -192,7 +193,7 @@ def manage_study_section(account: Account, path: Path) -> None:
         try:
             studies = cached_studies(str(path), include_archived=True)
         except StoreError as exc:
-            st.warning(f"The studies cannot be read right now: {exc}")
+            st.warning(f"The studies cannot be read right now: {said(exc)}")
             return
         if studies.empty:
             st.caption("No studies yet.")
@@ -203,7 +204,7 @@ def manage_study_section(account: Account, path: Path) -> None:
         try:
             study = store_studies.get_study(study_id, path=path)
         except StoreError as exc:
-            st.warning(f"This study cannot be read right now: {exc}")
+            st.warning(f"This study cannot be read right now: {said(exc)}")
             return
         show_edit_form(account, study)
         show_admin_actions(account, study)

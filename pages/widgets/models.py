@@ -15,8 +15,9 @@ from engine import gradcam
 from engine.config import SpecError, StudySpec
 from engine.datasets import cache_dir_for, load_masks, open_prepared
 from engine.demo_models import checkpoint_probabilities
-from engine.train import load_checkpoint
+from engine.train import load_model
 from pages.present.tables import method_title
+from pages.present.user_text import plain, said
 from pages.widgets.reads import RESULTS_TTL_S, cached_studies
 from store import runs as store_runs
 from store.datasets import load_splits
@@ -72,8 +73,7 @@ def cached_crops(cache_dir: str, rows: tuple[int, ...]) -> tuple[np.ndarray, np.
 @st.cache_data(max_entries=128, show_spinner=False)
 def cached_maps(checkpoint: str, modified: float, images: np.ndarray) -> gradcam.CamBatch:
     """Grad-CAM maps of one saved model (``modified`` keys the cache on the file's version)."""
-    model, _ = load_checkpoint(Path(checkpoint))
-    return gradcam.grad_cam(model, images)
+    return gradcam.grad_cam(load_model(Path(checkpoint)), images)
 
 
 def saved_models(runs: pd.DataFrame, task: str, seed: int, methods: list[str]) -> dict[str, str]:
@@ -138,7 +138,7 @@ def open_study(path: str, study: pd.Series, *, offer_others: bool = True) -> Ope
         spec = StudySpec.from_dict(json.loads(study["spec"]))
         runs = cached_selected_runs(path, study.name)
     except (SpecError, StoreError) as exc:
-        st.error(f"This study cannot be read: {exc}")
+        st.error(f"This study cannot be read: {said(exc)}")
         st.stop()
     if offer_others:
         stop_without_models(path, study)
@@ -147,8 +147,8 @@ def open_study(path: str, study: pd.Series, *, offer_others: bool = True) -> Ope
         meta, has_masks = cached_dataset(str(cache_dir))
     except ValueError:
         st.info(
-            f"The prepared images of this study's dataset are not on this machine ({cache_dir})"
-            ". They are rebuilt when a study on this dataset runs here."
+            "The prepared images of this study's dataset are not on this machine "
+            f"({plain(cache_dir)}). They are rebuilt when a study on this dataset runs here."
         )
         st.stop()
     return OpenedStudy(spec, runs, cache_dir, meta, has_masks)
@@ -173,7 +173,9 @@ def stop_without_models(path: str, study: pd.Series) -> None:
         if int(row["runs_selected"]) > 0 and _has_models(path, str(row["study_id"]))
     ]
     offer = (
-        f"Pick one that has: {', '.join(f'“{name}”' for name in others)}." if others else TRAIN_ONE
+        f"Pick one that has: {', '.join(f'“{plain(name)}”' for name in others)}."
+        if others
+        else TRAIN_ONE
     )
     st.info(
         "This study's trained models are not on this machine, so they cannot grade a film or "

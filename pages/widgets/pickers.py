@@ -21,7 +21,7 @@ from pages.present.tables import (
     unknown_methods_note,
 )
 from pages.present.user_text import notes as user_notes
-from pages.present.user_text import plain
+from pages.present.user_text import plain, plain_list, said
 from pages.widgets import view_state
 from pages.widgets.reads import (
     RESULTS_TTL_S,
@@ -77,7 +77,7 @@ def studies_with_results(
     try:
         studies = _studies_with_selected_runs(path)
     except StoreError as exc:
-        st.error(f"The store cannot be read right now: {exc}")
+        st.error(f"The store cannot be read right now: {said(exc)}")
         st.stop()
     archived = studies["archived_at"].notna()
     if link_key is not None and archived_key is not None:
@@ -118,7 +118,7 @@ def explain_linked_studies(
     if linked_archived := [s for s in linked if s in archived]:
         st.session_state[archived_key] = True
         st.info(
-            f"This link names archived study {', '.join(linked_archived)}: archived studies "
+            f"This link names archived study {plain_list(linked_archived)}: archived studies "
             "are shown. An archived study is kept in full, only hidden from the pickers.",
             icon=":material/archive:",
         )
@@ -130,13 +130,13 @@ def explain_linked_studies(
     gone = [s for s in missing if s not in known]
     if gone:
         st.warning(
-            f"This link names study {', '.join(gone)}, which this store does not hold: it was "
+            f"This link names study {plain_list(gone)}, which this store does not hold: it was "
             "deleted, or the link comes from another SoftGrade server. Pick a study below.",
             icon=":material/link_off:",
         )
     if not_run:
         st.warning(
-            f"This link names study {', '.join(not_run)}, which has no finished run yet: its "
+            f"This link names study {plain_list(not_run)}, which has no finished run yet: its "
             "results appear here once its first seed is done. Pick a study below.",
             icon=":material/hourglass_top:",
         )
@@ -178,7 +178,7 @@ def show_study_card(path: str, study_id: str, *, key: str, notes: bool = True) -
     try:
         card, text = cached_study_card(path, study_id)
     except StoreError as exc:
-        st.caption(f"The study card cannot be read right now: {exc}")
+        st.caption(f"The study card cannot be read right now: {said(exc)}")
         return
     lines = [f"- **{label}**: {plain(value)}" for label, value in card.items()]
     if unknown := stored_unknown_methods(path, (study_id,)):
@@ -213,6 +213,65 @@ def picker_labels(studies: pd.DataFrame) -> dict[str, str]:
     }
 
 
+# Per study picker: the studies it showed in this session's last run (id -> name), so that
+# when one leaves the store or the picker (an admin deleted or archived it) the page says
+# which and why, rather than switching to another study without a word.
+_SHOWN_PREFIX = "_shown_studies_"
+
+
+def explain_vanished_studies(
+    path: str, offered: pd.DataFrame, *, key: str, dependent_keys: tuple[str, ...]
+) -> None:
+    """Say which studies this picker showed that it can no longer offer, and why.
+
+    A study deleted since the last run gets a warning naming it; one archived by someone
+    else says how to show it again. The picker then opens on its default, so the widgets
+    that depended on the study are reset.
+    """
+    shown: dict[str, str] = st.session_state.get(_SHOWN_PREFIX + key) or {}
+    gone = [study_id for study_id in shown if study_id not in set(offered["study_id"])]
+    if not gone:
+        return
+    st.session_state.pop(_SHOWN_PREFIX + key, None)
+    forget(*dependent_keys)
+    current = st.session_state.get(key)
+    if isinstance(current, list) and (kept := [s for s in current if s not in gone]):
+        st.session_state[key] = kept  # the other studies picked stay
+    else:
+        forget(key)  # the picker opens on its default
+    try:
+        cached_studies.clear()  # the few-seconds cache may still hold a deleted study
+        known = cached_studies(path, include_archived=True).set_index("study_id")
+    except StoreError:
+        known = pd.DataFrame(columns=["archived_at"])
+    for study_id in gone:
+        name = f"“{plain(shown[study_id])}” ({study_id})"
+        if study_id in known.index and pd.notna(known.loc[study_id, "archived_at"]):
+            st.info(
+                f"The study you were viewing, {name}, was archived, so it is hidden from the "
+                "picker: turn on “Show archived studies” to see it again.",
+                icon=":material/archive:",
+            )
+        elif study_id in known.index:
+            st.info(
+                f"The study you were viewing, {name}, has no results to show any more.",
+                icon=":material/info:",
+            )
+        else:
+            st.warning(
+                f"The study you were viewing, {name}, was deleted from the store, so this "
+                "page now shows another study. Deleting a study cannot be undone; ask an "
+                "admin if it was needed.",
+                icon=":material/delete:",
+            )
+
+
+def remember_shown_studies(studies: pd.DataFrame, chosen: Iterable[str], *, key: str) -> None:
+    """Keep the ids and names of the studies the picker ``key`` shows (see above)."""
+    names = studies.set_index("study_id")["name"]
+    st.session_state[_SHOWN_PREFIX + key] = {s: str(names.get(s, s)) for s in chosen}
+
+
 def pick_study(
     path: str, *, key: str, empty_hint: str, dependent_keys: tuple[str, ...], card: bool = True
 ) -> pd.Series:
@@ -223,9 +282,10 @@ def pick_study(
         path,
         empty_hint,
         archived_key=f"{key}_archived",
-        reset_keys=(key, *dependent_keys),
+        reset_keys=(key, _SHOWN_PREFIX + key, *dependent_keys),  # hiding archived: no note
         link_key=key,
     )
+    explain_vanished_studies(path, studies, key=key, dependent_keys=dependent_keys)
     labels = picker_labels(studies)
     ids = list(labels)
     initial = {"index": ids.index(compare.default_study_id(studies))}
@@ -245,6 +305,7 @@ def pick_study(
         on_change=forget,
         args=dependent_keys,
     )
+    remember_shown_studies(studies, [chosen], key=key)
     if card:
         show_study_card(path, chosen, key=f"{key}_card")
     return studies.set_index("study_id").loc[chosen]
@@ -263,9 +324,10 @@ def pick_studies(
         path,
         empty_hint,
         archived_key=f"{key}_archived",
-        reset_keys=(key, *dependent_keys),
+        reset_keys=(key, _SHOWN_PREFIX + key, *dependent_keys),  # hiding archived: no note
         link_key=key,
     )
+    explain_vanished_studies(path, studies, key=key, dependent_keys=dependent_keys)
     labels = picker_labels(studies)
     initial = {"default": [compare.default_study_id(studies)]}
     if requested := _requested(key, labels):
@@ -287,6 +349,7 @@ def pick_studies(
         on_change=forget,
         args=dependent_keys,
     )
+    remember_shown_studies(studies, chosen, key=key)
     if not chosen:
         st.info("Pick at least one study.")
         st.stop()
@@ -296,7 +359,7 @@ def pick_studies(
     if left_out:
         st.warning(
             "Studies on different datasets cannot be compared seed by seed: their seeds test "
-            f"different images. Left out: {', '.join(left_out)} (another dataset than the "
+            f"different images. Left out: {plain_list(left_out)} (another dataset than the "
             "first study picked)."
         )
     return studies.set_index("study_id").loc[chosen].reset_index()
@@ -324,7 +387,7 @@ def read_finished(
         group_counts = cached_group_counts(path, chosen)
         frames = read(path, chosen, tuple(picked["name"].astype(str)))
     except StoreError as exc:
-        st.error(f"The store cannot be read right now: {exc}")
+        st.error(f"The store cannot be read right now: {said(exc)}")
         st.stop()
     progress = compare.study_progress(picked, group_counts)
     warn_partial(progress)
@@ -376,15 +439,27 @@ REFERENCE_BUTTON = "Load the reference study (20 seeds of the paper protocol on 
 
 def offer_reference_study(path: str) -> None:
     """On a store with no study results, a one-click import of the bundled reference study
-    (``examples/reference-study.zip``); the page reruns showing it."""
+    (``examples/reference-study.zip``) for whoever may import (members and admins; a
+    viewer is told who can); the page reruns showing it. `jobs.services.lab.load_reference_study`
+    checks the role again, so the button is not the only guard."""
     try:
         if (cached_studies(path)["runs_selected"] > 0).any():
             return
     except StoreError:
         return  # studies_with_results says why the store cannot be read
-    from store.bundle import REFERENCE_STUDY, import_study
+    from jobs.services import lab
+    from jobs.services.access import AccessDenied, Action, can
+    from pages.widgets.sign_in import current_account
+    from store.bundle import REFERENCE_STUDY
 
     if not REFERENCE_STUDY.is_file():
+        return
+    account = current_account()
+    if account is None or not can(account, Action.IMPORT):
+        st.caption(
+            "A member or an admin can load the bundled reference study here (the paper's "
+            "full analysis on the phantom)."
+        )
         return
     st.caption(
         "The bundled reference study shows the paper's full analysis on the phantom at "
@@ -392,27 +467,9 @@ def offer_reference_study(path: str) -> None:
     )
     if st.button(REFERENCE_BUTTON, key="load_reference_study", icon=":material/download:"):
         try:
-            done = import_study(REFERENCE_STUDY, path=path)
-            if done.created:
-                audit_reference_import(done.study_id, done.runs, path)
-        except StoreError as exc:
-            st.error(f"The reference study could not be loaded: {exc}")
+            lab.load_reference_study(account, path=path)
+        except (StoreError, AccessDenied) as exc:
+            st.error(f"The reference study could not be loaded: {said(exc)}")
             return
         cached_studies.clear()
         st.rerun()
-
-
-def audit_reference_import(study_id: str, runs: int, path: str) -> None:
-    """The audit line of a one-click load of the bundled reference study, by whoever is
-    signed in ('local' in single-user mode)."""
-    from pages.widgets.sign_in import current_account
-    from store.audit import LOCAL_ACTOR, record
-
-    account = current_account()
-    record(
-        "import",
-        actor=account.name if account else LOCAL_ACTOR,
-        target=study_id,
-        detail=f"the bundled reference study ({runs:,} runs) from the Load button",
-        path=path,
-    )

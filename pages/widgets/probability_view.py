@@ -27,6 +27,7 @@ from engine.analysis import probability_metrics as pm
 from engine.analysis.ranking import BLOCKING_SENTENCE, CriticalDifference, critical_difference
 from pages.present import exports, inference_tables, science_charts, stat_tables, tables
 from pages.present.formatting import table_height
+from pages.present.user_text import said
 from pages.widgets import reads, stat_tests, view_state
 from pages.widgets.downloads import download_row
 from store import runs as store_runs
@@ -122,7 +123,7 @@ def probabilities_tab(
     try:
         stat_tests.show_method_tests(*stat_tests.method_tests(scores, correction))
     except ValueError as exc:
-        st.error(f"The tests cannot be run on this selection: {exc}")
+        st.error(f"The tests cannot be run on this selection: {said(exc)}")
     corrected_section(path, picked, per_run, metric, task)
     st.subheader(f"Reliability on {task}", divider="gray")
     st.vega_lite_chart(reliability_spec(frame, task), width="content")

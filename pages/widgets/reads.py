@@ -7,22 +7,23 @@ connection is not thread-safe, so none is kept in ``st.cache_resource``.
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
-from engine.analysis import paired
 from engine.config import StudySpec
+from pages.present.user_text import said
 from store import analysis as store_analysis
 from store import datasets as store_datasets
 from store import jobs as store_jobs
 from store import runs as store_runs
 from store.db import StoreError, default_store_path, init_schema
 
-# The repository's studies/ folder (the Launch presets).
-STUDIES_DIR = Path(__file__).resolve().parents[2] / "studies"
+# The Launch presets, installed with the package (studies/).
+STUDIES_DIR = Path(str(resources.files("studies")))
 
 # Stores this server process has set up or upgraded (`init_schema` once, not every rerun:
 # it takes the write lock the worker needs).
@@ -51,7 +52,7 @@ STORE_UNUSABLE_TITLE = "SoftGrade cannot use its store"
 
 def store_unusable(exc: StoreError) -> None:
     """Stop the page with why the store cannot be used and what to do (no traceback)."""
-    st.error(f"**{STORE_UNUSABLE_TITLE}.** {exc}", icon=":material/database:")
+    st.error(f"**{STORE_UNUSABLE_TITLE}.** {said(exc)}", icon=":material/database:")
     st.stop()
 
 
@@ -126,6 +127,10 @@ def cached_group_counts(path: str, study_ids: tuple[str, ...]) -> pd.DataFrame:
 def cached_test_train_ratios(path: str, study_ids: tuple[str, ...]) -> dict[str, float]:
     """``n_test / n_train`` per task over the picked studies' splits: the correction of the
     corrected resampled t-test (`engine.analysis.paired.test_train_ratios`)."""
+    # Imported here: engine.analysis.paired brings scipy.stats and baycomp (~0.5 s idle, 1.7 s
+    # on a loaded machine), and every page imports this module through its sidebar.
+    from engine.analysis import paired
+
     sizes = [store_analysis.split_sizes(study_id, path=path) for study_id in study_ids]
     return paired.test_train_ratios(pd.concat(sizes, ignore_index=True))
 

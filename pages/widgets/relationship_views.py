@@ -10,10 +10,10 @@ import pandas as pd
 import streamlit as st
 
 from engine.analysis import compare, paired, relationship
-from jobs.study_analysis import JOINT_TASK
+from jobs.services.study_analysis import JOINT_TASK
 from pages.present import inference_tables, stat_tables, tables
 from pages.present.formatting import table_height
-from pages.widgets import chart_cache, pickers
+from pages.widgets import chart_cache, pickers, view_state
 
 RESIDUAL_UNITS = {"images": "images per cell", "points": "percentage points of the table"}
 
@@ -50,6 +50,7 @@ def residuals_section(summary: pd.DataFrame, eps: float, per_row: int = 3) -> No
         "All heatmaps share one colour scale."
     )
     shown = stat_tables.relationship_summary_frame(summary)
+    labels = stat_tables.RELATIONSHIP_HEADERS
     st.dataframe(
         # A missing std (one seed) is an empty cell, not Streamlit's "None".
         shown.assign(
@@ -65,12 +66,11 @@ def residuals_section(summary: pd.DataFrame, eps: float, per_row: int = 3) -> No
         width="content",
         height=table_height(len(shown)),
         column_config={
-            "method": "Method",
-            "n_seeds": "Seeds",
-            "kld_mean": st.column_config.NumberColumn("KLD mean", format="%.4f"),
-            "kld_std": st.column_config.TextColumn("KLD std"),
-            "mae_mean": st.column_config.NumberColumn("MAE mean", format="%.3f"),
-            "mae_std": st.column_config.TextColumn("MAE std"),
+            **stat_tables.RELATIONSHIP_HEADERS,
+            "kld_mean": st.column_config.NumberColumn(labels["kld_mean"], format="%.4f"),
+            "kld_std": st.column_config.TextColumn(labels["kld_std"]),
+            "mae_mean": st.column_config.NumberColumn(labels["mae_mean"], format="%.3f"),
+            "mae_std": st.column_config.TextColumn(labels["mae_std"]),
         },
     )
     if (shown["n_seeds"] < 2).any():
@@ -80,8 +80,13 @@ def residuals_section(summary: pd.DataFrame, eps: float, per_row: int = 3) -> No
 def detail_section(summary: pd.DataFrame, results: list[relationship.SeedRelationship]) -> None:
     """One method's mean predicted table beside its table of every seed."""
     st.subheader("One method, seed by seed", divider="gray")
-    detail = st.selectbox(
-        "Method", list(summary["method"]), format_func=tables.method_title, key="rel_method"
+    detail = view_state.linked(
+        st.selectbox,
+        "Method",
+        list(summary["method"]),
+        key="rel_method",
+        what="method",
+        format_func=tables.method_title,
     )
     mean_table = summary.loc[summary["method"] == detail, "mean_table"].iloc[0]
     seeds = [compare.grid_frame(r.table).assign(seed=r.seed) for r in results if r.method == detail]

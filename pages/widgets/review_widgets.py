@@ -19,10 +19,10 @@ from streamlit_image_coordinates import streamlit_image_coordinates
 from engine.detect import crop_and_resize
 from engine.films import read_film_file
 from engine.vocab import TOP_GRADE
-from jobs.access import Action, actor_name, can
-from jobs.detector import PAGE_EPOCHS, PAGE_IMAGE_SIZE, ReviewedFilms, reviewed_films
-from jobs.detector_background import start_training
-from jobs.detector_status import TrainingStatus, read_status
+from jobs.services.access import Action, actor_name, can
+from jobs.services.detector import PAGE_EPOCHS, PAGE_IMAGE_SIZE, ReviewedFilms, reviewed_films
+from jobs.services.detector_background import start_training
+from jobs.services.detector_status import TrainingStatus, read_status
 from pages.present.review_view import (
     CANDIDATE,
     DETECTED,
@@ -41,6 +41,7 @@ from pages.present.review_view import (
     reviewed_box,
     tile_caption,
 )
+from pages.present.user_text import plain, said
 from pages.widgets.shell import link_to_page
 from pages.widgets.sign_in import current_account
 from store.db import StoreError
@@ -128,7 +129,7 @@ def show_film(table: pd.DataFrame, path: Path, dataset_id: str) -> None:
     try:
         film = film_pixels(row.source)
     except (ValueError, OSError) as exc:
-        st.error(f"{row.source} cannot be read: {exc}")
+        st.error(f"{plain(row.source)} cannot be read: {said(exc)}")
         return
     load_box(row, film.shape)
     left, right = st.columns([3, 2], gap="large")
@@ -199,7 +200,7 @@ def typed_box(film: np.ndarray) -> tuple[int, int, int, int] | None:
     try:
         box = box_on_film([st.session_state[k] for k in BOX_KEYS], film.shape)
     except ValueError as exc:
-        st.error(f"This box cannot be used: {exc}")
+        st.error(f"This box cannot be used: {said(exc)}")
         return None
     st.image(crop_and_resize(film, box, PREVIEW_PX), caption="the crop this box makes")
     return box
@@ -238,7 +239,7 @@ def decide(
                 dataset_id, image_id, action, box, who=actor_name(current_account()), path=path
             )
     except (StoreError, ValueError) as exc:
-        st.error(f"Not stored: {exc}")
+        st.error(f"Not stored: {said(exc)}")
         return
     st.session_state.pop("review_box_for", None)  # reload the inputs from the stored box
     st.rerun()
@@ -264,7 +265,7 @@ def show_retrain(path: Path, dataset_id: str, account: Account) -> None:
     try:
         films = reviewed_films(dataset_id, store_path=path)
     except StoreError as exc:
-        st.error(f"The reviewed boxes cannot be read right now: {exc}")
+        st.error(f"The reviewed boxes cannot be read right now: {said(exc)}")
         return
     status = read_status()
     why_not = retrain_refusal(films, status, account)
@@ -279,7 +280,7 @@ def show_retrain(path: Path, dataset_id: str, account: Account) -> None:
         try:
             start_training(account, dataset_id, image_size=image_size, epochs=epochs, device=device)
         except ValueError as exc:  # refused: role, a training running, too few, settings
-            st.error(f"Not started: {exc}")
+            st.error(f"Not started: {said(exc)}")
         else:
             st.rerun()
     if why_not:
@@ -334,19 +335,19 @@ def training_progress() -> None:
     if status is None:
         return
     if not status.dataset_id:  # the status file itself is damaged
-        st.error(f"The last training's status cannot be read: {status.message}")
+        st.error(f"The last training's status cannot be read: {said(status.message)}")
         return
     was_running = st.session_state.get("review_training_running", False)
     st.session_state["review_training_running"] = status.running
     if was_running and not status.running:
         st.rerun()  # the button outside this fragment becomes available again
-    where = f"on {status.dataset_id} ({status.device}, {status.image_size} px)"
+    where = f"on {plain(status.dataset_id)} ({plain(status.device)}, {status.image_size} px)"
     if status.running:
         text = (
             f"Training {where}: epoch {status.epoch} of {status.epochs}, "
-            f"{status.elapsed_s:.0f} s (started by {status.started_by})"
+            f"{status.elapsed_s:.0f} s (started by {plain(status.started_by)})"
             if status.epoch
-            else f"Training {where}: reading the films and starting (by {status.started_by})"
+            else f"Training {where}: reading the films and starting (by {plain(status.started_by)})"
         )
         st.progress(min(1.0, status.epoch / max(1, status.epochs)), text=text)
     elif status.state == "finished":
@@ -358,4 +359,4 @@ def training_progress() -> None:
             icon=":material/check_circle:",
         )
     else:
-        st.error(f"The last training {where} failed: {status.message}")
+        st.error(f"The last training {where} failed: {said(status.message)}")

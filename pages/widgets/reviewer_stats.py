@@ -1,6 +1,7 @@
 """The Statistics tab's default view: the careful reviewer's analysis (issue 21).
 
-The numbers are `jobs.study_analysis`'s (one call per statistic), cached per study, metric and
+The numbers are `jobs.services.study_analysis`'s (one call per statistic), cached per study, metric
+and
 the study's finished seeds (its change marker: a seed finishing changes it), so a rerun costs
 nothing and the hierarchical bootstrap (seconds) runs once per study and metric. The text is
 ``pages.present.reviewer_tables``'s. Streamlit widgets: the Compare page's AppTests
@@ -16,7 +17,7 @@ import streamlit as st
 
 from engine.analysis import compare, designs, paired, power
 from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS, METRICS
-from jobs import study_analysis
+from jobs.services import study_analysis
 from pages.present import reviewer_tables as rt
 from pages.present.charts import HALF_PAGE_PX
 from pages.present.formatting import table_height
@@ -90,6 +91,13 @@ def cached_ratios(path: str, study_id: str, marker: Marker) -> dict[str, float]:
         return {}
 
 
+@st.cache_data(max_entries=32, show_spinner=False)
+def cached_unsized(path: str, study_id: str, marker: Marker) -> list[str]:
+    """Tasks of imported results without split sizes (`study_analysis.unsized_tasks`)."""
+    del marker
+    return study_analysis.unsized_tasks(study_id, path=path)
+
+
 @st.cache_data(max_entries=64, show_spinner=False)
 def blocked_designs(scores: pd.DataFrame, per_run: pd.DataFrame, metric: str) -> tuple:
     """Seed-blocked ANOVA, the paper's OLS ANOVA (both with partial η²) and Friedman."""
@@ -153,7 +161,12 @@ def reviewer_view(
         if len(methods) < 2:
             st.info("The paired comparisons need 2 methods.", icon=":material/info:")
         return pd.DataFrame(columns=list(rt.EXPORT_COLUMNS))
-    if not cached_ratios(path, study_id, marker):
+    if unsized := cached_unsized(path, study_id, marker):
+        st.info(
+            f"No split sizes for {', '.join(unsized)}: {study_analysis.UNSIZED_NOTE}.",
+            icon=":material/info:",
+        )
+    elif not cached_ratios(path, study_id, marker):
         st.info(
             "This study's split sizes are not in the store, so the corrected test (which "
             "needs n_test/n_train) cannot be computed.",

@@ -1,11 +1,12 @@
 """The Compare page's "Robustness" tab: do the conclusions survive scoring against the truth
 and giving every method the same search budget?
 
-* **Truth and noise** (``jobs.study_analysis.against_truth``, ``engine.analysis.truth``): on a
+* **Truth and noise** (``jobs.services.study_analysis.against_truth``, ``engine.analysis.truth``):
+on a
   phantom every metric is also scored against the noiseless ``true_grade``; per method the
   shift (true − recorded) and its difference from nominal's with the corrected test. Hidden,
   with one line saying why, when the films have no true grade.
-* **Budget-matched comparison** (``jobs.study_analysis.budget_matched``,
+* **Budget-matched comparison** (``jobs.services.study_analysis.budget_matched``,
   ``engine.analysis.budget``): every method re-selected among random subsets of nominal's
   number of configurations, Table 4 and the paired tests at that budget. A study without the
   unselected runs' test predictions (an imported bundle) gets one sentence saying so.
@@ -22,11 +23,12 @@ import pandas as pd
 import streamlit as st
 
 from engine.analysis import budget
-from engine.analysis.metrics import METRIC_LABELS, METRICS
+from engine.analysis.metrics import METRIC_LABELS, METRICS, PRIMARY_METRIC, SELECTION_COLUMN
 from engine.vocab import LABEL_SEPARATOR
-from jobs import study_analysis
+from jobs.services import study_analysis
 from pages.present import exports, inference_tables, stat_tables
 from pages.present.formatting import table_height
+from pages.present.user_text import plain, said
 from pages.widgets import reads
 from pages.widgets.downloads import download_row
 from store import analysis as store_analysis
@@ -50,7 +52,7 @@ def cached_budget(
     """Configurations searched per method, the budget-matched comparison (None when the
     study cannot have one) and, then, the sentence saying why."""
     runs = store_runs.list_runs([study_id], path=path)
-    runs = runs[runs["val_amae"].notna()]
+    runs = runs[runs[SELECTION_COLUMN].notna()]  # runs that were scored in a search
     configs = {
         str(method): int(n)
         for method, n in runs.groupby("method")["config_index"].nunique().items()
@@ -64,7 +66,7 @@ def cached_budget(
     try:
         return configs, study_analysis.budget_matched(study_id, path=path), ""
     except budget.BudgetUnavailable as exc:  # e.g. no nominal runs to take the budget from
-        return configs, None, f"Budget matching is not possible here: {exc}."
+        return configs, None, f"Budget matching is not possible here: {said(exc)}."
 
 
 def robustness_tab(
@@ -81,7 +83,7 @@ def robustness_tab(
         st.selectbox(
             "Metric",
             options,
-            index=options.index("amae"),  # the declared primary endpoint
+            index=options.index(PRIMARY_METRIC),  # the declared primary endpoint
             format_func=lambda m: METRIC_LABELS[m],
             key="robust_metric",
             help="The tables show this metric; the CSV has every metric.",
@@ -91,7 +93,7 @@ def robustness_tab(
     exported: dict[str, pd.DataFrame] = {}
     for row in picked.itertuples(index=False):
         if len(picked) > 1:
-            st.header(str(row.name), divider="gray")
+            st.header(plain(row.name), divider="gray")
         keep = _picked_rows(tasks, bases)
         exported[f"truth {row.study_id}"] = truth_section(path, row.study_id, metric, keep)
         for name, frame in budget_section(path, row.study_id, metric, keep).items():

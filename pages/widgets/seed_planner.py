@@ -13,7 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from engine.analysis import paired, power
-from jobs import study_analysis
+from jobs.services import study_analysis
 from pages.present import reviewer_tables as rt
 from pages.widgets import reads
 

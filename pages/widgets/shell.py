@@ -9,10 +9,13 @@ from pathlib import Path
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
-from jobs.describe import format_devices
+from jobs.services.access import Action, can
+from jobs.services.describe import format_devices
+from pages.present.user_text import code, said
 from pages.widgets.reads import cached_jobs, store_path
 from pages.widgets.workers import NO_WORKER_HOW, NO_WORKER_TITLE, alive_workers
 from store.db import StoreError
+from store.users import Account
 
 SIDEBAR_REFRESH_S = 5.0
 
@@ -47,11 +50,16 @@ def link_to_page(page: str, label: str, icon: str | None = None) -> None:
         st.caption(f"{label}: open it from the menu on the left.")
 
 
-def render_sidebar() -> None:
-    """Store in use, worker health and the queue size, on every page."""
+def render_sidebar(account: Account) -> None:
+    """Store in use, worker health and the queue size, on every page.
+
+    Only an admin is shown where the store lies on the server's disk; everyone else sees its
+    name (a folder path tells a stranger about the server's layout and users).
+    """
     path = store_path()
     with st.sidebar:
-        st.caption(f"Store: `{path}`")
+        shown = path if can(account, Action.MANAGE_ACCOUNTS) else path.name
+        st.caption(f"Store: {code(shown)}")
         _sidebar_status(str(path))
 
 
@@ -62,7 +70,7 @@ def _sidebar_status(path: str) -> None:
         workers = alive_workers(Path(path))
         jobs = cached_jobs(path)
     except StoreError as exc:
-        st.warning(f"The store cannot be read right now: {exc}")
+        st.warning(f"The store cannot be read right now: {said(exc)}")
         return
     if workers.empty:
         st.error(f"{NO_WORKER_TITLE} {NO_WORKER_HOW}", icon=":material/power_off:")

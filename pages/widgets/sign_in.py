@@ -3,12 +3,14 @@ sign-out, the signed-in name in the sidebar, and the guard every restricted page
 
 from __future__ import annotations
 
+import weakref
 from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
-from jobs.access import (
+from jobs.services import access
+from jobs.services.access import (
     LOCAL_ACCOUNT,
     PAGE_TITLES,
     oidc_account,
@@ -17,7 +19,7 @@ from jobs.access import (
     pages_for,
     single_user_mode,
 )
-from pages.present.user_text import plain
+from pages.present.user_text import plain, said
 from pages.widgets.reads import store_path, store_unusable
 from store import audit as store_audit
 from store import users as store_users
@@ -38,6 +40,34 @@ COOKIE_TO_CLEAR_KEY = "softgrade_cookie_to_clear"
 # The cookie token the store refused in this browser session: not asked about again.
 COOKIE_REFUSED_KEY = "softgrade_cookie_refused"
 
+# The browser's known-client token (`store.users.known_client_token`), kept after sign-in so
+# that strangers' failed tries at the name never keep this browser out
+# (docs/security.md, "Failed sign-ins"). It is not a sign-in: the password is still needed.
+KNOWN_CLIENT_COOKIE = "softgrade_known_client"
+KNOWN_CLIENT_TO_WRITE_KEY = "softgrade_known_client_to_write"
+KNOWN_CLIENT_MAX_AGE_S = 180 * 24 * 3600
+
+# The connection (Streamlit's websocket client) the session token in ``TOKEN_KEY`` belongs to,
+# as a weak reference. Streamlit lets a browser reconnect to a live session by presenting its
+# session id; the token then stays in the session's state. It is honoured only on the
+# connection that signed in, or on one that presents the same token in its cookie, so a
+# client that learnt a session id gets the sign-in form, not the session.
+BOUND_KEY = "softgrade_bound_connection"
+# Who this browser session was signed in as (kept on the server, in the session's state, never
+# sent to the browser), so that when the store stops accepting the session the sign-in form
+# can say why: the account was disabled or removed, or the session ended.
+SIGNED_IN_NAME_KEY = "softgrade_signed_in_name"
+SESSION_ENDED_KEY = "softgrade_session_ended"
+ACCOUNT_DISABLED = (
+    "Your account was disabled by an admin, so you were signed out. Ask an admin to enable "
+    "it again."
+)
+ACCOUNT_REMOVED = "Your account was removed by an admin, so you were signed out."
+SESSION_ENDED = (
+    "Your session ended: it was idle too long, your password was changed, or you signed out "
+    "in another tab. Sign in again."
+)
+
 # Set by sign-out so that the sign-in form opens at the app's root, not at the page the last
 # person was on: whoever signs in next lands on their own first page (app.py reads it).
 SIGNED_OUT_KEY = "softgrade_signed_out"
@@ -57,19 +87,81 @@ def current_account() -> Account | None:
             return LOCAL_ACCOUNT
         if (account := _oidc_account()) is not None:
             return account
-        token = st.session_state.get(TOKEN_KEY) or _cookie_token()
+        token = _bound_token() or _cookie_token()
         account = store_users.validate_session(token, path=store_path()) if token else None
     except StoreError as exc:
         store_unusable(exc)
     if account is not None:
         st.session_state[TOKEN_KEY] = token  # a reload's cookie, kept for this session
+        _bind_to_connection()
+        st.session_state[SIGNED_IN_NAME_KEY] = account.name
     elif token:
-        # Expired or revoked: forget it (and clear the cookie) so the sign-in form shows.
+        # Expired or revoked: forget it (and clear the cookie) so the sign-in form shows,
+        # saying why when this browser session was signed in.
         st.session_state.pop(TOKEN_KEY, None)
+        if name := st.session_state.pop(SIGNED_IN_NAME_KEY, None):
+            st.session_state[SESSION_ENDED_KEY] = why_signed_out(name)
         if token == _cookie_token():
             st.session_state[COOKIE_REFUSED_KEY] = token
             st.session_state[COOKIE_TO_CLEAR_KEY] = True
     return account
+
+
+def current_connection() -> object | None:
+    """The websocket connection this script run answers (Streamlit's session client), or
+    None where there is none to tell apart (AppTest and bare runs have no real runtime). A
+    reconnect, or another browser taking the session over by its id, is a new connection."""
+    try:
+        from streamlit import runtime
+        from streamlit.runtime import Runtime
+        from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+        ctx = get_script_run_ctx()
+        if ctx is None or not runtime.exists() or type(runtime.get_instance()) is not Runtime:
+            return None
+        return runtime.get_instance().get_client(ctx.session_id)
+    except Exception:
+        return None
+
+
+def _bind_to_connection() -> None:
+    """Note that this session's token belongs to the connection now answered."""
+    connection = current_connection()
+    try:
+        st.session_state[BOUND_KEY] = weakref.ref(connection) if connection is not None else None
+    except TypeError:  # a connection that cannot be weakly referenced: bound to none
+        st.session_state[BOUND_KEY] = None
+
+
+def _bound_token() -> str | None:
+    """The session's token when this connection may use it: the connection that signed in
+    (or that brought the token in its cookie), or any connection presenting the same
+    cookie. Where there is no connection to tell apart (AppTest), the token is used."""
+    token = st.session_state.get(TOKEN_KEY)
+    if not token:
+        return None
+    connection = current_connection()
+    if connection is None or token == _cookie_token():
+        return token
+    bound = st.session_state.get(BOUND_KEY)
+    if bound is not None and bound() is connection:
+        return token
+    # Another connection holds this session (a client that presented the session's id, or a
+    # reconnect without the cookie): it gets the sign-in form; the session itself goes on
+    # for the browser that holds the cookie.
+    st.session_state.pop(TOKEN_KEY, None)
+    st.session_state.pop(BOUND_KEY, None)
+    return None
+
+
+def why_signed_out(name: str) -> str:
+    """Why the store no longer accepts ``name``'s session: the account was disabled or
+    removed, or the session itself ended (told only to the browser session it was)."""
+    try:
+        account = store_users.get_user(name, path=store_path())
+    except StoreError:
+        return ACCOUNT_REMOVED
+    return ACCOUNT_DISABLED if account.disabled else SESSION_ENDED
 
 
 def _cookie_token() -> str | None:
@@ -103,16 +195,22 @@ def keep_cookie_in_step() -> None:
     """
     token = st.session_state.pop(COOKIE_TO_WRITE_KEY, None)
     clear = st.session_state.pop(COOKIE_TO_CLEAR_KEY, False)
-    if token is None and not clear:
+    known = st.session_state.pop(KNOWN_CLIENT_TO_WRITE_KEY, None)
+    if token is None and not clear and known is None:
         return
     flags = "; Path=/; SameSite=Strict" + ("; Secure" if _secure_origin() else "")
+    cookies = []
     if token is not None:
         max_age = int(store_users.SESSION_MAX_AGE_H * 3600)
-        cookie = f"{COOKIE}={token}{flags}; Max-Age={max_age}"
-    else:
-        cookie = f"{COOKIE}={flags}; Max-Age=0"
-    # The token is secrets.token_urlsafe: letters, digits, '-' and '_' only, safe in a string.
-    st.html(f"<script>document.cookie = {cookie!r};</script>", unsafe_allow_javascript=True)
+        cookies.append(f"{COOKIE}={token}{flags}; Max-Age={max_age}")
+    elif clear:
+        cookies.append(f"{COOKIE}={flags}; Max-Age=0")
+    if known is not None:
+        cookies.append(f"{KNOWN_CLIENT_COOKIE}={known}{flags}; Max-Age={KNOWN_CLIENT_MAX_AGE_S}")
+    # Both tokens are secrets.token_urlsafe (and a hex digest): letters, digits, '-', '_' and
+    # '.' only, safe in a string.
+    script = " ".join(f"document.cookie = {cookie!r};" for cookie in cookies)
+    st.html(f"<script>{script}</script>", unsafe_allow_javascript=True)
 
 
 OIDC_AUDITED_KEY = "softgrade_oidc_audited"
@@ -157,12 +255,12 @@ def _oidc_account() -> Account | None:
     try:
         roles = oidc_role_mapping()
     except ValueError as exc:
-        st.error(f"Sign-in through the lab account is misconfigured: {exc}")
+        st.error(f"Sign-in through the lab account is misconfigured: {said(exc)}")
         st.stop()
     account = oidc_account(email, roles)
     if account is None:
         st.error(
-            f"{email or 'This lab account'} has no access to SoftGrade. Ask an admin to add "
+            f"{plain(email) or 'This lab account'} has no access to SoftGrade. Ask an admin to add "
             "your e-mail to the role mapping (docs/security.md says how).",
             icon=":material/lock:",
         )
@@ -184,14 +282,15 @@ def require_page(page_file: str) -> Account:
     """The guard every restricted page calls with its ``__file__`` right after
     `run_inside_shell`.
 
-    The page is named by its file's stem, its key in `jobs.access.PAGES`. Returns the
+    The page is named by its file's stem, its key in `jobs.services.access.PAGES`. Returns the
     account when its role lists the page; otherwise says why and stops the page (a page
     opened by its URL without the role shows nothing else).
     """
     stem = Path(page_file).stem
     account = current_account()
     if account is None:
-        st.warning("Sign in to open this page.", icon=":material/lock:")
+        ended = st.session_state.get(SESSION_ENDED_KEY)
+        st.warning(ended or "Sign in to open this page.", icon=":material/lock:")
         st.stop()
     if stem not in pages_for(account):
         title = PAGE_TITLES.get(stem, stem)
@@ -208,6 +307,8 @@ def sign_in_form() -> None:
     """Name and password, and the lab's identity provider when one is configured; on
     success keep only the session token and rerun."""
     st.title("Sign in to SoftGrade")
+    if ended := st.session_state.get(SESSION_ENDED_KEY):
+        st.warning(ended, icon=":material/lock_clock:")
     if oidc_configured():
         provider = oidc_provider(_secrets_section("auth") or {})
         st.button(
@@ -225,21 +326,31 @@ def sign_in_form() -> None:
         submitted = st.form_submit_button("Sign in", type="primary")
     if not submitted:
         return
+    name = name.strip()
     try:
         _, token = store_users.sign_in(
-            name.strip(), password, client=client_address(), path=store_path()
+            name,
+            password,
+            client=client_address(),
+            known_client=_cookie(KNOWN_CLIENT_COOKIE),
+            path=store_path(),
         )
+        known = store_users.known_client_token(name, path=store_path())
     except (store_users.SignInError, StoreError) as exc:
-        st.error(f"Could not sign in: {exc}.", icon=":material/lock:")
+        st.error(f"Could not sign in: {said(exc)}.", icon=":material/lock:")
         return
     st.session_state[TOKEN_KEY] = token
+    _bind_to_connection()
     st.session_state[COOKIE_TO_WRITE_KEY] = token
+    st.session_state[KNOWN_CLIENT_TO_WRITE_KEY] = known
+    st.session_state.pop(SESSION_ENDED_KEY, None)
     st.rerun()
 
 
 def sign_out() -> None:
     """Button callback: end the session in the store, forget the token and clear the cookie."""
     token = st.session_state.pop(TOKEN_KEY, None)
+    st.session_state.pop(SIGNED_IN_NAME_KEY, None)  # signed out on purpose: nothing to explain
     st.session_state[SIGNED_OUT_KEY] = True
     st.session_state[COOKIE_TO_CLEAR_KEY] = True
     if (cookie := _cookie_token()) is not None:
@@ -251,14 +362,43 @@ def sign_out() -> None:
         st.logout()
 
 
-def client_address() -> str | None:
-    """Where the browser is, when Streamlit knows (kept on sessions and studies)."""
+def _cookie(name: str) -> str | None:
+    """A cookie the browser sent when this connection opened, if it is text."""
     try:
-        address = st.context.ip_address
+        value = st.context.cookies.get(name)
     except Exception:
         return None
-    # AppTest's context hands back a stand-in object, not an address.
-    return address if isinstance(address, str) else None
+    return value if isinstance(value, str) else None
+
+
+def connection_details() -> tuple[str | None, list[str], str | None]:
+    """The connection's own address (None: loopback), its X-Forwarded-For headers and its
+    X-Real-IP header, as Streamlit has them from the websocket's opening request."""
+    peer = st.context.ip_address
+    headers = st.context.headers
+    return peer, list(headers.get_all("X-Forwarded-For")), headers.get("X-Real-IP")
+
+
+def client_address() -> str | None:
+    """Where the browser is (kept on sessions, studies and sign-in audit lines): the
+    connection's address, or behind `up --behind-proxy` the one the proxy forwarded
+    (`jobs.services.access.client_address`). None where Streamlit has no connection (AppTest)."""
+    try:
+        peer, forwarded_for, real_ip = connection_details()
+    except Exception:
+        return None
+    # AppTest's context hands back stand-in objects, not an address and headers.
+    if not (peer is None or isinstance(peer, str)) or not all(
+        isinstance(h, str) for h in forwarded_for
+    ):
+        return None
+    return access.client_address(
+        peer,
+        forwarded_for,
+        real_ip if isinstance(real_ip, str) else None,
+        behind_proxy=access.behind_proxy(),
+        hops=access.proxy_hops(),
+    )
 
 
 def render_account(account: Account) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from pages.present.user_text import said
 from store import jobs as store_jobs
 from store.db import StoreError
 
@@ -55,7 +56,7 @@ def warn_if_no_worker(path: Path) -> bool:
     try:
         alive = not alive_workers(path).empty
     except StoreError as exc:
-        st.warning(f"Worker health cannot be read right now: {exc}")
+        st.warning(f"Worker health cannot be read right now: {said(exc)}")
         return False
     _no_worker_message(str(path))
     return alive

@@ -23,7 +23,7 @@ from store import jobs as store_jobs
 from store import users as store_users
 from store.audit import OIDC_SIGN_IN_DETAIL, read_audit, record
 from store.db import default_store_path
-from store.users import Role
+from store.users import PASSWORD_RULE, Role
 from tests.helpers.pages import PASSWORD, ROOT, signed_in
 
 
@@ -206,8 +206,7 @@ def test_a_new_accounts_problems_are_all_listed():
     assert new_account_problems(" bad name", "boss", "short", "shorter") == [
         "a name is 1 to 64 letters, digits, '.', '_', '@' or '-', starting with a letter or digit",
         "the role must be one of viewer, member, admin",
-        "too short: a password needs at least 8 characters besides leading and trailing "
-        "spaces, 4 of them different, and must not be a common password or the account's name",
+        f"too short: a password needs {PASSWORD_RULE}",
         "the two passwords differ",
     ]
 

@@ -8,7 +8,7 @@ import io
 import pandas as pd
 import pytest
 
-from jobs import study_analysis
+from jobs.services import study_analysis
 from store import runs as store_runs
 from store.bundle import REFERENCE_STUDY, import_study
 from store.db import init_schema
@@ -49,12 +49,14 @@ def test_reference_statistics_show_the_corrected_p_beside_the_wilcoxon(reference
     # The strip: p at r = 0, 0.1, 0.2 and the assumed 0.43; break-even r = 0.18.
     assert kl["p at r = 0 · 0.1 · 0.2 · assumed"] == "< 0.001 · 0.0175 · 0.0582 · 0.162 (r 0.43)"
     assert kl["Break-even r (p = 0.05)"] == "0.18 (ρ 0.15)"
-    assert kl["Wilcoxon p (exact)"] in {"< 0.001"}  # 0.0005 on 20 seeds
-    low, high = (float(v) for v in kl["CI (corrected, NB ρ = 0.30)"].strip("[]").split(","))
+    assert kl["p Wilcoxon (exact)"] in {"< 0.001"}  # 0.0005 on 20 seeds
+    low, high = (float(v) for v in kl["95 % CI (corrected, NB ρ = 0.30)"].strip("[]").split(","))
     assert low < 0 < high  # the corrected interval includes 0
     assert "Bootstrap CI" not in paired.columns  # the bootstrap left the paired table
     assert kl["Verdict (ROPE ± 0.01)"] == "inconclusive"
-    assert float(kl["d_z"]) > 0 and float(kl["r"]) > 0
+    assert float(kl["Effect size dz"]) > 0 and float(kl["Rank-biserial r"]) > 0
+    # Human headers only: the shared mapping, no column names of the stats table.
+    assert not any("_" in c for c in paired.columns) and "d_z" not in paired.columns
     assert "on most seeds (Wilcoxon" in kl["Reading"] and "ρ = 0.30" in kl["Reading"]
     assert "new patients" not in paired.to_string()
     # Every other metric's rows are exploratory; the paper's analysis is one click away.
@@ -62,8 +64,8 @@ def test_reference_statistics_show_the_corrected_p_beside_the_wilcoxon(reference
     expanders = [e.label for e in at.get("expander")]
     assert any("as in the paper" in label for label in expanders)
     assert any(label.startswith("Film-sampling bootstrap") for label in expanders)
-    boot = next(f for f in shown if "Film-sampling bootstrap (seeds as independent)" in f.columns)
-    assert boot["Film-sampling bootstrap (seeds as independent)"].str.startswith("[").all()
+    boot = next(f for f in shown if "Film-sampling bootstrap 95 % interval" in f.columns)
+    assert boot["Film-sampling bootstrap 95 % interval"].str.startswith("[").all()
     assert "Two-way ANOVA, method × task (Table 5)" in markdown
     assert "Seed-blocked ANOVA per task" in markdown
     assert "Friedman" in markdown

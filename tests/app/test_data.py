@@ -10,7 +10,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from engine.films import check_import
-from jobs.importer import register_import
+from jobs.services.importer import register_import
 from pages.present.import_view import report_csv
 from store import datasets as store_datasets
 from store.imports import import_problems, latest_import
@@ -177,3 +177,17 @@ def test_splits_of_an_older_store_are_named_as_first_knee_and_mixed_seeds_per_se
 
 def _markdown(at: AppTest) -> str:
     return "\n".join(m.value for m in at.markdown)
+
+
+def test_the_data_page_says_what_the_yolo_detectors_licence_means(tmp_path, monkeypatch):
+    from engine.detect import yolo as yolo_module
+
+    monkeypatch.setenv("SOFTGRADE_HOME", str(tmp_path))
+    for available, words in ((True, "asks nothing of you"), (False, "classical detector")):
+        monkeypatch.setattr(
+            yolo_module.importlib.util, "find_spec", lambda _n, a=available: object() if a else None
+        )
+        at = _page().run()
+        assert not at.exception
+        text = " ".join(e.value for e in at.markdown)
+        assert "AGPL-3.0" in text and words in text, text[-600:]

@@ -49,6 +49,20 @@ def test_the_problems_table_reads_a_report_or_the_store(row_column):
     assert table["row"].tolist() == ["3", "5", ""]
 
 
+def test_names_and_cells_with_control_characters_are_shown_escaped():
+    hostile = pd.DataFrame(
+        [("knee\u202egnp.png", 2, "error", "hidden_in_id", "patient id p\x1b[2J", "write \x00")],
+        columns=list(PROBLEM_COLUMNS),
+    )
+    table = problems_table(hostile)
+    assert table.iloc[0].tolist()[0] == "knee\\u202egnp.png"
+    assert table["problem"].iloc[0] == "patient id p\\x1b[2J"
+    assert table["what to do"].iloc[0] == "write \\x00"
+    assert "\\u202e" in left_out_text(["knee\u202egnp.png"]) and "\u202e" not in left_out_text(
+        ["knee\u202egnp.png"]
+    )
+
+
 def test_films_left_out_are_those_with_an_error():
     assert left_out_films(PROBLEMS) == ["empty.png"]
 

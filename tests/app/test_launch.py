@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,9 @@ def _submit(at: AppTest) -> AppTest:
 
 
 def _texts(elements) -> str:
-    return "\n".join(e.value for e in elements)
+    """The elements' text as a person reads it: markdown's backslash escapes removed (names
+    and error messages are escaped as text, pages/present/user_text.py)."""
+    return re.sub(r"\\(.)", r"\1", "\n".join(e.value for e in elements))
 
 
 def _set_methods(at: AppTest, methods: list[str]) -> AppTest:

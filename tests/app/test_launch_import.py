@@ -10,7 +10,7 @@ import pandas as pd
 from streamlit.testing.v1 import AppTest
 
 from engine.films import check_import
-from jobs.importer import register_import
+from jobs.services.importer import register_import
 from store import jobs as store_jobs
 from store.datasets import dataset_labels
 from store.imports import latest_import, list_imports

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from jobs import study_analysis
+from jobs.services import study_analysis
 from tests.helpers.synthetic_study import write_synthetic_study
 
 PAGE = Path(__file__).parents[2] / "pages" / "launch.py"

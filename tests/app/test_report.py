@@ -4,11 +4,14 @@ heading, charts as inline SVG, and nothing that a browser would fetch."""
 from __future__ import annotations
 
 import re
+from html import unescape
 
 import pytest
 
+from jobs.cli.main import main as cli_main
 from pages.present import report
 from store.db import init_schema
+from tests.helpers.reports import SNAKE_CASE, table_cells
 from tests.helpers.synthetic_study import write_synthetic_study
 
 
@@ -52,14 +55,15 @@ def test_the_report_reads_the_paired_comparisons_primary_endpoint_first(html):
     paired = html[html.index('id="paired"') : html.index('id="critical-difference"')]
     assert paired.index("Primary endpoint") < paired.index("Every pair of methods")
     assert "on most seeds (Wilcoxon" in paired or "Neither the corrected t-test" in paired
-    assert "rank-biserial r" in paired and "new patients" not in paired
-    for column in ("ρ assumed", "p at r = 0 · 0.1 · 0.2", "Break-even r", "P(A better)"):
+    assert "Rank-biserial r" in paired and "Effect size dz" in paired
+    assert "new patients" not in paired
+    for column in ("ρ assumed", "p at r = 0 · 0.1 · 0.2 · assumed", "Break-even r", "P(A better)"):
         assert column in paired
     assert "P(equivalent)" in paired and "Verdict" in paired and "TOST p" in paired
     assert "hypothesis tests: only the" in paired and "confirmatory family" in paired
     # The bootstrap leaves the paired tables for its own, labelled one after them.
     boot = paired.index("Film-sampling bootstrap 95 % interval")
-    assert boot > paired.index("Every pair of methods") and "Bootstrap 95 % CI" not in paired
+    assert boot > paired.index("Every pair of methods") and "95 % CI (bootstrap)" not in paired
 
 
 def test_the_methods_paragraph_names_protocol_search_space_splits_and_software(html):
@@ -84,7 +88,7 @@ def test_an_unknown_study_or_none_is_refused_in_one_line(synthetic):
 
 def test_the_kl_cppd_section_decomposes_the_kld_and_compares_it_between_methods(html):
     section = html[html.index('id="kl-cppd"') : html.index('id="curves"')]
-    assert "chain-rule decomposition" in section and "kl_marginal" in section
+    assert "chain-rule decomposition" in section and "KL marginal" in section
     assert "KLD compared between methods" in section
     assert re.search(r"<li>KL × CPPD: [^<]*KLD", section)  # each pair read in words
 
@@ -96,7 +100,7 @@ def test_the_command_line_refuses_an_output_it_cannot_write_in_one_line(tmp_path
         (tmp_path / "none" / "r.html", "no folder"),
         (tmp_path / "taken.html", "cannot be written"),
     ):
-        assert report.main(["study-any", "-o", str(output)]) == report.BAD_INPUT
+        assert cli_main(["report", "study-any", "-o", str(output)]) == report.BAD_INPUT
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and words in err and "Traceback" not in err
 
@@ -110,3 +114,49 @@ def test_two_studies_each_have_their_part_of_a_section_under_name_and_id(tmp_pat
     headings = [p for p in parts if p.startswith("<h3>")]
     assert headings == [f"<h3>synthetic ({first})</h3>", f"<h3>synthetic ({second})</h3>"]
     assert report.file_name([first, second]) == f"softgrade_report_{first}_and_1_more.html"
+
+
+def test_no_report_table_shows_a_snake_case_identifier(html):
+    cells = table_cells(html)
+    assert len(cells) > 100  # the card, Table 4, the paired and KL × CPPD tables
+    assert [c for c in cells if SNAKE_CASE.search(c)] == []
+    assert not {"True", "False"} & set(cells)  # booleans read yes / no
+
+
+def test_the_report_spells_out_kld_and_drops_the_developers_command_line(html):
+    assert "Kullback–Leibler divergence" in unescape(html)
+    assert "python -m jobs stats" not in html and "STUDY_ID" not in html
+
+
+def test_the_primary_endpoint_states_its_result_in_a_sentence(html):
+    paired = unescape(html[html.index('id="paired"') : html.index('id="critical-difference"')])
+    assert re.search(r"Result: (none|all \d+|\d+ of the \d+) .*significant after Holm", paired)
+    assert "Significant after Holm" in paired
+
+
+def test_the_critical_difference_ranks_read_as_exploratory_beside_the_endpoint(html):
+    section = unescape(html[html.index('id="critical-difference"') : html.index('id="distri')])
+    assert "Exploratory." in section and "independent blocks" in section
+    assert "primary endpoint" in section
+
+
+def test_the_caveats_say_the_films_are_synthetic_and_only_the_primary_is_confirmatory(html):
+    caveats = unescape(html[html.index('id="caveats"') : html.index('id="table4"')])
+    assert "Synthetic data" in caveats and "not radiographs of patients" in caveats
+    assert "Annotation noise" in caveats and "probability 0.1" in caveats
+    assert "Robustness against the true grade" in caveats
+    assert "Only the primary endpoint is confirmatory" in caveats
+    assert "Search budgets" in caveats and "Here they are equal" in caveats  # 1 config each
+
+
+def test_the_methods_paragraph_states_the_declared_stopping_rule(html):
+    methods = unescape(html[html.index('id="methods"') :])
+    assert "validation loss had not improved for 40 epochs" in methods
+    assert "without a better validation AMAE" not in methods
+    assert "lowest validation AMAE at its kept epoch" in methods  # the search's selection
+
+
+def test_the_reliability_diagram_says_it_pools_the_seeds(html):
+    section = unescape(html[html.index('id="reliability"') : html.index('id="kl-cppd"')])
+    assert "Films, 3 seeds pooled" in section  # the size legend
+    assert "a film counts once per seed that tested it" in section

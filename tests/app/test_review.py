@@ -15,9 +15,9 @@ from streamlit.testing.v1 import AppTest
 from engine.datasets import open_prepared, prepare_dataset
 from engine.detect import crop_and_resize
 from engine.films import check_import, read_film_file
-from jobs.detector_status import TrainingStatus, read_status, status_file, write_status
-from jobs.importer import register_import
-from jobs.review import reviewed_spec
+from jobs.services.detector_status import TrainingStatus, read_status, status_file, write_status
+from jobs.services.importer import register_import
+from jobs.services.review import reviewed_spec
 from pages.present.review_view import review_crops_dir
 from store.reviews import crop_reviews
 from tests.helpers.films import write_film_folder, write_reviewed_folder

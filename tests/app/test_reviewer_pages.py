@@ -51,7 +51,7 @@ def test_relationship_page_decomposes_the_kld_and_tests_it_corrected(home, monke
     assert "of films against" in markdown
     paired = frame_with_column(at, "p Wilcoxon (exact)")
     assert len(paired) == 3  # three pairs of methods
-    assert {"p Wilcoxon (Holm)", "d_z", "Break-even r"} <= set(paired.columns)
+    assert {"p Wilcoxon (Holm)", "Effect size dz", "Break-even r (p = 0.05)"} <= set(paired.columns)
     # The corrected test is named for the correlation it assumes.
     assert any(c.startswith("95 % CI (corrected, NB ρ = ") for c in paired.columns)
     assert any(c.startswith("Verdict (ROPE ± ") for c in paired.columns)
@@ -68,7 +68,8 @@ def test_probabilities_tab_shows_the_ece_floor_and_temperature_scaling(home, mon
     assert {"ECE before", "ECE after", "RPS before", "RPS after"} <= set(temperature.columns)
     assert (temperature["Temperature"] > 0).all()
     assert "pools the test films of every seed" in texts(at, "caption")
-    paired = frame_with_column(at, "p Wilcoxon (exact)")
+    # The probability metrics' pairs (the Statistics tab's views share their headers).
+    paired = next(d.value for d in at.dataframe if {"Metric", "p Wilcoxon (exact)"} <= set(d.value))
     assert "p Wilcoxon (Holm)" in paired.columns
     buttons = {b.proto.id.split("-")[-1] for b in at.get("download_button")}
     assert "prob_download_calibration" in buttons

@@ -56,8 +56,8 @@ def test_paired_view_puts_primary_rows_first_with_titled_pairs_and_readings(tabl
     assert view.loc[0, "A − B"] == "Nominal − Binomial"
     kl = table[(table["task"] == "KL") & (table["method_b"] == "binomial")].iloc[0]
     row = view[(view["Task"] == "KL") & (view["A − B"] == "Nominal − Binomial")].iloc[0]
-    assert row["Mean difference"] == f"{kl['mean_diff']:.3f}"
-    assert row["CI (corrected, NB ρ = 0.23)"] == rt.interval_text(kl["ci_low"], kl["ci_high"])
+    assert row["Mean A − B"] == f"{kl['mean_diff']:.3f}"
+    assert row["95 % CI (corrected, NB ρ = 0.23)"] == rt.interval_text(kl["ci_low"], kl["ci_high"])
     assert "Bootstrap CI" not in view.columns
     assert "Nominal" in row["Reading"] and "nominal's" not in row["Reading"]
     assert row["Verdict (ROPE ± 0.01)"] in {"Binomial better", "Nominal better"} | {
@@ -66,6 +66,26 @@ def test_paired_view_puts_primary_rows_first_with_titled_pairs_and_readings(tabl
     }
     assert row["p at r = 0 · 0.1 · 0.2 · assumed"].endswith("(r 0.30)")
     assert "None" not in view.to_string() and "new patients" not in view.to_string()
+
+
+def test_paired_views_share_one_set_of_human_headers(table):
+    """Every header of the Statistics tab's paired, primary and bootstrap views comes from
+    `PAIRED_HEADERS` (ρ and ROPE named where the view shows them): no snake_case column
+    name of the stats table, no True/False cell."""
+    boot = table.assign(boot_ci_low=0.01, boot_ci_high=0.02, within_seed_sd=0.0)
+    views = (
+        rt.paired_view(table),
+        rt.primary_view(paired.primary_endpoint(table)),
+        rt.bootstrap_view(boot),
+    )
+    known = set(rt.PAIRED_HEADERS.values()) | set(rt.paired_headers(table).values())
+    for view in views:
+        assert not any("_" in c for c in view.columns), view.columns
+        assert not {"True", "False"} & set(view.astype(str).to_numpy().ravel())
+    for key in ("d_z", "rank_biserial", "p_wilcoxon", "r_break_even", "p_tost", "p_strip"):
+        assert rt.PAIRED_HEADERS[key] in views[0].columns
+    assert set(views[0].columns) <= known
+    assert rt.paired_headers(table)["ci"] == "95 % CI (corrected, NB ρ = 0.23)"
 
 
 def test_row_reading_compares_like_with_like_and_names_rho():
@@ -168,7 +188,7 @@ def test_power_view_gives_seeds_per_rho_or_the_ceiling_that_rho_imposes(table):
 def test_bootstrap_view_is_apart_and_labelled(table):
     assert rt.bootstrap_view(table).empty  # no bootstrap columns
     boot = rt.bootstrap_view(table.assign(boot_ci_low=0.01, boot_ci_high=0.02, within_seed_sd=0.0))
-    assert boot["Film-sampling bootstrap (seeds as independent)"].eq("[0.010, 0.020]").all()
+    assert boot["Film-sampling bootstrap 95 % interval"].eq("[0.010, 0.020]").all()
     assert "not an interval for the comparison" in rt.BOOTSTRAP_NOTE
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from jobs.access import PAGE_TITLES
+from jobs.services.access import PAGE_TITLES
 from pages.widgets.sign_in import TOKEN_KEY
 from store import jobs as store_jobs
 from store import runs as store_runs
@@ -239,3 +239,69 @@ def test_through_the_app_a_viewer_lands_on_compare_methods(path):
     shell.run()
     assert not shell.exception
     assert shell.title[0].value == "Compare methods"
+
+
+def _signed_in_through_the_app(name: str, role: str, path: Path) -> AppTest:
+    """app.py, signed in through its form as ``name`` (added with ``role``), with an admin
+    account beside it (with no enabled account left, loopback is single-user mode)."""
+    store_users.add_user("ada", "admin", PASSWORD, path=path)
+    store_users.add_user(name, role, PASSWORD, path=path)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30).run()
+    at.text_input(key="sign_in_name").input(name)
+    at.text_input(key="sign_in_password").input(PASSWORD)
+    at.button[0].click().run()
+    assert any(f"Signed in as **{name}**" in m.value for m in at.sidebar.markdown)
+    return at
+
+
+def test_a_disabled_persons_next_click_says_the_account_was_disabled(path):
+    at = _signed_in_through_the_app("mo", "member", path)
+    store_users.set_disabled("mo", True, by="ada", path=path)
+    at.run()  # their next click
+    assert at.title[0].value == "Sign in to SoftGrade"
+    warnings = [w.value for w in at.warning]
+    assert any("account was disabled by an admin" in w for w in warnings), warnings
+    assert not at.exception
+
+
+def test_a_removed_persons_next_click_says_the_account_was_removed(path):
+    at = _signed_in_through_the_app("mo", "member", path)
+    store_users.remove_user("mo", by="ada", path=path)
+    at.run()
+    assert any("account was removed by an admin" in w.value for w in at.warning)
+
+
+def test_signing_out_on_purpose_shows_the_form_without_a_reason(path):
+    at = _signed_in_through_the_app("mo", "member", path)
+    at.sidebar.button(key="sign_out").click().run()
+    at.run()
+    assert at.title[0].value == "Sign in to SoftGrade"
+    assert not [w.value for w in at.warning]
+
+
+def _cancelled_by(name: str, path: Path) -> str:
+    job_id = _queued_by(name, path)
+    store_jobs.request_cancel(job_id, by=name, path=path)
+    return job_id
+
+
+def test_a_member_resumes_their_own_cancelled_job_but_not_anothers(path):
+    store_users.add_user("ada", "admin", PASSWORD, path=path)
+    store_users.add_user("mo", "member", PASSWORD, path=path)
+    other, own = _cancelled_by("ada", path), _cancelled_by("mo", path)
+    at = signed_in("queue", "mo", "member", path).run()
+    assert not at.exception
+    assert at.button(key=f"queue_resume_{other}").disabled
+    at.button(key=f"queue_resume_{own}").click().run()
+    assert store_jobs.get_job(own, path=path).status == "queued"
+    assert store_jobs.get_job(other, path=path).status == "cancelled"
+    assert any("queued again" in i.value for i in at.info)
+    assert read_audit(action="resume", path=path).actor.tolist() == ["mo"]
+
+
+def test_a_viewer_sees_no_resume_button(path):
+    store_users.add_user("ada", "admin", PASSWORD, path=path)
+    _cancelled_by("ada", path)
+    store_users.add_user("vi", "viewer", PASSWORD, path=path)
+    at = signed_in("queue", "vi", "viewer", path).run()
+    assert not [b for b in at.button if b.key and b.key.startswith("queue_resume_")]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -125,7 +126,7 @@ def test_cd_layout_labels_the_better_half_left_and_stacks_overlapping_bars():
             "high": [2.0, 3.1, 3.7],
         }
     )
-    labels, bars = charts.critical_difference_layout(ranks, groups)
+    labels, bars, _ = charts.critical_difference_layout(ranks, groups)
     assert labels.set_index("method")["side"].to_dict() == {
         "a": "left",
         "b": "left",
@@ -135,6 +136,62 @@ def test_cd_layout_labels_the_better_half_left_and_stacks_overlapping_bars():
     # a-b and c-d do not overlap: one row; b-c touches both: a second row.
     assert bars["row"].nunique() == 2
     assert (labels["row"] < bars["row"].min()).all()  # labels sit below every bar
+
+
+# At least as wide as any 12 px sans-serif label measured in Chromium here (5.2-6.0 px a
+# character on "Triangular (1.05)", "(4.75) Nominal", "CD = 1.36"); the builder reserves 6.5.
+WIDE_CHAR_PX = 6.2
+LONG_RANKS = pd.DataFrame(
+    {
+        "method": ["triangular", "exponential", "binomial", "beta", "nominal"],
+        "mean_rank": [1.05, 2.35, 2.9, 3.95, 4.75],
+    }
+)
+
+
+def _label_extents(spec: dict) -> list[tuple[str, float, float]]:
+    """Each label's text with its left and right pixel, from the spec: the label's anchor on
+    the plot's x scale, its alignment and offset, and ``WIDE_CHAR_PX`` a character."""
+    width = spec["width"]
+    extents = []
+    for layer in spec["layer"]:
+        if _mark(layer) != "text" or layer["encoding"]["x"]["field"] != "label_x":
+            continue
+        low, high = layer["encoding"]["x"]["scale"]["domain"]
+        for row in _layer_frame(spec, layer).itertuples():
+            anchor = (row.label_x - low) / (high - low) * width + layer["mark"]["dx"]
+            size = len(row.text) * WIDE_CHAR_PX
+            left = anchor - size if layer["mark"]["align"] == "right" else anchor
+            extents.append((row.text, left, left + size))
+    return extents
+
+
+@pytest.mark.parametrize("width", [300, 420, 720])
+def test_cd_labels_lie_inside_the_chart_with_room_to_spare(width):
+    groups = pd.DataFrame({"methods": [("a",)], "low": [2.35], "high": [3.95]})
+    spec = charts.critical_difference_diagram(LONG_RANKS, groups, 1.36, width=width).to_dict()
+    extents = _label_extents(spec)
+    assert len(extents) == 5
+    assert {text for text, *_ in extents} >= {"Triangular (1.05)", "(4.75) Nominal"}
+    for text, left, right in extents:
+        assert left >= 0 and right <= spec["width"], (text, left, right, spec["width"])
+    assert spec["width"] >= width  # widened, never cramped, when the ranks need more
+
+
+def test_cd_diagram_renders_no_wider_than_it_says():
+    """Rendered with real font metrics (vl-convert, as the report does): Vega-Lite grows a
+    chart to hold marks past its plot, so a rendered width above the declared one (plus
+    Vega's 5 px padding each side) means a label hangs outside, cut off in a page column."""
+    vl_convert = pytest.importorskip("vl_convert")
+    result = _cd_result()
+    for ranks, groups, cd in (
+        (LONG_RANKS, result.groups.iloc[:0], 4.6),
+        (result.table, result.groups, result.cd),
+    ):
+        spec = charts.critical_difference_diagram(ranks, groups, cd).to_dict()
+        svg = vl_convert.vegalite_to_svg(spec)
+        rendered = float(re.search(r'<svg[^>]* width="([\d.]+)"', svg).group(1))
+        assert rendered <= spec["width"] + 10, (rendered, spec["width"])
 
 
 def test_cd_diagram_without_a_cd_or_groups_still_draws_the_ranks():

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from jobs import access
+from jobs.services import access
 from store import jobs as store_jobs
 from store.db import default_store_path, init_schema
 
@@ -92,3 +92,20 @@ def test_presentation_helpers_load_without_streamlit():
         [sys.executable, "-c", code], cwd=APP.parent, capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == "False", done.stderr
+
+
+def test_the_shell_every_page_runs_loads_no_statistics_libraries():
+    # Every page and every new browser session runs app.py's imports and the sidebar; scipy's
+    # statistics and baycomp (pulled in by engine.analysis.paired) cost ~0.5 s idle and 1.7 s
+    # on a loaded 2-core machine, for a correction only result pages' tests use.
+    code = (
+        "import sys\n"
+        "import jobs.services.access, jobs.services.kiosk, jobs.services.serve_app\n"
+        "import pages.widgets.shell, pages.widgets.sign_in\n"
+        "print(sorted(m for m in ('scipy', 'baycomp', 'statsmodels', 'torch', 'altair')"
+        " if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=APP.parent, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr

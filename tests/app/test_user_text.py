@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pages.present.user_text import code, notes, plain
+from pages.present.user_text import code, notes, plain, plain_list, said
 from store import studies as store_studies
 from tests.helpers.pages import ROOT, make_store, run_page, signed_in
 
@@ -33,11 +33,23 @@ def test_code_uses_a_fence_no_backtick_in_the_name_can_close():
     assert code("plain.png") == "`plain.png`"
 
 
-def test_notes_keep_markdown_but_no_image_and_no_html():
+def test_notes_keep_markdown_but_no_image_html_or_link():
     text = notes("**Why**: see [the paper](http://x.org)\n\n![x](http://h/x.png) <img src=x>")
-    assert "**Why**" in text and "[the paper](http://x.org)" in text
-    assert "![" not in text and "<img" not in text
-    assert r"!\[x](http://h/x.png)" in text and "&lt;img src=x>" in text
+    assert "**Why**" in text
+    assert "the paper (http\\://x.org)" in text  # the address shown, not followed
+    assert "![" not in text and "<img" not in text and "](" not in text
+    assert "!x (http\\://h/x.png)" in text and "&lt;img src=x>" in text
+
+
+def test_notes_leave_no_reference_nested_link_or_bare_address_live():
+    text = notes("[a [b]](http://e) [r][1]\n[1]: http://e\nwww.e.org https://e.org")
+    assert "\\[a \\[b]]" in text and "\\[r]\\[1]" in text and "\\[1]:" in text
+    assert "://" not in text.replace("\\:", "") and "www\\." in text
+
+
+def test_plain_list_and_said_escape_each_value():
+    assert plain_list(["a*", "[b](c)"]) == r"a\*, \[b\](c)"
+    assert said(ValueError("no study '![x](y)'")) == r"no study '\!\[x\](y)'"
 
 
 def _hostile_study(home: Path) -> str:

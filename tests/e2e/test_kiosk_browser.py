@@ -116,3 +116,33 @@ def test_the_grade_is_the_kiosks_largest_text_and_noise_gets_no_knee(
         and tab.get_by_text("the knee SoftGrade found").count() == 0
     )
     assert_no_error(tab, "kiosk after a noise upload")
+
+
+# Each grade's box (its label "KL grade" and value), top and bottom in CSS pixels, and the
+# window's height.
+GRADE_BOXES = r"""
+() => {
+  const boxes = {};
+  for (const metric of document.querySelectorAll('[data-testid="stMetric"]')) {
+    const box = metric.getBoundingClientRect();
+    boxes[metric.innerText.split('\n')[0].trim()] = [box.top, box.bottom];
+  }
+  return {boxes: boxes, fold: window.innerHeight};
+}
+"""
+
+
+@pytest.mark.parametrize("screen", ["1366x768", "1920x1080"])
+def test_both_grades_sit_above_the_fold(app_url: str, page: object, screen: str) -> None:
+    """A room reads the grades first: KL's and CPPD's boxes fit on the first screen, unscrolled."""
+    tab = page
+    width, height = SCREENS[screen]
+    tab.set_viewport_size({"width": width, "height": height})
+    tab.goto(f"{app_url}/")
+    tab.get_by_text("Where the CPPD model looked").first.wait_for(timeout=PAGE_TIMEOUT_MS)
+    tab.wait_for_load_state("networkidle")
+    seen = tab.evaluate(GRADE_BOXES)
+    assert set(seen["boxes"]) == {"KL grade", "CPPD grade"}, seen
+    for name, (top, bottom) in seen["boxes"].items():
+        assert top >= 0 and bottom <= seen["fold"], (screen, name, seen)
+    assert_no_error(tab, f"kiosk at {screen}")

@@ -10,9 +10,11 @@ import pandas as pd
 import pytest
 import torch
 from pytorch_grad_cam import GradCAM
+from pytorch_grad_cam.utils.model_targets import ClassifierOutputTarget
 
 from engine import gradcam
 from engine.datasets import load_masks, make_splits, open_prepared
+from engine.methods.heads import corn_probabilities
 from engine.phantom import MASK_BITS, PhantomSpec
 from engine.train import build_model
 from tests.helpers.films import meta_frame
@@ -174,3 +176,42 @@ def test_predict_gives_the_models_probabilities(model, crops):
     with torch.no_grad():
         expected = torch.softmax(model(torch.from_numpy(crops).unsqueeze(1)), 1).numpy()
     np.testing.assert_allclose(probs, expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.fixture
+def corn_model() -> torch.nn.Module:
+    """A model whose head's outputs are not logits: CORN's J - 1 conditional logits."""
+    torch.manual_seed(0)
+    net, _ = build_model(5, head="corn")
+    return net.eval()
+
+
+def test_a_logit_heads_maps_explain_the_grades_logit_as_the_papers_do(model, crops):
+    asked = [0, 1, 2, 3, 4]
+    batch = gradcam.grad_cam(model, crops, targets=asked)
+    logit = [ClassifierOutputTarget(t) for t in asked]
+    full = GradCAM(model, [model.backbone.layer3[-1]])(torch.from_numpy(crops).unsqueeze(1), logit)
+    np.testing.assert_array_equal(batch.cams, full.astype(np.float32))
+
+
+def test_other_heads_maps_explain_the_log_probability_of_the_grade(corn_model, crops):
+    asked = [0, 1, 2, 3, 4]
+    batch = gradcam.grad_cam(corn_model, crops, targets=asked)
+
+    def log_probability(grade: int):
+        return lambda outputs: torch.log(corn_probabilities(outputs[None])[0, grade])
+
+    reference = GradCAM(corn_model, [corn_model.backbone.layer3[-1]])(
+        torch.from_numpy(crops).unsqueeze(1), [log_probability(t) for t in asked]
+    )
+    np.testing.assert_allclose(batch.cams, reference, atol=1e-5)
+    np.testing.assert_allclose(batch.probs, gradcam.predict(corn_model, crops), atol=1e-6)
+    assert all(p.requires_grad for p in corn_model.parameters())
+
+
+def test_predict_gives_probabilities_by_the_models_head(corn_model, crops):
+    probs = gradcam.predict(corn_model, crops, chunk=2)
+    with torch.no_grad():
+        expected = corn_probabilities(corn_model(torch.from_numpy(crops).unsqueeze(1))).numpy()
+    np.testing.assert_allclose(probs, expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(probs.sum(axis=1), 1.0, atol=1e-5)

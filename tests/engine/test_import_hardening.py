@@ -377,6 +377,34 @@ def test_an_inverted_polarity_png_is_inverted_back_and_said(tmp_path):
     assert np.array_equal(read_film_file(folder / "k0.png"), films["k0.png"])  # as cached
 
 
+def test_a_dicom_whose_pixels_contradict_its_photometric_tag_is_inverted_back_and_said(
+    tmp_path,
+):
+    folder = tmp_path / "films"
+    folder.mkdir()
+    films = {f"k{i}.dcm": phantom_film(5, i) for i in range(4)}
+    for i, (name, pixels) in enumerate(films.items()):
+        if i % 2:  # MONOCHROME1 pixels (bone low) exported under MONOCHROME2
+            data = dicom_bytes((255 - pixels).astype(np.uint16) * 16)
+        else:  # inverted once already, still tagged MONOCHROME1
+            data = dicom_bytes(pixels.astype(np.uint16) * 16, photometric="MONOCHROME1")
+        (folder / name).write_bytes(data)
+    (folder / "right.dcm").write_bytes(dicom_bytes(phantom_film(5, 7).astype(np.uint16) * 16))
+    rows = [(n, f"p{i}", "L", 1, 1) for i, n in enumerate([*films, "right.dcm"])]
+    _write_labels(folder, rows)
+    report = check_import(folder, layout="csv", workers=1)
+    flagged = report.problems[report.problems["kind"] == "polarity_tag"]
+    assert set(flagged["file"]) == set(films)
+    assert (flagged["severity"] == "warning").all()
+    assert flagged["problem"].str.contains("PhotometricInterpretation is MONOCHROME").all()
+    assert "right.dcm" not in set(report.problems["file"])
+    assert set(report.films["image"]) == {*films, "right.dcm"}
+    from engine.films import read_film_file
+
+    as_cached = read_film_file(folder / "k1.dcm")
+    assert np.corrcoef(as_cached.ravel(), films["k1.dcm"].ravel())[0, 1] > 0.99  # bone bright
+
+
 def test_a_jpeg_lossless_dicom_is_decoded_as_its_uncompressed_twin():
     import importlib.util
 
@@ -415,3 +443,81 @@ def test_paths_out_of_the_folder_are_named_in_the_dicom_layout_too(tmp_path):
     report = check_import(folder, workers=1)
     assert report.layout == "dicom"
     assert _kinds(report, "../out.png") == {"outside_folder"}
+
+
+# -- issue 31: names and ids that show other than they are ------------------------------------
+
+
+def test_paths_and_patient_ids_with_control_or_bidi_characters_are_refused_named(tmp_path):
+    folder = tmp_path / "films"
+    folder.mkdir()
+    names = ["knee\u202egnp.png", "plain0.png", "plain1.png", "plain2.png", "fine.png"]
+    for i, name in enumerate(names):
+        (folder / name).write_bytes(png_bytes(phantom_film(5, i)))
+    patients = ["p0", "p1\x00", "p2\u202e", "p3\x1b[2J", "p4"]
+    _write_labels(folder, [(n, p, "L", 1, 1) for n, p in zip(names, patients, strict=True)])
+    report = check_import(folder, workers=1)
+    assert _kinds(report, "knee\u202egnp.png") == {"hidden_in_name"}
+    assert "knee\\u202egnp.png" in _problem(report, "knee\u202egnp.png")["problem"].iloc[0]
+    for name, code in (
+        ("plain0.png", "U+0000"),
+        ("plain1.png", "U+202E"),
+        ("plain2.png", "U+001B"),
+    ):
+        found = _problem(report, name)
+        assert set(found["kind"]) == {"hidden_in_id"} and code in found["problem"].iloc[0]
+        assert (found["severity"] == "error").all()
+    assert set(report.films["image"]) == {"fine.png"}
+
+
+def test_a_dataset_spec_whose_labels_hold_control_characters_is_refused(tmp_path):
+    (tmp_path / "a.png").write_bytes(png_bytes(phantom_film(5, 0)))
+    csv = _write_labels(tmp_path, [("a.png", "p\u202e1", "L", 1, 1)])
+    with pytest.raises(ValueError, match=r"row 2 has patient_id p\\u202e1, which holds U\+202E"):
+        read_labels(tmp_path, csv)
+
+
+# -- issue 31: a labels CSV of a million rows ---------------------------------------------------
+
+
+def _many_rows(folder: Path, n: int) -> Path:
+    folder.mkdir(exist_ok=True)
+    csv = folder / "labels.csv"
+    with open(csv, "w") as out:
+        out.write("image,patient_id,kl\n")
+        out.writelines(f"f{i}.png,p{i},{i % 5}\n" for i in range(n))
+    return csv
+
+
+def test_a_labels_csv_over_the_row_cap_is_refused_in_one_message_unread(tmp_path, capsys):
+    from engine.films import MAX_LABEL_ROWS, ImportSourceError
+    from jobs.cli.main import main
+
+    csv = _many_rows(tmp_path / "films", MAX_LABEL_ROWS + 1)
+    with pytest.raises(ImportSourceError, match=f"more than {MAX_LABEL_ROWS:,} films"):
+        check_import(tmp_path / "films", workers=1)
+    with pytest.raises(ValueError, match=f"lists more than {MAX_LABEL_ROWS:,} films"):
+        read_labels(tmp_path / "films", csv)
+    assert main(["import", str(tmp_path / "films"), "--check"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"at most {MAX_LABEL_ROWS:,}" in err, err
+
+
+def test_a_labels_csv_at_the_cap_is_checked_and_each_name_resolved_once(tmp_path, monkeypatch):
+    from engine.films import layouts, rows
+
+    calls = []
+    real = layouts.film_path_refusal
+
+    def counted(root, name, **kwargs):
+        calls.append(name)
+        return real(root, name, **kwargs)
+
+    monkeypatch.setattr(layouts, "film_path_refusal", counted)
+    monkeypatch.setattr(rows, "film_path_refusal", counted)
+    _many_rows(tmp_path / "films", 2000)
+    report = check_import(tmp_path / "films", workers=1)
+    assert report.n_rows == 2000 and (report.problems["kind"] == "missing_file").sum() == 2000
+    # Each name resolved once by the listing (the check reuses it; it was twice), plus the
+    # CSV itself and the layout's look at its first 20 rows.
+    assert len(calls) <= 2000 + 21

@@ -3,10 +3,13 @@ same optimiser steps over the same films on every path."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
 
+from engine import protocol
 from engine.config import TrainConfig
 from engine.datasets import TaskSplit
 from engine.methods import registry
@@ -61,6 +64,20 @@ def test_early_stopping_keeps_the_best_epoch_by_validation_loss(images, labels):
     val_losses = [h.val_loss for h in result.history]
     assert result.best_epoch == 1 + int(np.argmin(val_losses))
     assert result.epochs_run <= result.best_epoch + 2
+
+
+@pytest.mark.slow
+def test_the_trainer_keeps_the_epoch_the_declared_rule_monitors(images, labels, monkeypatch):
+    """Early stopping is decided by `engine.protocol.EARLY_STOPPING`: declare another monitored
+    quantity and the kept epoch follows it."""
+    rule = replace(protocol.EARLY_STOPPING, monitored="val_amae", monitored_label="validation AMAE")
+    monkeypatch.setattr(protocol, "EARLY_STOPPING", rule)
+    result = fit(_config(max_epochs=12, patience=3, lr=1e-2), _split(images, labels))
+    amaes = [h.val_amae for h in result.history]
+    losses = [h.val_loss for h in result.history]
+    assert np.argmin(losses) != np.argmin(amaes)  # the two rules keep different epochs here
+    assert result.best_epoch == 1 + int(np.argmin(amaes))
+    assert result.epochs_run <= result.best_epoch + 3
 
 
 @pytest.mark.slow

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.report_command import CHROMIUM_OFFLINE_ARGS, find_chromium
+from jobs.cli.report_command import CHROMIUM_OFFLINE_ARGS, find_chromium
 
 try:
     import playwright.sync_api as playwright_api

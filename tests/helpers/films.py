@@ -92,6 +92,20 @@ def dicom_bomb_bytes() -> bytes:
     )
 
 
+JPEG_LOSSLESS_KNEE = Path(__file__).parent / "data" / "jpeg_lossless_knee.dcm"
+
+
+def corrupt_jpeg_lossless_dicom() -> bytes:
+    """The JPEG Lossless knee (GDCM wrote it) with its codestream scrambled after 200 bytes:
+    pydicom's GDCM decoder fails on it with an AttributeError, which pydicom logs with its
+    traceback, and libjpeg prints "Corrupt JPEG data" itself (issue 31)."""
+    data = bytearray(JPEG_LOSSLESS_KNEE.read_bytes())
+    start = data.index(b"\xff\xd8") + 200  # 200 bytes into the JPEG codestream
+    noise = np.random.default_rng(0).integers(0, 256, len(data) - 20 - start, dtype=np.uint8)
+    data[start : len(data) - 20] = noise.tobytes()
+    return bytes(data)
+
+
 def write_film_folder(
     root: Path, *, n: int, n_joint: int, seed: int, fmt: str = "png"
 ) -> tuple[Path, Path, pd.DataFrame]:
@@ -133,7 +147,7 @@ def write_reviewed_folder(root: Path, store: Path, *, n: int = 8, n_reviewed: in
     Returns the dataset id."""
     from engine.films import check_import
     from engine.phantom import PhantomSpec, render_film
-    from jobs.importer import register_import
+    from jobs.services.importer import register_import
     from store.reviews import record_review
 
     seed = 2

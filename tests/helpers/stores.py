@@ -61,6 +61,8 @@ def schema_text(path: Path) -> str:
 V1_SCHEMA = Path(__file__).parents[1] / "store" / "fixtures" / "schema_v1.sql"
 #: The schema SoftGrade c2c4bab wrote (version 2), whose runs took only the paper's five.
 V2_SCHEMA = Path(__file__).parents[1] / "store" / "fixtures" / "schema_v2.sql"
+#: The schema of version 3 (main at 9380224): study_environments without the executor.
+V3_SCHEMA = Path(__file__).parents[1] / "store" / "fixtures" / "schema_v3.sql"
 
 
 ENVIRONMENT = {
@@ -76,6 +78,9 @@ ENVIRONMENT = {
     "cudnn": "9.10.2",
     "dlordinal": "2.7.0",
     "ultralytics": "8.4.190",
+    "executor": "ray",
+    "threads_per_slot": 2,
+    "search_pruned": False,
 }
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from jobs import access
-from jobs.access import AccessDenied, Action, PathRefused, confine_import_path, data_roots
+from jobs.services import access
+from jobs.services.access import AccessDenied, Action, PathRefused, confine_import_path, data_roots
 from store.users import Account, Role
 
 VIEWER = Account("vera", Role.VIEWER)
@@ -210,7 +210,7 @@ def test_each_role_lands_on_a_page_its_menu_lists(role, landing):
 
 def test_the_role_table_in_docs_security_lists_each_roles_pages():
     """docs/security.md's "role | pages | may" table names exactly the pages each role's
-    menu lists (`jobs.access.PAGES`), each row adding to the row above."""
+    menu lists (`jobs.services.access.PAGES`), each row adding to the row above."""
     text = (Path(__file__).parents[2] / "docs" / "security.md").read_text(encoding="utf-8")
     rows = {
         cells[0]: cells[1]

@@ -7,7 +7,7 @@ import io
 import pandas as pd
 import pytest
 
-from jobs.csv_safe import escape_csv_cells
+from jobs.services.csv_safe import escape_csv_cells
 from store import users
 from store.audit import read_audit
 

@@ -18,10 +18,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from engine.demo_models import knee_to_grade
-from jobs import demo_bundle
-from jobs.__main__ import main
-from jobs.demo_bundle import DemoBundleError, export_demo, fresh_demo_home, unpack_demo
-from jobs.kiosk import KioskSettings, kiosk_settings
+from jobs.cli.main import main
+from jobs.services import demo_bundle
+from jobs.services.demo_bundle import DemoBundleError, export_demo, fresh_demo_home, unpack_demo
+from jobs.services.kiosk import KioskSettings, kiosk_settings
 from pages.present.graded_film import NO_KNEE
 from store import runs as store_runs
 from store import users as store_users
@@ -289,8 +289,8 @@ def detector_study(tmp_path_factory) -> tuple[Path, Path, str, str]:
     from engine.config import StudySpec
     from engine.detect import phantom_detection_set, train_detector
     from engine.phantom import PhantomSpec
-    from jobs.executors import InlineExecutor
-    from jobs.runner import Worker
+    from jobs.worker.executors import InlineExecutor
+    from jobs.worker.runner import Worker
     from store import jobs as store_jobs
     from store.db import init_schema
 
@@ -352,5 +352,44 @@ def test_a_bundle_carries_the_trained_detector_its_films_were_cropped_with_and_u
             assert NO_KNEE in [e.value for e in at.error] and not at.metric
         else:
             assert [m.label for m in at.metric] == ["KL grade", "CPPD grade"]
+    finally:
+        shutil.rmtree(demo_home)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["corn", "clm"])  # conditional logits; probabilities
+def test_a_bundle_of_a_method_with_its_own_output_layer_grades_in_the_kiosk(
+    method, tmp_path, monkeypatch
+):
+    """The kiosk grades with models whose outputs are not J logits: each checkpoint names
+    its head, and the probabilities and maps are the head's."""
+    from engine.config import StudySpec
+    from engine.gradcam import predict
+    from engine.train import load_model
+    from jobs.worker.executors import InlineExecutor
+    from jobs.worker.runner import Worker
+    from store import jobs as store_jobs
+    from store.db import init_schema
+
+    home = tmp_path / "lab"
+    store = home / "softgrade.duckdb"
+    init_schema(store)
+    spec = StudySpec.from_dict(tiny_study(methods=[method], max_epochs=1, patience=1))
+    job_id = store_jobs.enqueue_job(spec.to_dict(), path=store)
+    Worker(InlineExecutor("cpu"), store_path=store, home=home).serve(stop_when_idle=True)
+    job = store_jobs.get_job(job_id, path=store)
+    assert job.status == "succeeded", job
+    out = export_demo(job.study_id, tmp_path / "demo.zip", home=home, path=store).path
+
+    demo_home, bundle = fresh_demo_home(out)
+    try:
+        assert bundle.method == method
+        at = _kiosk_app(monkeypatch, demo_home, KioskSettings(demo_dir=bundle.folder))
+        assert [m.label for m in at.metric] == ["KL grade", "CPPD grade"]
+        # The grade shown is the most probable by the model's own head.
+        crop = demo_bundle.read_crop(bundle.films["file"].iloc[0])
+        for metric, task in zip(at.metric, ("KL", "CPPD"), strict=True):
+            model = load_model(bundle.checkpoints[task][bundle.best_seed])
+            assert metric.value == f"{task} {int(predict(model, crop[None]).argmax())}"
     finally:
         shutil.rmtree(demo_home)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jobs.describe import format_devices
+from jobs.services.describe import format_devices
 
 
 def test_worker_devices_are_counted_not_repeated():

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from jobs.__main__ import main
-from jobs.access import LOCAL_ACCOUNT, AccessDenied
-from jobs.detector import MIN_FILMS, TooFewFilms, TrainingRefused, reviewed_films
-from jobs.detector_background import start_training
-from jobs.detector_status import TrainingStatus, read_status, status_file, write_status
+from jobs.cli.main import main
+from jobs.services.access import LOCAL_ACCOUNT, AccessDenied
+from jobs.services.detector import MIN_FILMS, TooFewFilms, TrainingRefused, reviewed_films
+from jobs.services.detector_background import start_training
+from jobs.services.detector_status import TrainingStatus, read_status, status_file, write_status
 from store.datasets import register_dataset
 from store.db import default_store_path, init_schema
 from store.reviews import record_review
@@ -82,7 +82,7 @@ def test_bad_input_gets_one_message_and_no_traceback(store, tmp_path, capsys, ar
 
 
 def test_a_dataset_is_found_by_its_import_name_or_id(store, tmp_path):
-    from jobs.detector import find_dataset
+    from jobs.services.detector import find_dataset
 
     dataset_id = write_reviewed_folder(tmp_path, store, n=8, n_reviewed=8)
     assert find_dataset("lab", store_path=store) == dataset_id
@@ -162,7 +162,7 @@ def test_boxes_given_in_the_labels_csv_train_too_unless_reviewed_or_excluded(sto
 
     from engine.films import check_import
     from engine.phantom import PhantomSpec, render_film
-    from jobs.importer import register_import
+    from jobs.services.importer import register_import
 
     folder, csv, labels = write_film_folder(tmp_path, n=10, n_joint=10, seed=2)
     spec = PhantomSpec(n_images=10, n_joint=10, seed=2)

@@ -18,8 +18,13 @@ import pytest
 import torch
 
 from engine.detect.safe_load import UnsafeCheckpointError
-from jobs.__main__ import main
-from jobs.demo_bundle import DEMO_BUNDLE_VERSION, DemoBundleError, fresh_demo_home, unpack_demo
+from jobs.cli.main import main
+from jobs.services.demo_bundle import (
+    DEMO_BUNDLE_VERSION,
+    DemoBundleError,
+    fresh_demo_home,
+    unpack_demo,
+)
 from store.bundle import read_card
 from store.db import StoreError
 from tests.helpers.films import fake_detector, phantom_film, png_bytes
@@ -41,9 +46,15 @@ def crafted_detector(folder: Path, marker: Path) -> None:
     torch.save({"model": _Payload(marker), "epoch": -1}, folder / "detector.pt")
 
 
-def demo_zip(out: Path, parts: dict[str, bytes], *, hashes: dict[str, str] | None = None) -> Path:
+def demo_zip(
+    out: Path,
+    parts: dict[str, bytes],
+    *,
+    hashes: dict[str, str] | None = None,
+    **fields: object,
+) -> Path:
     """A demo bundle of ``parts`` (model, film, card, detector files) with a manifest whose
-    hashes are right unless ``hashes`` overrides some."""
+    hashes are right unless ``hashes`` overrides some; ``fields`` replace its fields."""
     manifest = {
         "format": "softgrade-demo",
         "version": DEMO_BUNDLE_VERSION,
@@ -59,7 +70,7 @@ def demo_zip(out: Path, parts: dict[str, bytes], *, hashes: dict[str, str] | Non
             | {"cppd": None, "cppd_true": None, "test_seeds": [0]}
         ],
         "sha256": {n: hashlib.sha256(b).hexdigest() for n, b in parts.items()} | (hashes or {}),
-    }
+    } | fields
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
         zf.writestr("manifest.json", json.dumps(manifest))
         for name, data in parts.items():
@@ -98,8 +109,11 @@ def test_a_bundle_detector_that_is_a_crafted_pickle_never_runs_when_an_upload_is
 
 
 def test_up_demo_refuses_a_bundle_whose_detector_is_a_crafted_pickle_before_serving(
-    tmp_path, capsys
+    tmp_path, capsys, monkeypatch
 ):
+    # A temporary folder of this test's own: other tests (xdist workers) unpack demos too.
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     marker = tmp_path / "pwned"
     bundle = demo_zip(tmp_path / "demo.zip", hostile_parts(tmp_path, marker))
     assert main(["up", "--demo", str(bundle), "--port", "1"]) == 2
@@ -262,3 +276,134 @@ def test_a_study_bundle_table_that_differs_from_its_card_hash_is_refused(tmp_pat
 
     with connect(store, read_only=True) as con:
         assert con.execute("SELECT count(*) FROM studies").fetchone()[0] == 0
+
+
+# -- issue 31: every number a bundle carries, and its films --------------------------------------
+
+
+def plain_parts() -> dict[str, bytes]:
+    """A demo bundle's parts with no trained detector (the classical one is code)."""
+    return {
+        "card.json": json.dumps({"card": {}, "notes": ""}).encode(),
+        "models/KL-seed0.pt": b"never loaded here",
+        "films/00.png": png_bytes(np.zeros((32, 32), np.uint8)),
+    }
+
+
+def _film(**cells: object) -> dict[str, object]:
+    film = {"image_id": "a", "file": "films/00.png", "kl": 1, "kl_true": None}
+    return film | {"cppd": None, "cppd_true": None, "test_seeds": [0]} | cells
+
+
+def _model(**cells: object) -> dict[str, object]:
+    return {"task": "KL", "seed": 0, "file": "models/KL-seed0.pt", "val_amae": 0.5} | cells
+
+
+CLASSICAL = {"name": "classical", "folder": None}
+NOISE = np.random.default_rng(0).integers(0, 256, (32, 32), dtype=np.uint8)
+
+
+@pytest.mark.parametrize(
+    ("fields", "words"),
+    [
+        ({"image_size": 100_000}, "image_size 100000: a whole number of px from 16 to 1024"),
+        ({"image_size": 8}, "image_size 8"),
+        ({"image_size": "32"}, "image_size '32'"),
+        ({"image_size": 32.5}, "image_size 32.5"),
+        ({"films": [_film(kl=7)]}, "kl 7 must be a whole number 0 to 4 or empty"),
+        ({"films": [_film(cppd_true=-1)]}, "cppd_true -1 must be a whole number 0 to 3"),
+        ({"films": [_film(kl=True)]}, "kl True"),
+        ({"films": [_film(test_seeds=[3])]}, "test_seeds [3] must be among the seeds"),
+        ({"films": [_film(image_id="knee\u202egnp.png")]}, "control characters (U+202E)"),
+        ({"models": [_model(val_amae=float("nan"))]}, "val_amae nan must be a number from 0"),
+        ({"models": [_model(val_amae=1e9)]}, "val_amae 1000000000.0"),
+        ({"models": [_model(), _model()]}, "a second model of KL, seed 0"),
+        ({"seeds": [-1]}, "seeds [-1]: one or more whole numbers from 0"),
+        ({"seeds": [0, 0]}, "seeds [0, 0]: each seed once"),
+        ({"tasks": ["XX"]}, "tasks ['XX']"),
+        ({"method": "no-such-method"}, "method 'no-such-method'"),
+        ({"detector": {"name": 7, "folder": None}}, "detector: a name"),
+        ({"study": {"study_id": "s1"}}, "study: its study_id and name, as text"),
+    ],
+)
+def test_every_number_a_demo_bundle_carries_is_held_to_softgrade_limits(tmp_path, fields, words):
+    bundle = demo_zip(tmp_path / "demo.zip", plain_parts(), **({"detector": CLASSICAL} | fields))
+    dest = tmp_path / "out"
+    with pytest.raises(DemoBundleError, match="manifest.json is refused") as refused:
+        unpack_demo(bundle, dest)
+    assert words in str(refused.value) and "export-demo" in str(refused.value)
+    assert not dest.exists()
+
+
+def test_a_plain_hand_built_demo_bundle_still_opens(tmp_path):
+    demo = unpack_demo(
+        demo_zip(tmp_path / "demo.zip", plain_parts(), detector=CLASSICAL), tmp_path / "out"
+    )
+    assert demo.image_size == 32 and demo.films["kl"].tolist() == [1]
+
+
+def test_a_crop_far_larger_than_the_bundles_image_size_is_refused_unread(tmp_path):
+    # 8000 x 8000 px of zeros: a PNG of ~60 KB that each view decoded whole (4 GB asked).
+    parts = plain_parts() | {"films/00.png": png_bytes(np.zeros((8000, 8000), np.uint8))}
+    bundle = demo_zip(tmp_path / "demo.zip", parts, detector=CLASSICAL)
+    dest = tmp_path / "out"
+    _refused_within(
+        20,
+        lambda: unpack_demo(bundle, dest),
+        DemoBundleError,
+        r"films/00.png \(image a\) is refused: a 8000 x 8000 px crop; the bundle's models see "
+        r"32 x 32 px",
+    )
+    assert not dest.exists()
+
+
+@pytest.mark.parametrize(
+    ("film", "words"),
+    [
+        (png_bytes(NOISE)[: len(png_bytes(NOISE)) // 2], "not a PNG image SoftGrade can read"),
+        (b"GIF89a" + bytes(40), "not a PNG image SoftGrade can read"),
+        (png_bytes(np.zeros((32, 32, 3), np.uint8)), "not a grey PNG crop"),
+    ],
+)
+def test_a_malformed_film_in_a_bundle_is_named_in_one_message(tmp_path, capsys, film, words):
+    parts = plain_parts() | {"films/00.png": film}
+    bundle = demo_zip(tmp_path / "demo.zip", parts, detector=CLASSICAL)
+    with pytest.raises(DemoBundleError, match=r"its film films/00.png \(image a\) is refused"):
+        unpack_demo(bundle, tmp_path / "out")
+    assert main(["up", "--demo", str(bundle), "--port", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "films/00.png" in err and words in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_bundled_detector_whose_record_sizes_inference_past_the_caps_is_refused(tmp_path):
+    parts = hostile_parts(tmp_path, tmp_path / "pwned")
+    record = json.loads(parts["detector/record.json"])
+    for size, words in ((100_000, "over the 50 M px a film may have"), (50, "multiple of 32")):
+        parts["detector/record.json"] = json.dumps(record | {"image_size": size}).encode()
+        bundle = demo_zip(tmp_path / f"demo-{size}.zip", parts)
+        with pytest.raises(DemoBundleError, match="its knee detector is refused") as refused:
+            unpack_demo(bundle, tmp_path / f"out-{size}")
+        assert words in str(refused.value)
+
+
+def test_the_kiosk_names_a_film_damaged_after_unpacking_instead_of_an_error_box(
+    tmp_path, monkeypatch
+):
+    from streamlit.testing.v1 import AppTest
+
+    from jobs.services.kiosk import KioskSettings
+
+    home = tmp_path / "home"
+    demo = unpack_demo(
+        demo_zip(tmp_path / "demo.zip", plain_parts(), detector=CLASSICAL), home / "demo"
+    )
+    (demo.folder / "films" / "00.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(30))
+    monkeypatch.setenv("SOFTGRADE_HOME", str(home))
+    for name, value in KioskSettings(demo_dir=demo.folder).env().items():
+        monkeypatch.setenv(name, value)
+    app = Path(__file__).parents[2] / "app.py"
+    at = AppTest.from_file(str(app), default_timeout=60).run()
+    assert not at.exception, [e.value for e in at.exception]
+    errors = [e.value for e in at.error]
+    assert any("00.png is refused" in e and "not a PNG image" in e for e in errors), errors

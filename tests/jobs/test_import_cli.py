@@ -8,13 +8,19 @@ import pandas as pd
 import pytest
 
 from engine.config import StudySpec
-from jobs.executors import InlineExecutor
-from jobs.runner import Worker
+from jobs.worker.executors import InlineExecutor
+from jobs.worker.runner import Worker
 from store import jobs as store_jobs
 from store.datasets import dataset_labels, load_splits
 from store.db import connect
 from store.imports import import_problems, latest_import, list_imports
-from tests.helpers.films import write_faulty_folder, write_film_folder
+from tests.helpers.films import (
+    corrupt_jpeg_lossless_dicom,
+    phantom_film,
+    png_bytes,
+    write_faulty_folder,
+    write_film_folder,
+)
 from tests.helpers.studies import run_import, tiny_study
 
 
@@ -99,7 +105,7 @@ def test_a_clean_folder_checks_clean_and_registers(tmp_path):
     assert done.returncode == 0 and "30 film(s), 0 left out" in done.stdout
     assert _datasets(tmp_path / "home") == 1
     # The audit line names who ran it (the OS user, as `backup` does), not 'local'.
-    from jobs.lab_commands import os_user
+    from jobs.cli.lab_commands import os_user
     from store.audit import read_audit
 
     line = read_audit(action="import", path=tmp_path / "home" / "softgrade.duckdb").iloc[0]
@@ -123,3 +129,43 @@ def test_bad_input_gets_one_message_and_exit_2(tmp_path, args, message):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
     assert message.format(root=tmp_path) in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_corrupt_jpeg_lossless_dicom_is_named_without_a_library_traceback(tmp_path, workers):
+    folder = tmp_path / "films"
+    folder.mkdir()
+    (folder / "pacs.dcm").write_bytes(corrupt_jpeg_lossless_dicom())
+    for i in range(3):
+        (folder / f"k{i}.png").write_bytes(png_bytes(phantom_film(5, i)))
+    rows = "".join(f"k{i}.png,p{i},1\n" for i in range(3))
+    (folder / "labels.csv").write_text(f"image,patient_id,kl\npacs.dcm,p9,1\n{rows}")
+    home = tmp_path / "home"
+    done = run_import(home, str(folder), "--check", "--workers", workers)
+    assert done.returncode == 1, done.stderr
+    assert any(line.startswith("pacs.dcm ") for line in done.stdout.splitlines()), done.stdout
+    assert "do not decode" in done.stdout
+    # Nothing from pydicom, GDCM or libjpeg on the terminal: the progress lines only.
+    assert done.stderr.splitlines() and all(
+        line.startswith("checked ") for line in done.stderr.splitlines()
+    ), done.stderr
+    log = (home / "logs" / "softgrade.log").read_text()
+    assert "Corrupt JPEG data" in log  # libjpeg's own line, kept for whoever digs
+    if workers == "1":  # decoded in the command's process: pydicom's traceback is kept too
+        assert "Traceback" in log and "AttributeError" in log
+
+
+def test_the_cli_report_shows_hostile_names_escaped_never_raw(tmp_path):
+    from engine.films import check_import
+    from jobs.cli.main import format_report
+
+    folder = tmp_path / "films"
+    folder.mkdir()
+    (folder / "knee\u202egnp.png").write_bytes(png_bytes(phantom_film(5, 0)))
+    (folder / "labels.csv").write_text(
+        "image,patient_id,kl\nknee\u202egnp.png,p1,1\nmissing\x1b[2J.png,p\x1b]0;pwn\x07,1\n"
+    )
+    text = format_report(check_import(folder, workers=1))
+    assert "\u202e" not in text and "\x1b" not in text and "\x07" not in text
+    assert "knee\\u202egnp.png" in text and "missing\\x1b[2J.png" in text

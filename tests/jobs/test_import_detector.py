@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 from engine.films import check_import
-from jobs.importer import import_detector, register_import
+from jobs.services.importer import import_detector, register_import
 from store.datasets import dataset_labels
 from store.imports import latest_import, list_imports
 from tests.helpers.films import fake_detector, write_bilateral_folder, write_film_folder

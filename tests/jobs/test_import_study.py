@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jobs.__main__ import main
+from jobs.cli.main import main
 from store import runs as store_runs
 from store.bundle import export_study
 from store.db import default_store_path

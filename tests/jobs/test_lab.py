@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from jobs import lab
-from jobs.access import LOCAL_ACCOUNT, AccessDenied
+from jobs.services import lab
+from jobs.services.access import LOCAL_ACCOUNT, AccessDenied
 from store import jobs as store_jobs
 from store import runs as store_runs
 from store import studies as store_studies
 from store.audit import read_audit
+from store.db import connect
 from store.users import Account, Role
 
 VIEWER = Account("vera", Role.VIEWER)
@@ -23,7 +24,7 @@ def test_viewer_can_neither_launch_nor_cancel(store):
     with pytest.raises(AccessDenied, match="may not launch studies"):
         lab.launch_study(VIEWER, SPEC, path=store)
     job_id = lab.launch_study(MEMBER, SPEC, path=store)
-    with pytest.raises(AccessDenied, match="may not cancel jobs"):
+    with pytest.raises(AccessDenied, match="may not cancel or resume jobs"):
         lab.cancel_job(VIEWER, job_id, path=store)
     assert store_jobs.get_job(job_id, path=store).status == "queued"
 
@@ -87,8 +88,8 @@ def test_import_is_for_members_and_is_audited_under_their_name(store, tmp_path):
 
 def test_only_admins_manage_accounts_and_read_the_audit_log(store):
     with pytest.raises(AccessDenied, match="may not manage accounts"):
-        lab.add_account(MEMBER, "eve", "admin", "long password", path=store)
-    lab.add_account(ADMIN, "eve", "viewer", "long password", path=store)
+        lab.add_account(MEMBER, "eve", "admin", "orange kettle marsh", path=store)
+    lab.add_account(ADMIN, "eve", "viewer", "orange kettle marsh", path=store)
     lab.set_account_role(ADMIN, "eve", "member", path=store)
     lab.set_account_disabled(ADMIN, "eve", True, path=store)
     with pytest.raises(ValueError, match="your own account"):
@@ -127,3 +128,33 @@ def test_accounts_and_the_audit_log_are_for_admins_only(store):
         with pytest.raises(AccessDenied):
             call(MEMBER, path=store)
     assert lab.list_accounts(ADMIN, path=store).empty
+
+
+def test_a_viewer_cannot_load_the_reference_study_and_a_member_can(store):
+    with pytest.raises(AccessDenied, match="may not import films"):
+        lab.load_reference_study(VIEWER, path=store)
+    with connect(store, read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM studies").fetchone() == (0,)
+    assert read_audit(action="import", path=store).empty
+    done = lab.load_reference_study(MEMBER, path=store)
+    assert done.created and done.runs > 0
+    lines = read_audit(action="import", path=store)
+    assert lines[["actor", "target"]].values.tolist() == [["mo", done.study_id]]
+
+
+def _cancelled(account: Account, store) -> str:
+    job_id = lab.launch_study(account, SPEC, path=store)
+    lab.cancel_job(account, job_id, path=store)
+    return job_id
+
+
+def test_whoever_may_cancel_a_job_may_resume_it_and_no_one_else(store):
+    mine, theirs = _cancelled(MEMBER, store), _cancelled(OTHER_MEMBER, store)
+    with pytest.raises(AccessDenied, match="may not cancel or resume jobs"):
+        lab.resume_job(VIEWER, mine, path=store)
+    with pytest.raises(AccessDenied, match="only what they launched; this was launched by meg"):
+        lab.resume_job(MEMBER, theirs, path=store)
+    assert store_jobs.get_job(theirs, path=store).status == "cancelled"
+    assert lab.resume_job(MEMBER, mine, path=store) == "queued"
+    assert lab.resume_job(ADMIN, theirs, path=store) == "queued"
+    assert read_audit(action="resume", path=store).actor.tolist() == ["ada", "mo"]

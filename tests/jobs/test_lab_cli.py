@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from jobs.__main__ import main
-from jobs.lab_commands import os_user
+from jobs.cli.lab_commands import os_user
+from jobs.cli.main import main
 from store import jobs as store_jobs
 from store import users
 from store.audit import read_audit
@@ -29,17 +29,19 @@ def _prompt(monkeypatch, *answers: str) -> None:
 
 
 def test_users_add_from_a_prompt_asked_twice(store, monkeypatch, capsys):
-    _prompt(monkeypatch, "s3cret pass", "s3cret pass")
+    _prompt(monkeypatch, "knee films at dawn", "knee films at dawn")
     assert main(["users", "add", "alice", "--role", "member"]) == 0
     assert "added alice (member)" in capsys.readouterr().out
-    assert users.verify_password("alice", "s3cret pass", path=store).role == "member"
+    assert users.verify_password("alice", "knee films at dawn", path=store).role == "member"
     assert read_audit(path=store).iloc[0].action == "user_add"
 
 
 def test_users_add_refuses_two_different_entries(store, monkeypatch, capsys):
-    _prompt(monkeypatch, "s3cret pass", "s3cret pasS")
+    _prompt(monkeypatch, "knee films at dawn", "knee films at dusk")
     assert main(["users", "add", "alice", "--role", "member"]) == 2
-    assert capsys.readouterr().err == "error: the two passwords differ; nothing was changed\n"
+    err = capsys.readouterr().err
+    assert err.startswith(f"A password needs {users.PASSWORD_RULE}.\n")  # said before asking
+    assert err.endswith("error: the two passwords differ; nothing was changed\n")
     assert users.list_users(path=store).empty
 
 
@@ -58,7 +60,7 @@ def test_users_add_from_a_password_file(store, tmp_path, capsys):
 
 def test_users_list_set_role_disable_and_remove(store, tmp_path, capsys):
     secret = tmp_path / "pw"
-    secret.write_text("long enough\n")
+    secret.write_text("long enough to pass\n")
     for name, role in (("ada", "admin"), ("vera", "viewer")):
         main(["users", "add", name, "--role", role, "--password-file", str(secret)])
     assert main(["users", "set-role", "vera", "member"]) == 0
@@ -143,7 +145,7 @@ def test_damaged_store_is_one_message_from_the_cli(home):
 
 
 def test_up_hands_its_upload_cap_to_streamlit():
-    from jobs.__main__ import _app_command, build_parser
+    from jobs.cli.main import _app_command, build_parser
 
     args = build_parser().parse_args(["up", "--max-upload-mb", "5"])
     command = _app_command(args)
@@ -194,3 +196,17 @@ def test_status_shows_each_jobs_study_id_for_the_study_commands(store, capsys):
     assert header.split()[:4] == ["JOB", "STUDY", "STATUS", "RUNS"]
     row = next(line for line in lines if line.startswith(job_id))
     assert row.split()[:4] == [job_id, study_id, "queued", "0/?"] and row.endswith("knees")
+
+
+def test_resume_queues_a_cancelled_job_again_and_refuses_any_other(store, capsys):
+    job_id = store_jobs.enqueue_job({"name": "knees"}, path=store)
+    assert main(["cancel", job_id]) == 0
+    assert main(["resume", job_id]) == 0
+    assert "queued again" in capsys.readouterr().out
+    assert store_jobs.get_job(job_id, path=store).status == "queued"
+    assert main(["resume", job_id]) == 2
+    assert "is queued, not cancelled: only a cancelled job can be resumed" in (
+        capsys.readouterr().err
+    )
+    assert main(["resume", "job-nope"]) == 2
+    assert "no job 'job-nope'" in capsys.readouterr().err

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from engine.config import StudySpec
-from jobs.executors import (
+from jobs.worker.executors import (
     Executor,
     InlineExecutor,
     LocalExecutor,
@@ -16,7 +16,7 @@ from jobs.executors import (
     plan_slots,
     split_lanes,
 )
-from jobs.runner import Worker
+from jobs.worker.runner import Worker
 from store import jobs as store_jobs
 from store import runs as store_runs
 from store.db import init_schema

@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from engine.config import StudySpec
-from jobs import provenance
-from jobs.executors import InlineExecutor
-from jobs.runner import Worker
+from jobs.services import provenance
+from jobs.worker.executors import InlineExecutor
+from jobs.worker.runner import Worker
 from store import jobs as store_jobs
 from store import studies
 from store.db import init_schema
@@ -87,3 +87,5 @@ def test_worker_records_its_environment_with_the_study_it_trains(tmp_path):
     assert card["launched by"] == "alice" and card["torch"] == torch.__version__
     assert card["devices"] == "cpu" and card["run devices"] == "cpu x1"
     assert card["code"].startswith("git ")
+    assert card["executor"] == "inline" and card["threads per slot"].startswith("1 CPU thread ")
+    assert card["search"].startswith("full")

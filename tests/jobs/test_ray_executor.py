@@ -12,13 +12,17 @@ import pytest
 import ray
 
 from engine.config import StudySpec
+from engine.methods import PLUGIN_VARIABLE
 from engine.study import plan_runs
-from jobs.ray_executor import RayExecutor, SlotActor
-from jobs.runner import Worker, WorkerOptions
-from jobs.slots import RunTask
+from jobs.worker.executors import LocalExecutor, plan_slots
+from jobs.worker.ray_executor import REPO_ROOT, RayExecutor, SlotActor, actor_env_vars
+from jobs.worker.runner import Worker, WorkerOptions
+from jobs.worker.slots import RunTask
 from store import jobs as store_jobs
 from store import runs as store_runs
+from store import studies
 from store.db import connect
+from tests.helpers.method_plugins import LAB_METHOD, LAB_METHOD_SOURCE, write_method_package
 from tests.helpers.studies import tiny_study
 
 pytestmark = pytest.mark.slow
@@ -118,6 +122,10 @@ def test_an_actor_dying_mid_run_is_replaced_and_the_run_stored_once(ray_local, t
     assert done.is_unique and len(done) == 4
     first_epochs = [m for m in worker.messages if m["kind"] == "epoch" and m["run_id"] == crashed]
     assert [m["epoch"] for m in first_epochs] == [1, 1, 2]  # died after epoch 1, then retried
+    log_lines = store_jobs.job_log(job.job_id, path=store)["message"].tolist()
+    retried = [line for line in log_lines if "lost its Ray actor" in line]
+    assert len(retried) == 1 and crashed in retried[0]  # the Jobs page shows the retry
+    assert "attempt 1 of 3" in retried[0] and "retrying it on a fresh actor" in retried[0]
 
 
 class _CancelsDuringSecondRun(_Recording):
@@ -196,3 +204,77 @@ def test_a_cache_missing_on_the_node_fails_with_a_clear_message(ray_local, tmp_p
         assert len(seen) == 1
     finally:
         executor.close()
+
+
+def _trained_numbers(store: Path) -> tuple[list[tuple], list[tuple], list[tuple]]:
+    """Every number a study's runs produced, without ids or timings: runs, epochs, predictions."""
+    with connect(store, read_only=True) as con:
+        runs = con.execute(
+            "SELECT task, method, seed, config_index, best_epoch, epochs_run, val_amae "
+            "FROM runs ORDER BY ALL"
+        ).fetchall()
+        epochs = con.execute(
+            "SELECT r.task, r.method, e.* EXCLUDE (run_id, duration_s) FROM epoch_metrics e "
+            "JOIN runs r USING (run_id) ORDER BY ALL"
+        ).fetchall()
+        predictions = con.execute(
+            "SELECT r.task, r.method, p.split, p.image_id, p.y_pred, p.probs FROM predictions p "
+            "JOIN runs r USING (run_id) ORDER BY ALL"
+        ).fetchall()
+    return runs, epochs, predictions
+
+
+def test_one_configuration_gives_identical_numbers_on_the_local_and_the_ray_executor(
+    ray_local, tmp_path
+):
+    """Issue 30: with 2 threads in local CPU slots and 1 in Ray actors, one nominal run's
+    validation AMAE was 1.400 locally and 1.905 on Ray. One thread per slot everywhere."""
+    numbers = {}
+    executors = {
+        "local": lambda: LocalExecutor(plan_slots("cpu", 1, cpu_slots=1)),
+        "ray": lambda: RayExecutor(cpu_slots=1),
+    }
+    for name, make in executors.items():
+        store = tmp_path / f"{name}.duckdb"
+        worker = Worker(make(), store_path=store, home=tmp_path)
+        assert worker.executor.threads_per_slot == 1
+        job = _run_study(worker, store, tasks=["CPPD"], methods=["nominal"], max_epochs=2)
+        assert job.status == "succeeded", job
+        card = studies.study_card(job.study_id, path=store)
+        assert card["executor"] == name and card["threads per slot"].startswith("1 CPU thread ")
+        numbers[name] = _trained_numbers(store)
+
+    runs, epochs, predictions = numbers["local"]
+    assert len(runs) == 1 and len(epochs) == 2 and len(predictions) > 0
+    assert numbers["ray"] == numbers["local"]  # exactly: every metric, epoch and probability
+
+
+def test_actors_get_the_labs_method_packages_and_the_folders_they_come_from(tmp_path, monkeypatch):
+    write_method_package(tmp_path, "labpkg_ray_env", {"mce_wk": LAB_METHOD_SOURCE})
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    env = actor_env_vars({PLUGIN_VARIABLE: "labpkg_ray_env"})
+
+    assert env[PLUGIN_VARIABLE] == "labpkg_ray_env"
+    paths = env["PYTHONPATH"].split(os.pathsep)
+    assert paths == [str(REPO_ROOT), str(tmp_path), "${PYTHONPATH}"]
+    assert actor_env_vars({}) == {"PYTHONPATH": f"{REPO_ROOT}{os.pathsep}${{PYTHONPATH}}"}
+
+
+def test_a_labs_method_trains_on_actors_of_a_ray_instance_started_without_it(
+    ray_local, tmp_path, monkeypatch
+):
+    """The module's Ray instance started before the method package existed: its nodes'
+    environment lacks it, so the actors must get it from the executor."""
+    plugins = tmp_path / "plugins"
+    write_method_package(plugins, "labpkg_ray_run", {"mce_wk": LAB_METHOD_SOURCE})
+    monkeypatch.setenv(PLUGIN_VARIABLE, "labpkg_ray_run")
+    monkeypatch.syspath_prepend(str(plugins))
+    store = tmp_path / "softgrade.duckdb"
+    worker = Worker(RayExecutor(cpu_slots=1), store_path=store, home=tmp_path, executor_name="ray")
+
+    job = _run_study(worker, store, tasks=["CPPD"], methods=[LAB_METHOD])
+
+    assert job.status == "succeeded", job
+    runs = store_runs.list_runs([job.study_id], path=store)
+    assert list(runs["method"]) == [LAB_METHOD]

@@ -51,6 +51,16 @@ def test_report_refuses_an_output_it_cannot_write(home_with_study):
     _refused(run_jobs_cli(home, "report", study, "-o", str(home / "taken.html")), "cannot be")
 
 
+def test_report_on_a_damaged_store_says_so_in_one_line(tmp_path):
+    (tmp_path / "softgrade.duckdb").write_bytes(b"not a DuckDB file, " * 1000)
+    _refused(
+        run_jobs_cli(tmp_path, "report", "study-any", "-o", str(tmp_path / "r.html")),
+        "cannot be opened",
+        "Restore a backup",
+    )
+    assert not (tmp_path / "r.html").exists()
+
+
 def test_report_writes_one_html_file_from_any_folder(home_with_study, tmp_path_factory):
     home, study = home_with_study
     out = tmp_path_factory.mktemp("elsewhere") / "report.html"

@@ -8,10 +8,10 @@ import pytest
 
 from engine.config import StudySpec
 from engine.films import check_import
-from jobs.executors import InlineExecutor
-from jobs.importer import register_import
-from jobs.review import base_dataset_id, reviewed_spec
-from jobs.runner import Worker
+from jobs.services.importer import register_import
+from jobs.services.review import base_dataset_id, reviewed_spec
+from jobs.worker.executors import InlineExecutor
+from jobs.worker.runner import Worker
 from store import jobs as store_jobs
 from store.datasets import dataset_labels, load_splits
 from store.db import connect

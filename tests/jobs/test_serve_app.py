@@ -8,7 +8,7 @@ import uuid
 
 from streamlit.logger import get_logger
 
-from jobs.serve_app import SESSION_LOGGERS, hashed_session_id, redact_session_ids
+from jobs.services.serve_app import SESSION_LOGGERS, hashed_session_id, redact_session_ids
 
 
 def test_a_reconnect_warning_names_the_session_by_a_hash_not_its_id():

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from engine.analysis import paired
-from jobs import study_analysis
+from jobs.services import study_analysis
 from store.bundle import REFERENCE_STUDY, import_study
 from store.db import init_schema
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine.analysis import paired
-from jobs import study_analysis
+from jobs.services import study_analysis
 from tests.helpers.synthetic_study import write_synthetic_study
 
 

@@ -7,8 +7,8 @@ import contextlib
 import pytest
 
 from engine.config import StudySpec
-from jobs.executors import InlineExecutor
-from jobs.runner import Worker
+from jobs.worker.executors import InlineExecutor
+from jobs.worker.runner import Worker
 from store import jobs as store_jobs
 from store import runs as store_runs
 from store.db import connect

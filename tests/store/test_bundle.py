@@ -183,8 +183,8 @@ def later_part(finished_study: FinishedStudy, tmp_path_factory: pytest.TempPathF
     import shutil
 
     from engine.config import StudySpec
-    from jobs.executors import InlineExecutor
-    from jobs.runner import Worker
+    from jobs.worker.executors import InlineExecutor
+    from jobs.worker.runner import Worker
     from store import jobs as store_jobs
 
     home = tmp_path_factory.mktemp("later-part")

@@ -5,7 +5,10 @@ from __future__ import annotations
 import multiprocessing as mp
 import time
 
+import pytest
+
 from store import jobs
+from store.db import StoreError
 
 
 def test_repeated_request_creates_one_job(store):
@@ -84,3 +87,30 @@ def test_worker_is_alive_until_it_stops(store):
     assert bool(jobs.list_workers(path=store).iloc[0].alive)
     jobs.beat_worker(worker, stopped=True, path=store)
     assert not bool(jobs.list_workers(path=store).iloc[0].alive)
+
+
+def test_a_cancelled_job_resumes_as_queued_and_a_worker_claims_it_again(store):
+    job_id = jobs.enqueue_job({"name": "r"}, path=store)
+    jobs.claim_next_job("w", path=store)
+    jobs.update_progress(job_id, worker_id="w", runs_total=4, runs_done=2, path=store)
+    jobs.request_cancel(job_id, path=store)
+    jobs.finish_job(job_id, jobs.JobStatus.CANCELLED, path=store)
+    assert jobs.resume_job(job_id, by="mo", path=store) == "queued"
+    job = jobs.get_job(job_id, path=store)
+    assert (job.status, job.cancel_requested, job.worker_id) == ("queued", False, None)
+    assert job.runs_done == 2  # finished runs stay counted; the worker skips them
+    claimed = jobs.claim_next_job("w2", path=store)
+    assert claimed is not None and claimed.job_id == job_id
+    assert jobs.update_progress(job_id, worker_id="w2", path=store) is False  # no stale cancel
+
+
+def test_only_a_cancelled_job_resumes(store):
+    job_id = jobs.enqueue_job({"name": "q"}, path=store)
+    for step in ("queued", "running", "succeeded"):
+        if step == "running":
+            jobs.claim_next_job("w", path=store)
+        elif step == "succeeded":
+            jobs.finish_job(job_id, jobs.JobStatus.SUCCEEDED, path=store)
+        with pytest.raises(StoreError, match=f"is {step}, not cancelled"):
+            jobs.resume_job(job_id, path=store)
+        assert jobs.get_job(job_id, path=store).status == step

@@ -15,7 +15,7 @@ from store.db import (
     connect,
     init_schema,
 )
-from tests.helpers.stores import V1_SCHEMA, V2_SCHEMA, schema_text
+from tests.helpers.stores import V1_SCHEMA, V2_SCHEMA, V3_SCHEMA, schema_text
 
 
 def _v1_store(path: Path) -> Path:
@@ -186,7 +186,11 @@ def test_version_2_store_accepts_new_methods_after_upgrade_with_every_row_kept(t
 
 
 def test_upgraded_store_has_exactly_the_constraints_of_a_new_store(tmp_path):
-    for name, build in (("v1", _v1_store), ("v2", _v2_store_with_every_paper_method)):
+    for name, build in (
+        ("v1", _v1_store),
+        ("v2", _v2_store_with_every_paper_method),
+        ("v3", _v3_store_with_an_environment),
+    ):
         old = build(tmp_path / f"{name}.duckdb")
         init_schema(old)
         new = tmp_path / f"new-{name}.duckdb"
@@ -215,3 +219,29 @@ def test_a_failed_rebuild_leaves_the_old_store_as_it_was(tmp_path, monkeypatch):
     assert _version(old) == "2"
     with connect(old, read_only=True) as con:
         assert con.execute("SELECT * FROM runs ORDER BY ALL").fetchall() == before
+
+
+def _v3_store_with_an_environment(path: Path) -> Path:
+    """A version-3 store (main at 9380224) whose study card has a worker environment."""
+    con = duckdb.connect(str(path))
+    con.execute(V3_SCHEMA.read_text())
+    con.execute("INSERT INTO meta VALUES ('schema_version', '3')")
+    con.execute("INSERT INTO studies (study_id, name, spec) VALUES ('s3', 'three', '{}')")
+    con.execute(
+        "INSERT INTO study_environments (study_id, job_id, worker_id, worker_host, devices, "
+        "torch) VALUES ('s3', 'j3', 'w3', 'old-box', '[\"cpu\"]', '2.9.0')"
+    )
+    con.close()
+    return path
+
+
+def test_version_3_store_keeps_its_environments_and_gains_how_runs_trained(tmp_path):
+    old = _v3_store_with_an_environment(tmp_path / "v3.duckdb")
+    init_schema(old)
+    assert _version(old) == str(SCHEMA_VERSION)
+    with connect(old, read_only=True) as con:
+        rows = con.execute(
+            "SELECT worker_host, torch, executor, threads_per_slot, search_pruned "
+            "FROM study_environments"
+        ).fetchall()
+    assert rows == [("old-box", "2.9.0", None, None, None)]

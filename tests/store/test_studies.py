@@ -151,7 +151,25 @@ def test_study_card_says_who_launched_it_and_where_it_trained(two_studies):
     assert card["worker"] == "gpu-box"
     assert card["devices"] == "cuda:0 x2, cuda:1 (NVIDIA H100 x3)"
     assert card["run devices"] == "cuda x2"
+    assert card["executor"] == "ray"
+    assert card["threads per slot"].startswith("2 CPU threads per slot")
+    assert card["search"].startswith("full")
     assert "resumed on" not in card
+
+
+def test_study_card_leaves_out_how_runs_trained_when_the_worker_did_not_record_it(store):
+    job = launch_study(store)
+    before_v4 = {
+        k: v
+        for k, v in ENVIRONMENT.items()
+        if k not in ("executor", "threads_per_slot", "search_pruned")
+    }
+    studies.record_environment(
+        job.study_id, job_id=job.job_id, worker_id="w", environment=before_v4, path=store
+    )
+    card = studies.study_card(job.study_id, path=store)
+    assert card["worker"] == "gpu-box"
+    assert not {"executor", "threads per slot", "search"} & set(card)
 
 
 def test_study_card_of_a_resumed_study_names_every_worker_host(two_studies):

@@ -1,0 +1,221 @@
+"""A study's reviewer-grade statistics in one call each: the store reads (`store.analysis`,
+`store.runs`) fed to `engine.analysis`. For the pages (cache these) and the command line.
+
+Every function takes a study id and the store path and returns what its engine function
+returns; none formats anything.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+
+import pandas as pd
+
+from engine.analysis import (
+    budget,
+    calibration,
+    compare,
+    designs,
+    kld_parts,
+    paired,
+    power,
+    probability_metrics,
+    relationship,
+    truth,
+)
+from engine.analysis.metrics import METRICS, SELECTION_COLUMN
+from engine.analysis.results_file import seed_metrics_wide
+from store import analysis as store_analysis
+from store import results as store_results
+from store import runs as store_runs
+
+DEFAULT_BOOTSTRAP = 1000
+JOINT_TASK = "KL × CPPD"
+StorePath = Path | str | None
+
+
+#: What a study without split sizes (per-seed results imported without ``n_train`` and
+#: ``n_test``) cannot give, and what it still gives.
+UNSIZED_NOTE = (
+    "the corrected resampled t-test needs each seed's n_train and n_test, which the imported "
+    "file did not give: its interval (ci_low, ci_high), p_corrected and its Holm adjustment, "
+    "p at r = 0.1 and 0.2, the Bayesian probabilities, the verdict's support and TOST are "
+    "left blank (the verdict reads inconclusive); the Wilcoxon, the naive t-test, d_z and the "
+    "rank-biserial r stand. Import the file again with n_train and n_test columns to get them"
+)
+
+
+class _Ratios(dict):
+    """Task -> ``n_test / n_train``; NaN for a task whose split sizes are unknown (imported
+    results without them), so every interval that needs the ratio comes out blank."""
+
+    def __missing__(self, task: str) -> float:
+        return math.nan
+
+
+def per_run(study_id: str, *, path: StorePath = None) -> pd.DataFrame:
+    """The six test metrics of each selected run (`engine.analysis.compare.per_run_metrics`);
+    for results imported as per-seed metrics, the values the file gave."""
+    scores = compare.per_run_metrics(store_runs.confusion_counts([study_id], path=path))
+    imported = seed_metrics_wide(store_results.seed_metric_values([study_id], path=path))
+    if imported.empty:
+        return scores
+    return imported if scores.empty else pd.concat([scores, imported], ignore_index=True)
+
+
+def ratios(study_id: str, *, path: StorePath = None) -> dict[str, float]:
+    """``n_test / n_train`` per task from the study's own splits (or the sizes its imported
+    file gave); NaN for a task without them."""
+    return _Ratios(paired.test_train_ratios(store_analysis.split_sizes(study_id, path=path)))
+
+
+def unsized_tasks(study_id: str, *, path: StorePath = None) -> list[str]:
+    """Tasks of a study of imported results whose seeds have no split sizes
+    (`UNSIZED_NOTE`); empty for any other study (one trained here counts its splits)."""
+    if store_results.imported_results_source(study_id, path=path) is None:
+        return []
+    tasks = compare.task_order(per_run(study_id, path=path)["task"].unique())
+    sized = set(store_analysis.split_sizes(study_id, path=path)["task"])
+    return [t for t in tasks if t not in sized]
+
+
+def paired_table(
+    study_id: str,
+    *,
+    metrics: tuple[str, ...] = METRICS,
+    n_boot: int = DEFAULT_BOOTSTRAP,
+    ropes: Mapping[str, float] | None = None,
+    path: StorePath = None,
+) -> pd.DataFrame:
+    """`engine.analysis.paired.paired_table` of the selected runs (``ropes``: metric ->
+    region of practical equivalence, default `paired.DEFAULT_ROPE`), with the hierarchical
+    bootstrap interval (``boot_ci_low``, ``boot_ci_high``, ``within_seed_sd``) when
+    ``n_boot`` > 0; empty (with the paired columns) when no run is selected yet."""
+    scores = per_run(study_id, path=path)
+    if scores.empty:
+        return pd.DataFrame(columns=[*paired.PAIRED_COLUMNS, *paired.EXTRA_COLUMNS])
+    table = paired.paired_table(scores, ratios(study_id, path=path), metrics=metrics, ropes=ropes)
+    films = store_analysis.selected_test_films([study_id], path=path) if n_boot > 0 else None
+    if films is not None and films.empty:  # per-seed metrics imported: no films to resample
+        table = table.assign(boot_ci_low=math.nan, boot_ci_high=math.nan, within_seed_sd=math.nan)
+    elif films is not None:
+        boot = paired.hierarchical_bootstrap(films, metrics=metrics, n_boot=n_boot)
+        keys = ["task", "metric", "method_a", "method_b"]
+        extra = ["boot_ci_low", "boot_ci_high", "within_seed_sd"]
+        table = table.merge(boot[[*keys, *extra]], on=keys, how="left")
+    return table
+
+
+def probability_paired_table(study_id: str, *, path: StorePath = None) -> pd.DataFrame:
+    """`engine.analysis.paired.paired_table` of the probability metrics (RPS, ECE, ...:
+    `engine.analysis.probability_metrics.PROBABILITY_METRICS`) of the selected runs."""
+    frame = store_runs.selected_probabilities([study_id], path=path)
+    if frame.empty:  # per-seed values of probability metrics, when an imported file gave any
+        scores = per_run(study_id, path=path)
+        given = [m for m in probability_metrics.PROBABILITY_METRICS if m in scores]
+        if scores.empty or not given:
+            return pd.DataFrame(columns=[*paired.PAIRED_COLUMNS, *paired.EXTRA_COLUMNS])
+        return paired.paired_table(scores, ratios(study_id, path=path), metrics=given)
+    scores = probability_metrics.per_run_probability_metrics(frame)
+    return paired.paired_table(
+        scores, ratios(study_id, path=path), metrics=probability_metrics.PROBABILITY_METRICS
+    )
+
+
+def kld_paired_table(study_id: str, *, path: StorePath = None) -> pd.DataFrame:
+    """`engine.analysis.paired.paired_table` of the KL × CPPD divergence per seed (task
+    ``"KL × CPPD"``, metric ``"kld"``); the joint films are KL-graded films, so the KL
+    split's ``n_test / n_train`` applies. Empty when no seed has both tasks."""
+    joint = store_runs.joint_predictions([study_id], path=path)
+    if joint.empty:
+        return pd.DataFrame(columns=[*paired.PAIRED_COLUMNS, *paired.EXTRA_COLUMNS])
+    _, results = relationship.relationship_by_seed(joint)
+    scores = relationship.relationship_scores(results, "kld").rename(columns={"value": "kld"})
+    scores = scores.assign(study_id=study_id, task=JOINT_TASK)
+    return paired.paired_table(
+        scores, {JOINT_TASK: ratios(study_id, path=path)["KL"]}, metrics=("kld",)
+    )
+
+
+def mean_intervals(study_id: str, *, path: StorePath = None) -> pd.DataFrame:
+    """Table 4's means with their corrected interval (`paired.mean_intervals`); a metric no
+    seed has a value of (one an imported per-seed file left out) has no row."""
+    table = paired.mean_intervals(per_run(study_id, path=path), ratios(study_id, path=path))
+    return table[table["n_seeds"] > 0].reset_index(drop=True) if len(table) else table
+
+
+def blocked_anova(
+    study_id: str, metric: str = paired.PRIMARY_METRIC, *, path: StorePath = None
+) -> dict:
+    """``{"blocked": ..., "ols": ...}``: the seed-blocked ANOVA per task (Greenhouse–Geisser
+    corrected) and the paper's OLS ANOVA ("as in the paper") of one metric, each an
+    `stats.TestResult` with partial η²."""
+    scores = compare.score_frame(per_run(study_id, path=path), metric)
+    return {
+        "blocked": designs.seed_blocked_anova(scores),
+        "ols": designs.ols_anova_with_effect_sizes(scores[["method", "task", "seed", "value"]]),
+    }
+
+
+def kld_decomposition(study_id: str, *, path: StorePath = None) -> pd.DataFrame:
+    """`engine.analysis.kld_parts.summarise` of the study's joint predictions (empty when no
+    seed has both tasks' selected runs)."""
+    joint = store_runs.joint_predictions([study_id], path=path)
+    if joint.empty:
+        return pd.DataFrame()
+    _, results = relationship.relationship_by_seed(joint)
+    return kld_parts.summarise(kld_parts.decompose(results))
+
+
+def against_truth(study_id: str, *, path: StorePath = None) -> pd.DataFrame:
+    """`engine.analysis.truth.recorded_vs_true` (empty for real data without true grades)."""
+    recorded = per_run(study_id, path=path)
+    true = compare.per_run_metrics(store_analysis.true_grade_counts([study_id], path=path))
+    return truth.recorded_vs_true(recorded, true, ratios(study_id, path=path))
+
+
+def calibration_uncertainty(study_id: str, *, path: StorePath = None) -> pd.DataFrame:
+    """`engine.analysis.calibration.ece_uncertainty` of the selected runs' test films."""
+    return calibration.ece_uncertainty(store_runs.selected_probabilities([study_id], path=path))
+
+
+def temperature_scaled(study_id: str, *, path: StorePath = None) -> pd.DataFrame:
+    """`engine.analysis.calibration.temperature_scaling`: T fitted on each selected run's
+    validation films, test ECE and RPS before and after."""
+    val = store_runs.selected_probabilities([study_id], split="val", path=path)
+    test = store_runs.selected_probabilities([study_id], split="test", path=path)
+    return calibration.temperature_scaling(val, test)
+
+
+def seeds_needed(
+    study_id: str,
+    *,
+    metric: str = paired.PRIMARY_METRIC,
+    effect: float = power.DEFAULT_EFFECT,
+    design_rho: float | None = None,
+    path: StorePath = None,
+) -> pd.DataFrame:
+    """`engine.analysis.power.power_table` of one metric's pairs: seeds to detect the
+    smallest effect of interest ``effect`` over `power.PLAN_RHOS` (and ``design_rho``)."""
+    table = paired_table(study_id, metrics=(metric,), n_boot=0, path=path)
+    return power.power_table(table, effect=effect, design_rho=design_rho)
+
+
+def budget_matched(
+    study_id: str, *, n_draws: int = budget.N_DRAWS, path: StorePath = None
+) -> budget.BudgetMatched:
+    """`engine.analysis.budget.budget_matched` of every run of the study.
+
+    Raises:
+        engine.analysis.budget.BudgetUnavailable: some runs lack test predictions (a study
+            imported from a bundle without them); its message says what to do.
+    """
+    runs = store_runs.list_runs([study_id], path=path)
+    runs = runs[runs[SELECTION_COLUMN].notna()]  # runs that were scored in a search
+    lacking = store_analysis.runs_lacking_test_predictions(study_id, path=path)
+    budget.check_test_scores(study_id, lacking, len(runs))
+    counts = store_analysis.all_run_test_counts(study_id, path=path)
+    scores = compare.per_run_metrics(counts).merge(runs[["run_id", "selected"]], on="run_id")
+    return budget.budget_matched(scores, ratios(study_id, path=path), n_draws=n_draws)

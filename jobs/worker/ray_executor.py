@@ -1,0 +1,492 @@
+"""Ray executor: runs train on a Ray cluster, one long-lived actor per slot.
+
+Why actors and not plain Ray tasks: a fresh process costs ~10 s to warm up and ~22 s to
+compile the training step, about as long as a whole run, so each slot is an actor that trains
+many runs in a loop and keeps its dataset tensors and compiled `Trainer`s (`SlotState`) across
+them, exactly like a `LocalExecutor` slot process.
+
+Data flow (the worker stays the only writer of the store):
+
+- ``submit`` calls ``SlotActor.run(task, generation)``; the call returns the run's final
+  message ('done' with numpy arrays, 'cancelled' or 'error'), which ``poll`` fetches and hands
+  to the worker.
+- 'epoch' messages are fire-and-forget calls on a small mailbox actor next to the worker;
+  ``poll`` drains it. A run waits for its last 'epoch' message to land before it returns, so
+  the worker never sees an 'epoch' of a run after that run's final message.
+- Cancel: ``set_cancel(True)`` calls ``SlotActor.set_cancel`` on every actor. That method is in
+  its own concurrency group, so it runs while ``run`` is busy training; the run stops at the
+  next epoch boundary. Cancels are numbered by a generation that each run carries, so a cancel
+  can only stop runs submitted before it (never a run of the next job).
+- Faults: if an actor dies mid-run (killed, out of memory, node lost), the slot gets a fresh
+  actor and the same `RunTask` is resubmitted, at most ``max_retries`` times; then the run ends
+  with an 'error' message. A run is reported 'done' at most once per submission, so a retried
+  run can never be recorded twice. Each loss and retry is a 'log' message, so it shows in the
+  job's log on the Jobs page (``softgrade worker --max-retries N`` sets the limit).
+
+Every Ray node must see the worker's SOFTGRADE_HOME at the same path (a shared filesystem):
+`RunTask` carries paths to the dataset cache and to the checkpoint, not the data itself. The
+store need not be shared (nodes never open it): SOFTGRADE_DB keeps it on the worker's disk.
+Methods added outside the checkout (``SOFTGRADE_METHOD_PACKAGES``) reach the actors through
+their runtime environment (`actor_env_vars`), with the folders their packages came from.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import logging
+import os
+import socket
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import ray
+import torch
+from ray.actor import ActorHandle
+from ray.exceptions import (
+    GetTimeoutError,
+    NodeDiedError,
+    ObjectLostError,
+    RayActorError,
+    RayError,
+    WorkerCrashedError,
+)
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from engine.methods import PLUGIN_VARIABLE
+from engine.train import resolve_device
+from jobs.worker.executors import Executor, Handle
+from jobs.worker.settings import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_THREADS_PER_SLOT,
+    check_threads_per_slot,
+)
+from jobs.worker.slots import Message, RunTask, SlotState, execute_run
+
+log = logging.getLogger(__name__)
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+# Failures that lose the attempt but say nothing about the run itself: the actor or its node
+# went away (ray.kill, out-of-memory killer, lost machine), so the run is worth retrying.
+LOST_ATTEMPT: tuple[type[Exception], ...] = (
+    RayActorError,  # includes ActorDiedError and ActorUnavailableError
+    WorkerCrashedError,
+    NodeDiedError,
+    ObjectLostError,
+)
+
+
+def actor_env_vars(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment variables every slot actor gets (Ray's ``runtime_env`` ``env_vars``).
+
+    This checkout comes first on ``PYTHONPATH``. Where ``SOFTGRADE_METHOD_PACKAGES`` names a
+    lab's method packages, the actors get it too, and the folders those packages were
+    imported from join their ``PYTHONPATH``: an actor's process starts from the Ray node's
+    environment, not the worker's, so without them a method added outside the checkout would
+    be unknown there. The actors' own setting overrides the cluster's, so this holds also
+    when the worker joins a Ray instance started without them.
+    """
+    environ = os.environ if environ is None else environ
+    paths = [str(REPO_ROOT)]
+    env = {}
+    packages = environ.get(PLUGIN_VARIABLE, "")
+    if packages.strip():
+        env[PLUGIN_VARIABLE] = packages
+        for name in filter(None, (n.strip() for n in packages.split(","))):
+            paths += [p for p in _package_roots(name) if p not in paths]
+    env["PYTHONPATH"] = os.pathsep.join([*paths, "${PYTHONPATH}"])
+    return env
+
+
+def _package_roots(name: str) -> list[str]:
+    """The folders on ``sys.path`` that hold package ``name`` (its import roots here)."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except ImportError:  # a parent package missing: the registry names it when it loads
+        return []
+    if spec is None or spec.submodule_search_locations is None:
+        return []
+    depth = name.count(".") + 1
+    return [str(Path(p).parents[depth - 1]) for p in spec.submodule_search_locations]
+
+
+@ray.remote(num_cpus=0)
+class _Mailbox:
+    """Collects 'epoch' messages from every slot actor until the worker drains them."""
+
+    def __init__(self) -> None:
+        self._messages: list[Message] = []
+
+    def put(self, message: Message) -> None:
+        """Keep one message."""
+        self._messages.append(message)
+
+    def drain(self) -> list[Message]:
+        """Every message kept since the last drain, oldest first."""
+        messages, self._messages = self._messages, []
+        return messages
+
+
+class SlotActor:
+    """Body of a slot actor: trains runs one after another and keeps its caches.
+
+    It is a plain class so that tests can subclass it (e.g. to die mid-run); `RayExecutor`
+    turns it into a Ray actor class with the resources of a slot.
+    """
+
+    def __init__(self, slot_id: int, device: str, mailbox: ActorHandle, cancel_upto: int) -> None:
+        """Build the slot's caches on this actor's device.
+
+        Args:
+            slot_id: Index of the slot in its executor (tagged on every message).
+            device: 'cpu' or 'cuda' (Ray has already set CUDA_VISIBLE_DEVICES to our GPU).
+            mailbox: Where 'epoch' messages go.
+            cancel_upto: Runs of this generation or older are cancelled (-1: none).
+        """
+        self.slot_id = slot_id
+        self._mailbox = mailbox
+        self._cancel_upto = cancel_upto
+        self._last_put: ray.ObjectRef | None = None
+        self._final: Message | None = None
+        # A CPU actor reserves ``threads_per_slot`` CPUs (RayExecutor); torch uses exactly
+        # those, as a local CPU slot does, so both give the same numbers and slots sharing a
+        # node do not oversubscribe it. GPU actors reserve none and need ~1.
+        cpus = ray.get_runtime_context().get_assigned_resources().get("CPU", 0)
+        torch.set_num_threads(max(1, int(cpus)))
+        self.state = SlotState(device=resolve_device(device))
+
+    def describe(self) -> dict[str, Any]:
+        """Where this slot lives: host, device as the worker registry shows it, pid."""
+        device = str(self.state.device)
+        gpu_ids = ray.get_gpu_ids()
+        if self.state.device.type == "cuda" and gpu_ids:
+            device = f"cuda:{gpu_ids[0]}"  # the node's GPU index, not the remapped cuda:0
+        return {"host": socket.gethostname(), "device": device, "pid": os.getpid()}
+
+    @ray.method(concurrency_group="control")
+    def set_cancel(self, generation: int) -> None:
+        """Stop runs of ``generation`` or older at their next epoch boundary.
+
+        Runs in the 'control' concurrency group, i.e. on its own thread while ``run`` trains.
+        """
+        self._cancel_upto = max(self._cancel_upto, generation)
+
+    def run(self, task: RunTask, generation: int) -> Message:
+        """Train one run; return its final message ('done', 'cancelled' or 'error')."""
+        self._final = None
+        problem = missing_cache_message(task.cache_dir)
+        if problem is not None:
+            return {
+                "job_id": task.job_id,
+                "run_id": task.run_id,
+                "kind": "error",
+                "traceback": problem,
+                "slot": self.slot_id,
+            }
+        execute_run(
+            self.state,
+            task,
+            emit=self._emit,
+            should_stop=lambda: self._cancel_upto >= generation,
+        )
+        if self._last_put is not None:
+            # Calls from one caller to one actor run in order, so once the last put is done
+            # every 'epoch' message of this run is in the mailbox before the result returns.
+            ray.get(self._last_put)
+            self._last_put = None
+        assert self._final is not None, "execute_run always emits a final message"
+        return self._final
+
+    def _emit(self, message: Message) -> None:
+        """Send 'epoch' messages to the mailbox now; keep the final one to return."""
+        message = {**message, "slot": self.slot_id}
+        if message["kind"] == "epoch":
+            self._last_put = self._mailbox.put.remote(message)
+        else:
+            self._final = message
+
+
+def missing_cache_message(cache_dir: str) -> str | None:
+    """A clear error if the dataset cache is not visible on this node, else None."""
+    if (Path(cache_dir) / "manifest.json").exists():
+        return None
+    return (
+        f"the dataset cache {cache_dir} is not visible on Ray node {socket.gethostname()}. "
+        "Every Ray node must see the worker's SOFTGRADE_HOME at the same path (a shared "
+        "filesystem such as NFS): see 'Running on a Ray cluster' in README.md."
+    )
+
+
+@dataclass
+class _Flight:
+    """A run in flight: the task, its slot, the pending result and which attempt this is."""
+
+    task: RunTask
+    slot: int
+    ref: ray.ObjectRef
+    attempt: int
+
+
+class RayExecutor(Executor):
+    """Slots as long-lived Ray actors, with fractional GPUs when the cluster has GPUs."""
+
+    name = "ray"
+
+    def __init__(
+        self,
+        address: str | None = None,
+        *,
+        device: str = "auto",
+        slots_per_gpu: int = 1,
+        cpu_slots: int = 1,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        threads_per_slot: int = DEFAULT_THREADS_PER_SLOT,
+        startup_timeout_s: float = 300.0,
+        actor_class: type[SlotActor] = SlotActor,
+    ) -> None:
+        """Connect to Ray and start one actor per slot.
+
+        Args:
+            address: Ray cluster address ('HOST:6379', or 'auto' for the cluster this machine
+                belongs to); None starts a private local instance.
+            device: 'auto' (GPUs if the cluster has any), 'cpu' or 'cuda'.
+            slots_per_gpu: Actors per GPU; each asks for 1/slots_per_gpu of a GPU.
+            cpu_slots: Actors when training on CPUs (each asks for one CPU).
+            max_retries: How often a run whose actor died is resubmitted before it fails.
+            threads_per_slot: CPUs each CPU actor reserves and torch threads it trains with.
+            startup_timeout_s: How long to wait for every actor to start (placement, imports).
+            actor_class: The slot body (tests pass a subclass that misbehaves).
+        """
+        if slots_per_gpu < 1 or cpu_slots < 1 or max_retries < 0:
+            raise ValueError(f"{slots_per_gpu=} and {cpu_slots=} must be >= 1, {max_retries=} >= 0")
+        if device not in ("auto", "cpu", "cuda"):
+            raise ValueError(
+                f"device {device!r}: use 'auto', 'cpu' or 'cuda' with Ray (Ray assigns the GPUs)"
+            )
+        self.max_retries = max_retries
+        self.threads_per_slot = check_threads_per_slot(threads_per_slot)
+        self.restarts = 0  # actors replaced after dying mid-run (for logs and tests)
+        self._owns_ray = not ray.is_initialized()
+        try:
+            ray.init(
+                # "local" always starts a private instance; None would join a cluster that
+                # `ray start` left on this machine. "auto" joins it on purpose.
+                address=address or "local",
+                ignore_reinit_error=True,
+                include_dashboard=False,
+                logging_level=logging.WARNING,
+                # Actors import `engine` and `jobs`: put this checkout first on their path, so
+                # nodes need the same checkout at the same path, not an installed package.
+                runtime_env={"env_vars": actor_env_vars()},
+            )
+        except (ConnectionError, RayError) as exc:
+            raise RuntimeError(
+                f"could not connect to the Ray cluster at {address!r}: {exc}. Is it up "
+                "(`ray status`)? A cluster with token authentication also needs "
+                "RAY_AUTH_MODE=token here and its token in ~/.ray/auth_token or "
+                "RAY_AUTH_TOKEN; see 'Running on a Ray cluster' in README.md"
+            ) from exc
+        resources = ray.cluster_resources()
+        gpus = int(resources.get("GPU", 0))
+        self._use_gpu = device != "cpu" and gpus > 0
+        problem = None
+        if device == "cuda" and gpus == 0:
+            problem = "device 'cuda' asked for, but the Ray cluster has no GPU"
+        elif not self._use_gpu and cpu_slots * threads_per_slot > resources.get("CPU", 0):
+            problem = (
+                f"{cpu_slots} CPU slot(s) of {threads_per_slot} thread(s) asked for, but the "
+                f"Ray cluster has {resources.get('CPU', 0):g} CPU(s)"
+            )
+        if problem is not None:
+            if self._owns_ray:
+                ray.shutdown()
+            raise ValueError(problem)
+        n_slots = gpus * slots_per_gpu if self._use_gpu else cpu_slots
+        if self._use_gpu:
+            # No CPU reservation: with several slots per GPU a node may have more slots than
+            # cores, and a GPU slot keeps its data on the GPU, so it needs little CPU.
+            resources_per_slot: dict[str, Any] = {"num_gpus": 1 / slots_per_gpu, "num_cpus": 0}
+        else:
+            resources_per_slot = {"num_cpus": threads_per_slot}
+        self._actor_cls = ray.remote(concurrency_groups={"control": 1})(actor_class).options(
+            max_restarts=0,  # this executor replaces dead actors itself, so it can retry the run
+            max_task_retries=0,
+            # Also on the actors: a Ray instance this worker joined kept its own runtime_env.
+            runtime_env={"env_vars": actor_env_vars()},
+            **resources_per_slot,
+        )
+        self._mailbox = _Mailbox.options(
+            # Keep the mailbox on the worker's node: it lives and dies with the worker.
+            scheduling_strategy=NodeAffinitySchedulingStrategy(
+                node_id=ray.get_runtime_context().get_node_id(), soft=True
+            )
+        ).remote()
+        self._generation = 0  # bumped when a cancel is cleared; runs carry it
+        self._cancelled = False
+        self._flights: dict[str, _Flight] = {}
+        self._slot_run: list[str | None] = [None] * n_slots
+        self._reported: set[str] = set()
+        self._tick_s = 0.25
+        self._closed = False
+        self._actors = [self._new_actor(slot) for slot in range(n_slots)]
+        self._devices = self._wait_for_actors(startup_timeout_s)
+        log.info(
+            "Ray executor: %d slot(s) on %s",
+            n_slots,
+            ", ".join(f"{d['device']}@{d['host']}" for d in self._devices),
+        )
+
+    # -- Executor API ------------------------------------------------------------------------
+
+    @property
+    def slots(self) -> int:
+        return len(self._actors)
+
+    @property
+    def devices(self) -> list[str]:
+        return [d["device"] for d in self._devices]
+
+    def free_slots(self) -> int:
+        return sum(run is None for run in self._slot_run)
+
+    def submit(self, task: RunTask) -> None:
+        slot = self._slot_run.index(None)
+        # Actors run elsewhere (other cwd, other machine): send absolute paths.
+        task = replace(
+            task,
+            cache_dir=os.path.abspath(task.cache_dir),
+            checkpoint_path=os.path.abspath(task.checkpoint_path) if task.checkpoint_path else None,
+        )
+        # A submission from the worker is a new decision (it checked the store); only
+        # duplicates within this submission and its retries are guarded against.
+        self._reported.discard(task.run_id)
+        self._start(task, slot, attempt=0)
+
+    def poll(self, timeout_s: float, handle: Handle) -> None:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            by_ref = {flight.ref: run_id for run_id, flight in self._flights.items()}
+            wait_s = max(0.0, min(self._tick_s, deadline - time.monotonic()))
+            ready: list[ray.ObjectRef] = []
+            if by_ref:
+                ready, _ = ray.wait(list(by_ref), num_returns=1, timeout=wait_s)
+                if ready:
+                    ready, _ = ray.wait(list(by_ref), num_returns=len(by_ref), timeout=0)
+            else:
+                time.sleep(wait_s)
+            # Drain after waiting: a finished run flushed its 'epoch' messages before
+            # returning, so they are handled before its final message.
+            epochs = ray.get(self._mailbox.drain.remote())
+            for message in epochs:
+                if message["run_id"] in self._flights:  # not from an abandoned attempt
+                    handle(message)
+            for ref in ready:
+                self._resolve(by_ref[ref], handle)
+            if epochs or ready or time.monotonic() >= deadline:
+                return
+
+    def set_cancel(self, cancelled: bool) -> None:
+        """Cancel every run submitted so far at its next epoch boundary, or clear that."""
+        if cancelled and not self._cancelled:
+            self._cancelled = True
+            for actor in self._actors:
+                actor.set_cancel.remote(self._generation)  # fire and forget
+        elif not cancelled and self._cancelled:
+            # Later runs carry a newer generation, which the cancel above does not cover.
+            self._cancelled = False
+            self._generation += 1
+
+    def close(self) -> None:
+        """Stop every actor; shut Ray down if this executor started it."""
+        if self._closed:
+            return
+        self._closed = True
+        for actor in [*self._actors, self._mailbox]:
+            with contextlib.suppress(RayError):  # already gone
+                ray.kill(actor)
+        if self._owns_ray:
+            ray.shutdown()
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _new_actor(self, slot: int) -> ActorHandle:
+        cancel_upto = self._generation if self._cancelled else -1
+        device = "cuda" if self._use_gpu else "cpu"
+        return self._actor_cls.remote(slot, device, self._mailbox, cancel_upto)
+
+    def _wait_for_actors(self, timeout_s: float) -> list[dict[str, Any]]:
+        refs = [actor.describe.remote() for actor in self._actors]
+        try:
+            return ray.get(refs, timeout=timeout_s)
+        except GetTimeoutError as exc:
+            self.close()
+            raise RuntimeError(
+                f"{len(refs)} Ray slot actor(s) did not all start within {timeout_s:g} s; "
+                "the cluster may lack free CPUs/GPUs for them (see `ray status`)"
+            ) from exc
+        except RayError as exc:
+            self.close()
+            raise RuntimeError(
+                "a Ray slot actor failed to start; every node needs this SoftGrade checkout "
+                f"at {REPO_ROOT} with the same Python packages: {exc}"
+            ) from exc
+
+    def _start(self, task: RunTask, slot: int, attempt: int) -> None:
+        ref = self._actors[slot].run.remote(task, self._generation)
+        self._flights[task.run_id] = _Flight(task, slot, ref, attempt)
+        self._slot_run[slot] = task.run_id
+
+    def _resolve(self, run_id: str, handle: Handle) -> None:
+        """Turn a finished call into a message for the worker, or retry a lost attempt."""
+        flight = self._flights.pop(run_id)
+        self._slot_run[flight.slot] = None
+        base = {"job_id": flight.task.job_id, "run_id": run_id, "slot": flight.slot}
+        try:
+            message = ray.get(flight.ref)
+        except LOST_ATTEMPT as exc:
+            self._replace_actor(flight.slot, exc)
+            if self._cancelled:
+                message = {**base, "kind": "cancelled"}
+            elif flight.attempt < self.max_retries:
+                text = (
+                    f"run {run_id} lost its Ray actor on slot {flight.slot} (attempt "
+                    f"{flight.attempt + 1} of {self.max_retries + 1}: {type(exc).__name__}); "
+                    "retrying it on a fresh actor"
+                )
+                log.warning(text)
+                handle({**base, "kind": "log", "text": text})
+                self._start(flight.task, flight.slot, flight.attempt + 1)
+                return
+            else:
+                message = {
+                    **base,
+                    "kind": "error",
+                    "traceback": (
+                        f"run {run_id} lost its Ray actor {flight.attempt + 1} time(s) and was "
+                        f"not retried again (max_retries={self.max_retries}); running out of "
+                        f"memory or losing a node is the usual cause. Last error: {exc}"
+                    ),
+                }
+        except RayError as exc:  # e.g. the task could not be unpickled on the node
+            message = {**base, "kind": "error", "traceback": f"Ray could not run {run_id}: {exc}"}
+        self._deliver(message, handle)
+
+    def _deliver(self, message: Message, handle: Handle) -> None:
+        """Hand a final message to the worker; a second 'done' for a run is dropped."""
+        if message["kind"] == "done":
+            if message["run_id"] in self._reported:
+                log.error("dropping a second result for run %s", message["run_id"])
+                return
+            self._reported.add(message["run_id"])
+        handle(message)
+
+    def _replace_actor(self, slot: int, exc: Exception) -> None:
+        log.warning("Ray slot %d died (%s); starting a fresh actor", slot, type(exc).__name__)
+        with contextlib.suppress(RayError):  # already gone
+            ray.kill(self._actors[slot], no_restart=True)
+        self._actors[slot] = self._new_actor(slot)
+        self.restarts += 1

@@ -1,0 +1,406 @@
+"""The worker: claim a job → expand it into runs → execute on slots → record results.
+
+The worker is the only writer of results. Each finished run is stored in one transaction
+(`store.runs.record_run`); after each, the best configuration of its (task, method, seed)
+is re-selected by validation AMAE and checkpoints of runs that lost are deleted.
+
+Heartbeats: a background thread beats the worker row and the claimed job every
+``beat_s``. Any worker requeues running jobs whose heartbeat is older than ``stale_after_s``;
+a requeued job resumes at its first unfinished run.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import socket
+import threading
+import time
+import traceback
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from engine.config import DatasetSpec, StudySpec
+from engine.datasets import make_splits, prepare_dataset
+from engine.study import PlannedRun, plan_runs
+from jobs.services.provenance import worker_environment
+from jobs.worker.executors import Executor
+from jobs.worker.slots import Message, RunTask
+from store import datasets as store_datasets
+from store import jobs as store_jobs
+from store import runs as store_runs
+from store import studies as store_studies
+from store.db import LOCK_STATS, data_home_of, default_store_path, init_schema
+from store.jobs import Job, JobStatus
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class WorkerOptions:
+    """Timing knobs (tests shrink them)."""
+
+    beat_s: float = 5.0
+    stale_after_s: float = 30.0
+    idle_poll_s: float = 2.0
+    progress_every_s: float = 1.0
+
+
+@dataclass
+class _JobState:
+    """Book-keeping of the job being executed."""
+
+    job: Job
+    pending: deque[PlannedRun]
+    tasks: dict[str, RunTask]
+    runs_total: int
+    runs_done: int
+    cancel: bool = False
+    error: str | None = None
+    in_flight: set[str] = field(default_factory=set)
+    last_progress: float = 0.0
+
+    @property
+    def stopping(self) -> bool:
+        """Cancelled or failed: no new runs, the ones in flight finish or stop."""
+        return self.cancel or self.error is not None
+
+
+class Worker:
+    """Claims jobs and runs them on an `Executor`; ``run_once`` does one job (tests)."""
+
+    def __init__(
+        self,
+        executor: Executor,
+        *,
+        store_path: Path | None = None,
+        home: Path | None = None,
+        options: WorkerOptions | None = None,
+        executor_name: str | None = None,
+    ) -> None:
+        """Register a worker on the store.
+
+        Args:
+            home: The data folder (dataset caches, checkpoints), shared with Ray nodes;
+                default `store.db.data_home_of` the store (SOFTGRADE_HOME for the default).
+            executor_name: The name the registry and study card show (default the
+                executor's own).
+        """
+        executor_name = executor_name or executor.name
+        self.executor = executor
+        self.store_path = store_path or default_store_path()
+        self.home = home or data_home_of(self.store_path)
+        self.options = options or WorkerOptions()
+        init_schema(self.store_path)
+        self.worker_id = store_jobs.register_worker(
+            hostname=socket.gethostname(),
+            pid=os.getpid(),
+            executor=executor_name,
+            devices=executor.devices,
+            slots=executor.slots,
+            path=self.store_path,
+        )
+        self.executor_name = executor_name
+        self._current: _JobState | None = None
+        self._plan: dict[str, PlannedRun] = {}
+        self._stop = threading.Event()
+        self._beater = threading.Thread(target=self._beat_loop, name="heartbeat", daemon=True)
+        self._beater.start()
+        # Stop the heartbeat thread before the interpreter tears down: a daemon thread caught
+        # inside DuckDB during finalisation aborts the process.
+        atexit.register(self._stop_beating)
+        log.info(
+            "worker %s up with %d slot(s) on %s",
+            self.worker_id,
+            executor.slots,
+            ", ".join(executor.devices),
+        )
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def serve(self, *, stop_when_idle: bool = False) -> None:
+        """Claim and run jobs until stopped (or, with ``stop_when_idle``, until none is left)."""
+        try:
+            while not self._stop.is_set():
+                ran = self.run_once()
+                if not ran:
+                    if stop_when_idle:
+                        return
+                    self._stop.wait(self.options.idle_poll_s)
+        finally:
+            self.close()
+
+    def _stop_beating(self) -> None:
+        self._stop.set()
+        if self._beater.is_alive() and self._beater is not threading.current_thread():
+            self._beater.join(timeout=5)
+
+    def close(self) -> None:
+        """Stop heartbeats and slots; mark the worker stopped."""
+        self._stop_beating()
+        atexit.unregister(self._stop_beating)
+        self.executor.close()
+        store_jobs.beat_worker(self.worker_id, stopped=True, path=self.store_path)
+
+    def run_once(self) -> bool:
+        """Requeue stale jobs, claim the next one and run it to the end. False if none."""
+        store_jobs.requeue_stale_jobs(self.options.stale_after_s, path=self.store_path)
+        job = store_jobs.claim_next_job(self.worker_id, path=self.store_path)
+        if job is None:
+            return False
+        try:
+            self._execute(job)
+        except Exception:  # the job boundary: keep the traceback on the job
+            tb = traceback.format_exc()
+            log.error("job %s failed:\n%s", job.job_id, tb)
+            store_jobs.fail_job(job.job_id, tb, path=self.store_path)
+        except BaseException:
+            # Ctrl+C or SIGTERM: not the job's fault; hand it back for the next worker.
+            store_jobs.release_job(job.job_id, self.worker_id, path=self.store_path)
+            raise
+        finally:
+            self._current = None
+        return True
+
+    # -- one job -----------------------------------------------------------------------------
+
+    def _execute(self, job: Job) -> None:
+        spec = StudySpec.from_dict(job.spec)
+        self._record_environment(job)
+        self._log(job, f"preparing dataset {spec.dataset.key} at {spec.image_size} px")
+        dataset_id, cache_dir, meta = self._prepare(spec.dataset, spec.image_size)
+        store_datasets.set_study_dataset(job.study_id, dataset_id, path=self.store_path)
+        splits = {seed: self._splits(dataset_id, meta, seed) for seed in spec.seeds}
+        device = self.executor.devices[0].split(":")[0]
+        plan = plan_runs(spec, job.study_id, device)
+        done = store_runs.finished_run_ids(job.study_id, path=self.store_path)
+        pending = deque(run for run in plan if run.run_id not in done)
+        checkpoints = self.home / "checkpoints" / job.study_id
+        tasks = {
+            run.run_id: RunTask(
+                job_id=job.job_id,
+                run_id=run.run_id,
+                config=run.config,
+                cache_dir=str(cache_dir),
+                splits=splits[run.seed],
+                checkpoint_path=str(checkpoints / f"{run.run_id}.pt"),
+            )
+            for run in pending
+        }
+        state = _JobState(job, pending, tasks, runs_total=len(plan), runs_done=len(done))
+        self._current = state
+        self._plan = {run.run_id: run for run in plan}
+        self._log(job, f"{len(plan)} runs planned, {len(done)} already finished")
+        self._progress(state, force=True)
+        self.executor.set_cancel(False)
+        self._drive(state)
+        self._finish(state)
+
+    def _record_environment(self, job: Job) -> None:
+        """Provenance: this worker's host, devices, code and library versions, kept with the
+        study each time its job is claimed (a resumed study may train on several)."""
+        environment = worker_environment(
+            self.executor.devices,
+            local_devices=self.executor_name != "ray",
+            executor=self.executor_name,
+            threads_per_slot=self.executor.threads_per_slot,
+        )
+        store_studies.record_environment(
+            job.study_id,
+            job_id=job.job_id,
+            worker_id=self.worker_id,
+            environment=environment,
+            path=self.store_path,
+        )
+
+    def _drive(self, state: _JobState) -> None:
+        """Keep every slot busy until the plan is done, cancelled or failed."""
+        while state.pending or state.in_flight:
+            self._submit_pending(state)
+            if state.stopping and not state.in_flight:
+                break
+            self.executor.poll(0.5, lambda msg: self._handle(state, msg))
+            if state.stopping:
+                self.executor.set_cancel(True)
+
+    def _submit_pending(self, state: _JobState) -> None:
+        """Hand planned runs to free slots, unless the job is stopping."""
+        while state.pending and not state.stopping and self.executor.free_slots() > 0:
+            run = state.pending.popleft()
+            state.in_flight.add(run.run_id)
+            self.executor.submit(state.tasks[run.run_id])
+
+    def _finish(self, state: _JobState) -> None:
+        job = state.job
+        self._log(
+            job,
+            f"store lock retries in this worker so far: {LOCK_STATS.retries} "
+            f"({LOCK_STATS.waited_s:.2f} s waited)",
+        )
+        if state.error is not None:
+            store_jobs.fail_job(job.job_id, state.error, path=self.store_path)
+        elif state.cancel:
+            store_jobs.finish_job(job.job_id, JobStatus.CANCELLED, path=self.store_path)
+        else:
+            store_jobs.finish_job(job.job_id, JobStatus.SUCCEEDED, path=self.store_path)
+
+    def _handle(self, state: _JobState, msg: Message) -> None:
+        kind = msg["kind"]
+        if kind == "log":  # the executor's word on a run (e.g. a Ray retry) for the Jobs page
+            self._log(state.job, msg["text"])
+            return
+        if kind == "epoch":
+            self._progress(
+                state, current_run=msg["run_id"], epoch=msg["epoch"], val_amae=msg["val_amae"]
+            )
+            return
+        state.in_flight.discard(msg["run_id"])
+        if kind == "done":
+            # The slot gets its next run before the store write, so it trains meanwhile.
+            self._submit_pending(state)
+            self._record(state, msg)
+        elif kind == "error":
+            state.error = f"run {msg['run_id']} failed:\n{msg['traceback']}"
+        elif kind == "cancelled":
+            self._log(state.job, f"run {msg['run_id']} stopped by cancel; it is not stored")
+
+    def _record(self, state: _JobState, msg: Message) -> None:
+        run = self._plan[msg["run_id"]]
+        store_runs.record_run(
+            store_runs.RunRecord(
+                run_id=run.run_id,
+                study_id=state.job.study_id,
+                job_id=state.job.job_id,
+                task=run.task,
+                method=run.method,
+                seed=run.seed,
+                config_index=run.config_index,
+                config=run.config.to_dict(),
+                best_epoch=msg["best_epoch"],
+                epochs_run=msg["epochs_run"],
+                val_amae=msg["val_amae"],
+                device=msg["device"],
+                duration_s=msg["duration_s"],
+                weights_init=msg["weights_init"],
+                checkpoint_path=state.tasks[run.run_id].checkpoint_path,
+                predictions=_prediction_frame(msg),
+                epochs=pd.DataFrame(msg["history"]).drop(columns=["best_epoch"]),
+            ),
+            path=self.store_path,
+        )
+        for lost in store_runs.select_best_runs(state.job.study_id, path=self.store_path):
+            Path(lost).unlink(missing_ok=True)
+        state.runs_done += 1
+        self._log(
+            state.job,
+            f"run {state.runs_done}/{state.runs_total} done: {run.task} {run.method} seed "
+            f"{run.seed} config {run.config_index}, val AMAE {msg['val_amae']:.3f}, best epoch "
+            f"{msg['best_epoch']}/{msg['epochs_run']}, {msg['duration_s']:.1f} s",
+        )
+        self._progress(state, force=True, current_run=run.run_id, val_amae=msg["val_amae"])
+
+    def _progress(
+        self,
+        state: _JobState,
+        *,
+        force: bool = False,
+        current_run: str | None = None,
+        epoch: int | None = None,
+        val_amae: float | None = None,
+    ) -> None:
+        """Write live progress, at most every ``progress_every_s`` unless forced; pick up a
+        cancel request on the way."""
+        now = time.monotonic()
+        if not force and now - state.last_progress < self.options.progress_every_s:
+            return
+        state.last_progress = now
+        cancel = store_jobs.update_progress(
+            state.job.job_id,
+            worker_id=self.worker_id,
+            runs_total=state.runs_total,
+            runs_done=state.runs_done,
+            current_run=current_run,
+            current_epoch=epoch,
+            latest_val_amae=val_amae,
+            path=self.store_path,
+        )
+        self._notice_cancel(state, cancel)
+
+    def _beat_job(self, state: _JobState) -> None:
+        """Keep the job's heartbeat fresh (and notice a cancel) even while no epoch ends,
+        e.g. during dataset preparation or compilation. Leaves the progress throttle alone."""
+        cancel = store_jobs.update_progress(
+            state.job.job_id, worker_id=self.worker_id, path=self.store_path
+        )
+        self._notice_cancel(state, cancel)
+
+    def _notice_cancel(self, state: _JobState, requested: bool) -> None:
+        """Act once on a cancel request read from the store: slots stop at the next epoch."""
+        if requested and not state.cancel:
+            state.cancel = True
+            self.executor.set_cancel(True)
+            self._log(state.job, "cancel seen; stopping at the next epoch boundary")
+
+    def _beat_loop(self) -> None:
+        while not self._stop.wait(self.options.beat_s):
+            try:
+                store_jobs.beat_worker(self.worker_id, path=self.store_path)
+                state = self._current
+                if state is not None:
+                    self._beat_job(state)
+            except Exception:  # a missed beat must not kill the worker
+                log.warning("heartbeat failed", exc_info=True)
+
+    # -- data --------------------------------------------------------------------------------
+
+    def _prepare(self, spec: DatasetSpec, image_size: int) -> tuple[str, Path, pd.DataFrame]:
+        prepared = prepare_dataset(spec, image_size, self.home / "cache")
+        dataset_id = store_datasets.find_dataset(spec.key, path=self.store_path)
+        if dataset_id is None:
+            dataset_id = store_datasets.register_dataset(
+                spec_key=spec.key,
+                kind=spec.kind,
+                params=spec.params,
+                meta=prepared.meta,
+                path=self.store_path,
+            )
+        return dataset_id, prepared.cache_dir, prepared.meta
+
+    def _splits(self, dataset_id: str, meta: pd.DataFrame, seed: int) -> pd.Series:
+        stored = store_datasets.load_splits(dataset_id, seed, path=self.store_path)
+        if stored is not None:
+            return stored
+        splits = make_splits(meta, seed)
+        store_datasets.save_splits(dataset_id, seed, splits, path=self.store_path)
+        return splits
+
+    def _log(self, job: Job, message: str) -> None:
+        log.info("%s: %s", job.job_id, message)
+        store_jobs.log_job(job.job_id, message, path=self.store_path)
+
+
+def _prediction_frame(msg: Message) -> pd.DataFrame:
+    """Long predictions of a finished run: one row per (split, image)."""
+    parts = []
+    for split, ids, y, probs in (
+        ("val", msg["val_ids"], msg["y_val"], msg["val_probs"]),
+        ("test", msg["test_ids"], msg["y_test"], msg["test_probs"]),
+    ):
+        probs = np.asarray(probs, dtype=np.float32)
+        parts.append(
+            pd.DataFrame(
+                {
+                    "image_id": ids,
+                    "split": split,
+                    "y_true": np.asarray(y, dtype=np.int8),
+                    "y_pred": probs.argmax(axis=1).astype(np.int8),
+                    "probs": list(probs),
+                }
+            )
+        )
+    return pd.concat(parts, ignore_index=True)

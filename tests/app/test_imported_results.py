@@ -1,0 +1,37 @@
+"""The Compare page on results imported from another tool (`softgrade import-results`):
+Table 4 and the Statistics tab work as on a trained study, methods outside the registry
+shown by name, and a file without split sizes says which intervals it cannot give."""
+
+from __future__ import annotations
+
+from tests.helpers.pages import run_page, texts
+from tests.jobs.test_results_io import imported_study, per_seed_rows
+
+
+def test_compare_page_shows_imported_per_seed_metrics_with_their_methods(
+    home, tmp_path, capsys, monkeypatch
+):
+    csv = tmp_path / "other_tool.csv"
+    per_seed_rows().to_csv(csv, index=False)
+    imported_study(capsys, str(csv))
+    at = run_page(home, monkeypatch)
+    table = at.table[0].value
+    kl = table[table["Task"] == "KL"]
+    assert {"Nominal", "Corn", "Ours"} <= set(kl["Method"])  # tables.method_title
+    assert set(kl.loc[kl["Method"] != "Average", "Seeds"]) == {"5"}
+    stats = run_page(home, monkeypatch, tab="Statistics")
+    paired = [f.value for f in stats.dataframe if "A − B" in getattr(f.value, "columns", [])]
+    assert paired, "the paired table is shown"
+    pairs = set(paired[0]["A − B"])
+    assert {"Corn − Ours", "Nominal − Ours"} <= pairs, pairs
+
+
+def test_statistics_tab_names_the_intervals_a_file_without_sizes_cannot_give(
+    home, tmp_path, capsys, monkeypatch
+):
+    csv = tmp_path / "no_sizes.csv"
+    per_seed_rows(sizes=False).to_csv(csv, index=False)
+    imported_study(capsys, str(csv))
+    at = run_page(home, monkeypatch, tab="Statistics")
+    assert "No split sizes for CPPD, KL" in texts(at, "info")
+    assert "n_train and n_test" in texts(at, "info")

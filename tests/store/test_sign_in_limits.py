@@ -1,0 +1,162 @@
+"""The sign-in back-off under attack (issue 31): a burst of concurrent tries checks no more
+passwords than the limit allows, and strangers' failures cannot keep an account's owner out
+of a browser she signed in from before. Real DuckDB store, real threads and processes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from store import users
+from store.audit import read_audit
+from store.users import SignInError, SignInLockedError
+
+PASSWORD = "correct horse battery"
+ROOT = Path(__file__).parents[2]
+
+
+def _checked(store: Path) -> int:
+    """How many passwords were checked: one audit line (signed in or failed) per check."""
+    log = read_audit(path=store)
+    return int(log.action.isin(["sign_in", "sign_in_failed"]).sum())
+
+
+def _burst(store: Path, passwords: list[str], **kw: object) -> list[str]:
+    """Every password tried at once from its own thread; what each try ended in."""
+    barrier = threading.Barrier(len(passwords))
+    results: list[str] = [""] * len(passwords)
+
+    def attempt(index: int, password: str) -> None:
+        barrier.wait()
+        try:
+            users.sign_in("alice", password, path=store, **kw)  # type: ignore[arg-type]
+            results[index] = "ok"
+        except SignInLockedError:
+            results[index] = "locked"
+        except SignInError:
+            results[index] = "failed"
+
+    threads = [threading.Thread(target=attempt, args=item) for item in enumerate(passwords)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
+def test_a_burst_of_40_concurrent_tries_checks_at_most_5_passwords(store):
+    users.add_user("alice", "member", PASSWORD, path=store)
+    results = _burst(store, ["wrong password"] * 40)
+    limit = users.SIGN_IN_LIMITS.per_account
+    assert _checked(store) == limit == results.count("failed")
+    assert results.count("locked") == 40 - limit
+    assert (read_audit(path=store).action == "sign_in_locked").sum() == 40 - limit
+
+
+def test_the_right_password_in_a_burst_is_checked_only_within_the_limit(store):
+    users.add_user("alice", "member", PASSWORD, path=store)
+    results = _burst(store, ["wrong password"] * 15 + [PASSWORD])
+    assert _checked(store) <= users.SIGN_IN_LIMITS.per_account
+    if results[-1] == "ok":  # it got one of the five checks: at most four failures before it
+        assert results.count("failed") <= users.SIGN_IN_LIMITS.per_account - 1
+    else:
+        assert results[-1] == "locked"
+
+
+_PROCESS_BURST = """
+import sys, threading
+from store import users
+store, start = sys.argv[1], sys.argv[2]
+def attempt():
+    import time
+    while time.time() < float(start):
+        time.sleep(0.005)
+    try:
+        users.sign_in("alice", "wrong password", path=store)
+    except users.SignInError:
+        pass
+threads = [threading.Thread(target=attempt) for _ in range(4)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+"""
+
+
+def test_tries_from_several_processes_at_once_check_at_most_5_passwords(store):
+    import time
+
+    users.add_user("alice", "member", PASSWORD, path=store)
+    start = str(time.time() + 8.0)  # every process imported and waiting by then
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _PROCESS_BURST, str(store), start], env=env)
+        for _ in range(4)
+    ]
+    assert all(p.wait(timeout=120) == 0 for p in procs)
+    log = read_audit(path=store)
+    assert _checked(store) == users.SIGN_IN_LIMITS.per_account
+    assert (log.action == "sign_in_locked").sum() == 16 - users.SIGN_IN_LIMITS.per_account
+
+
+def _fail(store: Path, times: int, **kw: object) -> None:
+    for _ in range(times):
+        with pytest.raises(SignInError):
+            users.sign_in("alice", "wrong password", path=store, **kw)  # type: ignore[arg-type]
+
+
+def test_strangers_cannot_keep_the_owner_out_of_a_browser_she_signed_in_from(store):
+    users.add_user("alice", "admin", PASSWORD, path=store)
+    users.sign_in("alice", PASSWORD, client="10.0.0.2", path=store)
+    known = users.known_client_token("alice", path=store)
+    _fail(store, users.SIGN_IN_LIMITS.per_account, client="10.6.6.6")  # the attacker
+    with pytest.raises(SignInLockedError):  # the right password from a new browser waits
+        users.sign_in("alice", PASSWORD, client="10.0.0.3", path=store)
+    account, _ = users.sign_in("alice", PASSWORD, client="10.0.0.2", known_client=known, path=store)
+    assert account.name == "alice"
+    log = read_audit(path=store)
+    assert log.detail.iloc[0] == "from 10.0.0.2, a known browser"
+
+
+def test_a_known_browser_is_slowed_by_its_own_failures(store):
+    users.add_user("alice", "admin", PASSWORD, path=store)
+    users.sign_in("alice", PASSWORD, path=store)
+    known = users.known_client_token("alice", path=store)
+    other = users.known_client_token("alice", path=store)
+    _fail(store, users.SIGN_IN_LIMITS.per_account, known_client=known)
+    with pytest.raises(SignInLockedError, match="for this browser"):
+        users.sign_in("alice", PASSWORD, known_client=known, path=store)
+    assert users.sign_in("alice", PASSWORD, known_client=other, path=store)[0].name == "alice"
+
+
+def test_a_known_client_token_is_worthless_for_another_name_or_after_a_new_password(store):
+    users.add_user("alice", "admin", PASSWORD, path=store)
+    users.add_user("mallory", "viewer", PASSWORD, path=store)
+    mallorys = users.known_client_token("mallory", path=store)
+    alices = users.known_client_token("alice", path=store)
+    _fail(store, users.SIGN_IN_LIMITS.per_account)
+    with pytest.raises(SignInLockedError):  # mallory's own token does not pass for alice
+        users.sign_in("alice", PASSWORD, known_client=mallorys, path=store)
+    with pytest.raises(SignInLockedError):  # nor a made-up one
+        users.sign_in("alice", PASSWORD, known_client="x.y", path=store)
+    users.set_password("alice", "another long passphrase", path=store)
+    with pytest.raises(SignInLockedError):  # a new password ends every earlier token
+        users.sign_in("alice", "another long passphrase", known_client=alices, path=store)
+
+
+def test_a_try_whose_check_never_finished_counts_as_a_failure(store, monkeypatch):
+    users.add_user("alice", "member", PASSWORD, path=store)
+
+    def crash(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("the server stopped mid-check")
+
+    monkeypatch.setattr(users, "verify_password", crash)
+    for _ in range(users.SIGN_IN_LIMITS.per_account):
+        with pytest.raises(RuntimeError):
+            users.sign_in("alice", PASSWORD, path=store)
+    monkeypatch.undo()
+    with pytest.raises(SignInLockedError):
+        users.sign_in("alice", PASSWORD, path=store)
