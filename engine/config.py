@@ -31,6 +31,9 @@ IMAGE_SIZES = (16, 1024)
 
 DATASET_KINDS: tuple[str, ...] = ("phantom", "folder")
 MAX_BUDGET = 15  # the paper samples at most 15 configurations per (task, method, seed)
+#: ``methods: all`` in a study file: every method this checkout registers, in registry order
+#: (a preset stays a survey of every method as methods are added).
+ALL_METHODS = "all"
 
 
 class SpecError(ValueError):
@@ -125,7 +128,7 @@ def check_method(name: str) -> Method:
     try:
         return get_method(name)
     except UnknownMethodError as exc:
-        raise SpecError(f"methods: {exc}") from None
+        raise SpecError(f"methods: {exc}; 'methods: all' names every one") from None
 
 
 @dataclass(frozen=True)
@@ -240,7 +243,7 @@ class StudySpec:
         values["dataset"] = DatasetSpec.from_value(raw.get("dataset"))
         values["name"] = str(raw.get("name", "study"))
         values["tasks"] = tuple(str(t) for t in _as_list("tasks", raw["tasks"]))
-        values["methods"] = tuple(str(m) for m in _as_list("methods", raw["methods"]))
+        values["methods"] = _parse_methods(raw["methods"])
         values["seeds"] = _parse_seeds(raw["seeds"])
         for key in ("budget", "max_epochs", "patience", "image_size", "batch_size"):
             if key in raw:
@@ -291,6 +294,16 @@ class StudySpec:
             lr=params.lr,
             hparams={k: v for k, v in params.items() if k != "lr"},
         )
+
+
+def _parse_methods(value: Any) -> tuple[str, ...]:
+    """A list of method names, or ``all`` for every registered method (registry order)."""
+    if isinstance(value, str) and value.strip().lower() == ALL_METHODS:
+        return method_names()
+    names = tuple(str(m) for m in _as_list("methods", value))
+    if ALL_METHODS in (n.lower() for n in names):
+        raise SpecError("methods: 'all' stands alone ('methods: all'); otherwise list method names")
+    return names
 
 
 def _as_list(name: str, value: Any) -> list[Any]:

@@ -42,6 +42,7 @@ picked = pickers.pick_studies(
     "appear here as soon as its first seed is done.",
     dependent_keys=views.DEPENDENT_KEYS,
 )
+pickers.note_unknown_methods(path, picked["study_id"])
 progress, _, (counts, per_run) = pickers.read_finished(path, picked, views.cached_results)
 if per_run.empty:
     st.info("Nothing to compare yet: no seed of the selected studies has finished.")

@@ -16,7 +16,8 @@ from engine.analysis import explorer
 from engine.methods import order_methods
 from pages.present import explorer_views as views
 from pages.present import science_charts as charts
-from pages.present.tables import method_title
+from pages.present.formatting import table_height
+from pages.present.tables import method_title, param_label
 from pages.present.user_text import plain_list, said
 from pages.widgets import view_state
 from pages.widgets.pickers import forget, pick_study
@@ -129,13 +130,14 @@ def render_search(path: str, study: pd.Series, task: str, method: str, seed: int
     effects = explorer.parameter_effects(search[search["task"] == task])
     summary = explorer.parameter_summary(effects)
     params = views.parameters_of(effects)
-    for param, tab in zip(params, st.tabs([explorer.PARAM_LABELS[p] for p in params]), strict=True):
+    for param, tab in zip(params, st.tabs([param_label(p) for p in params]), strict=True):
         rows = effects[effects["param"] == param]
         tab.markdown(views.parameter_reading(param, rows))
         options = {"param": param, "title": task, "value_width": STRIP_VALUE_PX}
         spec = chart_spec("parameter_strip", rows, options)
         tab.vega_lite_chart(spec, width="stretch")
-        tab.dataframe(views.summary_table(summary, param), hide_index=True, width="content")
+        table = views.summary_table(summary, param)
+        tab.dataframe(table, hide_index=True, width="content", height=table_height(len(table)))
         tab.caption(views.SUMMARY_NOTE)
 
 

@@ -15,16 +15,14 @@ from typing import Any
 import streamlit as st
 
 from engine.config import TASK_CLASSES, SpecError, StudySpec
-from engine.methods import get_method, method_label, method_names, target_matrix
-from pages.present.charts import soft_label_frame, soft_label_heatmap
 from pages.present.study_form import (
     FOLDER,
     TASK_LABELS,
     check_study,
+    configurations_text,
     gpu_hours_per_seed,
     request_id_for,
     rough_time_text,
-    shown_params,
     study_size,
 )
 from pages.present.user_text import plain, said
@@ -40,6 +38,7 @@ from pages.widgets.launch_form import (
     registered_datasets,
     training_inputs,
 )
+from pages.widgets.launch_methods import method_inputs
 from pages.widgets.reads import cached_jobs, store_path
 from pages.widgets.seed_planner import how_many_seeds
 from pages.widgets.shell import link_to_page, run_inside_shell
@@ -74,49 +73,6 @@ def study_inputs(path: Path) -> tuple[dict[str, Any], str, dict[str, int], str |
     return raw, choice, images_per_task, blocker
 
 
-def method_inputs() -> list[str]:
-    """The methods to compare, with the target matrix each one teaches (paper Fig. 4)."""
-    st.subheader("Methods", divider="gray")
-    methods = st.multiselect(
-        "Methods to compare",
-        method_names(),
-        format_func=method_label,
-        key="launch_methods",
-        persist_state="session",
-        help="Nominal is the usual one-hot baseline; the others spread the target over "
-        "neighbouring grades.",
-    )
-    if not methods:
-        for method in method_names():
-            st.markdown(f"- **{method_label(method)}**: {get_method(method).description}")
-        return methods
-    shown_task = st.radio(
-        "Show target matrices for",
-        list(TASK_CLASSES),
-        format_func=lambda t: f"{t} ({TASK_CLASSES[t]} grades)",
-        horizontal=True,
-        key="launch_matrix_task",
-        persist_state="session",
-    )
-    st.caption(
-        "Each matrix is the target the network learns for a film: row = the film's true "
-        "grade, column = each grade it could predict, shade = the share of probability it "
-        "is taught to give that grade (as in the paper's Fig. 4). Drawn with η = 1, "
-        "α₂ = 0.05 (triangular) and p = 1 (exponential); the search also tries η = 0.8, which "
-        "mixes 20 % of the one-hot target back in."
-    )
-    for col, method in zip(st.columns(len(methods)), methods, strict=True):
-        with col:
-            spec = get_method(method)
-            st.markdown(f"**{spec.label}**")
-            matrix = target_matrix(method, TASK_CLASSES[shown_task], shown_params(spec))
-            if matrix is not None:
-                chart = soft_label_heatmap(soft_label_frame(matrix), size=140)
-                st.altair_chart(chart, width="content")
-            st.caption(spec.description)
-    return methods
-
-
 def show_check(
     raw: dict[str, Any],
     choice: str,
@@ -138,8 +94,9 @@ def show_check(
     n_runs, runs_per_task = study_size(spec)
     st.markdown(
         f"This study makes **{n_runs} runs**: {len(spec.tasks)} task(s) × "
-        f"{len(spec.methods)} method(s) × {len(spec.seeds)} seed(s) × up to {spec.budget} "
-        f"configuration(s) each, every run at most {spec.max_epochs} epochs."
+        f"{len(spec.methods)} method(s) × {len(spec.seeds)} seed(s), searching "
+        f"{configurations_text(spec)} (at most the budget; a smaller grid is searched whole); "
+        f"every run at most {spec.max_epochs} epochs."
     )
     when = rough_time_text(spec, runs_per_task, images_per_task)
     st.caption(
@@ -227,7 +184,7 @@ run_inside_shell()
 ACCOUNT = require_page(__file__)
 st.title("Launch a study")
 st.caption(
-    "Choose the data, the grading tasks and the soft-label methods to compare. SoftGrade "
+    "Choose the data, the grading tasks and the ordinal methods to compare. SoftGrade "
     "queues the study as one job; a background worker trains every run and the results "
     "appear on the result pages. You can close the browser while it runs."
 )

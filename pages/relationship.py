@@ -19,6 +19,7 @@ from engine.analysis import compare, kld_parts, relationship
 from engine.methods import order_methods
 from jobs.services.csv_safe import escape_csv_cells
 from pages.present import exports, stat_tables, tables
+from pages.present.formatting import table_height
 from pages.present.user_text import said
 from pages.widgets import chart_cache, pickers, reads, shell, sign_in, stat_tests, view_state
 from pages.widgets.downloads import cached_cards, download_row
@@ -136,7 +137,12 @@ def sensitivity_section(results: list[relationship.SeedRelationship]) -> None:
     """How much each method's KLD depends on ε, beside the smoothed KLD that needs none."""
     st.subheader("How much does ε decide the KLD?", divider="gray")
     sensitivity = relationship.kld_sensitivity(results)
-    st.dataframe(stat_tables.kld_sensitivity_frame(sensitivity), hide_index=True, width="content")
+    st.dataframe(
+        stat_tables.kld_sensitivity_frame(sensitivity),
+        hide_index=True,
+        width="content",
+        height=table_height(len(sensitivity)),
+    )
     st.caption(stat_tables.KLD_SENSITIVITY_NOTE)
 
 

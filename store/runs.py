@@ -174,6 +174,20 @@ def list_studies(*, include_archived: bool = False, path: Path | str | None = No
         ).df()
 
 
+def study_methods(study_ids: list[str], *, path: Path | str | None = None) -> list[str]:
+    """The distinct methods of the given studies' stored runs, by name.
+
+    A study may name methods this checkout does not register (results imported from another
+    tool, or a store written by a newer SoftGrade); pages read this to say so.
+    """
+    with connect(path, read_only=True) as con:
+        rows = con.execute(
+            "SELECT DISTINCT method FROM runs WHERE study_id IN (SELECT unnest(?)) ORDER BY 1",
+            [study_ids],
+        ).fetchall()
+    return [str(r[0]) for r in rows]
+
+
 def list_runs(
     study_ids: list[str], *, selected_only: bool = False, path: Path | str | None = None
 ) -> pd.DataFrame:

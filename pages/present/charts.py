@@ -29,9 +29,14 @@ import numpy as np
 import pandas as pd
 
 from engine.methods import order_methods
-from pages.present.palette import method_scale
+from pages.present.palette import method_dash_scale, method_scale
 from pages.present.tables import method_title
 
+#: One of two side-by-side columns of the main area at 1400 px (sidebar open), in pixels: a
+#: chart wider than this goes on a row of its own.
+HALF_PAGE_PX = 460
+#: Methods a chart can name with level labels in half the page; more: slanted labels.
+LEVEL_LABEL_METHODS = 6
 MEAN_COLOUR = "#d62728"
 MEDIAN_COLOUR = "#222222"
 HALF_WIDTH = 0.38  # half the width of a violin, in method slots
@@ -139,6 +144,8 @@ def violin_box(
         Method=[method_title(m) for m in data["method"]],
     )
     x_scale = alt.Scale(domain=[-0.5, max(len(methods), 1) - 0.5], nice=False, zero=False)
+    # Many methods: slanted labels, every one drawn (Vega would drop overlapping ones).
+    slanted = len(methods) > LEVEL_LABEL_METHODS
     x_axis = alt.X(
         "x:Q",
         title=None,
@@ -148,7 +155,10 @@ def violin_box(
             labelExpr=_label_expr([method_title(m) for m in methods]),
             grid=False,
             ticks=False,
-            labelAngle=0,
+            labelAngle=-35 if slanted else 0,
+            labelAlign="right" if slanted else "center",
+            labelOverlap=False,
+            labelLimit=180,
             labelFontSize=12,
         ),
     )
@@ -425,13 +435,18 @@ def stress_lift(
     data["Method"] = [method_title(m) for m in data["method"]]
     order = [method_title(m) for m in order_methods(data["method"])]
     levels = sorted(int(v) for v in table["level"].unique())
+    legend = method_legend(len(order))
     lines = (
         alt.Chart(data)
         .mark_line(point=True)
         .encode(
             x=alt.X("level:O", title=level_title, sort=levels, axis=alt.Axis(labelAngle=0)),
             y=alt.Y("lift:Q", title="Lift (× mean heat)", scale=alt.Scale(zero=True)),
-            color=alt.Color("Method:N", sort=order, scale=method_scale(order)),
+            color=alt.Color("Method:N", sort=order, scale=method_scale(order), legend=legend),
+            # Past the palette's first nine colours a line differs by dash too (one legend).
+            strokeDash=alt.StrokeDash(
+                "Method:N", sort=order, scale=method_dash_scale(order), legend=legend
+            ),
             tooltip=[
                 alt.Tooltip("Method:N"),
                 alt.Tooltip("level:O", title=level_title),
@@ -442,6 +457,24 @@ def stress_lift(
     )
     one = alt.Chart(pd.DataFrame({"y": [1.0]})).mark_rule(strokeDash=[4, 4]).encode(y="y:Q")
     return (lines + one).properties(title=title, height=height, width="container")
+
+
+def method_legend(n_methods: int, *, title: str | None = "Method") -> alt.Legend:
+    """A method legend for a line chart: a line sample in each method's colour and dash; past
+    `LEVEL_LABEL_METHODS` methods under the chart in three columns, since a tall legend
+    beside a short chart is clipped at the chart's height (14 methods showed 6)."""
+    if n_methods <= LEVEL_LABEL_METHODS:
+        return alt.Legend(title=title, symbolType="stroke", symbolStrokeWidth=2)
+    return alt.Legend(
+        title=title,
+        symbolType="stroke",
+        symbolStrokeWidth=2,
+        orient="bottom",
+        direction="vertical",
+        columns=3,
+        symbolLimit=0,
+        labelLimit=140,
+    )
 
 
 def seed_tables(frame: pd.DataFrame, *, columns: int = 5) -> alt.FacetChart:

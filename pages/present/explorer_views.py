@@ -15,24 +15,15 @@ from pandas.io.formats.style import Styler
 
 from engine.analysis import explorer
 from engine.analysis.compare import planned_runs
-from engine.analysis.explorer import PARAM_LABELS, SEARCH_PARAMS, in_flight_point
-from engine.methods import is_registered
+from engine.analysis.explorer import SEARCH_PARAMS, in_flight_point
+from engine.methods import hyperparameters, is_registered, registry
 from pages.present import protocol_text
 from pages.present.science_charts import CLIPPED_MARK
-from pages.present.tables import method_title
+from pages.present.tables import method_title, param_label
 
 SELECTED_MARK = "✓ selected"
 SELECTED_BACKGROUND = "background-color: rgba(255, 215, 0, 0.25); font-weight: bold"
 WAITING_STATUSES = ("queued", "running")
-
-#: What each searched hyper-parameter does, in one phrase (paper, Table 3).
-PARAM_MEANINGS: dict[str, str] = {
-    "lr": "the optimiser's learning rate",
-    "eta": "how much of each training target is the soft distribution (η = 1: all soft; "
-    "the rest is the one-hot grade)",
-    "alpha2": "the probability triangular targets give each neighbouring grade",
-    "p": "how sharply exponential targets fall off with the distance between grades",
-}
 
 
 # What each view shows and how to read it.
@@ -115,7 +106,7 @@ NO_EPOCHS = (
 
 CONFIGURATION_COLUMNS: dict[str, str] = {
     "config_index": "Configuration",
-    **PARAM_LABELS,
+    **{p: param_label(p) for p in SEARCH_PARAMS},
     "val_amae": "Validation AMAE",
     "rank": "Rank",
     "epochs_run": "Epochs run",
@@ -160,7 +151,7 @@ def configuration_table(runs: pd.DataFrame) -> pd.DataFrame:
 def style_configurations(table: pd.DataFrame) -> Styler:
     """:func:`configuration_table` with the selected row highlighted and numbers rounded."""
     formats = {"Validation AMAE": "{:.4f}", "Training time (s)": "{:.1f}"}
-    formats.update({PARAM_LABELS[p]: "{:g}" for p in SEARCH_PARAMS if PARAM_LABELS[p] in table})
+    formats.update({param_label(p): "{:g}" for p in SEARCH_PARAMS if param_label(p) in table})
 
     def highlight(row: pd.Series) -> list[str]:
         style = SELECTED_BACKGROUND if row["Selected"] == SELECTED_MARK else ""
@@ -213,12 +204,37 @@ def parameters_of(effects: pd.DataFrame) -> list[str]:
     return [p for p in SEARCH_PARAMS if p in present]
 
 
+def param_meaning(param: str, methods: list[str]) -> str:
+    """What ``param`` does, from the method registry, for the methods that search it.
+
+    Methods may share a parameter's name but not its meaning (α is a geometric target's
+    spread for one method and a distance weight's power for another): then each method's
+    own meaning is given, by method. A method this checkout does not know takes the first
+    registered meaning of that name.
+    """
+    known = registry()
+    fallback = hyperparameters().get(param)
+    meanings: dict[str, list[str]] = {}
+    for method in methods:
+        record = (
+            next((h for h in known[method].hyperparameters if h.name == param), fallback)
+            if method in known
+            else fallback
+        )
+        text = record.meaning.rstrip(".") if record else "a searched setting"
+        meanings.setdefault(text, []).append(method_title(method))
+    if len(meanings) == 1:
+        return next(iter(meanings))
+    return "; ".join(f"for {', '.join(names)}, {text}" for text, names in meanings.items())
+
+
 def parameter_reading(param: str, effects: pd.DataFrame) -> str:
     """How to read one hyper-parameter's strip, naming the methods that search it."""
-    methods = ", ".join(method_title(m) for m in dict.fromkeys(effects["method"]))
+    searched = [str(m) for m in dict.fromkeys(effects["method"])]
+    methods = ", ".join(method_title(m) for m in searched)
     return (
-        f"**{PARAM_LABELS.get(param, param)}** is {PARAM_MEANINGS.get(param, param)}; "
-        f"searched by {methods}. Each dot is one run (one configuration in one seed) at the "
+        f"**{param_label(param)}**: {param_meaning(param, searched)}. "
+        f"Searched by {methods}. Each dot is one run (one configuration in one seed) at the "
         "value it used; its height is the validation AMAE (lower is better). The black tick is "
         "the mean over every run with that value, and ringed dots are the runs their search "
         "selected. Ticks that fall or rise steadily say the value matters; flat ticks with "
@@ -233,7 +249,7 @@ def summary_table(summary: pd.DataFrame, param: str) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "Method": [method_title(m) for m in rows["method"]],
-            PARAM_LABELS.get(param, param): [f"{v:g}" for v in rows["value"]],
+            param_label(param): [f"{v:g}" for v in rows["value"]],
             "Runs": rows["n_runs"].to_numpy(),
             "Seeds": rows["n_seeds"].to_numpy(),
             "Mean val AMAE": [_four(v) for v in rows["val_amae_mean"]],

@@ -40,3 +40,15 @@ def run_label(run_id: str | None) -> str:
     if key is None:
         return run_id
     return f"{key.task} · {key.method} · seed {key.seed} · config {key.config_index}"
+
+
+#: A results table of up to this many rows shows every row (one per method and task of a
+#: 14-method study fits); a longer one (every pair of methods) scrolls in a box this tall.
+ALL_ROWS_UP_TO = 32
+SCROLLING_TABLE_PX = 560
+
+
+def table_height(n_rows: int) -> int | str:
+    """The ``height`` of ``st.dataframe`` for a table of ``n_rows``: ``"content"`` (every
+    row, no inner scroll bar) up to `ALL_ROWS_UP_TO` rows, else a fixed box that scrolls."""
+    return "content" if n_rows <= ALL_ROWS_UP_TO else SCROLLING_TABLE_PX

@@ -1,10 +1,33 @@
 """The one method palette: every chart that colours by method takes its colours here, so a
-method keeps its colour from page to page. No streamlit.
+method keeps its colour from page to page, whatever else a chart shows. No streamlit.
 
-The paper's five methods (`engine.vocab.METHODS`) have fixed colours (Tableau 10's first
-five, in the paper's order). A label of a method run in several studies ("beta · study B")
-takes its method's colour when it is the first of that method in the chart, else the next
-spare colour; anything else takes the spare colours in turn.
+Which colours, and why:
+
+* The first nine are Paul Tol's **muted** qualitative scheme (rose, indigo, sand, green,
+  cyan, wine, teal, olive, purple; P. Tol, "Colour Schemes", SRON/EPS/TN/09-002, 2021;
+  the ``tol-colors`` package's ``muted`` set). Tol designed it for categorical data that
+  people with the common colour-vision deficiencies (protan, deutan, tritan) can still
+  tell apart, in lines and in fills on white, which is what our charts draw. Okabe-Ito was
+  the other candidate: it has eight colours, one of them black (our median and axis
+  colour) and one yellow that vanishes on white as a line.
+* The next eight are the entries of Tol's **light** scheme (the ones with a hue the muted
+  nine lack come first: light blue, orange, pear, pink), also from Tol's notes.
+* Past those 17, the colours repeat the 17 hues darker (then lighter, in turn), so every
+  name still gets a colour of its own and nothing crashes at any count.
+
+Who gets which: every registered method has a fixed colour by its place in the registry
+(`engine.methods.registry`, the paper's five first), so a method is the same colour on every
+page whatever else is shown. Names this checkout does not know (results imported from
+another tool) and second labels of one method ("beta · study B") take the colours after the
+registered ones, in the chart's order.
+
+Beyond what colour can separate: nobody tells fourteen hues apart reliably, colour-blind or
+not, so colour is never the only cue. Charts that place methods on an axis or in facets
+(violins, box plots, the CD diagram, Table 4, per-method panels) label each method by name;
+line charts (reliability, learning curves, the stress test) also give each block of the
+palette its own dash (`method_dashes`: muted solid, light dashed, further dotted), so the
+10th method's line differs from the 1st's in dash as well as shade; every tooltip names the
+method.
 """
 
 from __future__ import annotations
@@ -13,48 +36,107 @@ from collections.abc import Sequence
 
 import altair as alt
 
-from engine.methods import order_methods, paper_methods
+from engine.methods import method_label, method_names, order_methods
 from engine.vocab import LABEL_SEPARATOR
 from pages.present.tables import method_title
 
-#: method -> colour, for the paper's methods.
-METHOD_COLOURS: dict[str, str] = dict(
-    zip(paper_methods(), ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f"), strict=True)
+#: Paul Tol's muted qualitative scheme, in his order (pale grey, his "bad data", left out).
+TOL_MUTED: tuple[str, ...] = (
+    "#CC6677",  # rose
+    "#332288",  # indigo
+    "#DDCC77",  # sand
+    "#117733",  # green
+    "#88CCEE",  # cyan
+    "#882255",  # wine
+    "#44AA99",  # teal
+    "#999933",  # olive
+    "#AA4499",  # purple
 )
-#: Colours for labels beyond the paper's methods, in turn (Tableau 10's other five, then
-#: Tableau 20's lighter tones).
-SPARE_COLOURS: tuple[str, ...] = (
-    "#edc948",
-    "#b07aa1",
-    "#ff9da7",
-    "#9c755f",
-    "#bab0ac",
-    "#aec7e8",
-    "#ffbb78",
-    "#98df8a",
-    "#c5b0d5",
-    "#c49c94",
+#: Paul Tol's light scheme (pale grey left out), the hues muted lacks first: light cyan,
+#: mint, light yellow and olive sit close to muted's cyan, teal, sand and olive.
+TOL_LIGHT: tuple[str, ...] = (
+    "#77AADD",  # light blue
+    "#EE8866",  # orange
+    "#BBCC33",  # pear
+    "#FFAABB",  # pink
+    "#44BB99",  # mint
+    "#EEDD88",  # light yellow
+    "#99DDFF",  # light cyan
+    "#AAAA00",  # olive
 )
+PALETTE: tuple[str, ...] = TOL_MUTED + TOL_LIGHT
+#: One dash per block of the palette (muted, light, then each further round), for lines.
+DASHES: tuple[tuple[int, ...], ...] = ((1, 0), (6, 3), (2, 2), (8, 3, 2, 3))
+
+
+def colour_at(index: int) -> str:
+    """The palette's colour number ``index`` (0-based), for any index >= 0.
+
+    Past `PALETTE`, round r (r >= 1) repeats its hues mixed with black (odd rounds) or
+    white (even rounds), a little more each time, so no two indices share a colour.
+    """
+    if index < 0:
+        raise ValueError(f"{index=} must be >= 0")
+    rnd, base = divmod(index, len(PALETTE))
+    if rnd == 0:
+        return PALETTE[base]
+    towards = (0, 0, 0) if rnd % 2 else (255, 255, 255)
+    share = min(0.2 + 0.1 * ((rnd - 1) // 2), 0.8)
+    rgb = [int(PALETTE[base][i : i + 2], 16) for i in (1, 3, 5)]
+    mixed = [round(c + (t - c) * share) for c, t in zip(rgb, towards, strict=True)]
+    return "#" + "".join(f"{c:02X}" for c in mixed)
+
+
+def dash_at(index: int) -> list[int]:
+    """The line dash of palette colour number ``index``: one per block (`DASHES`)."""
+    if index < len(TOL_MUTED):
+        block = 0
+    elif index < len(PALETTE):
+        block = 1
+    else:
+        block = 2 + (index // len(PALETTE) - 1) % (len(DASHES) - 2)
+    return list(DASHES[block])
+
+
+def _palette_indices(methods: Sequence[str]) -> dict[str, int]:
+    """Each method (or label) its palette index, in display order: a registered method its
+    registry position (the first label of it in the chart); anything else the next index
+    after the registered ones. A method may come by name or by display title ("CDW-CE")."""
+    names = method_names()
+    registered = {name: i for i, name in enumerate(names)}
+    registered.update({method_label(name).lower(): i for i, name in enumerate(names)})
+    further = len(names)
+    taken: set[int] = set()
+    out: dict[str, int] = {}
+    for method in order_methods(methods):
+        base = method.partition(LABEL_SEPARATOR)[0]
+        index = registered.get(base, registered.get(base.lower()))
+        if index is not None and index not in taken:
+            out[method] = index
+            taken.add(index)
+        else:
+            out[method] = further
+            further += 1
+    return out
 
 
 def method_colours(methods: Sequence[str]) -> dict[str, str]:
-    """Each method (or label) its colour, in the paper's order.
+    """Each method (or label) its colour, in display order.
 
     Args:
-        methods: Method names or labels ("beta", "beta · study B"); any order, repeats
-            ignored.
+        methods: Method names or labels ("beta", "beta · study B", "my_imported_loss"); any
+            order, repeats ignored, any number.
     """
-    out: dict[str, str] = {}
-    spare = iter(SPARE_COLOURS * (1 + len(methods) // len(SPARE_COLOURS)))
-    taken: set[str] = set()
-    for method in order_methods(methods):
-        base = method.partition(LABEL_SEPARATOR)[0].lower()
-        if base in METHOD_COLOURS and base not in taken:
-            out[method] = METHOD_COLOURS[base]
-            taken.add(base)
-        else:
-            out[method] = next(spare)
-    return out
+    return {m: colour_at(i) for m, i in _palette_indices(methods).items()}
+
+
+def method_dashes(methods: Sequence[str]) -> dict[str, list[int]]:
+    """Each method (or label) its line dash (`dash_at`), in display order."""
+    return {m: dash_at(i) for m, i in _palette_indices(methods).items()}
+
+
+#: method -> colour, for every registered method (registry order).
+METHOD_COLOURS: dict[str, str] = method_colours(method_names())
 
 
 def method_scale(methods: Sequence[str], *, titled: bool = True) -> alt.Scale:
@@ -68,3 +150,10 @@ def method_scale(methods: Sequence[str], *, titled: bool = True) -> alt.Scale:
     colours = method_colours(methods)
     domain = [method_title(m) if titled else m for m in colours]
     return alt.Scale(domain=domain, range=list(colours.values()))
+
+
+def method_dash_scale(methods: Sequence[str], *, titled: bool = True) -> alt.Scale:
+    """An Altair strokeDash scale giving each method its block's dash (`method_dashes`)."""
+    dashes = method_dashes(methods)
+    domain = [method_title(m) if titled else m for m in dashes]
+    return alt.Scale(domain=domain, range=list(dashes.values()))

@@ -791,17 +791,24 @@ def ranks_reading(cd: CriticalDifference, endpoint: pd.DataFrame) -> list[str]:
     return [lead, caution]
 
 
+#: Width of the violins' plot area in the report (its page is 1100 px, axis title aside).
+VIOLINS_PX = 940
+
+
 def distributions_section(study_ids: Sequence[str], store: Path) -> list[str]:
     """Fig. 5: AMAE over seeds per method, a violin and box per task."""
 
     def part(study_id: str, store: Path) -> list[str]:
         per_run = study_analysis.per_run(study_id, path=store)
+        # The page is 1100 px wide: fourteen methods at the default 110 px a slot ran past it.
+        slot = min(110, VIOLINS_PX // max(per_run["method"].nunique(), 1))
         return [
             rh.chart_svg(
                 charts.violin_box(
                     compare.score_frame(per_run, PRIMARY, [task]),
                     value_title=tables.metric_name(PRIMARY),
                     title=task,
+                    slot_width=slot,
                 )
             )
             for task in compare.task_order(per_run["task"])
@@ -1066,9 +1073,13 @@ def dataset_text(study_id: str, store: Path) -> str:
 
 
 def search_space_text(methods: Sequence[str], budget: int) -> str:
-    """Each method's grid (parameter values) and how many configurations were tried."""
+    """Each method's grid (parameter values) and how many configurations were tried; a
+    method this checkout does not register (imported results) is named as such."""
     parts = []
     for method in methods:
+        if not method_registry.is_registered(method):
+            parts.append(f"{method}: not registered in this SoftGrade, search space unknown")
+            continue
         grid = method_registry.search_grid(method)
         axes = {k: sorted({g.as_dict()[k] for g in grid}) for k in grid[0].as_dict()}
         values = "; ".join(f"{k} ∈ {{{', '.join(f'{v:g}' for v in vs)}}}" for k, vs in axes.items())

@@ -29,8 +29,9 @@ import pandas as pd
 
 from engine.analysis import explorer
 from engine.methods import method_sort_key, order_methods
-from pages.present.palette import method_scale
-from pages.present.tables import method_title
+from pages.present.charts import method_legend
+from pages.present.palette import method_dash_scale, method_scale
+from pages.present.tables import method_title, param_label
 
 DIAGONAL_COLOUR = "#888888"
 BAR_COLOUR = "#222222"
@@ -42,7 +43,6 @@ SERIES_TITLES: dict[str, str] = {
     "val_loss": "Validation loss",
     "val_amae": "Validation AMAE",
 }
-PARAM_TITLES: dict[str, str] = {"lr": "Learning rate", "eta": "η", "alpha2": "α₂", "p": "p"}
 
 
 def _method_colour(methods: Sequence[str], *, legend: bool = True) -> alt.Color:
@@ -51,7 +51,19 @@ def _method_colour(methods: Sequence[str], *, legend: bool = True) -> alt.Color:
         "Method:N",
         sort=titles,
         scale=method_scale(methods),
-        legend=alt.Legend(title="Method") if legend else None,
+        legend=method_legend(len(methods)) if legend else None,
+    )
+
+
+def _method_dash(methods: Sequence[str]) -> alt.StrokeDash:
+    """Each method's line dash (`pages.present.palette.method_dashes`): past the palette's
+    first nine colours a line differs by dash too. Same field and title as `_method_colour`,
+    so Vega-Lite draws one legend with both."""
+    return alt.StrokeDash(
+        "Method:N",
+        sort=[method_title(m) for m in methods],
+        scale=method_dash_scale(methods),
+        legend=method_legend(len(methods)),
     )
 
 
@@ -127,7 +139,9 @@ def reliability_diagram(
                 alt.Chart(diagonal)
                 .mark_line(color=DIAGONAL_COLOUR, strokeDash=[4, 4])
                 .encode(x=alt.X("x:Q", scale=axis_scale), y=alt.Y("y:Q", scale=axis_scale)),
-                base.mark_line(strokeWidth=1.5).encode(detail="Method:N", order="bin:Q"),
+                base.mark_line(strokeWidth=1.5).encode(
+                    detail="Method:N", order="bin:Q", strokeDash=_method_dash(methods)
+                ),
                 base.mark_circle(opacity=0.9).encode(
                     size=alt.Size("count:Q", title=films, scale=alt.Scale(range=[15, 250])),
                     tooltip=tooltip,
@@ -420,16 +434,20 @@ def parameter_strip(
     title: str = "",
     height: int = 260,
     value_width: int = 70,
+    columns: int = 5,
 ) -> alt.FacetChart:
     """One hyper-parameter's values against validation AMAE, one panel per method.
 
     Args:
         effects: `engine.analysis.explorer.parameter_effects` rows of one task.
-        param: ``"lr"``, ``"eta"``, ``"alpha2"`` or ``"p"``.
+        param: a searched hyper-parameter's name (``"lr"``, ``"eta"``; its label from the
+            method registry).
         title: chart title.
         height: pixels.
         value_width: pixels per value in a panel (a panel is at least 140): a facet chart
             does not shrink to its container, so a page narrows it to fit five methods.
+        columns: panels per row; more methods wrap onto further rows (fourteen methods in
+            one row would run past the page, which Streamlit clips).
 
     Returns:
         Per method (paper's order), one point per run at its parameter value (spread by
@@ -446,13 +464,13 @@ def parameter_strip(
     x = alt.X(
         "value_label:N",
         sort=values,
-        title=PARAM_TITLES.get(param, param),
+        title=param_label(param),
         axis=alt.Axis(labelAngle=0),
     )
     y = alt.Y("val_amae:Q", title="Validation AMAE", scale=alt.Scale(zero=False))
     tooltip = [
         alt.Tooltip("Method:N"),
-        alt.Tooltip("value_label:N", title=PARAM_TITLES.get(param, param)),
+        alt.Tooltip("value_label:N", title=param_label(param)),
         alt.Tooltip("seed:Q", title="Seed"),
         alt.Tooltip("config_key:N", title="Configuration"),
         alt.Tooltip("val_amae:Q", title="Validation AMAE", format=".4f"),
@@ -487,7 +505,10 @@ def parameter_strip(
     return (
         alt.layer(points, ring, mean, data=data)
         .properties(height=height, width=max(value_width * len(values), 140))
-        .facet(column=alt.Column("Method:N", sort=[method_title(m) for m in methods], title=None))
+        .facet(
+            facet=alt.Facet("Method:N", sort=[method_title(m) for m in methods], title=None),
+            columns=columns,
+        )
         .properties(
             title=alt.TitleParams(
                 title, subtitle="Black tick: mean over every run · ringed: selected runs"
@@ -542,7 +563,22 @@ def learning_curves_chart(
     scale = (
         alt.Scale(scheme=line_scheme(titles), domain=titles) if by_seed else method_scale(colours)
     )
-    colour = alt.Color("Line:N", sort=titles, scale=scale, title=None)
+    legend = method_legend(len(titles), title=None)
+    colour = alt.Color("Line:N", sort=titles, scale=scale, title=None, legend=legend)
+    # Lines by method also differ by dash past the palette's first block (one legend).
+    dash = (
+        {}
+        if by_seed
+        else {
+            "strokeDash": alt.StrokeDash(
+                "Line:N",
+                sort=titles,
+                scale=method_dash_scale(colours),
+                title=None,
+                legend=legend,
+            )
+        }
+    )
     tooltip = [
         alt.Tooltip("Line:N"),
         alt.Tooltip("method:N", title="Method"),
@@ -560,7 +596,9 @@ def learning_curves_chart(
         x = alt.X("epoch:Q", title="Epoch")
         base = alt.Chart(rows).encode(x=x, y=y, color=colour)
         layers = [
-            base.mark_line(strokeWidth=1.2, opacity=0.7).encode(detail="line:N", tooltip=tooltip),
+            base.mark_line(strokeWidth=1.2, opacity=0.7).encode(
+                detail="line:N", tooltip=tooltip, **dash
+            ),
             base.transform_filter("datum.best")
             .mark_point(size=50, filled=True, shape="circle", stroke="white", strokeWidth=0.8)
             .encode(tooltip=tooltip),

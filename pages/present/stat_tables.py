@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from engine.analysis.compare import sort_by_method
 from engine.analysis.metrics import MAE
 from engine.analysis.probability_metrics import PROBABILITY_LABELS, PROBABILITY_METRICS
 from engine.analysis.stats import CORRECTIONS
@@ -432,7 +433,11 @@ def probability_summary_frame(summary: pd.DataFrame, digits: int = 3) -> pd.Data
     Args:
         summary: ``engine.analysis.probability_metrics.probability_summary``'s rows.
         digits: decimals of means and standard deviations.
+
+    Rows go by task, then methods in display order (registry order, then other names), as
+    in Table 4, not alphabetically.
     """
+    summary = sort_by_method(summary).sort_values("task", kind="stable")
     shown = summary[["task", "method", "n_seeds"]].copy()
     for metric in PROBABILITY_METRICS:
         means, sds = summary[f"{metric}_mean"], summary[f"{metric}_std"]

@@ -15,7 +15,16 @@ from typing import Any
 import pandas as pd
 
 from engine.config import SpecError, StudySpec
-from engine.methods import Method, MethodParams
+from engine.methods import (
+    FAMILIES,
+    Method,
+    MethodParams,
+    get_method,
+    grid_size,
+    method_label,
+    methods_by_family,
+    order_methods,
+)
 from engine.phantom import PhantomSpec
 from engine.study import plan_runs
 from engine.vocab import TOP_GRADE, TRAIN_FRACTION
@@ -29,6 +38,10 @@ TASK_LABELS = {task: f"{task} (grades 0–{top})" for task, top in TOP_GRADE.ite
 PRESETS = {
     "quick": ("Quick look", "CPU, a few minutes: small phantom, 32 px, few epochs"),
     "paper": ("Paper protocol", "GPU, hours: 20 seeds, budget 15, 100 epochs, 224 px"),
+    "ordinal-survey": (
+        "Ordinal methods survey",
+        "GPU: every registered method on the paper's protocol",
+    ),
 }
 # Matrices shown with these parameters; the search also tries eta 0.8 (20 % one-hot).
 SHOWN_PARAMS = MethodParams(lr=1e-3, eta=1.0, alpha2=0.05, p=1.0)
@@ -42,6 +55,27 @@ def shown_params(method: Method) -> MethodParams:
     )
 
 
+def family_key(family: str) -> str:
+    """The Launch page's widget key of one method family's picker."""
+    return "launch_methods_" + family.replace(" ", "_")
+
+
+def method_widget_values(methods: list[str]) -> dict[str, list[str]]:
+    """The family pickers' values (by key) that show ``methods``: every family's key, each
+    with its chosen methods in registry order; a name this checkout does not know is
+    dropped (the form offers only registered methods)."""
+    chosen = set(methods)
+    values = {family_key(f): [] for f in FAMILIES}
+    for family, members in methods_by_family().items():
+        values[family_key(family)] = [m.name for m in members if m.name in chosen]
+    return values
+
+
+def chosen_methods(values: Mapping[str, list[str]]) -> list[str]:
+    """The methods picked over every family's picker, in display order."""
+    return order_methods(m for f in FAMILIES for m in values.get(family_key(f)) or [])
+
+
 #: Reads a folder's labels CSV (folder, labels CSV) and checks the films it lists.
 FolderReader = Callable[[str, str], pd.DataFrame]
 
@@ -52,7 +86,7 @@ def preset_values(study: Mapping[str, Any]) -> dict[str, Any]:
     values = {
         "launch_name": study["name"],
         "launch_tasks": list(study["tasks"]),
-        "launch_methods": list(study["methods"]),
+        **method_widget_values(list(study["methods"])),
         "launch_seeds": len(study["seeds"]),
         "launch_budget": study["budget"],
         "launch_max_epochs": study["max_epochs"],
@@ -124,6 +158,66 @@ def study_size(spec: StudySpec) -> tuple[int, dict[str, int]]:
     return len(plan), {task: sum(r.task == task for r in plan) for task in spec.tasks}
 
 
+def configurations_text(spec: StudySpec) -> str:
+    """How many configurations each method searches per (task, seed): the budget, or its
+    whole grid where that is smaller ("configurations 15 for Triangular, …; 3 for Nominal, …")."""
+    by_count: dict[int, list[str]] = {}
+    for method in spec.methods:
+        by_count.setdefault(min(spec.budget, grid_size(method)), []).append(method_label(method))
+    parts = [f"{n} for {', '.join(names)}" for n, names in sorted(by_count.items(), reverse=True)]
+    if len(parts) == 1:
+        n = next(iter(by_count))
+        return f"{n} configuration{'s' * (n != 1)} each"
+    return "configurations " + "; ".join(parts)
+
+
+def eager_runs_per_task(spec: StudySpec) -> dict[str, int]:
+    """Per task, the study's runs of methods without a target matrix: a GPU trains those on
+    its eager path, slower than the captured graph (`pages.present.estimates`)."""
+    # Each (task, method, seed) searches min(budget, grid) configurations (`sample_configs`).
+    eager = sum(
+        min(spec.budget, grid_size(m)) for m in spec.methods if get_method(m).target_matrix is None
+    )
+    return dict.fromkeys(spec.tasks, eager * len(spec.seeds))
+
+
+def _seconds(
+    spec: StudySpec,
+    runs_per_task: Mapping[str, int],
+    images_per_task: Mapping[str, int],
+    device: str,
+) -> float:
+    """`rough_study_seconds` of ``spec`` on one CPU slot or one GPU."""
+    train_images = {
+        t: round(n * TRAIN_FRACTION) for t, n in images_per_task.items() if t in spec.tasks
+    }
+    return rough_study_seconds(
+        train_images,
+        runs_per_task,
+        max_epochs=spec.max_epochs,
+        image_size=spec.image_size,
+        device=device,
+        eager_runs_per_task=eager_runs_per_task(spec),
+    )
+
+
+def preset_gpu_seconds(study: Mapping[str, Any]) -> float | None:
+    """A GPU preset's rough time on one GPU (every run to its epoch cap), from its phantom's
+    size; None for a CPU preset or a dataset whose size is not in the file."""
+    spec = StudySpec.from_dict(dict(study))
+    params = spec.dataset.params
+    if spec.device == "cpu" or spec.dataset.kind != PHANTOM or "n_images" not in params:
+        return None
+    images = {"KL": int(params.get("n_joint", 0)), "CPPD": int(params["n_images"])}
+    return _seconds(spec, study_size(spec)[1], images, "cuda")
+
+
+def preset_gpu_text(study: Mapping[str, Any]) -> str | None:
+    """`preset_gpu_seconds` in words ("about 7 h 21 min on one GPU"), or None."""
+    seconds = preset_gpu_seconds(study)
+    return None if seconds is None else f"about {format_duration(seconds)} on one GPU"
+
+
 def rough_time_text(
     spec: StudySpec, runs_per_task: Mapping[str, int], images_per_task: Mapping[str, int]
 ) -> str:
@@ -134,19 +228,7 @@ def rough_time_text(
         runs_per_task: Task → runs of the study's plan (`study_size`).
         images_per_task: Task → images graded for it in the dataset (all splits).
     """
-    train_images = {
-        t: round(n * TRAIN_FRACTION) for t, n in images_per_task.items() if t in spec.tasks
-    }
-    guesses = {
-        d: rough_study_seconds(
-            train_images,
-            runs_per_task,
-            max_epochs=spec.max_epochs,
-            image_size=spec.image_size,
-            device=d,
-        )
-        for d in ("cpu", "cuda")
-    }
+    guesses = {d: _seconds(spec, runs_per_task, images_per_task, d) for d in ("cpu", "cuda")}
     return {
         "cpu": f"about {format_duration(guesses['cpu'])} on one CPU slot",
         "cuda": f"about {format_duration(guesses['cuda'])} on one GPU",
@@ -160,14 +242,5 @@ def gpu_hours_per_seed(
 ) -> float:
     """The rough GPU hours one seed of this study takes (`rough_study_seconds` on one GPU,
     divided by the seeds): what each extra seed costs."""
-    train_images = {
-        t: round(n * TRAIN_FRACTION) for t, n in images_per_task.items() if t in spec.tasks
-    }
-    seconds = rough_study_seconds(
-        train_images,
-        runs_per_task,
-        max_epochs=spec.max_epochs,
-        image_size=spec.image_size,
-        device="cuda",
-    )
+    seconds = _seconds(spec, runs_per_task, images_per_task, "cuda")
     return seconds / max(len(spec.seeds), 1) / 3600

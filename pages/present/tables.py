@@ -12,7 +12,8 @@ Conventions, shown next to the numbers in the UI:
   std over seeds), ``$0.571_{0.177}$`` in LaTeX; best bold, second italic, as ranked by
   `engine.analysis.compare.rank_marks`.
 * **p-values**: ``"< 0.001"`` or three significant digits.
-* **Method names**: ``"beta"`` reads ``"Beta"``; a label ``"beta · study"`` keeps its study.
+* **Method names**: the registry's label (``"cdw_ce"`` reads ``"CDW-CE"``); a label
+  ``"beta · study"`` keeps its study; an unknown name reads as given.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import functools
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -41,7 +42,7 @@ from engine.analysis.metrics import (
     PAPER_TABLE_ORDER,
     get_metric,
 )
-from engine.vocab import LABEL_SEPARATOR
+from engine.methods import hyperparameters, is_registered, method_label, order_methods
 from jobs.services.csv_safe import escape_csv_cells
 from pages.present.user_text import plain
 from store.bundle import REFERENCE_STUDY, read_card
@@ -57,9 +58,33 @@ TABLE4_METRICS: tuple[str, ...] = PAPER_TABLE_ORDER
 
 
 def method_title(method: str) -> str:
-    """Display name of a method or label: ``"beta"`` → ``"Beta"``, study suffix kept."""
-    base, sep, rest = str(method).partition(LABEL_SEPARATOR)
-    return base[:1].upper() + base[1:] + sep + rest
+    """Display name of a method or label from the registry (`engine.methods.method_label`):
+    ``"cdw_ce"`` → ``"CDW-CE"``, study suffix kept; a name this checkout does not know (an
+    imported result) reads as given."""
+    return method_label(str(method))
+
+
+def unknown_methods(methods: Iterable[str]) -> list[str]:
+    """The methods (by name) this checkout's registry does not know, in display order."""
+    return [m for m in order_methods(methods) if not is_registered(m)]
+
+
+def unknown_methods_note(unknown: Sequence[str]) -> str:
+    """What a page says about stored methods this checkout does not know."""
+    names = ", ".join(f"**{m}**" for m in unknown)
+    one = len(unknown) == 1
+    return (
+        f"{'Method' if one else 'Methods'} {names} {'is' if one else 'are'} not registered in "
+        "this SoftGrade (imported results, or a store written by another version): shown by "
+        f"name; this SoftGrade cannot train or grade with {'it' if one else 'them'}."
+    )
+
+
+def param_label(name: str) -> str:
+    """A searched hyper-parameter as people read it, from the registry (``"alpha2"`` →
+    ``"α₂"``); a name no registered method searches reads as given."""
+    known = hyperparameters().get(name)
+    return known.label if known else name
 
 
 def metric_name(metric: str) -> str:

@@ -11,6 +11,7 @@ from engine import gradcam
 from engine.vocab import TOP_GRADE
 from pages.present import charts
 from pages.present.attention_tables import cooccurrence_summary, knee_caption, stress_summary
+from pages.present.formatting import table_height
 from pages.present.tables import method_title
 from pages.widgets.models import cached_crops, heat_help, maps_of, probs_of
 
@@ -116,7 +117,7 @@ def show_stress_scores(table: pd.DataFrame, task: str, other: str, knees: int) -
         width="stretch",
     )
     summary = stress_summary(table, task, other)
-    st.dataframe(summary, hide_index=True, width="content")
+    st.dataframe(summary, hide_index=True, width="content", height=table_height(len(summary)))
     if other == "CPPD":
         st.caption("A knee redrawn at CPPD 0 has no deposits, so it has no lift on CPPD signs.")
 
@@ -147,4 +148,4 @@ def show_cooccurrence_scores(
         f"**How sure each model stays of {task} {top}**, over up to {MAX_FILMS_PER_LEVEL} "
         f"films per {other} grade."
     )
-    st.dataframe(table, hide_index=True, width="content")
+    st.dataframe(table, hide_index=True, width="content", height=table_height(len(table)))

@@ -13,10 +13,11 @@ from streamlit.delta_generator import DeltaGenerator
 
 from engine.analysis import compare, metrics, stats
 from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS, METRICS
+from engine.analysis.paired import BASELINE
 from engine.analysis.results_file import seed_metrics_wide
 from engine.methods import order_methods
 from jobs.services.csv_safe import escape_csv_cells
-from pages.present import exports, reviewer_tables, stat_tables, tables
+from pages.present import charts, exports, reviewer_tables, stat_tables, tables
 from pages.present.user_text import said
 from pages.widgets import (
     chart_cache,
@@ -175,9 +176,12 @@ def pick_metric(key: str, container: DeltaGenerator | None = None) -> str:
 
 
 def distributions_tab(per_run: pd.DataFrame, tasks: list[str]) -> None:
-    """Fig. 5: one violin-and-box chart per task of the picked metric over seeds."""
+    """Fig. 5: one violin-and-box chart per task of the picked metric over seeds; side by
+    side for a few methods, one per row for many (each violin keeps its width)."""
     metric = pick_metric("compare_metric")
-    for column, task in zip(st.columns(len(tasks)), compare.task_order(tasks), strict=True):
+    many = per_run["method"].nunique() > charts.LEVEL_LABEL_METHODS
+    places = [st.container() for _ in tasks] if many else st.columns(len(tasks))
+    for column, task in zip(places, compare.task_order(tasks), strict=True):
         scores = compare.score_frame(per_run, metric, [task])
         options = {"value_title": tables.metric_name(metric), "title": task}
         column.vega_lite_chart(
@@ -193,7 +197,7 @@ def confusion_tab(counts: pd.DataFrame, per_run: pd.DataFrame, tasks: list[str])
         c1.selectbox, "Task", compare.task_order(tasks), key="compare_cm_task", what="task"
     )
     task_methods = order_methods(per_run.loc[per_run["task"] == task, "method"])
-    default_a = "nominal" if "nominal" in task_methods else task_methods[0]
+    default_a = BASELINE if BASELINE in task_methods else task_methods[0]
     method_a = view_state.linked(
         c2.selectbox,
         "First method",

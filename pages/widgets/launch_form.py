@@ -1,6 +1,6 @@
 """The Launch page's form widgets and state: presets, the form instance id, the dataset
-picker and the training settings. The checking and counting behind them is in
-``pages/present/study_form.py``.
+picker and the training settings (the methods: ``pages/widgets/launch_methods.py``). The
+checking and counting behind them is in ``pages/present/study_form.py``.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from engine.analysis.paired import BASELINE
 from engine.config import SpecError, StudySpec
 from jobs.services import lab
 from jobs.services.access import AccessDenied
@@ -22,6 +23,8 @@ from pages.present.study_form import (
     FOLDER,
     PHANTOM,
     PRESETS,
+    method_widget_values,
+    preset_gpu_text,
     preset_values,
     read_folder_labels,
 )
@@ -52,7 +55,11 @@ def init_form() -> None:
     try:
         values = preset_values(load_preset("quick"))
     except SpecError:
-        values = {"launch_name": "study", "launch_tasks": ["KL"], "launch_methods": ["nominal"]}
+        values = {
+            "launch_name": "study",
+            "launch_tasks": ["KL"],
+            **method_widget_values([BASELINE]),
+        }
     for key, value in values.items():
         st.session_state.setdefault(key, value)
 
@@ -115,6 +122,16 @@ def enqueue(spec: StudySpec, request_id: str, path: Path) -> None:
     st.rerun()  # draw the page again: button disabled, job shown, sidebar counts updated
 
 
+@st.cache_data(ttl=300, show_spinner=False)
+def preset_time(name: str) -> str | None:
+    """A GPU preset's rough time on one GPU, or None (a CPU preset, or it cannot be read:
+    its button says why when pressed)."""
+    try:
+        return preset_gpu_text(load_preset(name))
+    except SpecError:
+        return None
+
+
 # -- widgets ---------------------------------------------------------------------------------
 
 
@@ -133,6 +150,8 @@ def preset_buttons() -> None:
                 help=f"Fill the form from studies/{name}.yaml",
             )
             st.caption(hint)
+            if gpu := preset_time(name):
+                st.caption(f"Estimated GPU time: {gpu} (every run to its epoch cap).")
     if message := st.session_state.pop("launch_preset_error", None):
         st.error(message)
 

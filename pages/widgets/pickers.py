@@ -13,11 +13,22 @@ from streamlit.delta_generator import DeltaGenerator
 
 from engine.analysis import compare
 from pages.present import exports
-from pages.present.tables import method_title, progress_message, study_label
+from pages.present.tables import (
+    method_title,
+    progress_message,
+    study_label,
+    unknown_methods,
+    unknown_methods_note,
+)
 from pages.present.user_text import notes as user_notes
 from pages.present.user_text import plain, plain_list, said
 from pages.widgets import view_state
-from pages.widgets.reads import RESULTS_TTL_S, cached_group_counts, cached_studies
+from pages.widgets.reads import (
+    RESULTS_TTL_S,
+    cached_group_counts,
+    cached_studies,
+    cached_study_methods,
+)
 from store import studies as store_studies
 from store.bundle import imported_card
 from store.db import StoreError
@@ -169,10 +180,28 @@ def show_study_card(path: str, study_id: str, *, key: str, notes: bool = True) -
     except StoreError as exc:
         st.caption(f"The study card cannot be read right now: {said(exc)}")
         return
+    lines = [f"- **{label}**: {plain(value)}" for label, value in card.items()]
+    if unknown := stored_unknown_methods(path, (study_id,)):
+        lines.append(f"- **Methods unknown here**: {unknown_methods_note(unknown)}")
     with st.expander("Study card", key=key):
-        st.markdown("\n".join(f"- **{label}**: {plain(value)}" for label, value in card.items()))
+        st.markdown("\n".join(lines))
     if notes and text.strip():
         st.markdown(user_notes(text))
+
+
+def stored_unknown_methods(path: str, study_ids: tuple[str, ...]) -> list[str]:
+    """The studies' stored methods this checkout does not register (none when the store
+    cannot be read now: the pages say so elsewhere)."""
+    try:
+        return unknown_methods(cached_study_methods(path, study_ids))
+    except StoreError:
+        return []
+
+
+def note_unknown_methods(path: str, study_ids: Iterable[str]) -> None:
+    """A note naming the studies' methods this checkout does not know, if any."""
+    if unknown := stored_unknown_methods(path, tuple(study_ids)):
+        st.info(unknown_methods_note(unknown), icon=":material/extension:")
 
 
 def picker_labels(studies: pd.DataFrame) -> dict[str, str]:
@@ -366,8 +395,9 @@ def read_finished(
 
 
 def pick_methods(container: DeltaGenerator, methods: list[str], *, key: str) -> list[str]:
-    """The result pages' Methods picker: every method present, in the paper's order; kept in
-    the URL."""
+    """The result pages' Methods picker: every method present, in display order; kept in
+    the URL. Its chips wrap onto more rows, so fourteen methods all show whole (in a column
+    Streamlit otherwise keeps one scrolling row that hides all but the first few)."""
     return view_state.linked(
         container.multiselect,
         "Methods",
@@ -377,6 +407,7 @@ def pick_methods(container: DeltaGenerator, methods: list[str], *, key: str) -> 
         multi=True,
         initial={"default": methods},
         format_func=method_title,
+        wrap=True,
     )
 
 

@@ -26,6 +26,7 @@ from engine.analysis import calibration, compare, paired
 from engine.analysis import probability_metrics as pm
 from engine.analysis.ranking import BLOCKING_SENTENCE, CriticalDifference, critical_difference
 from pages.present import exports, inference_tables, science_charts, stat_tables, tables
+from pages.present.formatting import table_height
 from pages.present.user_text import said
 from pages.widgets import reads, stat_tests, view_state
 from pages.widgets.downloads import download_row
@@ -183,7 +184,12 @@ def calibration_section(
     CSV headed by the study ``cards``."""
     st.subheader("Calibration with its uncertainty", divider="gray")
     unc = ece_with_floor(frame)
-    st.dataframe(inference_tables.calibration_frame(unc), hide_index=True, width="content")
+    st.dataframe(
+        inference_tables.calibration_frame(unc),
+        hide_index=True,
+        width="content",
+        height=table_height(len(unc)),
+    )
     st.markdown(inference_tables.calibration_reading(unc))
     st.caption(f"{calibration.ECE_CI_KIND}. {calibration.FLOOR_NOTE}")
     st.markdown("**Temperature scaling (no retraining)**")

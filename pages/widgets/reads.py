@@ -133,3 +133,9 @@ def cached_test_train_ratios(path: str, study_ids: tuple[str, ...]) -> dict[str,
 
     sizes = [store_analysis.split_sizes(study_id, path=path) for study_id in study_ids]
     return paired.test_train_ratios(pd.concat(sizes, ignore_index=True))
+
+
+@st.cache_data(ttl=RESULTS_TTL_S, show_spinner=False)
+def cached_study_methods(path: str, study_ids: tuple[str, ...]) -> list[str]:
+    """The distinct methods of the studies' stored runs (`store.runs.study_methods`)."""
+    return store_runs.study_methods(list(study_ids), path=path)

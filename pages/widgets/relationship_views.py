@@ -12,6 +12,7 @@ import streamlit as st
 from engine.analysis import compare, paired, relationship
 from jobs.services.study_analysis import JOINT_TASK
 from pages.present import inference_tables, stat_tables, tables
+from pages.present.formatting import table_height
 from pages.widgets import chart_cache, pickers, view_state
 
 RESIDUAL_UNITS = {"images": "images per cell", "points": "percentage points of the table"}
@@ -63,6 +64,7 @@ def residuals_section(summary: pd.DataFrame, eps: float, per_row: int = 3) -> No
         ),
         hide_index=True,
         width="content",
+        height=table_height(len(shown)),
         column_config={
             **stat_tables.RELATIONSHIP_HEADERS,
             "kld_mean": st.column_config.NumberColumn(labels["kld_mean"], format="%.4f"),
@@ -102,7 +104,12 @@ def kld_parts_section(summary: pd.DataFrame, parts: pd.DataFrame) -> None:
     predicted tables and a reading of which part drives it."""
     st.subheader("What drives the KLD?", divider="gray")
     left, right = st.columns([3, 2])
-    left.dataframe(inference_tables.kld_parts_frame(parts), hide_index=True, width="content")
+    left.dataframe(
+        inference_tables.kld_parts_frame(parts),
+        hide_index=True,
+        width="content",
+        height=table_height(len(parts)),
+    )
     spec = chart_cache.chart_spec("kld_parts_bars", inference_tables.kld_parts_long(parts), {})
     right.vega_lite_chart(spec, width="content")
     tables_of = summary.set_index("method")

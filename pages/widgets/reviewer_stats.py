@@ -19,6 +19,8 @@ from engine.analysis import compare, designs, paired, power
 from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS, METRICS
 from jobs.services import study_analysis
 from pages.present import reviewer_tables as rt
+from pages.present.charts import HALF_PAGE_PX
+from pages.present.formatting import table_height
 from pages.widgets import probability_view
 
 BOOTSTRAP_REPLICATES = study_analysis.DEFAULT_BOOTSTRAP
@@ -177,7 +179,9 @@ def reviewer_view(
     picked = table["method_a"].isin(methods) & table["method_b"].isin(methods)
     table = table[table["task"].isin(tasks) & picked]
     st.markdown(f"**{METRIC_LABELS[metric]}: every pair of methods, paired by seed**")
-    st.dataframe(rt.paired_view(table), hide_index=True, width="stretch")
+    st.dataframe(
+        rt.paired_view(table), hide_index=True, width="stretch", height=table_height(len(table))
+    )
     st.caption(rt.PAIRED_NOTE)
     show_bootstrap(table)
     n_design_tests = show_designs(rows, tasks, metric)
@@ -197,7 +201,12 @@ def show_primary(path: str, study_id: str, marker: Marker, methods: set[str]) ->
     if primary.empty:
         st.info("The primary endpoint needs nominal and a soft method.", icon=":material/info:")
         return primary
-    st.dataframe(rt.primary_view(primary), hide_index=True, width="stretch")
+    st.dataframe(
+        rt.primary_view(primary),
+        hide_index=True,
+        width="stretch",
+        height=table_height(len(primary)),
+    )
     st.caption(
         "Negative = the soft method's AMAE is lower than nominal's. Declared before looking; "
         "every other row on this tab is exploratory. Whether a row is significant depends on "
@@ -261,13 +270,18 @@ def show_cd_diagrams(rows: pd.DataFrame, tasks: list[str], metric: str) -> int:
 
 
 def show_cd_diagram(rows: pd.DataFrame, tasks: list[str], metric: str) -> int:
-    """The critical-difference diagram of one metric per task (Friedman + Nemenyi ranks);
-    returns its number of pairwise tests."""
+    """The critical-difference diagram of one metric per task (Friedman + Nemenyi ranks),
+    side by side when they fit half the page, else one under the other; returns its number
+    of pairwise tests."""
     st.markdown(f"**Critical-difference diagram: {METRIC_LABELS[metric]}** (1 = best rank)")
     n_tests = 0
-    for column, task in zip(st.columns(len(tasks)), compare.task_order(tasks), strict=True):
+    ranked = {}
+    for task in compare.task_order(tasks):
         scores = compare.score_frame(rows, metric, [task])[["method", "seed", "value"]]
-        _, spec = probability_view.ranked(scores, metric in LOWER_IS_BETTER)
+        ranked[task] = (scores, probability_view.ranked(scores, metric in LOWER_IS_BETTER)[1])
+    widest = max((spec["width"] for _, spec in ranked.values() if spec), default=0)
+    places = st.columns(len(ranked)) if widest <= HALF_PAGE_PX else [st.container() for _ in ranked]
+    for column, (task, (scores, spec)) in zip(places, ranked.items(), strict=True):
         if spec is None:
             column.info(f"{task}: the CD diagram needs 3 methods and 2 seeds.")
         else:

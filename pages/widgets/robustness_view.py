@@ -27,6 +27,7 @@ from engine.analysis.metrics import METRIC_LABELS, METRICS, PRIMARY_METRIC, SELE
 from engine.vocab import LABEL_SEPARATOR
 from jobs.services import study_analysis
 from pages.present import exports, inference_tables, stat_tables
+from pages.present.formatting import table_height
 from pages.present.user_text import plain, said
 from pages.widgets import reads
 from pages.widgets.downloads import download_row
@@ -124,7 +125,12 @@ def truth_section(path: str, study_id: str, metric: str, keep: Keep) -> pd.DataF
     for line in inference_tables.truth_readings(table, metric):
         st.markdown(f"- {line}")
     shown = inference_tables.truth_frame(table[table["metric"] == metric])
-    st.dataframe(shown.drop(columns=["Metric"]), hide_index=True, width="stretch")
+    st.dataframe(
+        shown.drop(columns=["Metric"]),
+        hide_index=True,
+        width="stretch",
+        height=table_height(len(shown)),
+    )
     st.caption(inference_tables.TRUTH_NOTE)
     return table
 
@@ -140,7 +146,12 @@ def budget_section(path: str, study_id: str, metric: str, keep: Keep) -> dict[st
         return {}
     table, pairs = keep(matched.table), keep(matched.paired, "method_a", "method_b")
     shown = inference_tables.budget_table_frame(table[table["metric"] == metric])
-    st.dataframe(shown.drop(columns=["Metric"]), hide_index=True, width="content")
+    st.dataframe(
+        shown.drop(columns=["Metric"]),
+        hide_index=True,
+        width="content",
+        height=table_height(len(shown)),
+    )
     st.markdown(inference_tables.budget_draws_sentence(matched.draws, matched.budget))
     st.markdown(f"**Paired tests at matched budget ({METRIC_LABELS[metric]})**")
     paired_shown = inference_tables.paired_frame(pairs[pairs["metric"] == metric])

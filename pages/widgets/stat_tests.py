@@ -8,6 +8,7 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from engine.analysis import stats
+from pages.present.formatting import table_height
 from pages.present.stat_tables import (
     CORRECTION_ORDER,
     correction_label,
@@ -33,7 +34,9 @@ def show_test(
         st.info(shortfall or result.note or result.reading, icon=":material/info:")
         return
     st.markdown(result.reading)
-    st.dataframe(format_test_table(shown), hide_index=True, width="content")
+    st.dataframe(
+        format_test_table(shown), hide_index=True, width="content", height=table_height(len(shown))
+    )
     if result.note:
         st.caption(result.note)
 

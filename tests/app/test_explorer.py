@@ -287,3 +287,28 @@ def test_planned_configs_reads_the_budget_from_the_stored_spec():
     assert views.planned_configs({"budget": 4}, "exponential") == 4
     assert views.planned_configs("{}", "beta") is None
     assert views.planned_configs("not json", "beta") is None
+
+
+def test_a_parameter_reading_takes_labels_and_meanings_from_the_registry():
+    from engine.methods import get_method
+
+    effects = pd.DataFrame({"method": ["triangular", "triangular"], "param": "alpha2"})
+    text = views.parameter_reading("alpha2", effects)
+    (alpha2,) = [h for h in get_method("triangular").hyperparameters if h.name == "alpha2"]
+    assert text.startswith(f"**{alpha2.label}**: {alpha2.meaning.rstrip('.')}.")
+
+
+def test_a_parameter_shared_by_name_is_explained_per_method_when_meanings_differ():
+    from engine.methods import get_method
+
+    methods = [m for m in ("geometric", "cdw_ce") if "alpha" in get_method(m).parameter_names]
+    meanings = {
+        m: next(h.meaning for h in get_method(m).hyperparameters if h.name == "alpha")
+        for m in methods
+    }
+    text = views.param_meaning("alpha", methods)
+    for method, meaning in meanings.items():
+        assert meaning.rstrip(".") in text
+        if len(set(meanings.values())) > 1:
+            assert f"for {get_method(method).label}, " in text
+    assert views.param_meaning("alpha", ["imported_loss"])  # unknown method: no crash

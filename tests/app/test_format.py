@@ -33,3 +33,10 @@ def test_format_duration(seconds, text):
 )
 def test_run_label_reads_a_run_id_in_words(run_id, label):
     assert fmt.run_label(run_id) == label
+
+
+@pytest.mark.parametrize(("rows", "height"), [(1, "content"), (30, "content"), (105, 560)])
+def test_a_table_shows_every_row_of_a_14_method_study_and_scrolls_past_that(rows, height):
+    from pages.present.formatting import table_height
+
+    assert table_height(rows) == height

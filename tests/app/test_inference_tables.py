@@ -268,3 +268,26 @@ def test_table4_latex_beside_the_paper_says_how_the_protocols_differ():
     latex = tables.summary_latex(summary, pd.DataFrame(index=summary.index))
     assert "ImageNet weights" in latex.split(r"\label")[0]
     assert "ImageNet" not in tables.summary_latex(ours, pd.DataFrame(index=ours.index))
+
+
+def test_truth_readings_of_many_methods_without_evidence_share_one_sentence():
+    methods = ["nominal", "binomial", "beta", "triangular", "exponential", "geometric", "corn"]
+    n = len(methods)
+    table = pd.DataFrame(
+        {
+            "task": "CPPD",
+            "method": methods,
+            "metric": "amae",
+            "shift_vs_nominal": [np.nan] + [0.004] * (n - 2) + [-0.02],
+            "ci_low": [np.nan] + [-0.02] * (n - 1),
+            "ci_high": [np.nan] + [0.03] * (n - 2) + [-0.01],
+            "p_corrected": [np.nan] + [0.7] * (n - 2) + [0.01],
+        }
+    )
+    lines = it.truth_readings(table)
+    assert lines[0].startswith("CPPD: CORN gains more than Nominal")
+    (grouped,) = lines[1:]
+    assert grouped.startswith(
+        "CPPD: no evidence that any of Binomial, Beta, Triangular, Exponential, Geometric "
+    )
+    assert "not evidence of no difference" in grouped

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from engine.methods import FAMILIES
+from pages.present.study_form import chosen_methods, family_key, method_widget_values
 from store import datasets as store_datasets
 from store import jobs as store_jobs
 from tests.helpers.films import meta_frame
@@ -33,6 +35,18 @@ def _texts(elements) -> str:
     return re.sub(r"\\(.)", r"\1", "\n".join(e.value for e in elements))
 
 
+def _set_methods(at: AppTest, methods: list[str]) -> AppTest:
+    """Pick ``methods`` in the family pickers (one per family), the others cleared."""
+    for key, value in method_widget_values(methods).items():
+        at.multiselect(key=key).set_value(value)
+    return at
+
+
+def _methods(at: AppTest) -> list[str]:
+    keys = [family_key(f) for f in FAMILIES]
+    return chosen_methods({k: at.multiselect(key=k).value for k in keys})
+
+
 def test_first_visit_starts_from_the_quick_preset_and_counts_runs(path):
     at = _page().run()
     assert not at.exception
@@ -41,12 +55,12 @@ def test_first_visit_starts_from_the_quick_preset_and_counts_runs(path):
     assert "**20 runs**" in _texts(at.markdown)
     assert "Rough time" in _texts(at.caption)
     # one soft-label heatmap per chosen method
-    assert len(at.get("vega_lite_chart")) == len(at.multiselect(key="launch_methods").value)
+    assert len(at.get("vega_lite_chart")) == len(_methods(at))
 
 
 def test_submit_creates_one_job_with_the_chosen_settings(path):
     at = _page().run()
-    at.multiselect(key="launch_methods").set_value(["nominal", "beta"])
+    _set_methods(at, ["nominal", "beta"])
     at.multiselect(key="launch_tasks").set_value(["CPPD"])
     at.number_input(key="launch_seeds").set_value(3)
     at.selectbox(key="launch_device").set_value("cpu")
@@ -99,7 +113,7 @@ def test_refresh_or_duplicated_tab_sending_the_same_study_gets_the_same_job(path
 
 def test_two_tabs_with_different_studies_make_two_jobs(path):
     one, two = _page().run(), _page().run()
-    two.multiselect(key="launch_methods").set_value(["nominal"]).run()
+    _set_methods(two, ["nominal"]).run()
     _submit(one)
     _submit(two)
     assert sorted(len(j.spec["methods"]) for j in _jobs(path)) == [1, 5]
@@ -140,10 +154,13 @@ def test_queue_the_same_study_again_is_an_explicit_second_job(path):
 )
 def test_each_refused_value_says_why_and_queues_nothing(path, key, value, message):
     at = _page().run()
-    widget = at.multiselect(key=key) if isinstance(value, list) else None
-    if widget is None:
-        widget = at.text_input(key=key) if isinstance(value, str) else at.number_input(key=key)
-    widget.set_value(value).run()
+    if key == "launch_methods":
+        _set_methods(at, value).run()
+    else:
+        widget = at.multiselect(key=key) if isinstance(value, list) else None
+        if widget is None:
+            widget = at.text_input(key=key) if isinstance(value, str) else at.number_input(key=key)
+        widget.set_value(value).run()
     assert not at.exception
     assert message in _texts(at.error)
     assert at.button(key="launch_submit").disabled  # a browser cannot click it
@@ -152,7 +169,7 @@ def test_each_refused_value_says_why_and_queues_nothing(path, key, value, messag
 
 def test_budget_is_checked_against_the_chosen_methods_grid(path):
     at = _page().run()
-    at.multiselect(key="launch_methods").set_value(["nominal"])
+    _set_methods(at, ["nominal"])
     at.number_input(key="launch_budget").set_value(5).run()
     assert "from 1 to 3" in _texts(at.error)
 
@@ -171,6 +188,43 @@ def test_paper_preset_fills_the_form(path):
     assert "**1800 runs**" in _texts(at.markdown)
     at.button(key="launch_preset_quick").click().run()
     assert at.number_input(key="launch_image_size").value == 32
+
+
+def test_methods_are_picked_by_family_each_with_what_it_does(path):
+    from engine.methods import FAMILY_DESCRIPTIONS, methods_by_family
+
+    at = _page().run()
+    captions = _texts(at.caption)
+    for family, members in methods_by_family().items():
+        picker = at.multiselect(key=family_key(family))
+        assert picker.options == [m.label for m in members]
+        assert FAMILY_DESCRIPTIONS[family] in captions
+
+
+def test_only_methods_with_a_target_matrix_draw_one_the_others_are_described(path):
+    from engine.methods import get_method, method_names
+
+    at = _set_methods(_page().run(), list(method_names())).run()
+    assert not at.exception
+    with_matrix = [m for m in method_names() if get_method(m).target_matrix is not None]
+    assert len(at.get("vega_lite_chart")) == len(with_matrix) < len(method_names())
+    words = _texts(at.markdown)
+    for name in method_names():
+        method = get_method(name)
+        if method.target_matrix is None:
+            assert f"**{method.label}**" in words and method.description in words
+
+
+def test_the_survey_preset_picks_every_method_and_shows_its_gpu_time(path):
+    from engine.methods import method_names
+
+    at = _page().run()
+    assert "Estimated GPU time: about" in _texts(at.caption)  # on the preset's card
+    at.button(key="launch_preset_ordinal-survey").click().run()
+    assert not at.exception
+    assert _methods(at) == list(method_names())
+    assert at.number_input(key="launch_seeds").value == 20
+    assert "on a GPU" in _texts(at.caption)  # the study's rough time, device auto
 
 
 def test_a_registered_dataset_can_be_chosen(path, tmp_path):

@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from engine.analysis import explorer
 from engine.analysis import probability_metrics as pm
+from engine.methods import method_names, paper_methods
 from pages.present import charts, science_charts
-from pages.present.palette import METHOD_COLOURS, method_colours
+from pages.present.palette import (
+    METHOD_COLOURS,
+    PALETTE,
+    TOL_MUTED,
+    colour_at,
+    method_colours,
+    method_dashes,
+    method_scale,
+)
 from pages.present.tables import method_title
 
 METHOD_FIELDS = {"method", "Method", "Line"}
@@ -108,7 +119,7 @@ def test_every_chart_that_encodes_method_uses_the_one_palette():
                 key = method_title(method)
                 assert palette[key] == colour, (name, method, colour)
                 assert seen.setdefault(key, colour) == colour, (name, method)
-    assert len(seen) == len(METHOD_COLOURS)  # every method met in some chart
+    assert set(seen) == {method_title(m) for m in paper_methods()}  # every method met
 
 
 def test_a_second_label_of_a_method_gets_a_spare_colour():
@@ -116,3 +127,85 @@ def test_a_second_label_of_a_method_gets_a_spare_colour():
     assert colours["nominal"] == METHOD_COLOURS["nominal"]
     assert colours["beta · study A"] == METHOD_COLOURS["beta"]
     assert colours["beta · study B"] not in METHOD_COLOURS.values()
+
+
+def _names(n: int) -> list[str]:
+    """``n`` names: registered methods first, then names this checkout does not know."""
+    registered = list(method_names())
+    return (registered + [f"imported_{k:02d}" for k in range(n)])[:n]
+
+
+@pytest.mark.parametrize("n", [1, 14, 30])
+def test_any_number_of_methods_gets_distinct_colours_and_a_dash(n):
+    names = _names(n)
+    colours = method_colours(names)
+    dashes = method_dashes(names)
+    assert set(colours) == set(names) == set(dashes)
+    assert len(set(colours.values())) == n  # no two names share a colour
+    assert all(re.fullmatch(r"#[0-9A-F]{6}", c) for c in colours.values())
+    scale = method_scale(names).to_dict()
+    assert len(scale["domain"]) == len(scale["range"]) == n
+
+
+def test_a_registered_method_keeps_its_colour_whatever_else_is_shown():
+    everything = method_colours(_names(30))
+    for name in method_names():
+        assert method_colours([name])[name] == everything[name] == METHOD_COLOURS[name]
+        assert method_colours([name, "imported_00", "nominal"])[name] == METHOD_COLOURS[name]
+
+
+def test_the_registered_methods_take_the_palette_in_registry_order():
+    assert list(METHOD_COLOURS) == list(method_names())
+    assert list(METHOD_COLOURS.values()) == list(PALETTE[: len(METHOD_COLOURS)])
+    assert METHOD_COLOURS[method_names()[0]] == TOL_MUTED[0]
+
+
+def test_unknown_names_take_colours_after_the_registered_ones_in_order():
+    colours = method_colours(["zeta_loss", "alpha_loss", "beta"])
+    first_spare = colour_at(len(method_names()))
+    assert colours["alpha_loss"] == first_spare  # sorted by name among the unknown
+    assert colours["zeta_loss"] == colour_at(len(method_names()) + 1)
+    assert colours["beta"] == METHOD_COLOURS["beta"]
+    assert set(colours.values()).isdisjoint(set(METHOD_COLOURS.values()) - {colours["beta"]})
+
+
+def test_lines_past_the_muted_block_are_dashed():
+    names = _names(20)
+    dashes = method_dashes(names)
+    assert dashes[names[0]] == [1, 0]  # solid
+    assert dashes[names[len(TOL_MUTED)]] != [1, 0]
+    assert dashes[names[len(PALETTE)]] not in (dashes[names[0]], dashes[names[len(TOL_MUTED)]])
+
+
+def _dash_scales(spec: object) -> Iterator[dict[str, list[int]]]:
+    """Every strokeDash encoding on a method field in a Vega-Lite spec, as domain -> range."""
+    if isinstance(spec, dict):
+        dash = spec.get("strokeDash")
+        if isinstance(dash, dict) and dash.get("field") in METHOD_FIELDS:
+            scale = dash["scale"]
+            yield dict(zip(scale["domain"], map(tuple, scale["range"]), strict=True))
+        for value in spec.values():
+            yield from _dash_scales(value)
+    elif isinstance(spec, list):
+        for value in spec:
+            yield from _dash_scales(value)
+
+
+def test_line_charts_of_many_methods_tell_lines_apart_by_dash_too():
+    names = list(method_names())
+    lifts = pd.DataFrame({"method": names, "level": 0, "knee": 1, "lift_own": 1.0})
+    charts_with_lines = {
+        "stress_lift": charts.stress_lift(lifts, column="lift_own", title="t", level_title="KL"),
+        "reliability": science_charts.reliability_diagram(
+            pm.reliability_table(_probabilities(names))
+        ),
+        "learning_curves": science_charts.learning_curves_chart(
+            explorer.overlay(_curves(names), "method", task="KL")
+        ),
+    }
+    for name, chart in charts_with_lines.items():
+        scales = list(_dash_scales(chart.to_dict()))
+        assert scales, f"{name} has no dash per method"
+        for scale in scales:
+            assert len(scale) == len(names), name
+            assert len(set(scale.values())) >= 2, name  # 14 methods span two blocks

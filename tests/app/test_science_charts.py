@@ -252,7 +252,17 @@ def test_parameter_strip_facets_by_method_with_points_ring_and_mean_tick():
     data = _datasets(spec)[spec["data"]["name"]]
     assert set(data["param"]) == {"lr"} and len(data) == 9
     assert sorted(set(data["value_label"])) == ["0.001", "0.01"]
-    assert spec["facet"]["column"]["field"] == "Method"
+    assert spec["facet"]["field"] == "Method"
+
+
+def test_parameter_strip_wraps_many_methods_onto_rows():
+    from engine.methods import method_names
+
+    effects = explorer.parameter_effects(_search())
+    many = pd.concat([effects.assign(method=m) for m in method_names()], ignore_index=True)
+    spec = charts.parameter_strip(many, "lr").to_dict()
+    assert spec["columns"] == 5
+    assert _datasets(spec)[spec["data"]["name"]]["Method"].nunique() == len(method_names())
 
 
 def test_parameter_strip_panels_narrow_with_the_value_width_down_to_140_px():

@@ -2,12 +2,32 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
 from engine.config import SpecError, StudySpec
+from engine.methods import (
+    FAMILIES,
+    OUTPUT_LAYER,
+    REGULARISED_LOSS,
+    TARGET_DISTRIBUTION,
+    get_method,
+    method_names,
+    order_methods,
+)
+from engine.study import plan_runs
 from pages.present.study_form import (
     check_study,
+    chosen_methods,
+    configurations_text,
+    eager_runs_per_task,
+    family_key,
+    method_widget_values,
+    preset_gpu_seconds,
+    preset_gpu_text,
     preset_values,
     request_id_for,
     rough_time_text,
@@ -20,7 +40,7 @@ from tests.helpers.studies import tiny_study
 def test_a_preset_fills_every_widget_of_a_phantom_study():
     values = preset_values(StudySpec.from_dict(tiny_study(seeds=3)).to_dict())
     assert values["launch_seeds"] == 3
-    assert values["launch_methods"] == ["nominal", "beta"]
+    assert chosen_methods(values) == ["nominal", "beta"]
     assert values["launch_dataset"] == "phantom"
     assert values["launch_n_images"] == tiny_study()["dataset"]["n_images"]
 
@@ -84,3 +104,51 @@ def test_rough_time_names_the_study_device(device, parts):
     text = rough_time_text(spec, per_task, {"KL": 100, "CPPD": 200})
     assert text.startswith("about ")
     assert all(part in text for part in parts)
+
+
+STUDIES = Path(__file__).parents[2] / "studies"
+
+
+def test_methods_fill_one_picker_per_family_and_read_back_in_registry_order():
+    values = method_widget_values(["corn", "cdw_ce", "beta", "nominal", "unknown_loss"])
+    assert set(values) == {family_key(f) for f in FAMILIES}
+    assert values[family_key(TARGET_DISTRIBUTION)] == ["nominal", "beta"]
+    assert values[family_key(REGULARISED_LOSS)] == ["cdw_ce"]
+    assert values[family_key(OUTPUT_LAYER)] == ["corn"]
+    assert chosen_methods(values) == order_methods(["nominal", "beta", "cdw_ce", "corn"])
+
+
+def test_the_survey_preset_is_every_registered_method_on_the_paper_protocol():
+    survey = StudySpec.from_file(STUDIES / "ordinal-survey.yaml")
+    paper = StudySpec.from_file(STUDIES / "paper.yaml")
+    assert survey.methods == method_names()
+    assert replace(survey, name=paper.name, methods=paper.methods) == paper
+
+
+def test_the_run_count_text_gives_each_method_its_grid_or_the_budget():
+    spec = StudySpec.from_dict(tiny_study(methods=["nominal", "beta", "triangular"], budget=10))
+    text = configurations_text(spec)
+    assert "10 for Triangular" in text and "6 for Beta" in text and "3 for Nominal" in text
+    assert configurations_text(StudySpec.from_dict(tiny_study(budget=1))) == (
+        "1 configuration each"
+    )
+
+
+def test_eager_runs_are_the_planned_runs_of_methods_without_a_target_matrix():
+    spec = StudySpec.from_dict(tiny_study(methods="all", seeds=2, budget=4))
+    plan = plan_runs(spec, "s", "cpu")
+    for task, count in eager_runs_per_task(spec).items():
+        expected = sum(r.task == task and get_method(r.method).target_matrix is None for r in plan)
+        assert count == expected > 0
+
+
+def test_a_gpu_preset_says_its_time_on_one_gpu_and_the_survey_takes_longer():
+    def study(name: str) -> dict:
+        return StudySpec.from_file(STUDIES / f"{name}.yaml").to_dict()
+
+    assert preset_gpu_text(study("quick")) is None  # a CPU preset
+    assert preset_gpu_text(study("ordinal-survey")).endswith("on one GPU")
+    paper, survey = preset_gpu_seconds(study("paper")), preset_gpu_seconds(study("ordinal-survey"))
+    # More methods, and six of them on the GPU's slower eager path.
+    runs = study_size(StudySpec.from_dict(study("ordinal-survey")))[0]
+    assert survey > paper * runs / study_size(StudySpec.from_dict(study("paper")))[0]

@@ -13,7 +13,7 @@ from engine.analysis import compare, stats
 from engine.analysis.compare import StudyProgress
 from engine.analysis.metrics import METRICS
 from engine.analysis.relationship import SeedRelationship
-from engine.methods import paper_methods
+from engine.methods import get_method, paper_methods
 from pages.present import exports, stat_tables, tables
 from tests.helpers.predictions import confusion_counts_of, synthetic_predictions
 
@@ -25,8 +25,15 @@ def per_run() -> pd.DataFrame:
     return compare.per_run_metrics(confusion_counts_of(synthetic_predictions()))
 
 
-def test_method_title_capitalises_and_keeps_the_study_of_a_label():
+def test_method_title_is_the_registry_label_and_keeps_the_study_of_a_label():
     assert tables.method_title("beta · first") == "Beta · first"
+    assert tables.method_title("cdw_ce") == get_method("cdw_ce").label
+    assert tables.method_title("binomial_layer · b") == get_method("binomial_layer").label + " · b"
+
+
+def test_method_title_reads_an_unknown_name_as_given():
+    assert tables.method_title("my_imported_loss") == "my_imported_loss"
+    assert tables.method_title("my_imported_loss · other") == "my_imported_loss · other"
 
 
 def test_metric_name_says_which_way_is_better():

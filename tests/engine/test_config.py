@@ -49,6 +49,38 @@ def test_bad_study_values_name_field_and_allowed_values(override, field, allowed
     assert message.startswith(f"{field}:") and allowed in message
 
 
+@pytest.mark.parametrize("value", ["all", "All", " all "])
+def test_methods_all_expands_to_every_registered_method_in_registry_order(value):
+    from engine.methods import method_names
+
+    spec = StudySpec.from_dict(tiny_study(methods=value))
+    assert spec.methods == method_names() and len(spec.methods) >= 14
+    # What is stored is the expanded list, so the study reads the same after more methods come.
+    assert spec.to_dict()["methods"] == list(method_names())
+
+
+def test_methods_all_follows_the_registry_when_a_method_is_added(monkeypatch, tmp_path):
+    from engine.methods import PLUGIN_VARIABLE
+
+    package = tmp_path / "extra_methods"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "ranked.py").write_text(
+        "from engine.methods.base import LEARNING_RATE, REGULARISED_LOSS, Method\n"
+        "METHOD = Method(name='ranked_probe', label='Ranked probe', family=REGULARISED_LOSS,\n"
+        "    description='a test method', hyperparameters=(LEARNING_RATE,), source='test',\n"
+        "    loss=lambda j, p: None)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv(PLUGIN_VARIABLE, "extra_methods")
+    assert "ranked_probe" in StudySpec.from_dict(tiny_study(methods="all")).methods
+
+
+def test_methods_all_inside_a_list_is_refused_with_how_to_write_it():
+    with pytest.raises(SpecError, match="methods: 'all' stands alone"):
+        StudySpec.from_dict(tiny_study(methods=["nominal", "all"]))
+
+
 def test_train_config_rejects_eta_outside_unit_interval():
     with pytest.raises(SpecError, match="eta"):
         TrainConfig(task="KL", method="beta", lr=1e-3, hparams={"eta": 1.5})

@@ -113,3 +113,19 @@ def test_joint_predictions_is_empty_when_a_task_is_missing(store):
     _record(store, study, "KL", "beta", 0, 0, 0.2, {})
     store_runs.select_best_runs(study, path=store)
     assert store_runs.joint_predictions([study], path=store).empty
+
+
+def test_study_methods_lists_each_stored_method_once_known_or_not(store):
+    study_id = _study(store)
+    other = _study(store)
+    for method in ("nominal", "my_imported_loss"):
+        for seed in (0, 1):
+            _record(store, study_id, "KL", method, seed, 0, 0.5, {})
+    _record(store, other, "KL", "beta", 0, 0, 0.5, {})
+    assert store_runs.study_methods([study_id], path=store) == ["my_imported_loss", "nominal"]
+    assert store_runs.study_methods([study_id, other], path=store) == [
+        "beta",
+        "my_imported_loss",
+        "nominal",
+    ]
+    assert store_runs.study_methods(["no-such-study"], path=store) == []

@@ -1,0 +1,174 @@
+"""Every view with many methods: a synthetic study of every registered method (14) plus one
+this checkout does not know, through each results page and the report, and the chart specs
+that must stay readable at that count (violin labels, CD diagram label room)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from engine.analysis import compare, ranking
+from engine.methods import method_names
+from pages.present import charts, report, science_charts, tables
+from pages.present.palette import method_colours
+from tests.helpers.pages import TIMEOUT_S, finished_synthetic_store, texts
+
+UNKNOWN = "imported_loss"  # a method no registry here knows (results imported from elsewhere)
+PAGES = Path(__file__).parents[2] / "pages"
+
+
+@pytest.fixture(scope="module")
+def many(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """Home and study id of a finished 15-method study (6 seeds: every test can run)."""
+    home = tmp_path_factory.mktemp("many-methods")
+    methods = (*method_names(), UNKNOWN)
+    return home, finished_synthetic_store(home, n_seeds=6, n_patients=40, methods=methods)
+
+
+def _titles() -> list[str]:
+    return [tables.method_title(m) for m in (*method_names(), UNKNOWN)]
+
+
+def _page(home: Path, monkeypatch: pytest.MonkeyPatch, name: str, **state: object) -> AppTest:
+    monkeypatch.setenv("SOFTGRADE_HOME", str(home))
+    at = AppTest.from_file(str(PAGES / f"{name}.py"), default_timeout=TIMEOUT_S)
+    for key, value in state.items():
+        at.session_state[key] = value
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_at_least_fourteen_methods_are_registered():
+    assert len(method_names()) >= 14
+
+
+def test_table4_lists_every_method_in_registry_order_then_the_unknown_one(many, monkeypatch):
+    home, _ = many
+    at = _page(home, monkeypatch, "compare")
+    table = at.table[0].value
+    for task in ("KL", "CPPD"):
+        shown = [m for m in table.loc[table["Task"] == task, "Method"] if m != compare.AVERAGE]
+        assert shown == _titles()
+
+
+def test_compare_and_the_study_card_name_the_method_this_checkout_does_not_know(many, monkeypatch):
+    home, _ = many
+    at = _page(home, monkeypatch, "compare")
+    note = texts(at, "info")
+    assert f"**{UNKNOWN}**" in note and "cannot train or grade with it" in note
+    card = texts(at, "markdown")
+    assert "Methods unknown here" in card and UNKNOWN in card
+    assert UNKNOWN in at.multiselect(key="compare_methods").value
+
+
+@pytest.mark.parametrize(
+    "tab",
+    ["Distributions over seeds", "Confusion matrices", "Statistics", "Probabilities", "Robustness"],
+)
+def test_every_compare_tab_draws_with_fifteen_methods(many, monkeypatch, tab):
+    home, _ = many
+    at = _page(home, monkeypatch, "compare", compare_tab=tab)
+    assert at.get("vega_lite_chart") or at.dataframe
+
+
+def test_the_probability_table_keeps_the_display_order(many, monkeypatch):
+    home, _ = many
+    at = _page(home, monkeypatch, "compare", compare_tab="Probabilities")
+    table = next(t.value for t in at.table if "RPS" in t.value.columns)
+    for task in ("KL", "CPPD"):
+        assert list(table.loc[table["Task"] == task, "Method"]) == _titles()
+
+
+def test_the_kl_cppd_page_scores_every_method(many, monkeypatch):
+    home, _ = many
+    at = _page(home, monkeypatch, "relationship")
+    assert list(at.dataframe[0].value["method"]) == _titles()
+
+
+def test_the_explorer_offers_every_method(many, monkeypatch):
+    home, _ = many
+    at = _page(home, monkeypatch, "explorer")
+    picker = at.selectbox(key="explorer_method")
+    assert set(picker.options) == set(_titles())
+    picker.set_value(UNKNOWN).run()  # its search, though this checkout has no grid for it
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def test_the_report_has_every_method_with_a_colour(many):
+    home, study_id = many
+    html = report.build_report([study_id], path=home / "softgrade.duckdb")
+    assert all(title.replace("&", "&amp;") in html for title in _titles())
+    colours = method_colours([*method_names(), UNKNOWN])
+    assert len(set(colours.values())) == len(colours)
+
+
+def _scores(n_seeds: int = 6) -> pd.DataFrame:
+    methods = [*method_names(), UNKNOWN]
+    return pd.DataFrame(
+        [
+            {"method": m, "seed": s, "value": 0.3 + 0.01 * i + 0.02 * ((s * 7 + i) % 5)}
+            for i, m in enumerate(methods)
+            for s in range(n_seeds)
+        ]
+    )
+
+
+def test_the_violin_chart_names_every_method_on_slanted_labels():
+    spec = charts.violin_box(_scores(), value_title="AMAE").to_dict()
+    axis = next(
+        layer["encoding"]["x"]["axis"]
+        for layer in spec["layer"]
+        if "axis" in layer["encoding"].get("x", {})
+    )
+    assert axis["values"] == list(range(len(method_names()) + 1))
+    assert axis["labelAngle"] < 0 and axis["labelOverlap"] is False
+    for title in _titles():
+        assert f"'{title}'" in axis["labelExpr"]
+
+
+def test_the_cd_diagram_leaves_room_for_its_longest_label():
+    scores = _scores()
+    cd = ranking.critical_difference(scores, lower_is_better=True)
+    spec = science_charts.critical_difference_diagram(cd.table, cd.groups, cd.cd).to_dict()
+    domain = next(
+        layer["encoding"]["x"]["scale"]["domain"]
+        for layer in spec["layer"]
+        if "scale" in layer["encoding"].get("x", {})
+    )
+    k = len(cd.table)
+    px_per_rank = spec["width"] / (domain[1] - domain[0])
+    longest = max(len(t) for t in _titles()) + len(" (0.00)")
+    room = (domain[1] - k) * px_per_rank  # pixels right of the last rank
+    elbow = science_charts.CD_ELBOW_PX
+    assert room >= elbow + science_charts.CD_CHAR_PX * longest
+    assert (1 - domain[0]) * px_per_rank >= elbow + science_charts.CD_CHAR_PX * longest
+    assert spec["width"] > 520  # grew past the default width to fit them
+
+
+def test_a_line_chart_of_many_methods_lists_them_all_under_the_chart():
+    lifts = pd.DataFrame(
+        {"method": [*method_names(), UNKNOWN], "level": 0, "knee": 1, "lift_own": 1.0}
+    )
+    spec = charts.stress_lift(lifts, column="lift_own", title="t", level_title="KL").to_dict()
+    colour = spec["layer"][0]["encoding"]["color"]
+    assert colour["legend"]["orient"] == "bottom" and colour["legend"]["symbolLimit"] == 0
+    few = charts.stress_lift(lifts.head(3), column="lift_own", title="t", level_title="KL")
+    assert "orient" not in few.to_dict()["layer"][0]["encoding"]["color"]["legend"]
+
+
+def test_the_reports_violins_fit_its_page_with_many_methods(many):
+    home, study_id = many
+    html = "".join(report.distributions_section([study_id], home / "softgrade.duckdb"))
+    widths = [float(w) for w in re.findall(r'<svg[^>]*?\swidth="([\d.]+)', html)]
+    assert len(widths) == 2 and max(widths) <= 1100  # the report's page width
+
+
+def test_the_reports_cd_readings_name_methods_by_their_labels(many):
+    home, study_id = many
+    html = "".join(report.critical_difference_section([study_id], home / "softgrade.duckdb"))
+    assert "CDW-CE" in html and "cdw_ce" not in html
