@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 from engine.vocab import parse_run_id
 
@@ -48,7 +49,7 @@ ALL_ROWS_UP_TO = 32
 SCROLLING_TABLE_PX = 560
 
 
-def table_height(n_rows: int) -> int | str:
+def table_height(n_rows: int) -> int | Literal["content"]:
     """The ``height`` of ``st.dataframe`` for a table of ``n_rows``: ``"content"`` (every
     row, no inner scroll bar) up to `ALL_ROWS_UP_TO` rows, else a fixed box that scrolls."""
     return "content" if n_rows <= ALL_ROWS_UP_TO else SCROLLING_TABLE_PX

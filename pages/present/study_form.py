@@ -65,7 +65,7 @@ def method_widget_values(methods: list[str]) -> dict[str, list[str]]:
     with its chosen methods in registry order; a name this checkout does not know is
     dropped (the form offers only registered methods)."""
     chosen = set(methods)
-    values = {family_key(f): [] for f in FAMILIES}
+    values: dict[str, list[str]] = {family_key(f): [] for f in FAMILIES}
     for family, members in methods_by_family().items():
         values[family_key(family)] = [m.name for m in members if m.name in chosen]
     return values

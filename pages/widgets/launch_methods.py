@@ -78,6 +78,8 @@ def target_matrices(methods: list[Method]) -> None:
                 params = shown_params(method)
                 st.markdown(f"**{method.label}**")
                 matrix = target_matrix(method.name, TASK_CLASSES[shown_task], params)
+                if matrix is None:  # only target-distribution methods reach here
+                    continue
                 chart = soft_label_heatmap(soft_label_frame(matrix), size=140)
                 st.altair_chart(chart, width="content")
                 drawn_with = ", ".join(
