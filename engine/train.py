@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import math
 import threading
 import time
 from collections import OrderedDict
@@ -643,8 +644,12 @@ class Trainer:
             val_amae = _amae(data.y_val, val_probs, config.num_classes)
             rule = protocol.EARLY_STOPPING  # the declared rule, read where it is used
             watched = rule.to_minimise({"val_loss": val_loss, "val_amae": val_amae})
-            if watched < best.loss:
-                best.update(epoch, watched, self.model)
+            # A diverged configuration (a NaN or infinite validation loss, e.g. CDW-CE at a
+            # high learning rate) keeps its first epoch until a finite one beats it, so the
+            # run ends and loses the search instead of failing the whole study.
+            finite = math.isfinite(watched)
+            if (finite and watched < best.loss) or best.epoch == 0:
+                best.update(epoch, watched if finite else math.inf, self.model)
             stats = EpochStats(
                 epoch, train_loss, val_loss, val_amae, time.perf_counter() - t0, best.epoch
             )
@@ -656,6 +661,7 @@ class Trainer:
         self.model.load_state_dict(best.state)
         _, val_probs = self._evaluate(criterion, data.x_val, data.y_val)
         _, test_probs = self._evaluate(criterion, data.x_test, data.y_test)
+        val_probs, test_probs = _no_information(val_probs), _no_information(test_probs)
         return FitResult(
             best_epoch=best.epoch,
             epochs_run=len(history),
@@ -761,6 +767,18 @@ def _adam_steps(optimizer: torch.optim.Optimizer) -> int:
         if "step" in state:
             return int(state["step"])
     return 0
+
+
+def _no_information(probs: torch.Tensor) -> torch.Tensor:
+    """Probabilities with every row a diverged model left non-finite set to uniform: such a
+    model tells nothing about the film, and NaN must not reach the store or the metrics."""
+    bad = ~torch.isfinite(probs).all(dim=1)
+    if bool(bad.any()):
+        n_bad, n = int(bad.sum()), len(probs)
+        log.warning("%d of %d films got non-finite probabilities: set to uniform", n_bad, n)
+        probs = probs.clone()
+        probs[bad] = 1.0 / probs.shape[1]
+    return probs
 
 
 def _amae(y: torch.Tensor, probs: torch.Tensor, num_classes: int) -> float:

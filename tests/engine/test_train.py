@@ -295,3 +295,28 @@ def test_every_path_takes_the_same_steps_over_the_same_films(path):
         assert sorted(f for batch in epoch for f in batch) == list(range(1, 22))
     assert fast_epochs == plain_epochs  # same shuffle, same batches, epoch by epoch
     assert plain.optimizer_steps == fast.optimizer_steps == 3 * 3
+
+
+@pytest.mark.slow
+def test_a_diverging_configuration_ends_as_a_run_instead_of_failing(images, labels, monkeypatch):
+    """A loss that turns NaN (CDW-CE at a high learning rate did, on a 14-method study): the
+    run keeps its first epoch, gives finite probabilities, and loses the search."""
+    import engine.train as train
+
+    real = train.make_loss
+
+    def exploding(method, num_classes, params):
+        loss = real(method, num_classes, params)
+
+        class Nan(torch.nn.Module):
+            def forward(self, outputs, grades):
+                return loss(outputs, grades) * float("nan")
+
+        return Nan()
+
+    monkeypatch.setattr(train, "make_loss", exploding)
+    result = fit(_config(max_epochs=3, patience=2), _split(images, labels))
+    assert result.best_epoch == 1 and result.epochs_run == 3
+    for probs in (result.val_probs, result.test_probs):
+        assert np.isfinite(probs).all()
+        np.testing.assert_allclose(probs.sum(axis=1), 1.0, atol=1e-5)
