@@ -2,7 +2,7 @@
 
 The target of grade k is ``softmax(-alpha * |j - k|)`` over the grades j, and the loss is the
 cross-entropy against it, so SORD is a target distribution (dlordinal files it among its
-losses). The matrix below is the one ``SORDLoss`` builds per batch; tests/engine/test_methods.py
+losses). The matrix below is the one ``SORDLoss`` builds per batch; tests/engine/test_train.py
 checks that both give the same loss.
 
 Search space: alpha, the sharpness of the target, over (0.5, 1, 2) around the paper's

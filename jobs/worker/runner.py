@@ -21,12 +21,14 @@ import traceback
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from engine.config import DatasetSpec, StudySpec
 from engine.datasets import make_splits, prepare_dataset
+from engine.methods import PLUGIN_VARIABLE, is_registered, method_names
 from engine.study import PlannedRun, plan_runs
 from jobs.services.provenance import worker_environment
 from jobs.worker.executors import Executor
@@ -39,6 +41,27 @@ from store.db import LOCK_STATS, data_home_of, default_store_path, init_schema
 from store.jobs import Job, JobStatus
 
 log = logging.getLogger(__name__)
+
+
+class MethodsUnknownHere(ValueError):
+    """A job names methods this worker's registry lacks (the message says how to add them)."""
+
+
+def _check_methods_known(spec: dict[str, Any]) -> None:
+    """Raise `MethodsUnknownHere` naming the job's methods this worker does not know.
+
+    A study launched where a lab's method package is installed can be claimed by a worker
+    started without it (another machine, another shell): the job then fails with this one
+    message on the Jobs page, not a traceback.
+    """
+    unknown = [str(m) for m in spec.get("methods") or [] if not is_registered(str(m))]
+    if unknown:
+        raise MethodsUnknownHere(
+            f"this worker does not know the method(s) {', '.join(unknown)}; it knows "
+            f"{', '.join(method_names())}. A method added outside SoftGrade must be importable "
+            f"where the worker runs: name its package in {PLUGIN_VARIABLE} and put its "
+            "folder on PYTHONPATH before starting the worker, then launch the study again"
+        )
 
 
 @dataclass
@@ -155,6 +178,9 @@ class Worker:
             return False
         try:
             self._execute(job)
+        except MethodsUnknownHere as exc:  # the worker's environment, not a bug: no traceback
+            log.error("job %s failed: %s", job.job_id, exc)
+            store_jobs.fail_job(job.job_id, str(exc), path=self.store_path)
         except Exception:  # the job boundary: keep the traceback on the job
             tb = traceback.format_exc()
             log.error("job %s failed:\n%s", job.job_id, tb)
@@ -170,6 +196,7 @@ class Worker:
     # -- one job -----------------------------------------------------------------------------
 
     def _execute(self, job: Job) -> None:
+        _check_methods_known(job.spec)
         spec = StudySpec.from_dict(job.spec)
         self._record_environment(job)
         self._log(job, f"preparing dataset {spec.dataset.key} at {spec.image_size} px")

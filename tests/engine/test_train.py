@@ -31,13 +31,16 @@ def _split(images, labels, n_classes=4) -> TaskSplit:
     )
 
 
+# The triangular configuration these tests train; a method without these parameters
+# (nominal) takes none of them.
+_HPARAMS = {"eta": 0.8, "alpha2": 0.05}
+
+
 def _config(**kw) -> TrainConfig:
     base = dict(
         task="CPPD",
         method="triangular",
         lr=1e-3,
-        eta=0.8,
-        alpha2=0.05,
         max_epochs=3,
         patience=2,
         batch_size=4,
@@ -46,7 +49,8 @@ def _config(**kw) -> TrainConfig:
         seed=0,
     )
     base.update(kw)
-    return TrainConfig(**base)
+    own = registry()[base["method"]].parameter_names
+    return TrainConfig(**base, hparams={k: v for k, v in _HPARAMS.items() if k in own})
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ from jobs.worker.executors import InlineExecutor
 from jobs.worker.runner import Worker
 from store import jobs as store_jobs
 from store import runs as store_runs
-from store.db import connect
+from store.db import connect, init_schema
 from tests.helpers.films import write_film_folder
 from tests.helpers.studies import tiny_study
 
@@ -143,3 +143,21 @@ def test_a_study_on_an_imported_folder_of_dicom_films_trains_and_is_stored(tmp_p
     assert job.status == "succeeded", job
     runs = store_runs.list_runs([job.study_id], path=store)
     assert len(runs) == 1 and runs["selected"].all()
+
+
+def test_a_job_naming_a_method_this_worker_does_not_know_fails_with_one_clear_message(
+    tmp_path,
+):
+    """A study launched where a lab's method package is installed, claimed by a worker
+    started without it: the job fails saying how to add the method, without a traceback."""
+    store = tmp_path / "softgrade.duckdb"
+    init_schema(store)
+    spec = StudySpec.from_dict(tiny_study(methods=["nominal"])).to_dict()
+    spec["methods"] = ["nominal", "lab_method_elsewhere"]
+    job_id = store_jobs.enqueue_job(spec, path=store)
+    Worker(InlineExecutor("cpu"), store_path=store, home=tmp_path).serve(stop_when_idle=True)
+    job = store_jobs.list_jobs(path=store).set_index("job_id").loc[job_id]
+    assert job["status"] == "failed"
+    error = job["error"]  # what the Jobs page shows
+    assert "lab_method_elsewhere" in error and "SOFTGRADE_METHOD_PACKAGES" in error
+    assert "Traceback" not in error and "nominal" in error.split("knows")[1]
