@@ -307,7 +307,9 @@ def show_power(table: pd.DataFrame, metric: str) -> None:
     plan = power.power_table(table, effect=chosen)
     if plan.empty:
         return
-    st.dataframe(rt.power_view(plan), hide_index=True, width="stretch")
+    st.dataframe(
+        rt.power_view(plan), hide_index=True, width="stretch", height=table_height(len(plan))
+    )
     st.caption(rt.POWER_NOTE.format(target="80 %"))
 
 

@@ -134,20 +134,15 @@ def test_the_violin_chart_names_every_method_on_slanted_labels():
 def test_the_cd_diagram_leaves_room_for_its_longest_label():
     scores = _scores()
     cd = ranking.critical_difference(scores, lower_is_better=True)
-    spec = science_charts.critical_difference_diagram(cd.table, cd.groups, cd.cd).to_dict()
-    domain = next(
-        layer["encoding"]["x"]["scale"]["domain"]
-        for layer in spec["layer"]
-        if "scale" in layer["encoding"].get("x", {})
-    )
+    labels, _, frame = science_charts.critical_difference_layout(cd.table, cd.groups)
+    assert set(labels["Method"]) == set(_titles())
     k = len(cd.table)
-    px_per_rank = spec["width"] / (domain[1] - domain[0])
-    longest = max(len(t) for t in _titles()) + len(" (0.00)")
-    room = (domain[1] - k) * px_per_rank  # pixels right of the last rank
-    elbow = science_charts.CD_ELBOW_PX
-    assert room >= elbow + science_charts.CD_CHAR_PX * longest
-    assert (1 - domain[0]) * px_per_rank >= elbow + science_charts.CD_CHAR_PX * longest
-    assert spec["width"] > 520  # grew past the default width to fit them
+    px_per_rank = frame.width / (frame.high - frame.low)
+    room = {"left": (1 - frame.low) * px_per_rank, "right": (frame.high - k) * px_per_rank}
+    for side, rows in labels.groupby("side"):
+        longest = max(len(text) for text in rows["text"])
+        assert room[side] >= science_charts.CD_ELBOW_PX + science_charts.CD_CHAR_PX * longest
+    assert frame.width > science_charts.CD_WIDTH_PX  # grew past the default to fit them
 
 
 def test_a_line_chart_of_many_methods_lists_them_all_under_the_chart():
