@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -118,8 +119,11 @@ def run_page(
 
 
 def texts(at: AppTest, kind: str) -> str:
-    """Every element of one kind (info, warning, caption, markdown, ...) as one string."""
-    return "\n".join(str(element.value) for element in at.get(kind))
+    """Every element of one kind (info, warning, caption, markdown, ...) as one string, as a
+    person reads it: markdown's backslash escapes removed (names, paths and error messages
+    are escaped as text, pages/present/user_text.py)."""
+    joined = "\n".join(str(element.value) for element in at.get(kind))
+    return re.sub(r"\\(.)", r"\1", joined)
 
 
 def images(at) -> list:
