@@ -17,13 +17,13 @@ def test_compare_page_shows_imported_per_seed_metrics_with_their_methods(
     at = run_page(home, monkeypatch)
     table = at.table[0].value
     kl = table[table["Task"] == "KL"]
-    assert {"Nominal", "Corn", "Ours"} <= set(kl["Method"])  # tables.method_title
+    assert {"Nominal", "CORN", "ours"} <= set(kl["Method"])  # registry labels; unknown as given
     assert set(kl.loc[kl["Method"] != "Average", "Seeds"]) == {"5"}
     stats = run_page(home, monkeypatch, tab="Statistics")
     paired = [f.value for f in stats.dataframe if "A − B" in getattr(f.value, "columns", [])]
     assert paired, "the paired table is shown"
     pairs = set(paired[0]["A − B"])
-    assert {"Corn − Ours", "Nominal − Ours"} <= pairs, pairs
+    assert {"CORN − ours", "Nominal − ours"} <= pairs, pairs
 
 
 def test_statistics_tab_names_the_intervals_a_file_without_sizes_cannot_give(

@@ -387,7 +387,7 @@ def test_a_bundle_of_a_method_with_its_own_output_layer_grades_in_the_kiosk(
         at = _kiosk_app(monkeypatch, demo_home, KioskSettings(demo_dir=bundle.folder))
         assert [m.label for m in at.metric] == ["KL grade", "CPPD grade"]
         # The grade shown is the most probable by the model's own head.
-        crop = demo_bundle.read_crop(bundle.films["file"].iloc[0])
+        crop = demo_bundle.read_crop(bundle.films["file"].iloc[0], bundle.image_size)
         for metric, task in zip(at.metric, ("KL", "CPPD"), strict=True):
             model = load_model(bundle.checkpoints[task][bundle.best_seed])
             assert metric.value == f"{task} {int(predict(model, crop[None]).argmax())}"

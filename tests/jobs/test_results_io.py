@@ -219,7 +219,7 @@ def test_report_writes_its_tables_as_latex_files(home, tmp_path, capsys):
         f"{study}-{key}.tex" for key in ("table4", "primary-endpoint", "paired")
     )  # no bootstrap table: per-seed metrics have no films to resample
     table4 = (folder / f"{study}-table4.tex").read_text()
-    assert r"\begin{tabular}" in table4 and "Ours" in table4
+    assert r"\begin{tabular}" in table4 and "ours" in table4
 
 
 def test_export_round_trips_a_study_through_import_study(home, tmp_path, monkeypatch, capsys):
