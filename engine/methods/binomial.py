@@ -5,22 +5,10 @@ Search space: the paper's Table 3 (learning rate, eta).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from engine.methods.base import ETA, LEARNING_RATE, TARGET_DISTRIBUTION, Method
+from engine.methods.targets import dlordinal_soft_target
 
-from engine.methods.base import ETA, LEARNING_RATE, TARGET_DISTRIBUTION, Method, MethodParams
-from engine.methods.targets import dlordinal_loss, mixed_matrix
-
-if TYPE_CHECKING:
-    import numpy as np
-    from torch import nn
-
-
-def _loss(num_classes: int, params: MethodParams) -> nn.Module:
-    return dlordinal_loss("BinomialLoss", num_classes, params)
-
-
-def _matrix(num_classes: int, params: MethodParams) -> np.ndarray:
-    return mixed_matrix(_loss(num_classes, params))
+_loss, _matrix = dlordinal_soft_target("BinomialLoss")
 
 
 METHOD = Method(

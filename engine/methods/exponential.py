@@ -5,33 +5,21 @@ Search space: the paper's Table 3 (learning rate, eta, p).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from engine.methods.base import (
     ETA,
     LEARNING_RATE,
     TARGET_DISTRIBUTION,
     HyperParameter,
     Method,
-    MethodParams,
 )
-from engine.methods.targets import dlordinal_loss, mixed_matrix
-
-if TYPE_CHECKING:
-    import numpy as np
-    from torch import nn
+from engine.methods.targets import dlordinal_soft_target
 
 POWER = HyperParameter(
     "p", "p", (1.0, 1.5, 2.0), "the power of the distance |j - k| in the exponential decay"
 )
 
 
-def _loss(num_classes: int, params: MethodParams) -> nn.Module:
-    return dlordinal_loss("ExponentialLoss", num_classes, params, p=params.value("p", 1.0))
-
-
-def _matrix(num_classes: int, params: MethodParams) -> np.ndarray:
-    return mixed_matrix(_loss(num_classes, params))
+_loss, _matrix = dlordinal_soft_target("ExponentialLoss", p=("p", 1.0))
 
 
 METHOD = Method(

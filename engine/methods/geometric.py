@@ -6,21 +6,14 @@ learning rate and eta as the paper's soft methods.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from engine.methods.base import (
     ETA,
     LEARNING_RATE,
     TARGET_DISTRIBUTION,
     HyperParameter,
     Method,
-    MethodParams,
 )
-from engine.methods.targets import dlordinal_loss, mixed_matrix
-
-if TYPE_CHECKING:
-    import numpy as np
-    from torch import nn
+from engine.methods.targets import dlordinal_soft_target
 
 ALPHA = HyperParameter(
     "alpha",
@@ -30,12 +23,7 @@ ALPHA = HyperParameter(
 )
 
 
-def _loss(num_classes: int, params: MethodParams) -> nn.Module:
-    return dlordinal_loss("GeometricLoss", num_classes, params, alphas=params.value("alpha", 0.1))
-
-
-def _matrix(num_classes: int, params: MethodParams) -> np.ndarray:
-    return mixed_matrix(_loss(num_classes, params))
+_loss, _matrix = dlordinal_soft_target("GeometricLoss", alphas=("alpha", 0.1))
 
 
 METHOD = Method(

@@ -6,22 +6,10 @@ no parameter of their own in dlordinal.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from engine.methods.base import ETA, LEARNING_RATE, TARGET_DISTRIBUTION, Method
+from engine.methods.targets import dlordinal_soft_target
 
-from engine.methods.base import ETA, LEARNING_RATE, TARGET_DISTRIBUTION, Method, MethodParams
-from engine.methods.targets import dlordinal_loss, mixed_matrix
-
-if TYPE_CHECKING:
-    import numpy as np
-    from torch import nn
-
-
-def _loss(num_classes: int, params: MethodParams) -> nn.Module:
-    return dlordinal_loss("PoissonLoss", num_classes, params)
-
-
-def _matrix(num_classes: int, params: MethodParams) -> np.ndarray:
-    return mixed_matrix(_loss(num_classes, params))
+_loss, _matrix = dlordinal_soft_target("PoissonLoss")
 
 
 METHOD = Method(

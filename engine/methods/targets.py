@@ -7,6 +7,7 @@ dlordinal's ``CustomTargetsLoss`` computes ``target = (1 - eta) * one_hot + eta 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from engine.methods.base import MethodParams
@@ -49,3 +50,22 @@ def check_classes(num_classes: int) -> None:
     """Every method needs at least two grades."""
     if num_classes < 2:
         raise ValueError(f"{num_classes=} must be >= 2")
+
+
+def dlordinal_soft_target(
+    class_name: str, **param_defaults: tuple[str, float]
+) -> tuple[Callable[[int, MethodParams], nn.Module], Callable[[int, MethodParams], np.ndarray]]:
+    """The loss and target-matrix builders of a dlordinal soft-target method.
+
+    ``param_defaults`` maps the loss class's keyword to (our hyper-parameter's name, its
+    default), e.g. ``alphas=("alpha", 0.1)`` for ``GeometricLoss``.
+    """
+
+    def loss(num_classes: int, params: MethodParams) -> nn.Module:
+        kwargs = {kw: params.value(name, default) for kw, (name, default) in param_defaults.items()}
+        return dlordinal_loss(class_name, num_classes, params, **kwargs)
+
+    def matrix(num_classes: int, params: MethodParams) -> np.ndarray:
+        return mixed_matrix(loss(num_classes, params))
+
+    return loss, matrix

@@ -6,21 +6,14 @@ the order of the grid and so the paper's draws).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from engine.methods.base import (
     ETA,
     LEARNING_RATE,
     TARGET_DISTRIBUTION,
     HyperParameter,
     Method,
-    MethodParams,
 )
-from engine.methods.targets import dlordinal_loss, mixed_matrix
-
-if TYPE_CHECKING:
-    import numpy as np
-    from torch import nn
+from engine.methods.targets import dlordinal_soft_target
 
 ALPHA2 = HyperParameter(
     "alpha2",
@@ -30,14 +23,7 @@ ALPHA2 = HyperParameter(
 )
 
 
-def _loss(num_classes: int, params: MethodParams) -> nn.Module:
-    return dlordinal_loss(
-        "TriangularLoss", num_classes, params, alpha2=params.value("alpha2", 0.05)
-    )
-
-
-def _matrix(num_classes: int, params: MethodParams) -> np.ndarray:
-    return mixed_matrix(_loss(num_classes, params))
+_loss, _matrix = dlordinal_soft_target("TriangularLoss", alpha2=("alpha2", 0.05))
 
 
 METHOD = Method(
