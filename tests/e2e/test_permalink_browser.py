@@ -140,11 +140,14 @@ def shows_the_view(tab: object) -> None:
     shows_choice(tab, "Correction for the pairwise tests", CORRECTION)
 
 
-def copied_link(tab: object) -> str:
-    """The URL in the "Copy link to this view" control."""
+def copied_link(tab: object, last_choice: str) -> str:
+    """The URL in the "Copy link to this view" control, once it holds ``last_choice`` (the
+    query item of the last picker changed): the control is redrawn by the rerun that choice
+    started, which a loaded machine may still be running when the popover opens."""
     tab.get_by_text("Copy link to this view").click()
     code = tab.locator('[data-testid="stCode"]:visible code').first
     shows(code)
+    playwright_api.expect(code).to_contain_text(last_choice, timeout=PAGE_TIMEOUT_MS)
     return code.inner_text().strip()
 
 
@@ -165,7 +168,7 @@ def test_a_statistics_link_opens_that_view_after_sign_in_and_survives_a_reload(
         open_paper_statistics(author)
         choose(author, "Task for the per-task tests", TASK)
         choose(author, "Correction for the pairwise tests", CORRECTION)
-        link = copied_link(author)
+        link = copied_link(author, "compare_correction=bonferroni")
         query = parse_qs(urlsplit(link).query)
         assert urlsplit(link).path == "/compare", link
         assert query["compare_stats_task"] == [TASK], link
