@@ -191,6 +191,7 @@ def soak(seconds: float, period_s: float, n_studies: int) -> None:
     from engine.config import StudySpec
     from engine.datasets import prepare_dataset
     from store import jobs as store_jobs
+    from store import sign_in as store_sign_in
     from store import users
     from store.db import init_schema
 
@@ -200,7 +201,7 @@ def soak(seconds: float, period_s: float, n_studies: int) -> None:
     spec = StudySpec.from_dict(STUDY)
     prepare_dataset(spec.dataset, spec.image_size, home / "cache")  # not part of the soak
     users.add_user("reader", "viewer", "reader password", path=store)
-    _, token = users.sign_in("reader", "reader password", path=store)
+    _, token = store_sign_in.sign_in("reader", "reader password", path=store)
     for i in range(n_studies):
         store_jobs.enqueue_job({**spec.to_dict(), "name": f"soak {i}"}, path=store)
     env = {**os.environ, "SOFTGRADE_HOME": str(home), "PYTHONUNBUFFERED": "1"}

@@ -311,7 +311,7 @@ CREATE TABLE IF NOT EXISTS sessions (
     client        VARCHAR
 );
 
--- Sign-in tries with a SoftGrade account: what the back-off counts (store.users.SignInLimits).
+-- Sign-in tries with a SoftGrade account: what the back-off counts (store.sign_in.SignInLimits).
 -- A try is written as 'checking' in the same transaction that checks the limits, before its
 -- password is checked, so concurrent tries cannot all pass the check; it becomes 'ok' or
 -- 'failed' once checked, at checked_at ('checking' left by a stopped server counts as failed;

@@ -22,6 +22,7 @@ from jobs.services.access import (
 from pages.present.user_text import plain, said
 from pages.widgets.reads import store_path, store_unusable
 from store import audit as store_audit
+from store import sign_in as store_sign_in
 from store import users as store_users
 from store.db import StoreError
 from store.users import Account, Role
@@ -40,7 +41,7 @@ COOKIE_TO_CLEAR_KEY = "softgrade_cookie_to_clear"
 # The cookie token the store refused in this browser session: not asked about again.
 COOKIE_REFUSED_KEY = "softgrade_cookie_refused"
 
-# The browser's known-client token (`store.users.known_client_token`), kept after sign-in so
+# The browser's known-client token (`store.sign_in.known_client_token`), kept after sign-in so
 # that strangers' failed tries at the name never keep this browser out
 # (docs/security.md, "Failed sign-ins"). It is not a sign-in: the password is still needed.
 KNOWN_CLIENT_COOKIE = "softgrade_known_client"
@@ -328,14 +329,14 @@ def sign_in_form() -> None:
         return
     name = name.strip()
     try:
-        _, token = store_users.sign_in(
+        _, token = store_sign_in.sign_in(
             name,
             password,
             client=client_address(),
             known_client=_cookie(KNOWN_CLIENT_COOKIE),
             path=store_path(),
         )
-        known = store_users.known_client_token(name, path=store_path())
+        known = store_sign_in.known_client_token(name, path=store_path())
     except (store_users.SignInError, StoreError) as exc:
         st.error(f"Could not sign in: {said(exc)}.", icon=":material/lock:")
         return

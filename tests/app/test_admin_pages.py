@@ -20,6 +20,7 @@ from pages.present.admin_tables import (
 from pages.widgets.reads import STORE_UNUSABLE_TITLE
 from pages.widgets.sign_in import TOKEN_KEY
 from store import jobs as store_jobs
+from store import sign_in as store_sign_in
 from store import users as store_users
 from store.audit import OIDC_SIGN_IN_DETAIL, read_audit, record
 from store.db import default_store_path
@@ -99,7 +100,7 @@ def test_the_first_account_added_in_single_user_mode_is_an_admin(path):
 
 def test_the_audit_page_lists_lines_and_filters_by_person_action_and_day(path):
     store_users.add_user("mo", "member", PASSWORD, path=path)
-    store_users.sign_in("mo", PASSWORD, path=path)
+    store_sign_in.sign_in("mo", PASSWORD, path=path)
     at = signed_in("audit", "ada", "admin", path).run()
     assert not at.exception
     table = at.dataframe[0].value

@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 from engine.films import check_import
 from jobs.services.importer import register_import
 from store import jobs as store_jobs
+from store import sign_in as store_sign_in
 from store.datasets import dataset_labels
 from store.imports import latest_import, list_imports
 from store.reviews import record_review
@@ -149,7 +150,7 @@ def test_an_import_on_the_launch_page_is_audited_under_the_signed_in_member(path
     from store.audit import read_audit
 
     store_users.add_user("mo", "member", "correct horse battery", path=path)
-    _, token = store_users.sign_in("mo", "correct horse battery", path=path)
+    _, token = store_sign_in.sign_in("mo", "correct horse battery", path=path)
     at = _page()
     at.session_state[TOKEN_KEY] = token
     folder = _folder(tmp_path)

@@ -19,6 +19,7 @@ from jobs.services.detector_status import TrainingStatus, read_status, status_fi
 from jobs.services.importer import register_import
 from jobs.services.review import reviewed_spec
 from pages.present.review_view import review_crops_dir
+from store import sign_in as store_sign_in
 from store.reviews import crop_reviews
 from tests.helpers.films import write_film_folder, write_reviewed_folder
 
@@ -184,7 +185,7 @@ def test_a_crop_decision_is_recorded_under_the_signed_in_member(imported, path):
 
     done, _ = imported
     store_users.add_user("mo", "member", "correct horse battery", path=path)
-    _, token = store_users.sign_in("mo", "correct horse battery", path=path)
+    _, token = store_sign_in.sign_in("mo", "correct horse battery", path=path)
     at = _page()
     at.session_state[TOKEN_KEY] = token
     at.run()

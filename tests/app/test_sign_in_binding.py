@@ -10,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 from jobs.services import access
 from pages.widgets import sign_in
 from pages.widgets.sign_in import KNOWN_CLIENT_TO_WRITE_KEY, TOKEN_KEY
+from store import sign_in as store_sign_in
 from store import users as store_users
 from store.audit import read_audit
 from tests.helpers.pages import PASSWORD, ROOT
@@ -75,19 +76,19 @@ def test_a_reconnect_that_presents_the_session_cookie_stays_signed_in(path, monk
 def test_sign_in_gives_the_browser_a_known_client_token_that_passes_a_lockout(path, monkeypatch):
     store_users.add_user("ada", "admin", PASSWORD, path=path)
     issued: list[str] = []
-    real = store_users.known_client_token
+    real = store_sign_in.known_client_token
 
     def spy(name: str, **kw: object) -> str | None:
         issued.append(real(name, **kw))  # type: ignore[arg-type]
         return issued[-1]
 
-    monkeypatch.setattr(store_users, "known_client_token", spy)
+    monkeypatch.setattr(store_sign_in, "known_client_token", spy)
     at = _sign_in_through_the_form("ada")
     assert len(issued) == 1 and issued[0]
     assert KNOWN_CLIENT_TO_WRITE_KEY not in at.session_state  # handed to the cookie script
-    for _ in range(store_users.SIGN_IN_LIMITS.per_account):
+    for _ in range(store_sign_in.SIGN_IN_LIMITS.per_account):
         with pytest.raises(store_users.SignInError):
-            store_users.sign_in("ada", "wrong password", client="10.6.6.6", path=path)
+            store_sign_in.sign_in("ada", "wrong password", client="10.6.6.6", path=path)
     # The browser shows it at its next sign-in (its cookie): the lockout does not apply.
     monkeypatch.setattr(sign_in, "_cookie", lambda name: issued[0])
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30).run()
@@ -126,12 +127,12 @@ def test_served_directly_forwarded_headers_are_ignored_and_loopback_has_an_addre
 def test_behind_the_proxy_one_address_guessing_is_slowed(path, monkeypatch):
     store_users.add_user("ada", "admin", PASSWORD, path=path)
     monkeypatch.setenv(access.SERVED_HOST_ENV, access.BEHIND_PROXY)
-    limits = store_users.SignInLimits(per_client=3)
-    monkeypatch.setattr(store_users, "SIGN_IN_LIMITS", limits)
+    limits = store_sign_in.SignInLimits(per_client=3)
+    monkeypatch.setattr(store_sign_in, "SIGN_IN_LIMITS", limits)
     monkeypatch.setattr(
-        store_users.sign_in,
+        store_sign_in.sign_in,
         "__kwdefaults__",
-        {**store_users.sign_in.__kwdefaults__, "limits": limits},
+        {**store_sign_in.sign_in.__kwdefaults__, "limits": limits},
     )
     guesser = (None, ["203.0.113.9"], None)
     for name in ("root", "admin", "bob"):

@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest, app_test
 from pages.widgets.sign_in import TOKEN_KEY
 from store import jobs as store_jobs
 from store import runs as store_runs
+from store import sign_in as store_sign_in
 from store import users as store_users
 from store.db import StoreError, init_schema
 
@@ -155,7 +156,7 @@ def signed_in(page: str, name: str, role: str, path: Path) -> AppTest:
         store_users.get_user(name, path=path)
     except StoreError:  # not there yet
         store_users.add_user(name, role, PASSWORD, path=path)
-    _, token = store_users.sign_in(name, PASSWORD, path=path)
+    _, token = store_sign_in.sign_in(name, PASSWORD, path=path)
     at = AppTest.from_file(str(ROOT / "pages" / f"{page}.py"), default_timeout=30)
     at.session_state[TOKEN_KEY] = token
     return at

