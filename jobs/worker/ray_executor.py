@@ -360,6 +360,7 @@ class RayExecutor(Executor):
             task,
             cache_dir=os.path.abspath(task.cache_dir),
             checkpoint_path=os.path.abspath(task.checkpoint_path) if task.checkpoint_path else None,
+            compile_cache=os.path.abspath(task.compile_cache) if task.compile_cache else None,
         )
         # A submission from the worker is a new decision (it checked the store); only
         # duplicates within this submission and its retries are guarded against.

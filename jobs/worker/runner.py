@@ -31,6 +31,7 @@ from engine.datasets import make_splits, prepare_dataset
 from engine.methods import PLUGIN_VARIABLE, is_registered, method_names
 from engine.study import PlannedRun, plan_runs
 from jobs.services.provenance import worker_environment
+from jobs.worker.compile_cache import CACHE_FOLDER
 from jobs.worker.executors import Executor
 from jobs.worker.slots import Message, RunTask
 from store import datasets as store_datasets
@@ -216,6 +217,7 @@ class Worker:
                 cache_dir=str(cache_dir),
                 splits=splits[run.seed],
                 checkpoint_path=str(checkpoints / f"{run.run_id}.pt"),
+                compile_cache=str(self.home / CACHE_FOLDER),
             )
             for run in pending
         }
