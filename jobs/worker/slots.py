@@ -145,13 +145,15 @@ def execute_run(
         emit({**base, "kind": "error", "traceback": traceback.format_exc()})
 
 
-def device_name(device: torch.device) -> str:
+def device_name(device: torch.device, threads: int | None = None) -> str:
     """The device a run's cost was measured on: the GPU's name ('NVIDIA H200'), or the CPU's
-    model with torch's thread count (a CPU run's time depends on both)."""
+    model with torch's thread count (a CPU run's time depends on both; default this
+    process's)."""
     if device.type == "cuda":
         index = device.index if device.index is not None else torch.cuda.current_device()
         return torch.cuda.get_device_name(index)
-    return f"CPU {_cpu_model()} ({torch.get_num_threads()} thread(s))"
+    threads = torch.get_num_threads() if threads is None else threads
+    return f"CPU {_cpu_model()} ({threads} thread(s))"
 
 
 @functools.cache
