@@ -21,6 +21,7 @@ from pages.present.study_form import (
     check_study,
     configurations_text,
     gpu_hours_per_seed,
+    measured_time_text,
     request_id_for,
     rough_time_text,
     study_size,
@@ -39,7 +40,7 @@ from pages.widgets.launch_form import (
     training_inputs,
 )
 from pages.widgets.launch_methods import method_inputs
-from pages.widgets.reads import cached_jobs, store_path
+from pages.widgets.reads import cached_jobs, cached_run_costs, store_path
 from pages.widgets.seed_planner import how_many_seeds
 from pages.widgets.shell import link_to_page, run_inside_shell
 from pages.widgets.sign_in import require_page
@@ -98,12 +99,21 @@ def show_check(
         f"{configurations_text(spec)} (at most the budget; a smaller grid is searched whole); "
         f"every run at most {spec.max_epochs} epochs."
     )
-    when = rough_time_text(spec, runs_per_task, images_per_task)
-    st.caption(
-        f"Rough time if every run used all its epochs: {when}."
-        " Early stopping usually ends runs sooner, more CPU slots or GPUs share the work, and a "
-        "new phantom is drawn once before its first run."
-    )
+    measured = measured_time_text(spec, images_per_task, cached_run_costs(str(store_path())))
+    if measured is not None:
+        st.caption(
+            f"Expected time, from the runs measured on this lab's devices (median cost per "
+            f"task and method family, the epochs such runs stopped at): {measured}. More GPUs "
+            "or CPU slots share the work, and a new phantom is drawn once before its first run."
+        )
+    else:
+        when = rough_time_text(spec, runs_per_task, images_per_task)
+        st.caption(
+            f"Rough time if every run used all its epochs: {when} (a guess from benchmarks: "
+            "no run has been measured on this kind of device here yet). Early stopping "
+            "usually ends runs sooner, more CPU slots or GPUs share the work, and a new "
+            "phantom is drawn once before its first run."
+        )
     if gpu_missing and spec.device != "cpu":
         st.warning(
             f"The running worker has no GPU, so this study (device **{spec.device}**) "

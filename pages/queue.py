@@ -15,9 +15,11 @@ from pages.present.job_view import (
     progress,
     running_numbers,
     runs_note,
+    time_left_basis,
     value,
 )
 from pages.present.user_text import plain, said
+from pages.widgets.job_clock import gpu_panel, job_parallel, job_time_left
 from pages.widgets.job_controls import MESSAGE_KEY, job_action
 from pages.widgets.manage_study import manage_study_section
 from pages.widgets.pickers import request_study, show_study_card
@@ -53,7 +55,10 @@ def render_job(job: Any) -> None:
         if bar := progress(job):
             st.progress(bar[0], text=bar[1])
         if status == "running":
-            st.markdown(running_numbers(job))
+            parallel = job_parallel(job)
+            measured = job_time_left(job, parallel)
+            st.markdown(running_numbers(job, measured))
+            st.caption(time_left_basis(measured, parallel))
         elif status != "queued":
             st.caption(ended_caption(job, bundle))
             if note := runs_note(bundle, int(value(job, "runs_done") or 0)):
@@ -176,6 +181,7 @@ def render_jobs() -> None:
     except StoreError as exc:
         st.error(f"The job list cannot be read right now: {said(exc)}")
         return
+    gpu_panel(job_running=not jobs.empty and bool((jobs["status"] == "running").any()))
     if jobs.empty:
         st.info("No jobs yet. Queue a study on the Launch page and it appears here.")
         link_to_page("pages/launch.py", "Launch a study", ":material/rocket_launch:")
@@ -200,11 +206,12 @@ ACCOUNT = require_page(__file__)
 open_requested_page()
 st.title("Jobs")
 st.caption(
-    "Every study queued from this store, newest first, with live progress. Time left is the "
-    "elapsed time per finished run times the runs left. Latest run, epoch and val AMAE come "
-    "from the last epoch any worker slot finished (a GPU trains several runs at once); val "
-    "AMAE is the average mean absolute error over grades on the validation films (lower is "
-    "better). Cancelling keeps the runs already finished."
+    "Every study queued from this store, newest first, with live progress, and this "
+    "machine's GPUs (use, memory, training images/s). Time left comes from the study's "
+    "measured run costs once it has some, else from its pace so far. Latest run, epoch and "
+    "val AMAE come from the last epoch any worker slot finished (a GPU trains several runs "
+    "at once); val AMAE is the average mean absolute error over grades on the validation "
+    "films (lower is better). Cancelling keeps the runs already finished."
 )
 manage_study_section(ACCOUNT, store_path())
 st.toggle("Hide finished jobs", key="queue_hide_finished")

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from engine.vocab import TASK_CLASSES
+from store.costs import RunCost, insert_run_cost
 from store.db import StoreError, connect
 
 
@@ -43,6 +44,7 @@ class RunRecord:
     checkpoint_path: str | None
     predictions: pd.DataFrame  # image_id, split ('val'|'test'), y_true, y_pred, probs (list)
     epochs: pd.DataFrame = field(default_factory=pd.DataFrame)  # epoch, train_loss, ...
+    cost: RunCost | None = None  # what training it cost here (None: not measured, imported)
 
 
 def record_run(run: RunRecord, *, path: Path | str | None = None) -> None:
@@ -97,6 +99,8 @@ def record_run(run: RunRecord, *, path: Path | str | None = None) -> None:
             con.register("new_epochs", epochs)
             con.execute("INSERT INTO epoch_metrics SELECT * FROM new_epochs")
             con.unregister("new_epochs")
+        if run.cost is not None:
+            insert_run_cost(con, run.run_id, run.cost)
         _pause_inside_write_for_tests()
 
 

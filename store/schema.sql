@@ -291,6 +291,41 @@ CREATE TABLE IF NOT EXISTS study_environments (
     search_pruned     BOOLEAN
 );
 
+-- What each run trained here cost (issue 30): the Launch page's estimate and the Jobs page's
+-- time left come from these rows, per device. wall_s is the slot's time from the run's start
+-- to its predictions; slots_sharing is how many slots trained on the same device meanwhile
+-- (a GPU's lanes run side by side, so a run's share of the card is wall_s / slots_sharing);
+-- device_name is the GPU's name ('NVIDIA H200') or the CPU's model and torch threads;
+-- images_per_s is n_train * epochs_run / wall_s. The run's settings are copied in, so the
+-- costs read without the runs table. Runs stored before this table, or imported, have none.
+CREATE TABLE IF NOT EXISTS run_costs (
+    run_id         VARCHAR PRIMARY KEY,
+    device_name    VARCHAR NOT NULL,
+    slots_sharing  INTEGER NOT NULL CHECK (slots_sharing >= 1),
+    task           VARCHAR NOT NULL,
+    method         VARCHAR NOT NULL,
+    image_size     INTEGER NOT NULL,
+    batch_size     INTEGER NOT NULL,
+    max_epochs     INTEGER NOT NULL,
+    n_train        INTEGER NOT NULL CHECK (n_train > 0),
+    epochs_run     INTEGER NOT NULL CHECK (epochs_run > 0),
+    wall_s         DOUBLE NOT NULL CHECK (wall_s > 0),
+    images_per_s   DOUBLE NOT NULL,
+    recorded_at    TIMESTAMP NOT NULL DEFAULT current_timestamp
+);
+
+-- Live training images/s per device of each worker (the Jobs page's GPU table): the sum over
+-- the device's slots of their latest epoch's training images / epoch seconds, rewritten with
+-- the job's progress; a slot between runs counts nothing.
+CREATE TABLE IF NOT EXISTS device_rates (
+    worker_id     VARCHAR NOT NULL,
+    device        VARCHAR NOT NULL,
+    images_per_s  DOUBLE NOT NULL,
+    runs          INTEGER NOT NULL,
+    updated_at    TIMESTAMP NOT NULL DEFAULT current_timestamp,
+    PRIMARY KEY (worker_id, device)
+);
+
 -- Local accounts of a served lab (none: single-user mode on 127.0.0.1). password_hash is an
 -- argon2id hash (PHC string); the password itself is never stored.
 CREATE TABLE IF NOT EXISTS users (

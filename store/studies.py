@@ -272,6 +272,7 @@ def delete_study(
 _DELETES = (
     ("predictions", "run_id IN (SELECT run_id FROM runs WHERE study_id = ?)"),
     ("epoch_metrics", "run_id IN (SELECT run_id FROM runs WHERE study_id = ?)"),
+    ("run_costs", "run_id IN (SELECT run_id FROM runs WHERE study_id = ?)"),
     ("runs", "study_id = ?"),
     ("seed_metrics", "study_id = ?"),
     ("seed_split_sizes", "study_id = ?"),

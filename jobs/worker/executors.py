@@ -107,6 +107,13 @@ class Executor(ABC):
     def poll(self, timeout_s: float, handle: Handle) -> None:
         """Hand every message that arrives within ``timeout_s`` to ``handle``."""
 
+    def sharing(self, slot: int) -> int:
+        """How many slots train on ``slot``'s device at once: a GPU's slots share the card
+        (its lanes train side by side), while each CPU slot has cores of its own."""
+        devices = self.devices
+        mine = devices[slot] if 0 <= slot < len(devices) else "cpu"
+        return devices.count(mine) if mine.startswith("cuda") else 1
+
     def set_cancel(self, cancelled: bool) -> None:
         """Ask every run in flight to stop at its next epoch boundary (or clear that)."""
         if cancelled:

@@ -353,6 +353,15 @@ class RayExecutor(Executor):
     def free_slots(self) -> int:
         return sum(run is None for run in self._slot_run)
 
+    def sharing(self, slot: int) -> int:
+        """Slots on the same GPU of the same node (actors on other nodes share nothing)."""
+        mine = self._devices[slot]
+        if not mine["device"].startswith("cuda"):
+            return 1
+        return sum(
+            d["host"] == mine["host"] and d["device"] == mine["device"] for d in self._devices
+        )
+
     def submit(self, task: RunTask) -> None:
         slot = self._slot_run.index(None)
         # Actors run elsewhere (other cwd, other machine): send absolute paths.
@@ -360,6 +369,7 @@ class RayExecutor(Executor):
             task,
             cache_dir=os.path.abspath(task.cache_dir),
             checkpoint_path=os.path.abspath(task.checkpoint_path) if task.checkpoint_path else None,
+            compile_cache=os.path.abspath(task.compile_cache) if task.compile_cache else None,
         )
         # A submission from the worker is a new decision (it checked the store); only
         # duplicates within this submission and its retries are guarded against.

@@ -25,14 +25,19 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import torch
 
-from engine.config import DatasetSpec, StudySpec
+from engine.config import DatasetSpec, StudySpec, TrainConfig
 from engine.datasets import make_splits, prepare_dataset
 from engine.methods import PLUGIN_VARIABLE, is_registered, method_names
 from engine.study import PlannedRun, plan_runs
 from jobs.services.provenance import worker_environment
+from jobs.services.run_costs import CostModel, cost_model
+from jobs.worker.compile_cache import CACHE_FOLDER
 from jobs.worker.executors import Executor
-from jobs.worker.slots import Message, RunTask
+from jobs.worker.schedule import expected_cost, longest_first, train_images
+from jobs.worker.slots import Message, RunTask, device_name
+from store import costs as store_costs
 from store import datasets as store_datasets
 from store import jobs as store_jobs
 from store import runs as store_runs
@@ -72,6 +77,7 @@ class WorkerOptions:
     stale_after_s: float = 30.0
     idle_poll_s: float = 2.0
     progress_every_s: float = 1.0
+    rates_every_s: float = 5.0  # live images/s per device (the Jobs page's GPU table)
 
 
 @dataclass
@@ -87,6 +93,8 @@ class _JobState:
     error: str | None = None
     in_flight: set[str] = field(default_factory=set)
     last_progress: float = 0.0
+    rates: dict[int, float] = field(default_factory=dict)  # slot -> its latest images/s
+    last_rates: float = 0.0
 
     @property
     def stopping(self) -> bool:
@@ -206,7 +214,13 @@ class Worker:
         device = self.executor.devices[0].split(":")[0]
         plan = plan_runs(spec, job.study_id, device)
         done = store_runs.finished_run_ids(job.study_id, path=self.store_path)
-        pending = deque(run for run in plan if run.run_id not in done)
+        n_train = {
+            (task, seed): train_images(meta, splits, task, seed)
+            for task in spec.tasks
+            for seed in spec.seeds
+        }
+        cost = expected_cost(n_train, on_gpu=device == "cuda", model=self._cost_model(spec))
+        pending = deque(longest_first([run for run in plan if run.run_id not in done], cost))
         checkpoints = self.home / "checkpoints" / job.study_id
         tasks = {
             run.run_id: RunTask(
@@ -216,6 +230,7 @@ class Worker:
                 cache_dir=str(cache_dir),
                 splits=splits[run.seed],
                 checkpoint_path=str(checkpoints / f"{run.run_id}.pt"),
+                compile_cache=str(self.home / CACHE_FOLDER),
             )
             for run in pending
         }
@@ -244,6 +259,21 @@ class Worker:
             environment=environment,
             path=self.store_path,
         )
+
+    def _cost_model(self, spec: StudySpec) -> CostModel | None:
+        """The measured costs of this worker's device at the study's sizes (None: none yet,
+        or the slots run elsewhere, as Ray's do)."""
+        if self.executor_name == "ray":
+            return None
+        first = self.executor.devices[0]
+        if first.startswith("cuda"):
+            if not torch.cuda.is_available():
+                return None
+            name = device_name(torch.device(first))
+        else:
+            name = device_name(torch.device("cpu"), self.executor.threads_per_slot)
+        measured = store_costs.run_costs(path=self.store_path)
+        return cost_model(measured, name, image_size=spec.image_size, batch_size=spec.batch_size)
 
     def _drive(self, state: _JobState) -> None:
         """Keep every slot busy until the plan is done, cancelled or failed."""
@@ -275,6 +305,7 @@ class Worker:
             store_jobs.finish_job(job.job_id, JobStatus.CANCELLED, path=self.store_path)
         else:
             store_jobs.finish_job(job.job_id, JobStatus.SUCCEEDED, path=self.store_path)
+        store_costs.set_device_rates(self.worker_id, {}, path=self.store_path)
 
     def _handle(self, state: _JobState, msg: Message) -> None:
         kind = msg["kind"]
@@ -282,11 +313,14 @@ class Worker:
             self._log(state.job, msg["text"])
             return
         if kind == "epoch":
+            if msg.get("n_train") and msg.get("duration_s"):
+                state.rates[msg.get("slot", 0)] = msg["n_train"] / msg["duration_s"]
             self._progress(
                 state, current_run=msg["run_id"], epoch=msg["epoch"], val_amae=msg["val_amae"]
             )
             return
         state.in_flight.discard(msg["run_id"])
+        state.rates.pop(msg.get("slot", 0), None)
         if kind == "done":
             # The slot gets its next run before the store write, so it trains meanwhile.
             self._submit_pending(state)
@@ -317,6 +351,7 @@ class Worker:
                 checkpoint_path=state.tasks[run.run_id].checkpoint_path,
                 predictions=_prediction_frame(msg),
                 epochs=pd.DataFrame(msg["history"]).drop(columns=["best_epoch"]),
+                cost=self._run_cost(run.config, msg),
             ),
             path=self.store_path,
         )
@@ -330,6 +365,34 @@ class Worker:
             f"{msg['best_epoch']}/{msg['epochs_run']}, {msg['duration_s']:.1f} s",
         )
         self._progress(state, force=True, current_run=run.run_id, val_amae=msg["val_amae"])
+
+    def _run_cost(self, config: TrainConfig, msg: Message) -> store_costs.RunCost | None:
+        """What the finished run cost on its device (None from a slot that does not say)."""
+        if not msg.get("device_name") or not msg.get("n_train") or msg["duration_s"] <= 0:
+            return None
+        return store_costs.RunCost(
+            device_name=msg["device_name"],
+            slots_sharing=self.executor.sharing(msg.get("slot", 0)),
+            task=config.task,
+            method=config.method,
+            image_size=config.image_size,
+            batch_size=config.batch_size,
+            max_epochs=config.max_epochs,
+            n_train=msg["n_train"],
+            epochs_run=msg["epochs_run"],
+            wall_s=msg["duration_s"],
+        )
+
+    def _write_rates(self, state: _JobState, now: float) -> None:
+        """Each device's live training images/s: the sum of its slots' latest epochs."""
+        state.last_rates = now
+        devices = self.executor.devices
+        rates: dict[str, tuple[float, int]] = {}
+        for slot, rate in state.rates.items():
+            device = devices[slot] if 0 <= slot < len(devices) else devices[0]
+            total, runs = rates.get(device, (0.0, 0))
+            rates[device] = (total + rate, runs + 1)
+        store_costs.set_device_rates(self.worker_id, rates, path=self.store_path)
 
     def _progress(
         self,
@@ -357,6 +420,8 @@ class Worker:
             path=self.store_path,
         )
         self._notice_cancel(state, cancel)
+        if force or now - state.last_rates >= self.options.rates_every_s:
+            self._write_rates(state, now)
 
     def _beat_job(self, state: _JobState) -> None:
         """Keep the job's heartbeat fresh (and notice a cancel) even while no epoch ends,

@@ -15,8 +15,10 @@ other lanes' training.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
+import platform
 import queue
 import threading
 import traceback
@@ -33,6 +35,7 @@ from engine.config import TrainConfig
 from engine.datasets import TaskSplit, open_prepared, task_split
 from engine.methods import get_method
 from engine.train import RunCancelled, Trainer, resolve_device, save_checkpoint
+from jobs.worker.compile_cache import use_compile_cache
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +53,9 @@ class RunTask:
     cache_dir: str
     splits: pd.Series
     checkpoint_path: str | None
+    # Where compiled steps are kept across processes (`jobs.worker.compile_cache`): the
+    # worker's SOFTGRADE_HOME/compile-cache; None leaves torch's default folder.
+    compile_cache: str | None = None
 
 
 @dataclass
@@ -96,12 +102,17 @@ def execute_run(
     """Train one run and emit its messages; never raises (errors become messages)."""
     base = {"job_id": task.job_id, "run_id": task.run_id}
     try:
+        if task.compile_cache:  # before the first compile of this process
+            use_compile_cache(Path(task.compile_cache), state.device)
         data = state.task_data(task)
+        n_train = len(data.y_train)
         trainer = state.trainer(task.config)
         result = trainer.fit(
             task.config,
             data,
-            on_epoch_end=lambda stats: emit({**base, "kind": "epoch", **asdict(stats)}),
+            on_epoch_end=lambda stats: emit(
+                {**base, "kind": "epoch", "n_train": n_train, **asdict(stats)}
+            ),
             should_stop=should_stop,
         )
         if task.checkpoint_path:
@@ -116,6 +127,9 @@ def execute_run(
                 "duration_s": result.duration_s,
                 "weights_init": result.weights_init,
                 "device": str(state.device),
+                "device_name": device_name(state.device),
+                "n_train": n_train,
+                "compile_cache_dir": os.environ.get("TORCHINDUCTOR_CACHE_DIR"),
                 "history": [asdict(h) for h in result.history],
                 "val_ids": data.val_ids,
                 "test_ids": data.test_ids,
@@ -129,6 +143,27 @@ def execute_run(
         emit({**base, "kind": "cancelled"})
     except Exception:  # the task boundary: every failure becomes a message
         emit({**base, "kind": "error", "traceback": traceback.format_exc()})
+
+
+def device_name(device: torch.device, threads: int | None = None) -> str:
+    """The device a run's cost was measured on: the GPU's name ('NVIDIA H200'), or the CPU's
+    model with torch's thread count (a CPU run's time depends on both; default this
+    process's)."""
+    if device.type == "cuda":
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        return torch.cuda.get_device_name(index)
+    threads = torch.get_num_threads() if threads is None else threads
+    return f"CPU {_cpu_model()} ({threads} thread(s))"
+
+
+@functools.cache
+def _cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo (Linux), else the platform's word for it."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return " ".join(line.split(":", 1)[1].split())
+    return platform.processor() or platform.machine() or "unknown"
 
 
 def slot_main(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from jobs.services.run_costs import EAGER_GPU_COST
 from pages.present.formatting import is_missing
 
 
@@ -33,9 +34,14 @@ _MIN_SCALE = {"cpu": 1.0, "cuda": 0.1}
 # trains on the GPU's eager fast path, not the captured CUDA graphs: on an H200 it ran at
 # 0.46-0.59x the graphed 19.7k images/s (bench/RESULTS.md, training images/s per method), so
 # ~1.9x the time per image (the mean of the six). The CPU path is the same for every method.
-_EAGER_COST = {"cpu": 1.0, "cuda": 1.9}
+_EAGER_COST = {"cpu": 1.0, "cuda": EAGER_GPU_COST}
 _PER_RUN_S = {"cpu": 2.0, "cuda": 1.0}  # model set-up, test predictions, checkpoint
 _STARTUP_S = {"cpu": 10.0, "cuda": 35.0}  # slot process start (+ compile on a GPU)
+
+
+def startup_seconds(device: str) -> float:
+    """A slot process's start on ``device`` ('cpu' or 'cuda...'), compile included."""
+    return _STARTUP_S["cuda" if device.startswith("cuda") else "cpu"]
 
 
 def rough_study_seconds(

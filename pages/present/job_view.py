@@ -3,11 +3,16 @@ ran and what a cancel did. No streamlit, so it is unit-tested."""
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
 
+from engine.config import StudySpec
+from engine.study import plan_runs
+from jobs.services.run_costs import TimeLeft
 from pages.present.estimates import eta_seconds
 from pages.present.formatting import format_duration, run_label
 
@@ -32,12 +37,17 @@ def progress(job: Any) -> tuple[float, str] | None:
     return None
 
 
-def running_numbers(job: Any) -> str:
-    """A running job's latest run, epoch, val AMAE, elapsed time and time left, in one line."""
+def running_numbers(job: Any, measured: TimeLeft | None = None) -> str:
+    """A running job's latest run, epoch, val AMAE, elapsed time and time left, in one line.
+
+    Time left is ``measured`` (the study's own measured run costs) when given, else the
+    elapsed time per finished run times the runs left."""
     runs_done = int(value(job, "runs_done") or 0)
     runs_total = value(job, "runs_total")
     elapsed = value(job, "elapsed_s")
     eta = eta_seconds(elapsed, runs_done, int(runs_total) if runs_total else None)
+    if measured is not None:
+        eta = measured.seconds
     amae = value(job, "latest_val_amae")
     epoch = value(job, "current_epoch")
     numbers = {
@@ -48,6 +58,35 @@ def running_numbers(job: Any) -> str:
         "Time left": "estimating…" if eta is None else format_duration(eta),
     }
     return " &nbsp;·&nbsp; ".join(f"{k}: **{v}**" for k, v in numbers.items())
+
+
+def time_left_basis(measured: TimeLeft | None, parallel: int) -> str:
+    """Where a running job's time left comes from, in one sentence."""
+    if measured is None:
+        return (
+            "Time left: the elapsed time per finished run times the runs left (no run of "
+            "this study has a measured cost yet)."
+        )
+    runs = f"{measured.measured_runs} run{'s' * (measured.measured_runs != 1)}"
+    units = f"{parallel} {'GPU' if not measured.device_name.startswith('CPU ') else 'slot'}"
+    return (
+        f"Time left: the runs still to train, each at the median cost of this study's {runs} "
+        f"measured on {measured.device_name} (per task and method family), shared by "
+        f"{units}{'s' * (parallel != 1)}."
+    )
+
+
+def planned_groups(spec: Mapping[str, Any], study_id: str) -> dict[tuple[str, str], int]:
+    """(task, method) -> runs the study's plan holds."""
+    plan = plan_runs(StudySpec.from_dict(dict(spec)), study_id, "cpu")
+    return dict(Counter((run.task, run.method) for run in plan))
+
+
+def parallel_units(devices_json: str | None) -> int:
+    """Devices a worker trains on at once: its distinct GPUs, else its CPU slots."""
+    devices = json.loads(devices_json) if devices_json else []
+    gpus = {d for d in devices if str(d).startswith("cuda")}
+    return len(gpus) or max(len(devices), 1)
 
 
 def ended_caption(job: Any, bundle: Mapping[str, Any] | None = None) -> str:

@@ -28,7 +28,8 @@ from engine.methods import (
 from engine.phantom import PhantomSpec
 from engine.study import plan_runs
 from engine.vocab import TOP_GRADE, TRAIN_FRACTION
-from pages.present.estimates import rough_study_seconds
+from jobs.services.run_costs import CostModel, cost_model, is_gpu_name, latest_device
+from pages.present.estimates import rough_study_seconds, startup_seconds
 from pages.present.formatting import format_duration
 
 PHANTOM = "phantom"
@@ -244,3 +245,49 @@ def gpu_hours_per_seed(
     divided by the seeds): what each extra seed costs."""
     seconds = _seconds(spec, runs_per_task, images_per_task, "cuda")
     return seconds / max(len(spec.seeds), 1) / 3600
+
+
+def _measured_seconds(
+    spec: StudySpec, model: CostModel, train_images: Mapping[str, int], *, all_epochs: bool
+) -> float:
+    """The study's time on ``model``'s device: every planned run's expected device-seconds."""
+    plan = plan_runs(spec, "preview", "cpu")
+    device = "cuda" if is_gpu_name(model.device_name) else "cpu"
+    return startup_seconds(device) + sum(
+        model.run_seconds(
+            r.task, r.method, train_images.get(r.task, 0), spec.max_epochs, all_epochs=all_epochs
+        )
+        for r in plan
+    )
+
+
+def measured_time_text(
+    spec: StudySpec, images_per_task: Mapping[str, int], measured: pd.DataFrame
+) -> str | None:
+    """The study's time from the runs measured here on the device it would train on (the
+    newest GPU, or CPU, that trained a run at its image and batch size), in words; None when
+    none was measured there, so the rough guess stands.
+
+    Args:
+        spec: The checked study.
+        images_per_task: Task -> images graded for it in the dataset (all splits).
+        measured: `store.costs.run_costs`.
+    """
+    train_images = {t: round(n * TRAIN_FRACTION) for t, n in images_per_task.items()}
+    kinds = {"cpu": (False,), "cuda": (True,), "auto": (True, False)}[spec.device]
+    parts = []
+    for gpu in kinds:
+        device = latest_device(measured, gpu=gpu)
+        model = device and cost_model(
+            measured, device, image_size=spec.image_size, batch_size=spec.batch_size
+        )
+        if not model:
+            continue
+        typical = _measured_seconds(spec, model, train_images, all_epochs=False)
+        upper = _measured_seconds(spec, model, train_images, all_epochs=True)
+        parts.append(
+            f"about {format_duration(typical)} on one {model.device_name}, at most "
+            f"{format_duration(upper)} if every run used all its epochs (from {model.runs} "
+            f"run{'s' * (model.runs != 1)} measured on it here)"
+        )
+    return "; ".join(parts) or None

@@ -17,6 +17,7 @@ import streamlit as st
 from engine.config import StudySpec
 from pages.present.user_text import said
 from store import analysis as store_analysis
+from store import costs as store_costs
 from store import datasets as store_datasets
 from store import jobs as store_jobs
 from store import runs as store_runs
@@ -66,6 +67,16 @@ def cached_jobs(path: str) -> pd.DataFrame:
 def cached_job_log(path: str, job_id: str) -> pd.DataFrame:
     """A job's log lines, oldest first."""
     return store_jobs.job_log(job_id, path=path)
+
+
+@st.cache_data(ttl=60, show_spinner=False)
+def cached_run_costs(path: str) -> pd.DataFrame:
+    """Measured run costs per device (`store.costs.run_costs`); empty when unreadable, so an
+    estimate falls back to its rough guess rather than failing the page."""
+    try:
+        return store_costs.run_costs(path=path)
+    except StoreError:
+        return pd.DataFrame()
 
 
 @st.cache_data(ttl=10, show_spinner=False)

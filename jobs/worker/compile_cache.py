@@ -1,0 +1,179 @@
+"""A compile paid once per machine: torch.compile's caches kept under SOFTGRADE_HOME.
+
+A slot compiles its training step once per task (~47-60 s on an H200, issue 30). Inductor
+keeps what it compiled (FX graphs, AOTAutograd graphs, autotuning results) in
+``TORCHINDUCTOR_CACHE_DIR`` and Triton its kernels in ``TRITON_CACHE_DIR``; by default both
+live in ``/tmp/torchinductor_<user>``, which a fresh machine or a cleaned /tmp loses. Slots
+point both at ``$SOFTGRADE_HOME/compile-cache/<key>/``, so the second study on a machine
+(a new worker process) finds its compiled step on disk instead of compiling it again.
+
+The key names everything a compiled artefact depends on that torch's own cache keys might
+not see: the torch, Triton and torchvision versions, the device (GPU name and compute
+capability, or the CPU), and a hash of the code that is compiled (`COMPILED_CODE`). Any
+change of these gives a new folder, so a wrong artefact is never reused; folders unused for
+`UNUSED_AFTER_DAYS` are removed when a slot starts (a folder per GPU kind may be in use on a
+shared SOFTGRADE_HOME, so only age decides).
+
+``SOFTGRADE_COMPILE_CACHE=off`` leaves torch's defaults (benchmarks of a cold start).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import shutil
+import threading
+import time
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+import torch
+
+log = logging.getLogger(__name__)
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+#: The folder under SOFTGRADE_HOME that holds one sub-folder per key.
+CACHE_FOLDER = "compile-cache"
+#: The modules whose code torch.compile traces: the training step and loss, the stem's
+#: GEMM convolution and Triton max-pool, and the output heads.
+COMPILED_CODE = ("engine/train.py", "engine/stem.py", "engine/methods/heads.py")
+#: Key folders not used for this long are removed when a slot configures its cache.
+UNUSED_AFTER_DAYS = 30
+#: Set to "off" to leave torch's default cache folders alone.
+SWITCH_ENV = "SOFTGRADE_COMPILE_CACHE"
+# Touched each time a process uses a key folder: its age says when it was last used.
+_STAMP = "last-used"
+
+_lock = threading.Lock()
+_configured: dict[str, str] = {}  # this process's choice: {"root": ..., "folder": ...}
+
+
+@dataclass(frozen=True)
+class CacheKey:
+    """What a compiled artefact depends on beyond torch's own cache keys."""
+
+    torch: str
+    triton: str
+    torchvision: str
+    device: str
+    code: str
+
+    @property
+    def folder_name(self) -> str:
+        """One path component: ``torch-2.11.0_cu130-triton-3.6.0-...-NVIDIA_H200_sm90-<hash>``."""
+        parts = [
+            f"torch-{self.torch}",
+            f"triton-{self.triton}",
+            f"tv-{self.torchvision}",
+            self.device,
+            self.code,
+        ]
+        return re.sub(r"[^A-Za-z0-9._-]+", "_", "-".join(parts))
+
+
+@dataclass(frozen=True)
+class CacheFolder:
+    """One key's folder: its name, size on disk and when a process last used it."""
+
+    name: str
+    path: Path
+    size_bytes: int
+    last_used: float
+
+
+def code_hash(files: tuple[str, ...] = COMPILED_CODE, root: Path = REPO_ROOT) -> str:
+    """A short SHA-256 over the compiled modules' source (their paths and bytes)."""
+    digest = hashlib.sha256()
+    for name in files:
+        digest.update(name.encode() + b"\0")
+        digest.update((root / name).read_bytes())
+        digest.update(b"\0")
+    return digest.hexdigest()[:16]
+
+
+def device_tag(device: torch.device) -> str:
+    """The device as the key names it: a GPU's name and compute capability, or 'cpu'."""
+    if device.type != "cuda":
+        return "cpu"
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    major, minor = torch.cuda.get_device_capability(index)
+    return f"{torch.cuda.get_device_name(index)} sm{major}{minor}"
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "none"
+
+
+def cache_key(device: torch.device) -> CacheKey:
+    """The key of this process's compiled artefacts on ``device``."""
+    return CacheKey(
+        torch=torch.__version__,
+        triton=_version("triton"),
+        torchvision=_version("torchvision"),
+        device=device_tag(device),
+        code=code_hash(),
+    )
+
+
+def use_compile_cache(root: Path, device: torch.device) -> Path | None:
+    """Point this process's inductor and Triton caches at ``root/<key>`` (once per process).
+
+    Call before the first compile: lanes of one process share one environment, and inductor
+    reads the folder when it first compiles. A later call with another root keeps the first
+    (the folder a compiler already used). Returns the key's folder, or None when
+    ``SOFTGRADE_COMPILE_CACHE=off``.
+    """
+    if os.environ.get(SWITCH_ENV, "").strip().lower() == "off":
+        return None
+    with _lock:
+        if _configured:
+            if _configured["root"] != str(root):
+                log.warning("compile cache stays at %s (asked for %s)", _configured["folder"], root)
+            return Path(_configured["folder"])
+        key = cache_key(device)
+        folder = root / key.folder_name
+        warm = (folder / "inductor").is_dir() and any((folder / "inductor").iterdir())
+        (folder / "inductor").mkdir(parents=True, exist_ok=True)
+        (folder / "triton").mkdir(parents=True, exist_ok=True)
+        (folder / _STAMP).touch()
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(folder / "inductor")
+        os.environ["TRITON_CACHE_DIR"] = str(folder / "triton")
+        _configured.update(root=str(root), folder=str(folder))
+        log.info("compile cache %s (%s)", folder, "found" if warm else "new")
+        for pruned in prune_compile_caches(root, keep=key.folder_name):
+            log.info("removed compile cache %s, unused for %d days", pruned, UNUSED_AFTER_DAYS)
+        return folder
+
+
+def list_compile_caches(root: Path) -> list[CacheFolder]:
+    """Every key folder under ``root``, most recently used first."""
+    if not root.is_dir():
+        return []
+    found = []
+    for folder in root.iterdir():
+        if not folder.is_dir():
+            continue
+        stamp = folder / _STAMP
+        last_used = stamp.stat().st_mtime if stamp.exists() else folder.stat().st_mtime
+        size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+        found.append(CacheFolder(folder.name, folder, size, last_used))
+    return sorted(found, key=lambda c: c.last_used, reverse=True)
+
+
+def prune_compile_caches(
+    root: Path, *, keep: str, unused_after_s: float = UNUSED_AFTER_DAYS * 86400.0
+) -> list[str]:
+    """Remove key folders (other than ``keep``) last used more than ``unused_after_s`` ago."""
+    now = time.time()
+    pruned = []
+    for cache in list_compile_caches(root):
+        if cache.name != keep and now - cache.last_used > unused_after_s:
+            shutil.rmtree(cache.path, ignore_errors=True)
+            pruned.append(cache.name)
+    return pruned

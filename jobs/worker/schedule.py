@@ -1,0 +1,52 @@
+"""The order runs go to slots: seed by seed, and inside a seed the longest expected run first.
+
+Slots take the next pending run as they free up, so a study's tail is whatever runs are
+still training when the queue runs dry. Handing out the longest runs first (the LPT rule of
+list scheduling) leaves the short ones for the end, where they fill the slots that free up
+instead of one long run keeping a single slot busy while the others idle. Seeds stay in plan
+order, so a study stopped early still has complete seeds first (`engine.study.plan_runs`).
+
+Expected cost: the measured `jobs.services.run_costs.CostModel` of this worker's device when
+it has one at the study's image and batch size, else a relative guess: training images ×
+epoch cap, times `EAGER_GPU_COST` on a GPU for methods without a target matrix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from engine.study import PlannedRun
+from engine.vocab import LABEL_COLUMNS
+from jobs.services.run_costs import EAGER_GPU_COST, CostModel, eager_on_gpu
+
+
+def train_images(meta: pd.DataFrame, splits: Mapping[int, pd.Series], task: str, seed: int) -> int:
+    """How many images ``task`` trains on in ``seed``'s split (those with its grade)."""
+    has_grade = meta[LABEL_COLUMNS[task]].notna().to_numpy()
+    split_of = splits[seed].reindex(meta["image_id"]).to_numpy()
+    return int(np.count_nonzero(has_grade & (split_of == "train")))
+
+
+def expected_cost(
+    n_train: Mapping[tuple[str, int], int], *, on_gpu: bool, model: CostModel | None
+) -> Callable[[PlannedRun], float]:
+    """A run's expected cost: device-seconds from ``model``, else a relative guess."""
+
+    def cost(run: PlannedRun) -> float:
+        images = n_train[(run.task, run.seed)]
+        if model is not None:
+            return model.run_seconds(run.task, run.method, images, run.config.max_epochs)
+        factor = EAGER_GPU_COST if on_gpu and eager_on_gpu(run.method) else 1.0
+        return images * run.config.max_epochs * factor
+
+    return cost
+
+
+def longest_first(runs: list[PlannedRun], cost: Callable[[PlannedRun], float]) -> list[PlannedRun]:
+    """``runs`` seed by seed in their first-seen order, each seed's longest expected first
+    (ties keep plan order)."""
+    seed_rank = {seed: rank for rank, seed in enumerate(dict.fromkeys(r.seed for r in runs))}
+    return sorted(runs, key=lambda r: (seed_rank[r.seed], -cost(r)))

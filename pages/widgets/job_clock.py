@@ -1,0 +1,84 @@
+"""The Jobs page's clock: each GPU's use, memory and images/s now, and a running job's time
+left from its measured run costs (formatting in `pages.present.gpu_view` and `job_view`)."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from engine.config import SpecError
+from jobs.services.gpu_probe import read_gpus
+from jobs.services.run_costs import TimeLeft, time_left
+from pages.present.gpu_view import (
+    NO_GPU_TEXT,
+    gpu_table,
+    idle_gpus,
+    idle_text,
+    rates_by_index,
+)
+from pages.present.job_view import parallel_units, planned_groups, value
+from pages.widgets.reads import store_path
+from pages.widgets.workers import alive_workers
+from store import costs as store_costs
+from store import studies as store_studies
+from store.db import StoreError
+
+
+@st.cache_data(ttl=2, show_spinner=False)
+def cached_device_rates(path: str) -> pd.DataFrame:
+    """Live training images/s per worker device."""
+    return store_costs.live_device_rates(path=path)
+
+
+@st.cache_data(ttl=5, show_spinner=False)
+def cached_study_run_costs(path: str, study_id: str) -> pd.DataFrame:
+    """A study's stored runs with their measured costs."""
+    return store_costs.study_run_costs(study_id, path=path)
+
+
+@st.cache_data(ttl=300, show_spinner=False)
+def cached_planned_groups(path: str, study_id: str) -> dict[tuple[str, str], int]:
+    """(task, method) -> planned runs of a study (its spec does not change)."""
+    return planned_groups(store_studies.get_study(study_id, path=path).spec, study_id)
+
+
+def job_parallel(job: Any) -> int:
+    """Devices the job's worker trains on at once (1 when its worker is not known)."""
+    try:
+        workers = alive_workers(store_path())
+    except StoreError:
+        return 1
+    mine = workers[workers["worker_id"] == value(job, "worker_id")]
+    return parallel_units(mine["devices"].iloc[0]) if len(mine) else 1
+
+
+def job_time_left(job: Any, parallel: int) -> TimeLeft | None:
+    """A running job's time left from its study's measured runs; None when there are none
+    (or the store is busy): the page then uses the job's pace."""
+    path = str(store_path())
+    try:
+        runs = cached_study_run_costs(path, job.study_id)
+        planned = cached_planned_groups(path, job.study_id)
+    except (StoreError, SpecError, ValueError):
+        return None
+    return time_left(runs, planned, parallel)
+
+
+def gpu_panel(*, job_running: bool) -> None:
+    """This machine's GPUs (use, memory, images/s) with an idle badge, or one sentence when
+    it has none. Drawn inside the page's auto-refreshing fragment, so it is live."""
+    readings = read_gpus()
+    if not readings:
+        st.caption(NO_GPU_TEXT)
+        return
+    try:
+        rates = rates_by_index(cached_device_rates(str(store_path())), socket.gethostname())
+    except StoreError:
+        rates = {}
+    st.dataframe(gpu_table(readings, rates), hide_index=True, width="stretch")
+    if idle := idle_gpus(readings, job_running=job_running):
+        st.badge("idle", color="orange", icon=":material/hourglass_empty:")
+        st.caption(idle_text(idle, readings))

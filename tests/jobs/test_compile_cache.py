@@ -1,0 +1,113 @@
+"""The compile cache under SOFTGRADE_HOME: its key, its pruning, and a lane that uses it."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from engine.config import StudySpec
+from jobs.worker.compile_cache import (
+    CACHE_FOLDER,
+    CacheKey,
+    cache_key,
+    code_hash,
+    list_compile_caches,
+    prune_compile_caches,
+)
+from jobs.worker.executors import LocalExecutor, SlotPlan
+from jobs.worker.runner import Worker
+from store import jobs as store_jobs
+from store.db import init_schema
+from tests.helpers.studies import tiny_study
+
+KEY = CacheKey(
+    torch="2.11.0+cu130",
+    triton="3.6.0",
+    torchvision="0.26.0",
+    device="NVIDIA H200 sm90",
+    code="0123456789abcdef",
+)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"torch": "2.12.0+cu130"},
+        {"triton": "3.7.0"},
+        {"torchvision": "0.27.0"},
+        {"device": "NVIDIA H100 80GB HBM3 sm90"},
+        {"device": "NVIDIA H200 sm100"},
+        {"code": "fedcba9876543210"},
+    ],
+)
+def test_the_key_folder_changes_with_torch_the_gpu_and_the_code(change):
+    assert dataclasses.replace(KEY, **change).folder_name != KEY.folder_name
+
+
+def test_the_key_folder_is_one_safe_path_component():
+    name = KEY.folder_name
+    assert "/" not in name and " " not in name and "+" not in name
+    assert "NVIDIA_H200_sm90" in name and "0123456789abcdef" in name
+
+
+def test_the_code_hash_follows_the_compiled_source(tmp_path):
+    (tmp_path / "engine").mkdir()
+    (tmp_path / "engine" / "train.py").write_text("x = 1\n")
+    before = code_hash(("engine/train.py",), root=tmp_path)
+    (tmp_path / "engine" / "train.py").write_text("x = 2\n")
+    assert code_hash(("engine/train.py",), root=tmp_path) != before
+
+
+def test_this_process_key_names_its_torch_and_the_cpu():
+    key = cache_key(torch.device("cpu"))
+    assert key.torch == torch.__version__
+    assert key.device == "cpu"
+    assert key.code == code_hash()
+
+
+def test_folders_unused_for_long_are_pruned_and_the_current_one_kept(tmp_path):
+    for name in ("old", "recent", "current"):
+        (tmp_path / name / "inductor").mkdir(parents=True)
+        (tmp_path / name / "last-used").touch()
+    month_ago = time.time() - 40 * 86400
+    for name in ("old", "current"):
+        os.utime(tmp_path / name / "last-used", (month_ago, month_ago))
+
+    assert prune_compile_caches(tmp_path, keep="current") == ["old"]
+    assert sorted(c.name for c in list_compile_caches(tmp_path)) == ["current", "recent"]
+
+
+@pytest.mark.slow  # starts a slot process and trains
+def test_a_lane_process_compiles_into_the_cache_under_softgrade_home(tmp_path):
+    store = tmp_path / "softgrade.duckdb"
+    init_schema(store)
+    spec = StudySpec.from_dict(tiny_study(methods=["nominal"], tasks=["KL"]))
+    store_jobs.enqueue_job(spec.to_dict(), path=store)
+    worker = Worker(LocalExecutor([SlotPlan("cpu", None)]), store_path=store, home=tmp_path)
+    seen: list[str | None] = []
+    handle = worker._handle
+
+    def spy(state, msg):
+        if msg["kind"] == "done":
+            seen.append(msg["compile_cache_dir"])
+        return handle(state, msg)
+
+    worker._handle = spy
+    try:
+        worker.run_once()
+    finally:
+        worker.close()
+
+    key = cache_key(torch.device("cpu"))
+    expected = tmp_path / CACHE_FOLDER / key.folder_name / "inductor"
+    assert seen == [str(expected)]
+    assert expected.is_dir() and (expected.parent / "triton").is_dir()
+    assert "TORCHINDUCTOR_CACHE_DIR" not in os.environ or os.environ[
+        "TORCHINDUCTOR_CACHE_DIR"
+    ] != str(expected), "the lane's setting belongs to the lane process, not the worker"
+    assert Path(seen[0]).parent.name == key.folder_name
