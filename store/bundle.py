@@ -3,7 +3,8 @@
 A bundle is a zip of Parquet files and a ``card.json``:
 
 - ``runs.parquet``: every run of the exported seeds (configuration, validation AMAE, epochs
-  run, which one was selected), for the search explorer;
+  run, which one was selected), for the search explorer and the expected best validation
+  AMAE by configurations tried (`engine.analysis.expected_max`), which need no predictions;
 - ``predictions.parquet`` and ``epochs.parquet``: the selected runs' per-film probabilities
   (validation and test) and their epoch metrics (learning curves); exported with
   ``all_test_predictions`` it also holds every other run's test predictions (for the

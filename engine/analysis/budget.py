@@ -1,12 +1,23 @@
-"""Budget-matched comparison: every method re-selected among as many configurations as nominal.
+"""Budget-matched comparison: every method re-selected among configurations matched to nominal's.
 
 The paper's search gives nominal 3 configurations, binomial and beta 6, triangular and
 exponential 15, and keeps the one with the lowest validation AMAE. The best of more
 candidates wins more often whatever the loss, so part of a soft method's lead may be its
 larger search. From the stored runs (no retraining), each draw picks, per task, method and
-seed, a random subset of ``budget`` of the method's configurations (all of them when it has
-no more) and selects the lowest validation AMAE among them (ties to the lower configuration
-index, as `store.runs.select_best_runs`). Repeating the draw gives:
+seed, a subset of the method's configurations and selects the lowest validation AMAE among
+them (ties to the lower configuration index, as `store.runs.select_best_runs`). Two ways to
+match (``match``):
+
+* `COVERAGE` (what the pages use): one configuration at each learning rate of nominal's grid,
+  drawn at random among the method's configurations at that rate. Nominal's 3 configurations
+  are its whole learning-rate grid; a random 3 of a soft method's 15 can miss the rate it
+  trains best at, which handicaps it for a reason nominal never meets. Matching coverage
+  gives every method the same rates to choose among, and the same number of configurations.
+  A (task, method, seed) whose search has no configuration at some rate of the grid selects
+  among the rates it has (`BudgetMatched.uncovered` counts them).
+* `COUNT`: a random subset of ``budget`` configurations (all of them when it has no more).
+
+Repeating the draw gives:
 
 * :attr:`BudgetMatched.table`: Table 4 at matched budget (each metric's mean over seeds,
   averaged over draws, with the 2.5–97.5 % range over draws) beside the study's own;
@@ -22,6 +33,8 @@ its selected runs only: :func:`check_test_scores` raises :class:`BudgetUnavailab
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -33,6 +46,11 @@ from engine.analysis.metrics import METRICS, SELECTION_COLUMN, SELECTION_METRIC,
 
 GROUP = ["task", "method", "seed"]
 N_DRAWS = 200
+COVERAGE = "coverage"
+COUNT = "count"
+MATCHES: tuple[str, ...] = (COVERAGE, COUNT)
+#: The hyper-parameter whose grid `COVERAGE` matches: every method searches it.
+GRID_PARAMETER = "lr"
 
 
 class BudgetUnavailable(ValueError):
@@ -52,6 +70,9 @@ class BudgetMatched:
         paired: `engine.analysis.paired.paired_table` at matched budget.
         draws: one row per draw, task and soft method: ``draw``, ``task``, ``method``,
             ``mean_diff`` (AMAE soft − nominal), ``p_corrected``, ``p_corrected_holm``.
+        match: `COVERAGE` or `COUNT`.
+        grid: the learning rates matched (`COVERAGE`; empty for `COUNT`).
+        uncovered: (task, method, seed) searches lacking a rate of the grid.
     """
 
     budget: int
@@ -59,6 +80,9 @@ class BudgetMatched:
     table: pd.DataFrame
     paired: pd.DataFrame
     draws: pd.DataFrame
+    match: str = COUNT
+    grid: tuple[float, ...] = ()
+    uncovered: int = 0
 
 
 def check_test_scores(study_id: str, n_lacking: int, n_runs: int) -> None:
@@ -110,13 +134,84 @@ def matched_selections(
     stacked["_key"] = rng.random(len(stacked))
     stacked = stacked.sort_values(["draw", *GROUP, "_key"], kind="stable")
     seen = stacked[stacked.groupby(["draw", *GROUP], sort=False).cumcount() < budget]
-    # The search's own rule: the best validation selection metric, ties to the lower config.
+    return _best_of(seen).drop(columns="_key").reset_index(drop=True)
+
+
+def grid_values(runs: pd.DataFrame, parameter: str = GRID_PARAMETER) -> pd.Series:
+    """Each run's value of ``parameter`` from its ``config`` (JSON text or a dict), rounded
+    to 12 significant digits so that one grid value compares equal to itself; NaN where
+    the configuration does not name it."""
+
+    def value(config: object) -> float:
+        found = json.loads(config) if isinstance(config, str) else config
+        raw = found.get(parameter) if isinstance(found, Mapping) else None
+        return float(f"{float(raw):.12g}") if isinstance(raw, int | float) else math.nan
+
+    return runs["config"].map(value).astype(np.float64)
+
+
+def nominal_grid(
+    runs: pd.DataFrame, baseline: str = paired.BASELINE, parameter: str = GRID_PARAMETER
+) -> tuple[float, ...]:
+    """The learning rates the baseline's searches tried (its whole grid, in the paper).
+
+    Raises:
+        BudgetUnavailable: no baseline runs, or none names the parameter.
+    """
+    mine = runs[runs["method"] == baseline]
+    values = grid_values(mine, parameter).dropna() if "config" in mine else pd.Series([])
+    if values.empty:
+        raise BudgetUnavailable(f"no {baseline} runs with a {parameter} to take the grid from")
+    return tuple(sorted(set(values)))
+
+
+def coverage_selections(
+    runs: pd.DataFrame,
+    grid: Sequence[float],
+    *,
+    n_draws: int = N_DRAWS,
+    seed: int = 0,
+    parameter: str = GRID_PARAMETER,
+) -> pd.DataFrame:
+    """The run each draw selects per task, method and seed among one configuration drawn at
+    each value of ``grid`` (see `COVERAGE`).
+
+    Args:
+        runs: one row per run: ``run_id``, ``task``, ``method``, ``seed``, ``config_index``,
+            ``config`` and the selection column.
+        grid: the learning rates to cover.
+        n_draws: draws.
+        seed: random seed.
+        parameter: the hyper-parameter the grid is of.
+
+    Returns:
+        Columns ``draw``, the ``runs`` columns used, and ``covered`` (the search had a
+        configuration at every value of the grid); one row per draw and group with a
+        configuration at some value of the grid.
+    """
+    rng = np.random.default_rng(seed)
+    base = runs[["run_id", *GROUP, "config_index", SELECTION_COLUMN]].reset_index(drop=True)
+    base["_grid"] = grid_values(runs, parameter).to_numpy()
+    base = base[base["_grid"].isin(list(grid))].reset_index(drop=True)
+    rates = base.groupby(GROUP, sort=False)["_grid"].transform("nunique")
+    base["covered"] = rates == len(grid)
+    stacked = base.loc[np.tile(np.arange(len(base)), n_draws)].reset_index(drop=True)
+    stacked.insert(0, "draw", np.repeat(np.arange(n_draws), len(base)))
+    stacked["_key"] = rng.random(len(stacked))
+    stacked = stacked.sort_values(["draw", *GROUP, "_grid", "_key"], kind="stable")
+    seen = stacked.drop_duplicates(["draw", *GROUP, "_grid"], keep="first")
+    chosen = _best_of(seen)
+    return chosen.drop(columns=["_key", "_grid"]).reset_index(drop=True)
+
+
+def _best_of(seen: pd.DataFrame) -> pd.DataFrame:
+    """The search's own rule over the configurations seen in each draw: the best validation
+    selection metric, ties to the lower configuration index."""
     ascending = [True] * (1 + len(GROUP)) + [get_metric(SELECTION_METRIC).lower_is_better, True]
     best = seen.sort_values(
         ["draw", *GROUP, SELECTION_COLUMN, "config_index"], ascending=ascending, kind="stable"
     )
-    chosen = best.drop_duplicates(["draw", *GROUP], keep="first")
-    return chosen.drop(columns="_key").reset_index(drop=True)
+    return best.drop_duplicates(["draw", *GROUP], keep="first")
 
 
 def budget_matched(
@@ -127,21 +222,40 @@ def budget_matched(
     n_draws: int = N_DRAWS,
     metrics: Sequence[str] = METRICS,
     seed: int = 0,
+    match: str = COUNT,
 ) -> BudgetMatched:
     """Table 4 and the paired tests with every method re-selected at nominal's budget.
 
     Args:
         per_run_all: `engine.analysis.compare.per_run_metrics` of every run's test counts
             (`store.analysis.all_run_test_counts`), with ``config_index`` and ``val_amae``
-            and, for the study's own selection, ``selected``.
+            (and ``config`` for `COVERAGE`) and, for the study's own selection,
+            ``selected``.
         ratios: task -> ``n_test / n_train``.
-        budget: configurations per selection; None takes nominal's.
+        budget: configurations per selection (`COUNT`); None takes nominal's.
         n_draws: random subsets drawn.
         metrics: metric columns.
         seed: random seed.
+        match: `COVERAGE` (one configuration per learning rate of nominal's grid) or
+            `COUNT` (a random ``budget`` of them).
+
+    Raises:
+        ValueError: an unknown ``match``.
+        BudgetUnavailable: no nominal runs to take the budget or grid from.
     """
-    budget = budget or nominal_budget(per_run_all)
-    chosen = matched_selections(per_run_all, budget, n_draws=n_draws, seed=seed)
+    if match not in MATCHES:
+        raise ValueError(f"{match=}; allowed: {MATCHES}")
+    grid: tuple[float, ...] = ()
+    uncovered = 0
+    if match == COVERAGE:
+        grid = nominal_grid(per_run_all)
+        budget = len(grid)
+        chosen = coverage_selections(per_run_all, grid, n_draws=n_draws, seed=seed)
+        uncovered = int((~chosen.drop_duplicates(GROUP)["covered"]).sum())
+        chosen = chosen.drop(columns="covered")
+    else:
+        budget = budget or nominal_budget(per_run_all)
+        chosen = matched_selections(per_run_all, budget, n_draws=n_draws, seed=seed)
     scored = chosen.merge(per_run_all[["run_id", *metrics]], on="run_id")
     per_draw = scored.groupby(["draw", "task", "method"], sort=False)[list(metrics)].mean()
     expected = scored.groupby(GROUP, sort=False)[list(metrics)].mean().reset_index()
@@ -149,7 +263,56 @@ def budget_matched(
     table = _table4(per_run_all, per_draw, metrics)
     paired_at_budget = paired.paired_table(expected, ratios, metrics=metrics)
     draws = _endpoint_draws(scored, ratios)
-    return BudgetMatched(budget, n_draws, table, paired_at_budget, draws)
+    return BudgetMatched(budget, n_draws, table, paired_at_budget, draws, match, grid, uncovered)
+
+
+def coverage_matched_validation(
+    runs: pd.DataFrame, *, n_draws: int = N_DRAWS, seed: int = 0
+) -> pd.DataFrame:
+    """Each method's validation selection metric at coverage-matched budget: the expected
+    best of one configuration per learning rate of nominal's grid, beside the best of its
+    whole search. Needs only every run's validation score (a bundle keeps it), not its test
+    predictions.
+
+    Args:
+        runs: one row per run (`store.runs.list_runs`): ``run_id``, ``task``, ``method``,
+            ``seed``, ``config_index``, ``config`` and the selection column.
+
+    Returns:
+        One row per task and method: ``configs`` (its search size), ``own_best`` (mean over
+        seeds of the best of its whole search), ``matched`` (mean over seeds of the expected
+        best at matched coverage), ``grid`` (the rates' count), ``uncovered`` (seeds whose
+        search lacks a rate).
+
+    Raises:
+        BudgetUnavailable: no nominal runs with a learning rate.
+    """
+    runs = runs[runs[SELECTION_COLUMN].notna()]
+    grid = nominal_grid(runs)
+    chosen = coverage_selections(runs, grid, n_draws=n_draws, seed=seed)
+    per_seed = chosen.groupby(GROUP, sort=False).agg(
+        matched=(SELECTION_COLUMN, "mean"), covered=("covered", "first")
+    )
+    best = get_metric(SELECTION_METRIC).lower_is_better
+    own = runs.groupby(GROUP, sort=False)[SELECTION_COLUMN].agg("min" if best else "max")
+    per_seed = per_seed.join(own.rename("own_best")).reset_index()
+    configs = runs.groupby(["task", "method"], sort=False)["config_index"].nunique()
+    table = (
+        per_seed.groupby(["task", "method"], sort=False)
+        .agg(
+            own_best=("own_best", "mean"),
+            matched=("matched", "mean"),
+            uncovered=("covered", lambda c: int((~c.astype(bool)).sum())),
+        )
+        .reset_index()
+    )
+    table.insert(
+        2,
+        "configs",
+        [int(configs[(t, m)]) for t, m in zip(table["task"], table["method"], strict=True)],
+    )
+    table["grid"] = len(grid)
+    return table
 
 
 def _study_of(per_run_all: pd.DataFrame) -> str:

@@ -119,12 +119,17 @@ def read_results(path: Path | str) -> ResultsFile:
     return check_results(frame, csv=suffix == ".csv")
 
 
-def check_results(frame: pd.DataFrame, *, csv: bool = True) -> ResultsFile:
+def check_results(
+    frame: pd.DataFrame, *, csv: bool = True, places: Places | None = None
+) -> ResultsFile:
     """Check a results table and return it in the store's terms.
 
     Args:
         frame: the file's rows (any dtypes; a CSV read as text).
         csv: the rows came from a CSV (messages then also give the line).
+        places: how messages name a row and a column, for a table built from another
+            source (an MLflow experiment's runs: `engine.analysis.run_mapping`); default
+            the file's row numbers and column names.
 
     Raises:
         ResultsFileError: the first problem: unknown or missing columns, or the first bad
@@ -138,7 +143,7 @@ def check_results(frame: pd.DataFrame, *, csv: bool = True) -> ResultsFile:
     _check_columns(frame, kind, probabilities)
     if frame.empty:
         raise ResultsFileError("the file holds no rows")
-    where = _Rows(csv)
+    where = places or Places(csv=csv)
     cells = _Checked(frame, where)
     task = cells.text("task", _task_problem)
     method = cells.text("method", _method_problem)
@@ -281,14 +286,19 @@ def _film_problem(value: str) -> str | None:
     return None
 
 
-class _Rows:
-    """How a message names a row: 'row 3 (line 4 of the CSV)'."""
+class Places:
+    """How a message names a row ('row 3 (line 4 of the CSV)') and a column ("column
+    'value'"). A table built from another source subclasses it to name that source's rows
+    and fields (an MLflow run and its param), so every check speaks the user's terms."""
 
-    def __init__(self, csv: bool) -> None:
+    def __init__(self, *, csv: bool = False) -> None:
         self.csv = csv
 
     def __call__(self, index: int) -> str:
         return f"row {index + 1}" + (f" (line {index + 2} of the CSV)" if self.csv else "")
+
+    def column(self, name: str) -> str:
+        return f"column {name!r}"
 
 
 def _shown(value: object) -> str:
@@ -299,13 +309,14 @@ def _shown(value: object) -> str:
 class _Checked:
     """Cells of one column checked in turn; the first bad one raises `ResultsFileError`."""
 
-    def __init__(self, frame: pd.DataFrame, where: _Rows) -> None:
+    def __init__(self, frame: pd.DataFrame, where: Places) -> None:
         self.frame = frame
         self.where = where
 
     def fail(self, index: int, column: str, problem: str) -> ResultsFileError:
         value = _shown(self.frame[column].iloc[index])
-        return ResultsFileError(f"{self.where(index)}, column {column!r}: {value}: {problem}")
+        place = f"{self.where(index)}, {self.where.column(column)}"
+        return ResultsFileError(f"{place}: {value}: {problem}")
 
     def text(self, column: str, problem: Callable[[str], str | None]) -> pd.Series:
         values = self.frame[column].map(lambda v: "" if _blank(v) else str(v))
@@ -361,7 +372,7 @@ def _numeric_text(value: object) -> object:
     return value.strip() if isinstance(value, str) else value
 
 
-def _no_repeats(frame: pd.DataFrame, keys: list[str], where: _Rows) -> None:
+def _no_repeats(frame: pd.DataFrame, keys: list[str], where: Places) -> None:
     repeated = frame.duplicated(keys).to_numpy()
     if repeated.any():
         index = int(np.argmax(repeated))
@@ -373,7 +384,7 @@ def _no_repeats(frame: pd.DataFrame, keys: list[str], where: _Rows) -> None:
 
 
 def _sizes(
-    frame: pd.DataFrame, cells: _Checked, task: pd.Series, seed: pd.Series, where: _Rows
+    frame: pd.DataFrame, cells: _Checked, task: pd.Series, seed: pd.Series, where: Places
 ) -> pd.DataFrame:
     """``task, seed, n_train, n_test`` per seed; a (task, seed)'s rows must agree (every
     method of a seed trains and tests on the same split)."""
@@ -410,7 +421,7 @@ def _probabilities(
     columns: list[str],
     task: pd.Series,
     cells: _Checked,
-    where: _Rows,
+    where: Places,
 ) -> list[list[float]]:
     """Each row's probabilities over its task's grades, checked: numbers in [0, 1] for
     p0..p(top), blank beyond, summing to 1 within `PROBABILITY_TOLERANCE`."""

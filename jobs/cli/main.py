@@ -24,7 +24,9 @@
   ``import-study`` loads into any store (``jobs/cli/results_commands.py``).
 - ``import-results FILE [--name NAME]``: per-seed metrics or per-film predictions trained by
   another tool (CSV or Parquet) become a study marked "imported: no training provenance"
-  (docs/import-results.md).
+  (docs/import-results.md); ``import-results --mlflow-uri URI --experiment NAME [--map
+  KEY=SOURCE]``: an MLflow experiment's runs, by a small mapping (the ``mlflow`` extra);
+  ``export STUDY_ID --mlflow-uri URI``: a study's selected runs to MLflow.
 - ``detector train [--phantom N] [--dataset NAME_OR_ID]``: train a YOLOv8n knee detector on
   phantom films and/or a dataset's reviewed boxes; ``detector list``: the trained ones.
 - ``stats STUDY_ID [--metric AMAE] [-o FILE.csv|.parquet|.tex]``: paired comparisons of the

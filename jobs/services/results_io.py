@@ -2,7 +2,8 @@
 
 - `import_results`: a per-seed metrics or per-film predictions file from another tool
   (`engine.analysis.results_file`) becomes a study (`store.results`), marked as imported
-  with no training provenance.
+  with no training provenance; `store_imported` stores any checked table (an MLflow
+  experiment's runs too: `jobs.services.mlflow_io`).
 - `export_bundle`: a study's complete seeds as one bundle file with its study card
   (`store.bundle.export_study`), what ``softgrade export`` and bench/export_reference.py
   write; ``softgrade import-study`` reads it back.
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.analysis.compare import finished_seeds
-from engine.analysis.results_file import read_results
+from engine.analysis.results_file import ResultsFile, read_results
 from engine.vocab import run_id
 from store import results as store_results
 from store.bundle import export_study
@@ -44,6 +45,29 @@ def import_results(
     """
     file = Path(file)
     results = read_results(file)
+    name = (name or file.stem).strip() or file.stem
+    return store_imported(results, name=name, source={"file": file.name}, by=by, path=path)
+
+
+def store_imported(
+    results: ResultsFile,
+    *,
+    name: str,
+    source: dict[str, Any],
+    by: str,
+    path: StorePath = None,
+) -> store_results.StoredResults:
+    """Store checked results (from a file, or an MLflow experiment's runs mapped to the
+    same table: `jobs.services.mlflow_io`) as a new study marked `NO_PROVENANCE`.
+
+    Args:
+        results: the checked table.
+        name: the study's name.
+        source: where the results came from, for the study card and the report: ``file``
+            (a phrase: the file's name, or the MLflow experiment and its URI) and any detail.
+        by: who imported them.
+        path: the store.
+    """
     study_id = store_results.new_study_id()
     runs = results.runs.assign(
         run_id=[
@@ -53,7 +77,6 @@ def import_results(
     )
     keys = ["task", "method", "seed"]
     predictions = results.predictions.merge(runs, on=keys, how="left")
-    name = (name or file.stem).strip() or file.stem
     spec = {
         "name": name,
         "tasks": results.tasks,
@@ -62,7 +85,7 @@ def import_results(
         "budget": 1,
         "imported_results": {
             "provenance": NO_PROVENANCE,
-            "file": file.name,
+            **source,
             "format": results.format,
             "rows": results.rows,
             "split sizes": "given" if len(results.sizes) else "not given",

@@ -18,6 +18,7 @@ from engine.analysis import (
     calibration,
     compare,
     designs,
+    expected_max,
     kld_parts,
     paired,
     power,
@@ -25,7 +26,12 @@ from engine.analysis import (
     relationship,
     truth,
 )
-from engine.analysis.metrics import METRICS, SELECTION_COLUMN
+from engine.analysis.metrics import (
+    METRICS,
+    SELECTION_COLUMN,
+    SELECTION_METRIC,
+    lower_is_better,
+)
 from engine.analysis.results_file import seed_metrics_wide
 from store import analysis as store_analysis
 from store import results as store_results
@@ -204,9 +210,14 @@ def seeds_needed(
 
 
 def budget_matched(
-    study_id: str, *, n_draws: int = budget.N_DRAWS, path: StorePath = None
+    study_id: str,
+    *,
+    n_draws: int = budget.N_DRAWS,
+    match: str = budget.COVERAGE,
+    path: StorePath = None,
 ) -> budget.BudgetMatched:
-    """`engine.analysis.budget.budget_matched` of every run of the study.
+    """`engine.analysis.budget.budget_matched` of every run of the study (by default each
+    method re-selected among one configuration per learning rate of nominal's grid).
 
     Raises:
         engine.analysis.budget.BudgetUnavailable: some runs lack test predictions (a study
@@ -217,5 +228,36 @@ def budget_matched(
     lacking = store_analysis.runs_lacking_test_predictions(study_id, path=path)
     budget.check_test_scores(study_id, lacking, len(runs))
     counts = store_analysis.all_run_test_counts(study_id, path=path)
-    scores = compare.per_run_metrics(counts).merge(runs[["run_id", "selected"]], on="run_id")
-    return budget.budget_matched(scores, ratios(study_id, path=path), n_draws=n_draws)
+    scores = compare.per_run_metrics(counts).merge(
+        runs[["run_id", "selected", "config"]], on="run_id"
+    )
+    return budget.budget_matched(scores, ratios(study_id, path=path), n_draws=n_draws, match=match)
+
+
+def searched_runs(study_id: str, *, path: StorePath = None) -> pd.DataFrame:
+    """Every run of the study with its validation selection score (`SELECTION_COLUMN`;
+    NaN for a run never scored on validation films, e.g. results imported from another
+    tool), its configuration and whether it was selected."""
+    return store_runs.list_runs([study_id], path=path)
+
+
+def expected_best_validation(
+    study_id: str, *, replace: bool = False, path: StorePath = None
+) -> pd.DataFrame:
+    """`engine.analysis.expected_max.expected_best_table` of the runs' validation selection
+    metric: each method's expected best against the configurations tried."""
+    return expected_max.expected_best_table(
+        searched_runs(study_id, path=path),
+        SELECTION_COLUMN,
+        lower_is_better=lower_is_better(SELECTION_METRIC),
+        replace=replace,
+    )
+
+
+def coverage_matched_validation(study_id: str, *, path: StorePath = None) -> pd.DataFrame:
+    """`engine.analysis.budget.coverage_matched_validation` of the study's runs.
+
+    Raises:
+        engine.analysis.budget.BudgetUnavailable: no nominal runs with a learning rate.
+    """
+    return budget.coverage_matched_validation(searched_runs(study_id, path=path))

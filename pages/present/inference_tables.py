@@ -11,7 +11,7 @@ so every format is unit-tested (tests/app/test_inference_tables.py).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -428,8 +428,9 @@ def search_budget_sentence(configs: Mapping[str, int]) -> str:
     return (
         f"Each method kept the best of its own search by validation AMAE ({parts} "
         "configurations per task and seed); the best of more candidates wins more often "
-        "whatever the loss, so below every method is re-selected among random subsets of "
-        "Nominal's size."
+        "whatever the loss, so below the methods are compared at matched budgets: by the "
+        "expected best against the configurations tried, and re-selected among one "
+        "configuration per learning rate of Nominal's grid."
     )
 
 
@@ -462,17 +463,25 @@ def budget_table_frame(table: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def budget_draws_sentence(draws: pd.DataFrame, budget: int, alpha: float = 0.05) -> str:
+def budget_draws_sentence(
+    draws: pd.DataFrame, budget: int, alpha: float = 0.05, *, grid: Sequence[float] = ()
+) -> str:
     """How often the primary endpoint (AMAE, soft vs nominal, Holm over 8) came out
-    significant over the draws at matched budget."""
+    significant over the draws at matched budget (``grid``: the learning rates matched by
+    coverage, `engine.analysis.budget.COVERAGE`)."""
     if draws.empty:
         return ""
     n_draws = int(draws["draw"].nunique())
     significant = draws["p_corrected_holm"] < alpha
     lead = draws["mean_diff"] < 0
     share = float(significant.mean()) if len(draws) else math.nan
+    each = (
+        f"one configuration per learning rate of Nominal's grid ({len(grid)} per method)"
+        if grid
+        else f"{budget} configuration{'s' * (budget != 1)} per method"
+    )
     return (
-        f"Over {n_draws} draws of {budget} configuration{'s' * (budget != 1)} per method, a "
+        f"Over {n_draws} draws of {each}, a "
         f"soft method's AMAE was below Nominal's in {_share(float(lead.mean()))} of the "
         "comparisons and significantly so (corrected test, Holm over the primary family) in "
         f"{_share(share)}."

@@ -371,16 +371,20 @@ def budget_caveat(study_id: str, store: Path, runs: pd.DataFrame) -> str:
         return text.replace("Unequal search budgets", "Search budgets") + " Here they are equal."
     if lacking:
         return (
-            f"{text} The budget-matched check (every method re-selected at Nominal's budget, "
-            f"Compare → Robustness) cannot run here: "
+            f"{text} The budget-matched check (every method re-selected among one "
+            "configuration per learning rate of Nominal's grid, Compare → Robustness) cannot "
+            "run here: "
             f"{inference_tables.budget_unavailable_sentence(lacking, len(searched))}"
         )
     try:
         matched = study_analysis.budget_matched(study_id, n_draws=N_DRAWS, path=store)
     except budget.BudgetUnavailable as exc:
         return f"{text} The budget-matched check cannot run here: {exc}."
-    found = inference_tables.budget_draws_sentence(matched.draws, matched.budget)
-    return f"{text} Re-selecting every method at Nominal's budget (Compare → Robustness): {found}"
+    found = inference_tables.budget_draws_sentence(matched.draws, matched.budget, grid=matched.grid)
+    return (
+        f"{text} Re-selecting every method among one configuration per learning rate of "
+        f"Nominal's grid (Compare → Robustness): {found}"
+    )
 
 
 def noise_caveat(kind: str | None, params: Mapping[str, Any]) -> str:

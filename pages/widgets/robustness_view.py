@@ -6,9 +6,15 @@ on a
   phantom every metric is also scored against the noiseless ``true_grade``; per method the
   shift (true − recorded) and its difference from nominal's with the corrected test. Hidden,
   with one line saying why, when the films have no true grade.
+* **Budgets compared fairly**: the expected best validation AMAE against the number of
+  configurations tried, per method (Dodge et al. 2019; ``engine.analysis.expected_max``), and
+  each method's expected best among one configuration per learning rate of nominal's grid
+  (``engine.analysis.budget.coverage_matched_validation``). Both need only every run's
+  validation AMAE, which a bundle keeps; a study without it (results imported from another
+  tool) gets one sentence saying what cannot be shown.
 * **Budget-matched comparison** (``jobs.services.study_analysis.budget_matched``,
-  ``engine.analysis.budget``): every method re-selected among random subsets of nominal's
-  number of configurations, Table 4 and the paired tests at that budget. A study without the
+  ``engine.analysis.budget``): every method re-selected among one configuration per learning
+  rate of nominal's grid, Table 4 and the paired tests at that budget. A study without the
   unselected runs' test predictions (an imported bundle) gets one sentence saying so.
 
 Each study is analysed on its own (the statistics pair seeds within a study); every read is
@@ -24,9 +30,10 @@ import streamlit as st
 
 from engine.analysis import budget
 from engine.analysis.metrics import METRIC_LABELS, METRICS, PRIMARY_METRIC, SELECTION_COLUMN
+from engine.analysis.paired import BASELINE
 from engine.vocab import LABEL_SEPARATOR
 from jobs.services import study_analysis
-from pages.present import exports, inference_tables, stat_tables
+from pages.present import budget_curves, exports, inference_tables, stat_tables
 from pages.present.formatting import table_height
 from pages.present.user_text import plain, said
 from pages.widgets import reads
@@ -67,6 +74,23 @@ def cached_budget(
         return configs, study_analysis.budget_matched(study_id, path=path), ""
     except budget.BudgetUnavailable as exc:  # e.g. no nominal runs to take the budget from
         return configs, None, f"Budget matching is not possible here: {said(exc)}."
+
+
+@st.cache_data(ttl=reads.RESULTS_TTL_S, show_spinner="Expected best by configurations tried…")
+def cached_expected_best(
+    path: str, study_id: str, replace: bool
+) -> tuple[pd.DataFrame, int, int, pd.DataFrame | None, tuple[float, ...]]:
+    """The expected-best curves, how many runs have a validation score of how many, and the
+    coverage-matched table with its grid (None, () when nominal has no learning rates)."""
+    runs = study_analysis.searched_runs(study_id, path=path)
+    n_scored = int(runs[SELECTION_COLUMN].notna().sum())
+    table = study_analysis.expected_best_validation(study_id, replace=replace, path=path)
+    try:
+        coverage = study_analysis.coverage_matched_validation(study_id, path=path)
+        grid = budget.nominal_grid(runs[runs[SELECTION_COLUMN].notna()])
+    except budget.BudgetUnavailable:
+        coverage, grid = None, ()
+    return table, n_scored, len(runs), coverage, grid
 
 
 def robustness_tab(
@@ -138,12 +162,13 @@ def truth_section(path: str, study_id: str, metric: str, keep: Keep) -> pd.DataF
 def budget_section(path: str, study_id: str, metric: str, keep: Keep) -> dict[str, pd.DataFrame]:
     """The budget sentence, then Table 4 and the paired tests at nominal's budget (or why
     not); returns the picked rows of both tables."""
+    exported = expected_best_section(path, study_id, keep)
     st.subheader("Budget-matched comparison", divider="gray")
     configs, matched, why_not = cached_budget(path, study_id)
     st.markdown(inference_tables.search_budget_sentence(configs))
     if matched is None:
         st.info(why_not)
-        return {}
+        return exported
     table, pairs = keep(matched.table), keep(matched.paired, "method_a", "method_b")
     shown = inference_tables.budget_table_frame(table[table["metric"] == metric])
     st.dataframe(
@@ -152,16 +177,48 @@ def budget_section(path: str, study_id: str, metric: str, keep: Keep) -> dict[st
         width="content",
         height=table_height(len(shown)),
     )
-    st.markdown(inference_tables.budget_draws_sentence(matched.draws, matched.budget))
+    st.markdown(
+        inference_tables.budget_draws_sentence(matched.draws, matched.budget, grid=matched.grid)
+    )
     st.markdown(f"**Paired tests at matched budget ({METRIC_LABELS[metric]})**")
     paired_shown = inference_tables.paired_frame(pairs[pairs["metric"] == metric])
     if paired_shown.empty:
         st.info("Paired tests need at least two of the picked methods.")
-        return {"budget table": table}
+        return {**exported, "budget table": table}
     st.dataframe(paired_shown.drop(columns=["Metric"]), hide_index=True, width="stretch")
     st.caption(
         f"Each paired value is a run's expected score at a budget of {matched.budget} "
         f"configurations (averaged over {matched.n_draws} random draws). "
         + inference_tables.PAIRED_NOTE
     )
-    return {"budget table": table, "budget paired": pairs}
+    return {**exported, "budget table": table, "budget paired": pairs}
+
+
+def expected_best_section(path: str, study_id: str, keep: Keep) -> dict[str, pd.DataFrame]:
+    """Expected best validation AMAE by configurations tried, and at matched coverage of the
+    learning-rate grid (or what cannot be shown without the runs' validation scores)."""
+    st.subheader("Budgets compared fairly", divider="gray")
+    replace = st.toggle(
+        "Draw with replacement",
+        key="robust_expected_replace",
+        help="Dodge et al.'s estimator draws configurations with replacement, so a curve "
+        "continues past the method's own search; off: n distinct configurations of those "
+        "tried, each curve ending at its search's size.",
+    )
+    table, n_scored, n_runs, coverage, grid = cached_expected_best(path, study_id, replace)
+    table = keep(table)
+    if table.empty or n_scored == 0:
+        st.info(budget_curves.expected_best_unavailable(n_scored, n_runs))
+        return {}
+    st.altair_chart(budget_curves.expected_best_chart(table, replace=replace))
+    st.markdown(budget_curves.expected_best_sentence(table, BASELINE, replace=replace))
+    if n_scored < n_runs:
+        st.caption(budget_curves.expected_best_unavailable(n_scored, n_runs))
+    exported = {"expected best": table}
+    if coverage is not None:
+        coverage = keep(coverage)
+        st.markdown(budget_curves.coverage_sentence(grid, BASELINE))
+        shown = budget_curves.coverage_frame(coverage, grid)
+        st.dataframe(shown, hide_index=True, width="content", height=table_height(len(shown)))
+        exported["coverage matched"] = coverage
+    return exported

@@ -35,3 +35,16 @@ def test_statistics_tab_names_the_intervals_a_file_without_sizes_cannot_give(
     at = run_page(home, monkeypatch, tab="Statistics")
     assert "No split sizes for CPPD, KL" in texts(at, "info")
     assert "n_train and n_test" in texts(at, "info")
+
+
+def test_robustness_says_what_it_cannot_show_without_the_runs_validation_scores(
+    home, tmp_path, capsys, monkeypatch
+):
+    csv = tmp_path / "other_tool.csv"
+    per_seed_rows().to_csv(csv, index=False)
+    imported_study(capsys, str(csv))
+    at = run_page(home, monkeypatch, tab="Robustness")
+    info = texts(at, "info")
+    assert "needs every run's validation AMAE, and this study holds it for 0 of its 30 runs" in info
+    assert "cannot show how the search budget shaped each method's selection" in info
+    assert not any("configurations tried" in str(c.proto.spec) for c in at.get("vega_lite_chart"))
