@@ -33,6 +33,7 @@ from engine.config import TrainConfig
 from engine.datasets import TaskSplit, open_prepared, task_split
 from engine.methods import get_method
 from engine.train import RunCancelled, Trainer, resolve_device, save_checkpoint
+from jobs.worker.pruning import PruningTask, SearchTrial
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +51,8 @@ class RunTask:
     cache_dir: str
     splits: pd.Series
     checkpoint_path: str | None
+    # A pruned search's shared study (jobs.worker.pruning); None: the full search.
+    pruning: PruningTask | None = None
 
 
 @dataclass
@@ -98,13 +101,18 @@ def execute_run(
     try:
         data = state.task_data(task)
         trainer = state.trainer(task.config)
+        trial = SearchTrial(task.pruning) if task.pruning is not None else None
         result = trainer.fit(
             task.config,
             data,
             on_epoch_end=lambda stats: emit({**base, "kind": "epoch", **asdict(stats)}),
             should_stop=should_stop,
+            should_prune=trial.should_prune if trial is not None else None,
         )
-        if task.checkpoint_path:
+        if trial is not None:
+            trial.finish(pruned=result.pruned, value=result.val_amae)
+        # A pruned run is never selected, so its weights are never wanted.
+        if task.checkpoint_path and not result.pruned:
             save_checkpoint(Path(task.checkpoint_path), result.state_dict, task.config)
         emit(
             {
@@ -112,6 +120,7 @@ def execute_run(
                 "kind": "done",
                 "best_epoch": result.best_epoch,
                 "epochs_run": result.epochs_run,
+                "pruned": result.pruned,
                 "val_amae": result.val_amae,
                 "duration_s": result.duration_s,
                 "weights_init": result.weights_init,
