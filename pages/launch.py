@@ -21,6 +21,7 @@ from pages.present.study_form import (
     check_study,
     configurations_text,
     gpu_hours_per_seed,
+    pruning_text,
     request_id_for,
     rough_time_text,
     study_size,
@@ -98,6 +99,9 @@ def show_check(
         f"{configurations_text(spec)} (at most the budget; a smaller grid is searched whole); "
         f"every run at most {spec.max_epochs} epochs."
     )
+    pruned = pruning_text(spec)
+    if pruned is not None:
+        st.markdown(pruned)
     when = rough_time_text(spec, runs_per_task, images_per_task)
     st.caption(
         f"Rough time if every run used all its epochs: {when}."
