@@ -32,6 +32,9 @@ MAX_NOTES_CHARS = 20_000
 MAX_TAGS = 20
 MAX_TAG_CHARS = 32
 
+#: The folder under SOFTGRADE_HOME of pruned searches' journals (`jobs.worker.pruning`).
+PRUNING_DIR = "pruning"
+
 # What `record_environment` stores, in the order of the table's columns.
 ENVIRONMENT_FIELDS = (
     "worker_host",
@@ -215,7 +218,8 @@ def delete_study(
     path: Path | str | None = None,
 ) -> DeletedStudy:
     """Delete a study for good: its runs, predictions, epoch metrics, jobs, job logs,
-    environments, the study row, and its runs' checkpoint files under ``home``.
+    environments, the study row, and its runs' checkpoint files and pruned-search journals
+    under ``home``.
 
     Nothing else goes: datasets, splits and other studies' rows and files stay, and the
     audit log keeps the deletion. Rows go in one transaction; files are removed after it
@@ -264,7 +268,9 @@ def delete_study(
             target=study_id,
             detail=f"{study.name!r}: " + ", ".join(f"{n} {table}" for table, n in rows.items()),
         )
-    removed, left = _remove_files(checkpoints, home)
+    # A pruned search's journals (jobs.worker.pruning) go with the study too.
+    journals = sorted(str(p) for p in (home / PRUNING_DIR / study_id).glob("*.log"))
+    removed, left = _remove_files(checkpoints + journals, home)
     return DeletedStudy(study_id, study.name, rows, removed, left)
 
 

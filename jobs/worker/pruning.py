@@ -26,9 +26,6 @@ from engine.pruning import SearchSpec, make_pruner
 
 log = logging.getLogger(__name__)
 
-#: Folder of the journals under SOFTGRADE_HOME.
-PRUNING_DIR = "pruning"
-
 
 @dataclass(frozen=True)
 class PruningTask:
@@ -52,7 +49,10 @@ class PruningTask:
 
 
 def journal_path(home: Path, study_id: str, task: str, method: str, seed: int) -> Path:
-    """The journal file of one search: ``home/pruning/<study id>/<task>-<method>-seed<N>.log``."""
+    """The journal file of one search: ``home/pruning/<study id>/<task>-<method>-seed<N>.log``
+    (`store.studies.delete_study` removes them with the study)."""
+    from store.studies import PRUNING_DIR  # the worker's import; slot processes need no store
+
     return home / PRUNING_DIR / study_id / f"{task}-{method}-seed{seed}.log"
 
 

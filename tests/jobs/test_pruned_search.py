@@ -76,3 +76,21 @@ def test_selection_skips_a_pruned_run_even_with_the_best_validation_value(tmp_pa
     runs = store_runs.list_runs([study_id], path=store).set_index("config_index")
     assert runs.loc[1, "selected"] and not runs.loc[0, "selected"]
     assert bool(runs.loc[0, "pruned"])
+
+
+def test_deleting_a_study_removes_its_pruning_journals(tmp_path):
+    from store import studies as store_studies_mod
+
+    store = tmp_path / "softgrade.duckdb"
+    init_schema(store)
+    job_id = store_jobs.enqueue_job(tiny_study(name="cheap"), path=store)
+    study_id = store_jobs.get_job(job_id, path=store).study_id
+    store_jobs.finish_job(job_id, store_jobs.JobStatus.SUCCEEDED, path=store)
+    journal = tmp_path / "pruning" / study_id / "KL-beta-seed0.log"
+    journal.parent.mkdir(parents=True)
+    journal.write_text("{}\n")
+    deleted = store_studies_mod.delete_study(
+        study_id, confirm_name="cheap", home=tmp_path, path=store
+    )
+    assert str(journal) in deleted.files_removed
+    assert not (tmp_path / "pruning" / study_id).exists()
