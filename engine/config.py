@@ -23,6 +23,7 @@ from engine.methods import (
     method_names,
 )
 from engine.protocol import EARLY_STOPPING
+from engine.pruning import PrunerError, SearchSpec
 from engine.vocab import TASK_CLASSES, TASKS
 
 #: The side of the knee crops a model may train on, smallest and largest (px); a demo bundle's
@@ -193,6 +194,8 @@ class StudySpec:
     batch_size: int = 128
     device: str = "auto"
     weights_path: str | None = None
+    # How each (task, method, seed) is searched: fully (the paper) or pruned (engine.pruning).
+    search: SearchSpec = field(default_factory=SearchSpec)
 
     def __post_init__(self) -> None:
         _check_nonempty("tasks", self.tasks, TASKS)
@@ -250,6 +253,11 @@ class StudySpec:
                 values[key] = _as_int(key, raw[key])
         if "device" in raw:
             values["device"] = str(raw["device"])
+        if "search" in raw:
+            try:
+                values["search"] = SearchSpec.from_value(raw["search"])
+            except PrunerError as exc:
+                raise SpecError(str(exc)) from None
         return cls(**values)
 
     @classmethod
@@ -275,6 +283,11 @@ class StudySpec:
             list(self.methods),
             list(self.seeds),
         )
+        # The full search (the default) is written as before pruning existed, so a study of
+        # the paper's protocol has the same spec, and request id, as ever.
+        out.pop("search")
+        if self.search.pruned:
+            out["search"] = self.search.to_dict()
         return out
 
     def train_config(

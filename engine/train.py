@@ -85,6 +85,11 @@ class RunCancelled(Exception):
     """Training stopped at an epoch boundary because cancellation was requested."""
 
 
+#: A pruned search's question after every epoch: given the epoch and the selection metric on
+#: the validation films at the epoch kept so far, should this run stop (it has lost)?
+PruneCheck = Callable[[int, float], bool]
+
+
 @dataclass(frozen=True)
 class FastPathOptions:
     """How a `Trainer` builds the fast path. The defaults are what ships and what the worker
@@ -138,6 +143,9 @@ class FitResult:
     state_dict: dict[str, torch.Tensor] = field(repr=False, default_factory=dict)
     # Adam's own step count at the end of the run: how many optimiser steps were taken.
     optimizer_steps: int = 0
+    # A pruned search stopped this run early because it had already lost (engine.pruning);
+    # its predictions are those of the best epoch it reached.
+    pruned: bool = False
 
 
 class GradeNet(nn.Module):
@@ -623,8 +631,14 @@ class Trainer:
         *,
         on_epoch_end: Callable[[EpochStats], None] | None = None,
         should_stop: Callable[[], bool] | None = None,
+        should_prune: PruneCheck | None = None,
     ) -> FitResult:
         """Train one configuration with early stopping; return the best epoch's predictions.
+
+        Args:
+            should_prune: A pruned search's check after every epoch (`PruneCheck`); when it
+                says stop, the run ends there like an early stop, marked ``pruned``. None
+                (the paper's protocol): never asked.
 
         Raises:
             RunCancelled: ``should_stop`` returned True at an epoch boundary.
@@ -635,6 +649,7 @@ class Trainer:
         generator = torch.Generator().manual_seed(config.seed)
         best = _Best()
         history: list[EpochStats] = []
+        pruned = False
         for epoch in range(1, config.max_epochs + 1):
             if should_stop is not None and should_stop():
                 raise RunCancelled(f"cancelled before epoch {epoch}")
@@ -656,6 +671,14 @@ class Trainer:
             history.append(stats)
             if on_epoch_end is not None:
                 on_epoch_end(stats)
+            finished = epoch - best.epoch >= config.patience or epoch == config.max_epochs
+            # Asked every epoch (the pruner keeps each answer's value); a run that ends here by
+            # its stopping rule has finished, whatever the pruner says.
+            if should_prune is not None:
+                kept_value = history[best.epoch - 1].val_amae
+                if should_prune(epoch, kept_value) and not finished:
+                    pruned = True
+                    break
             if epoch - best.epoch >= config.patience:
                 break
         self.model.load_state_dict(best.state)
@@ -673,6 +696,7 @@ class Trainer:
             weights_init=self.weights_init,
             state_dict={k: v.detach().cpu().clone() for k, v in best.state.items()},
             optimizer_steps=_adam_steps(optimizer),
+            pruned=pruned,
         )
 
     def _begin_run(self, config: TrainConfig) -> tuple[nn.Module, torch.optim.Optimizer]:
@@ -793,6 +817,7 @@ def fit(
     *,
     on_epoch_end: Callable[[EpochStats], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    should_prune: PruneCheck | None = None,
 ) -> FitResult:
     """Train one run in a fresh `Trainer` (tests and one-off use; slots reuse trainers)."""
     device = resolve_device(config.device)
@@ -804,4 +829,6 @@ def fit(
         weights_path=config.weights_path,
         head=get_method(config.method).head,
     )
-    return trainer.fit(config, data, on_epoch_end=on_epoch_end, should_stop=should_stop)
+    return trainer.fit(
+        config, data, on_epoch_end=on_epoch_end, should_stop=should_stop, should_prune=should_prune
+    )

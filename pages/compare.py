@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from pages.present import protocol_text
 from pages.widgets import compare_views as views
 from pages.widgets import (
     downloads,
@@ -43,6 +44,8 @@ picked = pickers.pick_studies(
     dependent_keys=views.DEPENDENT_KEYS,
 )
 pickers.note_unknown_methods(path, picked["study_id"])
+# Said beside every comparison (each tab) when a picked study's search was pruned.
+pruned = protocol_text.pruned_search_note(zip(picked["name"], picked["spec"], strict=True))
 progress, _, (counts, per_run) = pickers.read_finished(path, picked, views.cached_results)
 if per_run.empty:
     st.info("Nothing to compare yet: no seed of the selected studies has finished.")
@@ -62,17 +65,23 @@ tab_table, tab_dist, tab_cm, tab_stats, tab_prob, tab_robust = view_state.linked
     [*views.TABS, robustness_view.TAB], key="compare_tab"
 )
 with tab_table:
+    views.pruned_note(pruned)
     views.table_tab(per_run, cards, path)
 with tab_dist:
+    views.pruned_note(pruned)
     views.distributions_tab(per_run, tasks)
 with tab_cm:
+    views.pruned_note(pruned)
     views.confusion_tab(counts, per_run, tasks)
 with tab_stats:
+    views.pruned_note(pruned)
     views.statistics_tab(per_run, tasks, cards, path, progress)
 with tab_prob:
+    views.pruned_note(pruned)
     if tab_prob.open:
         probability_view.probabilities_tab(path, picked, progress, tasks, methods, cards)
 with tab_robust:
+    views.pruned_note(pruned)
     if tab_robust.open:
         robustness_view.robustness_tab(path, picked, tasks, methods, cards)
 view_state.share_link(link_slot)

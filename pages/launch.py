@@ -22,6 +22,7 @@ from pages.present.study_form import (
     configurations_text,
     gpu_hours_per_seed,
     measured_time_text,
+    pruning_text,
     request_id_for,
     rough_time_text,
     study_size,
@@ -99,6 +100,9 @@ def show_check(
         f"{configurations_text(spec)} (at most the budget; a smaller grid is searched whole); "
         f"every run at most {spec.max_epochs} epochs."
     )
+    pruned = pruning_text(spec)
+    if pruned is not None:
+        st.markdown(pruned)
     measured = measured_time_text(spec, images_per_task, cached_run_costs(str(store_path())))
     if measured is not None:
         st.caption(

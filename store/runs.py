@@ -45,6 +45,8 @@ class RunRecord:
     predictions: pd.DataFrame  # image_id, split ('val'|'test'), y_true, y_pred, probs (list)
     epochs: pd.DataFrame = field(default_factory=pd.DataFrame)  # epoch, train_loss, ...
     cost: RunCost | None = None  # what training it cost here (None: not measured, imported)
+    # Stopped early by a pruned search (it had lost); never selected.
+    pruned: bool = False
 
 
 def record_run(run: RunRecord, *, path: Path | str | None = None) -> None:
@@ -63,8 +65,8 @@ def record_run(run: RunRecord, *, path: Path | str | None = None) -> None:
                 """
                 INSERT INTO runs (run_id, study_id, job_id, task, method, seed, config_index,
                     config, status, best_epoch, epochs_run, val_amae, device, duration_s,
-                    weights_init, checkpoint_path)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'succeeded', ?, ?, ?, ?, ?, ?, ?)
+                    weights_init, checkpoint_path, pruned)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'succeeded', ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [
                     run.run_id,
@@ -82,6 +84,7 @@ def record_run(run: RunRecord, *, path: Path | str | None = None) -> None:
                     run.duration_s,
                     run.weights_init,
                     run.checkpoint_path,
+                    run.pruned,
                 ],
             )
         except duckdb.ConstraintException as exc:
@@ -130,15 +133,18 @@ def finished_run_ids(study_id: str, *, path: Path | str | None = None) -> set[st
 def select_best_runs(study_id: str, *, path: Path | str | None = None) -> list[str]:
     """Mark, per (task, method, seed), the run with the lowest validation AMAE as selected.
 
-    Ties go to the lower config index, so selection is deterministic. Returns the
-    checkpoint paths of runs that are not selected (the caller may delete those files).
+    Ties go to the lower config index, so selection is deterministic. A run a pruned search
+    stopped (``pruned``) is never selected: it had lost when it stopped, and its validation
+    AMAE is of fewer epochs. Returns the checkpoint paths of runs that are not selected (the
+    caller may delete those files).
     """
     with connect(path) as con:
         con.execute(
             """
-            UPDATE runs SET selected = (r.rank = 1)
-            FROM (SELECT run_id, row_number() OVER (
-                      PARTITION BY task, method, seed ORDER BY val_amae, config_index) AS rank
+            UPDATE runs SET selected = (r.rank = 1 AND NOT r.pruned)
+            FROM (SELECT run_id, coalesce(pruned, false) AS pruned, row_number() OVER (
+                      PARTITION BY task, method, seed
+                      ORDER BY coalesce(pruned, false), val_amae, config_index) AS rank
                   FROM runs WHERE study_id = ?) r
             WHERE runs.run_id = r.run_id
             """,
@@ -195,13 +201,14 @@ def study_methods(study_ids: list[str], *, path: Path | str | None = None) -> li
 def list_runs(
     study_ids: list[str], *, selected_only: bool = False, path: Path | str | None = None
 ) -> pd.DataFrame:
-    """Runs of the given studies, one row each (config as JSON text)."""
+    """Runs of the given studies, one row each (config as JSON text; ``pruned``: stopped
+    early by a pruned search)."""
     with connect(path, read_only=True) as con:
         return con.execute(
             f"""
             SELECT run_id, study_id, task, method, seed, config_index, config, selected,
                    best_epoch, epochs_run, val_amae, device, duration_s, weights_init,
-                   checkpoint_path, created_at
+                   checkpoint_path, created_at, coalesce(pruned, false) AS pruned
             FROM runs WHERE study_id IN (SELECT unnest(?))
             {"AND selected" if selected_only else ""}
             ORDER BY task, method, seed, config_index

@@ -128,6 +128,10 @@ CREATE TABLE IF NOT EXISTS runs (
     weights_init     VARCHAR CHECK (weights_init IN ('imagenet', 'random')),
     checkpoint_path  VARCHAR,
     created_at       TIMESTAMP NOT NULL DEFAULT current_timestamp,
+    -- Version 5: a pruned search (engine/pruning.py) stopped this run early because it had
+    -- already lost; epochs_run says how far it trained, and its predictions and epoch metrics
+    -- are those it reached. A pruned run is never selected.
+    pruned           BOOLEAN DEFAULT false,
     UNIQUE (study_id, task, method, seed, config_index)
 );
 
@@ -391,3 +395,5 @@ ALTER TABLE studies ADD COLUMN IF NOT EXISTS archived_at TIMESTAMP;
 ALTER TABLE study_environments ADD COLUMN IF NOT EXISTS executor VARCHAR;
 ALTER TABLE study_environments ADD COLUMN IF NOT EXISTS threads_per_slot INTEGER;
 ALTER TABLE study_environments ADD COLUMN IF NOT EXISTS search_pruned BOOLEAN;
+-- Version 4 -> 5: runs stopped by a pruned search are marked (every earlier run trained fully).
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS pruned BOOLEAN DEFAULT false;

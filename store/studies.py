@@ -23,7 +23,7 @@ import duckdb
 import pandas as pd
 
 from store.audit import LOCAL_ACTOR, record_in
-from store.db import StoreError, connect, data_home_of, default_store_path
+from store.db import StoreError, connect, data_home_of, default_store_path, one_row
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +31,9 @@ MAX_NAME_CHARS = 120
 MAX_NOTES_CHARS = 20_000
 MAX_TAGS = 20
 MAX_TAG_CHARS = 32
+
+#: The folder under SOFTGRADE_HOME of pruned searches' journals (`jobs.worker.pruning`).
+PRUNING_DIR = "pruning"
 
 # What `record_environment` stores, in the order of the table's columns.
 ENVIRONMENT_FIELDS = (
@@ -215,7 +218,8 @@ def delete_study(
     path: Path | str | None = None,
 ) -> DeletedStudy:
     """Delete a study for good: its runs, predictions, epoch metrics, jobs, job logs,
-    environments, the study row, and its runs' checkpoint files under ``home``.
+    environments, the study row, and its runs' checkpoint files and pruned-search journals
+    under ``home``.
 
     Nothing else goes: datasets, splits and other studies' rows and files stay, and the
     audit log keeps the deletion. Rows go in one transaction; files are removed after it
@@ -264,7 +268,9 @@ def delete_study(
             target=study_id,
             detail=f"{study.name!r}: " + ", ".join(f"{n} {table}" for table, n in rows.items()),
         )
-    removed, left = _remove_files(checkpoints, home)
+    # A pruned search's journals (jobs.worker.pruning) go with the study too.
+    journals = sorted(str(p) for p in (home / PRUNING_DIR / study_id).glob("*.log"))
+    removed, left = _remove_files(checkpoints + journals, home)
     return DeletedStudy(study_id, study.name, rows, removed, left)
 
 
@@ -398,6 +404,11 @@ def study_card(study_id: str, *, path: Path | str | None = None) -> dict[str, st
             "GROUP BY weights_init ORDER BY 1",
             [study_id],
         ).fetchall()
+        pruned_runs = one_row(
+            con,
+            "SELECT count(*) FILTER (WHERE pruned), count(*) FROM runs WHERE study_id = ?",
+            [study_id],
+        )
     card = {"study": study.name, "study id": study.study_id}
     if study.tags:
         card["tags"] = ", ".join(study.tags)
@@ -420,6 +431,9 @@ def study_card(study_id: str, *, path: Path | str | None = None) -> dict[str, st
         card["dataset"] = f"{study.dataset_id} ({dataset[0]}, {dataset[1]} images)"
     if envs:
         card.update(_environment_card(dict(zip(ENVIRONMENT_FIELDS, envs[-1], strict=True))))
+        pruner = pruner_of(study.spec)
+        if pruner is not None:
+            card["search"] = pruned_search_text(pruner, *pruned_runs)
         others = {e[0] for e in envs[:-1]} - {envs[-1][0]}
         if len(envs) > 1:
             card["resumed on"] = f"{len(envs)} claims by workers" + (
@@ -502,6 +516,22 @@ def _training_card(env: dict[str, Any]) -> dict[str, str]:
             else "full (every configuration trained to its stopping rule)"
         )
     return out
+
+
+def pruner_of(spec: dict[str, Any]) -> str | None:
+    """The pruner a study's spec names (``search: {pruner: ...}``, `engine.pruning`), or None
+    for the full search (the paper's protocol, and every study stored before pruning)."""
+    search = spec.get("search")
+    pruner = search.get("pruner") if isinstance(search, dict) else None
+    return None if pruner in (None, "none") else str(pruner)
+
+
+def pruned_search_text(pruner: str, n_pruned: int, n_runs: int) -> str:
+    """The card's "search" line of a pruned study: which pruner, how many runs it stopped."""
+    return (
+        f"pruned with {pruner} (Optuna): configurations that had already lost were stopped "
+        f"early and never selected; {n_pruned} of {n_runs} runs stopped so far"
+    )
 
 
 def _count(items: list[str]) -> list[str]:

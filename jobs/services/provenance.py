@@ -136,8 +136,8 @@ def worker_environment(
             would be wrong.
         executor: The executor's name ('local', 'inline', 'ray').
         threads_per_slot: torch's CPU threads in each CPU slot (CPU results depend on it).
-        search_pruned: Whether the study's search stopped losing configurations early
-            (no pruner exists yet, so False).
+        search_pruned: Whether the study's search stops configurations that have lost
+            (``search: {pruner: ...}``, `engine.pruning`).
     """
     return {
         "worker_host": socket.gethostname(),

@@ -30,11 +30,13 @@ import torch
 from engine.config import DatasetSpec, StudySpec, TrainConfig
 from engine.datasets import make_splits, prepare_dataset
 from engine.methods import PLUGIN_VARIABLE, is_registered, method_names
+from engine.protocol import SEARCH_SELECTION
 from engine.study import PlannedRun, plan_runs
 from jobs.services.provenance import worker_environment
 from jobs.services.run_costs import CostModel, cost_model
 from jobs.worker.compile_cache import CACHE_FOLDER
 from jobs.worker.executors import Executor
+from jobs.worker.pruning import PruningTask, journal_path, search_name
 from jobs.worker.schedule import expected_cost, longest_first, train_images
 from jobs.worker.slots import Message, RunTask, device_name
 from store import costs as store_costs
@@ -206,7 +208,7 @@ class Worker:
     def _execute(self, job: Job) -> None:
         _check_methods_known(job.spec)
         spec = StudySpec.from_dict(job.spec)
-        self._record_environment(job)
+        self._record_environment(job, search_pruned=spec.search.pruned)
         self._log(job, f"preparing dataset {spec.dataset.key} at {spec.image_size} px")
         dataset_id, cache_dir, meta = self._prepare(spec.dataset, spec.image_size)
         store_datasets.set_study_dataset(job.study_id, dataset_id, path=self.store_path)
@@ -231,6 +233,7 @@ class Worker:
                 splits=splits[run.seed],
                 checkpoint_path=str(checkpoints / f"{run.run_id}.pt"),
                 compile_cache=str(self.home / CACHE_FOLDER),
+                pruning=self._pruning(spec, job.study_id, run),
             )
             for run in pending
         }
@@ -243,7 +246,20 @@ class Worker:
         self._drive(state)
         self._finish(state)
 
-    def _record_environment(self, job: Job) -> None:
+    def _pruning(self, spec: StudySpec, study_id: str, run: PlannedRun) -> PruningTask | None:
+        """The shared Optuna study a run of a pruned search joins; None for a full search."""
+        if not spec.search.pruned:
+            return None
+        return PruningTask(
+            journal=str(journal_path(self.home, study_id, run.task, run.method, run.seed)),
+            study_name=search_name(run.task, run.method, run.seed),
+            search=spec.search,
+            max_epochs=spec.max_epochs,
+            run_id=run.run_id,
+            lower_is_better=SEARCH_SELECTION.lower_is_better,
+        )
+
+    def _record_environment(self, job: Job, *, search_pruned: bool = False) -> None:
         """Provenance: this worker's host, devices, code and library versions, kept with the
         study each time its job is claimed (a resumed study may train on several)."""
         environment = worker_environment(
@@ -251,6 +267,7 @@ class Worker:
             local_devices=self.executor_name != "ray",
             executor=self.executor_name,
             threads_per_slot=self.executor.threads_per_slot,
+            search_pruned=search_pruned,
         )
         store_studies.record_environment(
             job.study_id,
@@ -352,17 +369,19 @@ class Worker:
                 predictions=_prediction_frame(msg),
                 epochs=pd.DataFrame(msg["history"]).drop(columns=["best_epoch"]),
                 cost=self._run_cost(run.config, msg),
+                pruned=bool(msg.get("pruned", False)),
             ),
             path=self.store_path,
         )
         for lost in store_runs.select_best_runs(state.job.study_id, path=self.store_path):
             Path(lost).unlink(missing_ok=True)
         state.runs_done += 1
+        pruned = f", pruned after epoch {msg['epochs_run']}" if msg.get("pruned") else ""
         self._log(
             state.job,
             f"run {state.runs_done}/{state.runs_total} done: {run.task} {run.method} seed "
             f"{run.seed} config {run.config_index}, val AMAE {msg['val_amae']:.3f}, best epoch "
-            f"{msg['best_epoch']}/{msg['epochs_run']}, {msg['duration_s']:.1f} s",
+            f"{msg['best_epoch']}/{msg['epochs_run']}, {msg['duration_s']:.1f} s{pruned}",
         )
         self._progress(state, force=True, current_run=run.run_id, val_amae=msg["val_amae"])
 

@@ -36,6 +36,7 @@ from engine.datasets import TaskSplit, open_prepared, task_split
 from engine.methods import get_method
 from engine.train import RunCancelled, Trainer, resolve_device, save_checkpoint
 from jobs.worker.compile_cache import use_compile_cache
+from jobs.worker.pruning import PruningTask, SearchTrial
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,8 @@ class RunTask:
     # Where compiled steps are kept across processes (`jobs.worker.compile_cache`): the
     # worker's SOFTGRADE_HOME/compile-cache; None leaves torch's default folder.
     compile_cache: str | None = None
+    # A pruned search's shared study (jobs.worker.pruning); None: the full search.
+    pruning: PruningTask | None = None
 
 
 @dataclass
@@ -107,6 +110,7 @@ def execute_run(
         data = state.task_data(task)
         n_train = len(data.y_train)
         trainer = state.trainer(task.config)
+        trial = SearchTrial(task.pruning) if task.pruning is not None else None
         result = trainer.fit(
             task.config,
             data,
@@ -114,8 +118,12 @@ def execute_run(
                 {**base, "kind": "epoch", "n_train": n_train, **asdict(stats)}
             ),
             should_stop=should_stop,
+            should_prune=trial.should_prune if trial is not None else None,
         )
-        if task.checkpoint_path:
+        if trial is not None:
+            trial.finish(pruned=result.pruned, value=result.val_amae)
+        # A pruned run is never selected, so its weights are never wanted.
+        if task.checkpoint_path and not result.pruned:
             save_checkpoint(Path(task.checkpoint_path), result.state_dict, task.config)
         emit(
             {
@@ -123,6 +131,7 @@ def execute_run(
                 "kind": "done",
                 "best_epoch": result.best_epoch,
                 "epochs_run": result.epochs_run,
+                "pruned": result.pruned,
                 "val_amae": result.val_amae,
                 "duration_s": result.duration_s,
                 "weights_init": result.weights_init,

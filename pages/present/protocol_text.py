@@ -8,7 +8,7 @@ No streamlit.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from engine import protocol
@@ -61,4 +61,55 @@ def selection_sentence() -> str:
     return (
         f"the configuration with the {_extreme(rule.lower_is_better)} validation "
         f"{rule.metric_label} at its kept epoch, ties going to {rule.tie_break}"
+    )
+
+
+def search_sentence(spec: Mapping[str, Any] | str | None) -> str | None:
+    """How a pruned study searched (`engine.pruning`), or None for the full search (the
+    paper's protocol, every study stored before pruning, and results imported)."""
+    from engine.pruning import PrunerError, SearchSpec
+
+    if isinstance(spec, str):
+        try:
+            spec = json.loads(spec)
+        except json.JSONDecodeError:
+            return None
+    if not isinstance(spec, Mapping):
+        return None
+    try:
+        search = SearchSpec.from_value(spec.get("search"))
+    except PrunerError:
+        return None
+    if not search.pruned:
+        return None
+    max_epochs = _setting(spec, "max_epochs", protocol.EARLY_STOPPING.max_epochs)
+    return (
+        f"The search was {search.describe(max_epochs)}: configurations that had already lost "
+        "were stopped early and never selected, so a method's selected configuration can "
+        "differ from the full search's."
+    )
+
+
+def pruned_search_note(studies: Iterable[tuple[str, Mapping[str, Any] | str | None]]) -> str:
+    """The Compare page's note beside every comparison, naming each picked study whose search
+    was pruned, with its pruner; empty when none was.
+
+    Args:
+        studies: (study name, its spec) pairs.
+    """
+    from engine.pruning import SearchSpec
+
+    parts = []
+    for name, spec in studies:
+        if search_sentence(spec) is None:
+            continue
+        parsed = json.loads(spec) if isinstance(spec, str) else spec
+        pruner = SearchSpec.from_value(parsed.get("search")).pruner
+        parts.append(f"“{name}” ({pruner})")
+    if not parts:
+        return ""
+    return (
+        f"Pruned search in {', '.join(parts)}: configurations that had already lost were "
+        "stopped early and never selected, so these selected models come from a pruned "
+        "search, not the paper's full protocol."
     )

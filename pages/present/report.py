@@ -1027,6 +1027,7 @@ def protocol_text(study_id: str, store: Path) -> str:
         f"{search_space_text(methods, budget)}. Splits: {SPLIT_RULE}; "
         f"{TEST_FRACTION:.0%} of patients held out for testing and {VAL_FRACTION:.0%} of the "
         f"rest for validation, drawn anew for every seed; {split_text(study_id, store)}."
+        + (f" {pruned}" if (pruned := protocol_text_of.search_sentence(spec)) else "")
     )
 
 

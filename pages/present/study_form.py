@@ -26,6 +26,7 @@ from engine.methods import (
     order_methods,
 )
 from engine.phantom import PhantomSpec
+from engine.pruning import NO_PRUNER, PRUNERS, SearchSpec
 from engine.study import plan_runs
 from engine.vocab import TOP_GRADE, TRAIN_FRACTION
 from jobs.services.run_costs import CostModel, cost_model, is_gpu_name, latest_device
@@ -44,6 +45,47 @@ PRESETS = {
         "GPU: every registered method on the paper's protocol",
     ),
 }
+#: The Launch page's pruner choices (``successive_halving`` is asha's other name: one entry).
+PRUNER_CHOICES: tuple[str, ...] = tuple(
+    name for name in PRUNERS if name not in (NO_PRUNER, "successive_halving")
+)
+#: What a pruned search does, for a lab member deciding whether to switch it on.
+PRUNING_HELP = (
+    "Every configuration of a search reports its validation AMAE after each epoch. At fixed "
+    "epochs, configurations already behind the others are stopped, so the study costs less "
+    "GPU time. A stopped configuration is kept (marked as pruned, with the epochs it trained) "
+    "but never selected. The selected configuration can differ from a full search's, and "
+    "which ones are stopped depends on which finished first, so the paper's protocol "
+    "(switch off) trains every configuration to the end."
+)
+
+
+def pruner_label(name: str) -> str:
+    """A pruner as the Launch page offers it: its name and what it does."""
+    return f"{name}: {PRUNERS[name]}"
+
+
+def search_values(study: Mapping[str, Any]) -> dict[str, Any]:
+    """The pruning switch and pruner widget values for ``study`` (a spec mapping)."""
+    search = SearchSpec.from_value(study.get("search"))
+    pruner = "asha" if search.pruner == "successive_halving" else search.pruner
+    return {
+        "launch_prune": search.pruned,
+        "launch_pruner": pruner if pruner in PRUNER_CHOICES else PRUNER_CHOICES[0],
+    }
+
+
+def pruning_text(spec: StudySpec) -> str | None:
+    """The check's sentence on a pruned search (None for the full search)."""
+    if not spec.search.pruned:
+        return None
+    return (
+        f"Search {spec.search.describe(spec.max_epochs)}. Configurations that have already "
+        "lost stop early and are never selected, so the study usually takes less than the "
+        "rough time below."
+    )
+
+
 # Matrices shown with these parameters; the search also tries eta 0.8 (20 % one-hot).
 SHOWN_PARAMS = MethodParams(lr=1e-3, eta=1.0, alpha2=0.05, p=1.0)
 
@@ -95,6 +137,7 @@ def preset_values(study: Mapping[str, Any]) -> dict[str, Any]:
         "launch_image_size": study["image_size"],
         "launch_batch_size": study["batch_size"],
         "launch_device": study["device"] if study["device"] in DEVICES else "auto",
+        **search_values(study),
     }
     if dataset.pop("kind", PHANTOM) == PHANTOM:
         values["launch_dataset"] = PHANTOM

@@ -109,6 +109,13 @@ def keep_picked(frame: pd.DataFrame, tasks: list[str], methods: list[str]) -> pd
     return frame[frame["task"].isin(tasks) & frame["method"].isin(methods)]
 
 
+def pruned_note(note: str) -> None:
+    """`pages.present.protocol_text.pruned_search_note` beside a comparison (nothing when
+    no picked study's search was pruned)."""
+    if note:
+        st.caption(f":material/content_cut: {note}")
+
+
 def describe_selection(per_run: pd.DataFrame, methods: list[str]) -> None:
     """How many runs and seeds the figures use, and a word when one method is picked."""
     seeds = tables.seed_range(per_run.groupby(["task", "method"])["seed"].nunique())

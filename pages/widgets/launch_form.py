@@ -23,9 +23,12 @@ from pages.present.study_form import (
     FOLDER,
     PHANTOM,
     PRESETS,
+    PRUNER_CHOICES,
+    PRUNING_HELP,
     method_widget_values,
     preset_gpu_text,
     preset_values,
+    pruner_label,
     read_folder_labels,
 )
 from pages.widgets.import_form import import_dataset
@@ -312,4 +315,29 @@ def training_inputs() -> dict[str, Any]:
         "image_size": int(image_size),
         "batch_size": int(batch_size),
         "device": device,
+        **search_inputs(),
     }
+
+
+def search_inputs() -> dict[str, Any]:
+    """The pruned-search switch (off: the paper's full search) and, when on, its pruner."""
+    prune = st.toggle(
+        "Stop configurations that have already lost (pruned search)",
+        key="launch_prune",
+        persist_state="session",
+        help=PRUNING_HELP,
+    )
+    if not prune:
+        return {}
+    pruner = st.selectbox(
+        "Pruner",
+        PRUNER_CHOICES,
+        key="launch_pruner",
+        persist_state="session",
+        format_func=pruner_label,
+        help="asha keeps the best third of the configurations at epochs 10, 30 and 90 of "
+        "100; median stops one worse than the median of finished ones; hyperband runs several "
+        "asha brackets, some judging later. All are Optuna's.",
+    )
+    st.caption(PRUNING_HELP)
+    return {"search": {"pruner": pruner}}

@@ -272,3 +272,26 @@ def test_with_an_alive_worker_there_is_no_warning(path):
     at = _submit(_page().run())
     assert "No worker" not in _texts(at.error)
     assert not at.warning
+
+
+def test_the_pruned_search_is_off_by_default_and_queues_the_full_search(path):
+    at = _page().run()
+    assert at.toggle(key="launch_prune").value is False
+    assert "launch_pruner" not in [w.key for w in at.selectbox]
+    _submit(at)
+    (job,) = _jobs(path)
+    assert "search" not in job.spec
+
+
+def test_switching_on_the_pruned_search_queues_its_pruner_and_says_what_it_does(path):
+    at = _page().run()
+    at.toggle(key="launch_prune").set_value(True).run()
+    assert not at.exception
+    assert at.selectbox(key="launch_pruner").value == "asha"
+    at.selectbox(key="launch_pruner").set_value("median").run()
+    shown = _texts(at.markdown) + _texts(at.caption)
+    assert "Search pruned with median" in shown
+    assert "never selected" in shown
+    _submit(at)
+    (job,) = _jobs(path)
+    assert job.spec["search"] == {"pruner": "median"}

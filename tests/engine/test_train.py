@@ -324,3 +324,48 @@ def test_a_diverging_configuration_ends_as_a_run_instead_of_failing(images, labe
     for probs in (result.val_probs, result.test_probs):
         assert np.isfinite(probs).all()
         np.testing.assert_allclose(probs.sum(axis=1), 1.0, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_a_prune_check_that_never_stops_changes_nothing(images, labels):
+    # The paper's protocol passes no check; a pruned search that keeps a run must train it
+    # exactly as the full search does (same epochs, same predictions, bit for bit).
+    asked = []
+    full = fit(_config(max_epochs=4, patience=4), _split(images, labels))
+    kept = fit(
+        _config(max_epochs=4, patience=4),
+        _split(images, labels),
+        should_prune=lambda epoch, value: asked.append((epoch, value)) or False,
+    )
+    assert not full.pruned and not kept.pruned
+    assert kept.epochs_run == full.epochs_run == 4
+    np.testing.assert_array_equal(kept.val_probs, full.val_probs)
+    np.testing.assert_array_equal(kept.test_probs, full.test_probs)
+    assert [e for e, _ in asked] == [1, 2, 3, 4]
+    # What is reported: the selection metric at the epoch kept so far.
+    for epoch, value in asked:
+        best = kept.history[epoch - 1].best_epoch
+        assert value == kept.history[best - 1].val_amae
+
+
+@pytest.mark.slow
+def test_a_pruned_run_stops_where_the_check_says_and_keeps_its_best_epoch(images, labels):
+    result = fit(
+        _config(max_epochs=6, patience=6),
+        _split(images, labels),
+        should_prune=lambda epoch, value: epoch >= 2,
+    )
+    assert result.pruned
+    assert result.epochs_run == 2 and len(result.history) == 2
+    assert result.best_epoch in (1, 2)
+    assert result.test_probs.shape == (len(labels) - 4, 4)
+
+
+@pytest.mark.slow
+def test_a_run_that_ends_by_its_stopping_rule_is_not_pruned(images, labels):
+    result = fit(
+        _config(max_epochs=2, patience=2),
+        _split(images, labels),
+        should_prune=lambda epoch, value: epoch >= 2,
+    )
+    assert not result.pruned and result.epochs_run == 2

@@ -278,3 +278,35 @@ def test_a_labs_method_trains_on_actors_of_a_ray_instance_started_without_it(
     assert job.status == "succeeded", job
     runs = store_runs.list_runs([job.study_id], path=store)
     assert list(runs["method"]) == [LAB_METHOD]
+
+
+def test_a_pruned_search_on_two_actors_shares_one_optuna_study(ray_local, tmp_path):
+    import optuna
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    store = tmp_path / "softgrade.duckdb"
+    worker = _Recording(RayExecutor(cpu_slots=2), store_path=store, home=tmp_path)
+    job = _run_study(
+        worker,
+        store,
+        methods=["beta"],
+        tasks=["CPPD"],
+        budget=6,
+        max_epochs=3,
+        patience=3,
+        search={"pruner": "asha", "min_epochs": 1},
+    )
+    assert job.status == "succeeded", job
+    runs = store_runs.list_runs([job.study_id], path=store).set_index("run_id")
+    assert len(runs) == 6 and {m["slot"] for m in worker.messages} == {0, 1}
+    journal = tmp_path / "pruning" / job.study_id / "CPPD-beta-seed0.log"
+    study = optuna.load_study(
+        study_name="CPPD-beta-seed0", storage=JournalStorage(JournalFileBackend(str(journal)))
+    )
+    # Both actors' runs are trials of the one study, each closed as its run was stored.
+    states = {t.user_attrs["run_id"]: t.state for t in study.trials}
+    assert set(states) == set(runs.index)
+    for run_id, state in states.items():
+        assert runs.loc[run_id, "pruned"] == (state == optuna.trial.TrialState.PRUNED)
+    assert not runs.loc[runs.pruned, "selected"].any() and runs.selected.sum() == 1

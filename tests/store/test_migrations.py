@@ -15,7 +15,7 @@ from store.db import (
     connect,
     init_schema,
 )
-from tests.helpers.stores import V1_SCHEMA, V2_SCHEMA, V3_SCHEMA, schema_text
+from tests.helpers.stores import V1_SCHEMA, V2_SCHEMA, V3_SCHEMA, V4_SCHEMA, schema_text
 
 
 def _v1_store(path: Path) -> Path:
@@ -170,7 +170,8 @@ def test_version_2_store_accepts_new_methods_after_upgrade_with_every_row_kept(t
     runs_before, predictions_before = _rows(old, "runs"), _rows(old, "predictions")
     init_schema(old)
     assert _version(old) == str(SCHEMA_VERSION)
-    assert _rows(old, "runs") == runs_before
+    # Every row kept, each gaining version 5's pruned flag as False (trained fully).
+    assert _rows(old, "runs") == [(*row, False) for row in runs_before]
     assert _rows(old, "predictions") == predictions_before
     with connect(old) as con:
         con.execute(
@@ -190,6 +191,7 @@ def test_upgraded_store_has_exactly_the_constraints_of_a_new_store(tmp_path):
         ("v1", _v1_store),
         ("v2", _v2_store_with_every_paper_method),
         ("v3", _v3_store_with_an_environment),
+        ("v4", _v4_store_with_a_run),
     ):
         old = build(tmp_path / f"{name}.duckdb")
         init_schema(old)
@@ -245,3 +247,35 @@ def test_version_3_store_keeps_its_environments_and_gains_how_runs_trained(tmp_p
             "FROM study_environments"
         ).fetchall()
     assert rows == [("old-box", "2.9.0", None, None, None)]
+
+
+def _v4_store_with_a_run(path: Path) -> Path:
+    """A version-4 store (main at 70f0150) holding one finished run, before runs were marked
+    pruned."""
+    con = duckdb.connect(str(path))
+    con.execute(V4_SCHEMA.read_text())
+    con.execute("INSERT INTO meta VALUES ('schema_version', '4')")
+    con.execute("INSERT INTO studies (study_id, name, spec) VALUES ('s4', 'four', '{}')")
+    con.execute(
+        "INSERT INTO runs (run_id, study_id, task, method, seed, config_index, config, status, "
+        "selected, epochs_run) VALUES ('run-4', 's4', 'KL', 'beta', 0, 0, '{}', 'succeeded', "
+        "true, 37)"
+    )
+    con.close()
+    return path
+
+
+def test_version_4_store_keeps_its_runs_as_trained_fully(tmp_path):
+    old = _v4_store_with_a_run(tmp_path / "v4.duckdb")
+    init_schema(old)
+    assert _version(old) == str(SCHEMA_VERSION)
+    with connect(old, read_only=True) as con:
+        rows = con.execute("SELECT run_id, selected, epochs_run, pruned FROM runs").fetchall()
+    assert rows == [("run-4", True, 37, False)]
+
+
+def test_version_1_runs_rebuilt_by_name_are_not_pruned(tmp_path):
+    old = _v1_store(tmp_path / "old.duckdb")
+    init_schema(old)
+    with connect(old, read_only=True) as con:
+        assert con.execute("SELECT run_id, pruned FROM runs").fetchall() == [("run-old", False)]
