@@ -34,7 +34,6 @@ level, and every table, the command's CSV and the page pick it up.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -228,7 +227,11 @@ def _bootstrap_rejects(sample: PairSample, alpha: float) -> float:
 def has_baycomp() -> bool:
     """Whether baycomp is importable: the Bayesian test's probabilities are its ``Posterior``'s
     (`paired.bayes_correlated_t`); without it that test's row is left empty (NaN)."""
-    return importlib.util.find_spec("baycomp") is not None
+    try:
+        import baycomp.single  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def _bayes_rejects(sample: PairSample, alpha: float) -> float:

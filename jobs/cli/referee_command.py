@@ -13,8 +13,10 @@ Writes into ``-o DIR`` (a new or empty folder): ``referee.csv`` (every number, l
 (each dataset's bootstrap interval per pair), both rewritten after each dataset so an
 interrupted run keeps what it finished, ``referee.md`` (the tables) and
 ``referee.json`` (the card: sizes, device, wall time, date, the recommended interval); then
-records a copy under ``SOFTGRADE_HOME/referee/`` for the Statistics tab. ``--record DIR``
-records a result made elsewhere (a GPU machine's) without training. Defaults are tiny, for
+records a copy under ``SOFTGRADE_HOME/referee/`` for the Statistics tab (not with
+``--no-record``). ``--record DIR`` records a result made elsewhere (a GPU machine's) without
+training. ``python -m jobs.cli.referee_command ...`` runs the command alone, without the
+store's duckdb, for a GPU machine that lacks it. Defaults are tiny, for
 a CPU; bench/calibrate_inference.sh has the GPU run.
 """
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 import tempfile
 from dataclasses import asdict
@@ -88,8 +91,11 @@ def cmd_calibrate_inference(args: argparse.Namespace) -> int:
     _save_draws(result.draws, result.boot, out)
     summary, card = summarise(design, result, started, argv=sys.argv)
     write_result(out, summary, card)
-    recorded = referee_files.record_referee(out)
     print(referee_markdown(summary, card))
+    if args.no_record:
+        print(f"written to {out}; record it for the Statistics tab with --record {out}")
+        return 0
+    recorded = referee_files.record_referee(out)
     print(f"written to {out}; recorded for the Statistics tab in {recorded}")
     return 0
 
@@ -312,4 +318,25 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="only record a result folder made elsewhere (a GPU machine's -o) for the "
         "Statistics tab",
     )
+    p.add_argument(
+        "--no-record",
+        action="store_true",
+        help="write -o only, not SOFTGRADE_HOME (a GPU machine without the store's duckdb)",
+    )
     p.set_defaults(func=cmd_calibrate_inference)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m jobs.cli.referee_command``: the command alone, without the CLI's other
+    commands, whose imports (the store's duckdb) a GPU machine may lack."""
+    parser = argparse.ArgumentParser(prog="python -m jobs.cli.referee_command")
+    add_commands(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["calibrate-inference", *(sys.argv[1:] if argv is None else argv)])
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -20,7 +20,6 @@ from typing import Any
 import pandas as pd
 
 from engine.analysis import referee
-from store.db import softgrade_home
 
 SUMMARY_FILE = "referee.csv"
 DRAWS_FILE = "referee_draws.csv"
@@ -57,7 +56,13 @@ class RefereeRecord:
 
 def referee_home(home: Path | None = None) -> Path:
     """Where referee results are recorded: ``SOFTGRADE_HOME/referee``."""
-    return (home or softgrade_home()) / REFEREE_DIR
+    if home is None:
+        # Imported here: the store module loads duckdb, which a GPU machine running the
+        # referee with ``--no-record`` need not have.
+        from store.db import softgrade_home
+
+        home = softgrade_home()
+    return home / REFEREE_DIR
 
 
 def read_referee(folder: Path) -> RefereeRecord:
