@@ -573,6 +573,7 @@ class Trainer:
         if fast:
             self.model.to(memory_format=torch.channels_last)
         self._graphed = False  # whether the current run replays the captured graphs
+        self._criterion: nn.Module | None = None  # the last run's, for `score`
         # Pretrained weights are restored before each run; random init is re-drawn per seed.
         self._initial = copy.deepcopy(self.model.state_dict()) if weights_path else None
         # Compiling fuses batch norm and activations (+45 % images/s on an H200, see
@@ -645,6 +646,7 @@ class Trainer:
         """
         started = time.perf_counter()
         criterion, optimizer = self._begin_run(config)
+        self._criterion = criterion
         data = data.to(self.device)
         generator = torch.Generator().manual_seed(config.seed)
         best = _Best()
@@ -698,6 +700,20 @@ class Trainer:
             optimizer_steps=_adam_steps(optimizer),
             pruned=pruned,
         )
+
+    def score(self, x: torch.Tensor, y: torch.Tensor) -> np.ndarray:
+        """Probabilities (N, J) of the weights the last `fit` kept on other films (uint8
+        (N, 1, S, S) and grades (N,) on this trainer's device), by the path `fit` scored its
+        test films on: how the phantom referee (`engine.referee`) scores a selected model on
+        a fresh test set.
+
+        Raises:
+            RuntimeError: No run was fitted yet.
+        """
+        if self._criterion is None:
+            raise RuntimeError("score needs a fitted run: call fit first")
+        _, probs = self._evaluate(self._criterion, x, y)
+        return _no_information(probs).float().cpu().numpy()
 
     def _begin_run(self, config: TrainConfig) -> tuple[nn.Module, torch.optim.Optimizer]:
         """Fresh weights for ``config``'s run, its criterion and its optimiser; picks the path

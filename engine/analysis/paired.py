@@ -50,7 +50,6 @@ from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
-from baycomp.single import Posterior
 from scipy import stats as sps
 
 from engine.analysis import compare
@@ -296,6 +295,10 @@ def bayes_correlated_t(test: CorrectedT, rope: float) -> tuple[float, float, flo
     """
     if test.n < 2 or not math.isfinite(test.se):
         return math.nan, math.nan, math.nan
+    # Imported here, not at the top: the phantom referee (`engine.analysis.referee`) runs
+    # this module's intervals on GPU machines that may lack baycomp, and needs it only here.
+    from baycomp.single import Posterior
+
     probs = Posterior(test.mean, test.se**2, test.df, rope).probs()
     if rope == 0:
         left, right = probs

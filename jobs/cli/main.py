@@ -35,6 +35,9 @@
 - ``report STUDY_ID [STUDY_ID ...] -o report.html [--pdf] [--latex-dir DIR]``: the studies'
   analysis as one self-contained HTML file that opens offline, and its tables as LaTeX
   (``jobs/cli/report_command.py``).
+- ``calibrate-inference -o DIR``: the phantom as referee of the statistics: K phantom
+  datasets, S seeds each, every interval's coverage of the true difference and every test's
+  type-I error (``jobs/cli/referee_command.py``).
 - ``methods [--json]``: the training methods a study file can name, by family, with their
   search spaces; ``metrics [--json]``: the metrics, the primary and the selection metric
   (``jobs/cli/catalogue_command.py``).
@@ -58,6 +61,7 @@ from engine.config import SpecError, StudySpec
 from jobs.cli import (
     catalogue_command,
     lab_commands,
+    referee_command,
     report_command,
     results_commands,
     stats_command,
@@ -651,6 +655,7 @@ def build_parser() -> argparse.ArgumentParser:
     report_command.add_commands(sub)
     results_commands.add_commands(sub)
     catalogue_command.add_commands(sub)
+    referee_command.add_commands(sub)
     add_detector_commands(sub)
     return parser
 

@@ -24,6 +24,7 @@ from pages.widgets import (
     downloads,
     pickers,
     reads,
+    referee_view,
     reviewer_stats,
     stat_tests,
     view_state,
@@ -284,6 +285,7 @@ def statistics_tab(
         ],
         cards,
     )
+    referee_view.referee_section(path)
 
 
 def paper_statistics(per_run: pd.DataFrame, tasks: list[str], metric: str) -> dict:

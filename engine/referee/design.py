@@ -1,0 +1,205 @@
+"""The referee's design: how many phantom datasets, seeds and methods, and how each is drawn.
+
+Dataset ``k`` is the phantom of data seed ``data_seed + k`` (new patients, new films); the
+fresh test set is the phantom of data seed ``data_seed + FRESH_SEED_OFFSET``, drawn once and
+shared by every model. Within a dataset, seed ``s`` draws the split and the training streams
+(initial weights, batch order) as a study's seed does; the null pair's twin trains on the same
+split with the streams of ``s + TWIN_SEED_OFFSET``, so the true difference of the pair is 0.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from engine.analysis.metrics import METRICS, PRIMARY_METRIC
+from engine.analysis.referee import Comparison
+from engine.config import IMAGE_SIZES, TrainConfig, check_device, check_method, check_task
+from engine.methods import MethodParams, get_method, sample_configs
+from engine.phantom import PhantomSpec
+from engine.protocol import EARLY_STOPPING
+from engine.vocab import KL
+
+#: The fresh test set's data seed is ``data_seed`` plus this; datasets use ``data_seed + k``
+#: for ``k`` below it, so no dataset shares the fresh set's films.
+FRESH_SEED_OFFSET = 100_000
+#: The null pair's twin trains with the random streams of ``seed + TWIN_SEED_OFFSET``.
+TWIN_SEED_OFFSET = 1_000_003
+#: The twin of method ``m`` is reported as ``m`` followed by this.
+TWIN_SUFFIX = "_twin"
+#: The default phantom's share of jointly graded films (970 of 2,170): a CPPD dataset keeps
+#: it; a KL dataset is all joint films, since only those carry a KL grade.
+JOINT_SHARE = PhantomSpec().n_joint / PhantomSpec().n_images
+#: ``budget`` 0: one fixed configuration per method (:func:`fixed_config`), no search.
+FIXED = 0
+#: Fewest films a dataset may have: a split must leave every grade's patients somewhere.
+MIN_FILMS = 40
+
+
+def fixed_config(method: str) -> MethodParams:
+    """A method's fixed configuration: each hyper-parameter at the middle of its search grid
+    (the lower middle for a grid of even length: learning rate 1e-3, η 0.8)."""
+    spec = get_method(method)
+    return MethodParams(
+        **{h.name: h.values[(len(h.values) - 1) // 2] for h in spec.hyperparameters}
+    )
+
+
+@dataclass(frozen=True)
+class RefereeDesign:
+    """What the referee draws and trains.
+
+    Attributes:
+        methods: the methods compared (every pair of them).
+        null_method: the method trained twice, under its name and its twin's.
+        task: the task trained.
+        datasets: ``K``, independent phantom datasets (at most this many: see ``max_minutes``).
+        seeds: ``S`` seeds per dataset.
+        n_images: films per dataset that carry the task's grade.
+        fresh_test: films of the fresh test set that carry the task's grade.
+        epochs: most epochs per run (early stopping on validation loss, patience
+            ``min(40, epochs)``).
+        image_size: side of the knee crops in pixels.
+        batch_size: training batch.
+        budget: configurations searched per method and seed, selected on validation by the
+            study's rule; :data:`FIXED` (0): one fixed configuration per method.
+        device: 'cpu', 'cuda' or 'cuda:N'.
+        data_seed: data seed of the first dataset.
+        bootstrap: replicates of the film-sampling bootstrap per dataset (0: none).
+        metric: the metric compared (`engine.analysis.metrics.METRICS`).
+        max_minutes: start no new dataset once the next would end past this many minutes
+            (None: no limit); the results say how many datasets were done.
+    """
+
+    methods: tuple[str, ...]
+    null_method: str
+    task: str
+    datasets: int = 3
+    seeds: int = 3
+    n_images: int = 80
+    fresh_test: int = 120
+    epochs: int = 2
+    image_size: int = 32
+    batch_size: int = 32
+    budget: int = FIXED
+    device: str = "cpu"
+    data_seed: int = 1000
+    bootstrap: int = 200
+    metric: str = PRIMARY_METRIC
+    max_minutes: float | None = None
+
+    def __post_init__(self) -> None:
+        if len(self.methods) < 1 or len(set(self.methods)) != len(self.methods):
+            raise ValueError("methods: name one or more methods, each once")
+        for method in (*self.methods, self.null_method):
+            check_method(method)
+        if self.null_method not in self.methods:
+            raise ValueError(
+                f"null method: {self.null_method!r} must be one of the methods compared "
+                f"({', '.join(self.methods)})"
+            )
+        check_task(self.task)
+        _at_least("datasets", self.datasets, 2)
+        _at_least("seeds", self.seeds, 2)
+        _at_least("n_images", self.n_images, MIN_FILMS)
+        _at_least("fresh_test", self.fresh_test, MIN_FILMS)
+        _at_least("epochs", self.epochs, 1)
+        _at_least("batch_size", self.batch_size, 2)
+        _at_least("budget", self.budget, FIXED)
+        _at_least("bootstrap", self.bootstrap, 0)
+        _at_least("data_seed", self.data_seed, 0)
+        if self.datasets >= FRESH_SEED_OFFSET:
+            raise ValueError(f"datasets: {self.datasets} must be below {FRESH_SEED_OFFSET}")
+        low, high = IMAGE_SIZES
+        if not low <= self.image_size <= high:
+            raise ValueError(f"image_size: {self.image_size} must be from {low} to {high} px")
+        if self.metric not in METRICS:
+            raise ValueError(f"metric: {self.metric!r} is not one of {', '.join(METRICS)}")
+        check_device(self.device)
+        if self.max_minutes is not None and not self.max_minutes > 0:
+            raise ValueError(f"max_minutes: {self.max_minutes} must be > 0")
+
+    @property
+    def twin(self) -> str:
+        """The null method's second name."""
+        return f"{self.null_method}{TWIN_SUFFIX}"
+
+    @property
+    def trained(self) -> tuple[str, ...]:
+        """Every name trained on each seed: the methods, then the twin."""
+        return (*self.methods, self.twin)
+
+    @property
+    def comparisons(self) -> tuple[Comparison, ...]:
+        """Every pair of the methods (``a − b`` in the order given), then the null pair."""
+        real = [Comparison(a, b) for a, b in itertools.combinations(self.methods, 2)]
+        return (*real, Comparison(self.null_method, self.twin, null=True))
+
+    @property
+    def patience(self) -> int:
+        """Early stopping's patience: the protocol's, at most the epochs."""
+        return min(EARLY_STOPPING.patience, self.epochs)
+
+    def dataset_spec(self, k: int) -> PhantomSpec:
+        """Dataset ``k``'s phantom."""
+        return self._spec(self.n_images, self.data_seed + k)
+
+    def fresh_spec(self) -> PhantomSpec:
+        """The fresh test set's phantom."""
+        return self._spec(self.fresh_test, self.data_seed + FRESH_SEED_OFFSET)
+
+    def _spec(self, graded: int, seed: int) -> PhantomSpec:
+        """A phantom with ``graded`` films carrying the task's grade: all joint for a task only
+        joint films carry (KL), else the default phantom's joint share."""
+        if self.task == KL.name:  # the phantom grades KL on its jointly graded films only
+            return PhantomSpec(n_images=graded, n_joint=graded, seed=seed)
+        return PhantomSpec(n_images=graded, n_joint=int(round(graded * JOINT_SHARE)), seed=seed)
+
+    def configs(self, method: str, seed: int) -> list[MethodParams]:
+        """The configurations a method's search tries on ``seed`` (the study's draw), or its
+        fixed configuration."""
+        base = self.null_method if method == self.twin else method
+        if self.budget == FIXED:
+            return [fixed_config(base)]
+        return sample_configs(base, self.budget, seed)
+
+    def train_config(self, method: str, seed: int, params: MethodParams) -> TrainConfig:
+        """One run's configuration; the twin takes its method's with other random streams."""
+        base = self.null_method if method == self.twin else method
+        hparams = {k: float(v) for k, v in params.as_dict().items() if k != "lr"}
+        return TrainConfig(
+            task=self.task,
+            method=base,
+            lr=float(params.lr),
+            hparams=hparams,
+            seed=self.train_seed(method, seed),
+            max_epochs=self.epochs,
+            patience=self.patience,
+            batch_size=self.batch_size,
+            image_size=self.image_size,
+            device=self.device,
+        )
+
+    def train_seed(self, method: str, seed: int) -> int:
+        """The seed of a run's random streams (initial weights, batch order): the split's seed,
+        as in a study, and for the twin the same plus :data:`TWIN_SEED_OFFSET`."""
+        return seed + TWIN_SEED_OFFSET if method == self.twin else seed
+
+    def selection(self) -> str:
+        """How each method's model was chosen, in one phrase for the tables."""
+        if self.budget == FIXED:
+            return "one fixed configuration per method (each hyper-parameter mid-grid)"
+        return (
+            f"the study's rule: {self.budget} sampled configurations per method and seed, "
+            "the best on validation selected"
+        )
+
+    def runs(self) -> int:
+        """Training runs the whole design takes."""
+        per_seed = sum(len(self.configs(m, 0)) for m in self.trained)
+        return self.datasets * self.seeds * per_seed
+
+
+def _at_least(name: str, value: object, least: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < least:
+        raise ValueError(f"{name}: {value!r} must be a whole number >= {least}")

@@ -1,0 +1,54 @@
+"""The Statistics tab's "What the referee measured": the latest phantom referee result
+(`softgrade calibrate-inference`) recorded under the store's data folder, its date and size,
+and the interval it recommends. The numbers are `jobs.services.referee`'s, the text
+``pages.present.referee_tables``'s.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from jobs.services import referee as referee_files
+from pages.present import referee_tables as rt
+from pages.present.formatting import table_height
+from store.db import data_home_of
+
+TITLE = "What the referee measured"
+NONE_YET = (
+    "No referee result is recorded yet. `softgrade calibrate-inference -o DIR` draws "
+    "independent phantom datasets, trains the same design on each and measures how often "
+    "each interval covers the true difference (bench/calibrate_inference.sh is the GPU run; "
+    '`--record DIR` records a result made elsewhere). docs/statistics.md, "The phantom '
+    'referee", says what it measures.'
+)
+
+
+@st.cache_data(ttl=30, show_spinner=False)
+def cached_latest(home: str) -> tuple[pd.DataFrame, dict[str, Any]] | None:
+    """The newest recorded referee result under ``home`` (summary, card), or None."""
+    record = referee_files.latest_referee(Path(home))
+    return None if record is None else (record.summary, record.card)
+
+
+def referee_section(path: str) -> None:
+    """An expander with the latest referee table, or how to make one."""
+    with st.expander(TITLE):
+        latest = cached_latest(str(data_home_of(path)))
+        if latest is None:
+            st.caption(NONE_YET)
+            return
+        summary, card = latest
+        st.markdown(rt.recommendation_line(card))
+        st.caption(rt.design_line(card))
+        st.caption(f"True expected difference on the fresh films: {rt.truth_line(summary)}.")
+        for heading, frame in (
+            ("Coverage of the true difference (± Monte-Carlo SE)", rt.coverage_frame(summary)),
+            ("Type-I error on the null pair, power on the real pairs", rt.tests_frame(summary)),
+            ("Between-seed correlation, realised and assumed", rt.correlation_frame(summary)),
+        ):
+            st.markdown(f"**{heading}**")
+            st.dataframe(frame, hide_index=True, height=table_height(len(frame)))

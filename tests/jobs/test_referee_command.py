@@ -1,0 +1,153 @@
+"""`softgrade calibrate-inference`: a tiny referee on the CPU writes its tables, records them
+for the Statistics tab, and refuses bad flags in one line."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+from engine.analysis import referee
+from engine.methods import paper_methods
+from jobs.cli import referee_command
+from jobs.cli.main import main
+from jobs.services import referee as referee_files
+
+BASE, SOFT = paper_methods()[0], paper_methods()[1]
+TINY = (
+    "--datasets", "3", "--seeds", "3", "--epochs", "2", "--image-size", "16",
+    "--n-images", "40", "--fresh-test", "40", "--bootstrap", "50", "--render-workers", "1",
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def tiny_referee(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
+    """One tiny referee run: its output folder, SOFTGRADE_HOME and what it printed."""
+    root = tmp_path_factory.mktemp("referee")
+    home, out = root / "home", root / "out"
+    threads = torch.get_num_threads()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SOFTGRADE_HOME", str(home))
+        patch.setattr("sys.argv", ["softgrade", "calibrate-inference"])
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            status = main(["calibrate-inference", "-o", str(out), *TINY])
+    torch.set_num_threads(threads)  # the command sets one thread for the CPU
+    assert status == 0
+    return out, home, printed.getvalue()
+
+
+@pytest.mark.slow
+def test_the_command_writes_the_coverage_and_type_one_tables(tiny_referee):
+    out, _, printed = tiny_referee
+    assert sorted(p.name for p in out.iterdir()) == sorted(referee_files.REFEREE_FILES)
+    summary = pd.read_csv(out / referee_files.SUMMARY_FILE)
+    coverage = summary[summary["section"] == referee.COVERAGE]
+    assert set(coverage["procedure"]) == {rule.key for rule in referee.INTERVALS}
+    assert (coverage["n_datasets"] == 3).all()
+    assert coverage["value"].between(0, 1).all()
+    tests = summary[summary["section"] == referee.TEST]
+    assert set(tests["procedure"]) == {rule.key for rule in referee.TESTS}
+    null = tests[tests["null"]]
+    assert set(null["pair"]) == {f"{BASE} − {BASE}_twin"}
+    assert set(null["measure"]) == {referee.TYPE_I}
+    assert set(tests.loc[~tests["null"], "pair"]) == {f"{BASE} − {SOFT}"}
+
+    card = json.loads((out / referee_files.CARD_FILE).read_text())
+    assert card["datasets_done"] == card["datasets_asked"] == 3
+    assert card["seeds"] == 3 and card["methods"] == [BASE, SOFT]
+    assert card["device"].startswith("CPU") and card["wall_s"] > 0
+    assert card["fresh_films"] == 40 and card["created_at"].endswith("UTC")
+    assert card["recommended"] is None  # 3 datasets are too few to recommend
+
+    draws = pd.read_csv(out / referee_files.DRAWS_FILE)
+    assert len(draws) == 3 * 3 * 3
+    assert set(draws["method"]) == {BASE, SOFT, f"{BASE}_twin"}
+    assert (draws["n_test"] + draws["n_fit"] == 40).all()
+    boot = pd.read_csv(out / referee_files.BOOTSTRAP_FILE)
+    assert set(boot["dataset"]) == {0, 1, 2}
+
+    markdown = (out / referee_files.MARKDOWN_FILE).read_text()
+    assert markdown.startswith("## What the referee measured")
+    assert "K = 3 phantom datasets, S = 3 seeds each" in markdown
+    assert "### Coverage of the true difference" in markdown
+    assert markdown.strip() in printed
+
+
+@pytest.mark.slow
+def test_the_result_is_recorded_for_the_statistics_tab(tiny_referee, monkeypatch):
+    out, home, printed = tiny_referee
+    monkeypatch.setenv("SOFTGRADE_HOME", str(home))
+    latest = referee_files.latest_referee(home)
+    assert latest is not None and latest.folder.parent == home / referee_files.REFEREE_DIR
+    assert str(latest.folder) in printed
+    pd.testing.assert_frame_equal(latest.summary, pd.read_csv(out / referee_files.SUMMARY_FILE))
+    # --record copies a result made elsewhere into a folder of its own; nothing is replaced.
+    assert main(["calibrate-inference", "--record", str(out)]) == 0
+    assert len(list((home / referee_files.REFEREE_DIR).iterdir())) == 2
+
+
+def _refused(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    assert main(["calibrate-inference", *args]) == referee_command.BAD_INPUT
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return err
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("SOFTGRADE_HOME", str(tmp_path / "home"))
+    return tmp_path
+
+
+def test_an_unknown_method_is_refused_naming_the_allowed_ones(home, capsys):
+    err = _refused(capsys, "-o", str(home / "o"), "--methods", f"{BASE},no_such_method")
+    assert err.count("\n") == 1 and "no_such_method" in err and SOFT in err
+    assert not (home / "o").exists()
+
+
+@pytest.mark.parametrize(
+    ("flags", "words"),
+    [
+        (("--metric", "XYZ"), "--metric: unknown metric 'XYZ'"),
+        (("--task", "hip"), "--task: unknown task 'hip'"),
+        (("--null-method", SOFT, "--methods", BASE), "null method"),
+        (("--n-images", "5"), "n_images"),
+    ],
+)
+def test_a_bad_setting_is_one_line_naming_it(home, capsys, flags, words):
+    err = _refused(capsys, "-o", str(home / "o"), *flags)
+    assert words in err and err.startswith("error: ")
+
+
+def test_the_output_folder_is_required_and_never_overwritten(home, capsys):
+    assert "-o DIR" in _refused(capsys)
+    (home / "used").mkdir()
+    (home / "used" / "referee.json").write_text("{}")
+    assert "new or empty folder" in _refused(capsys, "-o", str(home / "used"))
+    assert (home / "used" / "referee.json").read_text() == "{}"
+
+
+def test_recording_a_folder_without_a_result_says_what_is_missing(home, capsys):
+    (home / "empty").mkdir()
+    err = _refused(capsys, "--record", str(home / "empty"))
+    assert "holds no referee result" in err and referee_files.CARD_FILE in err
+
+
+def test_a_gpu_asked_for_on_a_machine_without_one_is_refused(home, capsys):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    err = _refused(capsys, "-o", str(home / "o"), "--device", "cuda")
+    assert "no CUDA GPU" in err
+
+
+def test_a_count_below_its_least_is_refused_by_the_parser(home, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["calibrate-inference", "-o", str(home / "o"), "--datasets", "1"])
+    assert stop.value.code == 2
+    assert "--datasets: 1 must be >= 2" in capsys.readouterr().err
