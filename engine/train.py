@@ -632,7 +632,7 @@ class Trainer:
         started = time.perf_counter()
         criterion, optimizer = self._begin_run(config)
         data = data.to(self.device)
-        generator = torch.Generator().manual_seed(config.seed)
+        generator = torch.Generator().manual_seed(config.init_seed)  # batch order
         best = _Best()
         history: list[EpochStats] = []
         for epoch in range(1, config.max_epochs + 1):
@@ -683,7 +683,7 @@ class Trainer:
             raise ValueError(
                 f"{config.method} needs the {method.head!r} head; this trainer has {self.head!r}"
             )
-        self.reset(config.seed)
+        self.reset(config.init_seed)
         criterion = make_loss(config.method, config.num_classes, config.params).to(self.device)
         matrix = target_matrix(config.method, config.num_classes, config.params)
         # The captured graphs train against a (J, J) target matrix; a method without one
