@@ -119,3 +119,17 @@ def split_and_init(seed: int, design: SeedDesign | None) -> tuple[int, int]:
     if design is None:
         return seed, seed
     return design.split_seed(seed), design.init_seed(seed)
+
+
+def split_seed_of(runs: Any, seed: int) -> int:
+    """The split seed pairing key ``seed`` trained on, read from a study's runs.
+
+    Args:
+        runs: rows of `store.runs.list_runs` (columns ``seed`` and ``split_seed``); rows
+            without ``split_seed`` (an older frame) mean the seed drew its split.
+        seed: the pairing key.
+    """
+    if "split_seed" not in runs:
+        return int(seed)
+    rows = runs.loc[runs["seed"] == seed, "split_seed"]
+    return int(rows.iloc[0]) if len(rows) else int(seed)

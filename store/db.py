@@ -46,7 +46,7 @@ from typing import Any
 
 import duckdb
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 # The oldest schema version `init_schema` can upgrade from.
 OLDEST_UPGRADABLE_VERSION = 1
 SCHEMA_FILE = resources.files("store").joinpath("schema.sql")
@@ -485,7 +485,8 @@ def init_schema(path: Path | str | None = None) -> None:
         moved = _rebuild_runs_without_method_list(con)
         con.execute(SCHEMA_FILE.read_text())
         if moved:
-            con.execute(f"INSERT INTO runs SELECT * FROM {moved}")
+            # By name: the rebuilt table has columns of later versions the old one lacks.
+            con.execute(f"INSERT INTO runs BY NAME SELECT * FROM {moved}")
             con.execute(f"DROP TABLE {moved}")
         con.execute(
             "INSERT INTO meta VALUES ('schema_version', ?) "

@@ -43,6 +43,9 @@ class RunRecord:
     checkpoint_path: str | None
     predictions: pd.DataFrame  # image_id, split ('val'|'test'), y_true, y_pred, probs (list)
     epochs: pd.DataFrame = field(default_factory=pd.DataFrame)  # epoch, train_loss, ...
+    # The seeds that drew the split and the initialisation (engine/seeds.py); None: ``seed``.
+    split_seed: int | None = None
+    init_seed: int | None = None
 
 
 def record_run(run: RunRecord, *, path: Path | str | None = None) -> None:
@@ -61,8 +64,8 @@ def record_run(run: RunRecord, *, path: Path | str | None = None) -> None:
                 """
                 INSERT INTO runs (run_id, study_id, job_id, task, method, seed, config_index,
                     config, status, best_epoch, epochs_run, val_amae, device, duration_s,
-                    weights_init, checkpoint_path)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'succeeded', ?, ?, ?, ?, ?, ?, ?)
+                    weights_init, checkpoint_path, split_seed, init_seed)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'succeeded', ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [
                     run.run_id,
@@ -80,6 +83,8 @@ def record_run(run: RunRecord, *, path: Path | str | None = None) -> None:
                     run.duration_s,
                     run.weights_init,
                     run.checkpoint_path,
+                    run.split_seed,
+                    run.init_seed,
                 ],
             )
         except duckdb.ConstraintException as exc:
@@ -191,18 +196,40 @@ def study_methods(study_ids: list[str], *, path: Path | str | None = None) -> li
 def list_runs(
     study_ids: list[str], *, selected_only: bool = False, path: Path | str | None = None
 ) -> pd.DataFrame:
-    """Runs of the given studies, one row each (config as JSON text)."""
+    """Runs of the given studies, one row each (config as JSON text); ``split_seed`` and
+    ``init_seed`` are the run's seed where the store has none (runs before version 5)."""
     with connect(path, read_only=True) as con:
         return con.execute(
             f"""
             SELECT run_id, study_id, task, method, seed, config_index, config, selected,
                    best_epoch, epochs_run, val_amae, device, duration_s, weights_init,
-                   checkpoint_path, created_at
+                   checkpoint_path, created_at, coalesce(split_seed, seed) AS split_seed,
+                   coalesce(init_seed, seed) AS init_seed
             FROM runs WHERE study_id IN (SELECT unnest(?))
             {"AND selected" if selected_only else ""}
             ORDER BY task, method, seed, config_index
             """,
             [study_ids],
+        ).df()
+
+
+def seed_factors(study_id: str, *, path: Path | str | None = None) -> pd.DataFrame:
+    """Which split seed and init seed each pairing seed of a study trained with.
+
+    Runs stored before schema version 5 (and results imported from another tool) have
+    neither: their seed drew both, so they read as ``split_seed = init_seed = seed``.
+
+    Returns:
+        Columns seed, split_seed, init_seed; one row per seed of the study's runs, ascending.
+    """
+    with connect(path, read_only=True) as con:
+        return con.execute(
+            """
+            SELECT DISTINCT seed, coalesce(split_seed, seed) AS split_seed,
+                   coalesce(init_seed, seed) AS init_seed
+            FROM runs WHERE study_id = ? ORDER BY seed
+            """,
+            [study_id],
         ).df()
 
 
