@@ -22,6 +22,7 @@ from pages.present import reviewer_tables as rt
 from pages.present.charts import HALF_PAGE_PX
 from pages.present.formatting import table_height
 from pages.widgets import probability_view
+from pages.widgets.variance_view import show_variance_components
 
 BOOTSTRAP_REPLICATES = study_analysis.DEFAULT_BOOTSTRAP
 Marker = tuple[Any, ...]
@@ -184,7 +185,8 @@ def reviewer_view(
     )
     st.caption(rt.PAIRED_NOTE)
     show_bootstrap(table)
-    n_design_tests = show_designs(rows, tasks, metric)
+    n_components = show_variance_components(path, study_id, marker, metric, tasks, methods)
+    n_design_tests = show_designs(rows, tasks, metric) + n_components
     show_power(table, metric)
     # Per paired row: the corrected t, the Wilcoxon and TOST; the primary endpoint's rows
     # are rows of the paired table when it shows AMAE.
