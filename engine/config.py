@@ -286,10 +286,15 @@ class StudySpec:
         return cls(**values)
 
     @classmethod
-    def from_file(cls, path: Path) -> StudySpec:
+    def from_file(cls, path: Path, *, seeds: Any = None) -> StudySpec:
         """Read and validate a study file (YAML); SpecError names the field at fault.
 
         The CLI's ``run``/``submit`` and the Launch page's presets both read studies here.
+
+        Args:
+            path: the study file.
+            seeds: replaces the file's ``seeds:`` when given (the CLI's ``--seeds``), in
+                any form ``seeds:`` takes.
         """
         if not path.is_file():
             raise SpecError(f"study file {path} does not exist")
@@ -297,6 +302,8 @@ class StudySpec:
             raw: Any = yaml.safe_load(path.read_text())
         except yaml.YAMLError as exc:
             raise SpecError(f"study file {path} is not valid YAML: {exc}") from exc
+        if seeds is not None and isinstance(raw, dict):
+            raw = {k: v for k, v in raw.items() if k != "seed_design"} | {"seeds": seeds}
         return cls.from_dict(raw)
 
     def to_dict(self) -> dict[str, Any]:

@@ -107,6 +107,37 @@ class SeedDesign:
         )
 
 
+#: What the command line's ``--seeds`` accepts.
+SEEDS_OPTION_ALLOWED = (
+    "a count (--seeds 20), a comma-separated list (--seeds 0,3,7) or splits x inits "
+    "(--seeds 10x2, a factorial design, each at least 2)"
+)
+
+
+def seeds_from_text(text: str) -> int | list[int] | dict[str, int]:
+    """The command line's ``--seeds``: ``20``, ``0,3,7`` or ``10x2`` (splits × inits), as
+    the value of a study file's ``seeds:``.
+
+    Raises:
+        SeedDesignError: the text is none of those; the message names what is allowed.
+    """
+    cleaned = text.strip().lower().replace(" ", "").replace("×", "x")
+    try:
+        if "x" in cleaned:
+            splits, inits = cleaned.split("x")
+            design = SeedDesign(splits=int(splits), inits=int(inits))
+            return design.to_dict()
+        if "," in cleaned:
+            return [int(part) for part in cleaned.split(",") if part]
+        return int(cleaned)
+    except SeedDesignError:
+        raise
+    except ValueError:
+        raise SeedDesignError(
+            f"--seeds {text!r} is not allowed; give {SEEDS_OPTION_ALLOWED}"
+        ) from None
+
+
 def _whole(value: Any) -> Any:
     """A whole-number float (10.0) as an int; anything else as given, for the check to name."""
     if isinstance(value, float) and value.is_integer():
