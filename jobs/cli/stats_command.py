@@ -151,7 +151,7 @@ def _components(args: argparse.Namespace, metric: str | None, path: Path) -> int
         )
         return BAD_INPUT
     if not study_analysis.is_factorial(args.study_id, path=path):
-        print(variance_tables.NOT_FACTORIAL_NOTE.replace("`", ""))
+        print(variance_tables.plain(variance_tables.NOT_FACTORIAL_NOTE))
         return 0
     table = study_analysis.components_table(
         args.study_id, metrics=(metric,) if metric else METRICS, path=path
@@ -164,11 +164,8 @@ def _components(args: argparse.Namespace, metric: str | None, path: Path) -> int
         print(f"{len(table)} rows written to {args.output}")
         return 0
     print(table[list(COMPONENT_PRINTED)].to_string(index=False, float_format=_number))
-    print(
-        f"\n{variance_tables.design_line(table)}\n\n{variance_tables.INTERVALS_NOTE}".replace(
-            "**", ""
-        )
-    )
+    print(f"\n{variance_tables.design_line(table)}\n")
+    print(variance_tables.plain(variance_tables.INTERVALS_NOTE))
     return 0
 
 

@@ -39,10 +39,11 @@ INTERVALS_NOTE = (
     "inits averaged; it ignores an init effect shared by every split (too narrow when the "
     "init part is large and the inits few). **Design-corrected** (Nadeau–Bengio's "
     "n_test/n_train on the split part only): for new patients; it assumes their ρ for the "
-    "data and nothing for the training, whose randomness is drawn afresh for every run — "
-    "trust this one for a claim about new patients, the factorial one for how much the "
-    "training alone moves a difference. ρ (design) is the correlation the independent-seeds "
-    "corrected test would need to match it."
+    "data part only, while the training's part needs none (its sharing between runs, the same "
+    "init seeds on every split, is in the design and estimated). Trust it for a claim about "
+    "new patients, the factorial one for how far these films' splits and inits move a "
+    "difference. ρ (design) is the correlation the independent-seeds corrected test would "
+    "need to give the design-corrected variance."
 )
 
 COMPONENT_HEADERS: dict[str, str] = {
@@ -150,16 +151,17 @@ def report_parts(study_id: str, store: Path, metric: str) -> list[str]:
 
     heading = rh.heading(SECTION_TITLE, 4)
     if not study_analysis.is_factorial(study_id, path=store):
-        return [heading, rh.paragraph(_plain(NOT_FACTORIAL_NOTE), note=True)]
+        return [heading, rh.paragraph(plain(NOT_FACTORIAL_NOTE), note=True)]
     table = study_analysis.components_table(study_id, metrics=(metric,), path=store)
     return [
         heading,
         rh.paragraph(design_line(table)),
         rh.table_html(components_view(table)),
-        rh.paragraph(_plain(INTERVALS_NOTE), note=True),
+        rh.paragraph(plain(INTERVALS_NOTE), note=True),
     ]
 
 
-def _plain(text: str) -> str:
-    """Markdown's emphasis and code marks taken out, for the report's plain paragraphs."""
+def plain(text: str) -> str:
+    """Markdown's emphasis and code marks taken out, for the report's paragraphs and the
+    terminal."""
     return text.replace("**", "").replace("*", "").replace("`", "")
