@@ -38,19 +38,20 @@ def cached_is_factorial(path: str, study_id: str, marker: Marker) -> bool:
 
 def show_variance_components(
     path: str, study_id: str, marker: Marker, metric: str, tasks: list[str], methods: set[str]
-) -> int:
+) -> tuple[int, float | None]:
     """The section; returns the number of tests it shows (a factorial and a
-    design-corrected p per pair)."""
+    design-corrected p per pair) and the design's ρ for the seeds planner (the median over
+    the pairs shown; None unless the study is factorial)."""
     st.markdown(f"**{vt.SECTION_TITLE}**")
     if not cached_is_factorial(path, study_id, marker):
         st.caption(vt.NOT_FACTORIAL_NOTE)
-        return 0
+        return 0, None
     table = cached_components(path, study_id, metric, marker)
     picked = table["method_a"].isin(methods) & table["method_b"].isin(methods)
     table = table[table["task"].isin(tasks) & picked]
     st.caption(vt.design_line(table))
     if table.empty:
-        return 0
+        return 0, None
     st.markdown(f"{METRIC_LABELS[metric]}: where each pair's difference varies")
     st.dataframe(
         vt.components_view(table),
@@ -59,4 +60,5 @@ def show_variance_components(
         height=table_height(len(table)),
     )
     st.caption(vt.INTERVALS_NOTE)
-    return 2 * len(table)
+    rho = table["rho_design"].median()
+    return 2 * len(table), None if pd.isna(rho) else float(rho)

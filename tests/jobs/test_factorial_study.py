@@ -94,3 +94,6 @@ def test_report_and_statistics_tab_show_the_components(factorial_home, monkeypat
     )
     assert list(shown[variance_tables.COMPONENT_HEADERS["design"]]) == ["3 × 2"]
     assert re.search(r"3 splits × 2 inits", texts(at, "caption"))
+    # The seeds planner plans with the design's own ρ beside the assumed ones.
+    planned = [c for d in at.dataframe for c in d.value.columns if "design estimate" in c]
+    assert len(planned) == 1
