@@ -386,11 +386,11 @@ def _parse_seeds(
     a factorial design (`engine.seeds.SeedDesign`). A stored spec (``StudySpec.to_dict``)
     writes a design's keys as a list beside ``seed_design: {splits: .., inits: ..}``.
     """
+    design: SeedDesign | None = None
     try:
         if isinstance(value, Mapping):
             design = SeedDesign.from_mapping(value)
             return design.pairing_seeds(), design
-        design = None
         if stored_design is not None:
             if not isinstance(stored_design, Mapping):
                 raise SpecError(
