@@ -97,3 +97,23 @@ def test_report_and_statistics_tab_show_the_components(factorial_home, monkeypat
     # The seeds planner plans with the design's own ρ beside the assumed ones.
     planned = [c for d in at.dataframe for c in d.value.columns if "design estimate" in c]
     assert len(planned) == 1
+
+
+def test_a_bundle_of_some_seeds_carries_their_split_and_init_seeds(factorial_home, tmp_path):
+    from store.bundle import export_study, import_study
+    from store.db import init_schema
+
+    home, study_id = factorial_home
+    bundle = export_study(
+        study_id, tmp_path / "f.zip", seeds=[2, 3, 5], path=home / "softgrade.duckdb"
+    )
+    other = tmp_path / "other.duckdb"
+    init_schema(other)
+    imported = import_study(bundle, path=other)
+    factors = store_runs.seed_factors(imported.study_id, path=other)
+    assert factors.values.tolist() == [[2, 1, 0], [3, 1, 1], [5, 2, 1]]
+    # Only the splits those seeds trained on travel: split seeds 1 and 2, by their own seed.
+    sizes = store_analysis.split_sizes(imported.study_id, path=other)
+    original = store_analysis.split_sizes(study_id, path=home / "softgrade.duckdb")
+    keep = original["seed"].isin([2, 3, 5])
+    assert sizes.reset_index(drop=True).equals(original[keep].reset_index(drop=True))
