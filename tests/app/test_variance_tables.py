@@ -17,8 +17,8 @@ def _table() -> pd.DataFrame:
             base = 0.4 + rng.normal(0, 0.02)
             for method, value in (("nominal", base), ("beta", base - 0.03 - 0.01 * s)):
                 rows.append(
-                    {"study_id": "s", "task": "KL", "method": method, "seed": s * 2 + i, "split_seed": s,
-                     "init_seed": i, "amae": value}
+                    {"study_id": "s", "task": "KL", "method": method, "seed": s * 2 + i,
+                     "split_seed": s, "init_seed": i, "amae": value}
                 )  # fmt: skip
     return vc.components_table(pd.DataFrame(rows), {"KL": 0.43}, metrics=("amae",))
 
