@@ -24,6 +24,7 @@ from engine.methods import (
 )
 from engine.protocol import EARLY_STOPPING
 from engine.pruning import PrunerError, SearchSpec
+from engine.seeds import SEEDS_ALLOWED, SeedDesign, SeedDesignError, split_and_init
 from engine.vocab import TASK_CLASSES, TASKS
 
 #: The side of the knee crops a model may train on, smallest and largest (px); a demo bundle's
@@ -31,6 +32,8 @@ from engine.vocab import TASK_CLASSES, TASKS
 IMAGE_SIZES = (16, 1024)
 
 DATASET_KINDS: tuple[str, ...] = ("phantom", "folder")
+#: `TrainConfig.split_seed` / ``init_seed`` left out: the run's ``seed`` draws it too.
+SAME_AS_SEED = -1
 MAX_BUDGET = 15  # the paper samples at most 15 configurations per (task, method, seed)
 #: ``methods: all`` in a study file: every method this checkout registers, in registry order
 #: (a preset stays a survey of every method as methods are added).
@@ -61,6 +64,11 @@ class TrainConfig:
     ``hparams`` holds the method's own hyper-parameters besides the learning rate (``eta``,
     ``alpha2``, ...: whatever its `engine.methods.Method` declares). In JSON they sit beside
     the other fields (``{"lr": 0.001, "eta": 0.8, ...}``), as stores have always held them.
+
+    ``seed`` is the run's pairing key; ``split_seed`` draws its split and ``init_seed`` its
+    initial weights and batch order (`engine.seeds`). Left out (`SAME_AS_SEED`) they read
+    as ``seed``, so a config stored or checkpointed before they existed means what it meant
+    then.
     """
 
     task: str
@@ -68,6 +76,8 @@ class TrainConfig:
     lr: float
     hparams: Mapping[str, float] = field(default_factory=dict)
     seed: int = 0
+    split_seed: int = -1  # SAME_AS_SEED
+    init_seed: int = -1  # SAME_AS_SEED
     max_epochs: int = EARLY_STOPPING.max_epochs
     patience: int = EARLY_STOPPING.patience
     batch_size: int = 128
@@ -79,6 +89,12 @@ class TrainConfig:
     def __post_init__(self) -> None:
         check_task(self.task)
         method = check_method(self.method)
+        for name in ("split_seed", "init_seed"):
+            if getattr(self, name) == SAME_AS_SEED:
+                object.__setattr__(self, name, self.seed)  # frozen: filled once, here
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise SpecError(f"{name}: {value!r} must be a whole number >= 0")
         unknown = sorted(set(self.hparams) - set(method.parameter_names[1:]))
         if unknown:
             raise SpecError(
@@ -101,7 +117,7 @@ class TrainConfig:
         """Read `to_dict`'s form back, also a store's or checkpoint's from before methods had
         a registry (``eta``, ``alpha2``, ``p`` beside the other fields, None where unused)."""
         known = {f.name for f in fields(cls)} - {"hparams"}
-        kwargs = {k: v for k, v in values.items() if k in known}
+        kwargs = {k: v for k, v in values.items() if k in known and v is not None}
         extra = {k: float(v) for k, v in values.items() if k not in known and v is not None}
         extra.update(values.get("hparams") or {})
         return cls(**kwargs, hparams=extra)
@@ -180,7 +196,12 @@ class DatasetSpec:
 
 @dataclass(frozen=True)
 class StudySpec:
-    """A study: every (task, method, seed) with a randomised search of ``budget`` configs."""
+    """A study: every (task, method, seed) with a randomised search of ``budget`` configs.
+
+    ``seeds`` are the pairing keys; ``seed_design`` is None for independent seeds (each
+    seed draws the split and the initialisation) or the factorial design whose keys they are
+    (`engine.seeds.SeedDesign`; ``seeds: {splits: S, inits: I}`` in a study file).
+    """
 
     name: str
     dataset: DatasetSpec
@@ -196,6 +217,7 @@ class StudySpec:
     weights_path: str | None = None
     # How each (task, method, seed) is searched: fully (the paper) or pruned (engine.pruning).
     search: SearchSpec = field(default_factory=SearchSpec)
+    seed_design: SeedDesign | None = None
 
     def __post_init__(self) -> None:
         _check_nonempty("tasks", self.tasks, TASKS)
@@ -209,7 +231,18 @@ class StudySpec:
         if not self.seeds:
             raise SpecError("seeds: at least one seed is needed (a count like 20 or a list)")
         if any(s < 0 for s in self.seeds) or len(set(self.seeds)) != len(self.seeds):
-            raise SpecError(f"seeds: {list(self.seeds)} must be distinct non-negative integers")
+            raise SpecError(
+                f"seeds: {list(self.seeds)} must be distinct non-negative integers; seeds "
+                f"takes {SEEDS_ALLOWED}"
+            )
+        # A design's keys, or some of them (a bundle of a study's complete seeds).
+        if self.seed_design is not None and not set(self.seeds) <= set(
+            self.seed_design.pairing_seeds()
+        ):
+            raise SpecError(
+                f"seeds: {list(self.seeds)} are not the pairing keys of "
+                f"{self.seed_design.describe()}; write seeds: {self.seed_design.to_dict()}"
+            )
         largest = max(grid_size(m) for m in self.methods)
         if not isinstance(self.budget, int) or not 1 <= self.budget <= min(MAX_BUDGET, largest):
             raise SpecError(
@@ -247,7 +280,7 @@ class StudySpec:
         values["name"] = str(raw.get("name", "study"))
         values["tasks"] = tuple(str(t) for t in _as_list("tasks", raw["tasks"]))
         values["methods"] = _parse_methods(raw["methods"])
-        values["seeds"] = _parse_seeds(raw["seeds"])
+        values["seeds"], values["seed_design"] = _parse_seeds(raw["seeds"], raw.get("seed_design"))
         for key in ("budget", "max_epochs", "patience", "image_size", "batch_size"):
             if key in raw:
                 values[key] = _as_int(key, raw[key])
@@ -261,10 +294,15 @@ class StudySpec:
         return cls(**values)
 
     @classmethod
-    def from_file(cls, path: Path) -> StudySpec:
+    def from_file(cls, path: Path, *, seeds: Any = None) -> StudySpec:
         """Read and validate a study file (YAML); SpecError names the field at fault.
 
         The CLI's ``run``/``submit`` and the Launch page's presets both read studies here.
+
+        Args:
+            path: the study file.
+            seeds: replaces the file's ``seeds:`` when given (the CLI's ``--seeds``), in
+                any form ``seeds:`` takes.
         """
         if not path.is_file():
             raise SpecError(f"study file {path} does not exist")
@@ -272,6 +310,8 @@ class StudySpec:
             raw: Any = yaml.safe_load(path.read_text())
         except yaml.YAMLError as exc:
             raise SpecError(f"study file {path} is not valid YAML: {exc}") from exc
+        if seeds is not None and isinstance(raw, dict):
+            raw = {k: v for k, v in raw.items() if k != "seed_design"} | {"seeds": seeds}
         return cls.from_dict(raw)
 
     def to_dict(self) -> dict[str, Any]:
@@ -288,16 +328,33 @@ class StudySpec:
         out.pop("search")
         if self.search.pruned:
             out["search"] = self.search.to_dict()
+        # Independent seeds write no design key, so their stored specs read as before.
+        if self.seed_design is None:
+            out.pop("seed_design")
+        else:
+            out["seed_design"] = self.seed_design.to_dict()
         return out
+
+    def split_and_init(self, seed: int) -> tuple[int, int]:
+        """The (split seed, init seed) of pairing key ``seed`` (`engine.seeds`)."""
+        return split_and_init(seed, self.seed_design)
+
+    @property
+    def split_seeds(self) -> tuple[int, ...]:
+        """The distinct split seeds the study's runs train on, ascending."""
+        return tuple(sorted({self.split_and_init(seed)[0] for seed in self.seeds}))
 
     def train_config(
         self, task: str, method: str, seed: int, params: MethodParams, device: str
     ) -> TrainConfig:
         """The run configuration of one search point of this study."""
+        split_seed, init_seed = self.split_and_init(seed)
         return TrainConfig(
             task=task,
             method=method,
             seed=seed,
+            split_seed=split_seed,
+            init_seed=init_seed,
             device=device,
             max_epochs=self.max_epochs,
             patience=self.patience,
@@ -333,13 +390,38 @@ def _as_int(name: str, value: Any) -> int:
     return int(value)
 
 
-def _parse_seeds(value: Any) -> tuple[int, ...]:
-    """``seeds: 20`` means seeds 0..19; a list names them."""
+def _parse_seeds(
+    value: Any, stored_design: Any = None
+) -> tuple[tuple[int, ...], SeedDesign | None]:
+    """The pairing keys and the factorial design (None for independent seeds).
+
+    ``seeds: 20`` means seeds 0..19; a list names them; ``seeds: {splits: 10, inits: 2}`` is
+    a factorial design (`engine.seeds.SeedDesign`). A stored spec (``StudySpec.to_dict``)
+    writes a design's keys as a list beside ``seed_design: {splits: .., inits: ..}``.
+    """
+    design: SeedDesign | None = None
+    try:
+        if isinstance(value, Mapping):
+            design = SeedDesign.from_mapping(value)
+            return design.pairing_seeds(), design
+        if stored_design is not None:
+            if not isinstance(stored_design, Mapping):
+                raise SpecError(
+                    f"seed_design: expected {{splits: S, inits: I}}, got {stored_design!r}"
+                )
+            design = SeedDesign.from_mapping(stored_design)
+    except SeedDesignError as exc:
+        raise SpecError(str(exc)) from None
     if isinstance(value, int) and not isinstance(value, bool):
         if value < 1:
-            raise SpecError(f"seeds: {value} must be >= 1 (a count) or a list of seeds")
-        return tuple(range(value))
-    return tuple(_as_int("seeds", v) for v in _as_list("seeds", value))
+            raise SpecError(f"seeds: {value} must be >= 1; seeds takes {SEEDS_ALLOWED}")
+        return tuple(range(value)), design
+    if isinstance(value, float | bool) or value is None:
+        raise SpecError(f"seeds: {value!r} is not allowed; seeds takes {SEEDS_ALLOWED}")
+    try:
+        return tuple(_as_int("seeds", v) for v in _as_list("seeds", value)), design
+    except SpecError:
+        raise SpecError(f"seeds: {value!r} is not allowed; seeds takes {SEEDS_ALLOWED}") from None
 
 
 def _check_nonempty(name: str, values: tuple[str, ...], allowed: tuple[str, ...]) -> None:

@@ -648,7 +648,7 @@ class Trainer:
         criterion, optimizer = self._begin_run(config)
         self._criterion = criterion
         data = data.to(self.device)
-        generator = torch.Generator().manual_seed(config.seed)
+        generator = torch.Generator().manual_seed(config.init_seed)  # batch order
         best = _Best()
         history: list[EpochStats] = []
         pruned = False
@@ -723,7 +723,7 @@ class Trainer:
             raise ValueError(
                 f"{config.method} needs the {method.head!r} head; this trainer has {self.head!r}"
             )
-        self.reset(config.seed)
+        self.reset(config.init_seed)
         criterion = make_loss(config.method, config.num_classes, config.params).to(self.device)
         matrix = target_matrix(config.method, config.num_classes, config.params)
         # The captured graphs train against a (J, J) target matrix; a method without one

@@ -21,6 +21,7 @@ import streamlit as st
 from engine import gradcam
 from engine.methods import order_methods
 from engine.phantom import PhantomSpec
+from engine.seeds import split_seed_of
 from engine.vocab import TOP_GRADE
 from pages.widgets import pickers, view_state
 from pages.widgets.attention_views import (
@@ -74,7 +75,8 @@ def pick_models(
     if not methods:
         st.info("Pick at least one method.")
         st.stop()
-    splits = cached_splits(path, dataset_id, seed)
+    # A factorial study's seed is a pairing key: its split is its split seed's.
+    splits = cached_splits(path, dataset_id, split_seed_of(runs, seed))
     if splits is None:
         st.info(f"Seed {seed} has no stored split yet.")
         st.stop()

@@ -25,6 +25,7 @@ from pages.present.study_form import (
     pruning_text,
     request_id_for,
     rough_time_text,
+    seeds_text,
     study_size,
 )
 from pages.present.user_text import plain, said
@@ -96,7 +97,7 @@ def show_check(
     n_runs, runs_per_task = study_size(spec)
     st.markdown(
         f"This study makes **{n_runs} runs**: {len(spec.tasks)} task(s) × "
-        f"{len(spec.methods)} method(s) × {len(spec.seeds)} seed(s), searching "
+        f"{len(spec.methods)} method(s) × {seeds_text(spec)}, searching "
         f"{configurations_text(spec)} (at most the budget; a smaller grid is searched whole); "
         f"every run at most {spec.max_epochs} epochs."
     )

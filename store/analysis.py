@@ -28,18 +28,21 @@ def split_sizes(study_id: str, *, path: Path | str | None = None) -> pd.DataFram
 
     Returns:
         Columns seed, task, n_test (films held out for testing) and n_fit (films used to fit
-        and select: train + validation); one row per (seed, task) of the study's runs.
+        and select: train + validation); one row per (seed, task) of the study's runs, each
+        seed counted on the split its split seed drew.
     """
     with connect(path, read_only=True) as con:
         return con.execute(
             """
-            WITH seeds AS (SELECT DISTINCT seed, task FROM runs WHERE study_id = $study),
+            WITH seeds AS (SELECT DISTINCT seed, coalesce(split_seed, seed) AS split_seed, task
+                           FROM runs WHERE study_id = $study),
                  ds AS (SELECT dataset_id FROM studies WHERE study_id = $study)
             SELECT s.seed, l.task,
                    count(*) FILTER (WHERE sp.split = 'test') AS n_test,
                    count(*) FILTER (WHERE sp.split IN ('train', 'val')) AS n_fit
             FROM seeds s
-            JOIN splits sp ON sp.seed = s.seed AND sp.dataset_id = (SELECT dataset_id FROM ds)
+            JOIN splits sp ON sp.seed = s.split_seed
+                          AND sp.dataset_id = (SELECT dataset_id FROM ds)
             JOIN labels l ON l.dataset_id = sp.dataset_id AND l.image_id = sp.image_id
                          AND l.task = s.task
             GROUP BY ALL

@@ -181,6 +181,13 @@ def _write_bundle(out: Path, meta: dict[str, Any], folder: Path) -> None:
             zf.write(folder / f"{table}.parquet", f"{table}.parquet")
 
 
+# The split seeds the exported seeds trained on (a factorial study's seed is a pairing key;
+# runs stored before schema version 5 drew their split with their seed).
+_SPLIT_SEEDS = """
+    SELECT coalesce(split_seed, seed) FROM runs
+    WHERE study_id = $study AND seed IN (SELECT unnest($seeds))"""
+
+
 def _copy_tables(
     con: duckdb.DuckDBPyConnection,
     folder: Path,
@@ -193,7 +200,8 @@ def _copy_tables(
     queries = {
         "runs": """
             SELECT run_id, task, method, seed, config_index, config::VARCHAR AS config, selected,
-                   best_epoch, epochs_run, val_amae, device, duration_s, weights_init, created_at
+                   best_epoch, epochs_run, val_amae, device, duration_s, weights_init, created_at,
+                   split_seed, init_seed
             FROM runs WHERE study_id = $study AND seed IN (SELECT unnest($seeds))
             ORDER BY task, method, seed, config_index""",
         "predictions": """
@@ -211,13 +219,13 @@ def _copy_tables(
         "labels": """
             SELECT image_id, task, grade, true_grade FROM labels
             WHERE dataset_id = $dataset ORDER BY image_id, task""",
-        "splits": """
+        "splits": f"""
             SELECT seed, image_id, split FROM splits
-            WHERE dataset_id = $dataset AND seed IN (SELECT unnest($seeds))
+            WHERE dataset_id = $dataset AND seed IN ({_SPLIT_SEEDS})
             ORDER BY seed, image_id""",
-        "split_rules": """
+        "split_rules": f"""
             SELECT seed, rule FROM split_rules
-            WHERE dataset_id = $dataset AND seed IN (SELECT unnest($seeds)) ORDER BY seed""",
+            WHERE dataset_id = $dataset AND seed IN ({_SPLIT_SEEDS}) ORDER BY seed""",
     }
     params = {"study": study_id, "dataset": dataset_id, "seeds": seeds, "all_test": all_test}
     counts = {}
@@ -461,14 +469,19 @@ def insert_study(
         """,
         [f"import-{study_id}", study_id, runs, runs, study["created_at"], *span, span[1]],
     )
+    # Bundles written before schema version 5 carry no split or init seed: NULL, the seed's.
+    described = con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [parts["runs"]])
+    given = {row[0] for row in described.fetchall()}
+    seeds = ", ".join(c if c in given else f"NULL AS {c}" for c in ("split_seed", "init_seed"))
     con.execute(
-        """
+        f"""
         INSERT INTO runs (run_id, study_id, job_id, task, method, seed, config_index, config,
                           selected, status, best_epoch, epochs_run, val_amae, device,
-                          duration_s, weights_init, checkpoint_path, created_at)
+                          duration_s, weights_init, checkpoint_path, created_at, split_seed,
+                          init_seed)
         SELECT run_id, ?, NULL, task, method, seed, config_index, config, selected,
                'succeeded', best_epoch, epochs_run, val_amae, device, duration_s,
-               weights_init, NULL, created_at
+               weights_init, NULL, created_at, {seeds}
         FROM read_parquet(?)
         """,
         [study_id, parts["runs"]],

@@ -485,7 +485,8 @@ def init_schema(path: Path | str | None = None) -> None:
         moved = _rebuild_runs_without_method_list(con)
         con.execute(SCHEMA_FILE.read_text())
         if moved:
-            # By name: columns added since (``pruned``, version 5) take their defaults.
+            # By name: columns added since (version 5's ``pruned``, ``split_seed``, ``init_seed``)
+            # take their defaults.
             con.execute(f"INSERT INTO runs BY NAME SELECT * FROM {moved}")
             con.execute(f"DROP TABLE {moved}")
         con.execute(

@@ -47,6 +47,9 @@ class RunRecord:
     cost: RunCost | None = None  # what training it cost here (None: not measured, imported)
     # Stopped early by a pruned search (it had lost); never selected.
     pruned: bool = False
+    # The seeds that drew the split and the initialisation (engine/seeds.py); None: ``seed``.
+    split_seed: int | None = None
+    init_seed: int | None = None
 
 
 def record_run(run: RunRecord, *, path: Path | str | None = None) -> None:
@@ -65,8 +68,8 @@ def record_run(run: RunRecord, *, path: Path | str | None = None) -> None:
                 """
                 INSERT INTO runs (run_id, study_id, job_id, task, method, seed, config_index,
                     config, status, best_epoch, epochs_run, val_amae, device, duration_s,
-                    weights_init, checkpoint_path, pruned)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'succeeded', ?, ?, ?, ?, ?, ?, ?, ?)
+                    weights_init, checkpoint_path, pruned, split_seed, init_seed)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'succeeded', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [
                     run.run_id,
@@ -85,6 +88,8 @@ def record_run(run: RunRecord, *, path: Path | str | None = None) -> None:
                     run.weights_init,
                     run.checkpoint_path,
                     run.pruned,
+                    run.split_seed,
+                    run.init_seed,
                 ],
             )
         except duckdb.ConstraintException as exc:
@@ -202,18 +207,40 @@ def list_runs(
     study_ids: list[str], *, selected_only: bool = False, path: Path | str | None = None
 ) -> pd.DataFrame:
     """Runs of the given studies, one row each (config as JSON text; ``pruned``: stopped
-    early by a pruned search)."""
+    early by a pruned search); ``split_seed`` and ``init_seed`` are the run's seed where the
+    store has none (runs before version 5)."""
     with connect(path, read_only=True) as con:
         return con.execute(
             f"""
             SELECT run_id, study_id, task, method, seed, config_index, config, selected,
                    best_epoch, epochs_run, val_amae, device, duration_s, weights_init,
-                   checkpoint_path, created_at, coalesce(pruned, false) AS pruned
+                   checkpoint_path, created_at, coalesce(pruned, false) AS pruned,
+                   coalesce(split_seed, seed) AS split_seed, coalesce(init_seed, seed) AS init_seed
             FROM runs WHERE study_id IN (SELECT unnest(?))
             {"AND selected" if selected_only else ""}
             ORDER BY task, method, seed, config_index
             """,
             [study_ids],
+        ).df()
+
+
+def seed_factors(study_id: str, *, path: Path | str | None = None) -> pd.DataFrame:
+    """Which split seed and init seed each pairing seed of a study trained with.
+
+    Runs stored before schema version 5 (and results imported from another tool) have
+    neither: their seed drew both, so they read as ``split_seed = init_seed = seed``.
+
+    Returns:
+        Columns seed, split_seed, init_seed; one row per seed of the study's runs, ascending.
+    """
+    with connect(path, read_only=True) as con:
+        return con.execute(
+            """
+            SELECT DISTINCT seed, coalesce(split_seed, seed) AS split_seed,
+                   coalesce(init_seed, seed) AS init_seed
+            FROM runs WHERE study_id = ? ORDER BY seed
+            """,
+            [study_id],
         ).df()
 
 

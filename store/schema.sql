@@ -39,7 +39,8 @@ CREATE TABLE IF NOT EXISTS labels (
     PRIMARY KEY (dataset_id, image_id, task)
 );
 
--- Decided once per (dataset, seed), shared by every task and method of that seed.
+-- Decided once per (dataset, seed), shared by every task and method of that seed. The seed
+-- here is a split seed: runs.split_seed (or runs.seed where that is NULL) names their split.
 CREATE TABLE IF NOT EXISTS splits (
     dataset_id  VARCHAR NOT NULL,
     seed        INTEGER NOT NULL,
@@ -132,6 +133,13 @@ CREATE TABLE IF NOT EXISTS runs (
     -- already lost; epochs_run says how far it trained, and its predictions and epoch metrics
     -- are those it reached. A pruned run is never selected.
     pruned           BOOLEAN DEFAULT false,
+    -- Version 5: the seed that drew the run's split and the one that drew its initial
+    -- weights, batch order and search sample (engine/seeds.py). seed stays the pairing key.
+    -- NULL (every run stored before version 5, and imported results): the same as seed;
+    -- reads use coalesce(split_seed, seed). Checked >= 0 in Python (engine.config.TrainConfig):
+    -- DuckDB cannot add a column with a CHECK to an older store.
+    split_seed       INTEGER,
+    init_seed        INTEGER,
     UNIQUE (study_id, task, method, seed, config_index)
 );
 
@@ -395,5 +403,8 @@ ALTER TABLE studies ADD COLUMN IF NOT EXISTS archived_at TIMESTAMP;
 ALTER TABLE study_environments ADD COLUMN IF NOT EXISTS executor VARCHAR;
 ALTER TABLE study_environments ADD COLUMN IF NOT EXISTS threads_per_slot INTEGER;
 ALTER TABLE study_environments ADD COLUMN IF NOT EXISTS search_pruned BOOLEAN;
--- Version 4 -> 5: runs stopped by a pruned search are marked (every earlier run trained fully).
+-- Version 4 -> 5: runs stopped by a pruned search are marked (every earlier run trained
+-- fully), and a run's split seed and init seed apart (NULL before: both were its seed).
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS pruned BOOLEAN DEFAULT false;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS split_seed INTEGER;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS init_seed INTEGER;

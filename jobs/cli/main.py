@@ -58,6 +58,7 @@ from typing import Any
 import pandas as pd
 
 from engine.config import SpecError, StudySpec
+from engine.seeds import SeedDesignError, seeds_from_text
 from jobs.cli import (
     catalogue_command,
     lab_commands,
@@ -86,9 +87,14 @@ def _open_store() -> Path:
     return path
 
 
+def _study_of(args: argparse.Namespace) -> StudySpec:
+    """The study file, its seeds replaced by ``--seeds`` when given."""
+    return StudySpec.from_file(Path(args.study), seeds=args.seeds)
+
+
 def cmd_submit(args: argparse.Namespace) -> int:
     """Validate a study file and enqueue it."""
-    spec = StudySpec.from_file(Path(args.study))
+    spec = _study_of(args)
     path = _open_store()
     job_id = store_jobs.enqueue_job(spec.to_dict(), request_id=str(uuid.uuid4()), path=path)
     print(f"queued {job_id} ({spec.name}); a running worker will pick it up")
@@ -99,7 +105,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Validate, enqueue and run one study in the foreground; exit 1 unless it succeeds."""
     from jobs.worker.factory import make_worker
 
-    spec = StudySpec.from_file(Path(args.study))
+    spec = _study_of(args)
     path = _open_store()
     job_id = store_jobs.enqueue_job(spec.to_dict(), request_id=str(uuid.uuid4()), path=path)
     print(f"running {job_id} ({spec.name}) with store {path}")
@@ -564,6 +570,14 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         p = sub.add_parser(name, help=help_text)
         p.add_argument("study", help="study YAML file, e.g. studies/quick.yaml")
+        p.add_argument(
+            "--seeds",
+            type=_seeds_option,
+            default=None,
+            help="replace the file's seeds: a count (20), a list (0,3,7) or a factorial "
+            "design of splits x inits (10x2: every split trained from every init, so "
+            "`stats --components` can separate their variance)",
+        )
         p.set_defaults(func=func)
         if name == "run":
             _add_executor_args(p, with_device=False)
@@ -692,6 +706,14 @@ def _add_executor_args(p: argparse.ArgumentParser, *, with_device: bool) -> None
             help="--executor ray: how often a run whose actor died (lost node, out of memory) "
             "is retried on a fresh actor before the job fails",
         )
+
+
+def _seeds_option(text: str) -> int | list[int] | dict[str, int]:
+    """An argparse type: ``--seeds`` (`engine.seeds.seeds_from_text`), one line on error."""
+    try:
+        return seeds_from_text(text)
+    except SeedDesignError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _whole_number_from_1(text: str) -> int:

@@ -15,6 +15,12 @@ metadata, ``.tex`` one LaTeX table per metric (the pages' `paired_latex`).
 
 `jobs.services.study_analysis.paired_table` is the same table for any caller (a page, a bench
 script).
+
+``--components`` gives, for a factorial study (``seeds: {splits: S, inits: I}``), each pair's
+variance components instead (split, init, residual, their shares and the factorial, per-split
+and design-corrected intervals: `engine.analysis.variance_components`); ``-o`` writes them as
+CSV or Parquet. For any other study it says, in one sentence, why the design cannot separate
+them and how to ask for a factorial study.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from engine.analysis.metrics import METRIC_LABELS, METRICS
 from jobs.services import study_analysis
 from jobs.services.csv_safe import escape_csv_cells
 from jobs.services.export_cards import export_cards, headed
+from pages.present import variance_tables
 from pages.present.reviewer_tables import paired_latex
 from store import analysis as store_analysis
 from store import runs as store_runs
@@ -69,6 +76,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return BAD_INPUT
+    if args.components:
+        return _components(args, metric, path)
     table = study_analysis.paired_table(
         args.study_id,
         metrics=(metric,) if metric else METRICS,
@@ -103,6 +112,60 @@ def cmd_stats(args: argparse.Namespace) -> int:
         f"exploratory. The CSV adds boot_ci ({paired.BOOTSTRAP_CI_KIND}), p at r = 0, 0.1, 0.2 "
         "and TOST p."
     )
+    if study_analysis.is_factorial(args.study_id, path=path):
+        print(
+            "\nThis study is a factorial seeds design: `stats STUDY_ID --components` separates "
+            "each difference's variance into split, init and residual."
+        )
+    return 0
+
+
+#: The columns `stats --components` prints (the CSV has every one).
+COMPONENT_PRINTED: tuple[str, ...] = (
+    "task",
+    "metric",
+    "method_a",
+    "method_b",
+    "n_splits",
+    "n_inits",
+    "mean_diff",
+    "var_split",
+    "var_init",
+    "var_residual",
+    "share_split",
+    "ci_factorial_low",
+    "ci_factorial_high",
+    "ci_design_low",
+    "ci_design_high",
+    "p_design",
+    "rho_design",
+)
+
+
+def _components(args: argparse.Namespace, metric: str | None, path: Path) -> int:
+    """``stats --components``: the variance components of a factorial study."""
+    if args.output and PurePath(args.output).suffix.lower() == ".tex":
+        print(
+            f"error: {args.output!r}: --components writes .csv or .parquet (no LaTeX table)",
+            file=sys.stderr,
+        )
+        return BAD_INPUT
+    if not study_analysis.is_factorial(args.study_id, path=path):
+        print(variance_tables.plain(variance_tables.NOT_FACTORIAL_NOTE))
+        return 0
+    table = study_analysis.components_table(
+        args.study_id, metrics=(metric,) if metric else METRICS, path=path
+    )
+    if table.empty:
+        print(f"study {args.study_id!r} has no pair with 2 finished splits and 2 inits yet")
+        return 0
+    if args.output:
+        write_table(table, Path(args.output), export_cards(str(path), [args.study_id]))
+        print(f"{len(table)} rows written to {args.output}")
+        return 0
+    print(table[list(COMPONENT_PRINTED)].to_string(index=False, float_format=_number))
+    print(f"\n{variance_tables.design_line(table)}\n")
+    print(variance_tables.plain(variance_tables.INTERVALS_NOTE))
     return 0
 
 
@@ -200,6 +263,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         metavar="[METRIC=]WIDTH",
         help="region of practical equivalence of the Bayesian test and TOST: a width for "
         f"every metric or METRIC=WIDTH for one, repeatable (default {paired.DEFAULT_ROPE:g})",
+    )
+    p.add_argument(
+        "--components",
+        action="store_true",
+        help="a factorial study's variance components per pair (split, init, residual) and "
+        "the intervals they support, instead of the paired table",
     )
     p.add_argument("--list", action="store_true", help="list the studies of the store")
     p.set_defaults(func=cmd_stats)

@@ -46,6 +46,7 @@ from engine.datasets import cache_dir_for, open_prepared
 from engine.demo_models import best_seed, default_method, example_films, seed_checkpoints
 from engine.detect.registry import RECORD_FILE
 from engine.films import escaped
+from engine.seeds import split_seed_of
 from engine.vocab import TASKS
 from jobs.services.demo_manifest import (
     crop_problem,
@@ -183,7 +184,8 @@ def export_demo(
     method = _check_method(runs, method, study_id)
     seeds, checkpoints = _chosen_seeds(runs, method, tasks, seed=seed, all_seeds=all_seeds)
     prepared = _prepared_films(spec, home)
-    films = _films_with_test_seeds(prepared.meta, study.dataset_id, seeds, path)
+    split_seeds = {s: split_seed_of(runs, s) for s in seeds}  # a factorial seed's split
+    films = _films_with_test_seeds(prepared.meta, study.dataset_id, split_seeds, path)
     films = example_films(films, n_films, tasks[0], first="every_seed_tested")
     card = store_studies.study_card(study_id, path=path)
     manifest: dict[str, Any] = {
@@ -288,16 +290,22 @@ def _prepared_films(spec: StudySpec, home: Path) -> Any:
 
 
 def _films_with_test_seeds(
-    meta: pd.DataFrame, dataset_id: str | None, seeds: list[int], path: Path | str | None
+    meta: pd.DataFrame,
+    dataset_id: str | None,
+    split_seeds: dict[int, int],
+    path: Path | str | None,
 ) -> pd.DataFrame:
     """The best seed's test films, each with the shipped seeds that tested on it.
 
-    ``every_seed_tested`` marks the films every shipped seed kept for testing: they are
-    taken first, so the seeds' agreement is shown on films none of them trained on.
+    ``split_seeds`` maps each shipped seed (the best first) to the split seed it trained on
+    (itself unless the study is factorial). ``every_seed_tested`` marks the films every
+    shipped seed kept for testing: they are taken first, so the seeds' agreement is shown on
+    films none of them trained on.
     """
+    seeds = list(split_seeds)
     test_seeds: dict[str, list[int]] = {}
     for s in seeds:
-        splits = load_splits(dataset_id, s, path=path) if dataset_id else None
+        splits = load_splits(dataset_id, split_seeds[s], path=path) if dataset_id else None
         if splits is None:
             raise DemoBundleError(f"seed {s} has no stored split of the study's dataset")
         for image_id in splits.index[splits == "test"]:

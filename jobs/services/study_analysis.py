@@ -25,6 +25,7 @@ from engine.analysis import (
     probability_metrics,
     relationship,
     truth,
+    variance_components,
 )
 from engine.analysis.metrics import (
     METRICS,
@@ -112,6 +113,24 @@ def paired_table(
         extra = ["boot_ci_low", "boot_ci_high", "within_seed_sd"]
         table = table.merge(boot[[*keys, *extra]], on=keys, how="left")
     return table
+
+
+def is_factorial(study_id: str, *, path: StorePath = None) -> bool:
+    """Whether the study's runs cross split seeds with init seeds (a factorial design)."""
+    return variance_components.is_factorial(store_runs.seed_factors(study_id, path=path))
+
+
+def components_table(
+    study_id: str, *, metrics: tuple[str, ...] = METRICS, path: StorePath = None
+) -> pd.DataFrame:
+    """`engine.analysis.variance_components.components_table` of the selected runs: each
+    pair's split, init and residual variance and the intervals they support; empty (with its
+    columns) for a study whose seeds are not a factorial design."""
+    factors = store_runs.seed_factors(study_id, path=path)
+    if not variance_components.is_factorial(factors):
+        return pd.DataFrame(columns=list(variance_components.COMPONENT_COLUMNS))
+    cells = variance_components.cell_frame(per_run(study_id, path=path), factors)
+    return variance_components.components_table(cells, ratios(study_id, path=path), metrics=metrics)
 
 
 def probability_paired_table(study_id: str, *, path: StorePath = None) -> pd.DataFrame:

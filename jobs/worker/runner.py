@@ -212,7 +212,8 @@ class Worker:
         self._log(job, f"preparing dataset {spec.dataset.key} at {spec.image_size} px")
         dataset_id, cache_dir, meta = self._prepare(spec.dataset, spec.image_size)
         store_datasets.set_study_dataset(job.study_id, dataset_id, path=self.store_path)
-        splits = {seed: self._splits(dataset_id, meta, seed) for seed in spec.seeds}
+        # One split per split seed: a factorial study's inits of one split share it.
+        splits = {seed: self._splits(dataset_id, meta, seed) for seed in spec.split_seeds}
         device = self.executor.devices[0].split(":")[0]
         plan = plan_runs(spec, job.study_id, device)
         done = store_runs.finished_run_ids(job.study_id, path=self.store_path)
@@ -230,7 +231,7 @@ class Worker:
                 run_id=run.run_id,
                 config=run.config,
                 cache_dir=str(cache_dir),
-                splits=splits[run.seed],
+                splits=splits[run.split_seed],
                 checkpoint_path=str(checkpoints / f"{run.run_id}.pt"),
                 compile_cache=str(self.home / CACHE_FOLDER),
                 pruning=self._pruning(spec, job.study_id, run),
@@ -357,6 +358,8 @@ class Worker:
                 task=run.task,
                 method=run.method,
                 seed=run.seed,
+                split_seed=run.split_seed,
+                init_seed=run.init_seed,
                 config_index=run.config_index,
                 config=run.config.to_dict(),
                 best_epoch=msg["best_epoch"],

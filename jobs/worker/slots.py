@@ -71,8 +71,8 @@ class SlotState:
     max_cached_splits: int = 4
 
     def task_data(self, task: RunTask) -> TaskSplit:
-        """The (task, seed) tensors on this slot's device, built once and reused."""
-        key = (task.cache_dir, task.config.seed, task.config.task)
+        """The (task, split seed) tensors on this slot's device, built once and reused."""
+        key = (task.cache_dir, task.config.split_seed, task.config.task)
         if key in self.splits_cache:
             self.splits_cache.move_to_end(key)
             return self.splits_cache[key]

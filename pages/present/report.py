@@ -44,6 +44,7 @@ from pages.present import (
     science_charts,
     stat_tables,
     tables,
+    variance_tables,
 )
 from pages.present import protocol_text as protocol_text_of
 from pages.present import report_html as rh
@@ -536,6 +537,7 @@ def paired_section(study_ids: Sequence[str], store: Path) -> list[str]:
                 4,
             ),
             rh.table_html(bootstrap_frame(table)),
+            *variance_tables.report_parts(study_id, store, PRIMARY),
         ]
 
     notes = (

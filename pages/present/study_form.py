@@ -130,7 +130,7 @@ def preset_values(study: Mapping[str, Any]) -> dict[str, Any]:
         "launch_name": study["name"],
         "launch_tasks": list(study["tasks"]),
         **method_widget_values(list(study["methods"])),
-        "launch_seeds": len(study["seeds"]),
+        **seed_widget_values(study),
         "launch_budget": study["budget"],
         "launch_max_epochs": study["max_epochs"],
         "launch_patience": study["patience"],
@@ -145,6 +145,45 @@ def preset_values(study: Mapping[str, Any]) -> dict[str, Any]:
         values["launch_n_joint"] = int(dataset.get("n_joint", 970))
         values["launch_phantom_seed"] = int(dataset.get("seed", 0))
     return values
+
+
+#: The Launch page's two ways of drawing seeds (`engine.seeds`).
+INDEPENDENT = "independent"
+FACTORIAL = "factorial"
+SEED_DESIGNS: dict[str, str] = {
+    INDEPENDENT: "independent",
+    FACTORIAL: "splits × inits",
+}
+#: What the splits × inits inputs start from when a study has independent seeds.
+DEFAULT_SPLITS, DEFAULT_INITS = 10, 2
+
+
+def seed_widget_values(study: Mapping[str, Any]) -> dict[str, Any]:
+    """The seed inputs' values (by key) that show ``study``'s seeds: a count, or its
+    factorial design (``seed_design`` of a stored spec)."""
+    design = study.get("seed_design")
+    if design:
+        return {
+            "launch_seed_design": FACTORIAL,
+            "launch_seeds": len(study["seeds"]),
+            "launch_splits": int(design["splits"]),
+            "launch_inits": int(design["inits"]),
+        }
+    return {
+        "launch_seed_design": INDEPENDENT,
+        "launch_seeds": len(study["seeds"]),
+        "launch_splits": DEFAULT_SPLITS,
+        "launch_inits": DEFAULT_INITS,
+    }
+
+
+def seeds_text(spec: StudySpec) -> str:
+    """``"20 seed(s)"`` or ``"10 splits × 2 inits (20 seeds)"``: the study's seeds in the
+    Launch page's count of runs."""
+    design = spec.seed_design
+    if design is None:
+        return f"{len(spec.seeds)} seed(s)"
+    return f"{design.splits} splits × {design.inits} inits ({len(spec.seeds)} seeds)"
 
 
 def request_id_for(form_id: str, study: Mapping[str, Any]) -> str:
@@ -185,7 +224,7 @@ def check_study(
             table = read_folder(
                 str(spec.dataset.params["path"]), str(spec.dataset.params["labels_csv"])
             )
-            check_split_sizes(table, spec.seeds, spec.tasks)
+            check_split_sizes(table, spec.split_seeds, spec.tasks)
         except ValueError as exc:
             raise SpecError(str(exc)) from exc
     if spec.dataset.kind == PHANTOM:

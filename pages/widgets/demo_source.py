@@ -14,6 +14,7 @@ import streamlit as st
 
 from engine.demo_models import best_seed, default_method, seed_checkpoints
 from engine.methods import order_methods
+from engine.seeds import split_seed_of
 from engine.vocab import TASKS
 from jobs.services.demo_bundle import DemoBundle, DemoBundleError, open_demo, read_crop
 from jobs.services.kiosk import KioskSettings
@@ -163,7 +164,8 @@ def _store_films(
     path: str, dataset_id: str, opened: OpenedStudy, seed: int, seeds: dict[str, dict[int, str]]
 ) -> pd.DataFrame:
     """The best seed's test films, each with the seeds (with weights here) that tested on it."""
-    splits = cached_splits(path, dataset_id, seed)
+    # A factorial study's seed is a pairing key: its split is its split seed's.
+    splits = cached_splits(path, dataset_id, split_seed_of(opened.runs, seed))
     if splits is None:
         st.info(f"Seed {seed} has no stored split yet.")
         st.stop()
@@ -171,7 +173,7 @@ def _store_films(
     ids = meta["image_id"]
     tested = {seed: (splits.reindex(ids) == "test").to_numpy()}
     for other in sorted(set().union(*(set(s) for s in seeds.values())) - {seed}):
-        other_splits = cached_splits(path, dataset_id, other)
+        other_splits = cached_splits(path, dataset_id, split_seed_of(opened.runs, other))
         if other_splits is not None:
             tested[other] = (other_splits.reindex(ids) == "test").to_numpy()
     meta["test_seeds"] = [

@@ -21,10 +21,12 @@ from jobs.services.review import REVIEW_PARAM, reviewed_spec
 from pages.present.study_form import (
     DEVICES,
     FOLDER,
+    INDEPENDENT,
     PHANTOM,
     PRESETS,
     PRUNER_CHOICES,
     PRUNING_HELP,
+    SEED_DESIGNS,
     method_widget_values,
     preset_gpu_text,
     preset_values,
@@ -253,17 +255,56 @@ def phantom_inputs() -> tuple[dict[str, Any], dict[str, int]]:
     return dataset, {"KL": int(n_joint), "CPPD": int(n_images)}
 
 
+def seeds_inputs() -> int | dict[str, int]:
+    """How the seeds draw the study's randomness: independent seeds (a count), or a
+    factorial design of splits × inits (`engine.seeds`); the value of the study's
+    ``seeds``."""
+    design = st.radio(
+        "Seeds",
+        list(SEED_DESIGNS),
+        format_func=SEED_DESIGNS.get,
+        key="launch_seed_design",
+        persist_state="session",
+        horizontal=True,
+        help="Independent: each seed draws a new split and a new initialisation together "
+        "(the paper's way). Splits × inits: every split is trained from every "
+        "initialisation, so the Statistics tab can separate the variance the data make "
+        "from the variance the training makes (at least 2 of each).",
+    )
+    c1, c2 = st.columns(2)
+    if design == INDEPENDENT:
+        seeds = c1.number_input(
+            "Number of seeds",
+            step=1,
+            key="launch_seeds",
+            persist_state="session",
+            help="Repetitions with different data splits and initialisations (seeds 0, 1, …). "
+            "The paper uses 20; statistics need several.",
+        )
+        return int(seeds)
+    splits = c1.number_input(
+        "Splits",
+        step=1,
+        key="launch_splits",
+        persist_state="session",
+        help="Train/validation/test splits of the films (split seeds 0, 1, …).",
+    )
+    inits = c2.number_input(
+        "Inits per split",
+        step=1,
+        key="launch_inits",
+        persist_state="session",
+        help="Initialisations (weights, batch order and search sample) each split is "
+        "trained from; the same init seeds on every split.",
+    )
+    st.caption(f"{int(splits) * int(inits)} seeds: every split trained from every init.")
+    return {"splits": int(splits), "inits": int(inits)}
+
+
 def training_inputs() -> dict[str, Any]:
     """Seeds, search budget, epochs, patience, image and batch size, and device."""
+    seeds = seeds_inputs()
     c1, c2 = st.columns(2)
-    seeds = c1.number_input(
-        "Seeds",
-        step=1,
-        key="launch_seeds",
-        persist_state="session",
-        help="Repetitions with different data splits and initialisations (seeds 0, 1, …). "
-        "The paper uses 20; statistics need several.",
-    )
     budget = c2.number_input(
         "Search budget",
         step=1,
@@ -308,7 +349,7 @@ def training_inputs() -> dict[str, Any]:
         }.get,
     )
     return {
-        "seeds": int(seeds),
+        "seeds": seeds,
         "budget": int(budget),
         "max_epochs": int(max_epochs),
         "patience": int(patience),

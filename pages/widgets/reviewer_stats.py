@@ -22,6 +22,7 @@ from pages.present import reviewer_tables as rt
 from pages.present.charts import HALF_PAGE_PX
 from pages.present.formatting import table_height
 from pages.widgets import probability_view
+from pages.widgets.variance_view import show_variance_components
 
 BOOTSTRAP_REPLICATES = study_analysis.DEFAULT_BOOTSTRAP
 Marker = tuple[Any, ...]
@@ -184,8 +185,11 @@ def reviewer_view(
     )
     st.caption(rt.PAIRED_NOTE)
     show_bootstrap(table)
-    n_design_tests = show_designs(rows, tasks, metric)
-    show_power(table, metric)
+    n_components, design_rho = show_variance_components(
+        path, study_id, marker, metric, tasks, methods
+    )
+    n_design_tests = show_designs(rows, tasks, metric) + n_components
+    show_power(table, metric, design_rho)
     # Per paired row: the corrected t, the Wilcoxon and TOST; the primary endpoint's rows
     # are rows of the paired table when it shows AMAE.
     n_primary_extra = 0 if metric == paired.PRIMARY_METRIC else 2 * len(primary)
@@ -292,9 +296,10 @@ def show_cd_diagram(rows: pd.DataFrame, tasks: list[str], metric: str) -> int:
     return n_tests
 
 
-def show_power(table: pd.DataFrame, metric: str) -> None:
+def show_power(table: pd.DataFrame, metric: str, design_rho: float | None = None) -> None:
     """Seeds needed for 80 % power with the corrected variance, for a smallest effect of
-    interest, over a range of between-seed correlations ρ."""
+    interest, over a range of between-seed correlations ρ and, for a factorial study, the
+    design's own estimate (`engine.analysis.variance_components.design_rho`)."""
     st.markdown("**How many seeds?** (80 % power, corrected test, two-sided α = 0.05)")
     chosen = st.number_input(
         f"Smallest effect of interest ({METRIC_LABELS[metric]} difference)",
@@ -304,7 +309,7 @@ def show_power(table: pd.DataFrame, metric: str) -> None:
         format="%.3f",
         key="compare_power_effect",
     )
-    plan = power.power_table(table, effect=chosen)
+    plan = power.power_table(table, effect=chosen, design_rho=design_rho)
     if plan.empty:
         return
     st.dataframe(

@@ -182,3 +182,15 @@ def test_synthetic_study_shows_primary_paired_designs_and_the_papers_view(tmp_pa
     assert not at.exception
     assert len(at.get("vega_lite_chart")) == charts + 5 * 2  # five more metrics, two tasks
     assert "Critical-difference diagram: MMAE" in texts(at, "markdown")
+
+
+def test_reference_statistics_say_its_seeds_cannot_separate_the_variance(
+    reference_home, monkeypatch
+):
+    from pages.present import variance_tables
+
+    at = run_page(reference_home, monkeypatch, tab="Statistics")
+    assert f"**{variance_tables.SECTION_TITLE}**" in texts(at, "markdown")
+    captions = texts(at, "caption")
+    assert "cannot separate the variance the data make" in captions
+    assert "seeds: {splits: 10, inits: 2}" in captions and "Seeds: splits × inits" in captions

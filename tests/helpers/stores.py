@@ -63,7 +63,8 @@ V1_SCHEMA = Path(__file__).parents[1] / "store" / "fixtures" / "schema_v1.sql"
 V2_SCHEMA = Path(__file__).parents[1] / "store" / "fixtures" / "schema_v2.sql"
 #: The schema of version 3 (main at 9380224): study_environments without the executor.
 V3_SCHEMA = Path(__file__).parents[1] / "store" / "fixtures" / "schema_v3.sql"
-#: The schema of version 4 (main at 70f0150): runs without the pruned flag.
+#: The schema of version 4 (main at 70f0150): runs without the pruned flag, with one seed for
+#: split and initialisation.
 V4_SCHEMA = Path(__file__).parents[1] / "store" / "fixtures" / "schema_v4.sql"
 
 

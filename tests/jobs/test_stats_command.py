@@ -86,3 +86,15 @@ def test_stats_list_shows_the_study(tmp_path):
     _, study = _home_with_study(tmp_path)
     done = run_jobs_cli(tmp_path, "stats", "--list")
     assert done.returncode == 0 and study in done.stdout
+
+
+def test_stats_components_on_independent_seeds_says_why_in_one_sentence(tmp_path):
+    _, study = _home_with_study(tmp_path)
+    done = run_jobs_cli(tmp_path, "stats", study, "--components")
+    assert done.returncode == 0, done.stderr
+    assert "cannot separate the variance the data make" in done.stdout
+    assert "seeds: {splits: 10, inits: 2}" in done.stdout
+    refused = run_jobs_cli(tmp_path, "stats", study, "--components", "-o", "c.tex")
+    assert refused.returncode == 2 and "--components writes .csv or .parquet" in refused.stderr
+    plain = run_jobs_cli(tmp_path, "stats", study, "--bootstrap", "0")
+    assert "factorial seeds design" not in plain.stdout  # the hint is for factorial studies

@@ -7,6 +7,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from store import analysis as store_analysis
+from store import runs as store_runs
 from store.db import (
     SCHEMA_VERSION,
     SchemaVersionError,
@@ -170,8 +172,9 @@ def test_version_2_store_accepts_new_methods_after_upgrade_with_every_row_kept(t
     runs_before, predictions_before = _rows(old, "runs"), _rows(old, "predictions")
     init_schema(old)
     assert _version(old) == str(SCHEMA_VERSION)
-    # Every row kept, each gaining version 5's pruned flag as False (trained fully).
-    assert _rows(old, "runs") == [(*row, False) for row in runs_before]
+    # Every row kept, each gaining version 5's pruned flag as False (trained fully) and its
+    # split_seed and init_seed as NULL ("the seed drew it").
+    assert _rows(old, "runs") == [(*row, False, None, None) for row in runs_before]
     assert _rows(old, "predictions") == predictions_before
     with connect(old) as con:
         con.execute(
@@ -191,7 +194,7 @@ def test_upgraded_store_has_exactly_the_constraints_of_a_new_store(tmp_path):
         ("v1", _v1_store),
         ("v2", _v2_store_with_every_paper_method),
         ("v3", _v3_store_with_an_environment),
-        ("v4", _v4_store_with_a_run),
+        ("v4", _v4_store_with_a_study),
     ):
         old = build(tmp_path / f"{name}.duckdb")
         init_schema(old)
@@ -261,6 +264,38 @@ def _v4_store_with_a_run(path: Path) -> Path:
         "selected, epochs_run) VALUES ('run-4', 's4', 'KL', 'beta', 0, 0, '{}', 'succeeded', "
         "true, 37)"
     )
+
+
+def _v4_store_with_a_study(path: Path) -> Path:
+    """A version-4 store (main at 70f0150) with a study of two seeds on a dataset whose two
+    splits are stored: each run's seed drew both its split and its initialisation."""
+    con = duckdb.connect(str(path))
+    con.execute(V4_SCHEMA.read_text())
+    con.execute("INSERT INTO meta VALUES ('schema_version', '4')")
+    con.execute(
+        "INSERT INTO datasets VALUES ('d4', 'phantom', 'phantom()', '{}', 4, current_timestamp)"
+    )
+    con.execute(
+        "INSERT INTO studies (study_id, name, dataset_id, spec) VALUES ('s4', 'four', 'd4', '{}')"
+    )
+    for image, split0, split1 in (
+        ("a", "train", "test"),
+        ("b", "test", "train"),
+        ("c", "val", "val"),
+        ("d", "train", "train"),
+    ):
+        con.execute("INSERT INTO labels VALUES ('d4', ?, 'KL', 1, NULL)", [image])
+        con.execute(
+            "INSERT INTO splits VALUES ('d4', 0, ?, ?), ('d4', 1, ?, ?)",
+            [image, split0, image, split1],
+        )
+    for seed in (0, 1):
+        con.execute(
+            "INSERT INTO runs (run_id, study_id, task, method, seed, config_index, config, "
+            "selected, status, val_amae) VALUES (?, 's4', 'KL', 'nominal', ?, 0, "
+            "'{\"lr\": 0.001, \"seed\": ' || ? || '}', true, 'succeeded', 0.2)",
+            [f"run-{seed}", seed, seed],
+        )
     con.close()
     return path
 
@@ -279,3 +314,24 @@ def test_version_1_runs_rebuilt_by_name_are_not_pruned(tmp_path):
     init_schema(old)
     with connect(old, read_only=True) as con:
         assert con.execute("SELECT run_id, pruned FROM runs").fetchall() == [("run-old", False)]
+
+
+def test_version_4_store_opens_unchanged_and_reads_split_and_init_as_the_seed(tmp_path):
+    old = _v4_store_with_a_study(tmp_path / "v4.duckdb")
+    tables = ("runs", "splits", "labels", "studies", "datasets")
+    before = {table: _rows(old, table) for table in tables}
+    init_schema(old)
+    assert _version(old) == str(SCHEMA_VERSION)
+    after = {table: _rows(old, table) for table in tables}
+    # Every row kept; the runs gain two columns, NULL: "the seed drew it".
+    assert after["runs"] == [(*row, False, None, None) for row in before["runs"]]
+    assert {t: after[t] for t in tables[1:]} == {t: before[t] for t in tables[1:]}
+    factors = store_runs.seed_factors("s4", path=old)
+    assert factors.to_dict("records") == [
+        {"seed": 0, "split_seed": 0, "init_seed": 0},
+        {"seed": 1, "split_seed": 1, "init_seed": 1},
+    ]
+    runs = store_runs.list_runs(["s4"], path=old)
+    assert (runs["split_seed"] == runs["seed"]).all() and (runs["init_seed"] == runs["seed"]).all()
+    sizes = store_analysis.split_sizes("s4", path=old).set_index("seed")
+    assert sizes.loc[0, "n_test"] == 1 and sizes.loc[1, "n_test"] == 1  # each seed's own split
