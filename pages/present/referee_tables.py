@@ -162,7 +162,15 @@ def design_line(card: Mapping[str, Any]) -> str:
         f"{card.get('batch_size')}; "
         f"{card.get('bootstrap')} bootstrap replicates. Device: {card.get('device')}; wall "
         f"{float(card.get('wall_s', math.nan)) / 60:.1f} min; {card.get('created_at')}."
+        + (SHIPPED_NOTE if card.get("shipped") else "")
     )
+
+
+#: Said of the result shipped with SoftGrade, shown until a lab records its own.
+SHIPPED_NOTE = (
+    " This is the result shipped with SoftGrade (bench/RESULTS.md); "
+    "`softgrade calibrate-inference -o DIR` and `--record DIR` put this lab's own here."
+)
 
 
 def _count(n: object, noun: str) -> str:

@@ -124,8 +124,9 @@ def test_statistics_tab_shows_the_latest_referee_or_how_to_make_one(
     at = run_page(tmp_path, monkeypatch, tab="Statistics")
     assert TITLE in [e.label for e in at.expander]
     captions = texts(at, "caption")
-    if not recorded:
-        assert NONE_YET.split(".")[0] in captions
+    if not recorded:  # the result shipped with SoftGrade, said to be that
+        assert "result shipped with SoftGrade" in captions  # one string of every caption
+        assert "Device: NVIDIA H200" in captions
         return
     assert "K = 12 phantom datasets" in captions and "2026-11-27 19:00 UTC" in captions
     assert f"Recommended interval: **{card['recommended_label']}**" in texts(at, "markdown")
@@ -147,4 +148,20 @@ def test_an_unreadable_newer_folder_is_passed_over_for_the_last_complete_result(
     assert latest is not None and latest.folder != broken
     with pytest.raises(ValueError, match="cannot be read|not a referee result"):
         referee_files.read_referee(broken)
-    assert referee_files.latest_referee(tmp_path / "nothing") is None
+    shipped = referee_files.latest_referee(tmp_path / "nothing")  # none recorded there
+    assert shipped is not None and shipped.card["shipped"] is True
+
+
+def test_the_shipped_referee_recommends_an_interval_that_covered_at_least_95_percent():
+    shipped = referee_files.shipped_referee()
+    assert shipped is not None and shipped.card["datasets_done"] >= 10
+    coverage = rt.coverage_frame(shipped.summary)
+    label = shipped.card["recommended_label"]
+    share = float(coverage.set_index("Interval").iloc[:, 0][label].split(" ± ")[0])
+    assert share >= 0.93, (label, share)  # 95 % within two Monte-Carlo standard errors
+
+
+def test_with_no_result_anywhere_the_tab_says_how_to_make_one(tmp_path, monkeypatch):
+    monkeypatch.setattr(referee_files, "SHIPPED_REFEREE", "no-such-folder")
+    assert referee_files.latest_referee(tmp_path) is None
+    assert NONE_YET.startswith("No referee result")
