@@ -217,8 +217,9 @@ class Worker:
         device = self.executor.devices[0].split(":")[0]
         plan = plan_runs(spec, job.study_id, device)
         done = store_runs.finished_run_ids(job.study_id, path=self.store_path)
+        # Keyed by the pairing seed, counted on the split its split seed drew.
         n_train = {
-            (task, seed): train_images(meta, splits, task, seed)
+            (task, seed): train_images(meta, splits, task, spec.split_and_init(seed)[0])
             for task in spec.tasks
             for seed in spec.seeds
         }

@@ -23,10 +23,13 @@ from engine.vocab import LABEL_COLUMNS
 from jobs.services.run_costs import EAGER_GPU_COST, CostModel, eager_on_gpu
 
 
-def train_images(meta: pd.DataFrame, splits: Mapping[int, pd.Series], task: str, seed: int) -> int:
-    """How many images ``task`` trains on in ``seed``'s split (those with its grade)."""
+def train_images(
+    meta: pd.DataFrame, splits: Mapping[int, pd.Series], task: str, split_seed: int
+) -> int:
+    """How many images ``task`` trains on in the split ``split_seed`` drew (those with its
+    grade); ``splits`` is keyed by split seed."""
     has_grade = meta[LABEL_COLUMNS[task]].notna().to_numpy()
-    split_of = splits[seed].reindex(meta["image_id"]).to_numpy()
+    split_of = splits[split_seed].reindex(meta["image_id"]).to_numpy()
     return int(np.count_nonzero(has_grade & (split_of == "train")))
 
 

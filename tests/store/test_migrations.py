@@ -264,6 +264,8 @@ def _v4_store_with_a_run(path: Path) -> Path:
         "selected, epochs_run) VALUES ('run-4', 's4', 'KL', 'beta', 0, 0, '{}', 'succeeded', "
         "true, 37)"
     )
+    con.close()
+    return path
 
 
 def _v4_store_with_a_study(path: Path) -> Path:
