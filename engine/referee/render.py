@@ -7,7 +7,7 @@ order), and the parent takes them as they finish.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from pathlib import Path
 
 import cv2
@@ -42,7 +42,7 @@ def _init_worker() -> None:
 
 def dataset_caches(
     specs: Sequence[PhantomSpec], image_size: int, root: Path, *, workers: int
-) -> Iterator[Path]:
+) -> Generator[Path, None, None]:
     """Each spec's cache folder, in order, rendered ahead by ``workers`` processes.
 
     With ``workers`` 1 each is rendered in this process when asked for. Closing the iterator

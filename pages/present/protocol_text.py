@@ -104,7 +104,7 @@ def pruned_search_note(studies: Iterable[tuple[str, Mapping[str, Any] | str | No
         if search_sentence(spec) is None:
             continue
         parsed = json.loads(spec) if isinstance(spec, str) else spec
-        pruner = SearchSpec.from_value(parsed.get("search")).pruner
+        pruner = SearchSpec.from_value((parsed or {}).get("search")).pruner
         parts.append(f"“{name}” ({pruner})")
     if not parts:
         return ""
