@@ -67,6 +67,7 @@ from jobs.cli import (
     results_commands,
     stats_command,
 )
+from jobs.cli.arg_types import whole_from
 from jobs.cli.cli_logging import log_file, native_stderr_to, route_logs
 from jobs.cli.lab_commands import os_user
 from jobs.services import demo_bundle
@@ -691,7 +692,7 @@ def _add_executor_args(p: argparse.ArgumentParser, *, with_device: bool) -> None
     p.add_argument("--cpu-slots", type=int, default=1, help="slot processes when no GPU")
     p.add_argument(
         "--threads-per-slot",
-        type=_whole_number_from_1,
+        type=whole_from(1),
         default=DEFAULT_THREADS_PER_SLOT,
         help="torch CPU threads of each CPU slot, on every executor (CPU results depend on it; "
         "the study card records it)",
@@ -701,7 +702,7 @@ def _add_executor_args(p: argparse.ArgumentParser, *, with_device: bool) -> None
         p.add_argument("--address", default=None, help="Ray cluster address (--executor ray)")
         p.add_argument(
             "--max-retries",
-            type=_whole_number_from_0,
+            type=whole_from(0),
             default=DEFAULT_MAX_RETRIES,
             help="--executor ray: how often a run whose actor died (lost node, out of memory) "
             "is retried on a fresh actor before the job fails",
@@ -714,25 +715,6 @@ def _seeds_option(text: str) -> int | list[int] | dict[str, int]:
         return seeds_from_text(text)
     except SeedDesignError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _whole_number_from_1(text: str) -> int:
-    return _whole_number(text, 1)
-
-
-def _whole_number_from_0(text: str) -> int:
-    return _whole_number(text, 0)
-
-
-def _whole_number(text: str, least: int) -> int:
-    """An argparse type: a whole number >= ``least`` (argparse turns the error into one line)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < least:
-        raise argparse.ArgumentTypeError(f"{value} must be >= {least}")
-    return value
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -40,6 +40,7 @@ from engine.config import SpecError
 from engine.methods import paper_methods
 from engine.referee.design import FIXED, RefereeDesign
 from engine.vocab import TASKS
+from jobs.cli.arg_types import whole_from
 from jobs.services import referee as referee_files
 from pages.present.referee_tables import referee_markdown
 
@@ -224,19 +225,6 @@ def _bad(message: str) -> int:
     return BAD_INPUT
 
 
-def _whole(least: int) -> Any:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if value < least:
-            raise argparse.ArgumentTypeError(f"{value} must be >= {least}")
-        return value
-
-    return parse
-
-
 def _positive(text: str) -> float:
     try:
         value = float(text)
@@ -256,8 +244,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("-o", "--output", default=None, help="a new or empty folder for the tables")
-    p.add_argument("--datasets", type=_whole(2), default=3, help="K phantom datasets (>= 2)")
-    p.add_argument("--seeds", type=_whole(2), default=3, help="S seeds per dataset (>= 2)")
+    p.add_argument("--datasets", type=whole_from(2), default=3, help="K phantom datasets (>= 2)")
+    p.add_argument("--seeds", type=whole_from(2), default=3, help="S seeds per dataset (>= 2)")
     p.add_argument(
         "--methods",
         default=",".join(DEFAULT_METHODS),
@@ -275,15 +263,17 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="the metric compared (default the primary)",
     )
     p.add_argument(
-        "--n-images", type=_whole(1), default=80, help="films per dataset with the task's grade"
+        "--n-images", type=whole_from(1), default=80, help="films per dataset with the task's grade"
     )
-    p.add_argument("--fresh-test", type=_whole(1), default=120, help="films of the fresh test set")
-    p.add_argument("--epochs", type=_whole(1), default=2, help="most epochs per run")
-    p.add_argument("--image-size", type=_whole(1), default=32, help="knee crop side (px)")
-    p.add_argument("--batch-size", type=_whole(2), default=32, help="training batch")
+    p.add_argument(
+        "--fresh-test", type=whole_from(1), default=120, help="films of the fresh test set"
+    )
+    p.add_argument("--epochs", type=whole_from(1), default=2, help="most epochs per run")
+    p.add_argument("--image-size", type=whole_from(1), default=32, help="knee crop side (px)")
+    p.add_argument("--batch-size", type=whole_from(2), default=32, help="training batch")
     p.add_argument(
         "--budget",
-        type=_whole(FIXED),
+        type=whole_from(FIXED),
         default=FIXED,
         help="configurations searched per method and seed, the best on validation selected "
         "(the study's rule); 0: one fixed configuration per method (each hyper-parameter "
@@ -291,9 +281,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     p.add_argument(
-        "--bootstrap", type=_whole(0), default=200, help="bootstrap replicates (0: none)"
+        "--bootstrap", type=whole_from(0), default=200, help="bootstrap replicates (0: none)"
     )
-    p.add_argument("--data-seed", type=_whole(0), default=1000, help="data seed of dataset 0")
+    p.add_argument("--data-seed", type=whole_from(0), default=1000, help="data seed of dataset 0")
     p.add_argument(
         "--max-minutes",
         type=_positive,
@@ -303,11 +293,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--render-workers",
-        type=_whole(1),
+        type=whole_from(1),
         default=None,
         help="processes rendering datasets ahead of training (default: all cores but two)",
     )
-    p.add_argument("--threads", type=_whole(1), default=1, help="torch CPU threads (--device cpu)")
+    p.add_argument(
+        "--threads", type=whole_from(1), default=1, help="torch CPU threads (--device cpu)"
+    )
     p.add_argument(
         "--cache-dir", default=None, help="where the phantom caches are rendered (removed after)"
     )
