@@ -58,7 +58,7 @@ def test_launch_a_study_follow_it_and_read_every_page(
     queue_quick_study(
         tab,
         "browser check",
-        {"KL-graded films": 40, "Films": 60, "Phantom seed": 3, "Seeds": 1}
+        {"KL-graded films": 40, "Films": 60, "Phantom seed": 3, "Number of seeds": 1}
         | {"Max epochs": 2, "Patience (epochs)": 2},
     )
     tab.get_by_text("Queued **browser check**".replace("**", "")).wait_for()

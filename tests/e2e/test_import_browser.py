@@ -100,7 +100,7 @@ def test_import_a_folder_skip_its_bad_film_queue_a_study_and_review_a_crop(
     assert imported == [(N_GOOD, 1)]
     assert _store_rows(tmp_path, "SELECT count(*) FROM jobs") == [(0,)]  # nothing queued yet
 
-    set_number(tab, "Seeds", 1)
+    set_number(tab, "Number of seeds", 1)
     set_number(tab, "Max epochs", 1)
     set_number(tab, "Image size (px)", 32)
     type_until_kept(tab, tab.get_by_role("textbox", name="Study name"), "lab films")

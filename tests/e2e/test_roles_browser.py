@@ -99,7 +99,7 @@ def queue_tiny_study(tab: object) -> None:
     queue_quick_study(
         tab,
         STUDY,
-        {"KL-graded films": 40, "Films": 60, "Seeds": 1, "Max epochs": 1}
+        {"KL-graded films": 40, "Films": 60, "Number of seeds": 1, "Max epochs": 1}
         | {"Patience (epochs)": 1, "Image size (px)": 32},
     )
     shows(tab.get_by_text(f"Queued {STUDY}").first)
