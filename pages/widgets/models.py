@@ -15,7 +15,7 @@ from engine import gradcam
 from engine.config import SpecError, StudySpec
 from engine.datasets import cache_dir_for, load_masks, open_prepared
 from engine.demo_models import checkpoint_probabilities
-from engine.train import load_model
+from engine.grade_model import load_model
 from pages.present.tables import method_title
 from pages.present.user_text import plain, said
 from pages.widgets.reads import RESULTS_TTL_S, cached_studies
