@@ -32,6 +32,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     detector = import_detector(args.detector)
     # Decoders (libjpeg in GDCM) and the decoding processes write to descriptor 2 themselves:
     # that goes to the log file, the report and progress to the terminal.
+    line = ProgressLine(sys.stderr)
     try:
         with native_stderr_to(log_file(softgrade_home()), f"import {args.path}"):
             report = check_import(
@@ -40,8 +41,9 @@ def cmd_import(args: argparse.Namespace) -> int:
                 layout=args.layout,
                 layout_split=args.layout_split,
                 workers=args.workers,
-                progress=ProgressLine(sys.stderr),
+                progress=line,
                 detector=detector,
+                rows_progress=line.rows,  # a large labels CSV takes seconds before any film
             )
     except OSError as exc:  # e.g. a folder this user may not read
         raise ValueError(f"{args.path} cannot be read ({exc.strerror or exc})") from exc
@@ -86,7 +88,19 @@ class ProgressLine:
         if not final and now - self.last < (0.2 if self.tty else self.every_s):
             return
         self.last = now
-        text = f"checked {done}/{total} films ({rate:.0f} films/s)"
+        self._show(f"checked {done}/{total} films ({rate:.0f} films/s)", final)
+
+    def rows(self, phase: str, done: int, total: int) -> None:
+        """Show (phase, rows done, rows in all) as a labels CSV is read and checked
+        (`engine.films.RowsProgress`), throttled the same way; always the last one."""
+        now = time.monotonic()
+        final = done == total
+        if not final and now - self.last < (0.2 if self.tty else self.every_s):
+            return
+        self.last = now
+        self._show(f"{phase}: {done}/{total} rows", final)
+
+    def _show(self, text: str, final: bool) -> None:
         if self.tty:
             self.stream.write("\r" + text + ("\n" if final else ""))
         else:

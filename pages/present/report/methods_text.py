@@ -8,7 +8,6 @@ import importlib.metadata
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -19,6 +18,7 @@ from engine.phantom.spec import PhantomSpec
 from engine.vocab import SPLIT_RULE, TEST_FRACTION, VAL_FRACTION
 from jobs.services import provenance
 from jobs.services.export_cards import export_cards
+from pages.present import imported_text
 from pages.present import protocol_text as protocol_text_of
 from pages.present import report_html as rh
 from pages.present.report.common import (
@@ -35,19 +35,25 @@ from store import studies as store_studies
 def methods_section(study_ids: Sequence[str], store: Path) -> list[str]:
     """A paragraph per study a PI can paste into a paper, then the statistics and software."""
     out = [rh.paragraph(protocol_text(s, store)) for s in study_ids]
-    out += [rh.paragraph(statistics_text()), rh.paragraph(software_text(study_ids, store))]
+    stats = statistics_text(study_ids, store)
+    out += [rh.paragraph(stats), rh.paragraph(software_text(study_ids, store))]
     return ['<div class="methods">', *out, "</div>"]
 
 
 # -- the methods paragraph -------------------------------------------------------------------
 
 
-def statistics_text() -> str:
+def statistics_text(study_ids: Sequence[str] = (), store: Path | None = None) -> str:
     """The statistics paragraph: what each test the report shows does and assumes, with the
-    declared search-selection rule (`engine.protocol`)."""
+    declared search-selection rule (`engine.protocol`); ``study_ids`` of imported results
+    say their metrics are the file's (`pages.present.imported_text`)."""
+    selected = (
+        "Test metrics are computed per seed from each (task, method, seed)'s selected run "
+        f"({protocol_text_of.selection_sentence()})."
+    )
+    opening = imported_text.metrics_source(selected, study_ids, store)
     return (
-        "Statistics. Test metrics are computed per seed from each (task, method, seed)'s "
-        f"selected run ({protocol_text_of.selection_sentence()}). Means carry 95 % corrected "
+        f"Statistics. {opening} Means carry 95 % corrected "
         "resampled t intervals (Nadeau & Bengio 2003), which widen the ordinary interval by the "
         "test/train size ratio because the seeds resample the same films; they assume the "
         "per-seed values are roughly normal, and an interval is shown clipped to the values its "
@@ -82,7 +88,7 @@ def protocol_text(study_id: str, store: Path) -> str:
     (`engine.protocol`, worded by `pages.present.protocol_text`)."""
     spec = store_studies.get_study(study_id, path=store).spec
     if isinstance(spec.get("imported_results"), Mapping):
-        return imported_protocol_text(study_id, spec, store)
+        return imported_text.protocol_paragraph(study_id, spec, store)
     methods = list(spec.get("methods", []))
     budget = int(spec.get("budget", MAX_BUDGET))
     seeds = list(spec.get("seeds", []))
@@ -104,23 +110,6 @@ def protocol_text(study_id: str, store: Path) -> str:
         f"{TEST_FRACTION:.0%} of patients held out for testing and {VAL_FRACTION:.0%} of the "
         f"rest for validation, drawn anew for every seed; {split_text(study_id, store)}."
         + (f" {pruned}" if (pruned := protocol_text_of.search_sentence(spec)) else "")
-    )
-
-
-def imported_protocol_text(study_id: str, spec: Mapping[str, Any], store: Path) -> str:
-    """The protocol paragraph of results imported from another tool: what the file holds,
-    and that nothing of how they were trained is known here."""
-    source = spec["imported_results"]
-    methods = [method_registry.method_label(m) for m in spec.get("methods", [])]
-    seeds = list(spec.get("seeds", []))
-    return (
-        f"Protocol ({spec.get('name', study_id)}). {source.get('provenance', 'imported')}: "
-        f"the results were trained by another tool and imported from "
-        f"{source.get('file', 'a file')} ({source.get('format', 'results')}); SoftGrade "
-        "holds no record of the data, the model, the training, the search or how each "
-        f"model was selected. Tasks {', '.join(spec.get('tasks', []))}; {len(methods)} "
-        f"methods ({', '.join(methods)}); {len(seeds)} seeds ({_seed_text(seeds)}); "
-        f"{split_text(study_id, store)}."
     )
 
 
