@@ -100,14 +100,14 @@ def checkpoint_probabilities(checkpoint: Path | str, images: np.ndarray) -> np.n
     """P(grade) of a saved model on knee crops.
 
     Args:
-        checkpoint: A file written by `engine.train.save_checkpoint`.
+        checkpoint: A file written by `engine.grade_model.save_checkpoint`.
         images: (N, S, S) uint8 crops at the size the model was trained on.
 
     Returns:
         (N, J) probabilities.
     """
     from engine.gradcam import predict
-    from engine.train import load_model
+    from engine.grade_model import load_model
 
     return predict(load_model(Path(checkpoint)), images)
 

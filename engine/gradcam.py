@@ -40,9 +40,9 @@ from pytorch_grad_cam.utils.model_targets import ClassifierOutputTarget
 from torch import nn
 
 from engine.detect import Box, crop_and_resize, detect_knee_box
+from engine.grade_model import GradeNet
 from engine.methods.heads import PROBABILITY_FLOOR, get_head
 from engine.phantom import MASK_BITS, PhantomSpec, render_variant
-from engine.train import GradeNet
 from engine.vocab import TOP_GRADE
 
 #: The lesion-mask layers that are each task's own signs.
@@ -86,7 +86,7 @@ def grad_cam(
     """Grad-CAM maps of ``model`` on grey uint8 ``images`` (N, S, S).
 
     Args:
-        model: A grade model (e.g. from :func:`engine.train.load_model`).
+        model: A grade model (e.g. from :func:`engine.grade_model.load_model`).
         images: (N, S, S) uint8 crops, as the model was trained on.
         targets: The grade each map explains; None explains the predicted grade.
         chunk: Images per forward pass (bounds memory).

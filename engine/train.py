@@ -15,6 +15,9 @@ batches, then the rest as one smaller tail batch. On CUDA the full batches repla
 compiled model and the tail, whose size is fixed per dataset and seed, a graph of its own,
 captured from the uncompiled model (a capture costs well under a second; a compile of a
 new shape would cost ~20 s). So "100 epochs, patience 40" means the same on every device.
+
+The model and its checkpoint files are `engine.grade_model`'s, the CUDA graphs
+`engine.train_graphs`'s; this module trains.
 """
 
 from __future__ import annotations
@@ -22,63 +25,71 @@ from __future__ import annotations
 import copy
 import logging
 import math
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any, cast
 
 import numpy as np
 import torch
-import torchvision
 from torch import nn
 
 from engine import protocol
 from engine.analysis.metrics import SELECTION_METRIC, compute_metrics
 from engine.config import TrainConfig
 from engine.datasets import TaskSplit
-from engine.methods import (
-    PLUGIN_VARIABLE,
-    UnknownMethodError,
-    get_method,
-    make_loss,
-    target_matrix,
+from engine.grade_model import (
+    GREY_MEAN,
+    GREY_STD,
+    GradeNet,
+    build_model,
+    load_checkpoint,
+    load_model,
+    resolve_device,
+    save_checkpoint,
 )
+from engine.methods import get_method, make_loss, target_matrix
 from engine.methods.heads import get_head
 from engine.stem import use_fast_stem
-from engine.vocab import TASK_CLASSES, TASKS
+from engine.train_graphs import GLOBAL_STATE_LOCK, GraphedSteps, soft_target_cross_entropy
+
+# The model, its checkpoints and device live in `engine.grade_model`, the CUDA graphs in
+# `engine.train_graphs`; their names stay importable from here, where callers found them.
+__all__ = [
+    "EVAL_BATCH",
+    "GREY_MEAN",
+    "GREY_STD",
+    "INDUCTOR_OPTIONS",
+    "EpochStats",
+    "FastPathOptions",
+    "FitResult",
+    "GradeNet",
+    "GraphedSteps",
+    "PruneCheck",
+    "RunCancelled",
+    "Trainer",
+    "build_model",
+    "epoch_batches",
+    "epoch_order",
+    "evaluate",
+    "fit",
+    "load_checkpoint",
+    "load_model",
+    "resolve_device",
+    "save_checkpoint",
+    "soft_target_cross_entropy",
+    "train_one_epoch",
+]
 
 log = logging.getLogger(__name__)
 
-# Grey-level normalisation: the mean/std of ImageNet's channel means, applied to a single
-# channel, so summing conv1's weights over RGB keeps pretrained features (see `build_model`).
-GREY_MEAN = 0.449
-GREY_STD = 0.226
 EVAL_BATCH = 512
-# The compiled evaluation graph's batch; a split's remainder gets a graph of its own size,
-# so a 651-image split costs 651 forwards (validation runs every epoch).
-GRAPH_EVAL_BATCH = 128
-# Graphs of odd sizes (a training set's tail batch, a split's evaluation remainder) kept per
-# trainer. Their sizes change with every seed's split and each graph holds its own memory
-# pool (~0.5-1 GiB at 224 px), so a slot that runs 20 seeds keeps only the latest few: the
-# current seed's tail, validation and test remainders, and the previous seed's.
-ODD_GRAPHS_KEPT = 6
 # Inductor settings for the default mode. max_autotune_pointwise benchmarks block sizes for the
 # generated pointwise and reduction kernels (batch norm, ReLU): a training step 2.2 % faster on
 # an H200 for a few seconds more compile. coordinate_descent_tuning was 3.9 % faster but added
 # ~110 s of compile per slot process and slowed evaluation 5 % (bench/RESULTS.md).
 INDUCTOR_OPTIONS: MappingProxyType[str, bool] = MappingProxyType({"max_autotune_pointwise": True})
-# Several trainers may share a process, one per thread and CUDA stream (a slot's lanes).
-# What touches process-wide state takes this lock: torch.compile and graph capture (not
-# thread-safe), and seeding and drawing initial weights (the process-wide RNG, whose CUDA
-# generator also belongs to any graph being captured: drawing from it meanwhile is an error).
-_GLOBAL_STATE_LOCK = threading.RLock()
-
-# A captured CUDA graph and the static tensors it reads and writes.
-_Graph = tuple[torch.cuda.CUDAGraph, dict[str, torch.Tensor]]
 
 
 class RunCancelled(Exception):
@@ -146,122 +157,6 @@ class FitResult:
     # A pruned search stopped this run early because it had already lost (engine.pruning);
     # its predictions are those of the best epoch it reached.
     pruned: bool = False
-
-
-class GradeNet(nn.Module):
-    """ResNet18 over grey uint8 images (N, 1, S, S) → its head's outputs.
-
-    The head (``backbone.fc``) is the method's output layer (`engine.methods.heads`): J logits
-    for the paper's methods, J - 1 conditional logits for CORN, probabilities for CLM.
-    `probabilities` turns outputs into P(grade). Normalisation lives inside the model so
-    training, evaluation and Grad-CAM see the same input.
-    """
-
-    def __init__(self, backbone: nn.Module, head: str = "softmax") -> None:
-        super().__init__()
-        self.backbone = backbone
-        self.head = head
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = (x.float() / 255.0 - GREY_MEAN) / GREY_STD
-        return self.backbone(x)
-
-    def probabilities(self, outputs: torch.Tensor) -> torch.Tensor:
-        """(N, J) grade probabilities of this model's outputs (rows sum to one)."""
-        return get_head(self.head).probabilities(outputs)
-
-
-def build_model(
-    num_classes: int, weights_path: str | None = None, head: str = "softmax"
-) -> tuple[GradeNet, str]:
-    """ResNet18 with a grey first convolution and an output layer for ``num_classes`` grades.
-
-    Args:
-        num_classes: Number of grades J.
-        weights_path: A local torchvision ImageNet state dict; nothing is downloaded.
-        head: The method's output layer (`engine.methods.heads.HEADS`).
-
-    Returns:
-        The model and how it was initialised: 'imagenet' or 'random'.
-    """
-    backbone = torchvision.models.resnet18(weights=None)
-    weights_init = "random"
-    if weights_path:
-        path = Path(weights_path)
-        if not path.is_file():
-            raise ValueError(f"weights_path: no file at {path}; give a local resnet18 state dict")
-        backbone.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
-        weights_init = "imagenet"
-    # A grey image copied into three channels gives the same first-layer output as one channel
-    # convolved with the RGB kernels summed, at a third of the cost.
-    rgb = backbone.conv1.weight.detach()
-    backbone.conv1 = nn.Conv2d(1, 64, kernel_size=7, stride=2, padding=3, bias=False)
-    backbone.conv1.weight.data.copy_(rgb.sum(dim=1, keepdim=True))
-    backbone.fc = get_head(head).build(backbone.fc.in_features, num_classes)
-    return GradeNet(backbone, head), weights_init
-
-
-def save_checkpoint(path: Path, state_dict: dict[str, torch.Tensor], config: TrainConfig) -> None:
-    """Write weights and their config together (as nanoGPT keeps ``config`` in ``ckpt.pt``).
-
-    The file also names the model's head, so `load_model` rebuilds it where the method is not
-    registered (a demo bundle of a lab's own method opened on a laptop without its package).
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    head = get_method(config.method).head
-    torch.save({"state_dict": state_dict, "config": config.to_dict(), "head": head}, tmp)
-    tmp.replace(path)
-
-
-def load_model(path: Path, device: str = "cpu") -> GradeNet:
-    """Rebuild the model of `save_checkpoint`'s file, in eval mode, with the head it was
-    trained with; its method need not be registered here.
-
-    Files written before checkpoints named their head take their method's head from the
-    registry (every method then had the softmax head).
-    """
-    return _model_of(torch.load(path, map_location=device, weights_only=True), path, device)
-
-
-def load_checkpoint(path: Path, device: str = "cpu") -> tuple[GradeNet, TrainConfig]:
-    """Rebuild a model and its run's config from `save_checkpoint`'s file, in eval mode (the
-    config needs the method registered; `load_model` does not)."""
-    blob = torch.load(path, map_location=device, weights_only=True)
-    return _model_of(blob, path, device), TrainConfig.from_dict(blob["config"])
-
-
-def _model_of(blob: dict[str, Any], path: Path, device: str) -> GradeNet:
-    config = blob["config"]
-    head = blob.get("head") or _registered_head(config.get("method"), path)
-    task = config.get("task")
-    if task not in TASK_CLASSES:
-        raise ValueError(f"{path}: its config names task {task!r}; allowed: {', '.join(TASKS)}")
-    model, _ = build_model(TASK_CLASSES[task], head=head)
-    model.load_state_dict(blob["state_dict"])
-    return model.to(device).eval()
-
-
-def _registered_head(method: object, path: Path) -> str:
-    try:
-        return get_method(str(method)).head
-    except UnknownMethodError:
-        raise ValueError(
-            f"{path} was trained with method {method!r}, which this checkout does not know, "
-            "and the file does not name its head; add the method's package to "
-            f"{PLUGIN_VARIABLE}"
-        ) from None
-
-
-def resolve_device(device: str) -> torch.device:
-    """'auto' → cuda if available else cpu; 'cuda' without a GPU is an error."""
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ValueError(
-            f"device: {device!r} asked for, but this machine has no CUDA GPU; use cpu or auto"
-        )
-    return torch.device(device)
 
 
 def epoch_batches(n: int, batch_size: int) -> list[tuple[int, int]]:
@@ -361,185 +256,6 @@ def evaluate(
     return float(total) / max(len(y), 1), torch.cat(probs)
 
 
-def soft_target_cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Mean cross-entropy against probability targets (N, J): what ``nn.CrossEntropyLoss``
-    computes when dlordinal's ``CustomTargetsLoss`` hands it soft targets."""
-    return -(targets * torch.log_softmax(logits.float(), dim=1)).sum(dim=1).mean()
-
-
-class GraphedSteps:
-    """The whole training step (forward, soft-target loss, backward, fused Adam) and the
-    evaluation forward, each captured once as a CUDA graph and replayed for every batch of
-    every run.
-
-    Everything a run changes lives in tensors the graphs read: the batch buffers, the
-    (J, J) target matrix (dlordinal's soft labels mixed by eta), the learning rate and the
-    optimiser state, which `reset` rewrites in place. So one capture serves all methods and
-    configurations, with no recompilation and no launch overhead per kernel.
-
-    Full batches replay a graph of the compiled model. Other sizes (a training set's tail
-    batch, a split's evaluation remainder) get graphs of the uncompiled model, one per size:
-    a capture, not a compile. They change with every seed's split, so only the latest
-    `ODD_GRAPHS_KEPT` are kept.
-    """
-
-    def __init__(
-        self,
-        model: nn.Module,
-        num_classes: int,
-        device: torch.device,
-        *,
-        eager_model: nn.Module | None = None,
-    ) -> None:
-        self.model = model
-        self.eager_model = model if eager_model is None else eager_model
-        self.device = device
-        self.lr = torch.tensor(1e-3, device=device)
-        self.targets = torch.eye(num_classes, device=device)
-        self.optimizer = torch.optim.Adam(
-            model.parameters(), lr=self.lr, fused=True, capturable=True
-        )
-        # (kind, batch size) -> graph and its static tensors; 'train' or 'eval'
-        self._full: dict[tuple[str, int], _Graph] = {}
-        self._odd: OrderedDict[tuple[str, int], _Graph] = OrderedDict()
-
-    def reset(self, lr: float, target_matrix: torch.Tensor) -> None:
-        """Zero the optimiser state and set this run's learning rate and targets in place."""
-        self.lr.fill_(lr)
-        self.targets.copy_(target_matrix)
-        for state in self.optimizer.state.values():
-            for value in state.values():
-                if torch.is_tensor(value):
-                    value.zero_()
-
-    def _graph(
-        self, kind: str, xb: torch.Tensor, *, compiled: bool, capture: Callable[..., _Graph]
-    ) -> _Graph:
-        """The graph of ``kind`` ('train' or 'eval') for ``xb``'s batch size, captured on first
-        use; odd sizes (``compiled`` False) go through the uncompiled model and an LRU."""
-        key = (kind, len(xb))
-        if compiled:
-            if key not in self._full:
-                with _GLOBAL_STATE_LOCK:
-                    self._full[key] = capture(self.model, xb)
-            return self._full[key]
-        if key in self._odd:
-            self._odd.move_to_end(key)
-            return self._odd[key]
-        with _GLOBAL_STATE_LOCK:
-            graph = capture(self.eager_model, xb)
-        self._odd[key] = graph
-        while len(self._odd) > ODD_GRAPHS_KEPT:
-            self._odd.popitem(last=False)  # its memory pool goes with the graph
-        return graph
-
-    def _capture_train(self, model: nn.Module, x: torch.Tensor) -> _Graph:
-        batch = len(x)
-        static = {
-            "x": x.clone().contiguous(memory_format=torch.channels_last),
-            "y": torch.zeros(batch, dtype=torch.long, device=self.device),
-        }
-        # A tail graph may be captured in the middle of a run: its warm-up steps must leave
-        # the weights, batch-norm statistics and Adam's state as they found them.
-        weights = copy.deepcopy(self.model.state_dict())
-        adam = self._optimizer_snapshot()
-
-        def step() -> torch.Tensor:
-            # cache_enabled=False: cached weight casts must not outlive a captured step
-            with torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False):
-                logits = model(static["x"])
-            loss = soft_target_cross_entropy(logits, self.targets[static["y"]])
-            loss.backward()
-            self.optimizer.step()
-            self.optimizer.zero_grad(set_to_none=False)
-            return loss.detach()
-
-        model.train()
-        # Warm up on a side stream (creates optimiser state, lets cuDNN pick kernels), as
-        # torch.cuda.graphs asks, then capture one step.
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(3):
-                step()
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        # thread_local: other lanes of this process keep launching work during the capture
-        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-            static["loss"] = step()
-        # The warm-up and captured steps trained the model; put everything back in place
-        # (the graphs read these very tensors, so they are copied into, never replaced).
-        self.model.load_state_dict(weights)
-        self._restore_optimizer(adam)
-        return graph, static
-
-    def _optimizer_snapshot(self) -> dict[int, dict[str, torch.Tensor]]:
-        return {
-            id(param): {k: v.clone() for k, v in state.items() if torch.is_tensor(v)}
-            for param, state in self.optimizer.state.items()
-        }
-
-    def _restore_optimizer(self, snapshot: dict[int, dict[str, torch.Tensor]]) -> None:
-        """Put Adam's state back; state first created by the warm-up goes back to zero,
-        which is what Adam starts from."""
-        for param, state in self.optimizer.state.items():
-            before = snapshot.get(id(param), {})
-            for name, value in state.items():
-                if torch.is_tensor(value) and name in before:
-                    value.copy_(before[name])
-                elif torch.is_tensor(value):
-                    value.zero_()
-
-    def train_step(self, xb: torch.Tensor, yb: torch.Tensor, *, compiled: bool) -> torch.Tensor:
-        """One optimiser step on a batch; returns the (graph-owned) mean loss tensor.
-
-        Args:
-            xb: The batch's images; ``compiled`` picks the compiled model's graph (full
-                batches) or a graph of the uncompiled model of this size (the tail batch).
-            yb: Their grades.
-        """
-        graph, static = self._graph("train", xb, compiled=compiled, capture=self._capture_train)
-        static["x"].copy_(xb)
-        static["y"].copy_(yb)
-        graph.replay()
-        return static["loss"]
-
-    @torch.no_grad()
-    def predict_logits(self, x: torch.Tensor) -> torch.Tensor:
-        """Logits (N, J) of a whole split: full chunks of `GRAPH_EVAL_BATCH` through the
-        compiled model's graph, the rest through a graph of its own size (no padding)."""
-        out = []
-        for start in range(0, len(x), GRAPH_EVAL_BATCH):
-            xb = x[start : start + GRAPH_EVAL_BATCH]
-            full = len(xb) == GRAPH_EVAL_BATCH
-            graph, static = self._graph("eval", xb, compiled=full, capture=self._capture_eval)
-            static["x"].copy_(xb)
-            graph.replay()
-            out.append(static["logits"].clone())
-        return torch.cat(out)
-
-    @torch.no_grad()
-    def _capture_eval(self, model: nn.Module, xb: torch.Tensor) -> _Graph:
-        static = {"x": torch.zeros_like(xb).contiguous(memory_format=torch.channels_last)}
-        model.eval()
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with (
-            torch.cuda.stream(side),
-            torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False),
-        ):
-            for _ in range(2):
-                model(static["x"])
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with (
-            torch.cuda.graph(graph, capture_error_mode="thread_local"),
-            torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False),
-        ):
-            static["logits"] = model(static["x"]).float()
-        return graph, static
-
-
 class Trainer:
     """A model and its compiled step, reused across runs of one task and image size."""
 
@@ -559,7 +275,7 @@ class Trainer:
         self.head = head
         # Building draws initial weights from the process-wide RNG too: not while another
         # lane seeds and draws its run's weights.
-        with _GLOBAL_STATE_LOCK:
+        with GLOBAL_STATE_LOCK:
             self.model, self.weights_init = build_model(num_classes, weights_path, head)
         # A head's parameters without reset_parameters (CLM's thresholds) start each run
         # from their values at construction.
@@ -603,7 +319,7 @@ class Trainer:
     def reset(self, seed: int) -> None:
         """Re-initialise weights in place for a new run (no new model, no recompile)."""
         # Seeding and drawing must not interleave with another lane's: same seed, same init.
-        with _GLOBAL_STATE_LOCK:
+        with GLOBAL_STATE_LOCK:
             self._draw_initial_weights(seed)
 
     def _draw_initial_weights(self, seed: int) -> None:

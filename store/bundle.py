@@ -201,7 +201,7 @@ def _copy_tables(
         "runs": """
             SELECT run_id, task, method, seed, config_index, config::VARCHAR AS config, selected,
                    best_epoch, epochs_run, val_amae, device, duration_s, weights_init, created_at,
-                   split_seed, init_seed
+                   split_seed, init_seed, coalesce(pruned, false) AS pruned
             FROM runs WHERE study_id = $study AND seed IN (SELECT unnest($seeds))
             ORDER BY task, method, seed, config_index""",
         "predictions": """
@@ -469,19 +469,21 @@ def insert_study(
         """,
         [f"import-{study_id}", study_id, runs, runs, study["created_at"], *span, span[1]],
     )
-    # Bundles written before schema version 5 carry no split or init seed: NULL, the seed's.
+    # Bundles written before schema version 5 carry no split or init seed (NULL: the seed's)
+    # and no pruned flag (false: a full search stopped no run).
     described = con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [parts["runs"]])
     given = {row[0] for row in described.fetchall()}
     seeds = ", ".join(c if c in given else f"NULL AS {c}" for c in ("split_seed", "init_seed"))
+    pruned = "coalesce(pruned, false)" if "pruned" in given else "false"
     con.execute(
         f"""
         INSERT INTO runs (run_id, study_id, job_id, task, method, seed, config_index, config,
                           selected, status, best_epoch, epochs_run, val_amae, device,
                           duration_s, weights_init, checkpoint_path, created_at, split_seed,
-                          init_seed)
+                          init_seed, pruned)
         SELECT run_id, ?, NULL, task, method, seed, config_index, config, selected,
                'succeeded', best_epoch, epochs_run, val_amae, device, duration_s,
-               weights_init, NULL, created_at, {seeds}
+               weights_init, NULL, created_at, {seeds}, {pruned}
         FROM read_parquet(?)
         """,
         [study_id, parts["runs"]],

@@ -431,14 +431,16 @@ def study_card(study_id: str, *, path: Path | str | None = None) -> dict[str, st
         card["dataset"] = f"{study.dataset_id} ({dataset[0]}, {dataset[1]} images)"
     if envs:
         card.update(_environment_card(dict(zip(ENVIRONMENT_FIELDS, envs[-1], strict=True))))
-        pruner = pruner_of(study.spec)
-        if pruner is not None:
-            card["search"] = pruned_search_text(pruner, *pruned_runs)
         others = {e[0] for e in envs[:-1]} - {envs[-1][0]}
         if len(envs) > 1:
             card["resumed on"] = f"{len(envs)} claims by workers" + (
                 f" (also on {', '.join(sorted(others))})" if others else ""
             )
+    # From the spec and the runs, not the worker's environment: a study imported from a
+    # bundle has no environment rows but keeps its pruned runs (`store.bundle`).
+    pruner = pruner_of(study.spec)
+    if pruner is not None:
+        card["search"] = pruned_search_text(pruner, *pruned_runs)
     if isinstance(imported, dict):  # no device or weights recorded: nothing trained here
         return card
     if devices:

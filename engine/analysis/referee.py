@@ -29,377 +29,88 @@ factorial design's interval, once a design separates split and initialisation se
 an :class:`IntervalRule` to :data:`INTERVALS` (and a :class:`TestRule` to :data:`TESTS`):
 its function gets a :class:`PairSample` (extend it with the columns the design adds) and the
 level, and every table, the command's CSV and the page pick it up.
+
+The pairs, intervals and tests live in `engine.analysis.referee_rules`, the samples and truth
+in `engine.analysis.referee_samples`; this module measures them.
 """
 
 from __future__ import annotations
 
-import functools
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
 from engine.analysis import paired
+from engine.analysis.referee_rules import (
+    INTERVALS,
+    TESTS,
+    Comparison,
+    Interval,
+    IntervalRule,
+    PairSample,
+    TestRule,
+    has_baycomp,
+)
+from engine.analysis.referee_samples import (
+    DRAW_KEYS,
+    by_pair,
+    fresh_column,
+    pair_samples,
+    test_column,
+    true_differences,
+)
+
+# The pairs, samples, intervals and tests live in `engine.analysis.referee_rules` and
+# `engine.analysis.referee_samples`; callers read them here, beside what is measured of them.
+__all__ = [
+    "ALPHA",
+    "CORRELATION",
+    "COVERAGE",
+    "COVERAGE_COLUMNS",
+    "DRAW_KEYS",
+    "INTERVALS",
+    "LEVEL",
+    "MIN_DATASETS_TO_RECOMMEND",
+    "POWER",
+    "REAL_PAIRS",
+    "REJECTION_COLUMNS",
+    "RHO_ASSUMED",
+    "RHO_REALISED",
+    "RHO_TRAINING",
+    "SUMMARY_COLUMNS",
+    "TEST",
+    "TESTS",
+    "TRUTH",
+    "TYPE_I",
+    "Comparison",
+    "Correlation",
+    "Interval",
+    "IntervalRule",
+    "PairSample",
+    "TestRule",
+    "below_nominal",
+    "binomial_se",
+    "coverage",
+    "covers",
+    "fresh_column",
+    "has_baycomp",
+    "interval_draws",
+    "intraclass_correlation",
+    "pair_samples",
+    "realised_correlation",
+    "recommend",
+    "rejections",
+    "summary_table",
+    "test_column",
+    "true_differences",
+]
 
 LEVEL: float = paired.LEVEL
 ALPHA: float = paired.ALPHA
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """A pair of methods compared as ``a − b``; ``null`` when ``b`` is ``a`` under another
-    name (the same training, other random streams: the true difference is 0)."""
-
-    method_a: str
-    method_b: str
-    null: bool = False
-
-    @property
-    def name(self) -> str:
-        """``"a − b"``, as the tables name the pair."""
-        return f"{self.method_a} − {self.method_b}"
-
-
-@dataclass(frozen=True)
-class PairSample:
-    """What one dataset says about one pair.
-
-    Attributes:
-        dataset: the dataset's index ``k``.
-        comparison: the pair.
-        diffs: ``(S,)`` per-seed differences ``a − b`` on each seed's own test split, seeds in
-            order (what a study of this dataset sees).
-        fresh_diffs: ``(S,)`` the same selected models' differences on the fresh test set.
-        ratio: ``n_test / n_train`` of the dataset's splits (mean test films over mean films
-            used to fit and select, `paired.test_train_ratios`).
-        boot: the film-sampling bootstrap interval (`paired.hierarchical_bootstrap`); NaNs
-            when it was not run.
-        rope: the region of practical equivalence of the Bayesian test.
-        lower_is_better: the metric's direction (for "a better").
-    """
-
-    dataset: int
-    comparison: Comparison
-    diffs: np.ndarray
-    fresh_diffs: np.ndarray
-    ratio: float
-    boot: tuple[float, float] = (math.nan, math.nan)
-    rope: float = paired.DEFAULT_ROPE
-    lower_is_better: bool = True
-    corrected: paired.CorrectedT = field(init=False, repr=False, compare=False)
-    naive: paired.CorrectedT = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        # Each interval and test below reads these; computed once per sample.
-        object.__setattr__(self, "corrected", paired.corrected_resampled_t(self.diffs, self.ratio))
-        object.__setattr__(self, "naive", paired.corrected_resampled_t(self.diffs, 0.0))
-
-
-Interval = tuple[float, float]
-
-
-@dataclass(frozen=True)
-class IntervalRule:
-    """One interval for the mean difference of a pair.
-
-    Attributes:
-        key: its column name (``naive_t``).
-        label: as a reader names it.
-        assumes: what it assumes, in one line.
-        compute: ``(sample, level) -> (low, high)``.
-    """
-
-    key: str
-    label: str
-    assumes: str
-    compute: Callable[[PairSample, float], Interval]
-
-
-@dataclass(frozen=True)
-class TestRule:
-    """One test of "no difference" between a pair.
-
-    Attributes:
-        key: its column name.
-        label: as a reader names it.
-        rejects: ``(sample, alpha) -> 1.0`` when it declares a difference, ``0.0`` when not,
-            NaN when it cannot say (fewer than 2 seeds).
-    """
-
-    key: str
-    label: str
-    rejects: Callable[[PairSample, float], float]
-
-
-def _t_interval(test: paired.CorrectedT, level: float) -> Interval:
-    """The interval of a `paired.CorrectedT` at ``level`` (its own is at `paired.LEVEL`)."""
-    if test.n < 2 or not math.isfinite(test.se):
-        return math.nan, math.nan
-    half = float(sps.t.ppf(0.5 + level / 2, test.df)) * test.se
-    return test.mean - half, test.mean + half
-
-
-def _naive_interval(sample: PairSample, level: float) -> Interval:
-    return _t_interval(sample.naive, level)
-
-
-def _corrected_interval(sample: PairSample, level: float) -> Interval:
-    return _t_interval(sample.corrected, level)
-
-
-def _bayes_interval(sample: PairSample, level: float) -> Interval:
-    """The equal-tailed credible interval of the Bayesian correlated t-test's posterior:
-    Student t on ``n − 1`` df at the mean, scale the corrected standard error, as
-    `paired.bayes_correlated_t` hands it to baycomp's ``Posterior``. Under its flat prior it
-    is the corrected interval, number for number: the row shows that the Bayesian verdict
-    inherits the corrected test's ρ."""
-    test = sample.corrected
-    if test.n < 2 or not math.isfinite(test.se):
-        return math.nan, math.nan
-    if test.se == 0:
-        return test.mean, test.mean
-    low, high = sps.t.interval(level, test.df, loc=test.mean, scale=test.se)
-    return float(low), float(high)
-
-
-def _bootstrap_interval(sample: PairSample, level: float) -> Interval:
-    """The hierarchical bootstrap's percentile interval as it was computed (at the level the
-    run used; see `engine.referee_runs`)."""
-    return sample.boot
-
-
-INTERVALS: tuple[IntervalRule, ...] = (
-    IntervalRule(
-        "naive_t",
-        "naive paired t",
-        "seeds independent: mean ± t(n−1) · s/√n",
-        _naive_interval,
-    ),
-    IntervalRule(
-        "corrected_t",
-        "corrected t (Nadeau-Bengio)",
-        "between-seed correlation ρ = n_test/n: mean ± t(n−1) · √((1/n + n_test/n_train) s²)",
-        _corrected_interval,
-    ),
-    IntervalRule(
-        "bayes_t",
-        "Bayesian correlated t (credible)",
-        "flat prior, the corrected variance (so the same ρ)",
-        _bayes_interval,
-    ),
-    IntervalRule(
-        "hier_bootstrap",
-        "film-sampling bootstrap",
-        "seeds, then test patients, resampled as if independent",
-        _bootstrap_interval,
-    ),
-)
-
-
-def _p_below(p: float, alpha: float) -> float:
-    return math.nan if not math.isfinite(p) else float(p < alpha)
-
-
-def _naive_rejects(sample: PairSample, alpha: float) -> float:
-    return _p_below(sample.naive.p, alpha)
-
-
-def _corrected_rejects(sample: PairSample, alpha: float) -> float:
-    return _p_below(sample.corrected.p, alpha)
-
-
-def _wilcoxon_rejects(sample: PairSample, alpha: float) -> float:
-    d = sample.diffs[np.isfinite(sample.diffs)]
-    return math.nan if d.size < 2 else _p_below(paired.wilcoxon_exact_p(d), alpha)
-
-
-def _bootstrap_rejects(sample: PairSample, alpha: float) -> float:
-    low, high = sample.boot
-    if not (math.isfinite(low) and math.isfinite(high)):
-        return math.nan
-    return float(low > 0 or high < 0)
-
-
-@functools.cache
-def has_baycomp() -> bool:
-    """Whether baycomp is importable: the Bayesian test's probabilities are its ``Posterior``'s
-    (`paired.bayes_correlated_t`); without it that test's row is left empty (NaN)."""
-    try:
-        import baycomp.single  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def _bayes_rejects(sample: PairSample, alpha: float) -> float:
-    """The Bayesian verdict names a better method (posterior ≥ `paired.BAYES_THRESHOLD` beyond
-    the ROPE); ``alpha`` is not used: the rule is the verdict's own. NaN without baycomp."""
-    if not has_baycomp():
-        return math.nan
-    probs = paired.bayes_correlated_t(sample.corrected, sample.rope)
-    if not all(math.isfinite(p) for p in probs):
-        return math.nan
-    verdict = paired.verdict(
-        "a", "b", probs, lower_is_better=sample.lower_is_better, threshold=paired.BAYES_THRESHOLD
-    )
-    return float(verdict not in (paired.EQUIVALENT, paired.INCONCLUSIVE))
-
-
-TESTS: tuple[TestRule, ...] = (
-    TestRule("naive_t", "naive paired t, p < α", _naive_rejects),
-    TestRule("corrected_t", "corrected t (Nadeau-Bengio), p < α", _corrected_rejects),
-    TestRule("wilcoxon", "Wilcoxon signed-rank (exact), p < α", _wilcoxon_rejects),
-    TestRule("hier_bootstrap", "film-sampling bootstrap interval excludes 0", _bootstrap_rejects),
-    TestRule("bayes_t", "Bayesian correlated t names a better method", _bayes_rejects),
-)
-
-
-# --------------------------------------------------------------------------------------------
-# From per-seed results to samples and truth
-# --------------------------------------------------------------------------------------------
-
-#: Columns of the per-run results table (`engine.referee_runs`): one row per dataset, seed and
-#: method, with ``test_<metric>`` (the seed's own test split) and ``fresh_<metric>`` columns.
-DRAW_KEYS: tuple[str, ...] = ("dataset", "seed", "method")
-
-
-def test_column(metric: str) -> str:
-    """The column of ``metric`` on a seed's own test split."""
-    return f"test_{metric}"
-
-
-def fresh_column(metric: str) -> str:
-    """The column of ``metric`` on the fresh test set."""
-    return f"fresh_{metric}"
-
-
-def pair_samples(
-    draws: pd.DataFrame,
-    comparisons: Sequence[Comparison],
-    metric: str,
-    *,
-    boot: pd.DataFrame | None = None,
-    rope: float = paired.DEFAULT_ROPE,
-) -> list[PairSample]:
-    """Every (dataset, pair) of the results.
-
-    Args:
-        draws: one row per dataset, seed and method: ``dataset``, ``seed``, ``method``,
-            ``n_test``, ``n_fit`` (films to fit and select), :func:`test_column` and
-            :func:`fresh_column` of ``metric``.
-        comparisons: the pairs.
-        metric: the metric compared.
-        boot: ``dataset``, ``method_a``, ``method_b``, ``boot_ci_low``, ``boot_ci_high``
-            (either orientation of a pair; the other is flipped); None: no bootstrap.
-        rope: the Bayesian test's region of practical equivalence.
-
-    Returns:
-        Samples ordered by pair, then dataset. A dataset missing a method has no sample of
-        its pairs; a seed missing either method is left out of that pair's differences.
-    """
-    missing = [c for c in (test_column(metric), fresh_column(metric)) if c not in draws]
-    if missing:
-        raise ValueError(f"the results have no {missing[0]} column (metric {metric!r})")
-    lower = metric in paired.LOWER_BETTER
-    out = []
-    for comparison in comparisons:
-        for dataset, part in draws.groupby("dataset", sort=True):
-            sample = _sample(part, int(dataset), comparison, metric, boot, rope, lower)
-            if sample is not None:
-                out.append(sample)
-    return out
-
-
-def _sample(
-    part: pd.DataFrame,
-    dataset: int,
-    comparison: Comparison,
-    metric: str,
-    boot: pd.DataFrame | None,
-    rope: float,
-    lower: bool,
-) -> PairSample | None:
-    a, b = comparison.method_a, comparison.method_b
-    if not {a, b} <= set(part["method"]):
-        return None
-    wide = part.pivot_table(
-        index="seed",
-        columns="method",
-        values=[test_column(metric), fresh_column(metric)],
-        aggfunc="first",
-    ).dropna()
-    diffs = (wide[test_column(metric)][a] - wide[test_column(metric)][b]).to_numpy(np.float64)
-    fresh = (wide[fresh_column(metric)][a] - wide[fresh_column(metric)][b]).to_numpy(np.float64)
-    sizes = part[part["method"] == a]
-    ratio = float(sizes["n_test"].mean() / sizes["n_fit"].mean())
-    return PairSample(
-        dataset=dataset,
-        comparison=comparison,
-        diffs=diffs,
-        fresh_diffs=fresh,
-        ratio=ratio,
-        boot=_boot_of(boot, dataset, a, b),
-        rope=rope,
-        lower_is_better=lower,
-    )
-
-
-def _boot_of(boot: pd.DataFrame | None, dataset: int, a: str, b: str) -> Interval:
-    if boot is None or boot.empty:
-        return math.nan, math.nan
-    mine = boot[boot["dataset"] == dataset]
-    same = mine[(mine["method_a"] == a) & (mine["method_b"] == b)]
-    if len(same):
-        return float(same["boot_ci_low"].iloc[0]), float(same["boot_ci_high"].iloc[0])
-    flipped = mine[(mine["method_a"] == b) & (mine["method_b"] == a)]
-    if len(flipped):
-        return -float(flipped["boot_ci_high"].iloc[0]), -float(flipped["boot_ci_low"].iloc[0])
-    return math.nan, math.nan
-
-
-def true_differences(samples: Sequence[PairSample]) -> pd.DataFrame:
-    """The true expected difference of every pair, and the leave-one-out truth each dataset's
-    interval is scored against.
-
-    Returns:
-        One row per sample: ``pair``, ``dataset``, ``truth`` (the pair's mean fresh difference
-        over every dataset and seed; 0 for a null pair), ``truth_loo`` (the same mean without
-        this dataset; 0 for a null pair), ``truth_se`` (the sd of the datasets' mean fresh
-        differences over ``sqrt(K)``: how well ``K`` datasets pin the truth down; the fresh
-        set's own sampling error, common to all, is not in it).
-    """
-    rows = []
-    for pair, group in _by_pair(samples).items():
-        means = np.array([np.nanmean(s.fresh_diffs) for s in group])
-        sums = np.array([np.nansum(s.fresh_diffs) for s in group])
-        counts = np.array([np.isfinite(s.fresh_diffs).sum() for s in group])
-        total = sums.sum() / counts.sum()
-        se = float(means.std(ddof=1) / math.sqrt(means.size)) if means.size > 1 else math.nan
-        for i, sample in enumerate(group):
-            others = counts.sum() - counts[i]
-            loo = (sums.sum() - sums[i]) / others if others else math.nan
-            null = sample.comparison.null
-            rows.append(
-                {
-                    "pair": pair,
-                    "dataset": sample.dataset,
-                    "truth": 0.0 if null else float(total),
-                    "truth_loo": 0.0 if null else float(loo),
-                    "truth_se": 0.0 if null else se,
-                    "fresh_mean": float(total),
-                }
-            )
-    return pd.DataFrame(rows)
-
-
-def _by_pair(samples: Sequence[PairSample]) -> dict[str, list[PairSample]]:
-    groups: dict[str, list[PairSample]] = {}
-    for sample in samples:
-        groups.setdefault(sample.comparison.name, []).append(sample)
-    return groups
 
 
 # --------------------------------------------------------------------------------------------
@@ -546,7 +257,7 @@ def rejections(
     """
     rows = []
     for rule in tests:
-        for pair, group in _by_pair(samples).items():
+        for pair, group in by_pair(samples).items():
             calls = np.array([rule.rejects(s, alpha) for s in group], dtype=np.float64)
             calls = calls[np.isfinite(calls)]
             rate = float(calls.mean()) if calls.size else math.nan
@@ -647,7 +358,7 @@ def realised_correlation(samples: Sequence[PairSample], *, level: float = LEVEL)
         the same fresh films).
     """
     rows = []
-    for pair, group in _by_pair(samples).items():
+    for pair, group in by_pair(samples).items():
         seeds = min(s.diffs.size for s in group)
         table = np.vstack([s.diffs[:seeds] for s in group])
         fresh = np.vstack([s.fresh_diffs[:seeds] for s in group])

@@ -18,7 +18,8 @@ import pandas as pd
 
 from engine.analysis.compare import task_order
 from engine.analysis.metrics import LOWER_IS_BETTER, METRICS
-from engine.analysis.paired import BASELINE, corrected_resampled_t
+from engine.analysis.paired import BASELINE
+from engine.analysis.paired_tests import corrected_resampled_t
 from engine.methods import method_sort_key
 
 KEYS = ["task", "method", "seed"]

@@ -58,7 +58,7 @@ from scipy import stats as sps
 
 from engine.analysis import compare
 from engine.analysis.metrics import METRICS
-from engine.analysis.paired import LEVEL, rho_of_ratio
+from engine.analysis.paired_tests import LEVEL, rho_of_ratio
 
 ANOVA = "ANOVA (balanced)"
 REML = "REML (MixedLM)"

@@ -12,6 +12,7 @@
                     film and knee problems
 ``rows``            row and cross-row checks (`find_problems`)
 ``check``           `check_import`: every row and film of a folder, all problems at once
+``progress``        the rows' progress while a labels CSV is read and checked
 ==================  =========================================================================
 
 Films use `engine.detect` to find knees; `engine.datasets` builds caches from them.
@@ -106,6 +107,7 @@ from engine.films.problems import (
     row_knees,
     row_number,
 )
+from engine.films.progress import CHECKING_ROWS, READING_ROWS, RowsProgress
 from engine.films.reading import MAX_FILM_BYTES, FilmRefused, film_path_refusal, read_capped
 from engine.films.rows import (
     Findings,
@@ -152,7 +154,10 @@ __all__ = [
     "Problem",
     "ProblemKind",
     "Progress",
+    "READING_ROWS",
+    "CHECKING_ROWS",
     "RowKnees",
+    "RowsProgress",
     "best_knee",
     "check_import",
     "clean_labels",

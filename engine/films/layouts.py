@@ -42,6 +42,7 @@ import pandas as pd
 
 from engine.films.decode import FILM_SUFFIXES, looks_like_dicom
 from engine.films.labels import GIVEN_SPLIT, LABEL_BOX_COLUMNS, MAX_LABEL_ROWS, too_many_rows
+from engine.films.progress import READING_ROWS, RowsProgress, RowTicker
 from engine.films.reading import DANGLING_LINK, FilmRefused, film_path_refusal
 from engine.vocab import KL, TASK_INFO
 
@@ -134,8 +135,10 @@ def read_listing(
     labels_csv: Path | None = None,
     layout: str = "auto",
     layout_split: str = "ignore",
+    rows_progress: RowsProgress | None = None,
 ) -> Listing:
-    """Read a folder in its layout (``auto``: the layout is recognised, see `detect_layout`).
+    """Read a folder in its layout (``auto``: the layout is recognised, see `detect_layout`);
+    ``rows_progress`` is told as a labels CSV's films are looked up (`READING_ROWS`).
 
     Raises:
         ImportSourceError: No such folder or CSV, a CSV that is not a readable table or lacks
@@ -159,7 +162,7 @@ def read_listing(
             raise ImportSourceError(f"labels CSV {labels_csv} does not exist")
     _check_labels_file(root, labels_csv)
     chosen = detect_layout(root, labels_csv) if layout == "auto" else layout
-    listing = _read_layout(root, labels_csv, chosen, layout_split)
+    listing = _read_layout(root, labels_csv, chosen, layout_split, rows_progress)
     if len(listing.rows) + len(listing.short_rows) > MAX_LABEL_ROWS:  # grade folders' films
         raise ImportSourceError(
             f"{root} lists more than {MAX_LABEL_ROWS:,} films; an import holds at most "
@@ -204,7 +207,13 @@ def _check_labels_file(root: Path, labels_csv: Path | None) -> None:
         )
 
 
-def _read_layout(root: Path, labels_csv: Path | None, layout: str, layout_split: str) -> Listing:
+def _read_layout(
+    root: Path,
+    labels_csv: Path | None,
+    layout: str,
+    layout_split: str,
+    rows_progress: RowsProgress | None = None,
+) -> Listing:
     csv_path = labels_csv if labels_csv is not None else root / DEFAULT_LABELS
     if layout == "grade_folders":
         if labels_csv is not None:
@@ -219,7 +228,7 @@ def _read_layout(root: Path, labels_csv: Path | None, layout: str, layout_split:
         )
     if layout == "dicom":
         return _dicom_listing(root, csv_path)
-    return _csv_listing(root, csv_path)
+    return _csv_listing(root, csv_path, rows_progress)
 
 
 # Rows of a CSV read to recognise its layout (the first listed film that can be read decides
@@ -365,7 +374,7 @@ def _need_grades(path: Path, header: list[str]) -> None:
         )
 
 
-def _csv_listing(root: Path, path: Path) -> Listing:
+def _csv_listing(root: Path, path: Path, rows_progress: RowsProgress | None = None) -> Listing:
     header, rows = read_csv_rows(path)
     for needed in ("image", "patient_id"):
         if needed not in header:
@@ -383,10 +392,13 @@ def _csv_listing(root: Path, path: Path) -> Listing:
     real_root = os.path.realpath(root)  # once, not once per listed name
     present: list[str] = []
     missing: list[str] = []
+    ticker = RowTicker(rows_progress, READING_ROWS, len(listed))  # the slow part of reading
     for name in dict.fromkeys(listed):
+        ticker.tick()
         if name:
             refusal = film_path_refusal(root, name, real_root=real_root)
             (present if _behind(refusal) else missing).append(name)
+    ticker.done()
     in_folder = film_files(root, skip=path)
     unlisted = sorted(set(in_folder) - set(listed))
     notes = []

@@ -47,6 +47,7 @@ from engine.films.problems import (
     row_knees,
     row_number,
 )
+from engine.films.progress import CHECKING_ROWS, RowsProgress, RowTicker
 from engine.films.reading import film_path_refusal
 from engine.vocab import TASK_INFO, TEST_FRACTION, VAL_FRACTION
 
@@ -66,13 +67,19 @@ class Findings:
     left_out: tuple[str, ...]
 
 
-def find_problems(listing: Listing, rows: pd.DataFrame, checks: dict[str, FilmCheck]) -> Findings:
+def find_problems(
+    listing: Listing,
+    rows: pd.DataFrame,
+    checks: dict[str, FilmCheck],
+    rows_progress: RowsProgress | None = None,
+) -> Findings:
     """Every problem of the rows and films of one listing, and the good films.
 
     Args:
         listing: The folder as read (`engine.films.layouts.read_listing`).
         rows: Its rows (for DICOM, resolved against the films' tags).
         checks: file → what decoding it found (`engine.films.inspection.inspect_files`).
+        rows_progress: Told as the rows are checked (`CHECKING_ROWS`).
     """
     problems: list[Problem] = []
     rows = rows.reset_index(drop=True)
@@ -89,7 +96,9 @@ def find_problems(listing: Listing, rows: pd.DataFrame, checks: dict[str, FilmCh
         for i, first in repeats.items()
     ]
     kept = rows.drop(index=list(repeats))
-    parsed, row_problems, bad_rows = _parse_rows(kept, listing)
+    # _parse_rows loops over the rows once per grade column, then three times more.
+    ticker = RowTicker(rows_progress, CHECKING_ROWS, len(kept), passes=len(GRADE_COLUMNS) + 3)
+    parsed, row_problems, bad_rows = _parse_rows(kept, listing, ticker)
     problems += row_problems
     per_knee = per_knee_films(parsed)
     twice, twice_problems = _listed_twice(parsed, per_knee)
@@ -129,6 +138,7 @@ def find_problems(listing: Listing, rows: pd.DataFrame, checks: dict[str, FilmCh
     listed = list(dict.fromkeys(f for f in kept["image"] if f))
     registered = set(films["image"])
     left_out = tuple(f for f in listed if f not in registered)
+    ticker.done()
     return Findings(problem_frame(problems), films, left_out)
 
 
@@ -158,7 +168,9 @@ def _exact_repeats(rows: pd.DataFrame) -> dict[int, int]:
     return repeats
 
 
-def _parse_rows(rows: pd.DataFrame, listing: Listing) -> tuple[pd.DataFrame, list[Problem], set]:
+def _parse_rows(
+    rows: pd.DataFrame, listing: Listing, ticker: RowTicker
+) -> tuple[pd.DataFrame, list[Problem], set]:
     """Grades as integers and sides as L/R; problems for every cell that is neither."""
     problems: list[Problem] = []
     bad: set[int] = set()
@@ -168,6 +180,7 @@ def _parse_rows(rows: pd.DataFrame, listing: Listing) -> tuple[pd.DataFrame, lis
         task = next(t for t in TASK_INFO.values() if t.column == column)
         values = []
         for i, raw in zip(rows.index, rows[column], strict=True):
+            ticker.tick()
             grade, message = parse_grade(raw, task.top_grade)
             values.append(grade)
             if message:
@@ -187,6 +200,7 @@ def _parse_rows(rows: pd.DataFrame, listing: Listing) -> tuple[pd.DataFrame, lis
     sides = []
     records = dict(zip(rows.index, rows.to_dict("records"), strict=True))
     for i, record in records.items():
+        ticker.tick()
         side, problem = _side(record)
         sides.append(side or "")
         for found in (problem, _patient_conflict(record)):
@@ -196,6 +210,7 @@ def _parse_rows(rows: pd.DataFrame, listing: Listing) -> tuple[pd.DataFrame, lis
     parsed["side"] = pd.Series(sides, index=parsed.index, dtype=object)  # plain strings
     boxes: dict[str, list[object]] = {c: [] for c in LABEL_BOX_COLUMNS}
     for i, record in records.items():
+        ticker.tick()
         cells = [record.get(c, "") for c in LABEL_BOX_COLUMNS]
         box_problem = label_box_problem(cells)
         if box_problem:
@@ -217,6 +232,7 @@ def _parse_rows(rows: pd.DataFrame, listing: Listing) -> tuple[pd.DataFrame, lis
         parsed[column] = pd.array(boxes[column], dtype="Int64")
     graded = parsed[list(GRADE_COLUMNS)].notna().any(axis=1)
     for i, record in records.items():
+        ticker.tick()
         image, line = record["image"], row_number(record["row"])
         if not image:
             bad.add(i)

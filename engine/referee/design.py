@@ -13,7 +13,7 @@ import itertools
 from dataclasses import dataclass
 
 from engine.analysis.metrics import METRICS, PRIMARY_METRIC
-from engine.analysis.referee import Comparison
+from engine.analysis.referee_rules import Comparison
 from engine.config import IMAGE_SIZES, TrainConfig, check_device, check_method, check_task
 from engine.methods import MethodParams, get_method, sample_configs
 from engine.phantom import PhantomSpec

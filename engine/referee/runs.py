@@ -25,7 +25,7 @@ import torch
 
 from engine.analysis import paired
 from engine.analysis.metrics import METRICS, compute_metrics
-from engine.analysis.referee import fresh_column, test_column
+from engine.analysis.referee_samples import fresh_column, test_column
 from engine.datasets import PreparedDataset, TaskSplit, make_splits, open_prepared, task_split
 from engine.methods import get_method
 from engine.protocol import SEARCH_SELECTION

@@ -64,8 +64,8 @@ def cmd_calibrate_inference(args: argparse.Namespace) -> int:
         return _bad(str(exc))
     import torch  # here, not at the top: the CLI's other commands should not pay for it
 
+    from engine.grade_model import resolve_device
     from engine.referee.runs import default_render_workers, run_referee
-    from engine.train import resolve_device
 
     try:
         resolve_device(design.device)

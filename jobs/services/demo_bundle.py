@@ -12,7 +12,7 @@ kiosk (`jobs.services.kiosk`) on it. The zip holds:
   every other file's SHA-256 (``sha256``);
 - ``card.json``: the study card (`store.studies.study_card`) and its notes;
 - ``models/<task>-seed<seed>.pt``: the selected model of each (task, seed), as
-  `engine.train.save_checkpoint` wrote it;
+  `engine.grade_model.save_checkpoint` wrote it;
 - ``films/<n>.png``: each example film's knee crop, exactly as the models saw it;
 - ``detector/``: the trained knee detector's folder, when the dataset's films were cropped
   by one (films cropped by the classical detector need no file: it is code).

@@ -50,7 +50,7 @@ class TrainingRefused(ValueError):
 
 def training_device(device: str) -> str:
     """The device a detector trains on, named for ultralytics: 'auto' → 'cuda' when a GPU is
-    visible, else 'cpu' (`engine.train.resolve_device`, the one resolver).
+    visible, else 'cpu' (`engine.grade_model.resolve_device`, the one resolver).
 
     Raises:
         ValueError: An unknown device, or 'cuda' on a machine without a CUDA GPU.
@@ -59,7 +59,7 @@ def training_device(device: str) -> str:
         raise ValueError(f"device {device!r} is not known; allowed: {', '.join(DEVICES)}")
     if device == "cpu":
         return device  # no torch import for the common CPU case
-    from engine.train import resolve_device  # imports torch
+    from engine.grade_model import resolve_device  # imports torch
 
     return str(resolve_device(device))
 

@@ -37,9 +37,15 @@ log = logging.getLogger(__name__)
 REPO_ROOT = Path(__file__).resolve().parents[2]
 #: The folder under SOFTGRADE_HOME that holds one sub-folder per key.
 CACHE_FOLDER = "compile-cache"
-#: The modules whose code torch.compile traces: the training step and loss, the stem's
-#: GEMM convolution and Triton max-pool, and the output heads.
-COMPILED_CODE = ("engine/train.py", "engine/stem.py", "engine/methods/heads.py")
+#: The modules whose code torch.compile traces: the training step and loss, the model and
+#: its CUDA graphs, the stem's GEMM convolution and Triton max-pool, and the output heads.
+COMPILED_CODE = (
+    "engine/train.py",
+    "engine/grade_model.py",
+    "engine/train_graphs.py",
+    "engine/stem.py",
+    "engine/methods/heads.py",
+)
 #: Key folders not used for this long are removed when a slot configures its cache.
 UNUSED_AFTER_DAYS = 30
 #: Set to "off" to leave torch's default cache folders alone.

@@ -133,7 +133,7 @@ class InlineExecutor(Executor):
     def __init__(
         self, device: str = "cpu", threads_per_slot: int = DEFAULT_THREADS_PER_SLOT
     ) -> None:
-        from engine.train import resolve_device
+        from engine.grade_model import resolve_device
 
         self.state = SlotState(device=resolve_device(device))
         self.threads_per_slot = check_threads_per_slot(threads_per_slot)

@@ -56,8 +56,8 @@ from ray.exceptions import (
 )
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from engine.grade_model import resolve_device
 from engine.methods import PLUGIN_VARIABLE
-from engine.train import resolve_device
 from jobs.worker.executors import Executor, Handle
 from jobs.worker.settings import (
     DEFAULT_MAX_RETRIES,

@@ -227,6 +227,15 @@ class ProgressThrottle:
         speed = f" ({rate:.0f} films/s)" if rate is not None else ""
         self.show(done / max(total, 1), f"{self.verb} {done} of {total} films{speed}")
 
+    def rows(self, phase: str, done: int, total: int) -> None:
+        """Called as a labels CSV's rows are read and checked (`engine.films.RowsProgress`):
+        the same bar, worded for rows, e.g. "Reading the labels: 40,000 of 100,000 rows"."""
+        now = time.monotonic()
+        if done < total and now - self.last < self.every_s:
+            return
+        self.last = now
+        self.show(done / max(total, 1), f"{phase.capitalize()}: {done:,} of {total:,} rows")
+
 
 def graded_counts(films: pd.DataFrame) -> dict[str, int]:
     """Good films per task (for the rough time)."""

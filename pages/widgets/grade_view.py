@@ -19,7 +19,7 @@ import streamlit as st
 from engine import gradcam
 from engine.demo_models import KneeToGrade, knee_to_grade
 from engine.films import FILM_FORMATS, decode_film
-from engine.train import load_model
+from engine.grade_model import load_model
 from engine.vocab import GRADE_SIGNS
 from pages.present import charts
 from pages.present import seed_agreement as agreement

@@ -146,13 +146,15 @@ def run_check(request: ImportRequest) -> dict[str, Any]:
         # them to its data roots there).
         folder = resolve_import_path(request.folder)
         labels = resolve_import_path(request.labels_csv) if request.labels_csv else None
+        throttle = ProgressThrottle(lambda f, text: bar.progress(f, text=text))
         state["report"] = check_import(
             folder,
             labels_csv=labels,
             layout=request.layout,
             layout_split=request.layout_split,
-            progress=ProgressThrottle(lambda f, text: bar.progress(f, text=text)),
+            progress=throttle,
             detector=import_detector(),
+            rows_progress=throttle.rows,  # a large labels CSV takes seconds before any film
         )
     except (ImportSourceError, ValueError, OSError) as exc:
         state["error"] = str(exc)

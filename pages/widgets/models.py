@@ -15,7 +15,8 @@ from engine import gradcam
 from engine.config import SpecError, StudySpec
 from engine.datasets import cache_dir_for, load_masks, open_prepared
 from engine.demo_models import checkpoint_probabilities
-from engine.train import load_model
+from engine.grade_model import load_model
+from pages.present.imported_text import NO_MODELS_HERE, is_imported_results
 from pages.present.tables import method_title
 from pages.present.user_text import plain, said
 from pages.widgets.reads import RESULTS_TTL_S, cached_studies
@@ -131,9 +132,14 @@ class OpenedStudy:
 
 def open_study(path: str, study: pd.Series, *, offer_others: bool = True) -> OpenedStudy:
     """Read a study's spec, selected runs and prepared images; stops the page with the reason
-    when one of them cannot be read here, or when the study's models are not on this machine
+    when the study holds imported results (no models at all), when one of them cannot be read
+    here, or when the study's models are not on this machine
     (`stop_without_models`, unless ``offer_others`` is off: said before the images, which
     only models could use)."""
+    # Imported results have scores but no models and a spec no trainer could read.
+    if is_imported_results(study["spec"]):
+        st.info(NO_MODELS_HERE)
+        st.stop()
     try:
         spec = StudySpec.from_dict(json.loads(study["spec"]))
         runs = cached_selected_runs(path, study.name)

@@ -25,7 +25,7 @@ def synthetic(tmp_path_factory):
 @pytest.fixture(scope="module")
 def html(synthetic, monkeypatch_module):
     store, study = synthetic
-    monkeypatch_module.setattr(report, "N_BOOT", 20)  # the bootstrap's size is not under test
+    monkeypatch_module.setattr(report.common, "N_BOOT", 20)  # its size is not under test
     return report.build_report([study], path=store)
 
 

@@ -21,7 +21,7 @@ def reference_html(tmp_path_factory):
     init_schema(store)
     study = import_study(REFERENCE_STUDY, path=store).study_id
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(report, "N_BOOT", 50)  # the bootstrap's size is not under test
+        patch.setattr(report.common, "N_BOOT", 50)  # the bootstrap's size is not under test
         return unescape(report.build_report([study], path=store))
 
 

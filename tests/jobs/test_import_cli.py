@@ -158,7 +158,7 @@ def test_a_corrupt_jpeg_lossless_dicom_is_named_without_a_library_traceback(tmp_
 
 def test_the_cli_report_shows_hostile_names_escaped_never_raw(tmp_path):
     from engine.films import check_import
-    from jobs.cli.main import format_report
+    from jobs.cli.import_command import format_report
 
     folder = tmp_path / "films"
     folder.mkdir()

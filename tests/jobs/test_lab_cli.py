@@ -145,7 +145,8 @@ def test_damaged_store_is_one_message_from_the_cli(home):
 
 
 def test_up_hands_its_upload_cap_to_streamlit():
-    from jobs.cli.main import _app_command, build_parser
+    from jobs.cli.main import build_parser
+    from jobs.cli.up_command import _app_command
 
     args = build_parser().parse_args(["up", "--max-upload-mb", "5"])
     command = _app_command(args)

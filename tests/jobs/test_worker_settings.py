@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from jobs.cli.main import _worker_command, build_parser
+from jobs.cli.main import build_parser
+from jobs.cli.up_command import _worker_command
 from jobs.worker.executors import InlineExecutor, LocalExecutor, SlotPlan
 from jobs.worker.settings import DEFAULT_MAX_RETRIES, DEFAULT_THREADS_PER_SLOT
 

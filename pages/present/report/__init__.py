@@ -1,0 +1,205 @@
+"""The study report: one self-contained HTML file of a study's analysis (issue 22).
+
+`python -m jobs report STUDY_ID [STUDY_ID ...] -o report.html` writes it
+(`jobs.cli.report_command` calls :func:`write_report` in process), and the Compare page's
+"Report" button calls :func:`build_report`.
+
+Every number comes from `jobs.services.study_analysis` (one call per statistic) or the engine
+functions the pages use; every chart is a `pages.present.charts` / `science_charts` builder
+rendered to inline SVG (`pages.present.report_html.chart_svg`). The file fetches nothing.
+
+The sections live in this package's modules, one concept each: `common` (constants, the
+error, helpers), `studies`, `caveats`, `intervals` (Table 4), `comparisons` (paired tests and
+the primary endpoint), `figures`, `methods_text` and `latex`; this module assembles them and
+re-exports the names callers use.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pages.present import report_html as rh
+from pages.present.report.caveats import (
+    budget_caveat,
+    caveats,
+    caveats_section,
+    confirmatory_caveat,
+    data_caveat,
+    imported_caveats,
+    noise_caveat,
+    truth_caveat,
+)
+from pages.present.report.common import (
+    ALPHA,
+    BAD_INPUT,
+    PHANTOM,
+    PRIMARY,
+    SECTIONS,
+    ReportInputError,
+    check_studies,
+    dataset_of,
+)
+from pages.present.report.comparisons import (
+    BOOTSTRAP_SHOWN,
+    ENDPOINT_TESTS,
+    PAIRED_SHOWN,
+    bootstrap_frame,
+    endpoint_frame,
+    endpoint_result,
+    endpoint_sentence,
+    paired_frame,
+    paired_readings,
+    paired_section,
+    primary_endpoint,
+    tests_line,
+)
+from pages.present.report.figures import (
+    critical_difference_section,
+    curves_section,
+    distributions_section,
+    kl_cppd_section,
+    pooling_sentence,
+    ranks_reading,
+    reliability_section,
+)
+from pages.present.report.intervals import (
+    clip_interval,
+    clipped_sentence,
+    table4_frame,
+    table4_section,
+)
+from pages.present.report.latex import report_latex, write_latex
+from pages.present.report.methods_text import (
+    methods_section,
+    protocol_text,
+    software_text,
+    statistics_text,
+)
+from pages.present.report.studies import (
+    dataset_card_text,
+    run_count_notes,
+    studies_section,
+    study_card,
+)
+from store import studies as store_studies
+from store.db import default_store_path
+
+__all__ = [
+    "ALPHA",
+    "BAD_INPUT",
+    "BOOTSTRAP_SHOWN",
+    "ENDPOINT_TESTS",
+    "PAIRED_SHOWN",
+    "PHANTOM",
+    "PRIMARY",
+    "SECTIONS",
+    "ReportInputError",
+    "bootstrap_frame",
+    "budget_caveat",
+    "build_report",
+    "caveats",
+    "caveats_section",
+    "check_output",
+    "check_studies",
+    "clip_interval",
+    "clipped_sentence",
+    "confirmatory_caveat",
+    "critical_difference_section",
+    "curves_section",
+    "data_caveat",
+    "dataset_card_text",
+    "dataset_of",
+    "distributions_section",
+    "endpoint_frame",
+    "endpoint_result",
+    "endpoint_sentence",
+    "file_name",
+    "imported_caveats",
+    "kl_cppd_section",
+    "methods_section",
+    "noise_caveat",
+    "paired_frame",
+    "paired_readings",
+    "paired_section",
+    "pooling_sentence",
+    "primary_endpoint",
+    "protocol_text",
+    "ranks_reading",
+    "reliability_section",
+    "report_latex",
+    "run_count_notes",
+    "software_text",
+    "statistics_text",
+    "studies_section",
+    "study_card",
+    "table4_frame",
+    "table4_section",
+    "tests_line",
+    "truth_caveat",
+    "write_latex",
+    "write_report",
+]
+
+_BUILDERS: dict[str, Callable[[Sequence[str], Path], list[str]]] = {
+    "studies": studies_section,
+    "caveats": caveats_section,
+    "table4": table4_section,
+    "paired": paired_section,
+    "critical-difference": critical_difference_section,
+    "distributions": distributions_section,
+    "reliability": reliability_section,
+    "kl-cppd": kl_cppd_section,
+    "curves": curves_section,
+    "methods": methods_section,
+}
+
+
+def build_report(study_ids: Sequence[str], *, path: Path | str | None = None) -> str:
+    """The report of ``study_ids`` as one HTML document.
+
+    Raises:
+        ReportInputError: no study named, or a study the store does not hold.
+    """
+    store = Path(path) if path is not None else default_store_path()
+    check_studies(study_ids, store)
+    sections = [
+        rh.section(key, SECTIONS[key], build(study_ids, store)) for key, build in _BUILDERS.items()
+    ]
+    names = ", ".join(store_studies.get_study(s, path=store).name for s in study_ids)
+    stamp = f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
+    return rh.page(f"SoftGrade report: {names}", f"Written {stamp} from {store.name}.", sections)
+
+
+def file_name(study_ids: Sequence[str]) -> str:
+    """The report's download name: ``softgrade_report_<first study>[_and_N_more].html``."""
+    more = f"_and_{len(study_ids) - 1}_more" if len(study_ids) > 1 else ""
+    return f"softgrade_report_{study_ids[0] if study_ids else 'none'}{more}.html"
+
+
+# -- command line ----------------------------------------------------------------------------
+
+
+def write_report(study_ids: Sequence[str], output: Path, *, path: Path | None = None) -> int:
+    """Write the report; return its size in bytes.
+
+    Raises:
+        ReportInputError: bad studies, or an output that is not a writable ``.html`` file.
+    """
+    check_output(output)
+    text = build_report(study_ids, path=path)
+    output.write_text(text, encoding="utf-8")
+    return len(text.encode("utf-8"))
+
+
+def check_output(output: Path) -> None:
+    """Raise `ReportInputError` unless ``output`` is an ``.html`` file that can be written."""
+    if output.suffix.lower() not in (".html", ".htm"):
+        raise ReportInputError(f"{str(output)!r}: -o writes an .html file")
+    folder = output.parent if str(output.parent) else Path(".")
+    if not folder.is_dir():
+        raise ReportInputError(f"{str(output)!r}: no folder {str(folder)!r}")
+    if output.is_dir() or not os.access(output if output.exists() else folder, os.W_OK):
+        raise ReportInputError(f"{str(output)!r} cannot be written here")

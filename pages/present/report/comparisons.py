@@ -1,0 +1,273 @@
+"""The report's Paired comparisons section: the primary endpoint in words and as a table,
+every pair of methods on the primary metric with its reading, and the film-sampling
+bootstrap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from engine.analysis import paired
+from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS
+from jobs.services import study_analysis
+from pages.present import report_html as rh
+from pages.present import reviewer_tables, tables, variance_tables
+from pages.present.inference_tables import effect_text, interval_text, p_text
+from pages.present.report import common
+from pages.present.report.common import ALPHA, PRIMARY, count_of, per_study
+from pages.present.reviewer_tables import PAIRED_HEADERS
+
+#: The paired rows' columns, in order (headers: `reviewer_tables.PAIRED_HEADERS`).
+PAIRED_SHOWN: tuple[str, ...] = (
+    "task",
+    "method_a",
+    "method_b",
+    "n_seeds",
+    "mean_diff",
+    "ci",
+    "p_corrected",
+    "rho_assumed",
+    "p_strip",
+    "r_break_even",
+    "p_corrected_holm",
+    "p_wilcoxon",
+    "p_wilcoxon_holm",
+    "d_z",
+    "rank_biserial",
+    "p_bayes_a_better",
+    "p_bayes_equivalent",
+    "p_bayes_b_better",
+    "p_tost",
+    "verdict",
+)
+#: The primary endpoint's test columns before its Bayesian ones (the rest of its table names
+#: the soft method and Nominal in A's and B's place).
+ENDPOINT_TESTS: tuple[str, ...] = PAIRED_SHOWN[
+    PAIRED_SHOWN.index("ci") : PAIRED_SHOWN.index("rank_biserial") + 1
+]
+#: The film-sampling bootstrap's own table, apart from the paired rows.
+BOOTSTRAP_SHOWN: tuple[str, ...] = (
+    "task",
+    "method_a",
+    "method_b",
+    "mean_diff",
+    "boot_ci",
+    "within_seed_sd",
+)
+
+
+def paired_section(study_ids: Sequence[str], store: Path) -> list[str]:
+    """The primary endpoint with its result in a sentence, then every pair of methods on the
+    primary metric with its reading."""
+    metric = METRIC_LABELS[PRIMARY]
+
+    def part(study_id: str, store: Path) -> list[str]:
+        table = study_analysis.paired_table(
+            study_id, metrics=(PRIMARY,), n_boot=common.N_BOOT, path=store
+        )
+        if table.empty:
+            return [rh.paragraph("No two methods have selected runs yet.", note=True)]
+        endpoint = paired.primary_endpoint(table)
+        return [
+            rh.paragraph(tests_line(table, endpoint), note=True),
+            rh.heading(f"Primary endpoint ({paired.PRIMARY_FAMILY})", 4),
+            rh.paragraph(endpoint_sentence(endpoint)),
+            rh.table_html(endpoint_frame(endpoint)),
+            rh.heading(f"Every pair of methods, {metric} (exploratory: Holm within each task)", 4),
+            rh.table_html(paired_frame(table)),
+            rh.bullets(paired_readings(table)),
+            rh.heading(
+                "Film-sampling bootstrap (seeds taken as independent; not an interval for the "
+                "comparison)",
+                4,
+            ),
+            rh.table_html(bootstrap_frame(table)),
+            *variance_tables.report_parts(study_id, store, PRIMARY),
+        ]
+
+    notes = (
+        f"Corrected CI: {paired.MEAN_CI_KIND}; it assumes the between-seed correlation ρ "
+        "shown (ρ assumed), which one dataset cannot measure, so each p is also given at "
+        "r = ρ/(1 − ρ) = 0, 0.1 and 0.2 with the break-even r where it crosses 0.05. Wilcoxon: "
+        "exact signed-rank over seeds (ties and zeros included), Holm-adjusted over the task's "
+        "pairs; the reading compares it unadjusted with the unadjusted corrected p. "
+        '"Consistent over seeds" (Wilcoxon) and "different by the corrected test" are '
+        "different claims; each row's reading says which holds. Verdict: the Bayesian "
+        "correlated t-test (Corani & Benavoli 2015) on the corrected variance, "
+        f"ROPE ± {paired.DEFAULT_ROPE:g} {metric}: better or equivalent at posterior "
+        f"probability {paired.BAYES_THRESHOLD:g}, else inconclusive; TOST p is the "
+        "equivalence test within the ROPE. Effect size dz: the mean difference over its "
+        "standard deviation across seeds; rank-biserial r: the matched-pairs rank-biserial "
+        f"correlation. Film-sampling bootstrap: {paired.BOOTSTRAP_CI_KIND}. The Compare page's "
+        "Statistics tab and its exports give the same comparisons for every other metric."
+    )
+    return [*per_study(study_ids, store, part), rh.paragraph(notes, note=True)]
+
+
+def endpoint_result(endpoint: pd.DataFrame) -> str:
+    """The primary endpoint's result in one clause: how many comparisons are significant
+    after Holm, e.g. "none of the 8 primary comparisons is significant after Holm's
+    correction (smallest Holm-adjusted p = 1)"."""
+    n, k = len(endpoint), int(endpoint["significant"].sum())
+    if endpoint["p_corrected_holm"].isna().all():  # imported results without split sizes
+        return (
+            f"the {n} primary comparison{'s' * (n != 1)} cannot be tested: the corrected "
+            "resampled t-test needs the split sizes (n_train, n_test) these results lack"
+        )
+    verb = "is" if k in (0, 1) else "are"
+    smallest = p_text(endpoint["p_corrected_holm"].min())
+    return (
+        f"{count_of(k, n)} primary comparison{'s' * (n != 1)} {verb} significant after "
+        f"Holm's correction (corrected resampled t-test, α = {ALPHA:g}; smallest "
+        f"Holm-adjusted p = {smallest})"
+    )
+
+
+def endpoint_sentence(endpoint: pd.DataFrame) -> str:
+    """The primary endpoint's result in plain words, with the numbers."""
+    if endpoint.empty:
+        return "The primary endpoint needs selected runs of Nominal and a soft method."
+    metric = METRIC_LABELS[PRIMARY]
+    lower = PRIMARY in LOWER_IS_BETTER
+    text = f"Result: {endpoint_result(endpoint)}."
+    significant = endpoint[endpoint["significant"]]
+    if len(significant):
+        named = "; ".join(
+            f"{r.task} {tables.method_title(r.method)} {r.mean_diff:+.3f} "
+            f"{interval_text(r.ci_low, r.ci_high)}, Holm p = {p_text(r.p_corrected_holm)}"
+            for r in significant.itertuples()
+        )
+        text += f" Significant: {named}."
+    n = len(endpoint)
+    better = endpoint["mean_diff"] < 0 if lower else endpoint["mean_diff"] > 0
+    zero = int(((endpoint["ci_low"] <= 0) & (endpoint["ci_high"] >= 0)).sum())
+    word = "lower" if lower else "higher"
+    low, high = endpoint["mean_diff"].abs().min(), endpoint["mean_diff"].abs().max()
+    text += (
+        f" In {count_of(int(better.sum()), n)} comparisons the soft method's mean {metric} is "
+        f"{word} than Nominal's (by {low:.3f} to {high:.3f} over the comparisons)"
+    )
+    if endpoint["ci_low"].isna().all():  # no split sizes: no corrected interval
+        return text + "; the Wilcoxon below says how consistently, over seeds (exploratory)."
+    text += f"; {count_of(zero, n)} corrected 95 % intervals include 0."
+    if significant.empty:
+        text += (
+            f" These seeds therefore do not show, at the corrected test's assumed ρ, that any "
+            f"soft label changes {metric} (each row's verdict says whether the difference is "
+            "inconclusive or within the ROPE); a difference that is consistent over seeds "
+            "(Wilcoxon, below) is a weaker, exploratory claim."
+        )
+    return text
+
+
+def tests_line(table: pd.DataFrame, endpoint: pd.DataFrame) -> str:
+    """How many tests the section shows (corrected t, Wilcoxon and TOST per pair) and which
+    family is confirmatory."""
+    return reviewer_tables.tests_on_page_line(3 * len(table), len(endpoint), where="section")
+
+
+def endpoint_frame(endpoint: pd.DataFrame) -> pd.DataFrame:
+    """The primary endpoint's rows (soft − nominal) as a reader reads them: the paired
+    columns (`reviewer_tables.PAIRED_HEADERS`) with the soft method in A's place and
+    Nominal in B's."""
+    h = PAIRED_HEADERS
+    shown = _paired_cells(endpoint)
+    return pd.DataFrame(
+        {
+            h["task"]: endpoint["task"],
+            "Soft method": endpoint["method"].map(tables.method_title),
+            h["n_seeds"]: endpoint["n_seeds"].astype(int),
+            "Mean soft − nominal": [f"{v:.4f}" for v in endpoint["mean_diff"]],
+            **{h[k]: shown[k] for k in ENDPOINT_TESTS if k in shown},
+            "P(soft better)": _numbers(endpoint, "p_bayes_soft_better"),
+            h["p_bayes_equivalent"]: _numbers(endpoint, "p_bayes_equivalent"),
+            "P(Nominal better)": _numbers(endpoint, "p_bayes_baseline_better"),
+            h["p_tost"]: shown.get("p_tost", [""] * len(endpoint)),
+            h["verdict"]: shown["verdict"],
+            "Significant after Holm": ["yes" if v else "no" for v in endpoint["significant"]],
+        }
+    )
+
+
+def paired_frame(table: pd.DataFrame) -> pd.DataFrame:
+    """The paired rows the report shows (`reviewer_tables.PAIRED_HEADERS`), each interval
+    as one ``[low, high]`` cell, the corrected p across r as one strip and methods as the
+    pages name them."""
+    shown = _paired_cells(table)
+    return pd.DataFrame({PAIRED_HEADERS[k]: shown[k] for k in PAIRED_SHOWN if k in shown})
+
+
+def bootstrap_frame(table: pd.DataFrame) -> pd.DataFrame:
+    """The film-sampling bootstrap interval per pair, apart from the paired rows."""
+    columns = [PAIRED_HEADERS[k] for k in BOOTSTRAP_SHOWN]
+    if "boot_ci_low" not in table:
+        return pd.DataFrame(columns=columns)
+    shown = _paired_cells(table)
+    return pd.DataFrame({PAIRED_HEADERS[k]: shown[k] for k in BOOTSTRAP_SHOWN if k in shown})
+
+
+def _paired_cells(table: pd.DataFrame) -> dict[str, list[Any]]:
+    """Every paired column the table has, as the text of its cells (key: the column's key in
+    `reviewer_tables.PAIRED_HEADERS`)."""
+    rows = table.to_dict("records")
+    cells: dict[str, list[Any]] = {
+        "ci": _intervals(table, "ci_low", "ci_high"),
+        "verdict": [reviewer_tables.verdict_text(r.get("verdict")) for r in rows],
+    }
+    for key in ("task", "n_seeds"):
+        if key in table:
+            cells[key] = list(table[key].astype(int) if key == "n_seeds" else table[key])
+    for key in ("method_a", "method_b"):
+        if key in table:
+            cells[key] = list(table[key].map(tables.method_title))
+    if "mean_diff" in table:
+        cells["mean_diff"] = [f"{v:.4f}" for v in table["mean_diff"]]
+    if "boot_ci_low" in table:
+        cells["boot_ci"] = _intervals(table, "boot_ci_low", "boot_ci_high")
+    if "within_seed_sd" in table:
+        cells["within_seed_sd"] = [
+            "" if tables.is_missing_value(v) else f"{float(v):.4f}" for v in table["within_seed_sd"]
+        ]
+    if paired.r_column(paired.R_STRIP[0]) in table:
+        cells["p_strip"] = [reviewer_tables.p_strip_text(r) for r in rows]
+    if "r_break_even" in table:
+        cells["r_break_even"] = [reviewer_tables.break_even_text(r) for r in rows]
+    for key in ("p_corrected", "p_corrected_holm", "p_wilcoxon", "p_wilcoxon_holm", "p_tost"):
+        if key in table:
+            cells[key] = list(table[key].map(p_text))
+    for key in ("d_z", "rank_biserial"):
+        cells[key] = list(table[key].map(effect_text))
+    for key in ("rho_assumed", "p_bayes_a_better", "p_bayes_equivalent", "p_bayes_b_better"):
+        if key in table:
+            cells[key] = _numbers(table, key)
+    return cells
+
+
+def _numbers(table: pd.DataFrame, column: str) -> list[str]:
+    """A probability or correlation column to two decimals; blank when missing."""
+    if column not in table:
+        return [""] * len(table)
+    return [effect_text(v) for v in table[column]]
+
+
+def paired_readings(table: pd.DataFrame) -> list[str]:
+    """Each paired row's reading (`engine.analysis.paired.reading`), named by its task."""
+    rows = table.to_dict("records")
+    for r in rows:
+        r["method_a"], r["method_b"] = (tables.method_title(r[k]) for k in ("method_a", "method_b"))
+    return [f"{r['task']}: {paired.reading(r)}" for r in rows]
+
+
+def _intervals(table: pd.DataFrame, low: str, high: str) -> list[str]:
+    return [interval_text(lo, hi, 4) for lo, hi in zip(table[low], table[high], strict=True)]
+
+
+def primary_endpoint(study_id: str, store: Path) -> pd.DataFrame:
+    """The study's primary endpoint (`engine.analysis.paired.primary_endpoint`; no bootstrap:
+    its interval is not part of the endpoint)."""
+    table = study_analysis.paired_table(study_id, metrics=(PRIMARY,), n_boot=0, path=store)
+    return paired.primary_endpoint(table) if not table.empty else pd.DataFrame()

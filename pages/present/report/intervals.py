@@ -1,0 +1,85 @@
+"""The report's Table 4: each metric's mean with its corrected 95 % interval, clipped to
+the values the metric can take.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from engine.analysis import paired
+from engine.analysis.metrics import METRIC_LABELS
+from jobs.services import study_analysis
+from pages.present import report_html as rh
+from pages.present import tables
+from pages.present.report.common import per_study
+
+
+def table4_section(study_ids: Sequence[str], store: Path) -> list[str]:
+    """Table 4: mean and corrected 95 % interval per task, method and metric."""
+
+    def part(study_id: str, store: Path) -> list[str]:
+        intervals = study_analysis.mean_intervals(study_id, path=store)
+        out = [rh.table_html(table4_frame(intervals))]
+        if clipped := clipped_sentence(intervals):
+            out.append(rh.paragraph(clipped, note=True))
+        return out
+
+    note = (
+        f"{paired.MEAN_CI_KIND}. The interval is symmetric about the mean, so near a bound it "
+        "can reach values the metric cannot take; such an end is shown at the bound (MS, BA "
+        "and the errors cannot be below 0, QWK not below −1, none of MS, BA and QWK above 1)."
+    )
+    return [*per_study(study_ids, store, part), rh.paragraph(note, note=True)]
+
+
+def clip_interval(metric: str, low: float, high: float) -> tuple[float, float]:
+    """``(low, high)`` clipped to the values ``metric`` can take (`tables.metric_bounds`)."""
+    bottom, top = tables.metric_bounds(metric)
+    return max(low, bottom), min(high, top)
+
+
+def clipped_sentence(intervals: pd.DataFrame) -> str | None:
+    """Which intervals reached beyond their metric's range (and are shown clipped), or None."""
+    parts = []
+    for r in intervals.itertuples():
+        shown = clip_interval(r.metric, r.ci_low, r.ci_high)
+        if shown != (r.ci_low, r.ci_high):
+            raw = f"[{r.ci_low:.3f}, {r.ci_high:.3f}]".replace("-", "−")
+            parts.append(
+                f"{r.task} {tables.method_title(r.method)} {METRIC_LABELS[r.metric]}: {raw}"
+            )
+    if not parts:
+        return None
+    return (
+        f"Shown clipped at the metric's bound ({len(parts)} interval"
+        f"{'s' * (len(parts) != 1)}; as computed): {'; '.join(parts)}."
+    )
+
+
+def table4_frame(intervals: pd.DataFrame) -> pd.DataFrame:
+    """``mean [low, high]`` per task and method (rows) and metric (columns), each interval
+    clipped to the values its metric can take."""
+    if intervals.empty:
+        return intervals
+    cells = []
+    for r in intervals.itertuples():
+        low, high = clip_interval(r.metric, r.ci_low, r.ci_high)
+        cells.append(f"{r.mean:.3f} [{low:.3f}, {high:.3f}]")
+    cells = intervals.assign(
+        cell=cells,
+        header=intervals["metric"].map(tables.metric_header),
+        Method=intervals["method"].map(tables.method_title),
+    )
+    wide = cells.pivot_table(
+        index=["task", "Method", "n_seeds"],
+        columns="header",
+        values="cell",
+        aggfunc="first",
+        sort=False,
+    )
+    wide.columns.name = None
+    headers = [tables.metric_header(m) for m in dict.fromkeys(intervals["metric"])]
+    return wide[headers].reset_index().rename(columns={"task": "Task", "n_seeds": "Seeds"})
