@@ -32,9 +32,10 @@ def cmd_import(args: argparse.Namespace) -> int:
     detector = import_detector(args.detector)
     # Decoders (libjpeg in GDCM) and the decoding processes write to descriptor 2 themselves:
     # that goes to the log file, the report and progress to the terminal.
-    line = ProgressLine(sys.stderr)
     try:
         with native_stderr_to(log_file(softgrade_home()), f"import {args.path}"):
+            # Made inside: only here is sys.stderr the terminal apart from descriptor 2.
+            line = ProgressLine(sys.stderr)
             report = check_import(
                 Path(args.path),
                 labels_csv=Path(args.labels) if args.labels else None,
