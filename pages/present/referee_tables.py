@@ -9,7 +9,7 @@ writes :func:`referee_markdown`; the Statistics tab shows the same frames. No st
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pandas as pd
@@ -70,13 +70,10 @@ def coverage_frame(summary: pd.DataFrame) -> pd.DataFrame:
     pairs = _pairs(rows)
     out = []
     for _, part in rows.groupby("procedure", sort=False):
-        by_pair = part.set_index("pair")
         record: dict[str, object] = {"Interval": str(part["label"].iloc[0])}
-        for pair in pairs:
-            if pair in by_pair.index:
-                cell = by_pair.loc[pair]
-                title = ("null: " if bool(cell["null"]) else "") + pair_title(pair)
-                record[title] = _share(float(cell["value"]), float(cell["mc_se"]))
+        record |= _shares(
+            part, pairs, lambda cell, pair: ("null: " if cell["null"] else "") + pair_title(pair)
+        )
         real = part[~part["null"].astype(bool)]
         pooled = real[real["pair"] == referee.REAL_PAIRS]
         width = (pooled if not pooled.empty else real)["mean_width"]
@@ -92,15 +89,24 @@ def tests_frame(summary: pd.DataFrame) -> pd.DataFrame:
     pairs = _pairs(rows)
     out = []
     for _, part in rows.groupby("procedure", sort=False):
-        by_pair = part.set_index("pair")
         record: dict[str, object] = {"Test": str(part["label"].iloc[0])}
-        for pair in pairs:
-            if pair in by_pair.index:
-                cell = by_pair.loc[pair]
-                title = f"{cell['measure']}, {pair_title(pair)}"
-                record[title] = _share(float(cell["value"]), float(cell["mc_se"]))
+        record |= _shares(part, pairs, lambda cell, pair: f"{cell['measure']}, {pair_title(pair)}")
         out.append(record)
     return pd.DataFrame(out)
+
+
+def _shares(
+    part: pd.DataFrame, pairs: list[str], title: Callable[[pd.Series, str], str]
+) -> dict[str, object]:
+    """One procedure's share ± Monte-Carlo SE per pair it has, under ``title(cell, pair)``."""
+    by_pair = part.set_index("pair")
+    return {
+        title(by_pair.loc[pair], pair): _share(
+            float(by_pair.loc[pair, "value"]), float(by_pair.loc[pair, "mc_se"])
+        )
+        for pair in pairs
+        if pair in by_pair.index
+    }
 
 
 def correlation_frame(summary: pd.DataFrame) -> pd.DataFrame:

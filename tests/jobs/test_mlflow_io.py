@@ -28,7 +28,9 @@ ERRORS = {"nominal": 0.60, "corn": 0.50}
 def mlflow(monkeypatch):
     """MLflow, with its local file store allowed for the test's own writes (SoftGrade allows
     it itself while it reads or writes one)."""
-    module = pytest.importorskip("mlflow")
+    module = pytest.importorskip(
+        "mlflow", reason="the optional mlflow extra is not installed (requirements-dev has it)"
+    )
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
     return module
 

@@ -11,13 +11,13 @@ from typing import Any
 
 import pandas as pd
 
+import pages.present.report.common as common
 from engine.analysis import paired
 from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS
 from jobs.services import study_analysis
 from pages.present import report_html as rh
 from pages.present import reviewer_tables, tables, variance_tables
 from pages.present.inference_tables import effect_text, interval_text, p_text
-from pages.present.report import common
 from pages.present.report.common import ALPHA, PRIMARY, count_of, per_study
 from pages.present.reviewer_tables import PAIRED_HEADERS
 

@@ -6,11 +6,11 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+import pages.present.report.common as common
 from engine.analysis import paired
 from engine.analysis.metrics import METRIC_LABELS
 from jobs.services import study_analysis
 from pages.present import reviewer_tables, stat_tables, tables
-from pages.present.report import common
 from pages.present.report.common import PRIMARY, ReportInputError, check_studies
 from pages.present.report.comparisons import bootstrap_frame, endpoint_frame
 from pages.present.report.intervals import table4_frame
