@@ -18,6 +18,10 @@ protocol) and once with ``search: {pruner: PRUNER}``, then writes ``--out/pruned
   its Bayesian ``verdict`` and its two Holm-adjusted significance decisions at 0.05, per
   (task, metric, pair of methods).
 
+Two GPUs at once: ``--only full --out A`` on one and ``--only pruned --out B`` on the other
+(same seeds; each trains one search into its own store), then ``--only pruned --out B
+--full-out A`` reports (the pruned study is finished, so nothing trains again).
+
 Resumable: run the same command again after a time limit cut it; finished runs are kept
 (the store under ``--out``), a study already finished is not trained again, and the report is
 written once both are done.
@@ -64,6 +68,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--processes-per-gpu", type=int, default=1)
     p.add_argument("--cpu-slots", type=int, default=1)
     p.add_argument("--threads-per-slot", type=int, default=1)
+    p.add_argument(
+        "--only",
+        choices=["full", "pruned"],
+        default=None,
+        help="train only this search into --out (two GPUs at once: one each)",
+    )
+    p.add_argument(
+        "--full-out",
+        type=Path,
+        default=None,
+        help="with --only pruned: the --out of the full search's call, to report against",
+    )
     return p.parse_args(argv)
 
 
@@ -139,13 +155,13 @@ def cost(runs: pd.DataFrame) -> dict[str, float]:
     }
 
 
-def agreement(full_id: str, pruned_id: str, store: Path) -> pd.DataFrame:
+def agreement(full_id: str, pruned_id: str, stores: dict[str, Path]) -> pd.DataFrame:
     """Per (task, method, seed): the selected configuration and test primary metric of each."""
     keys = ["task", "method", "seed"]
     picked = []
     for name, sid in (("full", full_id), ("pruned", pruned_id)):
-        runs = store_runs.list_runs([sid], selected_only=True, path=store)
-        scores = study_analysis.per_run(sid, path=store)
+        runs = store_runs.list_runs([sid], selected_only=True, path=stores[name])
+        scores = study_analysis.per_run(sid, path=stores[name])
         frame = runs[[*keys, "config_index"]].merge(scores[[*keys, PRIMARY_METRIC]], on=keys)
         picked.append(frame.rename(columns={"config_index": name, PRIMARY_METRIC: f"{name}_test"}))
     both = picked[0].merge(picked[1], on=keys, how="outer")
@@ -162,10 +178,10 @@ def decisions(table: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def verdicts(full_id: str, pruned_id: str, store: Path) -> pd.DataFrame:
+def verdicts(full_id: str, pruned_id: str, stores: dict[str, Path]) -> pd.DataFrame:
     keys = ["task", "metric", "method_a", "method_b"]
-    full = decisions(study_analysis.paired_table(full_id, n_boot=0, path=store))
-    pruned = decisions(study_analysis.paired_table(pruned_id, n_boot=0, path=store))
+    full = decisions(study_analysis.paired_table(full_id, n_boot=0, path=stores["full"]))
+    pruned = decisions(study_analysis.paired_table(pruned_id, n_boot=0, path=stores["pruned"]))
     both = full.merge(pruned, on=keys, how="outer", suffixes=("_full", "_pruned"))
     both["unchanged"] = True
     for column in DECISIONS:
@@ -173,12 +189,14 @@ def verdicts(full_id: str, pruned_id: str, store: Path) -> pd.DataFrame:
     return both
 
 
-def report(args: argparse.Namespace, full: StudySpec, ids: dict[str, str], store: Path) -> str:
-    runs = {k: store_runs.list_runs([sid], path=store) for k, sid in ids.items()}
+def report(
+    args: argparse.Namespace, full: StudySpec, ids: dict[str, str], stores: dict[str, Path]
+) -> str:
+    runs = {k: store_runs.list_runs([sid], path=stores[k]) for k, sid in ids.items()}
     costs = {k: cost(r) for k, r in runs.items()}
-    jobs = {k: job_of(sid, store) for k, sid in ids.items()}
-    agree = agreement(ids["full"], ids["pruned"], store)
-    verdict = verdicts(ids["full"], ids["pruned"], store)
+    jobs = {k: job_of(sid, stores[k]) for k, sid in ids.items()}
+    agree = agreement(ids["full"], ids["pruned"], stores)
+    verdict = verdicts(ids["full"], ids["pruned"], stores)
     label = METRIC_LABELS[PRIMARY_METRIC]
     ratio = {
         key: costs["pruned"][key] / costs["full"][key] if costs["full"][key] else float("nan")
@@ -193,7 +211,7 @@ def report(args: argparse.Namespace, full: StudySpec, ids: dict[str, str], store
         f"Study file `{args.study}`, seeds {list(full.seeds)}, {len(full.tasks)} task(s) × "
         f"{len(full.methods)} method(s), budget {full.budget}, at most {full.max_epochs} epochs "
         f"(patience {full.patience}); the pruned search is "
-        f"{runs_search_text(store, ids['pruned'], full.max_epochs)}.",
+        f"{runs_search_text(stores['pruned'], ids['pruned'], full.max_epochs)}.",
         "",
         "| | full | pruned | pruned / full |",
         "| --- | --- | --- | --- |",
@@ -282,7 +300,11 @@ def main(argv: list[str] | None = None) -> int:
     home.mkdir(exist_ok=True)
     store = home / "softgrade.duckdb"
     init_schema(store)
-    ids = {"full": study_of(full, store), "pruned": study_of(pruned, store)}
+    wanted = {"full": full, "pruned": pruned}
+    if args.only:
+        wanted = {args.only: wanted[args.only]}
+    ids = {k: study_of(spec, store) for k, spec in wanted.items()}
+    stores = dict.fromkeys(ids, store)
     started = time.perf_counter()
     train(args, store, home, full.device)
     log.info("trained in %.1f s", time.perf_counter() - started)
@@ -290,7 +312,17 @@ def main(argv: list[str] | None = None) -> int:
     if any(s != "succeeded" for s in states.values()):
         print(f"not finished yet ({states}); run the same command again", file=sys.stderr)
         return 1
-    text = report(args, full, ids, store)
+    if args.only == "pruned" and args.full_out is not None:
+        stores["full"] = (args.full_out / "home" / "softgrade.duckdb").resolve()
+        with connect(stores["full"], read_only=True) as con:
+            row = con.execute("SELECT study_id FROM studies WHERE name = ?", [full.name]).fetchone()
+        if row is None:
+            print(f"no full study in {stores['full']}", file=sys.stderr)
+            return 1
+        ids["full"] = row[0]
+    if set(ids) != {"full", "pruned"}:
+        return 0  # one side only: its --out is the other call's --full-out
+    text = report(args, full, ids, stores)
     (args.out / "pruned_search.md").write_text(text)
     print(text)
     return 0

@@ -316,6 +316,25 @@ class Trainer:
             else None
         )
 
+    def warm_up(self, config: TrainConfig) -> bool:
+        """Compile and capture the graphs ``config``'s runs replay, before any run needs them.
+
+        A slot calls it for every task of its job after its first run (`jobs.worker.slots`):
+        a task's first compile holds `GLOBAL_STATE_LOCK` for ~30-60 s, and left to the
+        study's first switch of task it stalls every lane at once (issue 30: a 20-30 s idle
+        GPU there). Returns False, doing nothing, where
+        ``config``'s runs replay no graphs (CPU, the plain path, a method without targets).
+        """
+        if (
+            self.graphs is None
+            or target_matrix(config.method, config.num_classes, config.params) is None
+        ):
+            return False
+        if get_method(config.method).head != self.head:
+            raise ValueError(f"{config.method} does not train on this trainer's {self.head!r} head")
+        self.graphs.warm(config.batch_size, config.image_size)
+        return True
+
     def reset(self, seed: int) -> None:
         """Re-initialise weights in place for a new run (no new model, no recompile)."""
         # Seeding and drawing must not interleave with another lane's: same seed, same init.

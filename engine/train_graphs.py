@@ -162,6 +162,16 @@ class GraphedSteps:
                 elif torch.is_tensor(value):
                     value.zero_()
 
+    def warm(self, batch_size: int, image_size: int) -> None:
+        """Compile and capture the full-batch training graph and the evaluation graph now,
+        on blank films, so a run of this task later starts on replayed graphs (the capture
+        puts weights and optimiser state back as it found them)."""
+        blank = torch.zeros(
+            (batch_size, 1, image_size, image_size), dtype=torch.uint8, device=self.device
+        )
+        self._graph("train", blank, compiled=True, capture=self._capture_train)
+        self._graph("eval", blank[:GRAPH_EVAL_BATCH], compiled=True, capture=self._capture_eval)
+
     def train_step(self, xb: torch.Tensor, yb: torch.Tensor, *, compiled: bool) -> torch.Tensor:
         """One optimiser step on a batch; returns the (graph-owned) mean loss tensor.
 

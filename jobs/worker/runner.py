@@ -37,7 +37,7 @@ from jobs.services.run_costs import CostModel, cost_model
 from jobs.worker.compile_cache import CACHE_FOLDER
 from jobs.worker.executors import Executor
 from jobs.worker.pruning import PruningTask, journal_path, search_name
-from jobs.worker.schedule import expected_cost, longest_first, train_images
+from jobs.worker.schedule import expected_cost, longest_first, train_images, warm_configs
 from jobs.worker.slots import Message, RunTask, device_name
 from store import costs as store_costs
 from store import datasets as store_datasets
@@ -226,6 +226,7 @@ class Worker:
         cost = expected_cost(n_train, on_gpu=device == "cuda", model=self._cost_model(spec))
         pending = deque(longest_first([run for run in plan if run.run_id not in done], cost))
         checkpoints = self.home / "checkpoints" / job.study_id
+        warm = warm_configs(pending)
         tasks = {
             run.run_id: RunTask(
                 job_id=job.job_id,
@@ -236,6 +237,7 @@ class Worker:
                 checkpoint_path=str(checkpoints / f"{run.run_id}.pt"),
                 compile_cache=str(self.home / CACHE_FOLDER),
                 pruning=self._pruning(spec, job.study_id, run),
+                warm=warm,
             )
             for run in pending
         }
@@ -381,6 +383,8 @@ class Worker:
             Path(lost).unlink(missing_ok=True)
         state.runs_done += 1
         pruned = f", pruned after epoch {msg['epochs_run']}" if msg.get("pruned") else ""
+        if msg.get("warm_s"):
+            pruned += f" (after {msg['warm_s']:.1f} s compiling every task's steps)"
         self._log(
             state.job,
             f"run {state.runs_done}/{state.runs_total} done: {run.task} {run.method} seed "

@@ -13,11 +13,14 @@ epoch cap, times `EAGER_GPU_COST` on a GPU for methods without a target matrix.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import os
+from collections.abc import Callable, Iterable, Mapping
 
 import numpy as np
 import pandas as pd
 
+from engine.config import TrainConfig
+from engine.methods import get_method
 from engine.study import PlannedRun
 from engine.vocab import LABEL_COLUMNS
 from jobs.services.run_costs import EAGER_GPU_COST, CostModel, eager_on_gpu
@@ -53,3 +56,29 @@ def longest_first(runs: list[PlannedRun], cost: Callable[[PlannedRun], float]) -
     (ties keep plan order)."""
     seed_rank = {seed: rank for rank, seed in enumerate(dict.fromkeys(r.seed for r in runs))}
     return sorted(runs, key=lambda r: (seed_rank[r.seed], -cost(r)))
+
+
+#: Set to "off" to let each lane compile a task's steps when its first run of that task starts
+#: (what slots did before: a benchmark's "before").
+WARM_SWITCH_ENV = "SOFTGRADE_WARM_TASKS"
+
+
+def warm_configs(runs: Iterable[PlannedRun]) -> tuple[TrainConfig, ...]:
+    """One config per trainer the runs need (task, head, weights, path), first-needed first,
+    for lanes to compile after their first run (`jobs.worker.slots.SlotState.warm`).
+
+    A trainer's representative is its first run whose method trains on captured graphs (a
+    target matrix), since only those compile; a trainer none of whose methods does is left
+    out. Empty when ``SOFTGRADE_WARM_TASKS=off``.
+    """
+    if os.environ.get(WARM_SWITCH_ENV, "").strip().lower() == "off":
+        return ()
+    chosen: dict[tuple[str, str, str | None, bool | None, int], TrainConfig] = {}
+    for run in runs:
+        method = get_method(run.method)
+        if method.target_matrix is None:
+            continue
+        config = run.config
+        key = (config.task, method.head, config.weights_path, config.fast, config.image_size)
+        chosen.setdefault(key, config)
+    return tuple(chosen.values())

@@ -21,6 +21,7 @@ import os
 import platform
 import queue
 import threading
+import time
 import traceback
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -59,6 +60,10 @@ class RunTask:
     compile_cache: str | None = None
     # A pruned search's shared study (jobs.worker.pruning); None: the full search.
     pruning: PruningTask | None = None
+    # One config per trainer the job needs (each task, head and weights): a lane compiles
+    # those it lacks after its first run (`SlotState.warm`). Empty: each compiles when first
+    # used.
+    warm: tuple[TrainConfig, ...] = ()
 
 
 @dataclass
@@ -69,6 +74,8 @@ class SlotState:
     splits_cache: OrderedDict[tuple[str, int, str], TaskSplit] = field(default_factory=OrderedDict)
     trainers: dict[tuple[str, str | None, bool, str], Trainer] = field(default_factory=dict)
     max_cached_splits: int = 4
+    warmed: bool = False  # whether `warm` ran (once per lane, after its first run)
+    runs_started: int = 0
 
     def task_data(self, task: RunTask) -> TaskSplit:
         """The (task, split seed) tensors on this slot's device, built once and reused."""
@@ -82,6 +89,26 @@ class SlotState:
         while len(self.splits_cache) > self.max_cached_splits:
             self.splits_cache.popitem(last=False)
         return data
+
+    def warm(self, configs: tuple[TrainConfig, ...]) -> float:
+        """Build and compile a trainer for each of ``configs`` (once per lane); the seconds it
+        took.
+
+        A lane calls it before its second run. Left to the first run of each task, every
+        lane wants the next task's compile at the study's first switch of task, all at once,
+        and a compile holds every other lane's run start (`GLOBAL_STATE_LOCK`): the GPU idled
+        20-30 s there (issue 30). Lanes end their first runs at different epochs, so here
+        their compiles are spread out while the other lanes train; and the study's first
+        result does not wait for tasks it does not need yet.
+        """
+        if self.warmed:
+            return 0.0
+        self.warmed = True
+        started = time.perf_counter()
+        for config in configs:
+            if self.trainer(config).warm_up(config):
+                log.info("lane compiled the %s steps (%s)", config.task, config.method)
+        return time.perf_counter() - started
 
     def trainer(self, config: TrainConfig) -> Trainer:
         """A trainer for the config's task; one per (task, weights, path, head) kept alive."""
@@ -107,6 +134,8 @@ def execute_run(
     try:
         if task.compile_cache:  # before the first compile of this process
             use_compile_cache(Path(task.compile_cache), state.device)
+        state.runs_started += 1
+        warm_s = state.warm(task.warm) if state.runs_started > 1 else 0.0
         data = state.task_data(task)
         n_train = len(data.y_train)
         trainer = state.trainer(task.config)
@@ -139,6 +168,7 @@ def execute_run(
                 "device_name": device_name(state.device),
                 "n_train": n_train,
                 "compile_cache_dir": os.environ.get("TORCHINDUCTOR_CACHE_DIR"),
+                "warm_s": warm_s,
                 "history": [asdict(h) for h in result.history],
                 "val_ids": data.val_ids,
                 "test_ids": data.test_ids,

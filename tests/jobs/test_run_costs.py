@@ -214,5 +214,6 @@ def test_a_finished_run_stores_its_cost_and_runs_go_longest_first(tmp_path):
     assert by_task["CPPD"] > by_task["KL"]
     assert [run_id.split("-")[-4] for run_id in finished] == ["CPPD", "CPPD", "KL", "KL"]
     # both tasks' trainers (compiled steps on a GPU) stay warm: one each, reused run to run
-    assert len(trainers) == 4 and len(set(trainers)) == 2
+    # (and by the lane's warm-up of every task after its first run)
+    assert len(trainers) >= 4 and len(set(trainers)) == 2
     assert store_costs.live_device_rates(path=store).empty, "rates are cleared at the end"

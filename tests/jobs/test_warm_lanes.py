@@ -1,0 +1,88 @@
+"""Lanes compile every task's steps before their first run (issue 30: no idle GPU at the
+study's first switch of task)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from engine.config import StudySpec
+from engine.study import plan_runs
+from jobs.worker.executors import InlineExecutor
+from jobs.worker.runner import Worker
+from jobs.worker.schedule import WARM_SWITCH_ENV, warm_configs
+from jobs.worker.slots import SlotState
+from store import jobs as store_jobs
+from store.db import init_schema
+from tests.helpers.studies import tiny_study
+
+
+def test_one_config_per_task_and_graphed_head_in_first_needed_order():
+    methods = ["cdw_ce", "nominal", "beta", "clm"]
+    spec = StudySpec.from_dict(tiny_study(methods=methods, seeds=[0, 1]))
+    plan = plan_runs(spec, "s", "cuda")
+
+    chosen = warm_configs(reversed(plan))
+
+    # cdw_ce and clm train without a target matrix (no graphs, nothing to compile); nominal
+    # and beta share the softmax head, so each task needs one trainer, the first one needed.
+    first_graphed = {}
+    for run in reversed(plan):
+        if run.method in {"nominal", "beta"}:
+            first_graphed.setdefault(run.task, run.config)
+    assert [c.task for c in chosen] == list(first_graphed)
+    assert list(chosen) == list(first_graphed.values())
+
+
+def test_the_switch_turns_warming_off(monkeypatch: pytest.MonkeyPatch):
+    spec = StudySpec.from_dict(tiny_study())
+    plan = plan_runs(spec, "s", "cuda")
+    assert len(warm_configs(plan)) == 2
+    monkeypatch.setenv(WARM_SWITCH_ENV, "off")
+    assert warm_configs(plan) == ()
+
+
+def test_warming_on_cpu_builds_each_trainer_once_and_compiles_nothing():
+    spec = StudySpec.from_dict(tiny_study())
+    configs = warm_configs(plan_runs(spec, "s", "cpu"))
+    state = SlotState(device=torch.device("cpu"))
+
+    state.warm(configs)
+
+    # The trainers the runs will use exist (built once, reused); on the plain CPU path there
+    # are no graphs, so warm_up says it did nothing.
+    assert {key[0] for key in state.trainers} == {"KL", "CPPD"}
+    built = dict(state.trainers)
+    assert state.warm(configs) == 0.0, "a lane warms once"
+    assert state.trainers == built
+    for config in configs:
+        assert state.trainer(config) is built[next(k for k in built if k[0] == config.task)]
+        assert state.trainer(config).warm_up(config) is False
+
+
+def test_a_lane_warms_every_task_after_its_first_run_not_before(tmp_path: Path):
+    store = tmp_path / "softgrade.duckdb"
+    init_schema(store)
+    spec = StudySpec.from_dict(tiny_study(methods=["nominal", "beta"]))
+    job_id = store_jobs.enqueue_job(spec.to_dict(), path=store)
+    worker = Worker(InlineExecutor("cpu"), store_path=store, home=tmp_path)
+    warm_seconds: list[float] = []
+    handle = worker._handle
+
+    def spy(state, msg):
+        if msg["kind"] == "done":
+            warm_seconds.append(msg["warm_s"])
+        return handle(state, msg)
+
+    worker._handle = spy
+    worker.run_once()
+    worker.close()
+
+    assert store_jobs.get_job(job_id, path=store).status == "succeeded"
+    # The first run starts at once; the second builds the trainers of every task first.
+    assert len(warm_seconds) == 4
+    assert warm_seconds[0] == 0.0
+    assert warm_seconds[1] > 0.0
+    assert warm_seconds[2:] == [0.0, 0.0]
