@@ -23,7 +23,7 @@ from engine.methods import (
     method_names,
 )
 from engine.protocol import EARLY_STOPPING
-from engine.pruning import PrunerError, SearchSpec
+from engine.pruning import PrunerError, SearchSpec, with_pruner
 from engine.seeds import SEEDS_ALLOWED, SeedDesign, SeedDesignError, split_and_init
 from engine.vocab import TASK_CLASSES, TASKS
 
@@ -294,7 +294,7 @@ class StudySpec:
         return cls(**values)
 
     @classmethod
-    def from_file(cls, path: Path, *, seeds: Any = None) -> StudySpec:
+    def from_file(cls, path: Path, *, seeds: Any = None, pruner: str | None = None) -> StudySpec:
         """Read and validate a study file (YAML); SpecError names the field at fault.
 
         The CLI's ``run``/``submit`` and the Launch page's presets both read studies here.
@@ -303,6 +303,9 @@ class StudySpec:
             path: the study file.
             seeds: replaces the file's ``seeds:`` when given (the CLI's ``--seeds``), in
                 any form ``seeds:`` takes.
+            pruner: replaces the pruner of the file's ``search:`` when given (the CLI's
+                ``--pruner``, a key of `engine.pruning.PRUNERS`); its other search settings
+                are kept.
         """
         if not path.is_file():
             raise SpecError(f"study file {path} does not exist")
@@ -312,6 +315,8 @@ class StudySpec:
             raise SpecError(f"study file {path} is not valid YAML: {exc}") from exc
         if seeds is not None and isinstance(raw, dict):
             raw = {k: v for k, v in raw.items() if k != "seed_design"} | {"seeds": seeds}
+        if pruner is not None and isinstance(raw, dict):
+            raw = raw | {"search": with_pruner(raw.get("search"), pruner)}
         return cls.from_dict(raw)
 
     def to_dict(self) -> dict[str, Any]:

@@ -176,6 +176,18 @@ class SearchSpec:
         return f"pruned with {self.pruner} ({rule}; Optuna)"
 
 
+def with_pruner(search: Any, pruner: str) -> Any:
+    """A study file's ``search:`` value with its pruner replaced by ``pruner`` (the CLI's
+    ``--pruner``): the file's other search settings (``min_epochs``, ...) are kept. A value
+    that is not a mapping or a name is returned as is, for `SearchSpec.from_value` to refuse.
+    """
+    if search is None or isinstance(search, str):
+        return {"pruner": pruner}
+    if isinstance(search, Mapping):
+        return {**search, "pruner": pruner}
+    return search
+
+
 def rung_epochs(first: int, eta: int, max_epochs: int) -> list[int]:
     """Successive halving's rungs below ``max_epochs``: first, first·η, first·η², ..."""
     rungs, epoch = [], first

@@ -107,7 +107,14 @@ from engine.films.problems import (
     row_knees,
     row_number,
 )
-from engine.films.progress import CHECKING_ROWS, READING_ROWS, RowsProgress
+from engine.films.progress import (
+    BYTES,
+    CHECKING_ROWS,
+    PARSING_CSV,
+    PHASE_UNITS,
+    READING_ROWS,
+    RowsProgress,
+)
 from engine.films.reading import MAX_FILM_BYTES, FilmRefused, film_path_refusal, read_capped
 from engine.films.rows import (
     Findings,
@@ -156,6 +163,9 @@ __all__ = [
     "Progress",
     "READING_ROWS",
     "CHECKING_ROWS",
+    "PARSING_CSV",
+    "PHASE_UNITS",
+    "BYTES",
     "RowKnees",
     "RowsProgress",
     "best_knee",

@@ -35,14 +35,23 @@ import posixpath
 import re
 import stat
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from engine.films.decode import FILM_SUFFIXES, looks_like_dicom
 from engine.films.labels import GIVEN_SPLIT, LABEL_BOX_COLUMNS, MAX_LABEL_ROWS, too_many_rows
-from engine.films.progress import READING_ROWS, RowsProgress, RowTicker
+from engine.films.progress import (
+    EVERY_ROWS,
+    PARSE_PROGRESS_FROM,
+    PARSING_CSV,
+    READING_ROWS,
+    RowsProgress,
+    RowTicker,
+)
 from engine.films.reading import DANGLING_LINK, FilmRefused, film_path_refusal
 from engine.vocab import KL, TASK_INFO
 
@@ -292,12 +301,14 @@ def _texts(values: list[str], index: pd.Index) -> pd.Series:
 
 
 def read_csv_rows(
-    path: Path, max_rows: int | None = None
+    path: Path, max_rows: int | None = None, rows_progress: RowsProgress | None = None
 ) -> tuple[list[str], list[tuple[int, list[str]]]]:
     """A CSV's header (our column names, see `_ALIASES`) and its rows with their lines.
 
     Lines count as in a text editor (the header is line 1); blank lines are skipped. Rows are
     read as they come: at most ``max_rows`` (all, by default), never past `MAX_LABEL_ROWS`.
+    A CSV of `PARSE_PROGRESS_FROM` bytes or more tells ``rows_progress`` the bytes parsed
+    (`PARSING_CSV`): first 0, before any row, so a waiting person sees the parse start.
 
     Raises:
         ImportSourceError: Not UTF-8 text, not a CSV, empty, a column named twice, or more
@@ -306,6 +317,7 @@ def read_csv_rows(
     try:
         delimiter = csv_delimiter(path)
         with path.open(newline="", encoding="utf-8-sig") as handle:
+            parsed = _parse_teller(rows_progress, handle.buffer, os.fstat(handle.fileno()).st_size)
             reader = csv.reader(handle, delimiter=delimiter)
             lines: list[tuple[int, list[str]]] = []
             for cells in reader:
@@ -315,6 +327,10 @@ def read_csv_rows(
                         break
                     if len(lines) > MAX_LABEL_ROWS + 1:  # the header and one row too many
                         raise ImportSourceError(too_many_rows(path))
+                    if len(lines) % EVERY_ROWS == 0:
+                        parsed(done=False)
+            else:
+                parsed(done=True)
     except UnicodeDecodeError as exc:
         raise ImportSourceError(
             f"labels CSV {path} is not UTF-8 text (byte {exc.start}); save it as CSV (UTF-8)"
@@ -336,6 +352,21 @@ def read_csv_rows(
     return header, lines[1:]
 
 
+def _parse_teller(rows_progress: RowsProgress | None, raw: Any, size: int) -> Callable[..., None]:
+    """What `read_csv_rows` calls as it parses: tells ``rows_progress`` the bytes of ``raw``
+    (the file under the text reader, read in chunks ahead of the rows) parsed so far, out of
+    ``size``; says 0 at once. Does nothing for a CSV under `PARSE_PROGRESS_FROM` bytes."""
+    if rows_progress is None or size < PARSE_PROGRESS_FROM:
+        return lambda *, done: None
+    rows_progress(PARSING_CSV, 0, size)
+
+    def tell(*, done: bool) -> None:
+        # The chunk read ahead is counted as parsed; the last byte only once at the end.
+        rows_progress(PARSING_CSV, size if done else min(raw.tell(), size - 1), size)
+
+    return tell
+
+
 def csv_delimiter(path: Path) -> str:
     """',' or ';': a header line with semicolons and no comma is read with ';' (spreadsheets
     in locales with a decimal comma save CSV that way).
@@ -351,11 +382,16 @@ def csv_delimiter(path: Path) -> str:
 
 
 def _table(
-    header: list[str], rows: list[tuple[int, list[str]]]
+    header: list[str],
+    rows: list[tuple[int, list[str]]],
+    tick: Callable[[], None] = lambda: None,
 ) -> tuple[pd.DataFrame, list[tuple[int, int, int]]]:
-    """Rows as a frame of `ROW_COLUMNS` strings; rows of the wrong width set apart."""
+    """Rows as a frame of `ROW_COLUMNS` strings; rows of the wrong width set apart.
+    ``tick`` is called once per row (a `RowTicker`'s: the frame of 100,000 rows takes a
+    second)."""
     records, short = [], []
     for line, cells in rows:
+        tick()
         if len(cells) != len(header):
             short.append((line, len(cells), len(header)))
             continue
@@ -375,7 +411,7 @@ def _need_grades(path: Path, header: list[str]) -> None:
 
 
 def _csv_listing(root: Path, path: Path, rows_progress: RowsProgress | None = None) -> Listing:
-    header, rows = read_csv_rows(path)
+    header, rows = read_csv_rows(path, rows_progress=rows_progress)
     for needed in ("image", "patient_id"):
         if needed not in header:
             raise ImportSourceError(
@@ -383,7 +419,9 @@ def _csv_listing(root: Path, path: Path, rows_progress: RowsProgress | None = No
                 "and kl and/or cppd (optional: side)"
             )
     _need_grades(path, header)
-    table, short = _table(header, rows)
+    # Two passes of the rows: making the table, then looking each film up in the folder.
+    ticker = RowTicker(rows_progress, READING_ROWS, len(rows), passes=2)
+    table, short = _table(header, rows, ticker.tick)
     listed = [_clean_relative(name) for name in table["image"]]
     table["image"] = _texts(listed, table.index)
     # Outside paths, links out, FIFOs and devices go on to the film check, which names them
@@ -392,7 +430,6 @@ def _csv_listing(root: Path, path: Path, rows_progress: RowsProgress | None = No
     real_root = os.path.realpath(root)  # once, not once per listed name
     present: list[str] = []
     missing: list[str] = []
-    ticker = RowTicker(rows_progress, READING_ROWS, len(listed))  # the slow part of reading
     for name in dict.fromkeys(listed):
         ticker.tick()
         if name:

@@ -1,16 +1,23 @@
 """Progress while a labels CSV's rows are read and checked (`check_import`): a CSV of
 100,000 rows takes seconds before any film is decoded, and a person waiting should see it move.
 
-The films' own progress is `engine.films.inspection.Progress`; this is the rows'.
+The phases, in order: `PARSING_CSV` (the file's bytes parsed into rows; only for a CSV of at
+least `PARSE_PROGRESS_FROM` bytes, whose parse takes a noticeable time), `READING_ROWS`,
+then, after the films, `CHECKING_ROWS`. The films' own progress is
+`engine.films.inspection.Progress`; this is the rows'.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 RowsProgress = Callable[[str, int, int], None]
-"""Called while the rows are read and checked: (phase, rows done, rows in all); the phase is
-`READING_ROWS` or `CHECKING_ROWS`."""
+"""Called while the rows are read and checked: (phase, done, in all), counted in the phase's
+unit (`PHASE_UNITS`: bytes while the CSV is parsed, rows after)."""
+
+#: The labels CSV's bytes parsed into rows (`engine.films.layouts.read_csv_rows`): counted in
+#: bytes, since how many rows there are is known only once the file is read.
+PARSING_CSV = "parsing the labels CSV"
 
 #: Each listed film looked up in the folder (`engine.films.layouts`).
 READING_ROWS = "reading the labels"
@@ -19,6 +26,14 @@ CHECKING_ROWS = "checking the rows"
 
 #: Rows between two calls: often enough to move a bar, rare enough to cost nothing.
 EVERY_ROWS = 1000
+
+BYTES = "bytes"
+ROWS = "rows"
+#: What each phase's (done, in all) count.
+PHASE_UNITS: Mapping[str, str] = {PARSING_CSV: BYTES, READING_ROWS: ROWS, CHECKING_ROWS: ROWS}
+#: CSVs from this size (about 25,000 rows) say their parse: a smaller one parses in a blink,
+#: and a line per import for it would be noise.
+PARSE_PROGRESS_FROM = 1_000_000
 
 
 class RowTicker:

@@ -36,16 +36,19 @@ def cmd_import(args: argparse.Namespace) -> int:
         with native_stderr_to(log_file(softgrade_home()), f"import {args.path}"):
             # Made inside: only here is sys.stderr the terminal apart from descriptor 2.
             line = ProgressLine(sys.stderr)
-            report = check_import(
-                Path(args.path),
-                labels_csv=Path(args.labels) if args.labels else None,
-                layout=args.layout,
-                layout_split=args.layout_split,
-                workers=args.workers,
-                progress=line,
-                detector=detector,
-                rows_progress=line.rows,  # a large labels CSV takes seconds before any film
-            )
+            try:
+                report = check_import(
+                    Path(args.path),
+                    labels_csv=Path(args.labels) if args.labels else None,
+                    layout=args.layout,
+                    layout_split=args.layout_split,
+                    workers=args.workers,
+                    progress=line,
+                    detector=detector,
+                    rows_progress=line.rows,  # a large labels CSV takes seconds before any film
+                )
+            finally:
+                line.end()  # an error (a CSV over the row cap) starts on a line of its own
     except OSError as exc:  # e.g. a folder this user may not read
         raise ValueError(f"{args.path} cannot be read ({exc.strerror or exc})") from exc
     print(format_report(report))
@@ -81,6 +84,7 @@ class ProgressLine:
         self.every_s = every_s
         self.tty = bool(getattr(stream, "isatty", lambda: False)())
         self.last = 0.0
+        self.open = False  # a terminal line written without its newline yet
 
     def __call__(self, done: int, total: int, rate: float) -> None:
         """Show (done, total, films per second), throttled; always the last one."""
@@ -92,18 +96,32 @@ class ProgressLine:
         self._show(f"checked {done}/{total} films ({rate:.0f} films/s)", final)
 
     def rows(self, phase: str, done: int, total: int) -> None:
-        """Show (phase, rows done, rows in all) as a labels CSV is read and checked
-        (`engine.films.RowsProgress`), throttled the same way; always the last one."""
+        """Show (phase, done, in all) as a labels CSV is parsed (in MB), read and checked
+        (in rows; `engine.films.RowsProgress`), throttled the same way; always the last one."""
+        from engine.films import BYTES, PHASE_UNITS
+
         now = time.monotonic()
         final = done == total
         if not final and now - self.last < (0.2 if self.tty else self.every_s):
             return
         self.last = now
-        self._show(f"{phase}: {done}/{total} rows", final)
+        if PHASE_UNITS.get(phase) == BYTES:
+            amount = f"{done / 1e6:.1f}/{total / 1e6:.1f} MB"
+        else:
+            amount = f"{done}/{total} rows"
+        self._show(f"{phase}: {amount}", final)
+
+    def end(self) -> None:
+        """End a terminal line left open by a step that was not the last (an error came)."""
+        if self.open:
+            self.stream.write("\n")
+            self.stream.flush()
+            self.open = False
 
     def _show(self, text: str, final: bool) -> None:
         if self.tty:
             self.stream.write("\r" + text + ("\n" if final else ""))
+            self.open = not final
         else:
             self.stream.write(text + "\n")
         self.stream.flush()

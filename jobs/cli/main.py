@@ -1,7 +1,8 @@
 """Command line: ``python -m jobs {run,submit,status,cancel,worker,...}``.
 
 - ``run STUDY.yaml``: validate, enqueue and run the study in the foreground.
-- ``submit STUDY.yaml``: validate and enqueue for a running worker.
+- ``submit STUDY.yaml``: validate and enqueue for a running worker. Both take ``--seeds``
+  and ``--pruner {none,asha,...}`` in place of the file's seeds and ``search.pruner``.
 - ``status``: workers and jobs.
 - ``cancel JOB``: stop a job at its next epoch boundary, keeping finished runs.
 - ``worker``: the daemon (``--slots-per-gpu K``, ``--processes-per-gpu P``, ``--cpu-slots N``,
@@ -55,6 +56,7 @@ from pathlib import Path
 import pandas as pd
 
 from engine.config import SpecError, StudySpec
+from engine.pruning import NO_PRUNER, PRUNERS
 from engine.seeds import SeedDesignError, seeds_from_text
 from jobs.cli import (
     catalogue_command,
@@ -78,8 +80,9 @@ log = logging.getLogger("jobs")
 
 
 def _study_of(args: argparse.Namespace) -> StudySpec:
-    """The study file, its seeds replaced by ``--seeds`` when given."""
-    return StudySpec.from_file(Path(args.study), seeds=args.seeds)
+    """The study file, its seeds and pruner replaced by ``--seeds`` and ``--pruner`` when
+    given."""
+    return StudySpec.from_file(Path(args.study), seeds=args.seeds, pruner=args.pruner)
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
@@ -248,6 +251,14 @@ def build_parser() -> argparse.ArgumentParser:
             help="replace the file's seeds: a count (20), a list (0,3,7) or a factorial "
             "design of splits x inits (10x2: every split trained from every init, so "
             "`stats --components` can separate their variance)",
+        )
+        p.add_argument(
+            "--pruner",
+            choices=tuple(PRUNERS),
+            default=None,
+            help="replace the file's search.pruner: stop configurations that have already "
+            f"lost at fixed epochs ({NO_PRUNER}: the paper's full search; docs/architecture.md, "
+            "Pruned search)",
         )
         p.set_defaults(func=func)
         if name == "run":

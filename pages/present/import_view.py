@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from engine.films import KNEE_LOW_CONFIDENCE, ImportReport, escaped
+from engine.films import BYTES, KNEE_LOW_CONFIDENCE, PHASE_UNITS, ImportReport, escaped
 from jobs.services.access import confine_import_path, data_roots
 from jobs.services.csv_safe import escape_csv_cells
 from jobs.services.provenance import card_comments
@@ -228,13 +228,18 @@ class ProgressThrottle:
         self.show(done / max(total, 1), f"{self.verb} {done} of {total} films{speed}")
 
     def rows(self, phase: str, done: int, total: int) -> None:
-        """Called as a labels CSV's rows are read and checked (`engine.films.RowsProgress`):
-        the same bar, worded for rows, e.g. "Reading the labels: 40,000 of 100,000 rows"."""
+        """Called as a labels CSV is parsed, read and checked (`engine.films.RowsProgress`):
+        the same bar, worded for its unit, e.g. "Parsing the labels CSV: 1.2 of 3.7 MB",
+        "Reading the labels: 40,000 of 100,000 rows"."""
         now = time.monotonic()
         if done < total and now - self.last < self.every_s:
             return
         self.last = now
-        self.show(done / max(total, 1), f"{phase.capitalize()}: {done:,} of {total:,} rows")
+        if PHASE_UNITS.get(phase) == BYTES:
+            amount = f"{done / 1e6:.1f} of {total / 1e6:.1f} MB"
+        else:
+            amount = f"{done:,} of {total:,} rows"
+        self.show(done / max(total, 1), f"{phase[:1].upper()}{phase[1:]}: {amount}")
 
 
 def graded_counts(films: pd.DataFrame) -> dict[str, int]:
