@@ -473,18 +473,30 @@ def summary_table(
     command's CSV and what the page reads back.
 
     Sections: :data:`COVERAGE` (one row per interval and pair, and the pooled real pairs:
-    ``value`` the coverage, ``mc_se``, ``mean_width``), :data:`TEST` (per test and pair:
+    ``value`` the coverage, ``mc_se``, ``mean_width``; an interval computed on no dataset,
+    such as the factorial ones on independent seeds, one row per pair with ``value`` NaN and
+    ``n_datasets`` 0), :data:`TEST` (per test and pair:
     ``measure`` type-I error or power, ``value`` the rate), :data:`CORRELATION` (per pair:
     :data:`RHO_REALISED` with its interval in ``low``/``high``, :data:`RHO_ASSUMED`,
     :data:`RHO_TRAINING`) and :data:`TRUTH` (per pair: the true expected difference and
     its standard error over datasets).
     """
     rows: list[dict[str, object]] = []
-    for r in coverage(samples, level=level).itertuples():
+    covered = coverage(samples, level=level)
+    for r in covered.itertuples():
         rows.append(
             _summary(COVERAGE, r.interval, r.label, r.pair, r.null, "coverage", r.coverage)
             | {"mc_se": r.mc_se, "n_datasets": r.n_datasets, "mean_width": r.mean_width}
         )
+    # An interval the design could not give (the factorial ones on independent seeds) is
+    # kept as a row with no dataset behind it, so a reader tells "not run" from "predates".
+    pairs = {name: group[0].comparison.null for name, group in by_pair(samples).items()}
+    for rule in INTERVALS:
+        if rule.key not in set(covered["interval"]):
+            rows.extend(
+                _summary(COVERAGE, rule.key, rule.label, pair, null, "coverage", math.nan)
+                for pair, null in pairs.items()
+            )
     for r in rejections(samples, alpha=alpha).itertuples():
         rows.append(
             _summary(TEST, r.test, r.label, r.pair, r.null, r.measure, r.rate)
