@@ -24,11 +24,14 @@ fresh test set from the same generator). This module is the arithmetic over its 
   the ρ = r / (1 + r) the corrected test assumes from ``r = n_test / n_train``;
 * :func:`recommend`: the interval the table supports.
 
-The intervals and tests are `engine.analysis.paired`'s, called, not restated. To add one (the
-factorial design's interval, once a design separates split and initialisation seeds), append
-an :class:`IntervalRule` to :data:`INTERVALS` (and a :class:`TestRule` to :data:`TESTS`):
-its function gets a :class:`PairSample` (extend it with the columns the design adds) and the
-level, and every table, the command's CSV and the page pick it up.
+The intervals and tests are `engine.analysis.paired`'s (the Hodges–Lehmann interval the
+Wilcoxon inverts among them) and, when the design crosses split seeds with init seeds
+(``--seeds 3x2``), `engine.analysis.variance_components`' factorial, split-means and
+design-corrected intervals, called, not restated; on independent seeds the factorial ones are
+not computed and the tables say so. To add one, append an :class:`IntervalRule` to
+:data:`INTERVALS` (and a :class:`TestRule` to :data:`TESTS`): its function gets a
+:class:`PairSample` (extend it with the columns the design adds) and the level, and every
+table, the command's CSV and the page pick it up.
 
 The pairs, intervals and tests live in `engine.analysis.referee_rules`, the samples and truth
 in `engine.analysis.referee_samples`; this module measures them.
@@ -47,6 +50,9 @@ from scipy import stats as sps
 from engine.analysis import paired
 from engine.analysis.referee_rules import (
     INTERVALS,
+    MEAN,
+    NEEDS_FACTORIAL,
+    PSEUDO_MEDIAN,
     TESTS,
     Comparison,
     Interval,
@@ -57,6 +63,7 @@ from engine.analysis.referee_rules import (
 )
 from engine.analysis.referee_samples import (
     DRAW_KEYS,
+    SEED_FACTORS,
     by_pair,
     fresh_column,
     pair_samples,
@@ -74,13 +81,17 @@ __all__ = [
     "DRAW_KEYS",
     "INTERVALS",
     "LEVEL",
+    "MEAN",
     "MIN_DATASETS_TO_RECOMMEND",
+    "NEEDS_FACTORIAL",
     "POWER",
+    "PSEUDO_MEDIAN",
     "REAL_PAIRS",
     "REJECTION_COLUMNS",
     "RHO_ASSUMED",
     "RHO_REALISED",
     "RHO_TRAINING",
+    "SEED_FACTORS",
     "SUMMARY_COLUMNS",
     "TEST",
     "TESTS",
@@ -402,7 +413,8 @@ def recommend(summary: pd.DataFrame, *, level: float = LEVEL) -> str | None:
     """The interval the referee supports: of those whose coverage of the real pairs is not
     detectably below ``level`` (:func:`below_nominal`), the narrowest on average; if none
     is, the one that covers most. None without a real pair, or with fewer than
-    :data:`MIN_DATASETS_TO_RECOMMEND` datasets.
+    :data:`MIN_DATASETS_TO_RECOMMEND` datasets. Only intervals for the mean compete: the
+    Wilcoxon's Hodges–Lehmann interval covers the pseudo-median, whatever it scores.
 
     Args:
         summary: :func:`summary_table`'s (its :data:`COVERAGE` rows: the pooled
@@ -410,8 +422,12 @@ def recommend(summary: pd.DataFrame, *, level: float = LEVEL) -> str | None:
             must be adequate).
         level: the intervals' nominal level.
     """
+    other_centre = {rule.key for rule in INTERVALS if rule.targets != MEAN}
     rows = summary[
-        (summary["section"] == COVERAGE) & ~summary["null"].astype(bool) & summary["value"].notna()
+        (summary["section"] == COVERAGE)
+        & ~summary["null"].astype(bool)
+        & summary["value"].notna()
+        & ~summary["procedure"].isin(other_centre)
     ]
     if rows.empty or int(rows["n_datasets"].max()) < MIN_DATASETS_TO_RECOMMEND:
         return None
@@ -457,18 +473,30 @@ def summary_table(
     command's CSV and what the page reads back.
 
     Sections: :data:`COVERAGE` (one row per interval and pair, and the pooled real pairs:
-    ``value`` the coverage, ``mc_se``, ``mean_width``), :data:`TEST` (per test and pair:
+    ``value`` the coverage, ``mc_se``, ``mean_width``; an interval computed on no dataset,
+    such as the factorial ones on independent seeds, one row per pair with ``value`` NaN and
+    ``n_datasets`` 0), :data:`TEST` (per test and pair:
     ``measure`` type-I error or power, ``value`` the rate), :data:`CORRELATION` (per pair:
     :data:`RHO_REALISED` with its interval in ``low``/``high``, :data:`RHO_ASSUMED`,
     :data:`RHO_TRAINING`) and :data:`TRUTH` (per pair: the true expected difference and
     its standard error over datasets).
     """
     rows: list[dict[str, object]] = []
-    for r in coverage(samples, level=level).itertuples():
+    covered = coverage(samples, level=level)
+    for r in covered.itertuples():
         rows.append(
             _summary(COVERAGE, r.interval, r.label, r.pair, r.null, "coverage", r.coverage)
             | {"mc_se": r.mc_se, "n_datasets": r.n_datasets, "mean_width": r.mean_width}
         )
+    # An interval the design could not give (the factorial ones on independent seeds) is
+    # kept as a row with no dataset behind it, so a reader tells "not run" from "predates".
+    pairs = {name: group[0].comparison.null for name, group in by_pair(samples).items()}
+    for rule in INTERVALS:
+        if rule.key not in set(covered["interval"]):
+            rows.extend(
+                _summary(COVERAGE, rule.key, rule.label, pair, null, "coverage", math.nan)
+                for pair, null in pairs.items()
+            )
     for r in rejections(samples, alpha=alpha).itertuples():
         rows.append(
             _summary(TEST, r.test, r.label, r.pair, r.null, r.measure, r.rate)

@@ -1,6 +1,7 @@
 """What the phantom referee compares and how: a pair of methods (`Comparison`), what one
 dataset says about it (`PairSample`), and the intervals (`INTERVALS`) and tests (`TESTS`) it
-checks, each `engine.analysis.paired`'s own, called, not restated. To add one, append an
+checks, each `engine.analysis.paired`'s (or, for a factorial design,
+`engine.analysis.variance_components`') own, called, not restated. To add one, append an
 `IntervalRule` or a `TestRule`; `engine.analysis.referee` scores them and re-exports these
 names.
 """
@@ -13,9 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 from scipy import stats as sps
 
 from engine.analysis import paired
+from engine.analysis import variance_components as vc
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,12 @@ class PairSample:
             when it was not run.
         rope: the region of practical equivalence of the Bayesian test.
         lower_is_better: the metric's direction (for "a better").
+        split_seeds, init_seeds: ``(S,)`` the split seed and init seed of each difference
+            (`engine.seeds`), aligned with ``diffs``; None when the results do not say (a
+            referee run from before they were recorded: independent seeds).
+        components: the variance components of ``diffs`` (`variance_components.estimate`)
+            when the seeds cross 2 or more splits with 2 or more inits; None otherwise, and
+            the factorial design's intervals and tests are then not computed (NaN).
     """
 
     dataset: int
@@ -59,13 +68,44 @@ class PairSample:
     boot: tuple[float, float] = (math.nan, math.nan)
     rope: float = paired.DEFAULT_ROPE
     lower_is_better: bool = True
+    split_seeds: np.ndarray | None = field(default=None, repr=False, compare=False)
+    init_seeds: np.ndarray | None = field(default=None, repr=False, compare=False)
     corrected: paired.CorrectedT = field(init=False, repr=False, compare=False)
     naive: paired.CorrectedT = field(init=False, repr=False, compare=False)
+    components: vc.Components | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Each interval and test below reads these; computed once per sample.
         object.__setattr__(self, "corrected", paired.corrected_resampled_t(self.diffs, self.ratio))
         object.__setattr__(self, "naive", paired.corrected_resampled_t(self.diffs, 0.0))
+        object.__setattr__(self, "components", _components(self))
+
+    @property
+    def factorial(self) -> bool:
+        """Whether the sample's seeds cross splits with inits (its components are known)."""
+        return self.components is not None
+
+
+def _components(sample: PairSample) -> vc.Components | None:
+    """The variance components of a sample whose seeds cross 2+ splits with 2+ inits
+    (`variance_components.is_factorial`'s rule, on arrays: it runs once per sample)."""
+    if sample.split_seeds is None or sample.init_seeds is None:
+        return None
+    value = np.asarray(sample.diffs, dtype=np.float64)
+    kept = np.isfinite(value)
+    split, init = np.asarray(sample.split_seeds)[kept], np.asarray(sample.init_seeds)[kept]
+    pairs = np.unique(np.column_stack([split, init]), axis=0)
+    if (
+        len(np.unique(split)) < 2
+        or len(np.unique(init)) < 2
+        or len(pairs) == len(np.unique(pairs[:, 0]))
+    ):  # fewer than 2 levels of a factor, or no split trained from 2 inits: not crossed
+        return None
+    cells = pd.DataFrame({"split": split, "init": init, "value": value[kept]})
+    try:
+        return vc.estimate(cells)
+    except ValueError:  # too few cells left to separate the components
+        return None
 
 
 Interval = tuple[float, float]
@@ -79,13 +119,27 @@ class IntervalRule:
         key: its column name (``naive_t``).
         label: as a reader names it.
         assumes: what it assumes, in one line.
-        compute: ``(sample, level) -> (low, high)``.
+        compute: ``(sample, level) -> (low, high)``; NaNs where it cannot be computed (the
+            sample is then left out of its coverage, not counted as a miss).
+        targets: what it is an interval for: :data:`MEAN` (the mean difference, which the
+            truth is) or another centre (the Wilcoxon's :data:`PSEUDO_MEDIAN`, scored against
+            the mean all the same, and never recommended for it).
+        needs: what it needs to be computed at all, for a table that says why it was not
+            run ("" when it always is).
     """
 
     key: str
     label: str
     assumes: str
     compute: Callable[[PairSample, float], Interval]
+    targets: str = "mean"
+    needs: str = ""
+
+
+#: What an :class:`IntervalRule` covers.
+MEAN, PSEUDO_MEDIAN = "mean", "pseudo-median"
+#: Why the factorial design's intervals and tests may be missing, as the tables say it.
+NEEDS_FACTORIAL = "needs a factorial design (--seeds SxI, e.g. 3x2)"
 
 
 @dataclass(frozen=True)
@@ -96,12 +150,14 @@ class TestRule:
         key: its column name.
         label: as a reader names it.
         rejects: ``(sample, alpha) -> 1.0`` when it declares a difference, ``0.0`` when not,
-            NaN when it cannot say (fewer than 2 seeds).
+            NaN when it cannot say (fewer than 2 seeds; no factorial design).
+        needs: what it needs to be computed at all ("" when it always is).
     """
 
     key: str
     label: str
     rejects: Callable[[PairSample, float], float]
+    needs: str = ""
 
 
 def _t_interval(test: paired.CorrectedT, level: float) -> Interval:
@@ -141,6 +197,43 @@ def _bootstrap_interval(sample: PairSample, level: float) -> Interval:
     return sample.boot
 
 
+def _hodges_lehmann_interval(sample: PairSample, level: float) -> Interval:
+    """The exact signed-rank interval around the Hodges–Lehmann estimate
+    (`paired.hodges_lehmann`); NaNs where no finite interval exists (5 or fewer seeds at
+    95 %)."""
+    result = paired.hodges_lehmann(sample.diffs, level=level)
+    if not (math.isfinite(result.low) and math.isfinite(result.high)):
+        return math.nan, math.nan
+    return result.low, result.high
+
+
+def _ends(interval: vc.Interval) -> Interval:
+    return interval.low, interval.high
+
+
+def _factorial_interval(sample: PairSample, level: float) -> Interval:
+    """`variance_components.factorial_interval`; NaNs without a factorial design."""
+    comp = sample.components
+    return (math.nan, math.nan) if comp is None else _ends(vc.factorial_interval(comp, level=level))
+
+
+def _split_means_interval(sample: PairSample, level: float) -> Interval:
+    """`variance_components.split_means_interval`; NaNs without a factorial design."""
+    comp = sample.components
+    if comp is None:
+        return math.nan, math.nan
+    return _ends(vc.split_means_interval(comp, level=level))
+
+
+def _design_interval(sample: PairSample, level: float) -> Interval:
+    """`variance_components.design_interval` at the dataset's ``n_test/n_train``; NaNs
+    without a factorial design."""
+    comp = sample.components
+    if comp is None or not math.isfinite(sample.ratio):
+        return math.nan, math.nan
+    return _ends(vc.design_interval(comp, sample.ratio, level=level))
+
+
 INTERVALS: tuple[IntervalRule, ...] = (
     IntervalRule(
         "naive_t",
@@ -165,6 +258,37 @@ INTERVALS: tuple[IntervalRule, ...] = (
         "film-sampling bootstrap",
         "seeds, then test patients, resampled as if independent",
         _bootstrap_interval,
+        needs="needs --bootstrap > 0",
+    ),
+    IntervalRule(
+        "wilcoxon_hl",
+        "Wilcoxon / Hodges–Lehmann (pseudo-median)",
+        "seeds independent; exact signed-rank interval of the pseudo-median, which is the "
+        "mean only for symmetric differences",
+        _hodges_lehmann_interval,
+        targets=PSEUDO_MEDIAN,
+        needs="needs 6 or more seeds for a finite 95 % interval",
+    ),
+    IntervalRule(
+        "factorial",
+        "factorial (split + init components)",
+        "splits independent draws of data: σ²_split/S + σ²_init/I + σ²_res/(S·I), Satterthwaite df",
+        _factorial_interval,
+        needs=NEEDS_FACTORIAL,
+    ),
+    IntervalRule(
+        "split_means",
+        "factorial: t on the split means",
+        "splits independent, inits averaged within each split: t on S split means, df S − 1",
+        _split_means_interval,
+        needs=NEEDS_FACTORIAL,
+    ),
+    IntervalRule(
+        "design_corrected",
+        "factorial, design-corrected (NB ρ on the split part)",
+        "Nadeau–Bengio's n_test/n_train on the split component only, inits independent",
+        _design_interval,
+        needs=NEEDS_FACTORIAL,
     ),
 )
 
@@ -218,10 +342,50 @@ def _bayes_rejects(sample: PairSample, alpha: float) -> float:
     return float(verdict not in (paired.EQUIVALENT, paired.INCONCLUSIVE))
 
 
+def _factorial_rejects(sample: PairSample, alpha: float) -> float:
+    comp = sample.components
+    return math.nan if comp is None else _p_below(vc.factorial_interval(comp).p, alpha)
+
+
+def _split_means_rejects(sample: PairSample, alpha: float) -> float:
+    comp = sample.components
+    return math.nan if comp is None else _p_below(vc.split_means_interval(comp).p, alpha)
+
+
+def _design_rejects(sample: PairSample, alpha: float) -> float:
+    comp = sample.components
+    if comp is None or not math.isfinite(sample.ratio):
+        return math.nan
+    return _p_below(vc.design_interval(comp, sample.ratio).p, alpha)
+
+
 TESTS: tuple[TestRule, ...] = (
     TestRule("naive_t", "naive paired t, p < α", _naive_rejects),
     TestRule("corrected_t", "corrected t (Nadeau-Bengio), p < α", _corrected_rejects),
     TestRule("wilcoxon", "Wilcoxon signed-rank (exact), p < α", _wilcoxon_rejects),
-    TestRule("hier_bootstrap", "film-sampling bootstrap interval excludes 0", _bootstrap_rejects),
-    TestRule("bayes_t", "Bayesian correlated t names a better method", _bayes_rejects),
+    TestRule(
+        "hier_bootstrap",
+        "film-sampling bootstrap interval excludes 0",
+        _bootstrap_rejects,
+        needs="needs --bootstrap > 0",
+    ),
+    TestRule(
+        "bayes_t",
+        "Bayesian correlated t names a better method",
+        _bayes_rejects,
+        needs="needs baycomp installed",
+    ),
+    TestRule("factorial", "factorial t, p < α", _factorial_rejects, needs=NEEDS_FACTORIAL),
+    TestRule(
+        "split_means",
+        "factorial: t on the split means, p < α",
+        _split_means_rejects,
+        needs=NEEDS_FACTORIAL,
+    ),
+    TestRule(
+        "design_corrected",
+        "factorial, design-corrected t, p < α",
+        _design_rejects,
+        needs=NEEDS_FACTORIAL,
+    ),
 )

@@ -18,6 +18,9 @@ from engine.analysis.referee_rules import Comparison, Interval, PairSample
 #: Columns of the per-run results table (`engine.referee_runs`): one row per dataset, seed and
 #: method, with ``test_<metric>`` (the seed's own test split) and ``fresh_<metric>`` columns.
 DRAW_KEYS: tuple[str, ...] = ("dataset", "seed", "method")
+#: Columns of the per-run results that say which split and which initialisation each seed
+#: drew (`engine.seeds`); results from before they were recorded lack them.
+SEED_FACTORS: tuple[str, str] = ("split_seed", "init_seed")
 
 
 def test_column(metric: str) -> str:
@@ -43,7 +46,8 @@ def pair_samples(
     Args:
         draws: one row per dataset, seed and method: ``dataset``, ``seed``, ``method``,
             ``n_test``, ``n_fit`` (films to fit and select), :func:`test_column` and
-            :func:`fresh_column` of ``metric``.
+            :func:`fresh_column` of ``metric``, and where recorded ``split_seed`` and
+            ``init_seed`` (:data:`SEED_FACTORS`: a factorial design's factors).
         comparisons: the pairs.
         metric: the metric compared.
         boot: ``dataset``, ``method_a``, ``method_b``, ``boot_ci_low``, ``boot_ci_high``
@@ -89,6 +93,7 @@ def _sample(
     fresh = (wide[fresh_column(metric)][a] - wide[fresh_column(metric)][b]).to_numpy(np.float64)
     sizes = part[part["method"] == a]
     ratio = float(sizes["n_test"].mean() / sizes["n_fit"].mean())
+    splits, inits = _seed_factors(sizes, wide.index)
     return PairSample(
         dataset=dataset,
         comparison=comparison,
@@ -98,7 +103,21 @@ def _sample(
         boot=_boot_of(boot, dataset, a, b),
         rope=rope,
         lower_is_better=lower,
+        split_seeds=splits,
+        init_seeds=inits,
     )
+
+
+def _seed_factors(
+    rows: pd.DataFrame, seeds: pd.Index
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The split seed and init seed of each paired seed, in ``seeds``' order; (None, None)
+    for results from before the referee recorded them (every seed drew both: independent)."""
+    if not set(SEED_FACTORS) <= set(rows.columns):
+        return None, None
+    factors = rows.drop_duplicates("seed").set_index("seed").reindex(seeds)
+    split, init = (factors[name].to_numpy() for name in SEED_FACTORS)
+    return split, init
 
 
 def _boot_of(boot: pd.DataFrame | None, dataset: int, a: str, b: str) -> Interval:

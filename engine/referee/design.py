@@ -5,6 +5,12 @@ fresh test set is the phantom of data seed ``data_seed + FRESH_SEED_OFFSET``, dr
 shared by every model. Within a dataset, seed ``s`` draws the split and the training streams
 (initial weights, batch order) as a study's seed does; the null pair's twin trains on the same
 split with the streams of ``s + TWIN_SEED_OFFSET``, so the true difference of the pair is 0.
+
+With ``inits`` ≥ 2 the seeds are a factorial design, as a study's ``seeds: {splits: S,
+inits: I}`` (`engine.seeds.SeedDesign`): ``seeds`` split seeds ``0..S-1`` crossed with init
+seeds ``0..I-1``, pairing key ``split · I + init``; every split is trained from every
+initialisation, so the referee can score the intervals built on the variance components
+(`engine.analysis.variance_components`). The twin then takes init ``i + TWIN_SEED_OFFSET``.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from engine.config import IMAGE_SIZES, TrainConfig, check_device, check_method, 
 from engine.methods import MethodParams, get_method, sample_configs
 from engine.phantom import PhantomSpec
 from engine.protocol import EARLY_STOPPING
+from engine.seeds import SeedDesign
 from engine.vocab import KL
 
 #: The fresh test set's data seed is ``data_seed`` plus this; datasets use ``data_seed + k``
@@ -54,7 +61,10 @@ class RefereeDesign:
         null_method: the method trained twice, under its name and its twin's.
         task: the task trained.
         datasets: ``K``, independent phantom datasets (at most this many: see ``max_minutes``).
-        seeds: ``S`` seeds per dataset.
+        seeds: ``S`` seeds per dataset; with ``inits`` ≥ 2, ``S`` split seeds.
+        inits: ``I``, init seeds each split is trained from; 1 (the default): independent
+            seeds, each drawing its split and its training streams, as before; ≥ 2: a
+            factorial design of ``S × I`` seeds per dataset (:meth:`cells`).
         n_images: films per dataset that carry the task's grade.
         fresh_test: films of the fresh test set that carry the task's grade.
         epochs: most epochs per run (early stopping on validation loss, patience
@@ -76,6 +86,7 @@ class RefereeDesign:
     task: str
     datasets: int = 3
     seeds: int = 3
+    inits: int = 1
     n_images: int = 80
     fresh_test: int = 120
     epochs: int = 2
@@ -101,6 +112,7 @@ class RefereeDesign:
         check_task(self.task)
         _at_least("datasets", self.datasets, 2)
         _at_least("seeds", self.seeds, 2)
+        _at_least("inits", self.inits, 1)
         _at_least("n_images", self.n_images, MIN_FILMS)
         _at_least("fresh_test", self.fresh_test, MIN_FILMS)
         _at_least("epochs", self.epochs, 1)
@@ -155,24 +167,72 @@ class RefereeDesign:
             return PhantomSpec(n_images=graded, n_joint=graded, seed=seed)
         return PhantomSpec(n_images=graded, n_joint=int(round(graded * JOINT_SHARE)), seed=seed)
 
-    def configs(self, method: str, seed: int) -> list[MethodParams]:
-        """The configurations a method's search tries on ``seed`` (the study's draw), or its
-        fixed configuration."""
+    @property
+    def factorial(self) -> bool:
+        """Whether the seeds cross split seeds with init seeds (``inits`` ≥ 2)."""
+        return self.inits > 1
+
+    @property
+    def seed_design(self) -> SeedDesign | None:
+        """The factorial design, as a study's seeds hold it; None for independent seeds."""
+        return SeedDesign(splits=self.seeds, inits=self.inits) if self.factorial else None
+
+    @property
+    def n_cells(self) -> int:
+        """Seeds (pairing keys) per dataset and method: ``S``, or ``S × I``."""
+        return self.seeds * self.inits
+
+    def cells(self) -> list[tuple[int, int, list[tuple[int, int]]]]:
+        """Per split: ``(split seed, [(pairing seed, init seed), ...])``, splits in order.
+
+        Independent seeds: seed ``s`` is its own split and init (``[(s, [(s, s)])...]``).
+        Factorial: split ``s`` trained from inits ``0..I-1``, pairing seed ``s · I + i``
+        (`engine.seeds.SeedDesign`).
+        """
+        design = self.seed_design
+        if design is None:
+            return [(s, [(s, s)]) for s in range(self.seeds)]
+        return [
+            (s, [(design.seed_of(s, i), i) for i in range(self.inits)]) for s in range(self.seeds)
+        ]
+
+    def describe_seeds(self) -> str:
+        """The seeds in words: "6 seeds" or "3 splits × 2 inits (6 seeds)"."""
+        if not self.factorial:
+            return f"{self.seeds} seeds"
+        return f"{self.seeds} splits × {self.inits} inits ({self.n_cells} seeds)"
+
+    def configs(self, method: str, init_seed: int) -> list[MethodParams]:
+        """The configurations a method's search tries, drawn with the init seed as a study
+        draws them (`engine.study.plan_runs`), or its fixed configuration."""
         base = self.null_method if method == self.twin else method
         if self.budget == FIXED:
             return [fixed_config(base)]
-        return sample_configs(base, self.budget, seed)
+        return sample_configs(base, self.budget, init_seed)
 
-    def train_config(self, method: str, seed: int, params: MethodParams) -> TrainConfig:
-        """One run's configuration; the twin takes its method's with other random streams."""
+    def train_config(
+        self, method: str, seed: int, params: MethodParams, *, split_seed: int | None = None
+    ) -> TrainConfig:
+        """One run's configuration; the twin takes its method's with other random streams.
+
+        Args:
+            method: the name trained (the twin's own).
+            seed: the init seed: it draws the initial weights and batch order.
+            params: the configuration.
+            split_seed: the split's seed, recorded in the config (default ``seed``:
+                independent seeds). The split itself is drawn by the referee's loop.
+        """
         base = self.null_method if method == self.twin else method
         hparams = {k: float(v) for k, v in params.as_dict().items() if k != "lr"}
+        streams = self.train_seed(method, seed)
         return TrainConfig(
             task=self.task,
             method=base,
             lr=float(params.lr),
             hparams=hparams,
-            seed=self.train_seed(method, seed),
+            seed=streams,
+            split_seed=seed if split_seed is None else split_seed,
+            init_seed=streams,
             max_epochs=self.epochs,
             patience=self.patience,
             batch_size=self.batch_size,
@@ -180,10 +240,11 @@ class RefereeDesign:
             device=self.device,
         )
 
-    def train_seed(self, method: str, seed: int) -> int:
-        """The seed of a run's random streams (initial weights, batch order): the split's seed,
-        as in a study, and for the twin the same plus :data:`TWIN_SEED_OFFSET`."""
-        return seed + TWIN_SEED_OFFSET if method == self.twin else seed
+    def train_seed(self, method: str, init_seed: int) -> int:
+        """The seed of a run's random streams (initial weights, batch order): the init seed
+        (for independent seeds the split's own, as in a study), and for the twin the same
+        plus :data:`TWIN_SEED_OFFSET`."""
+        return init_seed + TWIN_SEED_OFFSET if method == self.twin else init_seed
 
     def selection(self) -> str:
         """How each method's model was chosen, in one phrase for the tables."""
@@ -197,7 +258,7 @@ class RefereeDesign:
     def runs(self) -> int:
         """Training runs the whole design takes."""
         per_seed = sum(len(self.configs(m, 0)) for m in self.trained)
-        return self.datasets * self.seeds * per_seed
+        return self.datasets * self.n_cells * per_seed
 
 
 def _at_least(name: str, value: object, least: int) -> None:

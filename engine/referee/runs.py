@@ -1,10 +1,11 @@
 """The referee's training loop: the design on every dataset, in this process, no store.
 
-For each dataset, for each seed: the seed's split (`engine.datasets.make_splits`, as a study
-draws it), then every method (and the null method's twin) trained by `engine.train.Trainer`
-on that split, its configurations selected on validation by the study's rule
-(`engine.protocol.SEARCH_SELECTION`), and the selected model scored on the seed's own test
-split and on the fresh test set. After the seeds, the film-sampling bootstrap of the
+For each dataset, for each split seed: the split (`engine.datasets.make_splits`, as a study
+draws it), then for each of its init seeds (one, the split's own, for independent seeds;
+``inits`` of them for a factorial design) every method (and the null method's twin) trained
+by `engine.train.Trainer` on that split, its configurations selected on validation by the
+study's rule (`engine.protocol.SEARCH_SELECTION`), and the selected model scored on the
+seed's own test split and on the fresh test set. After the seeds, the film-sampling bootstrap of the
 dataset's pairs (`engine.analysis.paired.hierarchical_bootstrap`), since the per-film
 predictions are not kept.
 """
@@ -63,6 +64,15 @@ class RefereeResult:
     timings: dict[str, float] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class _Seeds:
+    """One cell of the design: its pairing seed, the split it trains on, its init seed."""
+
+    seed: int
+    split: int
+    init: int
+
+
 @dataclass
 class _Selected:
     """The selected run of one (seed, method) so far."""
@@ -102,8 +112,10 @@ def run_referee(
         on_dataset: called with the results so far after each dataset (to save them).
 
     Returns:
-        The :class:`RefereeResult`. ``draws`` has ``dataset``, ``data_seed``, ``seed``,
-        ``train_seed``, ``method``, ``config`` (JSON), ``config_index``, ``n_train``,
+        The :class:`RefereeResult`. ``draws`` has ``dataset``, ``data_seed``, ``seed`` (the
+        pairing key), ``split_seed``, ``init_seed`` (`engine.seeds`; both ``seed`` for
+        independent seeds), ``train_seed`` (the run's streams: the init seed, offset for the
+        twin), ``method``, ``config`` (JSON), ``config_index``, ``n_train``,
         ``n_val``, ``n_test``, ``n_fit`` (train + validation), ``n_fresh``, ``best_epoch``,
         ``epochs_run``, ``val_selection`` and, per metric, ``test_<metric>`` and
         ``fresh_<metric>``.
@@ -137,15 +149,19 @@ def run_referee(
             prepared = open_prepared(next(caches))
             result.render_wait_s += time.perf_counter() - t0
             films = []
-            for seed in range(design.seeds):
-                data = task_split(prepared, make_splits(prepared.meta, seed), design.task)
+            for split_seed, cells in design.cells():
+                data = task_split(prepared, make_splits(prepared.meta, split_seed), design.task)
                 sizes = _sizes(data, len(y_fresh))
                 data = data.to(device)
                 patients = _patients_of(prepared, data.test_ids)
-                for method in design.trained:
-                    chosen = _select(design, trainers, device, method, seed, data, x_fresh, y_fresh)
-                    rows.append(_row(design, k, seed, method, sizes, chosen))
-                    films.append(_films(design.task, method, seed, patients, data, chosen))
+                for seed, init_seed in cells:
+                    seeds = _Seeds(seed, split_seed, init_seed)
+                    for method in design.trained:
+                        chosen = _select(
+                            design, trainers, device, method, seeds, data, x_fresh, y_fresh
+                        )
+                        rows.append(_row(design, k, seeds, method, sizes, chosen))
+                        films.append(_films(design.task, method, seed, patients, data, chosen))
             boots.append(_bootstrap(design, k, pd.concat(films, ignore_index=True)))
             per_dataset.append(time.perf_counter() - t0)
             result.datasets_done = k + 1
@@ -219,7 +235,7 @@ def _select(
     trainers: dict[str, Trainer],
     device: torch.device,
     method: str,
-    seed: int,
+    seeds: _Seeds,
     data: TaskSplit,
     x_fresh: torch.Tensor,
     y_fresh: torch.Tensor,
@@ -232,8 +248,8 @@ def _select(
     y_val, y_test = data.y_val.cpu().numpy(), data.y_test.cpu().numpy()
     y_new = y_fresh.cpu().numpy()
     best: _Selected | None = None
-    for index, params in enumerate(design.configs(method, seed)):
-        config = design.train_config(method, seed, params)
+    for index, params in enumerate(design.configs(method, seeds.init)):
+        config = design.train_config(method, seeds.init, params, split_seed=seeds.split)
         trainer = _trainer(trainers, design, device, config.method)
         result = trainer.fit(config, data)
         val = sign * compute_metrics(y_val, result.val_probs, n_classes)[metric]
@@ -257,7 +273,7 @@ def _select(
 def _row(
     design: RefereeDesign,
     k: int,
-    seed: int,
+    seeds: _Seeds,
     method: str,
     sizes: dict[str, int],
     chosen: _Selected,
@@ -266,8 +282,10 @@ def _row(
     return {
         "dataset": k,
         "data_seed": design.dataset_spec(k).seed,
-        "seed": seed,
-        "train_seed": design.train_seed(method, seed),
+        "seed": seeds.seed,
+        "split_seed": seeds.split,
+        "init_seed": seeds.init,
+        "train_seed": design.train_seed(method, seeds.init),
         "method": method,
         "config": json.dumps(chosen.config, sort_keys=True),
         "config_index": chosen.index,

@@ -8,6 +8,12 @@ expected difference, each test's type-I error and power, and the between-seed co
 the datasets realise beside the one the corrected test assumes (`engine.referee`,
 `engine.analysis.referee`).
 
+``--seeds 6`` trains 6 independent seeds per dataset, each drawing its split and its
+training streams. ``--seeds 3x2`` is a factorial design: 3 split seeds, each trained from
+the same 2 init seeds (6 runs per method and dataset), as a study's ``seeds: {splits: 3,
+inits: 2}``; only then are the factorial design's intervals and tests (from the split, init
+and residual variance components) scored; on independent seeds their rows read "not run".
+
 Writes into ``-o DIR`` (a new or empty folder): ``referee.csv`` (every number, long form),
 ``referee_draws.csv`` (one row per dataset, seed and method) and ``referee_bootstrap.csv``
 (each dataset's bootstrap interval per pair), both rewritten after each dataset so an
@@ -39,6 +45,7 @@ from engine.analysis.metrics import METRIC_LABELS, METRICS, PRIMARY_METRIC
 from engine.config import SpecError
 from engine.methods import paper_methods
 from engine.referee.design import FIXED, RefereeDesign
+from engine.seeds import SeedDesignError, seeds_from_text
 from engine.vocab import TASKS
 from jobs.cli.arg_types import whole_from
 from jobs.services import referee as referee_files
@@ -126,6 +133,7 @@ def summarise(
         "datasets_done": result.datasets_done,
         "stopped_early": result.stopped_early,
         "seeds": design.seeds,
+        "inits": design.inits,
         "methods": list(design.methods),
         "null_method": design.null_method,
         "task": design.task,
@@ -191,7 +199,8 @@ def _design(args: argparse.Namespace) -> RefereeDesign:
         null_method=args.null_method or (methods[0] if methods else ""),
         task=args.task,
         datasets=args.datasets,
-        seeds=args.seeds,
+        seeds=args.seeds[0],
+        inits=args.seeds[1],
         n_images=args.n_images,
         fresh_test=args.fresh_test,
         epochs=args.epochs,
@@ -208,7 +217,7 @@ def _design(args: argparse.Namespace) -> RefereeDesign:
 
 def _plan(design: RefereeDesign, workers: int) -> str:
     return (
-        f"referee: {design.datasets} phantom datasets x {design.seeds} seeds x "
+        f"referee: {design.datasets} phantom datasets x {design.describe_seeds()} x "
         f"{len(design.trained)} trained ({', '.join(design.trained)}) = {design.runs()} runs; "
         f"{design.n_images} films each, fresh test {design.fresh_test}; {design.epochs} epochs "
         f"at {design.image_size} px on {design.device}; {workers} rendering process(es)"
@@ -235,6 +244,30 @@ def _positive(text: str) -> float:
     return value
 
 
+#: What ``--seeds`` accepts, for the message that refuses a value.
+REFEREE_SEEDS_ALLOWED = (
+    "a count of independent seeds (--seeds 6) or splits x inits, a factorial design "
+    "(--seeds 3x2, each at least 2)"
+)
+
+
+def referee_seeds(text: str) -> tuple[int, int]:
+    """``--seeds``: ``6`` (6 independent seeds) or ``3x2`` (3 splits × 2 inits), read as
+    `engine.seeds.seeds_from_text` reads a study's, as ``(seeds or splits, inits)``; inits
+    is 1 for independent seeds. A list of seeds is refused: the referee draws its own."""
+    try:
+        value = seeds_from_text(text)
+    except SeedDesignError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not allowed; give {REFEREE_SEEDS_ALLOWED}"
+        ) from None
+    if isinstance(value, dict):
+        return int(value["splits"]), int(value["inits"])
+    if isinstance(value, list) or value < 2:
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; give {REFEREE_SEEDS_ALLOWED}")
+    return value, 1
+
+
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Register ``calibrate-inference`` on the CLI's subcommands."""
     p = sub.add_parser(
@@ -245,7 +278,15 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("-o", "--output", default=None, help="a new or empty folder for the tables")
     p.add_argument("--datasets", type=whole_from(2), default=3, help="K phantom datasets (>= 2)")
-    p.add_argument("--seeds", type=whole_from(2), default=3, help="S seeds per dataset (>= 2)")
+    p.add_argument(
+        "--seeds",
+        type=referee_seeds,
+        default=(3, 1),
+        metavar="S|SxI",
+        help="seeds per dataset: S independent seeds (>= 2), or SxI, a factorial design of S "
+        "splits each trained from the same I inits (e.g. 3x2; each >= 2), which adds the "
+        "factorial design's intervals and tests",
+    )
     p.add_argument(
         "--methods",
         default=",".join(DEFAULT_METHODS),

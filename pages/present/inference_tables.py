@@ -468,7 +468,11 @@ def budget_draws_sentence(
 ) -> str:
     """How often the primary endpoint (AMAE, soft vs nominal, Holm over 8) came out
     significant over the draws at matched budget (``grid``: the learning rates matched by
-    coverage, `engine.analysis.budget.COVERAGE`)."""
+    coverage, `engine.analysis.budget.COVERAGE`).
+
+    The share describes how much the verdict depends on which configurations were drawn; it
+    is not a test: every draw re-selects among the same seeds' runs, so the draws are not
+    independent samples and the share is no p-value or power (issue 29, item 6)."""
     if draws.empty:
         return ""
     n_draws = int(draws["draw"].nunique())
@@ -484,5 +488,13 @@ def budget_draws_sentence(
         f"Over {n_draws} draws of {each}, a "
         f"soft method's AMAE was below Nominal's in {_share(float(lead.mean()))} of the "
         "comparisons and significantly so (corrected test, Holm over the primary family) in "
-        f"{_share(share)}."
+        f"{_share(share)}. {DRAWS_NOT_A_TEST}"
     )
+
+
+#: Said after the share of significant draws: what it describes and why it is no inference.
+DRAWS_NOT_A_TEST = (
+    "This share describes how much the verdict depends on which configurations were drawn; "
+    "it is not a test: every draw reuses the same seeds and runs, so the draws are not "
+    "independent samples."
+)

@@ -9,7 +9,7 @@ writes :func:`referee_markdown`; the Statistics tab shows the same frames. No st
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -19,6 +19,13 @@ from engine.methods import method_label
 from engine.referee.design import TWIN_SUFFIX
 
 NOT_COMPUTED = "n/a"
+#: A procedure the result has no number for: the design did not allow it (the factorial
+#: intervals on independent seeds), or the result predates it.
+NOT_RUN = "not run"
+#: The column that says why a row was not run (only where one was not).
+NOT_RUN_COLUMN = "Not run because"
+#: Said of a procedure the result predates (no rule says what it needs).
+PREDATES = "this result predates it"
 
 
 def pair_title(pair: str) -> str:
@@ -65,47 +72,103 @@ def _pairs(rows: pd.DataFrame) -> list[str]:
 
 def coverage_frame(summary: pd.DataFrame) -> pd.DataFrame:
     """One row per interval: its coverage ± Monte-Carlo SE per pair (the null pair's true
-    difference is 0), and its mean width over the real pairs."""
+    difference is 0), and its mean width over the real pairs.
+
+    Every interval of `referee.INTERVALS` has a row, in its order: one the result holds no
+    number for (a factorial interval on independent seeds, or a result from before it
+    existed) reads :data:`NOT_RUN`, and a last column says why.
+    """
     rows = _section(summary, referee.COVERAGE)
     pairs = _pairs(rows)
+    titles = {
+        pair: ("null: " if pair in set(rows.loc[rows["null"].astype(bool), "pair"]) else "")
+        + pair_title(pair)
+        for pair in pairs
+    }
     out = []
-    for _, part in rows.groupby("procedure", sort=False):
-        record: dict[str, object] = {"Interval": str(part["label"].iloc[0])}
-        record |= _shares(
-            part, pairs, lambda cell, pair: ("null: " if cell["null"] else "") + pair_title(pair)
-        )
+    for key, label, needs in _procedures(rows, referee.INTERVALS):
+        part = rows[rows["procedure"] == key]
+        record: dict[str, object] = {"Interval": label}
+        if _not_run(part):
+            out.append(
+                record | dict.fromkeys(titles.values(), NOT_RUN) | _not_run_cells(part, needs)
+            )
+            continue
+        record |= _shares(part, titles)
         real = part[~part["null"].astype(bool)]
         pooled = real[real["pair"] == referee.REAL_PAIRS]
         width = (pooled if not pooled.empty else real)["mean_width"]
         record["Mean width (real pairs)"] = _number(float(width.mean()) if len(width) else math.nan)
         out.append(record)
-    return pd.DataFrame(out)
+    return _with_reasons(pd.DataFrame(out), "Mean width (real pairs)")
 
 
 def tests_frame(summary: pd.DataFrame) -> pd.DataFrame:
     """One row per test: its type-I error on the null pair and its power on each real pair,
-    each ± its Monte-Carlo SE."""
+    each ± its Monte-Carlo SE; a test the result has no number for reads :data:`NOT_RUN`,
+    with the reason in a last column (as :func:`coverage_frame`)."""
     rows = _section(summary, referee.TEST)
     pairs = _pairs(rows)
+    first = rows.drop_duplicates("pair").set_index("pair")
+    titles = {pair: f"{first.loc[pair, 'measure']}, {pair_title(pair)}" for pair in pairs}
     out = []
-    for _, part in rows.groupby("procedure", sort=False):
-        record: dict[str, object] = {"Test": str(part["label"].iloc[0])}
-        record |= _shares(part, pairs, lambda cell, pair: f"{cell['measure']}, {pair_title(pair)}")
-        out.append(record)
-    return pd.DataFrame(out)
+    for key, label, needs in _procedures(rows, referee.TESTS):
+        part = rows[rows["procedure"] == key]
+        record: dict[str, object] = {"Test": label}
+        if _not_run(part):
+            out.append(
+                record | dict.fromkeys(titles.values(), NOT_RUN) | _not_run_cells(part, needs)
+            )
+            continue
+        out.append(record | _shares(part, titles))
+    return _with_reasons(pd.DataFrame(out), None)
 
 
-def _shares(
-    part: pd.DataFrame, pairs: list[str], title: Callable[[pd.Series, str], str]
-) -> dict[str, object]:
-    """One procedure's share ± Monte-Carlo SE per pair it has, under ``title(cell, pair)``."""
+def _procedures(
+    rows: pd.DataFrame, rules: Sequence[referee.IntervalRule] | Sequence[referee.TestRule]
+) -> list[tuple[str, str, str]]:
+    """``(key, label, why it may not run)`` of every rule in order, then any procedure the
+    result holds that no rule names (a result from a later version), labelled as stored."""
+    stored = dict(zip(rows["procedure"], rows["label"], strict=True)) if len(rows) else {}
+    known = [(r.key, str(stored.get(r.key, r.label)), r.needs) for r in rules]
+    names = {r.key for r in rules}
+    extra = [(str(k), str(v), PREDATES) for k, v in stored.items() if k not in names]
+    return known + extra
+
+
+def _not_run(part: pd.DataFrame) -> bool:
+    """No row, or no dataset behind any of them."""
+    return part.empty or not (part["n_datasets"].fillna(0) > 0).any()
+
+
+def _not_run_cells(part: pd.DataFrame, needs: str) -> dict[str, object]:
+    """Why a procedure has no number: what it needs where the result has its row (the run
+    could not compute it), else that the result predates it."""
+    return {NOT_RUN_COLUMN: needs if not part.empty and needs else PREDATES}
+
+
+def _with_reasons(frame: pd.DataFrame, last: str | None) -> pd.DataFrame:
+    """The frame with :data:`NOT_RUN_COLUMN` last and blank where a row ran; without it when
+    every row ran."""
+    if NOT_RUN_COLUMN not in frame:
+        return frame
+    if last is not None and last in frame:
+        frame[last] = frame[last].fillna(NOT_RUN)
+    reasons = frame.pop(NOT_RUN_COLUMN).fillna("")
+    return frame.assign(**{NOT_RUN_COLUMN: reasons})
+
+
+def _shares(part: pd.DataFrame, titles: Mapping[str, str]) -> dict[str, object]:
+    """One procedure's share ± Monte-Carlo SE under each pair's title (:data:`NOT_RUN` for
+    a pair it has no number for)."""
     by_pair = part.set_index("pair")
     return {
-        title(by_pair.loc[pair], pair): _share(
-            float(by_pair.loc[pair, "value"]), float(by_pair.loc[pair, "mc_se"])
+        title: (
+            _share(float(by_pair.loc[pair, "value"]), float(by_pair.loc[pair, "mc_se"]))
+            if pair in by_pair.index
+            else NOT_RUN
         )
-        for pair in pairs
-        if pair in by_pair.index
+        for pair, title in titles.items()
     }
 
 
@@ -157,7 +220,7 @@ def design_line(card: Mapping[str, Any]) -> str:
     null = _method_title(str(card.get("null_method", "")))
     sizes = card.get("split_sizes", {})
     return (
-        f"K = {done} phantom datasets{of}, S = {card.get('seeds')} seeds each; task "
+        f"K = {done} phantom datasets{of}, {_seeds_text(card)}; task "
         f"{card.get('task')}, metric {str(card.get('metric', '')).upper()}; methods {methods}, "
         f"and {null} trained twice under two names with other random streams (the null pair). "
         f"Selection: {card.get('selection')}. Each dataset {card.get('n_images')} films "
@@ -169,6 +232,19 @@ def design_line(card: Mapping[str, Any]) -> str:
         f"{card.get('bootstrap')} bootstrap replicates. Device: {card.get('device')}; wall "
         f"{float(card.get('wall_s', math.nan)) / 60:.1f} min; {card.get('created_at')}."
         + (SHIPPED_NOTE if card.get("shipped") else "")
+    )
+
+
+def _seeds_text(card: Mapping[str, Any]) -> str:
+    """``S = 6 seeds each`` or, for a factorial design, ``S = 3 splits × I = 2 inits each
+    (6 seeds: every split trained from every init)``; a card from before inits were
+    recorded had independent seeds."""
+    seeds, inits = card.get("seeds"), int(card.get("inits") or 1)
+    if inits <= 1:
+        return f"S = {seeds} seeds each"
+    return (
+        f"S = {seeds} splits × I = {inits} inits each ({int(seeds or 0) * inits} seeds: "
+        "every split trained from every init)"
     )
 
 
@@ -224,7 +300,7 @@ def referee_markdown(summary: pd.DataFrame, card: Mapping[str, Any]) -> str:
     baycomp = (
         ""
         if card.get("baycomp", True)
-        else "\n\nThe Bayesian test's row is n/a: baycomp was not installed where it ran."
+        else "\n\nThe Bayesian test's row is not run: baycomp was not installed where it ran."
     )
     return (
         "\n\n".join(

@@ -240,7 +240,11 @@ def test_budget_table_frame_and_draws_sentence():
     sentence = it.budget_draws_sentence(draws, 3)
     assert sentence.startswith("Over 2 draws of 3 configurations per method")
     assert "below Nominal's in 75.0 % of the comparisons" in sentence
-    assert sentence.endswith("in 25.0 %.")
+    assert "significantly so (corrected test, Holm over the primary family) in 25.0 %." in sentence
+    # The share is described, not offered as an inference (issue 29, item 6).
+    assert sentence.endswith(it.DRAWS_NOT_A_TEST)
+    assert "how much the verdict depends on which configurations were drawn" in sentence
+    assert "it is not a test" in sentence and "not independent samples" in sentence
     assert it.budget_draws_sentence(draws.iloc[:0], 3) == ""
 
 

@@ -101,6 +101,45 @@ def test_markdown_names_the_design_the_tables_and_the_recommendation():
     assert naive < 0.9
 
 
+def test_intervals_the_design_could_not_give_read_not_run_and_say_why():
+    """Independent seeds: the factorial design's rows are there, not run, naming what they
+    need; the rows that ran leave the reason blank."""
+    summary = _summary()
+    coverage = rt.coverage_frame(summary).set_index("Interval")
+    factorial = [r for r in referee.INTERVALS if r.needs == referee.NEEDS_FACTORIAL]
+    assert len(factorial) == 3
+    for rule in factorial:
+        row = coverage.loc[rule.label]
+        assert row["Nominal − Binomial"] == rt.NOT_RUN
+        assert row[rt.NOT_RUN_COLUMN] == referee.NEEDS_FACTORIAL
+    assert coverage.loc["naive paired t", rt.NOT_RUN_COLUMN] == ""
+    tests = rt.tests_frame(summary).set_index("Test")
+    assert tests.loc["factorial t, p < α", rt.NOT_RUN_COLUMN] == referee.NEEDS_FACTORIAL
+    assert list(tests.index) == [rule.label for rule in referee.TESTS]
+
+
+def test_a_result_from_before_the_new_intervals_reads_them_as_not_run():
+    """The shipped result predates the Wilcoxon and factorial intervals: its tables keep
+    every number it has and show the new rows as not run, because it predates them."""
+    shipped = referee_files.shipped_referee()
+    assert shipped is not None
+    stored = set(shipped.summary["procedure"])
+    assert "wilcoxon_hl" not in stored and "factorial" not in stored
+    coverage = rt.coverage_frame(shipped.summary).set_index("Interval")
+    assert list(coverage.index)[:4] == [r.label for r in referee.INTERVALS[:4]]
+    assert coverage.loc["naive paired t", "Nominal − Binomial"].startswith("0.88")
+    new = [r.label for r in referee.INTERVALS if r.key not in stored]
+    assert (coverage.loc[new, rt.NOT_RUN_COLUMN] == rt.PREDATES).all()
+    assert (coverage.loc[new, "Mean width (real pairs)"] == rt.NOT_RUN).all()
+    text = rt.referee_markdown(shipped.summary, shipped.card)
+    assert "S = 6 seeds each" in text and rt.PREDATES in text
+
+
+def test_a_factorial_card_names_its_splits_and_inits():
+    card = {**_card(_summary()), "seeds": 3, "inits": 2}
+    assert "S = 3 splits × I = 2 inits each (6 seeds: every split trained" in rt.design_line(card)
+
+
 def test_correlation_frame_sets_the_realised_rho_beside_the_assumed():
     frame = rt.correlation_frame(_summary())
     assert list(frame["Pair"]) == ["Nominal − Binomial", "null: Nominal − Nominal (twin)"]

@@ -48,6 +48,32 @@ def test_the_twin_trains_its_method_on_the_same_split_with_other_streams():
     assert twin.lr == original.lr and dict(twin.hparams) == dict(original.hparams)
 
 
+def test_independent_seeds_draw_split_and_streams_from_one_seed():
+    design = _design(seeds=3)
+    assert not design.factorial and design.seed_design is None
+    assert design.cells() == [(0, [(0, 0)]), (1, [(1, 1)]), (2, [(2, 2)])]
+    assert design.describe_seeds() == "3 seeds"
+
+
+def test_a_factorial_design_trains_every_split_from_the_same_inits():
+    design = _design(seeds=3, inits=2)
+    assert design.factorial and design.n_cells == 6
+    # Pairing seed split · I + init, as a study's `seeds: {splits: 3, inits: 2}`.
+    assert design.cells() == [
+        (0, [(0, 0), (1, 1)]),
+        (1, [(2, 0), (3, 1)]),
+        (2, [(4, 0), (5, 1)]),
+    ]
+    assert design.seed_design is not None and design.seed_design.pairing_seeds() == tuple(range(6))
+    assert design.runs() == 3 * 6 * 3
+    assert design.describe_seeds() == "3 splits × 2 inits (6 seeds)"
+    params = design.configs(BASE, 1)[0]
+    run = design.train_config(BASE, 1, params, split_seed=2)
+    twin = design.train_config(design.twin, 1, params, split_seed=2)
+    assert (run.split_seed, run.init_seed) == (2, 1)
+    assert (twin.split_seed, twin.init_seed) == (2, 1 + TWIN_SEED_OFFSET)
+
+
 def test_fixed_configuration_is_each_hyper_parameter_mid_grid():
     params = fixed_config(SOFT)
     for h in get_method(SOFT).hyperparameters:
@@ -85,6 +111,7 @@ def test_patience_never_exceeds_the_epochs():
     [
         ({"datasets": 1}, "datasets"),
         ({"seeds": 1}, "seeds"),
+        ({"inits": 0}, "inits"),
         ({"methods": ()}, "methods"),
         ({"methods": (BASE, BASE)}, "each once"),
         ({"methods": (BASE, "no_such_method")}, "no_such_method"),

@@ -1,5 +1,6 @@
-"""`softgrade calibrate-inference`: a tiny referee on the CPU writes its tables, records them
-for the Statistics tab, and refuses bad flags in one line."""
+"""`softgrade calibrate-inference`: a tiny referee on the CPU (a 2 × 2 factorial design, through
+the real training code) writes its tables, records them for the Statistics tab, and refuses
+bad flags in one line."""
 
 from __future__ import annotations
 
@@ -14,15 +15,17 @@ import torch
 
 from engine.analysis import referee
 from engine.methods import paper_methods
+from engine.referee.design import TWIN_SEED_OFFSET
 from jobs.cli import referee_command
 from jobs.cli.main import main
 from jobs.services import referee as referee_files
 
 BASE, SOFT = paper_methods()[0], paper_methods()[1]
 TINY = (
-    "--datasets", "3", "--seeds", "3", "--epochs", "2", "--image-size", "16",
+    "--datasets", "2", "--seeds", "2x2", "--epochs", "2", "--image-size", "16",
     "--n-images", "40", "--fresh-test", "40", "--bootstrap", "50", "--render-workers", "1",
 )  # fmt: skip
+FACTORIAL = ("factorial", "split_means", "design_corrected")
 
 
 @pytest.fixture(scope="module")
@@ -49,33 +52,53 @@ def test_the_command_writes_the_coverage_and_type_one_tables(tiny_referee):
     summary = pd.read_csv(out / referee_files.SUMMARY_FILE)
     coverage = summary[summary["section"] == referee.COVERAGE]
     assert set(coverage["procedure"]) == {rule.key for rule in referee.INTERVALS}
-    assert (coverage["n_datasets"] == 3).all()
-    assert coverage["value"].between(0, 1).all()
+    # 2 splits × 2 inits: every interval of the factorial design is scored on both datasets;
+    # the Wilcoxon's has no finite 95 % interval on 4 seeds and is kept as not run.
+    ran = coverage[coverage["n_datasets"] > 0]
+    assert set(FACTORIAL) <= set(ran["procedure"])
+    assert (ran["n_datasets"] == 2).all() and ran["value"].between(0, 1).all()
+    assert set(coverage.loc[coverage["n_datasets"] == 0, "procedure"]) == {"wilcoxon_hl"}
     tests = summary[summary["section"] == referee.TEST]
     assert set(tests["procedure"]) == {rule.key for rule in referee.TESTS}
+    factorial_tests = tests[tests["procedure"].isin(FACTORIAL)]
+    assert (factorial_tests["n_datasets"] == 2).all()
     null = tests[tests["null"]]
     assert set(null["pair"]) == {f"{BASE} − {BASE}_twin"}
     assert set(null["measure"]) == {referee.TYPE_I}
     assert set(tests.loc[~tests["null"], "pair"]) == {f"{BASE} − {SOFT}"}
 
     card = json.loads((out / referee_files.CARD_FILE).read_text())
-    assert card["datasets_done"] == card["datasets_asked"] == 3
-    assert card["seeds"] == 3 and card["methods"] == [BASE, SOFT]
+    assert card["datasets_done"] == card["datasets_asked"] == 2
+    assert card["seeds"] == 2 and card["inits"] == 2 and card["methods"] == [BASE, SOFT]
     assert card["device"].startswith("CPU") and card["wall_s"] > 0
     assert card["fresh_films"] == 40 and card["created_at"].endswith("UTC")
-    assert card["recommended"] is None  # 3 datasets are too few to recommend
+    assert card["recommended"] is None  # 2 datasets are too few to recommend
 
     draws = pd.read_csv(out / referee_files.DRAWS_FILE)
-    assert len(draws) == 3 * 3 * 3
+    assert len(draws) == 2 * 4 * 3
     assert set(draws["method"]) == {BASE, SOFT, f"{BASE}_twin"}
     assert (draws["n_test"] + draws["n_fit"] == 40).all()
+    # Pairing seed = split · 2 + init; every split trained from the same two inits, and a
+    # split's test films are the same whatever the init.
+    assert (draws["seed"] == draws["split_seed"] * 2 + draws["init_seed"]).all()
+    assert set(zip(draws["split_seed"], draws["init_seed"], strict=True)) == {
+        (0, 0),
+        (0, 1),
+        (1, 0),
+        (1, 1),
+    }
+    assert (draws.groupby(["dataset", "split_seed"])["n_test"].nunique() == 1).all()
+    twin = draws[draws["method"] == f"{BASE}_twin"]
+    assert (twin["train_seed"] == twin["init_seed"] + TWIN_SEED_OFFSET).all()
     boot = pd.read_csv(out / referee_files.BOOTSTRAP_FILE)
-    assert set(boot["dataset"]) == {0, 1, 2}
+    assert set(boot["dataset"]) == {0, 1}
 
     markdown = (out / referee_files.MARKDOWN_FILE).read_text()
     assert markdown.startswith("## What the referee measured")
-    assert "K = 3 phantom datasets, S = 3 seeds each" in markdown
+    assert "K = 2 phantom datasets, S = 2 splits × I = 2 inits each (4 seeds" in markdown
     assert "### Coverage of the true difference" in markdown
+    assert "| factorial (split + init components) | " in markdown
+    assert "needs 6 or more seeds" in markdown  # the Wilcoxon's row, said not run
     assert markdown.strip() in printed
 
 
@@ -144,6 +167,21 @@ def test_a_gpu_asked_for_on_a_machine_without_one_is_refused(home, capsys):
         pytest.skip("this machine has a GPU")
     err = _refused(capsys, "-o", str(home / "o"), "--device", "cuda")
     assert "no CUDA GPU" in err
+
+
+@pytest.mark.parametrize("seeds", ["1", "3x1", "0,3,7", "three"])
+def test_seeds_other_than_a_count_or_splits_x_inits_are_refused_by_the_parser(home, capsys, seeds):
+    with pytest.raises(SystemExit) as stop:
+        main(["calibrate-inference", "-o", str(home / "o"), "--seeds", seeds])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert f"--seeds: {seeds!r} is not allowed" in err and "--seeds 3x2" in err
+
+
+def test_seeds_read_as_independent_or_splits_by_inits():
+    assert referee_command.referee_seeds("6") == (6, 1)
+    assert referee_command.referee_seeds("3x2") == (3, 2)
+    assert referee_command.referee_seeds(" 10 × 2 ") == (10, 2)
 
 
 def test_a_count_below_its_least_is_refused_by_the_parser(home, capsys):
