@@ -230,7 +230,8 @@ def slot_main(
         threads: CPU threads for torch (cores shared among CPU slots).
     """
     if visible_gpu is not None:
-        os.environ["CUDA_VISIBLE_DEVICES"] = visible_gpu
+        inherited = os.environ.get("CUDA_VISIBLE_DEVICES")
+        os.environ["CUDA_VISIBLE_DEVICES"] = physical_gpu(visible_gpu, inherited)
     _die_with_parent(parent_pid)
     torch.set_num_threads(threads)
     resolved = resolve_device(device)
@@ -268,6 +269,22 @@ def slot_main(
         q.put(None)
     for thread in workers:
         thread.join(timeout=5)
+
+
+def physical_gpu(index: str, inherited: str | None) -> str:
+    """What a slot on the worker's GPU ``index`` puts in CUDA_VISIBLE_DEVICES.
+
+    The worker counts GPUs among those it sees, and a worker started with
+    ``CUDA_VISIBLE_DEVICES=2,3`` sees the machine's GPUs 2 and 3 as 0 and 1; its slot for
+    GPU 0 must ask for "2", else it trains on the machine's first GPU, beside whatever runs
+    there (issue 30's benchmarks put five jobs on one card this way). Entries may be indices
+    or UUIDs; an index beyond the list is left as it is (CUDA then reports no device).
+    """
+    if inherited is None or not inherited.strip():
+        return index
+    entries = [entry.strip() for entry in inherited.split(",") if entry.strip()]
+    position = int(index)
+    return entries[position] if 0 <= position < len(entries) else index
 
 
 @contextlib.contextmanager

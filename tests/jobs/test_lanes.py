@@ -17,6 +17,7 @@ from jobs.worker.executors import (
     split_lanes,
 )
 from jobs.worker.runner import Worker
+from jobs.worker.slots import physical_gpu
 from store import jobs as store_jobs
 from store import runs as store_runs
 from store.db import init_schema
@@ -81,3 +82,13 @@ def test_two_lanes_of_one_process_both_train_and_match_one_slot_run_by_run(tmp_p
             # GPU, cuDNN picks kernels per process and bf16 rounds differently, and two epochs
             # on 60 films are chaotic enough to flip predictions, so only the CPU compares.)
             np.testing.assert_allclose(probs, np.stack(one_at_a_time.probs), atol=1e-4)
+
+
+def test_a_slot_asks_for_the_gpu_its_worker_was_given_not_the_machines_first():
+    # A worker started with CUDA_VISIBLE_DEVICES=2,3 calls them GPUs 0 and 1
+    assert physical_gpu("0", "2,3") == "2"
+    assert physical_gpu("1", "2, 3") == "3"
+    assert physical_gpu("0", "GPU-5adb9c9b,GPU-0e63ce21") == "GPU-5adb9c9b"
+    # A worker that sees every GPU: the index is the machine's
+    assert physical_gpu("1", None) == "1"
+    assert physical_gpu("1", "") == "1"
