@@ -22,7 +22,7 @@ import streamlit as st
 from jobs.services.access import PAGES, landing_page, page_entry, pages_for
 from jobs.services.kiosk import kiosk_settings
 from jobs.services.serve_app import redact_session_ids
-from pages.widgets.shell import render_sidebar
+from pages.widgets.shell import finish_sidebar, forget_sidebar, render_sidebar
 from pages.widgets.sign_in import (
     SIGNED_OUT_KEY,
     current_account,
@@ -33,6 +33,7 @@ from pages.widgets.sign_in import (
 
 st.set_page_config(page_title="SoftGrade", page_icon=":material/radiology:", layout="wide")
 redact_session_ids()  # also under a plain `streamlit run app.py` (`jobs up` does it first)
+forget_sidebar()
 
 
 def sections() -> dict[str, list[tuple[str, str, str]]]:
@@ -145,5 +146,6 @@ st.set_page_config(initial_sidebar_state="auto")
 navigation = st.navigation(menu_for(pages_for(account), landing_page(account)))
 keep_cookie_in_step()  # sign-in's cookie written
 render_account(account)
-render_sidebar(account)
+render_sidebar(account)  # its worker and queue status follows the page's heading
 navigation.run()
+finish_sidebar()  # a page that drew no heading through `page_title`

@@ -21,7 +21,7 @@ from pages.present.admin_tables import (
 )
 from pages.present.user_text import plain, said
 from pages.widgets.reads import store_path
-from pages.widgets.shell import run_inside_shell
+from pages.widgets.shell import page_title, run_inside_shell
 from pages.widgets.sign_in import current_account, oidc_configured, oidc_role_mapping, require_page
 from store.db import StoreError
 from store.users import PASSWORD_RULE, Role
@@ -152,7 +152,7 @@ def show_lab_accounts(sign_ins: Any) -> None:
 
 run_inside_shell()
 ACCOUNT = require_page(__file__)
-st.title("Accounts")
+page_title("Accounts")
 st.caption(
     "Who may sign in, and what each role may do: viewers read results and grade films; "
     "members also launch studies, import films and cancel their own jobs; admins also "

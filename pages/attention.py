@@ -38,7 +38,7 @@ from pages.widgets.models import (
 )
 from pages.widgets.pickers import pick_study
 from pages.widgets.reads import store_path
-from pages.widgets.shell import run_inside_shell
+from pages.widgets.shell import page_title, run_inside_shell
 from pages.widgets.sign_in import require_page
 
 MAX_STRESS_KNEES = 12
@@ -205,7 +205,7 @@ def show_cooccurrence_films(
 
 run_inside_shell()
 require_page(__file__)
-st.title("Attention (Grad-CAM)")
+page_title("Attention (Grad-CAM)")
 st.caption(
     "Where each method's model looked when it graded a film: Grad-CAM maps of the selected "
     "model of each method for one seed, on test films that no model trained on (paper Figs. 7 "

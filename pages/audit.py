@@ -9,7 +9,7 @@ from jobs.services import lab
 from pages.present.admin_tables import audit_csv, audit_table
 from pages.present.user_text import said
 from pages.widgets.reads import cached_studies, store_path
-from pages.widgets.shell import run_inside_shell
+from pages.widgets.shell import page_title, run_inside_shell
 from pages.widgets.sign_in import require_page
 from store.audit import AUDIT_ACTIONS, audit_actors
 from store.db import StoreError
@@ -30,7 +30,7 @@ ANY_ACTION = "(any action)"
 
 run_inside_shell()
 ACCOUNT = require_page(__file__)
-st.title("Audit log")
+page_title("Audit log")
 st.caption(
     "Every sign-in, launch, cancel, import, rename, note, archive, delete, backup and account "
     "change, newest first. 'local' is the command line or single-user mode; a backup names "

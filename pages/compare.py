@@ -29,7 +29,7 @@ from pages.widgets.report_button import report_button
 
 shell.run_inside_shell()
 sign_in.require_page(__file__)
-st.title("Compare methods")
+shell.page_title("Compare methods")
 st.caption(
     "Test-set metrics of each method's selected model (the search configuration with the "
     "best validation AMAE), per seed, as in the paper's Table 4 and Figs. 5–6."

@@ -21,7 +21,7 @@ from pages.widgets.data_sections import (
     show_split_rules,
 )
 from pages.widgets.reads import cached_dataset_labels, cached_datasets, store_path
-from pages.widgets.shell import run_inside_shell
+from pages.widgets.shell import page_title, run_inside_shell
 from pages.widgets.sign_in import require_page
 from store.db import StoreError
 
@@ -137,7 +137,7 @@ def show_datasets(path: str) -> None:
 
 run_inside_shell()
 require_page(__file__)
-st.title("Data")
+page_title("Data")
 show_phantom()
 show_datasets(str(store_path()))
 show_gallery()

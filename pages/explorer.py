@@ -22,7 +22,7 @@ from pages.present.user_text import plain_list, said
 from pages.widgets import view_state
 from pages.widgets.pickers import forget, pick_study
 from pages.widgets.reads import cached_jobs, cached_studies, store_path
-from pages.widgets.shell import run_inside_shell
+from pages.widgets.shell import page_title, run_inside_shell
 from pages.widgets.sign_in import require_page
 from store import runs as store_runs
 from store.db import StoreError
@@ -182,7 +182,7 @@ def render_curves(path: str, study: pd.Series, task: str, method: str, seed: int
 
 run_inside_shell()
 require_page(__file__)
-st.title("Search & learning curves")
+page_title("Search & learning curves")
 st.caption(views.intro_note())
 
 store = str(store_path())

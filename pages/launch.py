@@ -44,7 +44,7 @@ from pages.widgets.launch_form import (
 from pages.widgets.launch_methods import method_inputs
 from pages.widgets.reads import cached_jobs, cached_run_costs, store_path
 from pages.widgets.seed_planner import how_many_seeds
-from pages.widgets.shell import link_to_page, run_inside_shell
+from pages.widgets.shell import link_to_page, page_title, run_inside_shell
 from pages.widgets.sign_in import require_page
 from pages.widgets.workers import NO_WORKER_HOW, warn_if_no_worker, worker_has_gpu
 from store.db import StoreError
@@ -197,7 +197,7 @@ def show_queued(last: dict[str, Any], name: str, path: Path, *, worker_alive: bo
 
 run_inside_shell()
 ACCOUNT = require_page(__file__)
-st.title("Launch a study")
+page_title("Launch a study")
 st.caption(
     "Choose the data, the grading tasks and the ordinal methods to compare. SoftGrade "
     "queues the study as one job; a background worker trains every run and the results "

@@ -29,7 +29,7 @@ from pages.widgets.reads import (
     cached_jobs,
     store_path,
 )
-from pages.widgets.shell import link_to_page, run_inside_shell
+from pages.widgets.shell import link_to_page, page_title, run_inside_shell
 from pages.widgets.sign_in import require_page
 from pages.widgets.workers import NO_WORKER_HOW, NO_WORKER_TITLE, alive_workers
 from store.db import StoreError
@@ -204,7 +204,7 @@ def render_jobs() -> None:
 run_inside_shell()
 ACCOUNT = require_page(__file__)
 open_requested_page()
-st.title("Jobs")
+page_title("Jobs")
 st.caption(
     "Every study queued from this store, newest first, with live progress, and this "
     "machine's GPUs (use, memory, training images/s). Time left comes from the study's "

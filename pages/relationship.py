@@ -191,7 +191,7 @@ def export_section(
 
 shell.run_inside_shell()
 sign_in.require_page(__file__)
-st.title("KL × CPPD relationship")
+shell.page_title("KL × CPPD relationship")
 st.caption(
     "Knee osteoarthritis (KL) and CPPD grades are related asymmetrically. For each seed, the "
     "KL model and the CPPD model of the same method grade the same jointly annotated test "

@@ -21,7 +21,7 @@ from pages.present.user_text import plain, said
 from pages.widgets import view_state
 from pages.widgets.reads import cached_datasets, store_path
 from pages.widgets.review_widgets import filters, show_film, show_grid, show_retrain
-from pages.widgets.shell import run_inside_shell
+from pages.widgets.shell import page_title, run_inside_shell
 from pages.widgets.sign_in import require_page
 from store.db import StoreError, softgrade_home
 from store.imports import import_problems, latest_import, list_imports
@@ -107,7 +107,7 @@ def review_dataset(path: Path, dataset_id: str, params: dict[str, Any], account:
 
 run_inside_shell()
 account = require_page(__file__)
-st.title("Review crops")
+page_title("Review crops")
 st.caption(
     "Check where the detector put each knee before training on it: crops come worst "
     "confidence first. Exclude films that are not usable knee radiographs, or correct a "

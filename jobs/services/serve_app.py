@@ -9,14 +9,20 @@ could run a sub-page file without the shell (the helpers, in ``pages/widgets/`` 
 layout fixes the folder's name, so the legacy mode is switched off here, before the server
 starts. This relies on a Streamlit internal (``PagesManager.uses_pages_directory``), also used
 by ``pages.widgets.shell.run_inside_shell``, which keeps a plain ``streamlit run app.py`` working.
+
+It also starts importing what the pages import in a background thread
+(`jobs.services.import_warmup`), so the first visitor of a fresh server does not wait for the
+statistics libraries before the first page's heading.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import re
 import sys
+from pathlib import Path
 
 # Streamlit's loggers that may name a browser session's id (a reconnect warning does): the id
 # is what a browser presents to resume its session, so the server log must not carry it.
@@ -25,6 +31,9 @@ SESSION_LOGGERS = (
     "streamlit.runtime.app_session",
     "streamlit.runtime.runtime",
 )
+# `SOFTGRADE_IMPORT_WARMUP=0` leaves the pages' imports to their first visitors (to measure
+# what the warm-up saves: bench/first_heading_bench.py).
+WARMUP_ENV = "SOFTGRADE_IMPORT_WARMUP"
 _SESSION_ID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I)
 
 
@@ -64,8 +73,22 @@ def main(argv: list[str]) -> int:
 
     PagesManager.uses_pages_directory = False
     redact_session_ids()
+    entrypoint = _entrypoint(argv)
+    if entrypoint is not None and os.environ.get(WARMUP_ENV, "1") != "0":
+        from jobs.services.import_warmup import start_warmup
+        from jobs.services.kiosk import kiosk_settings
+
+        # A kiosk's only page is Grade a film: its imports come first.
+        start_warmup(entrypoint, first="demo" if kiosk_settings() is not None else None)
     sys.argv = ["streamlit", *argv]
     return streamlit_main()
+
+
+def _entrypoint(argv: list[str]) -> Path | None:
+    """The script of ``streamlit run SCRIPT ...``, or None for any other command."""
+    if len(argv) >= 2 and argv[0] == "run" and argv[1].endswith(".py"):
+        return Path(argv[1]).resolve()
+    return None
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ sidebar's store, worker health and queue size."""
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import streamlit as st
@@ -18,6 +19,11 @@ from store.db import StoreError
 from store.users import Account
 
 SIDEBAR_REFRESH_S = 5.0
+
+# The sidebar's worker and queue status waits here (its slot and the store) from
+# `render_sidebar` until the page's heading is drawn (`page_title`): its two store reads then
+# come after the heading, not before it. Script runs are one per thread.
+_PENDING_STATUS = threading.local()
 
 
 def run_inside_shell() -> None:
@@ -54,13 +60,39 @@ def render_sidebar(account: Account) -> None:
     """Store in use, worker health and the queue size, on every page.
 
     Only an admin is shown where the store lies on the server's disk; everyone else sees its
-    name (a folder path tells a stranger about the server's layout and users).
+    name (a folder path tells a stranger about the server's layout and users). The worker
+    and queue status reads the store, so it is drawn in its place after the page's heading
+    (`page_title`), or by `finish_sidebar` after a page without one.
     """
     path = store_path()
     with st.sidebar:
         shown = path if can(account, Action.MANAGE_ACCOUNTS) else path.name
         st.caption(f"Store: {code(shown)}")
-        _sidebar_status(str(path))
+        _PENDING_STATUS.value = (st.container(), str(path))
+
+
+def forget_sidebar() -> None:
+    """Drop a status left pending by an earlier run on this thread (``app.py`` calls this
+    first, so that a run without the sidebar never draws into an old run's slot)."""
+    _PENDING_STATUS.value = None
+
+
+def finish_sidebar() -> None:
+    """Draw the sidebar's worker and queue status if this run has not drawn it yet."""
+    pending = getattr(_PENDING_STATUS, "value", None)
+    if pending is None:
+        return
+    _PENDING_STATUS.value = None
+    slot, path = pending
+    with slot:
+        _sidebar_status(path)
+
+
+def page_title(title: str) -> None:
+    """The page's heading, then the sidebar's status: a new visitor sees the heading
+    before the sidebar's store reads (and without it when the page runs alone)."""
+    st.title(title)
+    finish_sidebar()
 
 
 @st.fragment(run_every=SIDEBAR_REFRESH_S)

@@ -59,6 +59,30 @@ def test_shell_with_alive_worker_shows_its_devices(home):
     assert [m.value for m in at.sidebar.metric] == ["1 · 0"]
 
 
+def test_a_pages_heading_comes_before_the_sidebars_store_reads(home, monkeypatch):
+    # A new visitor's wait for the heading must not include the sidebar's worker and queue
+    # reads (two store opens, 0.1-1 s on a busy 2-core machine): they follow the heading.
+    from pages.widgets import shell
+
+    events: list[str] = []
+    draw_title, read_workers = shell.st.title, shell.alive_workers
+
+    def noted_title(*args: object, **kwargs: object) -> object:
+        events.append("heading")
+        return draw_title(*args, **kwargs)
+
+    def noted_workers(path: Path) -> object:
+        events.append("sidebar reads the store")
+        return read_workers(path)
+
+    monkeypatch.setattr(shell.st, "title", noted_title)
+    monkeypatch.setattr(shell, "alive_workers", noted_workers)
+    at = _app().run()
+    assert not at.exception
+    assert events == ["heading", "sidebar reads the store"]
+    assert any("No worker is running" in e.value for e in at.sidebar.error)
+
+
 @pytest.mark.parametrize(("page", "title"), PAGES.items())
 def test_every_page_opens_inside_the_shell(home, page, title):
     # AppTest starts every run like a fresh server process, where Streamlit first runs a

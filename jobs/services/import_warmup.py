@@ -1,0 +1,126 @@
+"""Import what the pages import while the server waits for its first visitor.
+
+A page's first visit in a server process pays for the modules its file imports: Launch pulls
+the statistics libraries (scipy, baycomp, statsmodels, altair) through its widgets, 3-10 s
+on a 2-core machine, all before its heading. ``python -m jobs up`` starts `start_warmup` in
+the app process (`jobs.services.serve_app`), so a background thread imports them while the
+server starts and the first browser loads Streamlit's page: the first visitor finds most of
+them imported, and a later visitor of each page finds all of them.
+
+It imports exactly what visiting every page would (each page file's top-level imports, and
+the entrypoint's), nothing more. Attention and Grade a film import torch, so the app process
+holds it (about 0.5 GB) from the start rather than from the first visit of one of them. The
+order is a first
+visit's: the entrypoint's imports, then each page's in menu order (Launch, the landing page,
+first). A visitor's script thread that asks for a module the warm-up is importing waits for
+that import to finish rather than repeating it, and following the same order keeps both
+threads entering circular imports from the same side.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import logging
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+# Streamlit's cache decorators pick their storage when the runtime exists; a module imported
+# before it would keep an in-memory fallback, so the warm-up waits for the runtime first.
+RUNTIME_WAIT_S = 60.0
+_POLL_S = 0.05
+
+
+def top_level_imports(script: Path) -> list[str]:
+    """The modules ``script`` imports at its top level, in file order.
+
+    ``from package import name`` yields ``package.name`` where that is a submodule (``from
+    pages.widgets import shell``), else ``package``. Relative imports are skipped (page files
+    have none).
+    """
+    modules: list[str] = []
+    for node in ast.parse(script.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Import):
+            modules += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            if node.module == "__future__":
+                continue
+            modules.append(node.module)
+            modules += [
+                f"{node.module}.{alias.name}"
+                for alias in node.names
+                if _is_submodule(node.module, alias.name)
+            ]
+    return list(dict.fromkeys(modules))
+
+
+def _is_submodule(package: str, name: str) -> bool:
+    """Whether ``package.name`` is a module of its own (found without importing it)."""
+    try:
+        spec = importlib.util.find_spec(package)
+        if spec is None or spec.submodule_search_locations is None:
+            return False
+        return importlib.util.find_spec(f"{package}.{name}") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def page_modules(entrypoint: Path, first: str | None = None) -> list[str]:
+    """What a first visit of every page imports, in a first visit's order: the entrypoint's
+    imports, then each page file's (``pages/<stem>.py`` beside it), page ``first`` (the
+    landing page, e.g. the kiosk's) before the others, the others in menu order."""
+    from jobs.services.access import PAGES
+
+    stems = [page.stem for page in PAGES]
+    if first in stems:
+        stems = [first, *(stem for stem in stems if stem != first)]
+    scripts = [entrypoint, *(entrypoint.parent / "pages" / f"{stem}.py" for stem in stems)]
+    modules: list[str] = []
+    for script in scripts:
+        if script.is_file():
+            modules += top_level_imports(script)
+    return list(dict.fromkeys(modules))
+
+
+def _streamlit_runtime_exists() -> bool:
+    from streamlit import runtime
+
+    return runtime.exists()
+
+
+def warm_imports(
+    modules: list[str], runtime_ready: Callable[[], bool] = _streamlit_runtime_exists
+) -> list[str]:
+    """Import ``modules`` once ``runtime_ready()`` holds (or `RUNTIME_WAIT_S` passed);
+    return those that failed. A failure is logged and left for the page to meet (and report)
+    on its own, as it would without the warm-up."""
+    deadline = time.monotonic() + RUNTIME_WAIT_S
+    while not runtime_ready() and time.monotonic() < deadline:
+        time.sleep(_POLL_S)
+    failed = []
+    started = time.perf_counter()
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except Exception:  # the page itself will say what is wrong
+            log.debug("warm-up import of %s failed", module, exc_info=True)
+            failed.append(module)
+    log.info("page imports warmed in %.1f s", time.perf_counter() - started)
+    return failed
+
+
+def start_warmup(entrypoint: Path, first: str | None = None) -> threading.Thread:
+    """Start importing every page's modules (`page_modules`) in a daemon thread."""
+    thread = threading.Thread(
+        target=warm_imports,
+        args=(page_modules(entrypoint, first),),
+        name="softgrade-import-warmup",
+        daemon=True,
+    )
+    thread.start()
+    return thread

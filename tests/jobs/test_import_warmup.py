@@ -1,0 +1,73 @@
+"""The app process imports what the pages import before their first visitors (issue 31)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from jobs.services.import_warmup import page_modules, top_level_imports
+from jobs.services.serve_app import _entrypoint
+
+APP = Path(__file__).parents[2] / "app.py"
+
+
+def test_a_page_files_imports_are_listed_with_its_widget_submodules(tmp_path):
+    page = tmp_path / "page.py"
+    page.write_text(
+        "from __future__ import annotations\n"
+        "import json\n"
+        "from pages.widgets import shell, not_a_module\n"
+        "from pages.widgets.reads import store_path\n"
+        "def later() -> None:\n"
+        "    import torch  # inside a function: not a top-level import\n"
+    )
+    assert top_level_imports(page) == [
+        "json",
+        "pages.widgets",
+        "pages.widgets.shell",
+        "pages.widgets.reads",
+    ]
+
+
+def test_the_shell_comes_first_then_the_landing_page_then_the_others():
+    modules = page_modules(APP)
+    assert modules[: len(top_level_imports(APP))] == top_level_imports(APP)
+    assert modules.index("pages.widgets.launch_form") < modules.index("pages.widgets.pickers")
+    kiosk = page_modules(APP, first="demo")
+    assert kiosk.index("pages.widgets.grade_view") < kiosk.index("pages.widgets.launch_form")
+
+
+def test_the_warm_up_imports_what_launch_needs_once_the_runtime_exists():
+    # In a fresh interpreter: nothing is imported while the runtime is missing, and the
+    # statistics libraries Launch's widgets pull in are imported once it exists.
+    code = (
+        "import sys, threading, time\n"
+        "from pathlib import Path\n"
+        "from jobs.services import import_warmup\n"
+        "ready = threading.Event()\n"
+        "modules = import_warmup.page_modules(Path(sys.argv[1]))\n"
+        "warm = import_warmup.warm_imports\n"
+        "worker = threading.Thread(target=warm, args=(modules, ready.is_set))\n"
+        "seen = lambda: [m in sys.modules for m in ('scipy.stats', 'pages.widgets.launch_form')]\n"
+        "worker.start(); time.sleep(0.3)\n"
+        "print('before', *seen())\n"
+        "ready.set(); worker.join()\n"
+        "print('after', *seen())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(APP)],
+        cwd=APP.parent,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.split("\n")[:2] == ["before False False", "after True True"], (
+        done.stdout + done.stderr
+    )
+
+
+def test_only_streamlit_run_of_a_script_starts_the_warm_up():
+    assert _entrypoint(["run", "/x/app.py", "--server.port", "1"]) == Path("/x/app.py")
+    assert _entrypoint(["version"]) is None
+    assert _entrypoint(["run"]) is None
