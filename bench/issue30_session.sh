@@ -46,7 +46,7 @@ start() {
     now > "$WORK/launch-nowarm"
     SOFTGRADE_WARM_TASKS=off SOFTGRADE_HOME="$WORK/nowarm" \
       SOFTGRADE_DB="$WORK/nowarm/softgrade.duckdb" \
-      $PY -m jobs run studies/paper.yaml --seeds 0 > "$WORK/nowarm.log" 2>&1
+      $PY -m jobs run studies/paper.yaml --seeds 1 > "$WORK/nowarm.log" 2>&1
     now > "$WORK/nowarm-done"
   ) < /dev/null > /dev/null 2>&1 &
   disown -a
