@@ -90,9 +90,7 @@ def coverage_frame(summary: pd.DataFrame) -> pd.DataFrame:
         part = rows[rows["procedure"] == key]
         record: dict[str, object] = {"Interval": label}
         if _not_run(part):
-            out.append(
-                record | dict.fromkeys(titles.values(), NOT_RUN) | _not_run_cells(part, needs)
-            )
+            out.append(_not_run_record(record, part, titles, needs))
             continue
         record |= _shares(part, titles)
         real = part[~part["null"].astype(bool)]
@@ -116,12 +114,18 @@ def tests_frame(summary: pd.DataFrame) -> pd.DataFrame:
         part = rows[rows["procedure"] == key]
         record: dict[str, object] = {"Test": label}
         if _not_run(part):
-            out.append(
-                record | dict.fromkeys(titles.values(), NOT_RUN) | _not_run_cells(part, needs)
-            )
+            out.append(_not_run_record(record, part, titles, needs))
             continue
         out.append(record | _shares(part, titles))
     return _with_reasons(pd.DataFrame(out), None)
+
+
+def _not_run_record(
+    record: dict[str, object], part: pd.DataFrame, titles: dict[str, str], needs: str
+) -> dict[str, object]:
+    """A procedure's row when the result has no number for it: every pair's cell says so and
+    the last column why."""
+    return record | dict.fromkeys(titles.values(), NOT_RUN) | _not_run_cells(part, needs)
 
 
 def _procedures(

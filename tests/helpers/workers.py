@@ -115,3 +115,22 @@ def incomplete_runs(store: Path) -> int:
             WHERE (SELECT count(DISTINCT split) FROM predictions p WHERE p.run_id = r.run_id) < 2
             """
         ).fetchone()[0]
+
+
+def run_collecting_done(worker: Any) -> list[dict[str, Any]]:
+    """Run ``worker`` (a `jobs.worker.runner.Worker`) through its next job and close it; the
+    slots' ``done`` messages, in the order the worker handled them."""
+    done: list[dict[str, Any]] = []
+    handle = worker._handle
+
+    def spy(state: Any, msg: dict[str, Any]) -> Any:
+        if msg["kind"] == "done":
+            done.append(msg)
+        return handle(state, msg)
+
+    worker._handle = spy
+    try:
+        worker.run_once()
+    finally:
+        worker.close()
+    return done

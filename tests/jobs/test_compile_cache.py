@@ -24,6 +24,7 @@ from jobs.worker.runner import Worker
 from store import jobs as store_jobs
 from store.db import init_schema
 from tests.helpers.studies import tiny_study
+from tests.helpers.workers import run_collecting_done
 
 KEY = CacheKey(
     torch="2.11.0+cu130",
@@ -89,19 +90,7 @@ def test_a_lane_process_compiles_into_the_cache_under_softgrade_home(tmp_path):
     spec = StudySpec.from_dict(tiny_study(methods=["nominal"], tasks=["KL"]))
     store_jobs.enqueue_job(spec.to_dict(), path=store)
     worker = Worker(LocalExecutor([SlotPlan("cpu", None)]), store_path=store, home=tmp_path)
-    seen: list[str | None] = []
-    handle = worker._handle
-
-    def spy(state, msg):
-        if msg["kind"] == "done":
-            seen.append(msg["compile_cache_dir"])
-        return handle(state, msg)
-
-    worker._handle = spy
-    try:
-        worker.run_once()
-    finally:
-        worker.close()
+    seen = [msg["compile_cache_dir"] for msg in run_collecting_done(worker)]
 
     key = cache_key(torch.device("cpu"))
     expected = tmp_path / CACHE_FOLDER / key.folder_name / "inductor"

@@ -21,6 +21,7 @@ from store import costs as store_costs
 from store import jobs as store_jobs
 from store.db import init_schema
 from tests.helpers.studies import tiny_study
+from tests.helpers.workers import run_collecting_done
 
 GPU = "NVIDIA H200"
 
@@ -181,8 +182,6 @@ def test_a_finished_run_stores_its_cost_and_runs_go_longest_first(tmp_path):
     store_jobs.enqueue_job(spec.to_dict(), path=store)
     executor = InlineExecutor("cpu")
     worker = Worker(executor, store_path=store, home=tmp_path)
-    finished: list[str] = []
-    handle = worker._handle
     trainers: list[tuple[str, int]] = []
     make_trainer = executor.state.trainer
 
@@ -193,16 +192,7 @@ def test_a_finished_run_stores_its_cost_and_runs_go_longest_first(tmp_path):
 
     executor.state.trainer = trainer_of
 
-    def spy(state, msg):
-        if msg["kind"] == "done":
-            finished.append(msg["run_id"])
-        return handle(state, msg)
-
-    worker._handle = spy
-    try:
-        worker.run_once()
-    finally:
-        worker.close()
+    finished = [msg["run_id"] for msg in run_collecting_done(worker)]
 
     costs = store_costs.run_costs(path=store)
     assert len(costs) == 4

@@ -17,6 +17,7 @@ from jobs.worker.slots import SlotState
 from store import jobs as store_jobs
 from store.db import init_schema
 from tests.helpers.studies import tiny_study
+from tests.helpers.workers import run_collecting_done
 
 
 def test_one_config_per_task_and_graphed_head_in_first_needed_order():
@@ -68,17 +69,7 @@ def test_a_lane_warms_every_task_after_its_first_run_not_before(tmp_path: Path):
     spec = StudySpec.from_dict(tiny_study(methods=["nominal", "beta"]))
     job_id = store_jobs.enqueue_job(spec.to_dict(), path=store)
     worker = Worker(InlineExecutor("cpu"), store_path=store, home=tmp_path)
-    warm_seconds: list[float] = []
-    handle = worker._handle
-
-    def spy(state, msg):
-        if msg["kind"] == "done":
-            warm_seconds.append(msg["warm_s"])
-        return handle(state, msg)
-
-    worker._handle = spy
-    worker.run_once()
-    worker.close()
+    warm_seconds = [msg["warm_s"] for msg in run_collecting_done(worker)]
 
     assert store_jobs.get_job(job_id, path=store).status == "succeeded"
     # The first run starts at once; the second builds the trainers of every task first.
