@@ -100,7 +100,8 @@ def check_test_scores(study_id: str, n_lacking: int, n_runs: int) -> None:
             f"{n_runs} runs (a study imported from a bundle keeps only its selected runs'); "
             "budget matching re-selects among every run's configurations and needs them all. "
             "It works on a study run in this store, or on a bundle exported with every run's "
-            "test predictions (store.bundle.export_study(..., all_test_predictions=True))."
+            "test predictions (`softgrade export STUDY_ID --all-test-predictions -o study.zip` "
+            "where the study ran)."
         )
 
 

@@ -165,7 +165,13 @@ def cmd_export(args: argparse.Namespace) -> int:
         print(f"error: {args.output!r}: -o writes a study bundle, a .zip file", file=sys.stderr)
         return BAD_INPUT
     try:
-        done = results_io.export_bundle(args.study_id, args.output, name=args.name, path=path)
+        done = results_io.export_bundle(
+            args.study_id,
+            args.output,
+            name=args.name,
+            all_test_predictions=args.all_test_predictions,
+            path=path,
+        )
     except StoreError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return BAD_INPUT
@@ -235,6 +241,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("study_id", metavar="STUDY_ID", help="`stats --list` shows them")
     p.add_argument("-o", "--output", default=None, help="the bundle to write, e.g. study.zip")
     p.add_argument("--name", default=None, help="the study's name on import (default: its own)")
+    p.add_argument(
+        "--all-test-predictions",
+        action="store_true",
+        help="also ship every run's test predictions, not only the selected runs' (a larger "
+        "file; the Robustness tab's budget-matched comparison needs them)",
+    )
     p.add_argument(
         "--mlflow-uri", default=None, help="log the selected runs to this MLflow tracking URI"
     )

@@ -15,6 +15,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 KIOSK_ENV = "SOFTGRADE_KIOSK"
 KIOSK_STUDY_ENV = "SOFTGRADE_KIOSK_STUDY"
@@ -68,8 +69,10 @@ def check_kiosk_study(
     ``method`` is None), checked before the app starts.
 
     Raises:
-        ValueError: No such study, no finished runs, or no runs of ``method`` (the message
-            lists the methods it has).
+        ValueError: No such study, no finished runs, no runs of ``method`` (the message
+            lists the methods it has), or none of the method's models on this machine (an
+            imported study, such as the bundled reference, ships its results, not its models:
+            a kiosk on it could only say so to every visitor).
     """
     from engine.demo_models import default_method
     from store import runs as store_runs
@@ -84,4 +87,19 @@ def check_kiosk_study(
         raise ValueError(
             f"study {study_id} has no finished runs of {method!r}; it has {', '.join(methods)}"
         )
-    return study.name, method or default_method(runs)
+    method = method or default_method(runs)
+    if not _has_weights(runs[runs["method"] == method]):
+        raise ValueError(
+            f"study {study_id} ({study.name}) has no trained {method!r} models on this machine "
+            "(an imported study, such as the bundled reference, ships its results, not its "
+            "models): serve a study trained here, or a demo bundle (`up --demo demo.zip`, "
+            "written by `export-demo` where the study was trained)"
+        )
+    return study.name, method
+
+
+def _has_weights(runs: Any) -> bool:
+    """Whether any of these selected runs (a `store.runs.list_runs` frame) has its checkpoint
+    file on this machine."""
+    paths = runs.get("checkpoint_path", [])
+    return any(isinstance(p, str) and Path(p).is_file() for p in paths)

@@ -120,11 +120,14 @@ def export_bundle(
     *,
     name: str | None = None,
     command: str = "",
+    all_test_predictions: bool = False,
     path: Path,
 ) -> ExportedBundle:
     """Write a study's complete seeds (every (task, method) search stored in full) as a
     bundle with its study card; ``study_id`` None takes the newest study. ``name`` (the
     study's name on import; None keeps its own) may hold ``{n}``, the seeds exported.
+    ``all_test_predictions`` also ships every unselected run's test predictions, which the
+    Robustness tab's budget-matched comparison needs (a larger file).
 
     Raises:
         StoreError: no such study, no complete seed yet, or a study of imported results
@@ -152,7 +155,15 @@ def export_bundle(
     card["seeds_planned"] = len(spec.get("seeds", []))
     card["seeds_complete"] = seeds
     named = name.replace("{n}", str(len(seeds))) if name else None
-    written = export_study(study_id, out, seeds=seeds, card=card, name=named, path=path)
+    written = export_study(
+        study_id,
+        out,
+        seeds=seeds,
+        card=card,
+        name=named,
+        all_test_predictions=all_test_predictions,
+        path=path,
+    )
     return ExportedBundle(written, study_id, seeds, card)
 
 

@@ -17,7 +17,7 @@ from engine.films import BYTES, KNEE_LOW_CONFIDENCE, PHASE_UNITS, ImportReport, 
 from jobs.services.access import confine_import_path, data_roots
 from jobs.services.csv_safe import escape_csv_cells
 from jobs.services.provenance import card_comments
-from pages.present.user_text import code
+from pages.present.user_text import code, plain
 
 #: Layout choices of the import form (``auto`` first), in words.
 LAYOUT_LABELS = {
@@ -119,6 +119,22 @@ def left_out_text(left_out: tuple[str, ...] | list[str], shown: int = 20) -> str
     names = ", ".join(code(escaped(f)) for f in left_out[:shown])
     more = f" and {len(left_out) - shown} more" if len(left_out) > shown else ""
     return f"Left out: {names}{more}."
+
+
+def errors_text(problems: pd.DataFrame, shown: int = 10) -> str:
+    """The report's errors (films or rows left out) in full, one bullet each (the first
+    ``shown``): file, CSV row, problem and what to do. The table cuts long cells to its
+    column width, and what to do about a film left out is what its reader came for."""
+    errors = problems_table(problems).rename(columns={"what to do": "action"})
+    errors = errors[errors["severity"] == "error"]
+    lines = []
+    for row in errors.head(shown).itertuples(index=False):
+        where = f" (CSV row {row.row})" if row.row else ""
+        problem, action = (plain(str(text).rstrip(".")) for text in (row.problem, row.action))
+        lines.append(f"- {code(row.file)}{where}: {problem}. **What to do:** {action}.")
+    if len(errors) > shown:
+        lines.append(f"- … and {len(errors) - shown} more error(s) in the table above.")
+    return "\n".join(lines)
 
 
 def left_out_films(problems: pd.DataFrame) -> list[str]:

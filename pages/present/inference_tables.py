@@ -439,8 +439,9 @@ def budget_unavailable_sentence(n_lacking: int, n_runs: int) -> str:
     return (
         f"Budget matching needs the test predictions of every run, and this study holds them "
         f"for {n_runs - n_lacking} of its {n_runs} runs (a study imported from a bundle keeps "
-        "only its selected runs'): run the study in this store, or import a bundle exported "
-        "with every run's test predictions (export_study(..., all_test_predictions=True))."
+        "only its selected runs'): run the study in this store, or, where it ran, export it "
+        "with every run's test predictions (`softgrade export STUDY_ID --all-test-predictions "
+        "-o study.zip`) and import that bundle here (`softgrade import-study study.zip`)."
     )
 
 

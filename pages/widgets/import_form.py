@@ -25,6 +25,7 @@ from pages.present.import_view import (
     ImportRequest,
     ProgressThrottle,
     counts_text,
+    errors_text,
     graded_counts,
     import_blocker,
     left_out_text,
@@ -174,6 +175,8 @@ def show_report(state: dict[str, Any]) -> None:
     else:
         st.markdown(counts_text(report))
         show_problems(report.problems, key="launch_import_problems")
+        if errors := errors_text(report.problems):
+            st.markdown(errors)
         if report.left_out:
             st.markdown(left_out_text(report.left_out))
     for note in report.notes:  # they name the folder's files: text, never markdown

@@ -16,6 +16,7 @@ from pages.present import exports
 from pages.present.tables import (
     method_title,
     progress_message,
+    reference_study_id,
     study_label,
     unknown_methods,
     unknown_methods_note,
@@ -438,22 +439,33 @@ REFERENCE_BUTTON = "Load the reference study (20 seeds of the paper protocol on 
 
 
 def offer_reference_study(path: str) -> None:
-    """On a store with no study results, a one-click import of the bundled reference study
-    (``examples/reference-study.zip``) for whoever may import (members and admins; a
-    viewer is told who can); the page reruns showing it. `jobs.services.lab.load_reference_study`
-    checks the role again, so the button is not the only guard."""
+    """The bundled reference study (``examples/reference-study.zip``) in one click, for
+    whoever may import (members and admins; a viewer is told who can), while the store does
+    not hold it: up front on a store with no study results, else folded away under the
+    picker, so a lab that ran its own study first can still read it beside the reference.
+    The page reruns showing it. `jobs.services.lab.load_reference_study` checks the role
+    again, so the button is not the only guard."""
     try:
-        if (cached_studies(path)["runs_selected"] > 0).any():
-            return
+        studies = cached_studies(path, include_archived=True)
     except StoreError:
         return  # studies_with_results says why the store cannot be read
+    from store.bundle import REFERENCE_STUDY
+
+    if not REFERENCE_STUDY.is_file() or reference_study_id() in set(studies["study_id"]):
+        return
+    if (studies["runs_selected"] > 0).any():
+        with st.expander("Compare with the bundled reference study", icon=":material/download:"):
+            reference_offer(path, first=False)
+        return
+    reference_offer(path, first=True)
+
+
+def reference_offer(path: str, *, first: bool) -> None:
+    """The reference study's load button with what it is (who may load it, for a viewer)."""
     from jobs.services import lab
     from jobs.services.access import AccessDenied, Action, can
     from pages.widgets.sign_in import current_account
-    from store.bundle import REFERENCE_STUDY
 
-    if not REFERENCE_STUDY.is_file():
-        return
     account = current_account()
     if account is None or not can(account, Action.IMPORT):
         st.caption(
@@ -464,6 +476,9 @@ def offer_reference_study(path: str) -> None:
     st.caption(
         "The bundled reference study shows the paper's full analysis on the phantom at "
         "once; your own studies appear beside it once run."
+        if first
+        else "The bundled reference study (the paper's full analysis on the phantom) is not "
+        "in this store yet: load it to read your studies beside it."
     )
     if st.button(REFERENCE_BUTTON, key="load_reference_study", icon=":material/download:"):
         try:

@@ -159,3 +159,31 @@ def test_an_import_on_the_launch_page_is_audited_under_the_signed_in_member(path
     assert not at.exception
     (line,) = read_audit(action="import", path=path).itertuples()
     assert (line.actor, line.target) == ("mo", str(folder))
+
+
+def test_a_truncated_png_and_an_empty_dicom_are_named_with_what_to_do_in_full(path, tmp_path):
+    # The table cuts long cells at its column width: what to do about each film left out
+    # must be readable without hovering over a cell.
+    folder = _folder(tmp_path)
+    film = sorted(folder.glob("*.png"))[3]
+    film.write_bytes(film.read_bytes()[:2000])  # cut short, as an interrupted copy leaves it
+    (folder / "empty.dcm").write_bytes(b"")
+    table = pd.read_csv(folder / "labels.csv")
+    extra = {"image": "empty.dcm", "patient_id": "z9", "side": "L", "kl": 1, "cppd": 1}
+    pd.concat([table, pd.DataFrame([extra])], ignore_index=True).to_csv(
+        folder / "labels.csv", index=False
+    )
+    at = _import(_page().run(), folder)
+    assert not at.exception
+    problems = _problems(at).set_index("file")
+    shown = _texts(at.markdown)
+    for name in (film.name, "empty.dcm"):
+        action = problems.loc[name, "what to do"]
+        bullet = next(line for line in shown.splitlines() if f"`{name}`" in line)
+        assert "What to do:" in bullet, bullet
+        # Every word of the advice is on the page (markdown-escaped, so compared by words).
+        words = [w.strip(".,;:()") for w in action.split()]
+        assert all(w in bullet for w in words if w.isalpha()), (action, bullet)
+    at.button(key="launch_import_skip_bad").click().run()
+    (dataset_id,) = list_imports(path=path)["dataset_id"]
+    assert len(dataset_labels(dataset_id, path=path)) == 11  # the twelve less the cut one

@@ -6,7 +6,7 @@ from pages.present import tables
 from store.audit import read_audit
 from store.bundle import REFERENCE_STUDY, read_card
 from store.db import init_schema
-from tests.helpers.pages import run_page, texts
+from tests.helpers.pages import make_store, run_page, texts
 
 
 def test_empty_compare_page_loads_the_reference_study_in_one_click(tmp_path, monkeypatch):
@@ -21,11 +21,25 @@ def test_empty_compare_page_loads_the_reference_study_in_one_click(tmp_path, mon
     assert picker.value == [study_id]
     assert all(label.startswith(tables.REFERENCE_MARK) for label in picker.options)
     assert set(at.table[0].value["Seeds"]) == {str(len(read_card(REFERENCE_STUDY)["seeds"]))}
-    assert not at.button  # the offer is gone once a study has results
+    assert not at.button  # the offer is gone once the reference is in the store
     # The load leaves one audit line, by the local person (single-user mode).
     lines = read_audit(action="import", path=tmp_path / "softgrade.duckdb")
     assert lines[["actor", "target"]].values.tolist() == [["local", study_id]]
     assert "bundled reference study" in lines.iloc[0]["detail"]
+
+
+def test_a_store_with_its_own_study_still_offers_the_reference_beside_it(tmp_path, monkeypatch):
+    # A lab that ran its own study first must not lose the way to the reference.
+    own = make_store(tmp_path, name="our study")
+    at = run_page(tmp_path, monkeypatch)
+    assert at.expander[0].label == "Compare with the bundled reference study"
+    assert "is not in this store yet" in texts(at, "caption")
+    at.button(key="load_reference_study").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    options = at.multiselect(key="compare_studies").options
+    assert len(options) == 2 and own  # our study and, marked, the reference
+    assert sum(label.startswith(tables.REFERENCE_MARK) for label in options) == 1
+    assert not [b for b in at.button if b.key == "load_reference_study"]
 
 
 def test_study_label_marks_only_the_bundled_reference():

@@ -393,3 +393,22 @@ def test_a_bundle_of_a_method_with_its_own_output_layer_grades_in_the_kiosk(
             assert metric.value == f"{task} {int(predict(model, crop[None]).argmax())}"
     finally:
         shutil.rmtree(demo_home)
+
+
+def test_cli_refuses_a_kiosk_on_a_study_whose_models_are_not_here(tmp_path, monkeypatch, capsys):
+    # The bundled reference ships its results, not its models: a kiosk on it would only tell
+    # every visitor that the images or the models are missing.
+    from store.bundle import REFERENCE_STUDY, import_study
+    from store.db import init_schema
+
+    def refuse_to_serve(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the kiosk started serving a study it cannot grade with")
+
+    init_schema(tmp_path / "softgrade.duckdb")
+    study_id = import_study(REFERENCE_STUDY, path=tmp_path / "softgrade.duckdb").study_id
+    monkeypatch.setenv("SOFTGRADE_HOME", str(tmp_path))
+    monkeypatch.setattr(subprocess, "Popen", refuse_to_serve)
+    assert main(["up", "--kiosk", "--study", study_id]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "no trained" in err and "models on this machine" in err
+    assert "up --demo" in err and "Traceback" not in err

@@ -267,3 +267,41 @@ def test_deleting_an_imported_study_deletes_its_metric_values_and_sizes(home, tm
     deleted = delete_study(study, confirm_name="other_tool", home=home, path=default_store_path())
     assert deleted.rows["seed_metrics"] == 90 and deleted.rows["seed_split_sizes"] == 10
     assert stored_counts() == (0, 0, 0)
+
+
+def test_the_export_the_robustness_tab_names_ships_every_runs_test_predictions(
+    home, tmp_path, monkeypatch, capsys
+):
+    # The Robustness tab tells a study imported without them how to get every run's test
+    # predictions: run that command as written, import the bundle, and nothing is lacking.
+    import re
+    import shlex
+
+    from pages.present.inference_tables import budget_unavailable_sentence
+    from store import analysis as store_analysis
+
+    store = default_store_path()
+    init_schema(store)
+    study = write_synthetic_study(store, n_seeds=1, n_patients=20,
+                                  configs={"nominal": 1, "binomial": 2, "beta": 3})  # fmt: skip
+    with connect(store) as con:  # the worker's spec names tasks and budget; the helper's not
+        spec = json.loads(con.execute("SELECT spec FROM studies").fetchone()[0])
+        spec |= {"tasks": ["KL", "CPPD"], "budget": 1}
+        con.execute("UPDATE studies SET spec = ?", [json.dumps(spec)])
+    told = budget_unavailable_sentence(6, 12)
+    assert "export_study(" not in told
+    (command,) = re.findall(r"`(softgrade export [^`]+)`", told)
+    args = shlex.split(command)[1:]
+    args = [study if a == "STUDY_ID" else str(tmp_path / a) if a.endswith(".zip") else a
+            for a in args]  # fmt: skip
+    plain = tmp_path / "plain.zip"
+    assert main(["export", study, "-o", str(plain)]) == 0
+    assert main(args) == 0
+    capsys.readouterr()
+    for bundle, lacking in ((plain, 6), (tmp_path / "study.zip", 0)):
+        other = tmp_path / f"elsewhere-{bundle.stem}"
+        other.mkdir()
+        monkeypatch.setenv("SOFTGRADE_HOME", str(other))
+        assert main(["import-study", str(bundle)]) == 0
+        found = store_analysis.runs_lacking_test_predictions(study, path=default_store_path())
+        assert found == lacking, bundle
