@@ -168,6 +168,17 @@ def open_requested_page() -> None:
         st.switch_page(page)
 
 
+def job_counts_caption(statuses: Any) -> str:
+    """ "2 running · 5 succeeded", and how often the list refreshes while a job is queued or
+    running (with every job finished the list still looks for new ones, but nothing on it
+    changes, so it says nothing of refreshing)."""
+    counts = statuses.value_counts()
+    text = " · ".join(f"{counts.get(s, 0)} {s}" for s in STATUS_BADGES if counts.get(s, 0))
+    if statuses.isin(["queued", "running"]).any():
+        text += f" · refreshes every {REFRESH_S:.0f} s"
+    return text
+
+
 @st.fragment(run_every=REFRESH_S)
 def render_jobs() -> None:
     """The live list; reruns alone every ``REFRESH_S`` seconds."""
@@ -188,11 +199,7 @@ def render_jobs() -> None:
         return
     if workers.empty and jobs["status"].isin(["queued", "running"]).any():
         st.error(f"**{NO_WORKER_TITLE}** {NO_WORKER_HOW}", icon=":material/power_off:")
-    counts = jobs["status"].value_counts()
-    st.caption(
-        " · ".join(f"{counts.get(s, 0)} {s}" for s in STATUS_BADGES if counts.get(s, 0))
-        + f" · refreshes every {REFRESH_S:.0f} s"
-    )
+    st.caption(job_counts_caption(jobs["status"]))
     if st.session_state.get("queue_hide_finished"):
         jobs = jobs[jobs["status"].isin(["queued", "running"])]
         if jobs.empty:

@@ -54,7 +54,8 @@ def expected_best_chart(
         scale=method_dash_scale(methods),
         legend=method_legend(len(methods)),
     )
-    x = alt.X("n:Q", title="Configurations tried", axis=alt.Axis(tickMinStep=1))
+    # Whole configurations: integer ticks even where a search tried only one or two.
+    x = alt.X("n:Q", title="Configurations tried", axis=alt.Axis(tickMinStep=1, format="d"))
     y = alt.Y("expected:Q", title=f"Expected best {SCORE}", scale=alt.Scale(zero=False))
     tooltip = [
         alt.Tooltip("Method:N"),
@@ -80,11 +81,12 @@ def expected_best_chart(
             ).properties(title=task, width=width, height=height)
         )
     how = "with replacement" if replace else "without replacement (distinct configurations)"
-    subtitle = (
-        f"Mean over seeds of the expected best of n configurations drawn {how} from each "
-        f"seed's search ({DIRECTION} is better); band: ± 1 sd over seeds; ring: the method's "
-        "own search size"
-    )
+    # One line each: a single line runs past the right edge of two narrow panels.
+    subtitle = [
+        f"Mean over seeds of the expected best of n configurations ({DIRECTION} is better),",
+        f"drawn {how} from each seed's search.",
+        "Band: ± 1 sd over seeds; ring: the method's own search size.",
+    ]
     return alt.hconcat(*panels).properties(
         title=alt.TitleParams(f"Expected best {SCORE} by configurations tried", subtitle=subtitle)
     )

@@ -593,7 +593,7 @@ def learning_curves_chart(
         # Values above a diverged series' ceiling are drawn at it (`shown`) and marked, so
         # that they do not flatten every other curve; the tooltip keeps the real value.
         y = alt.Y("shown:Q", title=SERIES_TITLES.get(name, name), scale=alt.Scale(zero=False))
-        x = alt.X("epoch:Q", title="Epoch")
+        x = alt.X("epoch:Q", title="Epoch", axis=alt.Axis(tickMinStep=1, format="d"))
         base = alt.Chart(rows).encode(x=x, y=y, color=colour)
         layers = [
             base.mark_line(strokeWidth=1.2, opacity=0.7).encode(

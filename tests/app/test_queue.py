@@ -180,3 +180,20 @@ def test_a_results_button_asks_for_its_page_and_the_full_run_opens_it(path):
     at.button(key=f"queue_open_pages/compare.py_import-{study_id}").click().run()
     assert at.session_state["requested_study"][0] == study_id
     assert "queue_open_page" not in at.session_state  # consumed by the full run's switch
+
+
+def test_with_every_job_finished_the_list_says_nothing_of_refreshing(path):
+    done = store_jobs.enqueue_job({"name": "old"}, path=path)
+    store_jobs.request_cancel(done, path=path)
+    at = _page().run()
+    captions = " ".join(c.value for c in at.caption)
+    assert "1 cancelled" in captions and "refreshes every" not in captions
+
+
+def test_while_a_job_waits_the_list_says_how_often_it_refreshes(path):
+    done = store_jobs.enqueue_job({"name": "old"}, path=path)
+    store_jobs.request_cancel(done, path=path)
+    store_jobs.enqueue_job({"name": "new"}, path=path)
+    at = _page().run()
+    captions = " ".join(c.value for c in at.caption)
+    assert "1 queued · 1 cancelled · refreshes every 2 s" in captions

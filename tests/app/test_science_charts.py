@@ -11,6 +11,8 @@ import pytest
 
 from engine.analysis import explorer, ranking
 from engine.analysis import probability_metrics as pm
+from engine.analysis.expected_max import expected_best_table
+from pages.present import budget_curves
 from pages.present import science_charts as charts
 
 METHODS = ["nominal", "binomial", "beta", "triangular", "exponential"]
@@ -318,6 +320,13 @@ def test_learning_curves_chart_has_a_panel_per_series_lines_per_run_and_best_epo
     assert diamond[["epoch", "value"]].iloc[0].tolist() == [4, 0.47]
 
 
+def test_learning_curves_count_epochs_in_whole_numbers():
+    spec = charts.learning_curves_chart(explorer.overlay(_curves(), "method", task="KL")).to_dict()
+    for panel in spec["hconcat"]:
+        axis = panel["layer"][0]["encoding"]["x"]["axis"]
+        assert axis["format"] == "d" and axis["tickMinStep"] == 1
+
+
 def test_learning_curves_by_seed_order_the_seeds_numerically():
     rows = []
     for seed in (10, 2, 1):
@@ -345,3 +354,23 @@ def test_learning_curves_by_seed_order_the_seeds_numerically():
     spec = charts.learning_curves_chart(shown).to_dict()
     domain = spec["hconcat"][0]["layer"][0]["encoding"]["color"]["scale"]["domain"]
     assert domain == ["seed 1", "seed 2", "seed 10"]
+
+
+def test_the_expected_best_chart_counts_configurations_whole_and_wraps_its_subtitle():
+    runs = pd.DataFrame(
+        {
+            "task": ["KL"] * 4,
+            "method": ["nominal", "nominal", "beta", "beta"],
+            "seed": [0, 0, 0, 0],
+            "val_amae": [0.5, 0.4, 0.45, 0.6],
+        }
+    )
+    table = expected_best_table(runs, "val_amae", lower_is_better=True)
+    spec = budget_curves.expected_best_chart(table).to_dict()
+    panel = spec["hconcat"][0]
+    axis = panel["layer"][0]["encoding"]["x"]["axis"]
+    assert axis["format"] == "d" and axis["tickMinStep"] == 1
+    # A subtitle of several short lines: one long line ran past two narrow panels
+    subtitle = spec["title"]["subtitle"]
+    assert isinstance(subtitle, list) and len(subtitle) >= 2
+    assert all(len(line) <= 80 for line in subtitle)
