@@ -493,6 +493,12 @@ def _environment_card(env: dict[str, Any]) -> dict[str, str]:
         out[label] = env[key] or "none"
     out["worker"] = env["worker_host"]
     devices = json.loads(env["devices"]) if env["devices"] else []
+    if devices and not any(str(d).startswith("cuda") for d in devices):
+        # torch reports the CUDA and cuDNN it was built with, GPU or not: say so where the
+        # runs trained on the CPU, or the card reads as if a GPU had trained them.
+        for label in ("CUDA", "cuDNN"):
+            if out[label] != "none":
+                out[label] += " (torch's build; these runs used no GPU)"
     names = json.loads(env["gpu_names"]) if env["gpu_names"] else []
     text = ", ".join(_count(devices))
     out["devices"] = text + (f" ({', '.join(_count(names))})" if names else "")

@@ -218,3 +218,15 @@ def test_weights_init_text_names_the_imagenet_file_and_a_mixture():
     assert mixed == (
         "ImageNet weights on 4 runs; random (trained from scratch, no pretrained weights) on 6 runs"
     )
+
+
+def test_a_cpu_trained_studys_card_says_its_cuda_is_only_torchs_build(store):
+    job = launch_study(store)
+    on_cpu = {**ENVIRONMENT, "devices": ["cpu", "cpu"], "gpu_names": []}
+    studies.record_environment(
+        job.study_id, job_id=job.job_id, worker_id="w", environment=on_cpu, path=store
+    )
+    card = studies.study_card(job.study_id, path=store)
+    assert card["devices"] == "cpu x2"
+    assert card["CUDA"] == "13.0 (torch's build; these runs used no GPU)"
+    assert card["cuDNN"] == "9.10.2 (torch's build; these runs used no GPU)"
