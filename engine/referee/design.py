@@ -17,15 +17,18 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from engine.analysis.metrics import METRICS, PRIMARY_METRIC
-from engine.analysis.referee_rules import Comparison
 from engine.config import IMAGE_SIZES, TrainConfig, check_device, check_method, check_task
 from engine.methods import MethodParams, get_method, sample_configs
 from engine.phantom import PhantomSpec
 from engine.protocol import EARLY_STOPPING
 from engine.seeds import SeedDesign
 from engine.vocab import KL
+
+if TYPE_CHECKING:  # imported where used: it pulls scipy.stats, which the CLI's parser need not
+    from engine.analysis.referee_rules import Comparison
 
 #: The fresh test set's data seed is ``data_seed`` plus this; datasets use ``data_seed + k``
 #: for ``k`` below it, so no dataset shares the fresh set's films.
@@ -144,6 +147,8 @@ class RefereeDesign:
     @property
     def comparisons(self) -> tuple[Comparison, ...]:
         """Every pair of the methods (``a − b`` in the order given), then the null pair."""
+        from engine.analysis.referee_rules import Comparison
+
         real = [Comparison(a, b) for a, b in itertools.combinations(self.methods, 2)]
         return (*real, Comparison(self.null_method, self.twin, null=True))
 

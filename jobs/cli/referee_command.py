@@ -40,7 +40,6 @@ from typing import Any
 
 import pandas as pd
 
-from engine.analysis import referee
 from engine.analysis.metrics import METRIC_LABELS, METRICS, PRIMARY_METRIC
 from engine.config import SpecError
 from engine.methods import paper_methods
@@ -48,8 +47,10 @@ from engine.referee.design import FIXED, RefereeDesign
 from engine.seeds import SeedDesignError, seeds_from_text
 from engine.vocab import TASKS
 from jobs.cli.arg_types import whole_from
-from jobs.services import referee as referee_files
-from pages.present.referee_tables import referee_markdown
+
+# The referee's statistics (`engine.analysis.referee`: scipy, statsmodels, baycomp; ~1 s) are
+# imported in the functions that use them: every command line, `up` and `worker` (and each
+# of its slot processes) included, builds this command's parser.
 
 BAD_INPUT = 2
 #: The default pair: the paper's baseline and its first soft method.
@@ -73,6 +74,8 @@ def cmd_calibrate_inference(args: argparse.Namespace) -> int:
 
     from engine.grade_model import resolve_device
     from engine.referee.runs import default_render_workers, run_referee
+    from jobs.services import referee as referee_files
+    from pages.present.referee_tables import referee_markdown
 
     try:
         resolve_device(design.device)
@@ -112,6 +115,8 @@ def summarise(
     design: RefereeDesign, result: Any, started: datetime, *, argv: list[str]
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The summary table and the card of a finished referee run."""
+    from engine.analysis import referee
+
     samples = referee.pair_samples(
         result.draws, design.comparisons, design.metric, boot=result.boot
     )
@@ -161,6 +166,9 @@ def summarise(
 
 def write_result(out: Path, summary: pd.DataFrame, card: dict[str, Any]) -> None:
     """The summary CSV, the markdown, then the card (last: it marks the result complete)."""
+    from jobs.services import referee as referee_files
+    from pages.present.referee_tables import referee_markdown
+
     summary.to_csv(out / referee_files.SUMMARY_FILE, index=False)
     (out / referee_files.MARKDOWN_FILE).write_text(referee_markdown(summary, card))
     partial = out / (referee_files.CARD_FILE + ".partial")
@@ -171,6 +179,8 @@ def write_result(out: Path, summary: pd.DataFrame, card: dict[str, Any]) -> None
 def _save_draws(draws: pd.DataFrame, boot: pd.DataFrame, out: Path) -> None:
     """The per-run results and each dataset's bootstrap intervals so far (rewritten after each
     dataset, each file replaced whole)."""
+    from jobs.services import referee as referee_files
+
     for table, name in ((draws, referee_files.DRAWS_FILE), (boot, referee_files.BOOTSTRAP_FILE)):
         partial = out / (name + ".partial")
         table.to_csv(partial, index=False)
@@ -178,6 +188,8 @@ def _save_draws(draws: pd.DataFrame, boot: pd.DataFrame, out: Path) -> None:
 
 
 def _record(folder: Path) -> int:
+    from jobs.services import referee as referee_files
+
     try:
         recorded = referee_files.record_referee(folder)
     except ValueError as exc:

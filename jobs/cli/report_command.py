@@ -19,7 +19,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pages.present.report import ReportInputError, write_latex, write_report
 from store.db import StoreError
 
 BAD_INPUT = 2
@@ -55,6 +54,10 @@ def print_pdf(html: Path, pdf: Path, chromium: str) -> bool:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Write the report (in this process), then the PDF when asked."""
+    # Here, not at the top: the report pulls the statistics libraries (1-2 s), which every
+    # other command (`up`, `worker` and its slot processes among them) would pay for.
+    from pages.present.report import ReportInputError, write_latex, write_report
+
     chromium = find_chromium() if args.pdf else None
     if args.pdf and chromium is None:
         print(

@@ -10,6 +10,8 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from jobs.cli.arg_types import add_executor_args
@@ -24,13 +26,25 @@ log = logging.getLogger("jobs")
 
 # How often `up` checks that a worker serves its store.
 UP_CHECK_S = 5.0
+# The first worker starts this long after the app first answers its health check: a worker's
+# start (torch in it and in its slot process: 8-10 s of CPU) would otherwise take a core from
+# the first visitor's page (Streamlit's 60 script files, the page's first run) on a 2-core
+# machine. 3 s covers that page on an idle machine; a job queued before `up` waits that much
+# longer for its worker (bench/RESULTS.md, "Opening the app").
+WORKER_GRACE_S = 3.0
+# ... and at the latest this long after the app was launched, whether or not it answered
+# (a loaded machine, or an address `up` cannot reach): a queued job never waits much longer.
+WORKER_START_CAP_S = 10.0
+# How often `up` asks the app for its health while the first worker waits.
+_GATE_POLL_S = 0.25
 
 
 def cmd_up(args: argparse.Namespace) -> int:
     """Serve the Streamlit app on 127.0.0.1 and keep a worker running for its store.
 
-    A worker is started whenever none is alive: at once, or later if the one alive at start
-    (e.g. from a previous ``up`` still shutting down) stops or dies.
+    A worker is started whenever none is alive: the first once the app has served for a few
+    seconds (`FirstWorkerGate`), or later if the one alive then (e.g. from a previous ``up``
+    still shutting down) stops or dies.
     """
     import signal
     import subprocess
@@ -51,8 +65,12 @@ def cmd_up(args: argparse.Namespace) -> int:
     try:
         app_proc = subprocess.Popen(_app_command(args), env={**os.environ, SERVED_HOST_ENV: served})
         children.append(app_proc)
+        gate = FirstWorkerGate(launched=time.monotonic())
         worker: subprocess.Popen | None = None
         while app_proc.poll() is None:
+            if not gate.open(time.monotonic(), lambda: app_answers(args.host, args.port)):
+                time.sleep(_GATE_POLL_S)
+                continue
             if (worker is None or worker.poll() is not None) and store_jobs.alive_workers(
                 path=path
             ).empty:
@@ -72,6 +90,44 @@ def cmd_up(args: argparse.Namespace) -> int:
                 child.terminate()
         for child in children:
             child.wait(timeout=15)
+
+
+@dataclass
+class FirstWorkerGate:
+    """When `up` may start its first worker: `WORKER_GRACE_S` after the app first answers its
+    health check, at the latest `WORKER_START_CAP_S` after the app was launched. Once open it
+    stays open (a worker that dies later is replaced at once)."""
+
+    launched: float
+    answered: float | None = None
+    opened: bool = False
+
+    def open(self, now: float, app_answers: Callable[[], bool]) -> bool:
+        """Whether the first worker may start at ``now`` (`time.monotonic`); asks
+        ``app_answers()`` until the app has answered once."""
+        if not self.opened:
+            if self.answered is None and app_answers():
+                self.answered = now
+            answered_long_enough = (
+                self.answered is not None and now >= self.answered + WORKER_GRACE_S
+            )
+            self.opened = answered_long_enough or now >= self.launched + WORKER_START_CAP_S
+        return self.opened
+
+
+def app_answers(host: str, port: int) -> bool:
+    """Whether Streamlit's health check at ``host``:``port`` answers 200 (a wildcard address
+    is asked on loopback)."""
+    import urllib.request
+
+    asked = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+    if ":" in asked:
+        asked = f"[{asked}]"  # an IPv6 address in a URL
+    try:
+        with urllib.request.urlopen(f"http://{asked}:{port}/_stcore/health", timeout=1) as reply:
+            return reply.status == 200
+    except (OSError, ValueError):
+        return False
 
 
 def _app_command(args: argparse.Namespace) -> list[str]:

@@ -14,7 +14,9 @@ order is a first
 visit's: the entrypoint's imports, then each page's in menu order (Launch, the landing page,
 first). A visitor's script thread that asks for a module the warm-up is importing waits for
 that import to finish rather than repeating it, and following the same order keeps both
-threads entering circular imports from the same side.
+threads entering circular imports from the same side. Between the entrypoint's imports and
+the pages' it also sets up the store (`store.db.init_schema_once`): the process's first open
+of it costs 0.2-0.5 s, which the first visitor's sign-in check would otherwise wait for.
 """
 
 from __future__ import annotations
@@ -93,32 +95,54 @@ def _streamlit_runtime_exists() -> bool:
     return runtime.exists()
 
 
+# A step of the warm-up: a module to import, or a call (the store's set-up).
+Step = str | Callable[[], object]
+
+
+def set_up_store() -> None:
+    """Open (and set up) the app's store once in this process (`store.db.init_schema_once`)."""
+    from store.db import init_schema_once
+
+    init_schema_once()
+
+
+def warm_up_steps(entrypoint: Path, first: str | None = None) -> list[Step]:
+    """`page_modules` with `set_up_store` after the entrypoint's own imports: every visit's
+    run opens the store in the sign-in check, before the page's imports are needed."""
+    modules = page_modules(entrypoint, first)
+    shell = len(top_level_imports(entrypoint))
+    return [*modules[:shell], set_up_store, *modules[shell:]]
+
+
 def warm_imports(
-    modules: list[str], runtime_ready: Callable[[], bool] = _streamlit_runtime_exists
-) -> list[str]:
-    """Import ``modules`` once ``runtime_ready()`` holds (or `RUNTIME_WAIT_S` passed);
-    return those that failed. A failure is logged and left for the page to meet (and report)
-    on its own, as it would without the warm-up."""
+    steps: list[Step], runtime_ready: Callable[[], bool] = _streamlit_runtime_exists
+) -> list[Step]:
+    """Take ``steps`` (import a module, or call a function) once ``runtime_ready()`` holds
+    (or `RUNTIME_WAIT_S` passed); return those that failed. A failure is logged and left for
+    the page to meet (and report) on its own, as it would without the warm-up."""
     deadline = time.monotonic() + RUNTIME_WAIT_S
     while not runtime_ready() and time.monotonic() < deadline:
         time.sleep(_POLL_S)
     failed = []
     started = time.perf_counter()
-    for module in modules:
+    for step in steps:
         try:
-            importlib.import_module(module)
+            if callable(step):
+                step()
+            else:
+                importlib.import_module(step)
         except Exception:  # the page itself will say what is wrong
-            log.debug("warm-up import of %s failed", module, exc_info=True)
-            failed.append(module)
+            log.debug("warm-up step %s failed", step, exc_info=True)
+            failed.append(step)
     log.info("page imports warmed in %.1f s", time.perf_counter() - started)
     return failed
 
 
 def start_warmup(entrypoint: Path, first: str | None = None) -> threading.Thread:
-    """Start importing every page's modules (`page_modules`) in a daemon thread."""
+    """Start the warm-up (`warm_up_steps`) in a daemon thread."""
     thread = threading.Thread(
         target=warm_imports,
-        args=(page_modules(entrypoint, first),),
+        args=(warm_up_steps(entrypoint, first),),
         name="softgrade-import-warmup",
         daemon=True,
     )

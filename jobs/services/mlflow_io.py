@@ -37,7 +37,7 @@ import pandas as pd
 from engine.analysis import probability_metrics
 from engine.analysis.metrics import REGISTRY
 from engine.analysis.run_mapping import MappedRuns, RunMapping, TrackedRun, map_runs
-from jobs.services import results_io, study_analysis
+from jobs.services import results_io
 from store import analysis as store_analysis
 from store import results as store_results
 from store import runs as store_runs
@@ -223,6 +223,10 @@ def selected_run_metrics(study_id: str, *, path: StorePath = None) -> pd.DataFra
     """Each selected run's per-seed test metrics, long: ``run_id, metric, value`` (the grade
     metrics, and the probability metrics where its films' probabilities are stored); only
     finite values."""
+    # Here, not at the top: the study's statistics (statsmodels) are for an export only, and
+    # every command line imports this module to build its parser.
+    from jobs.services import study_analysis
+
     wide = study_analysis.per_run(study_id, path=path)
     frames = [wide]
     films = store_runs.selected_probabilities([study_id], path=path)

@@ -21,31 +21,25 @@ from store import costs as store_costs
 from store import datasets as store_datasets
 from store import jobs as store_jobs
 from store import runs as store_runs
-from store.db import StoreError, default_store_path, init_schema
+from store.db import StoreError, default_store_path, init_schema_once
 
 # The Launch presets, installed with the package (studies/).
 STUDIES_DIR = Path(str(resources.files("studies")))
-
-# Stores this server process has set up or upgraded (`init_schema` once, not every rerun:
-# it takes the write lock the worker needs).
-_READY_STORES: set[str] = set()
 
 
 def store_path() -> Path:
     """The store this app uses: ``$SOFTGRADE_HOME/softgrade.duckdb``.
 
-    The first call in a server process creates it if missing and upgrades an older one
-    before any page reads it. A store that cannot be used (truncated, not DuckDB, another
-    program's, of a newer version) stops the page with one message; nothing in it is changed.
+    The first call in a server process (or the app's warm-up, `jobs.services.import_warmup`)
+    creates it if missing and upgrades an older one before any page reads it
+    (`store.db.init_schema_once`: once, not every rerun, as it takes the write lock the worker
+    needs). A store that cannot be used (truncated, not DuckDB, another program's, of a newer
+    version) stops the page with one message; nothing in it is changed.
     """
-    path = default_store_path()
-    if str(path) not in _READY_STORES:
-        try:
-            init_schema(path)
-        except StoreError as exc:
-            store_unusable(exc)
-        _READY_STORES.add(str(path))
-    return path
+    try:
+        return init_schema_once(default_store_path())
+    except StoreError as exc:
+        store_unusable(exc)
 
 
 STORE_UNUSABLE_TITLE = "SoftGrade cannot use its store"

@@ -3,6 +3,7 @@ sign-out, the signed-in name in the sidebar, and the guard every restricted page
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 from pathlib import Path
 from typing import Any
@@ -74,9 +75,29 @@ SESSION_ENDED = (
 SIGNED_OUT_KEY = "softgrade_signed_out"
 
 
+# Whether people must sign in, noted once per script run: app.py and the page's guard both
+# ask (`current_account`), and each answer opens the store (15-50 ms on a busy machine, before
+# the page's heading). Noted on the run's context (one per browser session, kept across its
+# runs) beside the run's own cursor table, which Streamlit makes anew for every run.
+_NOTED_ATTR = "_softgrade_signing_in_needed"
+
+
 def signing_in_needed() -> bool:
-    """Whether people must sign in: accounts exist, or the app is served beyond loopback."""
-    return not single_user_mode(has_accounts=store_users.has_accounts(path=store_path()))
+    """Whether people must sign in: accounts exist, or the app is served beyond loopback.
+    Read from the store once per script run (a new run reads it again)."""
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    run = getattr(ctx, "cursors", None)
+    noted = getattr(ctx, _NOTED_ATTR, None)
+    if run is not None and noted is not None and noted[0] is run:
+        return noted[1]
+    needed = not single_user_mode(has_accounts=store_users.has_accounts(path=store_path()))
+    if run is not None:
+        # A context that took no new attribute would be asked every time, as before.
+        with contextlib.suppress(AttributeError):
+            setattr(ctx, _NOTED_ATTR, (run, needed))
+    return needed
 
 
 def current_account() -> Account | None:

@@ -83,6 +83,40 @@ def test_a_pages_heading_comes_before_the_sidebars_store_reads(home, monkeypatch
     assert any("No worker is running" in e.value for e in at.sidebar.error)
 
 
+def test_the_sign_in_check_reads_the_store_once_per_run_and_again_the_next(home, monkeypatch):
+    # app.py and the page's guard both ask whether sign-in is needed; each answer opened the
+    # store (15-50 ms on a busy machine) before the page's heading. Once per script run, and
+    # a new run asks again: an account made between two runs turns sign-in on at the next.
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    from pages.widgets import sign_in
+    from store import users as store_users
+
+    asked: list[object] = []  # each script run's cursor table (new every run), per question
+    read: list[object] = []
+    has_accounts, current_account = store_users.has_accounts, sign_in.current_account
+
+    def counted_has_accounts(*, path: Path | None = None) -> bool:
+        read.append(get_script_run_ctx().cursors)
+        return has_accounts(path=path)
+
+    def counted_current_account() -> object:
+        asked.append(get_script_run_ctx().cursors)
+        return current_account()
+
+    monkeypatch.setattr(store_users, "has_accounts", counted_has_accounts)
+    monkeypatch.setattr(sign_in, "current_account", counted_current_account)
+    at = _app().run()
+    assert not at.exception
+    assert at.title[0].value == "Launch a study"
+    runs = list({id(run): run for run in asked}.values())
+    assert any(sum(a is run for a in asked) == 2 for run in runs)  # app.py and Launch's guard
+    assert [sum(r is run for r in read) for run in runs] == [1] * len(runs)
+    store_users.add_user("ada", "admin", "a long passphrase 1", path=default_store_path())
+    at.run()
+    assert at.title[0].value == "Sign in to SoftGrade"
+
+
 @pytest.mark.parametrize(("page", "title"), PAGES.items())
 def test_every_page_opens_inside_the_shell(home, page, title):
     # AppTest starts every run like a fresh server process, where Streamlit first runs a

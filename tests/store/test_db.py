@@ -116,3 +116,28 @@ def test_a_store_another_process_grows_just_before_the_open_is_not_called_trunca
     monkeypatch.setattr(db, "_open_with_retry", a_write_lands_first)
     with connect(store, read_only=True) as con:
         assert con.execute("SELECT count(*) FROM grown").fetchone()[0] == 300000
+
+
+def test_init_schema_once_sets_a_store_up_once_per_process_and_never_remembers_a_failure(
+    tmp_path, monkeypatch
+):
+    from store import db
+
+    calls: list[Path] = []
+    set_up = db.init_schema
+
+    def counted(path: Path) -> None:
+        calls.append(path)
+        set_up(path)
+
+    monkeypatch.setattr(db, "init_schema", counted)
+    store = tmp_path / "softgrade.duckdb"
+    assert db.init_schema_once(store) == store and store.exists()
+    db.init_schema_once(store)
+    assert calls == [store]
+    broken = tmp_path / "not-a-store.duckdb"
+    broken.write_bytes(b"name,grade\nknee1,2\n" * 50)
+    for _ in range(2):  # refused each time, with its reason, not remembered as set up
+        with pytest.raises(db.StoreError, match="not a DuckDB file"):
+            db.init_schema_once(broken)
+    assert calls == [store, broken, broken]
