@@ -187,7 +187,7 @@ class RefereeDesign:
         """Seeds (pairing keys) per dataset and method: ``S``, or ``S × I``."""
         return self.seeds * self.inits
 
-    def cells(self) -> list[tuple[int, int, list[tuple[int, int]]]]:
+    def cells(self) -> list[tuple[int, list[tuple[int, int]]]]:
         """Per split: ``(split seed, [(pairing seed, init seed), ...])``, splits in order.
 
         Independent seeds: seed ``s`` is its own split and init (``[(s, [(s, s)])...]``).

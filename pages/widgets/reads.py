@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pandas as pd
 import streamlit as st
@@ -45,7 +45,7 @@ def store_path() -> Path:
 STORE_UNUSABLE_TITLE = "SoftGrade cannot use its store"
 
 
-def store_unusable(exc: StoreError) -> None:
+def store_unusable(exc: StoreError) -> NoReturn:
     """Stop the page with why the store cannot be used and what to do (no traceback)."""
     st.error(f"**{STORE_UNUSABLE_TITLE}.** {said(exc)}", icon=":material/database:")
     st.stop()
