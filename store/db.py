@@ -190,6 +190,12 @@ def refuse_truncated(path: Path) -> None:
     `connect` also checks that every table's blocks are in the file (a cut that falls on a
     block boundary), once per file size (`_check_blocks`).
 
+    A file that is being written ends inside a block for a moment too: the kernel grows it
+    page by page while a writer (another process, or another thread of this one: the
+    worker's heartbeat) appends a block. So an odd size is looked at again until it has not
+    changed for `_SETTLE_S`; only a file that stays cut is refused (a kill -9 test of the
+    worker met a growing store called truncated).
+
     Raises:
         StoreError: The file is truncated; nothing in it was changed.
     """
@@ -202,8 +208,35 @@ def refuse_truncated(path: Path) -> None:
     except OSError as exc:
         raise StoreError(f"the store {path} cannot be read ({exc.strerror})") from exc
     block_size = _block_size(head)
-    if block_size is not None and (size - 3 * _HEADER_BYTES) % block_size:
+    if block_size is None or not _inside_block(size, block_size):
+        return
+    size = _settled_size(path, size)
+    if size is not None and _inside_block(size, block_size):
         raise _truncated(path, size, f"it ends inside a block of {block_size:,} bytes")
+
+
+#: How long a store's size must stay the same before an odd size counts as a cut.
+_SETTLE_S = 0.3
+_SETTLE_POLL_S = 0.02
+
+
+def _inside_block(size: int, block_size: int) -> bool:
+    return bool((size - 3 * _HEADER_BYTES) % block_size)
+
+
+def _settled_size(path: Path, size: int, settle_s: float = _SETTLE_S) -> int | None:
+    """The file's size once it has stayed the same for ``settle_s`` (a writer finishing its
+    block); None if the file went away meanwhile."""
+    steady_since = time.monotonic()
+    while time.monotonic() - steady_since < settle_s:
+        time.sleep(_SETTLE_POLL_S)
+        try:
+            now = path.stat().st_size
+        except FileNotFoundError:
+            return None
+        if now != size:
+            size, steady_since = now, time.monotonic()
+    return size
 
 
 #: (store, file size) pairs whose blocks were found in the file: checked again only when the

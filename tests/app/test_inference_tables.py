@@ -213,7 +213,7 @@ def test_budget_sentences():
     assert it.search_budget_sentence({}) == ""
     why = it.budget_unavailable_sentence(1600, 1800)
     assert "holds them for 200 of its 1800 runs" in why
-    assert "all_test_predictions=True" in why
+    assert "softgrade export STUDY_ID --all-test-predictions" in why and "import-study" in why
 
 
 def test_budget_table_frame_and_draws_sentence():

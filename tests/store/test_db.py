@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+import threading
+import time
 from pathlib import Path
 
 import duckdb
@@ -12,6 +14,7 @@ from store.db import (
     LOCK_STATS,
     RetryPolicy,
     SchemaVersionError,
+    StoreError,
     StoreLockedError,
     check_schema,
     connect,
@@ -141,3 +144,29 @@ def test_init_schema_once_sets_a_store_up_once_per_process_and_never_remembers_a
         with pytest.raises(db.StoreError, match="not a DuckDB file"):
             db.init_schema_once(broken)
     assert calls == [store, broken, broken]
+
+
+def test_a_store_caught_in_the_middle_of_growing_a_block_is_not_called_truncated(store):
+    """The kernel grows a file page by page while a writer appends a block: a size read then
+    ends inside a block for a moment (a kill -9 test met it from the worker's own heartbeat).
+    Once the writer is done the file is whole, and the store opens."""
+    whole = store.read_bytes()
+    store.write_bytes(whole[:-1000])  # a writer half-way through the last block
+
+    def finish_the_block() -> None:
+        time.sleep(0.1)
+        store.write_bytes(whole)
+
+    writer = threading.Thread(target=finish_the_block)
+    writer.start()
+    try:
+        with connect(store, read_only=True) as con:
+            assert con.execute("SELECT count(*) FROM meta").fetchone()[0] >= 1
+    finally:
+        writer.join()
+
+
+def test_a_store_that_stays_cut_inside_a_block_is_still_refused(store):
+    store.write_bytes(store.read_bytes()[:-1000])
+    with pytest.raises(StoreError, match="truncated"):
+        connect(store, read_only=True).__enter__()
