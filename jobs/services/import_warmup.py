@@ -72,6 +72,61 @@ def _is_submodule(package: str, name: str) -> bool:
         return False
 
 
+#: Where SoftGrade's own modules live (their imports are followed by `declares_component`).
+_REPO_ROOT = Path(__file__).resolve().parents[2]
+_OWN_PACKAGES = ("app", "engine", "jobs", "pages", "store")
+
+
+def _is_component_package(module: str) -> bool:
+    """A third-party Streamlit component (``streamlit_image_coordinates``: the convention)."""
+    return module.split(".")[0].startswith("streamlit_")
+
+
+def _own_source(module: str) -> Path | None:
+    if module.split(".")[0] not in _OWN_PACKAGES:
+        return None
+    base = _REPO_ROOT.joinpath(*module.split("."))
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+def declares_component(module: str, _seen: set[str] | None = None) -> bool:
+    """Whether importing ``module`` imports a Streamlit component package, directly or
+    through SoftGrade's own modules (read, not imported).
+
+    A component declared outside a script run is not registered (Streamlit's
+    `declare_component` needs a ScriptRunContext), and once its module is imported no page
+    run declares it again: the component's frame then never loads (the crop review's film
+    did not show). So the warm-up leaves such modules to the page's own run.
+    """
+    seen = set() if _seen is None else _seen
+    if module in seen:
+        return False
+    seen.add(module)
+    if _is_component_package(module):
+        return True
+    source = _own_source(module)
+    if source is None:
+        return False
+    return any(declares_component(name, seen) for name in _imported_names(source))
+
+
+def _imported_names(source: Path) -> list[str]:
+    """Every module ``source`` may import at its top level, read from the file alone:
+    `top_level_imports` asks importlib whether ``from a import b`` names a module, which
+    imports ``a``, and the warm-up must import nothing before Streamlit's runtime exists."""
+    names: list[str] = []
+    for node in ast.parse(source.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.append(node.module)
+            names += [f"{node.module}.{alias.name}" for alias in node.names]
+    return names
+
+
 def page_modules(entrypoint: Path, first: str | None = None) -> list[str]:
     """What a first visit of every page imports, in a first visit's order: the entrypoint's
     imports, then each page file's (``pages/<stem>.py`` beside it), page ``first`` (the
@@ -86,7 +141,7 @@ def page_modules(entrypoint: Path, first: str | None = None) -> list[str]:
     for script in scripts:
         if script.is_file():
             modules += top_level_imports(script)
-    return list(dict.fromkeys(modules))
+    return [m for m in dict.fromkeys(modules) if not declares_component(m)]
 
 
 def _streamlit_runtime_exists() -> bool:

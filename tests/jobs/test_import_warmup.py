@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from jobs.services.import_warmup import (
+    declares_component,
     page_modules,
     set_up_store,
     top_level_imports,
@@ -99,3 +100,15 @@ def test_only_streamlit_run_of_a_script_starts_the_warm_up():
     assert _entrypoint(["run", "/x/app.py", "--server.port", "1"]) == Path("/x/app.py")
     assert _entrypoint(["version"]) is None
     assert _entrypoint(["run"]) is None
+
+
+def test_modules_that_declare_a_streamlit_component_are_left_to_the_page():
+    # Declared outside a script run, a component is never registered, and the crop review's
+    # film (streamlit_image_coordinates, through review_widgets) never showed.
+    assert declares_component("streamlit_image_coordinates")
+    assert declares_component("pages.widgets.review_widgets")
+    assert not declares_component("pages.widgets.shell")
+    modules = page_modules(APP)
+    assert "pages.widgets.review_widgets" not in modules
+    assert not any(declares_component(m) for m in modules)
+    assert "pages.present.review_view" in modules, "the rest of the page is still warmed"
