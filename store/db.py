@@ -210,9 +210,9 @@ def refuse_truncated(path: Path) -> None:
     block_size = _block_size(head)
     if block_size is None or not _inside_block(size, block_size):
         return
-    size = _settled_size(path, size)
-    if size is not None and _inside_block(size, block_size):
-        raise _truncated(path, size, f"it ends inside a block of {block_size:,} bytes")
+    settled = _settled_size(path, size)
+    if settled is not None and _inside_block(settled, block_size):
+        raise _truncated(path, settled, f"it ends inside a block of {block_size:,} bytes")
 
 
 #: How long a store's size must stay the same before an odd size counts as a cut.
