@@ -385,6 +385,8 @@ class Worker:
         pruned = f", pruned after epoch {msg['epochs_run']}" if msg.get("pruned") else ""
         if msg.get("warm_s"):
             pruned += f" (after {msg['warm_s']:.1f} s compiling every task's steps)"
+        if msg.get("first_epoch_s"):
+            pruned += f"; its lane's first run, first epoch {msg['first_epoch_s']:.1f} s in"
         self._log(
             state.job,
             f"run {state.runs_done}/{state.runs_total} done: {run.task} {run.method} seed "

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import logging
 import os
 import platform
@@ -37,6 +38,7 @@ from engine.datasets import TaskSplit, open_prepared, task_split
 from engine.methods import get_method
 from engine.train import RunCancelled, Trainer, resolve_device, save_checkpoint
 from jobs.worker.compile_cache import use_compile_cache
+from jobs.worker.lane_group import LaneGroup
 from jobs.worker.pruning import PruningTask, SearchTrial
 
 log = logging.getLogger(__name__)
@@ -60,9 +62,9 @@ class RunTask:
     compile_cache: str | None = None
     # A pruned search's shared study (jobs.worker.pruning); None: the full search.
     pruning: PruningTask | None = None
-    # One config per trainer the job needs (each task, head and weights): a lane compiles
-    # those it lacks after its first run (`SlotState.warm`). Empty: each compiles when first
-    # used.
+    # One config per trainer the job needs (each task, head and weights): one lane of a
+    # process compiles them ahead, the others after their first run (`SlotState.warm`).
+    # Empty: each compiles when first used.
     warm: tuple[TrainConfig, ...] = ()
 
 
@@ -74,8 +76,10 @@ class SlotState:
     splits_cache: OrderedDict[tuple[str, int, str], TaskSplit] = field(default_factory=OrderedDict)
     trainers: dict[tuple[str, str | None, bool, str], Trainer] = field(default_factory=dict)
     max_cached_splits: int = 4
-    warmed: bool = False  # whether `warm` ran (once per lane, after its first run)
+    warmed: bool = False  # whether `warm` ran (once per lane)
     runs_started: int = 0
+    # The lanes of this slot process (None: a lane alone, as in Ray actors and inline).
+    group: LaneGroup | None = None
 
     def task_data(self, task: RunTask) -> TaskSplit:
         """The (task, split seed) tensors on this slot's device, built once and reused."""
@@ -94,12 +98,12 @@ class SlotState:
         """Build and compile a trainer for each of ``configs`` (once per lane); the seconds it
         took.
 
-        A lane calls it before its second run. Left to the first run of each task, every
-        lane wants the next task's compile at the study's first switch of task, all at once,
-        and a compile holds every other lane's run start (`GLOBAL_STATE_LOCK`): the GPU idled
-        20-30 s there (issue 30). Lanes end their first runs at different epochs, so here
-        their compiles are spread out while the other lanes train; and the study's first
-        result does not wait for tasks it does not need yet.
+        One lane of a process calls it before its first run, once its siblings train
+        (`jobs.worker.lane_group`); the others, and a lane alone, before their second run.
+        Left to the first run of each task, every lane wants the next task's compile at the
+        study's first switch of task, all at once, and a compile holds every other lane's
+        run start (`GLOBAL_STATE_LOCK`): the GPU idled 20-30 s there (issue 30). The study's
+        first result does not wait for tasks it does not need yet.
         """
         if self.warmed:
             return 0.0
@@ -131,24 +135,33 @@ def execute_run(
 ) -> None:
     """Train one run and emit its messages; never raises (errors become messages)."""
     base = {"job_id": task.job_id, "run_id": task.run_id}
+    received = time.perf_counter()
+    first_epoch: list[float] = []  # seconds from receipt to the end of the first epoch
     try:
         if task.compile_cache:  # before the first compile of this process
             use_compile_cache(Path(task.compile_cache), state.device)
         state.runs_started += 1
-        warm_s = state.warm(task.warm) if state.runs_started > 1 else 0.0
-        data = state.task_data(task)
-        n_train = len(data.y_train)
-        trainer = state.trainer(task.config)
-        trial = SearchTrial(task.pruning) if task.pruning is not None else None
-        result = trainer.fit(
-            task.config,
-            data,
-            on_epoch_end=lambda stats: emit(
-                {**base, "kind": "epoch", "n_train": n_train, **asdict(stats)}
-            ),
-            should_stop=should_stop,
-            should_prune=trial.should_prune if trial is not None else None,
-        )
+        warms_ahead = _warms_ahead(state, task)
+        with _compiling_first(state, warms_ahead) as compiled:
+            warm_s = _warm_before_run(state, task, warms_ahead)
+            data = state.task_data(task)
+            n_train = len(data.y_train)
+            trainer = state.trainer(task.config)
+            trial = SearchTrial(task.pruning) if task.pruning is not None else None
+
+            def on_epoch_end(stats: Any) -> None:
+                compiled()  # this run's steps are compiled once an epoch has run
+                if not first_epoch:
+                    first_epoch.append(time.perf_counter() - received)
+                emit({**base, "kind": "epoch", "n_train": n_train, **asdict(stats)})
+
+            result = trainer.fit(
+                task.config,
+                data,
+                on_epoch_end=on_epoch_end,
+                should_stop=should_stop,
+                should_prune=trial.should_prune if trial is not None else None,
+            )
         if trial is not None:
             trial.finish(pruned=result.pruned, value=result.val_amae)
         # A pruned run is never selected, so its weights are never wanted.
@@ -169,6 +182,11 @@ def execute_run(
                 "n_train": n_train,
                 "compile_cache_dir": os.environ.get("TORCHINDUCTOR_CACHE_DIR"),
                 "warm_s": warm_s,
+                # A lane's first run: how long until it trained (data, trainer, compile,
+                # waits for the lock), for the job log and issue 30's start-up breakdown.
+                "first_epoch_s": first_epoch[0]
+                if first_epoch and state.runs_started == 1
+                else None,
                 "history": [asdict(h) for h in result.history],
                 "val_ids": data.val_ids,
                 "test_ids": data.test_ids,
@@ -182,6 +200,40 @@ def execute_run(
         emit({**base, "kind": "cancelled"})
     except Exception:  # the task boundary: every failure becomes a message
         emit({**base, "kind": "error", "traceback": traceback.format_exc()})
+
+
+def _warms_ahead(state: SlotState, task: RunTask) -> bool:
+    """Whether this run's lane is its process's one lane that compiles the job's tasks before
+    its first run (on a GPU, among several lanes, with tasks to compile; the first to ask)."""
+    return (
+        state.runs_started == 1
+        and state.group is not None
+        and state.device.type == "cuda"
+        and bool(task.warm)
+        and state.group.claim_warming()
+    )
+
+
+def _warm_before_run(state: SlotState, task: RunTask, warms_ahead: bool) -> float:
+    """Compile the job's tasks before this run where this lane's turn has come: its second
+    run, or its first where it warms ahead, once its siblings have compiled and begun
+    training. The seconds it took, the wait included."""
+    if warms_ahead and state.group is not None:
+        waited = state.group.wait_for_siblings()
+        return waited + state.warm(task.warm)
+    return state.warm(task.warm) if state.runs_started > 1 else 0.0
+
+
+@contextlib.contextmanager
+def _compiling_first(state: SlotState, warms_ahead: bool) -> Iterator[Callable[[], None]]:
+    """Around a run: on a lane's first run in a group (not the lane warming ahead), tell the
+    group while it compiles; elsewhere nothing. Yields the function that says it compiled."""
+    group = state.group
+    if group is None or state.runs_started > 1 or warms_ahead:
+        yield lambda: None
+        return
+    with group.first_run() as compiled:
+        yield compiled
 
 
 def device_name(device: torch.device, threads: int | None = None) -> str:
@@ -235,12 +287,15 @@ def slot_main(
     _die_with_parent(parent_pid)
     torch.set_num_threads(threads)
     resolved = resolve_device(device)
+    prime_device(resolved)
 
     def orphaned() -> bool:
         return os.getppid() != parent_pid
 
+    group = LaneGroup(lanes)
+
     def lane_loop(slot: int, tasks: queue.Queue) -> None:
-        state = SlotState(device=resolved)
+        state = SlotState(device=resolved, group=group)
         with lane_stream(resolved):
             while (task := tasks.get()) is not None:
                 execute_run(
@@ -269,6 +324,24 @@ def slot_main(
         q.put(None)
     for thread in workers:
         thread.join(timeout=5)
+
+
+def prime_device(device: torch.device) -> None:
+    """Create the GPU's context and import the compiler's front end now, while the worker
+    still prepares the job's data, rather than in the first run (issue 30: the second study
+    on a machine should reach its first result within 30 s). Nothing to do on CPU.
+
+    Inductor itself is left to the first compile: importing it can start its pool of compile
+    processes, which must see the compile cache's folders (`use_compile_cache`), and those
+    come with the first run.
+    """
+    if device.type != "cuda":
+        return
+    started = time.perf_counter()
+    torch.empty(1, device=device)
+    importlib.import_module("torch._dynamo")
+
+    log.info("slot primed %s in %.1f s", device, time.perf_counter() - started)
 
 
 def physical_gpu(index: str, inherited: str | None) -> str:

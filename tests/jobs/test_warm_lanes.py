@@ -77,3 +77,17 @@ def test_a_lane_warms_every_task_after_its_first_run_not_before(tmp_path: Path):
     assert warm_seconds[0] == 0.0
     assert warm_seconds[1] > 0.0
     assert warm_seconds[2:] == [0.0, 0.0]
+
+
+def test_a_lanes_first_run_says_when_it_first_trained(tmp_path: Path):
+    store = tmp_path / "softgrade.duckdb"
+    init_schema(store)
+    spec = StudySpec.from_dict(tiny_study(methods=["nominal"]))
+    store_jobs.enqueue_job(spec.to_dict(), path=store)
+    worker = Worker(InlineExecutor("cpu"), store_path=store, home=tmp_path)
+    done = run_collecting_done(worker)
+
+    # Only the lane's first run reports its start-up (the job log's start-up breakdown).
+    first, *later = [msg["first_epoch_s"] for msg in done]
+    assert first is not None and 0 < first <= done[0]["duration_s"] + 60
+    assert later and all(seconds is None for seconds in later)
