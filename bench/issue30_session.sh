@@ -14,7 +14,7 @@
 #   GPU 3: bench/compile_cache.py (first and second study in new processes on one home),
 #          then seed 0 with lanes compiling each task at its first run
 #          (SOFTGRADE_WARM_TASKS=off): the idle GPU before this change, on the same card.
-#   GPU 2: free (the referee runs there when its code is ready).
+#   GPU 2: bench/compile_cache.py --no-cache (the before of the compile cache, same run).
 # bench/gpu_sampler.py records every GPU's use each second throughout.
 set -u
 WORK=${WORK:-/tmp/i30}
@@ -38,6 +38,8 @@ start() {
   CUDA_VISIBLE_DEVICES=1 setsid $PY bench/pruned_search.py studies/paper.yaml --seeds 0,1,2 \
     --pruner asha --only pruned --out "$WORK/pruned" > "$WORK/pruned.log" 2>&1 &
   echo $! > "$WORK/pruned.pid"
+  CUDA_VISIBLE_DEVICES=2 setsid $PY bench/compile_cache.py --no-cache --home "$WORK/cc-nocache" \
+    --json "$WORK/compile_cache_nocache.json" > "$WORK/compile_cache_nocache.log" 2>&1 < /dev/null &
   (
     export CUDA_VISIBLE_DEVICES=3
     $PY bench/compile_cache.py --home "$WORK/cc" --json "$WORK/compile_cache.json" \
@@ -59,15 +61,15 @@ alive() { [ -f "$WORK/$1.pid" ] && kill -0 "$(cat "$WORK/$1.pid")" 2>/dev/null; 
 
 collect() {
   mkdir -p "$OUT"
-  for f in full.log pruned.log compile_cache.log compile_cache.json nowarm.log sampler.log \
-           referee.log launch-full launch-pruned launch-nowarm nowarm-done scale.log launch-scale; do
-    [ -f "$WORK/$f" ] && tail -c 200000 "$WORK/$f" > "$OUT/$f"
-  done
-  [ -f "$WORK/gpu.csv" ] && gzip -c "$WORK/gpu.csv" > "$OUT/gpu.csv.gz"
-  for f in "$WORK"/cc/run-*.log; do [ -f "$f" ] && tail -c 100000 "$f" > "$OUT/cc-$(basename "$f")"; done
-  [ -f "$WORK/pruned/pruned_search.md" ] && cp "$WORK/pruned/pruned_search."* "$OUT/"
-  [ -d "$WORK/referee-out" ] && cp -r "$WORK/referee-out" "$OUT/"
-  for f in "$WORK"/*.clock.md "$WORK"/*.clock.json; do [ -f "$f" ] && cp "$f" "$OUT/"; done
+  # At most 8 files of 16 MiB come back from a call: everything (stores, job logs, bench
+  # logs, GPU samples) in one archive cut in 15 MiB parts, without the phantom, compile
+  # caches and checkpoints; `collect light` leaves the stores out.
+  local light=(); [ "${1:-}" = light ] && light=(--exclude='*.duckdb' --exclude='*.duckdb.wal')
+  rm -f "$OUT"/i30-all.tgz.part-*
+  tar -C "$WORK" --exclude=./repo --exclude=cache --exclude=compile-cache --exclude=checkpoints \
+    --exclude='*.pt' --exclude=./out "${light[@]}" -czf - . 2>/dev/null \
+    | split -b 15m -a 1 - "$OUT/i30-all.tgz.part-"
+  ls -la "$OUT"
   echo "full: $(alive full && echo running || echo stopped); pruned: $(alive pruned && echo running || echo stopped)"
   nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv,noheader
 }
