@@ -6,9 +6,10 @@ Left to each lane after its first run, the second task's cold compile stalled th
 first runs within seconds of one another, and a compile holds every other lane's run start
 (`engine.train_graphs.GLOBAL_STATE_LOCK`). So one lane of the group waits until its siblings
 have compiled and started their first runs, compiles every task's steps while they train,
-and only then trains its own first run. When the siblings reach their second runs, the
-compile they need is in the process's caches (0.5-2 s each, not ~20 s), and the GPU has the
-other lanes' work meanwhile.
+and only then trains its own first run. The siblings do not warm: their trainers of the other
+tasks capture from the process's caches when first used (0.5-2 s each, not ~20 s), and their
+next runs of a seed already drawn start without the lock (`engine.train.Trainer.reset`), so
+the GPU has their work while one lane compiles.
 """
 
 from __future__ import annotations

@@ -98,11 +98,12 @@ class SlotState:
         """Build and compile a trainer for each of ``configs`` (once per lane); the seconds it
         took.
 
-        One lane of a process calls it before its first run, once its siblings train
-        (`jobs.worker.lane_group`); the others, and a lane alone, before their second run.
-        Left to the first run of each task, every lane wants the next task's compile at the
-        study's first switch of task, all at once, and a compile holds every other lane's
-        run start (`GLOBAL_STATE_LOCK`): the GPU idled 20-30 s there (issue 30). The study's
+        One lane of a GPU slot process calls it before its first run, once its siblings
+        train (`jobs.worker.lane_group`); a lane alone (Ray actors, inline, CPU) before its
+        second run. Left to the first run of each task, every lane wants the next task's
+        compile at the study's first switch of task, all at once, and a compile holds every
+        other lane's run start (`GLOBAL_STATE_LOCK`): the GPU idled 20-30 s there (issue
+        30). The study's
         first result does not wait for tasks it does not need yet.
         """
         if self.warmed:
@@ -215,13 +216,25 @@ def _warms_ahead(state: SlotState, task: RunTask) -> bool:
 
 
 def _warm_before_run(state: SlotState, task: RunTask, warms_ahead: bool) -> float:
-    """Compile the job's tasks before this run where this lane's turn has come: its second
-    run, or its first where it warms ahead, once its siblings have compiled and begun
-    training. The seconds it took, the wait included."""
+    """Compile the job's tasks before this run where this lane's turn has come: its first
+    where it warms ahead for its process, once its siblings have compiled and begun
+    training; a lane alone (Ray actors, inline, CPU), its second. The seconds it took, the
+    wait included."""
     if warms_ahead and state.group is not None:
         waited = state.group.wait_for_siblings()
         return waited + state.warm(task.warm)
+    if _has_warming_lane(state):
+        # Its sibling compiled every task ahead; this lane's trainers capture from the
+        # process's caches when first used (0.5-2 s each). Warming here, at the second run,
+        # waited for that sibling's compile and idled the GPU ~25 s (4 x H200, issue 30).
+        return 0.0
     return state.warm(task.warm) if state.runs_started > 1 else 0.0
+
+
+def _has_warming_lane(state: SlotState) -> bool:
+    """Whether one lane of this lane's process compiles the job's tasks ahead (a GPU slot
+    process of several lanes)."""
+    return state.group is not None and state.group.lanes > 1 and state.device.type == "cuda"
 
 
 @contextlib.contextmanager

@@ -369,3 +369,49 @@ def test_a_run_that_ends_by_its_stopping_rule_is_not_pruned(images, labels):
         should_prune=lambda epoch, value: epoch >= 2,
     )
     assert not result.pruned and result.epochs_run == 2
+
+
+def _weights(trainer: Trainer) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}
+
+
+def _same(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_a_seed_drawn_before_starts_its_next_run_from_the_same_weights_without_the_lock():
+    import threading
+
+    from engine.train_graphs import GLOBAL_STATE_LOCK
+
+    trainer = Trainer(num_classes=4, device=torch.device("cpu"), fast=False)
+    trainer.reset(3)
+    seed_3 = _weights(trainer)
+    trainer.reset(4)
+    assert not _same(seed_3, _weights(trainer)), "another seed draws other weights"
+
+    # Another lane compiles (it holds the lock): a seed drawn before still starts at once,
+    # with exactly the weights a fresh draw of that seed gives.
+    holding, release = threading.Event(), threading.Event()
+
+    def compile_elsewhere() -> None:
+        with GLOBAL_STATE_LOCK:
+            holding.set()
+            release.wait(timeout=30)
+
+    other = threading.Thread(target=compile_elsewhere)
+    other.start()
+    holding.wait(timeout=5)
+    finished = threading.Event()
+    resetter = threading.Thread(target=lambda: (trainer.reset(3), finished.set()))
+    resetter.start()
+    reset_while_held = finished.wait(timeout=5)
+    release.set()
+    other.join()
+    resetter.join()
+    assert reset_while_held, "a seed drawn before must not wait for the lock"
+    assert _same(seed_3, _weights(trainer))
+
+    fresh = Trainer(num_classes=4, device=torch.device("cpu"), fast=False)
+    fresh.reset(3)
+    assert _same(seed_3, _weights(fresh)), "the kept weights are the seed's own draw"

@@ -13,7 +13,7 @@ from engine.config import StudySpec
 from engine.study import plan_runs
 from jobs.worker.lane_group import LaneGroup
 from jobs.worker.schedule import warm_configs
-from jobs.worker.slots import RunTask, SlotState, _warms_ahead
+from jobs.worker.slots import RunTask, SlotState, _warm_before_run, _warms_ahead
 from tests.helpers.studies import tiny_study
 
 
@@ -79,3 +79,17 @@ def test_only_a_gpu_lane_among_several_with_tasks_to_compile_warms_ahead():
     later = SlotState(device=torch.device("cuda"), group=LaneGroup(2))
     later.runs_started = 2
     assert _warms_ahead(later, task) is False, "only before a lane's first run"
+
+
+def test_a_sibling_lane_leaves_the_compiling_to_its_warming_lane():
+    spec = StudySpec.from_dict(tiny_study())
+    plan = plan_runs(spec, "s", "cuda")
+    run = plan[0]
+    task = RunTask("job", run.run_id, run.config, "cache", None, None, warm=warm_configs(plan))  # type: ignore[arg-type]
+    sibling = SlotState(device=torch.device("cuda"), group=LaneGroup(4))
+    sibling.runs_started = 2
+
+    # No trainer is built and nothing compiled here: on its second run a sibling would wait
+    # for the warming lane's compile (the lock), idling the GPU.
+    assert _warm_before_run(sibling, task, warms_ahead=False) == 0.0
+    assert not sibling.warmed and not sibling.trainers
