@@ -6,6 +6,8 @@
 #   bash bench/issue30_session.sh finish    # call 2: wait for GPU 0, then the reports
 #   bash bench/issue30_session.sh scale [LIMIT_S] [SEEDS]   # call 3: the 4-GPU run (local worker)
 #   bash bench/issue30_session.sh ray [LIMIT_S] [SEEDS]     # call 4: the same on Ray, one node
+#   bash bench/issue30_session.sh both [LIMIT_S]            # full then ASHA, seeds 0-2, 4 GPUs
+#   bash bench/issue30_session.sh waitfor NAME [LIMIT_S]    # until NAME's job ends (or LIMIT_S)
 #
 # start (each job from a copy of the checkout in $WORK/repo, so later calls may change it):
 #   GPU 0: studies/paper.yaml seeds 0,1,2, the full search (bench/pruned_search.py --only
@@ -122,10 +124,33 @@ scale() {
   collect
 }
 
+both() {  # both [LIMIT_S]: the full search, then the ASHA-pruned one, of seeds 0-2 on every
+  # GPU with the local worker, in one store and one worker (one compile): the 4-GPU clock of
+  # the whole protocol and the pruned-vs-full agreement of three seeds, in the background.
+  rm -rf "$WORK/repo" && mkdir -p "$WORK/repo" && cp -r . "$WORK/repo/" && rm -rf "$WORK/repo/.whl"
+  cd "$WORK/repo" || exit 1
+  export PYTHONPATH="$SITE:$WORK/repo"
+  alive sampler || { setsid $PY bench/gpu_sampler.py "$WORK/gpu.csv" > "$WORK/sampler.log" 2>&1 &
+    echo $! > "$WORK/sampler.pid" && echo "$WORK/gpu.csv" > "$WORK/sampler.file"; }
+  now > "$WORK/launch-both"
+  setsid timeout "${1:-1100}" $PY bench/pruned_search.py studies/paper.yaml --seeds 0,1,2 \
+    --pruner asha --out "$WORK/both" > "$WORK/both.log" 2>&1 < /dev/null &
+  echo $! > "$WORK/both.pid"
+  sleep 5
+  nvidia-smi --query-gpu=index,name,memory.total --format=csv > "$WORK/gpus.csv"
+  echo "started at $(date -u)"
+}
+
+waitfor() {  # waitfor NAME [LIMIT_S]
+  local waited=0
+  while alive "$1" && [ "$waited" -lt "${2:-540}" ]; do sleep 5; waited=$((waited + 5)); done
+  echo "$1: $(alive "$1" && echo running || echo ended) after ${waited} s of waiting"
+}
+
 ray() {  # ray [LIMIT_S] [SEEDS]: the scale run on the Ray executor (one node, every GPU)
   local pkg; pkg=$(ls .raypkg/ray-*.tar.xz 2>/dev/null | tail -1)  # in this call's checkout
   [ -n "$pkg" ] || { echo "ray: no .raypkg/ray-*.tar.xz here; carry .raypkg" >&2; return 1; }
-  if alive full || alive pruned; then
+  if alive full || alive pruned || alive both; then
     echo "ray: the start step's jobs still train on GPUs 0/1; run finish first" >&2; return 1
   fi
   mkdir -p "$SITE" && rm -rf "$SITE"/ray "$SITE"/ray-*.dist-info
