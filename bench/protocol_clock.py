@@ -28,12 +28,15 @@ from store.db import connect  # noqa: E402
 IDLE_BELOW = 50.0
 
 
-def finished_runs(store: Path) -> pd.DataFrame:
-    """Every finished run's seed, task, method and Unix time of its result."""
+def finished_runs(store: Path, study_name: str | None = None) -> pd.DataFrame:
+    """Every finished run's seed, task, method and Unix time of its result (of the study
+    named ``study_name`` where the store holds several, as `bench/pruned_search.py`'s does)."""
+    where = "r.status = 'succeeded'" + (" AND s.name = ?" if study_name is not None else "")
     with connect(store, read_only=True) as con:
         return con.execute(
-            "SELECT seed, task, method, duration_s, epoch(created_at) AS t FROM runs "
-            "WHERE status = 'succeeded' ORDER BY created_at"
+            "SELECT r.seed, r.task, r.method, r.duration_s, epoch(r.created_at) AS t "
+            f"FROM runs r JOIN studies s USING (study_id) WHERE {where} ORDER BY r.created_at",
+            [study_name] if study_name is not None else [],
         ).df()
 
 
@@ -72,8 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--launched", type=float, default=None, help="Unix time of the launch")
     parser.add_argument("--idle-below", type=float, default=IDLE_BELOW)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--study-name", default=None, help="only this study's runs")
     args = parser.parse_args(argv)
-    runs = finished_runs(args.store)
+    runs = finished_runs(args.store, args.study_name)
     if runs.empty:
         print("no finished run in the store", file=sys.stderr)
         return 1

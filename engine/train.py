@@ -407,6 +407,8 @@ class Trainer:
         criterion, optimizer = self._begin_run(config)
         self._criterion = criterion
         data = data.to(self.device)
+        if self._graphed and self.graphs is not None:
+            self.graphs.ready_tails(data.x_val, data.x_test)
         generator = torch.Generator().manual_seed(config.init_seed)  # batch order
         best = _Best()
         history: list[EpochStats] = []

@@ -172,6 +172,20 @@ class GraphedSteps:
         self._graph("train", blank, compiled=True, capture=self._capture_train)
         self._graph("eval", blank[:GRAPH_EVAL_BATCH], compiled=True, capture=self._capture_eval)
 
+    def ready_tails(self, *splits: torch.Tensor) -> None:
+        """Capture now the graphs of each split's evaluation remainder (its last chunk of
+        fewer than `GRAPH_EVAL_BATCH` films), which `predict_logits` needs.
+
+        Called as a run starts. Left to first use, the test split's remainder was captured at
+        the end of a lane's first run of a seed, under `GLOBAL_STATE_LOCK`: while another
+        lane of the process compiled the next task (~30 s), lanes that had finished training
+        waited there with the GPU idle (issue 30, 4 x H200).
+        """
+        for x in splits:
+            tail = len(x) % GRAPH_EVAL_BATCH
+            if tail:
+                self._graph("eval", x[len(x) - tail :], compiled=False, capture=self._capture_eval)
+
     def train_step(self, xb: torch.Tensor, yb: torch.Tensor, *, compiled: bool) -> torch.Tensor:
         """One optimiser step on a batch; returns the (graph-owned) mean loss tensor.
 

@@ -415,3 +415,26 @@ def test_a_seed_drawn_before_starts_its_next_run_from_the_same_weights_without_t
     fresh = Trainer(num_classes=4, device=torch.device("cpu"), fast=False)
     fresh.reset(3)
     assert _same(seed_3, _weights(fresh)), "the kept weights are the seed's own draw"
+
+
+@_NEEDS_CUDA
+def test_a_graphed_run_captures_its_evaluation_remainders_as_it_starts(images, labels):
+    # Captured at the end of the run instead, the test split's remainder waited for the lock
+    # another lane's compile held, with the GPU idle (issue 30).
+    device = torch.device("cuda")
+    trainer = Trainer(num_classes=4, device=device, fast=True)
+    data = _split(images, labels).to(device)
+    captured: list[tuple[str, int]] = []
+    capture = trainer.graphs._graph  # type: ignore[union-attr]
+
+    def recording(kind, xb, **kw):
+        captured.append((kind, len(xb)))
+        return capture(kind, xb, **kw)
+
+    trainer.graphs._graph = recording  # type: ignore[union-attr,method-assign]
+    trainer.fit(_config(device="cuda", max_epochs=1, patience=1), data)
+
+    first_train = next(i for i, (kind, _) in enumerate(captured) if kind == "train")
+    tails = {len(data.x_val) % 128, len(data.x_test) % 128} - {0}
+    before_training = {n for kind, n in captured[:first_train] if kind == "eval"}
+    assert tails <= before_training
