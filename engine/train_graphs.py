@@ -72,8 +72,10 @@ class GraphedSteps:
             model.parameters(), lr=self.lr, fused=True, capturable=True
         )
         # (kind, batch size) -> graph and its static tensors; 'train' or 'eval'
-        self._full: dict[tuple[str, int], _Graph] = {}
-        self._odd: OrderedDict[tuple[str, int], _Graph] = OrderedDict()
+        # Keyed by kind and the batch's whole shape: a trainer kept between studies may see
+        # another image size with the same batch size.
+        self._full: dict[tuple[str, tuple[int, ...]], _Graph] = {}
+        self._odd: OrderedDict[tuple[str, tuple[int, ...]], _Graph] = OrderedDict()
 
     def reset(self, lr: float, target_matrix: torch.Tensor) -> None:
         """Zero the optimiser state and set this run's learning rate and targets in place."""
@@ -87,9 +89,9 @@ class GraphedSteps:
     def _graph(
         self, kind: str, xb: torch.Tensor, *, compiled: bool, capture: Callable[..., _Graph]
     ) -> _Graph:
-        """The graph of ``kind`` ('train' or 'eval') for ``xb``'s batch size, captured on first
+        """The graph of ``kind`` ('train' or 'eval') for ``xb``'s shape, captured on first
         use; odd sizes (``compiled`` False) go through the uncompiled model and an LRU."""
-        key = (kind, len(xb))
+        key = (kind, tuple(xb.shape))
         if compiled:
             if key not in self._full:
                 with GLOBAL_STATE_LOCK:

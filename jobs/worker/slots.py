@@ -74,7 +74,7 @@ class SlotState:
 
     device: torch.device
     splits_cache: OrderedDict[tuple[str, int, str], TaskSplit] = field(default_factory=OrderedDict)
-    trainers: dict[tuple[str, str | None, bool, str], Trainer] = field(default_factory=dict)
+    trainers: dict[tuple[str, str | None, bool, str, int], Trainer] = field(default_factory=dict)
     max_cached_splits: int = 4
     warmed: bool = False  # whether `warm` ran (once per lane)
     runs_started: int = 0
@@ -116,10 +116,12 @@ class SlotState:
         return time.perf_counter() - started
 
     def trainer(self, config: TrainConfig) -> Trainer:
-        """A trainer for the config's task; one per (task, weights, path, head) kept alive."""
+        """A trainer for the config's task; one per (task, weights, path, head, image size)
+        kept alive, also between studies (a worker's slots outlive its jobs, and another
+        image size needs graphs and a compile of its own)."""
         fast = self.device.type == "cuda" if config.fast is None else config.fast
         head = get_method(config.method).head
-        key = (config.task, config.weights_path, fast, head)
+        key = (config.task, config.weights_path, fast, head, config.image_size)
         if key not in self.trainers:
             self.trainers[key] = Trainer(
                 num_classes=config.num_classes,

@@ -3,6 +3,7 @@ study's first switch of task)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -91,3 +92,18 @@ def test_a_lanes_first_run_says_when_it_first_trained(tmp_path: Path):
     first, *later = [msg["first_epoch_s"] for msg in done]
     assert first is not None and 0 < first <= done[0]["duration_s"] + 60
     assert later and all(seconds is None for seconds in later)
+
+
+def test_a_lane_keeps_one_trainer_per_image_size_between_studies():
+    spec = StudySpec.from_dict(tiny_study())
+    config = plan_runs(spec, "s", "cpu")[0].config
+    state = SlotState(device=torch.device("cpu"))
+
+    first = state.trainer(config)
+    same = state.trainer(config)
+    smaller = state.trainer(replace(config, image_size=config.image_size // 2))
+
+    # A worker's slots outlive its studies: a study at another image size must not replay
+    # the graphs (or the compile) of the previous one's size.
+    assert same is first
+    assert smaller is not first
