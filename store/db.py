@@ -332,12 +332,11 @@ def connect(
     if read_only and not path.exists():
         raise StoreError(f"no store at {path} yet; start the worker or run a study first")
     private_folder(path.parent)
-    refuse_truncated(path)
-    due = None if getattr(_OPEN_HERE, "depth", 0) else _blocks_check_due(path)
-    if due is not None and not read_only:
-        _check_blocks_read_only(path, due, retry)
-        due = None
     with _PROCESS_LOCK:
+        due = _check_file(path) if not getattr(_OPEN_HERE, "depth", 0) else None
+        if due is not None and not read_only:
+            _check_blocks_read_only(path, due, retry)
+            due = None
         new = not path.exists()
         con = _open_with_retry(path, read_only, retry)
         if new:
@@ -364,6 +363,22 @@ def connect(
         finally:
             _OPEN_HERE.depth -= 1
             con.close()
+
+
+def _check_file(path: Path) -> int | None:
+    """`refuse_truncated`, then `_blocks_check_due`: call only holding `_PROCESS_LOCK` with
+    no connection of this thread open.
+
+    Both read the file's header through a descriptor of their own, and closing any
+    descriptor of a file drops every lock this process holds on it (POSIX record locks,
+    which DuckDB takes). Read while another thread of this process had the store open for
+    writing, the header read let a second process open it for writing too (a sign-in burst
+    from four processes checked six passwords against a limit of five). `_PROCESS_LOCK` is
+    held for a connection's whole life, so holding it with no connection of this thread
+    open, this process holds no lock on the file to drop.
+    """
+    refuse_truncated(path)
+    return _blocks_check_due(path)
 
 
 def private_folder(folder: Path) -> None:

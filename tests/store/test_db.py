@@ -170,3 +170,62 @@ def test_a_store_that_stays_cut_inside_a_block_is_still_refused(store):
     store.write_bytes(store.read_bytes()[:-1000])
     with pytest.raises(StoreError, match="truncated"):
         connect(store, read_only=True).__enter__()
+
+
+_OPEN_FOR_WRITING = """
+import sys, duckdb
+try:
+    duckdb.connect(sys.argv[1]).close()
+    print("opened")
+except duckdb.IOException as exc:
+    print("refused", exc)
+"""
+
+
+def _other_process_opens_for_writing(store: Path) -> str:
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-c", _OPEN_FOR_WRITING, str(store)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return result.stdout.strip()
+
+
+def test_another_thread_opening_the_store_keeps_this_process_s_write_lock(store):
+    # Closing any descriptor of a file drops every POSIX lock the process holds on it, and
+    # DuckDB locks the store that way: a header read by a second thread must not let another
+    # process open the store for writing while the first thread writes.
+    holding, release = threading.Event(), threading.Event()
+
+    def write() -> None:
+        with connect(store) as con:
+            con.execute("CREATE TABLE IF NOT EXISTS held (i INTEGER)")
+            holding.set()
+            release.wait(60)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    reader = None
+    try:
+        assert holding.wait(30), "the writing thread never opened the store"
+        assert _other_process_opens_for_writing(store).startswith("refused")
+
+        def read() -> None:
+            with connect(store, read_only=True) as con:
+                con.execute("SELECT count(*) FROM meta").fetchall()
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        time.sleep(1.0)  # the reader's checks ran, or it waits for the writing thread
+
+        seen = _other_process_opens_for_writing(store)
+        assert seen.startswith("refused"), f"another process could write beside us: {seen}"
+    finally:
+        release.set()
+        writer.join(30)
+        if reader is not None:
+            reader.join(30)
