@@ -8,6 +8,12 @@
 #   bash bench/issue30_session.sh ray [LIMIT_S] [SEEDS]     # call 4: the same on Ray, one node
 #   bash bench/issue30_session.sh both [LIMIT_S]            # full then ASHA, seeds 0-2, 4 GPUs
 #   bash bench/issue30_session.sh waitfor NAME [LIMIT_S]    # until NAME's job ends (or LIMIT_S)
+#   bash bench/issue30_session.sh one                       # start's GPU-0 job alone (1 GPU)
+#
+# The machine is handed back ~30 s after a call returns, with everything on it: a job longer
+# than one call (the 3-seed one-GPU run takes ~17-20 min) needs the next call sent at once,
+# e.g. call 1 `one; sleep 540; collect light`, call 2 `waitfor full 560; finish 0`. The
+# 2026-11-28 session lost its one-GPU run at 118 of 270 runs that way.
 #
 # start (each job from a copy of the checkout in $WORK/repo, so later calls may change it):
 #   GPU 0: studies/paper.yaml seeds 0,1,2, the full search (bench/pruned_search.py --only
@@ -98,9 +104,9 @@ finish() {
   local limit=${1:-560} waited=0
   while alive full && [ "$waited" -lt "$limit" ]; do sleep 5; waited=$((waited + 5)); done
   clock full "$WORK/full/home/softgrade.duckdb" 0 launch-full
-  clock pruned "$WORK/pruned/home/softgrade.duckdb" 1 launch-pruned
+  [ -f "$WORK/pruned/home/softgrade.duckdb" ] && clock pruned "$WORK/pruned/home/softgrade.duckdb" 1 launch-pruned
   [ -f "$WORK/nowarm/softgrade.duckdb" ] && clock nowarm "$WORK/nowarm/softgrade.duckdb" 3 launch-nowarm
-  if ! alive full && ! alive pruned; then
+  if [ -d "$WORK/pruned" ] && ! alive full && ! alive pruned; then  # start, not one
     (cd "$WORK/repo" && PYTHONPATH="$SITE:$WORK/repo" $PY bench/pruned_search.py \
       studies/paper.yaml --seeds 0,1,2 --pruner asha --only pruned --out "$WORK/pruned" \
       --full-out "$WORK/full" >> "$WORK/pruned.log" 2>&1)
@@ -138,6 +144,19 @@ both() {  # both [LIMIT_S]: the full search, then the ASHA-pruned one, of seeds 
   echo $! > "$WORK/both.pid"
   sleep 5
   nvidia-smi --query-gpu=index,name,memory.total --format=csv > "$WORK/gpus.csv"
+  echo "started at $(date -u)"
+}
+
+one() {  # the 3-seed whole-protocol clock on one GPU (GPU 0), nothing else on the machine
+  rm -rf "$WORK/repo" && mkdir -p "$WORK/repo" && cp -r . "$WORK/repo/" && rm -rf "$WORK/repo/.whl"
+  cd "$WORK/repo" || exit 1
+  export PYTHONPATH="$SITE:$WORK/repo"
+  alive sampler || { setsid $PY bench/gpu_sampler.py "$WORK/gpu.csv" > "$WORK/sampler.log" 2>&1 &
+    echo $! > "$WORK/sampler.pid" && echo "$WORK/gpu.csv" > "$WORK/sampler.file"; }
+  now > "$WORK/launch-full"
+  CUDA_VISIBLE_DEVICES=0 setsid $PY bench/pruned_search.py studies/paper.yaml --seeds 0,1,2 \
+    --pruner asha --only full --out "$WORK/full" > "$WORK/full.log" 2>&1 < /dev/null &
+  echo $! > "$WORK/full.pid"
   echo "started at $(date -u)"
 }
 
