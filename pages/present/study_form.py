@@ -60,6 +60,18 @@ PRUNING_HELP = (
 )
 
 
+def pruning_budget_note(budget: int) -> str | None:
+    """What the Launch page says beside the pruned-search switch when the search has nothing
+    to prune (one configuration per method); None otherwise."""
+    if budget > 1:
+        return None
+    return (
+        "With a search budget of 1, each method trains one configuration: there is nothing "
+        "to prune, so this study costs what the full search does. Raise the search budget "
+        "for pruning to save time."
+    )
+
+
 def pruner_label(name: str) -> str:
     """A pruner as the Launch page offers it: its name and what it does."""
     return f"{name}: {PRUNERS[name]}"

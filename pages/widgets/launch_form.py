@@ -31,6 +31,7 @@ from pages.present.study_form import (
     preset_gpu_text,
     preset_values,
     pruner_label,
+    pruning_budget_note,
     read_folder_labels,
 )
 from pages.widgets.import_form import import_dataset
@@ -356,12 +357,13 @@ def training_inputs() -> dict[str, Any]:
         "image_size": int(image_size),
         "batch_size": int(batch_size),
         "device": device,
-        **search_inputs(),
+        **search_inputs(int(budget)),
     }
 
 
-def search_inputs() -> dict[str, Any]:
-    """The pruned-search switch (off: the paper's full search) and, when on, its pruner."""
+def search_inputs(budget: int) -> dict[str, Any]:
+    """The pruned-search switch (off: the paper's full search) and, when on, its pruner,
+    with a word when the search ``budget`` leaves nothing to prune."""
     prune = st.toggle(
         "Stop configurations that have already lost (pruned search)",
         key="launch_prune",
@@ -381,4 +383,6 @@ def search_inputs() -> dict[str, Any]:
         "asha brackets, some judging later. All are Optuna's.",
     )
     st.caption(PRUNING_HELP)
+    if note := pruning_budget_note(budget):
+        st.warning(note, icon=":material/info:")
     return {"search": {"pruner": pruner}}

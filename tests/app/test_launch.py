@@ -295,3 +295,13 @@ def test_switching_on_the_pruned_search_queues_its_pruner_and_says_what_it_does(
     _submit(at)
     (job,) = _jobs(path)
     assert job.spec["search"] == {"pruner": "median"}
+
+
+def test_a_pruned_search_of_one_configuration_per_method_says_it_saves_nothing(path):
+    at = _page().run()
+    at.toggle(key="launch_prune").set_value(True).run()
+    at.number_input(key="launch_budget").set_value(1).run()
+    assert not at.exception
+    assert any("nothing to prune" in w.value for w in at.warning)
+    at.number_input(key="launch_budget").set_value(6).run()
+    assert not any("nothing to prune" in w.value for w in at.warning)
