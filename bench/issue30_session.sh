@@ -130,14 +130,18 @@ scale() {
   collect
 }
 
-both() {  # both [LIMIT_S]: the full search, then the ASHA-pruned one, of seeds 0-2 on every
-  # GPU with the local worker, in one store and one worker (one compile): the 4-GPU clock of
-  # the whole protocol and the pruned-vs-full agreement of three seeds, in the background.
+fresh_copy_and_sampler() {  # a copy of this checkout to run from, and the GPU sampler running
   rm -rf "$WORK/repo" && mkdir -p "$WORK/repo" && cp -r . "$WORK/repo/" && rm -rf "$WORK/repo/.whl"
-  cd "$WORK/repo" || exit 1
+  cd "$WORK/repo" || return 1
   export PYTHONPATH="$SITE:$WORK/repo"
   alive sampler || { setsid $PY bench/gpu_sampler.py "$WORK/gpu.csv" > "$WORK/sampler.log" 2>&1 &
     echo $! > "$WORK/sampler.pid" && echo "$WORK/gpu.csv" > "$WORK/sampler.file"; }
+}
+
+both() {  # both [LIMIT_S]: the full search, then the ASHA-pruned one, of seeds 0-2 on every
+  # GPU with the local worker, in one store and one worker (one compile): the 4-GPU clock of
+  # the whole protocol and the pruned-vs-full agreement of three seeds, in the background.
+  fresh_copy_and_sampler || exit 1
   now > "$WORK/launch-both"
   setsid timeout "${1:-1100}" $PY bench/pruned_search.py studies/paper.yaml --seeds 0,1,2 \
     --pruner asha --out "$WORK/both" > "$WORK/both.log" 2>&1 < /dev/null &
@@ -148,11 +152,7 @@ both() {  # both [LIMIT_S]: the full search, then the ASHA-pruned one, of seeds 
 }
 
 one() {  # the 3-seed whole-protocol clock on one GPU (GPU 0), nothing else on the machine
-  rm -rf "$WORK/repo" && mkdir -p "$WORK/repo" && cp -r . "$WORK/repo/" && rm -rf "$WORK/repo/.whl"
-  cd "$WORK/repo" || exit 1
-  export PYTHONPATH="$SITE:$WORK/repo"
-  alive sampler || { setsid $PY bench/gpu_sampler.py "$WORK/gpu.csv" > "$WORK/sampler.log" 2>&1 &
-    echo $! > "$WORK/sampler.pid" && echo "$WORK/gpu.csv" > "$WORK/sampler.file"; }
+  fresh_copy_and_sampler || exit 1
   now > "$WORK/launch-full"
   CUDA_VISIBLE_DEVICES=0 setsid $PY bench/pruned_search.py studies/paper.yaml --seeds 0,1,2 \
     --pruner asha --only full --out "$WORK/full" > "$WORK/full.log" 2>&1 < /dev/null &
