@@ -29,7 +29,6 @@ import contextlib
 import json
 import os
 import platform
-import signal
 import statistics
 import subprocess
 import sys
@@ -50,6 +49,7 @@ from tests.helpers.browser import (  # noqa: E402
     _free_port,
     _wait_for_http,
     serve_app,
+    stop_process_group,
 )
 
 # jobs.services.serve_app.WARMUP_ENV, spelled out: the bench also runs on checkouts from
@@ -122,11 +122,7 @@ def serve_floor(folder: Path) -> Iterator[str]:
         _wait_for_http(f"http://127.0.0.1:{port}/_stcore/health", proc)
         yield f"http://127.0.0.1:{port}"
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+        stop_process_group(proc)
         log.close()
 
 

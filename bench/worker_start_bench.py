@@ -18,7 +18,6 @@ import argparse
 import datetime
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -28,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.helpers.browser import _free_port  # noqa: E402
+from tests.helpers.browser import _free_port, stop_process_group  # noqa: E402
 
 WORKER_UP = re.compile(r"^(\S+ \S+) INFO jobs\.worker\.runner: worker \S+ up", re.M)
 
@@ -65,11 +64,7 @@ def one_start(home: Path, checkout: Path) -> tuple[float, float]:
                 worker = stamp.timestamp() - launched
             time.sleep(0.1)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+        stop_process_group(proc)
     if health is None or worker is None:
         raise TimeoutError(f"{checkout}: no app answer or no worker within 180 s")
     return health, worker

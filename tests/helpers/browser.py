@@ -72,12 +72,18 @@ def serve_app(home: Path, *up_options: str) -> Iterator[str]:
         _wait_for_http(f"http://127.0.0.1:{port}/_stcore/health", proc)
         yield f"http://127.0.0.1:{port}"
     finally:
-        proc.send_signal(signal.SIGTERM)  # `up` stops the app and its worker
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+        stop_process_group(proc)  # `up` stops the app and its worker
         log.close()
+
+
+def stop_process_group(proc: subprocess.Popen, wait_s: float = 30.0) -> None:
+    """SIGTERM to ``proc`` (started with ``start_new_session``), then SIGKILL to its whole
+    process group if it is still there after ``wait_s``."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=wait_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
 
 
 # Records the label of every sidebar navigation link ever drawn (a link's last line; its
