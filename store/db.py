@@ -181,8 +181,20 @@ def _truncated(path: Path, size: int, expected: str) -> StoreError:
     )
 
 
-def refuse_truncated(path: Path) -> None:
-    """Refuse a store file that ends inside a block, before DuckDB opens it.
+def _read_head(path: Path) -> tuple[bytes, int] | None:
+    """The store file's 12 KiB of headers and its size, or None when there is no file yet."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(3 * _HEADER_BYTES), os.fstat(f.fileno()).st_size
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise StoreError(f"the store {path} cannot be read ({exc.strerror})") from exc
+
+
+def _refuse_cut(path: Path, size: int, block_size: int) -> int:
+    """Refuse a store file that ends inside a block, before DuckDB opens it; its size
+    otherwise (once settled).
 
     DuckDB opens a truncated file and, on the next write, extends it over the missing part:
     the damage would be written over. DuckDB only ever writes and trims whole blocks, so a
@@ -191,28 +203,19 @@ def refuse_truncated(path: Path) -> None:
     block boundary), once per file size (`_check_blocks`).
 
     A file that is being written ends inside a block for a moment too: the kernel grows it
-    page by page while a writer (another process, or another thread of this one: the
-    worker's heartbeat) appends a block. So an odd size is looked at again until it has not
-    changed for `_SETTLE_S`; only a file that stays cut is refused (a kill -9 test of the
-    worker met a growing store called truncated).
+    page by page while another process appends a block. So an odd size is looked at again
+    until it has not changed for `_SETTLE_S`; only a file that stays cut is refused (a kill
+    -9 test of the worker met a growing store called truncated).
 
     Raises:
         StoreError: The file is truncated; nothing in it was changed.
     """
-    try:
-        with open(path, "rb") as f:
-            head = f.read(3 * _HEADER_BYTES)
-            size = os.fstat(f.fileno()).st_size
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise StoreError(f"the store {path} cannot be read ({exc.strerror})") from exc
-    block_size = _block_size(head)
-    if block_size is None or not _inside_block(size, block_size):
-        return
+    if not _inside_block(size, block_size):
+        return size
     settled = _settled_size(path, size)
     if settled is not None and _inside_block(settled, block_size):
         raise _truncated(path, settled, f"it ends inside a block of {block_size:,} bytes")
+    return size if settled is None else settled
 
 
 #: How long a store's size must stay the same before an odd size counts as a cut.
@@ -242,20 +245,6 @@ def _settled_size(path: Path, size: int, settle_s: float = _SETTLE_S) -> int | N
 #: (store, file size) pairs whose blocks were found in the file: checked again only when the
 #: size changes (DuckDB grows and trims a file by whole blocks), not at every connection.
 _BLOCKS_CHECKED: set[tuple[str, int]] = set()
-
-
-def _blocks_check_due(path: Path) -> int | None:
-    """The store's block size when its blocks have not been checked at its present size in
-    this process; None when checked already, new, or not a DuckDB file DuckDB cannot judge."""
-    try:
-        with open(path, "rb") as f:
-            block_size = _block_size(f.read(3 * _HEADER_BYTES))
-            size = os.fstat(f.fileno()).st_size
-    except FileNotFoundError:
-        return None
-    if block_size is None or (str(path), size) in _BLOCKS_CHECKED:
-        return None
-    return block_size
 
 
 def _check_blocks(con: duckdb.DuckDBPyConnection, path: Path, block_size: int) -> None:
@@ -366,19 +355,28 @@ def connect(
 
 
 def _check_file(path: Path) -> int | None:
-    """`refuse_truncated`, then `_blocks_check_due`: call only holding `_PROCESS_LOCK` with
-    no connection of this thread open.
+    """Refuse a store file cut inside a block (`_refuse_cut`); return its block size when
+    its blocks have not been checked at its present size in this process (None when checked
+    already, new, or not a DuckDB file). Call only holding `_PROCESS_LOCK` with no
+    connection of this thread open.
 
-    Both read the file's header through a descriptor of their own, and closing any
-    descriptor of a file drops every lock this process holds on it (POSIX record locks,
-    which DuckDB takes). Read while another thread of this process had the store open for
-    writing, the header read let a second process open it for writing too (a sign-in burst
-    from four processes checked six passwords against a limit of five). `_PROCESS_LOCK` is
-    held for a connection's whole life, so holding it with no connection of this thread
-    open, this process holds no lock on the file to drop.
+    The header is read through a descriptor of its own, and closing any descriptor of a
+    file drops every lock this process holds on it (POSIX record locks, which DuckDB takes).
+    Read while another thread of this process had the store open for writing, the header
+    read let a second process open it for writing too (a sign-in burst from four processes
+    checked six passwords against a limit of five). `_PROCESS_LOCK` is held for a
+    connection's whole life, so holding it with no connection of this thread open, this
+    process holds no lock on the file to drop.
     """
-    refuse_truncated(path)
-    return _blocks_check_due(path)
+    read = _read_head(path)
+    if read is None:
+        return None
+    head, size = read
+    block_size = _block_size(head)
+    if block_size is None:
+        return None
+    size = _refuse_cut(path, size, block_size)
+    return None if (str(path), size) in _BLOCKS_CHECKED else block_size
 
 
 def private_folder(folder: Path) -> None:

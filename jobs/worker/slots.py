@@ -62,8 +62,8 @@ class RunTask:
     compile_cache: str | None = None
     # A pruned search's shared study (jobs.worker.pruning); None: the full search.
     pruning: PruningTask | None = None
-    # One config per trainer the job needs (each task, head and weights): one lane of a
-    # process compiles them ahead, the others after their first run (`SlotState.warm`).
+    # One config per trainer the job needs (each task, head and weights): one lane of a GPU
+    # process compiles them ahead, a lane alone after its first run (`SlotState.warm`).
     # Empty: each compiles when first used.
     warm: tuple[TrainConfig, ...] = ()
 
@@ -103,8 +103,7 @@ class SlotState:
         second run. Left to the first run of each task, every lane wants the next task's
         compile at the study's first switch of task, all at once, and a compile holds every
         other lane's run start (`GLOBAL_STATE_LOCK`): the GPU idled 20-30 s there (issue
-        30). The study's
-        first result does not wait for tasks it does not need yet.
+        30). The study's first result does not wait for tasks it does not need yet.
         """
         if self.warmed:
             return 0.0
@@ -210,9 +209,9 @@ def _warms_ahead(state: SlotState, task: RunTask) -> bool:
     its first run (on a GPU, among several lanes, with tasks to compile; the first to ask)."""
     return (
         state.runs_started == 1
-        and state.group is not None
-        and state.device.type == "cuda"
         and bool(task.warm)
+        and _has_warming_lane(state)
+        and state.group is not None
         and state.group.claim_warming()
     )
 
@@ -355,7 +354,6 @@ def prime_device(device: torch.device) -> None:
     started = time.perf_counter()
     torch.empty(1, device=device)
     importlib.import_module("torch._dynamo")
-
     log.info("slot primed %s in %.1f s", device, time.perf_counter() - started)
 
 
