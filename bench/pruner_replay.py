@@ -297,7 +297,7 @@ def study_id_of(store: Path, name: str) -> str:
     with connect(store, read_only=True) as con:
         row = con.execute("SELECT study_id FROM studies WHERE name = ?", [name]).fetchone()
     if row is None:
-        raise SystemExit(f"error: no study named {name!r} in {store}")
+        raise SystemExit(f"error: no study named {name!r} in the store")
     return row[0]
 
 
@@ -374,11 +374,13 @@ def mark_replayed(store: Path, study_id: str, outcome: Outcome) -> None:
 
 def parse_setting(text: str) -> SearchSpec:
     """``pruner[:min_epochs[:η]]`` -> SearchSpec (``asha:30:2``)."""
-    name, *rest = text.split(":")
+    name, *rest = text.strip().split(":")
+    if len(rest) > 2 or not all(part.isdigit() for part in rest if part):
+        raise ValueError(f"{text!r}: expected pruner[:min_epochs[:η]], e.g. asha:30:2")
     value: dict[str, object] = {"pruner": name}
     if rest and rest[0]:
         value["min_epochs"] = int(rest[0])
-    if len(rest) > 1:
+    if len(rest) > 1 and rest[1]:
         value["reduction_factor"] = int(rest[1])
     return SearchSpec.from_value(value)
 
@@ -436,8 +438,14 @@ def evaluate(
     verdict = verdicts(full_id, full_id, stores)
     spent = costs(curves, outcome)
     unknown_groups = int(agree["pruned"].isna().sum())
-    # A comparison is unknown when a search it needs lost its selected run (all stopped).
-    decided = verdict.dropna(subset=["verdict_pruned"])
+    # A comparison is unknown when a search of either method lost its selected run (every run
+    # stopped): the paired table would drop that seed, not a prediction we could stand by.
+    lost = {(r.task, r.method) for r in agree[agree["pruned"].isna()].itertuples()}
+    known = [
+        (r.task, r.method_a) not in lost and (r.task, r.method_b) not in lost
+        for r in verdict.itertuples()
+    ]
+    decided = verdict[known]
     diffs = agree["test_diff"].dropna()
     return {
         "setting": setting,
