@@ -32,9 +32,10 @@
 # local worker or to CPU actors). Then the paper protocol on a fresh SOFTGRADE_HOME with
 # `--executor ray`: a private one-node Ray instance that the worker starts and stops (README,
 # "Running on a Ray cluster"), with as many slots per GPU as the local worker picks on this
-# card (SLOTS_PER_GPU overrides). Under Ray each slot is an actor process holding 1/K of a
-# GPU; the local worker's K lanes of a GPU are CUDA streams of one process. LIMIT_S (default
-# 520) bounds the study itself; unpacking, the Ray check and the report add ~40 s to the call.
+# card (SLOTS_PER_GPU overrides). The K slots of a GPU are lanes (CUDA streams) of one actor,
+# as they are of one process in the local worker; RAY_PROCESSES_PER_GPU=K gives the layout
+# before 2026-11-28 04:00 (an actor process per slot, 1/K GPU each). LIMIT_S (default 520)
+# bounds the study itself; unpacking, the Ray check and the report add ~40 s to the call.
 set -u
 WORK=${WORK:-/tmp/i30}
 OUT=${OUT:-$WORK/out}
@@ -194,7 +195,7 @@ ray() {  # ray [LIMIT_S] [SEEDS]: the scale run on the Ray executor (one node, e
   now > "$WORK/launch-ray"
   SOFTGRADE_HOME="$WORK/ray" SOFTGRADE_DB="$WORK/ray/softgrade.duckdb" \
     timeout "${1:-520}" $PY -m jobs run studies/paper.yaml --seeds "${2:-4}" --executor ray \
-    --slots-per-gpu "$k" > "$WORK/ray.log" 2>&1
+    --slots-per-gpu "$k" --processes-per-gpu "${RAY_PROCESSES_PER_GPU:-1}" > "$WORK/ray.log" 2>&1
   echo "jobs run exited $? at $(date -u)" >> "$WORK/ray.log"
   local samples; samples=$(cat "$WORK/sampler.file" 2>/dev/null || echo "$WORK/gpu.csv")
   $PY bench/protocol_clock.py --store "$WORK/ray/softgrade.duckdb" --samples "$samples" \

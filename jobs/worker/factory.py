@@ -56,6 +56,7 @@ def make_executor(
             address=address,
             device=device,
             slots_per_gpu=slots_per_gpu or 1,
+            processes_per_gpu=processes_per_gpu,
             cpu_slots=cpu_slots,
             max_retries=max_retries,
             threads_per_slot=threads_per_slot,

@@ -1,9 +1,17 @@
-"""Ray executor: runs train on a Ray cluster, one long-lived actor per slot.
+"""Ray executor: runs train on a Ray cluster, in long-lived actors that host the slots.
 
 Why actors and not plain Ray tasks: a fresh process costs ~10 s to warm up and ~22 s to
-compile the training step, about as long as a whole run, so each slot is an actor that trains
-many runs in a loop and keeps its dataset tensors and compiled `Trainer`s (`SlotState`) across
-them, exactly like a `LocalExecutor` slot process.
+compile the training step, about as long as a whole run, so each actor trains many runs in a
+loop and keeps its dataset tensors and compiled `Trainer`s (`SlotState`) across them, exactly
+like a `LocalExecutor` slot process.
+
+Slots are lanes of an actor, as slots are lanes of a local slot process: a GPU's
+``slots_per_gpu`` slots live in ``processes_per_gpu`` actors (default one actor holding the
+whole GPU), each running its lanes as threads with a CUDA stream each (a threaded actor,
+``max_concurrency`` = its lanes). Kernels of one process's streams run side by side, while
+processes sharing a GPU take turns: with one actor per slot (``processes_per_gpu`` =
+``slots_per_gpu``, this executor's only layout before) Ray trained the paper protocol at 0.83x
+the local worker's rate on 4 H200s (bench/RESULTS.md). CPU actors host one lane each.
 
 Data flow (the worker stays the only writer of the store):
 
@@ -17,11 +25,12 @@ Data flow (the worker stays the only writer of the store):
   its own concurrency group, so it runs while ``run`` is busy training; the run stops at the
   next epoch boundary. Cancels are numbered by a generation that each run carries, so a cancel
   can only stop runs submitted before it (never a run of the next job).
-- Faults: if an actor dies mid-run (killed, out of memory, node lost), the slot gets a fresh
-  actor and the same `RunTask` is resubmitted, at most ``max_retries`` times; then the run ends
-  with an 'error' message. A run is reported 'done' at most once per submission, so a retried
-  run can never be recorded twice. Each loss and retry is a 'log' message, so it shows in the
-  job's log on the Jobs page (``softgrade worker --max-retries N`` sets the limit).
+- Faults: if an actor dies mid-run (killed, out of memory, node lost), its slots get one fresh
+  actor and each run that was in flight on it is resubmitted, at most ``max_retries`` times;
+  then the run ends with an 'error' message. A run is reported 'done' at most once per
+  submission, so a retried run can never be recorded twice. Each loss and retry is a 'log'
+  message, so it shows in the job's log on the Jobs page (``softgrade worker --max-retries N``
+  sets the limit).
 
 Every Ray node must see the worker's SOFTGRADE_HOME at the same path (a shared filesystem):
 `RunTask` carries paths to the dataset cache and to the checkpoint, not the data itself. The
@@ -37,6 +46,7 @@ import importlib.util
 import logging
 import os
 import socket
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -58,13 +68,14 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from engine.grade_model import resolve_device
 from engine.methods import PLUGIN_VARIABLE
-from jobs.worker.executors import Executor, Handle
+from jobs.worker.executors import Executor, Handle, split_lanes
+from jobs.worker.lane_group import LaneGroup
 from jobs.worker.settings import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_THREADS_PER_SLOT,
     check_threads_per_slot,
 )
-from jobs.worker.slots import Message, RunTask, SlotState, execute_run
+from jobs.worker.slots import Message, RunTask, SlotState, execute_run, prime_device
 
 log = logging.getLogger(__name__)
 
@@ -132,40 +143,66 @@ class _Mailbox:
 
 
 class SlotActor:
-    """Body of a slot actor: trains runs one after another and keeps its caches.
+    """Body of a slot actor: its lanes train runs one after another and keep their caches.
 
     It is a plain class so that tests can subclass it (e.g. to die mid-run); `RayExecutor`
-    turns it into a Ray actor class with the resources of a slot.
+    turns it into a Ray actor class with the resources of its slots.
     """
 
-    def __init__(self, slot_id: int, device: str, mailbox: ActorHandle, cancel_upto: int) -> None:
-        """Build the slot's caches on this actor's device.
+    def __init__(
+        self, first_slot: int, device: str, mailbox: ActorHandle, cancel_upto: int, lanes: int = 1
+    ) -> None:
+        """Build the lanes' caches on this actor's device.
 
         Args:
-            slot_id: Index of the slot in its executor (tagged on every message).
+            first_slot: Executor-wide index of this actor's first lane; lanes are numbered on
+                (each message is tagged with its lane's slot).
             device: 'cpu' or 'cuda' (Ray has already set CUDA_VISIBLE_DEVICES to our GPU).
             mailbox: Where 'epoch' messages go.
             cancel_upto: Runs of this generation or older are cancelled (-1: none).
+            lanes: Slots this actor hosts, each a thread with its own CUDA stream.
         """
-        self.slot_id = slot_id
+        self.first_slot = first_slot
         self._mailbox = mailbox
         self._cancel_upto = cancel_upto
-        self._last_put: ray.ObjectRef | None = None
-        self._final: Message | None = None
-        # A CPU actor reserves ``threads_per_slot`` CPUs (RayExecutor); torch uses exactly
-        # those, as a local CPU slot does, so both give the same numbers and slots sharing a
-        # node do not oversubscribe it. GPU actors reserve none and need ~1.
+        # A lane's call in flight: its slot, last 'epoch' put and final message. Ray runs
+        # each call on a thread of the actor's pool, so what belongs to a call is per thread.
+        self._call = threading.local()
+        resolved = resolve_device(device)
+        # A CPU actor reserves ``threads_per_slot`` CPUs per lane (RayExecutor); torch uses
+        # exactly those, as a local CPU slot does, so both give the same numbers and slots
+        # sharing a node do not oversubscribe it. A GPU actor reserves none and, as a local GPU
+        # slot process, may use every core for its CPU-side work (compiles among it). With 1
+        # thread, a Ray actor's compile ahead took 100 s against the local worker's 75-77 s
+        # on 4 H200s; whether the thread count was the cause is not measured.
         cpus = ray.get_runtime_context().get_assigned_resources().get("CPU", 0)
-        torch.set_num_threads(max(1, int(cpus)))
-        self.state = SlotState(device=resolve_device(device))
+        threads = (os.cpu_count() or 1) if resolved.type == "cuda" else max(1, int(cpus))
+        torch.set_num_threads(threads)
+        prime_device(resolved)  # CUDA context and compiler front end before the first run
+        # One group per actor, as per local slot process: one lane compiles ahead for all.
+        group = LaneGroup(lanes) if lanes > 1 else None
+        self._states = [SlotState(device=resolved, group=group) for _ in range(lanes)]
+        self._streams = [
+            torch.cuda.Stream(resolved) if resolved.type == "cuda" else None for _ in range(lanes)
+        ]
+
+    @property
+    def lanes(self) -> int:
+        """How many slots this actor hosts."""
+        return len(self._states)
 
     def describe(self) -> dict[str, Any]:
-        """Where this slot lives: host, device as the worker registry shows it, pid."""
-        device = str(self.state.device)
+        """Where this actor lives: host, device as the worker registry shows it, pid, lanes."""
+        device = str(self._states[0].device)
         gpu_ids = ray.get_gpu_ids()
-        if self.state.device.type == "cuda" and gpu_ids:
+        if self._states[0].device.type == "cuda" and gpu_ids:
             device = f"cuda:{gpu_ids[0]}"  # the node's GPU index, not the remapped cuda:0
-        return {"host": socket.gethostname(), "device": device, "pid": os.getpid()}
+        return {
+            "host": socket.gethostname(),
+            "device": device,
+            "pid": os.getpid(),
+            "lanes": self.lanes,
+        }
 
     @ray.method(concurrency_group="control")
     def set_cancel(self, generation: int) -> None:
@@ -175,9 +212,11 @@ class SlotActor:
         """
         self._cancel_upto = max(self._cancel_upto, generation)
 
-    def run(self, task: RunTask, generation: int) -> Message:
-        """Train one run; return its final message ('done', 'cancelled' or 'error')."""
-        self._final = None
+    def run(self, task: RunTask, generation: int, lane: int = 0) -> Message:
+        """Train one run on ``lane``; return its final message ('done', 'cancelled' or
+        'error')."""
+        call = self._call
+        call.slot, call.final, call.last_put = self.first_slot + lane, None, None
         problem = missing_cache_message(task.cache_dir)
         if problem is not None:
             return {
@@ -185,29 +224,37 @@ class SlotActor:
                 "run_id": task.run_id,
                 "kind": "error",
                 "traceback": problem,
-                "slot": self.slot_id,
+                "slot": call.slot,
             }
-        execute_run(
-            self.state,
-            task,
-            emit=self._emit,
-            should_stop=lambda: self._cancel_upto >= generation,
-        )
-        if self._last_put is not None:
-            # Calls from one caller to one actor run in order, so once the last put is done
-            # every 'epoch' message of this run is in the mailbox before the result returns.
-            ray.get(self._last_put)
-            self._last_put = None
-        assert self._final is not None, "execute_run always emits a final message"
-        return self._final
+        stream = self._streams[lane]
+        with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
+            execute_run(
+                self._states[lane],
+                task,
+                emit=self._emit,
+                should_stop=lambda: self._cancel_upto >= generation,
+            )
+        self._flush_epochs()
+        assert call.final is not None, "execute_run always emits a final message"
+        return call.final
+
+    def _flush_epochs(self) -> None:
+        """Wait until this call's 'epoch' messages are in the mailbox.
+
+        Calls from one caller to one actor run in order, so once the last put is done every
+        'epoch' message of this run is in the mailbox before the result returns.
+        """
+        if self._call.last_put is not None:
+            ray.get(self._call.last_put)
+            self._call.last_put = None
 
     def _emit(self, message: Message) -> None:
         """Send 'epoch' messages to the mailbox now; keep the final one to return."""
-        message = {**message, "slot": self.slot_id}
+        message = {**message, "slot": self._call.slot}
         if message["kind"] == "epoch":
-            self._last_put = self._mailbox.put.remote(message)
+            self._call.last_put = self._mailbox.put.remote(message)
         else:
-            self._final = message
+            self._call.final = message
 
 
 def missing_cache_message(cache_dir: str) -> str | None:
@@ -223,10 +270,12 @@ def missing_cache_message(cache_dir: str) -> str | None:
 
 @dataclass
 class _Flight:
-    """A run in flight: the task, its slot, the pending result and which attempt this is."""
+    """A run in flight: the task, its slot, the actor it went to, the pending result and which
+    attempt this is."""
 
     task: RunTask
     slot: int
+    actor: ActorHandle
     ref: ray.ObjectRef
     attempt: int
 
@@ -242,7 +291,9 @@ class RayExecutor(Executor):
         *,
         device: str = "auto",
         slots_per_gpu: int = 1,
+        processes_per_gpu: int = 1,
         cpu_slots: int = 1,
+        cpu_lanes: int = 1,
         max_retries: int = DEFAULT_MAX_RETRIES,
         threads_per_slot: int = DEFAULT_THREADS_PER_SLOT,
         startup_timeout_s: float = 300.0,
@@ -254,15 +305,22 @@ class RayExecutor(Executor):
             address: Ray cluster address ('HOST:6379', or 'auto' for the cluster this machine
                 belongs to); None starts a private local instance.
             device: 'auto' (GPUs if the cluster has any), 'cpu' or 'cuda'.
-            slots_per_gpu: Actors per GPU; each asks for 1/slots_per_gpu of a GPU.
-            cpu_slots: Actors when training on CPUs (each asks for one CPU).
+            slots_per_gpu: Slots (lanes) per GPU.
+            processes_per_gpu: Actors those lanes are spread over; each asks for
+                1/processes_per_gpu of a GPU (default one actor holding the GPU).
+            cpu_slots: Actors when training on CPUs.
+            cpu_lanes: Lanes of each CPU actor (1; more lets tests drive several lanes of
+                one actor without a GPU). Each lane reserves ``threads_per_slot`` CPUs.
             max_retries: How often a run whose actor died is resubmitted before it fails.
             threads_per_slot: CPUs each CPU actor reserves and torch threads it trains with.
             startup_timeout_s: How long to wait for every actor to start (placement, imports).
             actor_class: The slot body (tests pass a subclass that misbehaves).
         """
-        if slots_per_gpu < 1 or cpu_slots < 1 or max_retries < 0:
-            raise ValueError(f"{slots_per_gpu=} and {cpu_slots=} must be >= 1, {max_retries=} >= 0")
+        if min(slots_per_gpu, processes_per_gpu, cpu_slots, cpu_lanes) < 1 or max_retries < 0:
+            raise ValueError(
+                f"{slots_per_gpu=}, {processes_per_gpu=}, {cpu_slots=} and {cpu_lanes=} must "
+                f"be >= 1, {max_retries=} >= 0"
+            )
         if device not in ("auto", "cpu", "cuda"):
             raise ValueError(
                 f"device {device!r}: use 'auto', 'cpu' or 'cuda' with Ray (Ray assigns the GPUs)"
@@ -296,29 +354,38 @@ class RayExecutor(Executor):
         problem = None
         if device == "cuda" and gpus == 0:
             problem = "device 'cuda' asked for, but the Ray cluster has no GPU"
-        elif not self._use_gpu and cpu_slots * threads_per_slot > resources.get("CPU", 0):
+        elif not self._use_gpu and cpu_slots * cpu_lanes * threads_per_slot > resources.get(
+            "CPU", 0
+        ):
             problem = (
-                f"{cpu_slots} CPU slot(s) of {threads_per_slot} thread(s) asked for, but the "
-                f"Ray cluster has {resources.get('CPU', 0):g} CPU(s)"
+                f"{cpu_slots * cpu_lanes} CPU slot(s) of {threads_per_slot} thread(s) asked "
+                f"for, but the Ray cluster has {resources.get('CPU', 0):g} CPU(s)"
             )
         if problem is not None:
             if self._owns_ray:
                 ray.shutdown()
             raise ValueError(problem)
-        n_slots = gpus * slots_per_gpu if self._use_gpu else cpu_slots
         if self._use_gpu:
-            # No CPU reservation: with several slots per GPU a node may have more slots than
-            # cores, and a GPU slot keeps its data on the GPU, so it needs little CPU.
-            resources_per_slot: dict[str, Any] = {"num_gpus": 1 / slots_per_gpu, "num_cpus": 0}
+            # An actor per process of each GPU, its share of the GPU's lanes; no CPU
+            # reservation: with several lanes per GPU a node may have more slots than cores,
+            # and a GPU slot keeps its data on the GPU, so it needs little CPU.
+            per_gpu = split_lanes(slots_per_gpu, processes_per_gpu)
+            self._actor_lanes = per_gpu * gpus
+            resources: dict[str, Any] = {"num_gpus": 1 / len(per_gpu), "num_cpus": 0}
         else:
-            resources_per_slot = {"num_cpus": threads_per_slot}
-        self._actor_cls = ray.remote(concurrency_groups={"control": 1})(actor_class).options(
-            max_restarts=0,  # this executor replaces dead actors itself, so it can retry the run
-            max_task_retries=0,
+            self._actor_lanes = [cpu_lanes] * cpu_slots
+            resources = {"num_cpus": threads_per_slot * cpu_lanes}
+        # Actor k hosts slots first_slot[k] .. first_slot[k] + lanes - 1.
+        self._first_slot = [sum(self._actor_lanes[:k]) for k in range(len(self._actor_lanes))]
+        self._slot_actor = [k for k, n in enumerate(self._actor_lanes) for _ in range(n)]
+        self._actor_cls = ray.remote(concurrency_groups={"control": 1})(actor_class)
+        self._actor_options = {
+            "max_restarts": 0,  # this executor replaces dead actors itself, to retry the run
+            "max_task_retries": 0,
             # Also on the actors: a Ray instance this worker joined kept its own runtime_env.
-            runtime_env={"env_vars": actor_env_vars()},
-            **resources_per_slot,
-        )
+            "runtime_env": {"env_vars": actor_env_vars()},
+            **resources,
+        }
         self._mailbox = _Mailbox.options(
             # Keep the mailbox on the worker's node: it lives and dies with the worker.
             scheduling_strategy=NodeAffinitySchedulingStrategy(
@@ -328,23 +395,25 @@ class RayExecutor(Executor):
         self._generation = 0  # bumped when a cancel is cleared; runs carry it
         self._cancelled = False
         self._flights: dict[str, _Flight] = {}
-        self._slot_run: list[str | None] = [None] * n_slots
+        self._slot_run: list[str | None] = [None] * len(self._slot_actor)
         self._reported: set[str] = set()
         self._tick_s = 0.25
         self._closed = False
-        self._actors = [self._new_actor(slot) for slot in range(n_slots)]
-        self._devices = self._wait_for_actors(startup_timeout_s)
+        self._actors = [self._new_actor(k) for k in range(len(self._actor_lanes))]
+        actors = self._wait_for_actors(startup_timeout_s)
+        self._devices = [actors[k] for k in self._slot_actor]  # one entry per slot
         log.info(
-            "Ray executor: %d slot(s) on %s",
-            n_slots,
-            ", ".join(f"{d['device']}@{d['host']}" for d in self._devices),
+            "Ray executor: %d slot(s) in %d actor(s) on %s",
+            len(self._slot_actor),
+            len(actors),
+            ", ".join(f"{d['device']}@{d['host']} ({d['lanes']} lane(s))" for d in actors),
         )
 
     # -- Executor API ------------------------------------------------------------------------
 
     @property
     def slots(self) -> int:
-        return len(self._actors)
+        return len(self._slot_actor)
 
     @property
     def devices(self) -> list[str]:
@@ -423,10 +492,14 @@ class RayExecutor(Executor):
 
     # -- helpers -----------------------------------------------------------------------------
 
-    def _new_actor(self, slot: int) -> ActorHandle:
+    def _new_actor(self, k: int) -> ActorHandle:
+        """Start actor ``k`` with its lanes, one thread of its pool per lane."""
         cancel_upto = self._generation if self._cancelled else -1
         device = "cuda" if self._use_gpu else "cpu"
-        return self._actor_cls.remote(slot, device, self._mailbox, cancel_upto)
+        lanes = self._actor_lanes[k]
+        return self._actor_cls.options(**self._actor_options, max_concurrency=lanes).remote(
+            self._first_slot[k], device, self._mailbox, cancel_upto, lanes
+        )
 
     def _wait_for_actors(self, timeout_s: float) -> list[dict[str, Any]]:
         refs = [actor.describe.remote() for actor in self._actors]
@@ -446,8 +519,10 @@ class RayExecutor(Executor):
             ) from exc
 
     def _start(self, task: RunTask, slot: int, attempt: int) -> None:
-        ref = self._actors[slot].run.remote(task, self._generation)
-        self._flights[task.run_id] = _Flight(task, slot, ref, attempt)
+        k = self._slot_actor[slot]
+        actor = self._actors[k]
+        ref = actor.run.remote(task, self._generation, slot - self._first_slot[k])
+        self._flights[task.run_id] = _Flight(task, slot, actor, ref, attempt)
         self._slot_run[slot] = task.run_id
 
     def _resolve(self, run_id: str, handle: Handle) -> None:
@@ -458,7 +533,7 @@ class RayExecutor(Executor):
         try:
             message = ray.get(flight.ref)
         except LOST_ATTEMPT as exc:
-            self._replace_actor(flight.slot, exc)
+            self._replace_actor(flight, exc)
             if self._cancelled:
                 message = {**base, "kind": "cancelled"}
             elif flight.attempt < self.max_retries:
@@ -494,9 +569,19 @@ class RayExecutor(Executor):
             self._reported.add(message["run_id"])
         handle(message)
 
-    def _replace_actor(self, slot: int, exc: Exception) -> None:
-        log.warning("Ray slot %d died (%s); starting a fresh actor", slot, type(exc).__name__)
+    def _replace_actor(self, flight: _Flight, exc: Exception) -> None:
+        """Give the lost flight's slots a fresh actor, once per dead actor: its other lanes'
+        runs fail with the same loss, and their retries go to the fresh actor."""
+        k = self._slot_actor[flight.slot]
+        if self._actors[k] is not flight.actor:
+            return  # replaced when another lane's run of the dead actor came back
+        log.warning(
+            "Ray actor of slot(s) %d-%d died (%s); starting a fresh actor",
+            self._first_slot[k],
+            self._first_slot[k] + self._actor_lanes[k] - 1,
+            type(exc).__name__,
+        )
         with contextlib.suppress(RayError):  # already gone
-            ray.kill(self._actors[slot], no_restart=True)
-        self._actors[slot] = self._new_actor(slot)
+            ray.kill(self._actors[k], no_restart=True)
+        self._actors[k] = self._new_actor(k)
         self.restarts += 1

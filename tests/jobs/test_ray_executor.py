@@ -102,7 +102,7 @@ def test_an_actor_dying_mid_run_is_replaced_and_the_run_stored_once(ray_local, t
                 return
             os.write(fd, message["run_id"].encode())
             os.close(fd)
-            ray.get(self._last_put)  # the worker sees the epoch, so this is truly mid-run
+            self._flush_epochs()  # the worker sees the epoch, so this is truly mid-run
             os._exit(1)
 
     store = tmp_path / "softgrade.duckdb"
@@ -126,6 +126,62 @@ def test_an_actor_dying_mid_run_is_replaced_and_the_run_stored_once(ray_local, t
     retried = [line for line in log_lines if "lost its Ray actor" in line]
     assert len(retried) == 1 and crashed in retried[0]  # the Jobs page shows the retry
     assert "attempt 1 of 3" in retried[0] and "retrying it on a fresh actor" in retried[0]
+
+
+def test_one_actor_hosts_two_lanes_that_train_side_by_side(ray_local, tmp_path):
+    store = tmp_path / "softgrade.duckdb"
+    executor = RayExecutor(cpu_slots=1, cpu_lanes=2)
+    assert executor.slots == 2 and len(executor._actors) == 1
+    assert len({d["pid"] for d in executor._devices}) == 1  # both slots in one process
+    assert executor.sharing(0) == 1  # CPU slots share no GPU
+    worker = _Recording(executor, store_path=store, home=tmp_path, executor_name="ray")
+
+    job = _run_study(worker, store)
+
+    assert job.status == "succeeded", job
+    runs_n, distinct, preds, keys = _row_counts(store)
+    assert runs_n == distinct == 4 and preds == keys > 0
+    assert {m["slot"] for m in worker.messages if m["kind"] == "done"} == {0, 1}
+    # Side by side: some run began (its first epoch) before another run's result came back.
+    kinds = [(m["kind"], m.get("epoch")) for m in worker.messages if m["kind"] in ("epoch", "done")]
+    first_done = kinds.index(("done", None))
+    assert kinds[: first_done + 1].count(("epoch", 1)) == 2, kinds
+
+
+def test_an_actor_of_two_lanes_dying_is_replaced_once_and_both_runs_retried(ray_local, tmp_path):
+    marker = tmp_path / "crashed"
+
+    class DiesWhenBothLanesTrain(SlotActor):
+        """Kills its process at the first epoch seen while the other lane is mid-run too."""
+
+        def _emit(self, message):
+            super()._emit(message)
+            if message["kind"] != "epoch":
+                return
+            busy = getattr(type(self), "busy", set())
+            busy.add(self._call.slot)
+            type(self).busy = busy
+            if len(busy) < 2 or marker.exists():
+                return
+            marker.write_text("died")
+            self._flush_epochs()
+            os._exit(1)
+
+    store = tmp_path / "softgrade.duckdb"
+    executor = RayExecutor(cpu_slots=1, cpu_lanes=2, actor_class=DiesWhenBothLanesTrain)
+    worker = _Recording(executor, store_path=store, home=tmp_path, executor_name="ray")
+
+    job = _run_study(worker, store)
+
+    assert job.status == "succeeded", job
+    assert marker.exists() and executor.restarts == 1  # one fresh actor for both lanes
+    runs_n, distinct, preds, keys = _row_counts(store)
+    assert runs_n == distinct == 4 and preds == keys
+    done = pd.Series([m["run_id"] for m in worker.messages if m["kind"] == "done"])
+    assert done.is_unique and len(done) == 4
+    log_lines = store_jobs.job_log(job.job_id, path=store)["message"].tolist()
+    retried = [line for line in log_lines if "lost its Ray actor" in line]
+    assert 1 <= len(retried) <= 2, retried  # each run in flight on the dead actor, once
 
 
 class _CancelsDuringSecondRun(_Recording):
