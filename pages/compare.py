@@ -45,7 +45,11 @@ picked = pickers.pick_studies(
 )
 pickers.note_unknown_methods(path, picked["study_id"])
 # Said beside every comparison (each tab) when a picked study's search was pruned.
-pruned = protocol_text.pruned_search_note(zip(picked["name"], picked["spec"], strict=True))
+# With how many runs each one's pruner stopped (the study card's count).
+stopped = reads.cached_pruned_counts(path, tuple(picked["study_id"]))
+pruned = protocol_text.pruned_search_note(
+    zip(picked["name"], picked["spec"], picked["study_id"].map(stopped.get), strict=True)
+)
 progress, _, (counts, per_run) = pickers.read_finished(path, picked, views.cached_results)
 if per_run.empty:
     st.info("Nothing to compare yet: no seed of the selected studies has finished.")

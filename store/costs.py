@@ -97,9 +97,27 @@ def study_run_costs(study_id: str, *, path: Path | str | None = None) -> pd.Data
         return con.execute(
             """
             SELECT r.run_id, r.task, r.method, c.device_name, c.slots_sharing, c.n_train,
-                   c.epochs_run, c.wall_s
+                   c.max_epochs, c.epochs_run, c.wall_s
             FROM runs r LEFT JOIN run_costs c USING (run_id)
             WHERE r.study_id = ?
+            """,
+            [study_id],
+        ).df()
+
+
+def train_image_counts(study_id: str, *, path: Path | str | None = None) -> pd.DataFrame:
+    """The study's training images per (split seed, task): its dataset's films with that
+    task's grade in the seed's train split (what a run of that task and seed trains on).
+    Empty until the worker has stored the study's dataset and splits."""
+    with connect(path, read_only=True) as con:
+        return con.execute(
+            """
+            SELECT s.seed AS split_seed, l.task, count(*) AS n_train
+            FROM studies st
+            JOIN splits s ON s.dataset_id = st.dataset_id AND s.split = 'train'
+            JOIN labels l ON l.dataset_id = s.dataset_id AND l.image_id = s.image_id
+            WHERE st.study_id = ?
+            GROUP BY ALL ORDER BY ALL
             """,
             [study_id],
         ).df()

@@ -23,7 +23,7 @@ import duckdb
 import pandas as pd
 
 from store.audit import LOCAL_ACTOR, record_in
-from store.db import StoreError, connect, data_home_of, default_store_path, one_row
+from store.db import StoreError, connect, data_home_of, default_store_path
 
 log = logging.getLogger(__name__)
 
@@ -404,11 +404,7 @@ def study_card(study_id: str, *, path: Path | str | None = None) -> dict[str, st
             "GROUP BY weights_init ORDER BY 1",
             [study_id],
         ).fetchall()
-        pruned_runs = one_row(
-            con,
-            "SELECT count(*) FILTER (WHERE pruned), count(*) FROM runs WHERE study_id = ?",
-            [study_id],
-        )
+        pruned_runs = _pruned_counts(con, [study_id]).get(study_id, (0, 0))
     card = {"study": study.name, "study id": study.study_id}
     if study.tags:
         card["tags"] = ", ".join(study.tags)
@@ -532,6 +528,29 @@ def pruner_of(spec: dict[str, Any]) -> str | None:
     search = spec.get("search")
     pruner = search.get("pruner") if isinstance(search, dict) else None
     return None if pruner in (None, "none") else str(pruner)
+
+
+def pruned_run_counts(
+    study_ids: Iterable[str], *, path: Path | str | None = None
+) -> dict[str, tuple[int, int]]:
+    """Study id -> (runs a pruned search stopped, runs stored), for the given studies that
+    have runs (the study card's "search" line and the Compare page's pruned note)."""
+    with connect(path, read_only=True) as con:
+        return _pruned_counts(con, list(study_ids))
+
+
+def _pruned_counts(
+    con: duckdb.DuckDBPyConnection, study_ids: list[str]
+) -> dict[str, tuple[int, int]]:
+    """`pruned_run_counts` on an open connection."""
+    if not study_ids:
+        return {}
+    rows = con.execute(
+        "SELECT study_id, count(*) FILTER (WHERE coalesce(pruned, false)), count(*) FROM runs "
+        "WHERE list_contains(?, study_id) GROUP BY study_id",
+        [study_ids],
+    ).fetchall()
+    return {str(study): (int(stopped), int(total)) for study, stopped, total in rows}
 
 
 def pruned_search_text(pruner: str, n_pruned: int, n_runs: int) -> str:

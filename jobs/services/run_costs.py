@@ -120,6 +120,31 @@ def latest_device(measured: pd.DataFrame, *, gpu: bool) -> str | None:
     return str(kind.sort_values("recorded_at").iloc[-1]["device_name"])
 
 
+def relative_run_cost(
+    task: str, method: str, n_train: float, max_epochs: float, *, on_gpu: bool
+) -> float:
+    """A run's expected cost relative to others, with nothing measured: training images ×
+    epoch cap, times `EAGER_GPU_COST` on a GPU for a method without a target matrix. The
+    order lanes take runs in (`jobs.worker.schedule`) and a study's time left use it."""
+    factor = EAGER_GPU_COST if on_gpu and eager_on_gpu(method) else 1.0
+    return float(n_train) * float(max_epochs) * factor
+
+
+#: Columns of a study's planned runs for `time_left` (``n_train`` may be missing).
+PLANNED_COLUMNS = ("run_id", "task", "method", "split_seed", "max_epochs", "n_train")
+
+
+def with_train_images(planned: pd.DataFrame, counts: pd.DataFrame) -> pd.DataFrame:
+    """``planned`` (run_id, task, method, split_seed, max_epochs) with each run's training
+    images from ``counts`` (`store.costs.train_image_counts`: split_seed, task, n_train);
+    missing where the split is not stored yet."""
+    planned = planned.drop(columns="n_train", errors="ignore")
+    if counts.empty:
+        return planned.assign(n_train=float("nan"))
+    counts = counts.astype({"split_seed": "int64", "n_train": "float64"})
+    return planned.merge(counts, on=["split_seed", "task"], how="left")
+
+
 @dataclass(frozen=True)
 class TimeLeft:
     """A running study's time left from its own measured runs."""
@@ -129,15 +154,23 @@ class TimeLeft:
     measured_runs: int
 
 
-def time_left(
-    study_runs: pd.DataFrame, planned: Mapping[tuple[str, str], int], parallel: int
-) -> TimeLeft | None:
-    """The time its unfinished runs take, from the study's own measured runs on its device.
+def time_left(study_runs: pd.DataFrame, planned: pd.DataFrame, parallel: int) -> TimeLeft | None:
+    """The time the study's unfinished runs take: each at its own expected cost, scaled by
+    how long the study's measured runs took on its device against theirs.
+
+    Lanes take the longest expected runs first (`jobs.worker.schedule`), so the first runs
+    to finish are the longest: an average over finished runs would overestimate the short
+    ones left (a 20-run CPU study guessed 527 s after its first run, against 324 s). The
+    ratio of measured device-seconds to expected cost (`relative_run_cost`) is what the
+    finished runs say about this device and study; every run left is its expected cost times
+    that ratio.
 
     Args:
         study_runs: `store.costs.study_run_costs` of the study (every stored run; cost
             columns empty where not measured).
-        planned: (task, method) -> runs the study's plan holds.
+        planned: The study's planned runs (`PLANNED_COLUMNS`; ``n_train`` from
+            `with_train_images`, missing where not known: then its task's, else every
+            planned run's median).
         parallel: Devices training at once (GPUs, or CPU slots).
 
     Returns:
@@ -148,14 +181,29 @@ def time_left(
         return None
     device = str(measured["device_name"].mode().iloc[0])
     measured = measured[measured["device_name"] == device]
+    on_gpu = is_gpu_name(device)
     share = measured["wall_s"] / measured["slots_sharing"]
-    by_group = share.groupby([measured["task"], measured["method"].map(family_of)]).median()
-    by_task = share.groupby(measured["task"]).median()
-    overall = float(share.median())
-    done = study_runs.groupby(["task", "method"]).size()
-    seconds = 0.0
-    for (task, method), n in planned.items():
-        left = max(0, n - int(done.get((task, method), 0)))
-        cost = by_group.get((task, family_of(method)), by_task.get(task, overall))
-        seconds += left * float(cost)
-    return TimeLeft(seconds / max(parallel, 1), device, len(measured))
+    expected_done = [
+        relative_run_cost(r.task, r.method, r.n_train, r.max_epochs, on_gpu=on_gpu)
+        for r in measured.itertuples(index=False)
+    ]
+    seconds_per_unit = float(share.sum()) / sum(expected_done)
+    left = planned[~planned["run_id"].isin(study_runs["run_id"])]
+    n_train = _filled_train_images(planned).loc[left.index]
+    expected_left = sum(
+        relative_run_cost(r.task, r.method, n, r.max_epochs, on_gpu=on_gpu)
+        for r, n in zip(left.itertuples(index=False), n_train, strict=True)
+    )
+    return TimeLeft(seconds_per_unit * expected_left / max(parallel, 1), device, len(measured))
+
+
+def _filled_train_images(planned: pd.DataFrame) -> pd.Series:
+    """Each planned run's training images; where unknown, its task's median, else every
+    planned run's, else 1 (then runs differ only by epochs and method)."""
+    if "n_train" in planned:
+        n_train = pd.to_numeric(planned["n_train"], errors="coerce").astype("float64")
+    else:
+        n_train = pd.Series(float("nan"), index=planned.index)
+    by_task = n_train.groupby(planned["task"]).transform("median")
+    overall = n_train.median()
+    return n_train.fillna(by_task).fillna(1.0 if pd.isna(overall) else overall)

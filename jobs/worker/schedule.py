@@ -23,7 +23,7 @@ from engine.config import TrainConfig
 from engine.methods import get_method
 from engine.study import PlannedRun
 from engine.vocab import LABEL_COLUMNS
-from jobs.services.run_costs import EAGER_GPU_COST, CostModel, eager_on_gpu
+from jobs.services.run_costs import CostModel, relative_run_cost
 
 
 def train_images(
@@ -45,8 +45,7 @@ def expected_cost(
         images = n_train[(run.task, run.seed)]
         if model is not None:
             return model.run_seconds(run.task, run.method, images, run.config.max_epochs)
-        factor = EAGER_GPU_COST if on_gpu and eager_on_gpu(run.method) else 1.0
-        return images * run.config.max_epochs * factor
+        return relative_run_cost(run.task, run.method, images, run.config.max_epochs, on_gpu=on_gpu)
 
     return cost
 

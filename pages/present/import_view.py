@@ -121,20 +121,14 @@ def left_out_text(left_out: tuple[str, ...] | list[str], shown: int = 20) -> str
     return f"Left out: {names}{more}."
 
 
-def errors_text(problems: pd.DataFrame, shown: int = 10) -> str:
-    """The report's errors (films or rows left out) in full, one bullet each (the first
-    ``shown``): file, CSV row, problem and what to do. The table cuts long cells to its
-    column width, and what to do about a film left out is what its reader came for."""
-    errors = problems_table(problems).rename(columns={"what to do": "action"})
-    errors = errors[errors["severity"] == "error"]
-    lines = []
-    for row in errors.head(shown).itertuples(index=False):
-        where = f" (CSV row {row.row})" if row.row else ""
-        problem, action = (plain(str(text).rstrip(".")) for text in (row.problem, row.action))
-        lines.append(f"- {code(row.file)}{where}: {problem}. **What to do:** {action}.")
-    if len(errors) > shown:
-        lines.append(f"- … and {len(errors) - shown} more error(s) in the table above.")
-    return "\n".join(lines)
+def problems_shown(problems: pd.DataFrame) -> pd.DataFrame:
+    """`problems_table` as the page shows it: a static table whose cells wrap, so every
+    problem and what to do about it is read in full without widening a column.
+
+    Every cell is escaped by `plain`: a static table renders its cells as markdown, and a
+    file name or CSV cell is the folder's text, never markup.
+    """
+    return problems_table(problems).map(plain)
 
 
 def left_out_films(problems: pd.DataFrame) -> list[str]:

@@ -4,7 +4,6 @@ ran and what a cancel did. No streamlit, so it is unit-tested."""
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -70,16 +69,20 @@ def time_left_basis(measured: TimeLeft | None, parallel: int) -> str:
     runs = f"{measured.measured_runs} run{'s' * (measured.measured_runs != 1)}"
     units = f"{parallel} {'GPU' if not measured.device_name.startswith('CPU ') else 'slot'}"
     return (
-        f"Time left: the runs still to train, each at the median cost of this study's {runs} "
-        f"measured on {measured.device_name} (per task and method family), shared by "
-        f"{units}{'s' * (parallel != 1)}."
+        "Time left: each run still to train at its expected cost (training images × epoch "
+        f"cap), scaled by what this study's {runs} measured on {measured.device_name} took "
+        f"against theirs, shared by {units}{'s' * (parallel != 1)}."
     )
 
 
-def planned_groups(spec: Mapping[str, Any], study_id: str) -> dict[tuple[str, str], int]:
-    """(task, method) -> runs the study's plan holds."""
+def planned_runs(spec: Mapping[str, Any], study_id: str) -> pd.DataFrame:
+    """The study's planned runs: run_id, task, method, split_seed, max_epochs (the rows
+    `jobs.services.run_costs.time_left` reads)."""
     plan = plan_runs(StudySpec.from_dict(dict(spec)), study_id, "cpu")
-    return dict(Counter((run.task, run.method) for run in plan))
+    return pd.DataFrame(
+        [(r.run_id, r.task, r.method, r.split_seed, r.config.max_epochs) for r in plan],
+        columns=["run_id", "task", "method", "split_seed", "max_epochs"],
+    )
 
 
 def parallel_units(devices_json: str | None) -> int:

@@ -90,22 +90,26 @@ def search_sentence(spec: Mapping[str, Any] | str | None) -> str | None:
     )
 
 
-def pruned_search_note(studies: Iterable[tuple[str, Mapping[str, Any] | str | None]]) -> str:
+def pruned_search_note(
+    studies: Iterable[tuple[str, Mapping[str, Any] | str | None, tuple[int, int] | None]],
+) -> str:
     """The Compare page's note beside every comparison, naming each picked study whose search
-    was pruned, with its pruner; empty when none was.
+    was pruned, with its pruner and how many of its runs the pruner stopped; empty when none
+    was.
 
     Args:
-        studies: (study name, its spec) pairs.
+        studies: (study name, its spec, (runs stopped, runs stored) or None when not read)
+            triples; the counts are the study card's (`store.studies.pruned_run_counts`).
     """
     from engine.pruning import SearchSpec
 
     parts = []
-    for name, spec in studies:
+    for name, spec, counts in studies:
         if search_sentence(spec) is None:
             continue
         parsed = json.loads(spec) if isinstance(spec, str) else spec
         pruner = SearchSpec.from_value((parsed or {}).get("search")).pruner
-        parts.append(f"“{name}” ({pruner})")
+        parts.append(f"“{name}” ({pruner}{stopped_runs_text(counts)})")
     if not parts:
         return ""
     return (
@@ -115,3 +119,12 @@ def pruned_search_note(studies: Iterable[tuple[str, Mapping[str, Any] | str | No
         "search's (on the phantom, 9 of 120 Statistics-tab decisions changed at three "
         "seeds): compare pruned studies with pruned ones."
     )
+
+
+def stopped_runs_text(counts: tuple[int, int] | None) -> str:
+    """The clause ", the pruner stopped 194 of 270 runs" for a pruned study's (runs stopped,
+    runs stored); empty when they are not known or no run is stored yet."""
+    if counts is None or counts[1] <= 0:
+        return ""
+    stopped, total = counts
+    return f", the pruner stopped {stopped} of {total} run{'s' * (total != 1)}"

@@ -86,7 +86,7 @@ def show_problem_table(summary: ImportSummary, problems: pd.DataFrame) -> None:
     if problems.empty:
         st.success("The check found no problem.", icon=":material/check_circle:")
         return
-    show_problems(problems, key="data_import_problems")
+    show_problems(problems)
     st.download_button(
         "Download report (CSV)",
         report_csv(problems, summary),

@@ -1,6 +1,7 @@
 """The Launch page's import of a folder of films: the folder and its layout, the check with a
-progress bar, one table of every problem, and registering the good films; the problems table
-is shared with the Data page. What is shown is built in ``pages/present/import_view.py``.
+progress bar, one table of every problem (each cell in full), and registering the good films;
+the problems table is shared with the Data page. What is shown is built in
+``pages/present/import_view.py``.
 
 Nothing is queued while the folder's problems are unresolved: the Launch page asks
 `import_dataset` for the dataset, which it gives only once the films are registered.
@@ -25,12 +26,11 @@ from pages.present.import_view import (
     ImportRequest,
     ProgressThrottle,
     counts_text,
-    errors_text,
     graded_counts,
     import_blocker,
     left_out_text,
     planned_detector_text,
-    problems_table,
+    problems_shown,
     resolve_import_path,
 )
 from pages.present.user_text import plain, said
@@ -42,19 +42,25 @@ from store.db import StoreError
 IMPORT_KEY = "launch_import"
 
 
-def show_problems(problems: pd.DataFrame, *, key: str) -> None:
-    """One table of every problem: file, CSV row, severity, problem, what to do."""
-    st.dataframe(
-        problems_table(problems),
+#: Up to this many problems the table is as tall as its rows; a longer report scrolls
+#: inside a box of `PROBLEMS_HEIGHT_PX` with its header kept in view.
+PROBLEMS_SHOWN_IN_FULL = 15
+PROBLEMS_HEIGHT_PX = 560
+
+
+def show_problems(problems: pd.DataFrame) -> None:
+    """One table of every problem: file, CSV row, severity, problem, what to do.
+
+    A static table, not an interactive one: ``st.dataframe`` cuts a cell at its column's
+    width, and the problem and what to do about it are what the reader came for; here every
+    cell wraps and is read in full.
+    """
+    long = len(problems) > PROBLEMS_SHOWN_IN_FULL
+    st.table(
+        problems_shown(problems),
         hide_index=True,
-        width="stretch",
-        key=key,
-        column_config={
-            "file": st.column_config.TextColumn("file", width="medium"),
-            "row": st.column_config.TextColumn("row", help="line in the CSV (header = 1)"),
-            "problem": st.column_config.TextColumn("problem", width="large"),
-            "what to do": st.column_config.TextColumn("what to do", width="large"),
-        },
+        border="horizontal",
+        height=PROBLEMS_HEIGHT_PX if long else "content",
     )
 
 
@@ -174,9 +180,7 @@ def show_report(state: dict[str, Any]) -> None:
         st.success(f"Every film is good. {counts_text(report)}", icon=":material/check_circle:")
     else:
         st.markdown(counts_text(report))
-        show_problems(report.problems, key="launch_import_problems")
-        if errors := errors_text(report.problems):
-            st.markdown(errors)
+        show_problems(report.problems)
         if report.left_out:
             st.markdown(left_out_text(report.left_out))
     for note in report.notes:  # they name the folder's files: text, never markdown

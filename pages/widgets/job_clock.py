@@ -11,7 +11,7 @@ import streamlit as st
 
 from engine.config import SpecError
 from jobs.services.gpu_probe import read_gpus
-from jobs.services.run_costs import TimeLeft, time_left
+from jobs.services.run_costs import TimeLeft, time_left, with_train_images
 from pages.present.gpu_view import (
     NO_GPU_TEXT,
     gpu_table,
@@ -19,7 +19,7 @@ from pages.present.gpu_view import (
     idle_text,
     rates_by_index,
 )
-from pages.present.job_view import parallel_units, planned_groups, value
+from pages.present.job_view import parallel_units, planned_runs, value
 from pages.widgets.reads import store_path
 from pages.widgets.workers import alive_workers
 from store import costs as store_costs
@@ -40,9 +40,15 @@ def cached_study_run_costs(path: str, study_id: str) -> pd.DataFrame:
 
 
 @st.cache_data(ttl=300, show_spinner=False)
-def cached_planned_groups(path: str, study_id: str) -> dict[tuple[str, str], int]:
-    """(task, method) -> planned runs of a study (its spec does not change)."""
-    return planned_groups(store_studies.get_study(study_id, path=path).spec, study_id)
+def cached_planned_runs(path: str, study_id: str) -> pd.DataFrame:
+    """A study's planned runs (its spec does not change)."""
+    return planned_runs(store_studies.get_study(study_id, path=path).spec, study_id)
+
+
+@st.cache_data(ttl=60, show_spinner=False)
+def cached_train_image_counts(path: str, study_id: str) -> pd.DataFrame:
+    """A study's training images per (split seed, task), once its splits are stored."""
+    return store_costs.train_image_counts(study_id, path=path)
 
 
 def job_parallel(job: Any) -> int:
@@ -61,10 +67,11 @@ def job_time_left(job: Any, parallel: int) -> TimeLeft | None:
     path = str(store_path())
     try:
         runs = cached_study_run_costs(path, job.study_id)
-        planned = cached_planned_groups(path, job.study_id)
+        planned = cached_planned_runs(path, job.study_id)
+        counts = cached_train_image_counts(path, job.study_id)
     except (StoreError, SpecError, ValueError):
         return None
-    return time_left(runs, planned, parallel)
+    return time_left(runs, with_train_images(planned, counts), parallel)
 
 
 def gpu_panel(*, job_running: bool) -> None:

@@ -21,6 +21,7 @@ from store import costs as store_costs
 from store import datasets as store_datasets
 from store import jobs as store_jobs
 from store import runs as store_runs
+from store import studies as store_studies
 from store.db import StoreError, default_store_path, init_schema_once
 
 # The Launch presets, installed with the package (studies/).
@@ -144,3 +145,9 @@ def cached_test_train_ratios(path: str, study_ids: tuple[str, ...]) -> dict[str,
 def cached_study_methods(path: str, study_ids: tuple[str, ...]) -> list[str]:
     """The distinct methods of the studies' stored runs (`store.runs.study_methods`)."""
     return store_runs.study_methods(list(study_ids), path=path)
+
+
+@st.cache_data(ttl=RESULTS_TTL_S, show_spinner=False)
+def cached_pruned_counts(path: str, study_ids: tuple[str, ...]) -> dict[str, tuple[int, int]]:
+    """Study id -> (runs its pruned search stopped, runs stored), as on its study card."""
+    return store_studies.pruned_run_counts(study_ids, path=path)

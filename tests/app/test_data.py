@@ -82,7 +82,7 @@ def test_an_imported_dataset_shows_its_report_detector_and_films_left_out(path, 
     at = _page().run()
     at.selectbox(key="data_dataset").set_value(done.dataset_id).run()
     assert not at.exception
-    (problems,) = [d.value for d in at.dataframe if "what to do" in d.value.columns]
+    (problems,) = [t.value for t in at.table if "what to do" in t.value.columns]
     assert problems.loc[problems["file"] == "empty.png", "severity"].tolist() == ["error"]
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["films registered"] == "8" and metrics["left out"] == "1"

@@ -8,15 +8,18 @@ import pytest
 from engine.config import StudySpec
 from engine.study import plan_runs
 from jobs.services.run_costs import (
+    EAGER_GPU_COST,
     CostModel,
     cost_model,
     family_of,
     latest_device,
     time_left,
+    with_train_images,
 )
 from jobs.worker.executors import InlineExecutor
 from jobs.worker.runner import Worker
 from jobs.worker.schedule import expected_cost, longest_first
+from pages.present.job_view import planned_runs
 from store import costs as store_costs
 from store import jobs as store_jobs
 from store.db import init_schema
@@ -134,44 +137,117 @@ def test_latest_device_of_each_kind():
     assert latest_device(measured.iloc[:0], gpu=True) is None
 
 
-def test_time_left_sums_the_unfinished_runs_at_the_studys_measured_cost():
+CPU = "CPU Test 9000 (1 thread(s))"
+METHODS = ("nominal", "binomial", "beta", "triangular", "exponential")
+
+
+def _synthetic_job(n_finished: int) -> tuple[pd.DataFrame, pd.DataFrame, float, float]:
+    """A 20-run CPU study (2 seeds × KL, CPPD × 5 methods, as `studies/quick.yaml`) whose
+    KL runs train on 3× CPPD's images, handed out longest first on one slot, with the first
+    ``n_finished`` runs done: (study runs, planned runs, true seconds left, the old guess).
+
+    Every run costs 0.01 s per training image and epoch and stops early at 8-10 of its 10
+    epochs. The old guess is the mean duration of the finished runs times the runs left.
+    """
+    n_train = {"KL": 300, "CPPD": 100}
+    spec = StudySpec.from_dict(tiny_study(methods=list(METHODS), seeds=[0, 1], max_epochs=10))
+    plan = plan_runs(spec, "s", "cpu")
+    planned = planned_runs(spec.to_dict(), "s").assign(n_train=lambda f: f["task"].map(n_train))
+    cost = expected_cost(
+        {(r.task, r.seed): n_train[r.task] for r in plan}, on_gpu=False, model=None
+    )
+    order = longest_first(plan, cost)
+    epochs = {run.run_id: 8 + i % 3 for i, run in enumerate(order)}  # early stopping
+    wall = {run.run_id: 0.01 * n_train[run.task] * epochs[run.run_id] for run in order}
+    done = order[:n_finished]
+    study_runs = pd.DataFrame(
+        [
+            {
+                "run_id": run.run_id,
+                "task": run.task,
+                "method": run.method,
+                "device_name": CPU,
+                "slots_sharing": 1,
+                "n_train": n_train[run.task],
+                "max_epochs": 10,
+                "epochs_run": epochs[run.run_id],
+                "wall_s": wall[run.run_id],
+            }
+            for run in done
+        ]
+    )
+    true_left = sum(wall[run.run_id] for run in order[n_finished:])
+    old_guess = study_runs["wall_s"].mean() * (len(order) - n_finished)
+    return study_runs, planned, true_left, old_guess
+
+
+@pytest.mark.parametrize("n_finished", [1, 3, 5, 12])
+def test_time_left_after_the_longest_runs_is_not_their_average(n_finished):
+    # Lanes take the longest runs first, so the first to finish are the long KL runs: the
+    # time left must price each run left at its own expected cost, not at their average.
+    study_runs, planned, true_left, old_guess = _synthetic_job(n_finished)
+    assert study_runs["task"].iloc[0] == "KL"  # the long runs went first
+    left = time_left(study_runs, planned, parallel=1)
+    assert left is not None and left.device_name == CPU and left.measured_runs == n_finished
+    # Within 15 % of the truth (early stopping varies 8-10 epochs per run) ...
+    assert left.seconds == pytest.approx(true_left, rel=0.15)
+    if n_finished <= 5:  # ... where the old average over finished runs was 1.3-1.7x high
+        assert old_guess > 1.3 * true_left
+        assert abs(left.seconds - true_left) < abs(old_guess - true_left) / 3
+
+
+def test_time_left_shares_the_runs_left_over_the_devices_and_skips_unmeasured_runs():
     runs = pd.DataFrame(
         [
             {
+                "run_id": "a",
                 "task": "KL",
                 "method": "nominal",
                 "device_name": GPU,
                 "slots_sharing": 4,
                 "n_train": 500,
+                "max_epochs": 50,
                 "epochs_run": 50,
-                "wall_s": 40.0,
+                "wall_s": 40.0,  # 10 s of the card for 500 × 50 image-epochs
             },
             {
-                "task": "CPPD",
-                "method": "nominal",
-                "device_name": GPU,
-                "slots_sharing": 4,
-                "n_train": 900,
-                "epochs_run": 50,
-                "wall_s": 80.0,
-            },
-            {
+                "run_id": "b",
                 "task": "CPPD",
                 "method": "beta",
                 "device_name": None,
                 "slots_sharing": None,
                 "n_train": None,
+                "max_epochs": None,
                 "epochs_run": None,
                 "wall_s": None,
             },  # stored before costs
         ]
     )
-    planned = {("KL", "nominal"): 3, ("CPPD", "nominal"): 2, ("CPPD", "beta"): 2}
+    planned = pd.DataFrame(
+        [
+            ("a", "KL", "nominal", 0, 50, 500.0),
+            ("b", "CPPD", "beta", 0, 50, 1000.0),
+            ("c", "KL", "nominal", 1, 50, 500.0),
+            ("d", "CPPD", "beta", 1, 50, float("nan")),  # its split not stored yet
+            ("e", "CPPD", "cdw_ce", 1, 50, 1000.0),  # eager on a GPU: EAGER_GPU_COST
+        ],
+        columns=["run_id", "task", "method", "split_seed", "max_epochs", "n_train"],
+    )
     left = time_left(runs, planned, parallel=2)
-    assert left is not None and left.device_name == GPU and left.measured_runs == 2
-    # KL nominal: 2 left at 10 s; CPPD nominal: 1 at 20 s; CPPD beta: 1 at 20 s (its family)
-    assert left.seconds == pytest.approx((2 * 10 + 20 + 20) / 2)
-    assert time_left(runs.iloc[2:], planned, parallel=1) is None
+    assert left is not None and left.device_name == GPU and left.measured_runs == 1
+    # c: 10 s; d: CPPD's 1000 images, 20 s; e: 20 s × EAGER_GPU_COST; over 2 GPUs
+    assert left.seconds == pytest.approx((10 + 20 + 20 * EAGER_GPU_COST) / 2)
+    assert time_left(runs.iloc[1:], planned, parallel=1) is None
+
+
+def test_planned_runs_take_their_training_images_per_split_seed_and_task():
+    planned = pd.DataFrame(
+        [("a", "KL", "nominal", 0, 10), ("b", "CPPD", "nominal", 1, 10)],
+        columns=["run_id", "task", "method", "split_seed", "max_epochs"],
+    )
+    counts = pd.DataFrame({"split_seed": [0, 1], "task": ["KL", "CPPD"], "n_train": [7, 9]})
+    assert with_train_images(planned, counts)["n_train"].tolist() == [7, 9]
+    assert with_train_images(planned, counts.iloc[:0])["n_train"].isna().all()
 
 
 @pytest.mark.slow  # trains a tiny study
@@ -207,3 +283,12 @@ def test_a_finished_run_stores_its_cost_and_runs_go_longest_first(tmp_path):
     # (and by the lane's warm-up of every task after its first run)
     assert len(trainers) >= 4 and len(set(trainers)) == 2
     assert store_costs.live_device_rates(path=store).empty, "rates are cleared at the end"
+    # Each run trained on its (split seed, task)'s training images, as the store counts them
+    # for the Jobs page's time left.
+    (study_id,) = store_jobs.list_jobs(path=store)["study_id"]
+    planned = with_train_images(
+        planned_runs(spec.to_dict(), study_id),
+        store_costs.train_image_counts(study_id, path=store),
+    )
+    trained = store_costs.study_run_costs(study_id, path=store).set_index("run_id")["n_train"]
+    assert planned.set_index("run_id")["n_train"].to_dict() == trained.to_dict()
