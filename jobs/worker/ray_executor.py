@@ -307,7 +307,9 @@ class RayExecutor(Executor):
             device: 'auto' (GPUs if the cluster has any), 'cpu' or 'cuda'.
             slots_per_gpu: Slots (lanes) per GPU.
             processes_per_gpu: Actors those lanes are spread over; each asks for
-                1/processes_per_gpu of a GPU (default one actor holding the GPU).
+                1/processes_per_gpu of a GPU (default one actor holding the GPU). Where
+                it does not divide ``slots_per_gpu`` the actors' lanes differ by one, and Ray
+                chooses which GPU gets which actor, so GPUs may hold unequal lanes.
             cpu_slots: Actors when training on CPUs.
             cpu_lanes: Lanes of each CPU actor (1; more lets tests drive several lanes of
                 one actor without a GPU). Each lane reserves ``threads_per_slot`` CPUs.
@@ -371,10 +373,10 @@ class RayExecutor(Executor):
             # and a GPU slot keeps its data on the GPU, so it needs little CPU.
             per_gpu = split_lanes(slots_per_gpu, processes_per_gpu)
             self._actor_lanes = per_gpu * gpus
-            resources: dict[str, Any] = {"num_gpus": 1 / len(per_gpu), "num_cpus": 0}
+            per_actor: dict[str, Any] = {"num_gpus": 1 / len(per_gpu), "num_cpus": 0}
         else:
             self._actor_lanes = [cpu_lanes] * cpu_slots
-            resources = {"num_cpus": threads_per_slot * cpu_lanes}
+            per_actor = {"num_cpus": threads_per_slot * cpu_lanes}
         # Actor k hosts slots first_slot[k] .. first_slot[k] + lanes - 1.
         self._first_slot = [sum(self._actor_lanes[:k]) for k in range(len(self._actor_lanes))]
         self._slot_actor = [k for k, n in enumerate(self._actor_lanes) for _ in range(n)]
@@ -384,7 +386,7 @@ class RayExecutor(Executor):
             "max_task_retries": 0,
             # Also on the actors: a Ray instance this worker joined kept its own runtime_env.
             "runtime_env": {"env_vars": actor_env_vars()},
-            **resources,
+            **per_actor,
         }
         self._mailbox = _Mailbox.options(
             # Keep the mailbox on the worker's node: it lives and dies with the worker.
