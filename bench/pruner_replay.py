@@ -136,10 +136,18 @@ def kept_epochs(curve: Curve) -> tuple[int, ...]:
     return tuple(kept)
 
 
+#: What a replay may report after each epoch: the lanes' value (``amae``), or, as a what-if,
+#: the validation loss of the epoch early stopping keeps (``loss``: the issue's "median rule
+#: on validation loss"; the lanes do not offer it).
+REPORTS = ("amae", "loss")
+
+
 @cache
-def reported_values(curve: Curve) -> tuple[float, ...]:
-    """What the run reports to its pruner after each epoch (`engine.pruning.PRUNING`)."""
-    return tuple(curve.val_amae[k - 1] for k in kept_epochs(curve))
+def reported_values(curve: Curve, report: str = "amae") -> tuple[float, ...]:
+    """What the run reports to its pruner after each epoch (`engine.pruning.PRUNING`, or with
+    ``report="loss"`` the kept epoch's validation loss)."""
+    values = curve.val_amae if report == "amae" else curve.val_loss
+    return tuple(values[k - 1] for k in kept_epochs(curve))
 
 
 @cache
@@ -163,8 +171,17 @@ class Outcome:
 class Replay:
     """The searches' shared Optuna studies, fed as the lanes feed them (`SearchTrial`)."""
 
-    def __init__(self, search: SearchSpec, *, max_epochs: int, patience: int, folder: Path):
+    def __init__(
+        self,
+        search: SearchSpec,
+        *,
+        max_epochs: int,
+        patience: int,
+        folder: Path,
+        report: str = "amae",
+    ):
         self.search, self.max_epochs, self.patience = search, max_epochs, patience
+        self.report = report
         self.folder = folder
         self.trials: dict[str, SearchTrial] = {}
         self.outcome = Outcome()
@@ -192,7 +209,8 @@ class Replay:
                 "before its stopping rule; replay only a full study's curves"
             )
         finished = epoch == finishing_epoch(curve, self.patience, self.max_epochs)
-        stop = trial.should_prune(epoch, reported_values(curve)[epoch - 1]) and not finished
+        value = reported_values(curve, self.report)[epoch - 1]
+        stop = trial.should_prune(epoch, value) and not finished
         if not (stop or finished):
             return False
         self.outcome.epochs[curve.run_id] = epoch
@@ -210,14 +228,17 @@ def replay(
     max_epochs: int,
     patience: int,
     lanes: int | None,
+    report: str = "amae",
 ) -> Outcome:
     """Replay ``search`` over ``curves`` (in queue order). ``lanes``: that many lanes take
     runs from the queue as they free up; None: every run starts at its recorded ``start_s``.
-    With ``none`` every run trains its whole curve."""
+    With ``none`` every run trains its whole curve; ``report``: one of `REPORTS`."""
     if not search.pruned:
         return Outcome(epochs={c.run_id: len(c.val_loss) for c in curves})
     with tempfile.TemporaryDirectory(prefix="pruner-replay-") as folder:
-        state = Replay(search, max_epochs=max_epochs, patience=patience, folder=Path(folder))
+        state = Replay(
+            search, max_epochs=max_epochs, patience=patience, folder=Path(folder), report=report
+        )
         for _ in _events(curves, state, lanes):
             pass
         return state.outcome
@@ -497,6 +518,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--settings", default=",".join(DEFAULT_SETTINGS), help="pruner[:min[:η]],...")
     p.add_argument("--lanes", type=int, default=0, help="0: the most runs the full study ran")
     p.add_argument("--order", choices=["lanes", "recorded"], default="lanes")
+    p.add_argument(
+        "--report",
+        choices=REPORTS,
+        default="amae",
+        help="what runs report each epoch: the lanes' validation AMAE, or (what-if) the kept "
+        "epoch's validation loss",
+    )
     p.add_argument("--json", type=Path, default=None, help="write the results here too")
     return p.parse_args(argv)
 
@@ -598,9 +626,16 @@ def main(argv: list[str] | None = None) -> int:
         lanes = None if args.order == "recorded" else (args.lanes or most_at_once(curves))
 
         def run(search: SearchSpec) -> Outcome:
-            return replay(curves, search, max_epochs=max_epochs, patience=patience, lanes=lanes)
+            return replay(
+                curves,
+                search,
+                max_epochs=max_epochs,
+                patience=patience,
+                lanes=lanes,
+                report=args.report,
+            )
 
-        result: dict[str, object] = {"lanes": lanes, "order": args.order}
+        result: dict[str, object] = {"lanes": lanes, "order": args.order, "report": args.report}
         text = [f"Replay over {args.full!r}: {len(curves)} runs, order {args.order}"]
         text[0] += f", {lanes} lanes" if lanes else ""
         if args.pruned:

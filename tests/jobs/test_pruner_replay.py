@@ -97,6 +97,22 @@ def test_the_reported_value_is_the_kept_epochs_validation_amae():
     assert pr.reported_values(run) == (0.6, 0.6, 0.3)
 
 
+def test_a_loss_replay_reports_the_kept_epochs_loss_and_stops_the_higher_loss():
+    run = pr.Curve("a", SEARCH, 0, (1.0, 2.0, 0.5), (0.6, 0.1, 0.3), (1.0, 1.0, 1.0))
+    assert pr.reported_values(run, "loss") == (1.0, 1.0, 0.5)
+    # Same AMAE, so only the loss tells them apart: by AMAE nobody is behind, by loss "b" is.
+    low = curve("a", 0.5, loss=[1.0 / e for e in range(1, 13)])
+    high = curve("b", 0.5, config=1, loss=[2.0 / e for e in range(1, 13)])
+    search = SearchSpec(pruner="asha", min_epochs=2)
+    runs = [low, high, *(curve(f"c{k}", 0.5, config=2 + k) for k in range(3))]
+
+    by_amae = pr.replay(runs, search, max_epochs=12, patience=40, lanes=1)
+    by_loss = pr.replay(runs, search, max_epochs=12, patience=40, lanes=1, report="loss")
+
+    assert "b" not in by_amae.stopped
+    assert by_loss.stopped.get("b") == 2
+
+
 def test_the_replayed_selection_is_the_engines_and_skips_a_stopped_run(tmp_path):
     store = tmp_path / "softgrade.duckdb"
     init_schema(store)
