@@ -121,14 +121,39 @@ def left_out_text(left_out: tuple[str, ...] | list[str], shown: int = 20) -> str
     return f"Left out: {names}{more}."
 
 
-def problems_shown(problems: pd.DataFrame) -> pd.DataFrame:
+#: The most problems the page's table draws: a static table is one HTML row per problem, and
+#: a folder of thousands of bad files would make a page of megabytes. The rest are in the
+#: report's CSV.
+PROBLEMS_TABLE_MAX = 300
+
+
+def problems_shown(problems: pd.DataFrame, limit: int = PROBLEMS_TABLE_MAX) -> pd.DataFrame:
     """`problems_table` as the page shows it: a static table whose cells wrap, so every
-    problem and what to do about it is read in full without widening a column.
+    problem and what to do about it is read in full without widening a column; errors (films
+    or rows left out) first, then warnings, each in report order, at most ``limit`` rows.
 
     Every cell is escaped by `plain`: a static table renders its cells as markdown, and a
     file name or CSV cell is the folder's text, never markup.
     """
-    return problems_table(problems).map(plain)
+    table = problems_table(problems)
+    errors_first = table.sort_values("severity", key=lambda s: s != "error", kind="stable")
+    return errors_first.head(limit).map(plain).reset_index(drop=True)
+
+
+def problems_cut_text(total: int, limit: int = PROBLEMS_TABLE_MAX) -> str | None:
+    """What the table leaves out when a report has more than ``limit`` problems, else None."""
+    if total <= limit:
+        return None
+    return (
+        f"The table shows the first {limit:,} of {total:,} problems, errors first; the "
+        "report's CSV below holds every one."
+    )
+
+
+def problems_csv(problems: pd.DataFrame) -> str:
+    """Every problem of a check as CSV (the table's columns), cells made safe for a
+    spreadsheet (`escape_csv_cells`)."""
+    return escape_csv_cells(problems_table(problems)).to_csv(index=False)
 
 
 def left_out_films(problems: pd.DataFrame) -> list[str]:

@@ -30,6 +30,8 @@ from pages.present.import_view import (
     import_blocker,
     left_out_text,
     planned_detector_text,
+    problems_csv,
+    problems_cut_text,
     problems_shown,
     resolve_import_path,
 )
@@ -62,6 +64,8 @@ def show_problems(problems: pd.DataFrame) -> None:
         border="horizontal",
         height=PROBLEMS_HEIGHT_PX if long else "content",
     )
+    if cut := problems_cut_text(len(problems)):
+        st.caption(cut)
 
 
 def import_dataset(
@@ -183,6 +187,14 @@ def show_report(state: dict[str, Any]) -> None:
         show_problems(report.problems)
         if report.left_out:
             st.markdown(left_out_text(report.left_out))
+        st.download_button(
+            "Download report (CSV)",
+            problems_csv(report.problems),
+            file_name="import-report.csv",
+            mime="text/csv",
+            key="launch_import_report_csv",
+            icon=":material/download:",
+        )
     for note in report.notes:  # they name the folder's files: text, never markdown
         st.caption(plain(note))
 

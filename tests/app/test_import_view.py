@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pandas as pd
@@ -15,6 +16,9 @@ from pages.present.import_view import (
     import_blocker,
     left_out_films,
     left_out_text,
+    problems_csv,
+    problems_cut_text,
+    problems_shown,
     problems_table,
     resolve_import_path,
 )
@@ -61,6 +65,29 @@ def test_names_and_cells_with_control_characters_are_shown_escaped():
     assert "\\u202e" in left_out_text(["knee\u202egnp.png"]) and "\u202e" not in left_out_text(
         ["knee\u202egnp.png"]
     )
+
+
+def test_a_long_report_shows_its_errors_first_up_to_the_limit_and_says_where_the_rest_are():
+    warnings = [(f"w{i}.png", i, "warning", "low_confidence", "low", "look") for i in range(8)]
+    errors = [(f"e{i}.png", 100 + i, "error", "empty_file", "empty", "export") for i in range(3)]
+    problems = pd.DataFrame(warnings + errors, columns=list(PROBLEM_COLUMNS))
+
+    shown = problems_shown(problems, limit=5)
+
+    assert shown["file"].tolist() == ["e0.png", "e1.png", "e2.png", "w0.png", "w1.png"]
+    assert problems_cut_text(len(problems), limit=5).startswith("The table shows the first 5 of 11")
+    assert problems_cut_text(5, limit=5) is None
+    csv = pd.read_csv(io.StringIO(problems_csv(problems)))
+    assert len(csv) == 11  # the CSV holds every problem
+
+
+def test_the_report_csv_cannot_smuggle_a_formula_into_a_spreadsheet():
+    hostile = pd.DataFrame(
+        [("=cmd()|x.png", 2, "error", "empty_file", "+SUM(A1)", "@run")],
+        columns=list(PROBLEM_COLUMNS),
+    )
+    row = pd.read_csv(io.StringIO(problems_csv(hostile))).iloc[0]
+    assert not any(str(cell).startswith(("=", "+", "@")) for cell in row)
 
 
 def test_films_left_out_are_those_with_an_error():

@@ -187,6 +187,7 @@ def test_a_truncated_png_and_an_empty_dicom_are_named_with_problem_and_remedy_in
     shown = set(zip(problems["file"], problems["problem"], problems["what to do"], strict=True))
     for row in expected.itertuples(index=False):
         assert (row.file or "(the whole dataset)", row.problem, row.action) in shown, row
+    assert [b.proto.label for b in at.get("download_button")] == ["Download report (CSV)"]
     by_file = problems.set_index("file")
     for name in (film.name, "empty.dcm"):
         assert by_file.loc[name, "severity"] == "error" and by_file.loc[name, "what to do"]
