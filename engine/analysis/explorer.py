@@ -66,9 +66,10 @@ def search_table(runs: pd.DataFrame) -> pd.DataFrame:
         :data:`SEARCH_PARAMS` (NaN where the method has no such parameter),
         ``config_key`` (e.g. ``"lr=0.001, eta=0.8"``: the same configuration has the same
         key in every seed), val_amae, ``rank`` (1 = lowest validation AMAE in its search,
-        ties to the lower config index, the rule that selects a run), epochs_run,
-        best_epoch, selected, duration_s; ordered by study, task, method (paper's order),
-        seed, config index.
+        ties to the lower config index, the rule that selects a run; a run a pruned search
+        stopped ranks after every run that was not, as it is never selected), epochs_run,
+        best_epoch, selected, duration_s, ``pruned``; ordered by study, task, method
+        (paper's order), seed, config index.
     """
     columns = [
         "study_id",
@@ -85,9 +86,13 @@ def search_table(runs: pd.DataFrame) -> pd.DataFrame:
         "best_epoch",
         "selected",
         "duration_s",
+        "pruned",
     ]
     if runs.empty:
         return pd.DataFrame(columns=columns)
+    # Runs stored before pruned searches existed (or imported without the column): none was.
+    pruned = runs["pruned"] if "pruned" in runs else pd.Series(False, index=runs.index)
+    runs = runs.assign(pruned=pruned.fillna(False).astype(bool))
     params = pd.DataFrame(
         [_params(config) for config in runs["config"]], index=runs.index, columns=SEARCH_PARAMS
     ).astype(float)
@@ -99,9 +104,11 @@ def search_table(runs: pd.DataFrame) -> pd.DataFrame:
     keys = {group: config_key(row) for group, row in rows}
     out["config_key"] = distinct.map(keys)
     out = _ordered(out, [*SEARCH_KEYS, "config_index"])
-    # The search's own rule: the best validation selection metric, ties to the lower config.
-    ascending = [True] * len(SEARCH_KEYS) + [get_metric(SELECTION_METRIC).lower_is_better, True]
-    order = [*SEARCH_KEYS, SELECTION_COLUMN, "config_index"]
+    # The search's own rule (`store.runs.select_best_runs`): runs a pruner stopped last, then
+    # the best validation selection metric, ties to the lower config.
+    lower_is_better = get_metric(SELECTION_METRIC).lower_is_better
+    ascending = [True] * len(SEARCH_KEYS) + [True, lower_is_better, True]
+    order = [*SEARCH_KEYS, "pruned", SELECTION_COLUMN, "config_index"]
     out["rank"] = (
         out.sort_values(order, ascending=ascending, na_position="last")
         .groupby(SEARCH_KEYS, sort=False)

@@ -41,12 +41,18 @@ def intro_note() -> str:
 def rank_note(spec: Mapping[str, Any] | str | None = None) -> str:
     """How to read the Rank and Epochs columns, from the declared rules and the study's
     settings (``spec``)."""
-    return (
+    note = (
         f"Rank 1 is {protocol_text.selection_sentence()}, scored on the validation films: "
         "that run is the selected model whose test-set results the other pages show. Epochs "
         f"run counts every epoch trained: each run trained for "
         f"{protocol_text.stopping_sentence(spec)}; Best epoch is that kept epoch."
     )
+    if protocol_text.search_sentence(spec) is not None:
+        note += (
+            " This study's search was pruned: a run the pruner stopped had already lost at "
+            "that epoch, so it is never selected and ranks after every run that trained on."
+        )
+    return note
 
 
 STRIP_NOTE = (
@@ -145,7 +151,18 @@ def configuration_table(runs: pd.DataFrame) -> pd.DataFrame:
     unused = [p for p in SEARCH_PARAMS if table[p].isna().all()]
     table = table.drop(columns=unused)
     table["selected"] = table["selected"].map({True: SELECTED_MARK, False: ""})
+    if "pruned" in runs and runs["pruned"].fillna(False).astype(bool).any():
+        # Said in the row: its few epochs are the pruner's doing, not early stopping's.
+        stopped = runs.loc[table.index, "pruned"].fillna(False).astype(bool)
+        table.loc[stopped, "selected"] = [
+            stopped_by_pruner_text(int(n)) for n in runs.loc[stopped[stopped].index, "epochs_run"]
+        ]
     return table.rename(columns=CONFIGURATION_COLUMNS).reset_index(drop=True)
+
+
+def stopped_by_pruner_text(epochs: int) -> str:
+    """The Selected cell of a run a pruned search stopped (never selected)."""
+    return f"stopped by the pruner after epoch {epochs}"
 
 
 def style_configurations(table: pd.DataFrame) -> Styler:

@@ -282,6 +282,35 @@ def test_search_sentence_says_a_running_search_has_a_best_so_far():
     assert "planned" not in views.search_sentence(search, planned=2)
 
 
+def test_a_run_the_pruner_stopped_is_named_so_in_the_search_table_and_the_note():
+    search = explorer.search_table(
+        pd.DataFrame(
+            {
+                "run_id": ["a", "b", "c"],
+                "study_id": "s",
+                "task": "KL",
+                "method": "beta",
+                "seed": 0,
+                "config_index": [0, 1, 2],
+                "config": ['{"lr": 0.01, "eta": 1.0}', '{"lr": 0.001, "eta": 0.8}', "{}"],
+                "selected": [False, True, False],
+                "best_epoch": [4, 7, 2],
+                "epochs_run": [10, 12, 3],
+                "val_amae": [0.5, 0.4, 0.3],
+                "duration_s": 1.0,
+                "pruned": [False, False, True],
+            }
+        )
+    )
+    table = views.configuration_table(search).set_index("Configuration")
+    assert table.loc[1, "Selected"] == views.SELECTED_MARK and table.loc[1, "Rank"] == 1
+    assert table.loc[2, "Selected"] == "stopped by the pruner after epoch 3"
+    assert table.loc[2, "Rank"] == 3 and table.loc[0, "Selected"] == ""
+    pruned_spec = {"search": {"pruner": "asha"}, "max_epochs": 12}
+    assert "never selected" in views.rank_note(pruned_spec)
+    assert "pruner" not in views.rank_note({"max_epochs": 12})
+
+
 def test_planned_configs_reads_the_budget_from_the_stored_spec():
     assert views.planned_configs('{"budget": 15}', "nominal") == 3  # its whole grid
     assert views.planned_configs({"budget": 4}, "exponential") == 4

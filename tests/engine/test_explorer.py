@@ -71,6 +71,22 @@ def test_search_table_expands_the_config_and_ranks_each_search():
     # The same configuration has the same key in every seed.
     keys = table[table["config_index"] == 1].groupby("method")["config_key"].nunique()
     assert keys["triangular"] == 1
+    assert not table["pruned"].any()  # runs stored without the column: none was pruned
+
+
+def test_a_run_the_pruner_stopped_ranks_after_every_run_that_trained_on():
+    runs = _runs()
+    # Seed 0's best triangular value belongs to a run the pruner stopped (at an early epoch,
+    # as can happen): the store never selects it, so it cannot rank 1 either.
+    runs["pruned"] = runs["run_id"] == "st-KL-triangular-s0-c2"
+    runs["selected"] = runs["run_id"].isin(
+        ["st-KL-triangular-s0-c0", "st-KL-triangular-s1-c0", "st-KL-nominal-s0-c1"]
+    )
+    table = explorer.search_table(runs)
+    seed0 = table[(table["method"] == "triangular") & (table["seed"] == 0)]
+    assert seed0.set_index("config_index")["rank"].to_dict() == {0: 1, 1: 2, 2: 3}
+    assert (seed0["rank"] == 1).eq(seed0["selected"]).all()
+    assert seed0.set_index("config_index")["pruned"].to_dict() == {0: False, 1: False, 2: True}
 
 
 def test_search_overview_summarises_each_search():
