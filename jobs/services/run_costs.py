@@ -120,9 +120,7 @@ def latest_device(measured: pd.DataFrame, *, gpu: bool) -> str | None:
     return str(kind.sort_values("recorded_at").iloc[-1]["device_name"])
 
 
-def relative_run_cost(
-    task: str, method: str, n_train: float, max_epochs: float, *, on_gpu: bool
-) -> float:
+def relative_run_cost(method: str, n_train: float, max_epochs: float, *, on_gpu: bool) -> float:
     """A run's expected cost relative to others, with nothing measured: training images ×
     epoch cap, times `EAGER_GPU_COST` on a GPU for a method without a target matrix. The
     order lanes take runs in (`jobs.worker.schedule`) and a study's time left use it."""
@@ -184,14 +182,14 @@ def time_left(study_runs: pd.DataFrame, planned: pd.DataFrame, parallel: int) ->
     on_gpu = is_gpu_name(device)
     share = measured["wall_s"] / measured["slots_sharing"]
     expected_done = [
-        relative_run_cost(r.task, r.method, r.n_train, r.max_epochs, on_gpu=on_gpu)
+        relative_run_cost(r.method, r.n_train, r.max_epochs, on_gpu=on_gpu)
         for r in measured.itertuples(index=False)
     ]
     seconds_per_unit = float(share.sum()) / sum(expected_done)
     left = planned[~planned["run_id"].isin(study_runs["run_id"])]
     n_train = _filled_train_images(planned).loc[left.index]
     expected_left = sum(
-        relative_run_cost(r.task, r.method, n, r.max_epochs, on_gpu=on_gpu)
+        relative_run_cost(r.method, n, r.max_epochs, on_gpu=on_gpu)
         for r, n in zip(left.itertuples(index=False), n_train, strict=True)
     )
     return TimeLeft(seconds_per_unit * expected_left / max(parallel, 1), device, len(measured))

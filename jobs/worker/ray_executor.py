@@ -75,7 +75,15 @@ from jobs.worker.settings import (
     DEFAULT_THREADS_PER_SLOT,
     check_threads_per_slot,
 )
-from jobs.worker.slots import Message, RunTask, SlotState, execute_run, prime_device
+from jobs.worker.slots import (
+    Message,
+    RunTask,
+    SlotState,
+    execute_run,
+    lane_stream,
+    new_lane_stream,
+    prime_device,
+)
 
 log = logging.getLogger(__name__)
 
@@ -182,9 +190,7 @@ class SlotActor:
         # One group per actor, as per local slot process: one lane compiles ahead for all.
         group = LaneGroup(lanes) if lanes > 1 else None
         self._states = [SlotState(device=resolved, group=group) for _ in range(lanes)]
-        self._streams = [
-            torch.cuda.Stream(resolved) if resolved.type == "cuda" else None for _ in range(lanes)
-        ]
+        self._streams = [new_lane_stream(resolved) for _ in range(lanes)]
 
     @property
     def lanes(self) -> int:
@@ -226,8 +232,7 @@ class SlotActor:
                 "traceback": problem,
                 "slot": call.slot,
             }
-        stream = self._streams[lane]
-        with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
+        with lane_stream(self._streams[lane]):
             execute_run(
                 self._states[lane],
                 task,

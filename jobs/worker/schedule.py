@@ -45,7 +45,7 @@ def expected_cost(
         images = n_train[(run.task, run.seed)]
         if model is not None:
             return model.run_seconds(run.task, run.method, images, run.config.max_epochs)
-        return relative_run_cost(run.task, run.method, images, run.config.max_epochs, on_gpu=on_gpu)
+        return relative_run_cost(run.method, images, run.config.max_epochs, on_gpu=on_gpu)
 
     return cost
 

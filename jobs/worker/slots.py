@@ -310,7 +310,7 @@ def slot_main(
 
     def lane_loop(slot: int, tasks: queue.Queue) -> None:
         state = SlotState(device=resolved, group=group)
-        with lane_stream(resolved):
+        with lane_stream(new_lane_stream(resolved)):
             while (task := tasks.get()) is not None:
                 execute_run(
                     state,
@@ -373,13 +373,19 @@ def physical_gpu(index: str, inherited: str | None) -> str:
     return entries[position] if 0 <= position < len(entries) else index
 
 
+def new_lane_stream(device: torch.device) -> torch.cuda.Stream | None:
+    """A CUDA stream for one lane on ``device``; None on CPU."""
+    return torch.cuda.Stream(device) if device.type == "cuda" else None
+
+
 @contextlib.contextmanager
-def lane_stream(device: torch.device) -> Iterator[None]:
-    """Run this thread's CUDA work on a stream of its own (nothing to do on CPU)."""
-    if device.type != "cuda":
+def lane_stream(stream: torch.cuda.Stream | None) -> Iterator[None]:
+    """Run this thread's CUDA work on the lane's own stream (`new_lane_stream`; None: CPU,
+    nothing to do)."""
+    if stream is None:
         yield
         return
-    with torch.cuda.stream(torch.cuda.Stream(device)):
+    with torch.cuda.stream(stream):
         yield
 
 

@@ -11,7 +11,7 @@ import pandas as pd
 
 from engine.config import StudySpec
 from engine.study import plan_runs
-from jobs.services.run_costs import TimeLeft
+from jobs.services.run_costs import PLANNED_COLUMNS, TimeLeft
 from pages.present.estimates import eta_seconds
 from pages.present.formatting import format_duration, run_label
 
@@ -79,10 +79,9 @@ def planned_runs(spec: Mapping[str, Any], study_id: str) -> pd.DataFrame:
     """The study's planned runs: run_id, task, method, split_seed, max_epochs (the rows
     `jobs.services.run_costs.time_left` reads)."""
     plan = plan_runs(StudySpec.from_dict(dict(spec)), study_id, "cpu")
-    return pd.DataFrame(
-        [(r.run_id, r.task, r.method, r.split_seed, r.config.max_epochs) for r in plan],
-        columns=["run_id", "task", "method", "split_seed", "max_epochs"],
-    )
+    rows = [(r.run_id, r.task, r.method, r.split_seed, r.config.max_epochs) for r in plan]
+    # The planner knows no image counts: `with_train_images` adds ``n_train``.
+    return pd.DataFrame(rows, columns=[c for c in PLANNED_COLUMNS if c != "n_train"])
 
 
 def parallel_units(devices_json: str | None) -> int:
