@@ -46,11 +46,7 @@ mkdir -p "$WORK" "$OUT"
 now() { date +%s.%N; }
 
 start() {
-  rm -rf "$WORK/repo" && mkdir -p "$WORK/repo" && cp -r . "$WORK/repo/" && rm -rf "$WORK/repo/.whl"
-  cd "$WORK/repo" || exit 1
-  export PYTHONPATH="$SITE:$WORK/repo"
-  setsid $PY bench/gpu_sampler.py "$WORK/gpu.csv" > "$WORK/sampler.log" 2>&1 &
-  echo $! > "$WORK/sampler.pid" && echo "$WORK/gpu.csv" > "$WORK/sampler.file"
+  fresh_copy_and_sampler || exit 1
   now > "$WORK/launch-full"
   CUDA_VISIBLE_DEVICES=0 setsid $PY bench/pruned_search.py studies/paper.yaml --seeds 0,1,2 \
     --pruner asha --only full --out "$WORK/full" > "$WORK/full.log" 2>&1 &
