@@ -89,6 +89,7 @@ def time_one_study(
     log_path = home / f"run-{index}.log"
     command = [sys.executable, "-m", "jobs", "run", str(study), *extra]
     started = time.monotonic()
+    started_wall = time.time()
     with log_path.open("w") as log:
         proc = subprocess.Popen(
             command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
@@ -101,12 +102,59 @@ def time_one_study(
                     break
                 time.sleep(0.25)
             elapsed = time.monotonic() - started
+            if found is not None:
+                wait_for_startup_line(log_path, proc)
         finally:
             stop(proc)
     if found is None:
         tail = log_path.read_text()[-3000:]
         raise SystemExit(f"study {index}: no finished run within {timeout_s:g} s\n{tail}")
-    return {"study": index, "to_first_run_s": round(elapsed, 1), **found, "log": str(log_path)}
+    return {
+        "study": index,
+        "to_first_run_s": round(elapsed, 1),
+        **found,
+        "log": str(log_path),
+        "milestones_s": milestones(log_path.read_text(), started_wall),
+    }
+
+
+# The worker's log lines that mark its start-up, and the job log's start-up line.
+MILESTONES = {
+    "worker up": "up with",
+    "data prepared, runs planned": "runs planned",
+    "first run stored": " done: ",
+}
+STARTUP_LINE = "first result "
+
+
+def wait_for_startup_line(log_path: Path, proc: subprocess.Popen, wait_s: float = 10.0) -> None:
+    """Give the worker a moment to log its start-up line after the first run's row."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline and proc.poll() is None:
+        if STARTUP_LINE in log_path.read_text():
+            return
+        time.sleep(0.1)
+
+
+def milestones(log: str, started_wall: float) -> dict[str, Any]:
+    """Seconds from the process start to each of the worker's start-up milestones (from its
+    log's timestamps), and the worker's own start-up line (`jobs.worker.startup`)."""
+    import datetime as dt
+
+    found: dict[str, Any] = {}
+    for line in log.splitlines():
+        stamp = line[:23]
+        for name, needle in MILESTONES.items():
+            if name in found or needle not in line:
+                continue
+            try:
+                at = dt.datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp()
+            except ValueError:
+                continue
+            found[name] = round(at - started_wall, 1)
+        if STARTUP_LINE in line:
+            found["startup line"] = line[line.index(STARTUP_LINE) :]
+    return found
 
 
 def stop(proc: subprocess.Popen) -> None:
@@ -149,6 +197,7 @@ def main() -> None:
         caches = list_compile_caches(home / CACHE_FOLDER)
         result["compile_cache"] = [f"{c.name} ({c.size_bytes / 2**20:.1f} MiB)" for c in caches]
         results.append(result)
+        print(f"study {index} start-up: {json.dumps(result['milestones_s'])}", flush=True)
         print(
             f"study {index}: first finished run after {result['to_first_run_s']:.1f} s "
             f"(run {result['duration_s']:.1f} s, {result['epochs_run']} epochs, "

@@ -121,6 +121,11 @@ class Executor(ABC):
         else:
             self.cancel.clear()
 
+    def slots_ready_at(self) -> list[float]:
+        """When each slot process said it was ready (wall clock); empty where the
+        executor has no processes of its own to wait for."""
+        return []
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Stop slots and release resources."""
 
@@ -174,6 +179,7 @@ class LocalExecutor(Executor):
         self._outbox = ctx.Queue()
         self._plans = plans
         self._busy: dict[int, str | None] = {}
+        self._ready_at: dict[int, float] = {}
         self._process_of: dict[int, int] = {}
         self._device_of: dict[int, str] = {}
         self._inboxes = []
@@ -233,12 +239,17 @@ class LocalExecutor(Executor):
         while True:
             if message["kind"] in ("done", "cancelled", "error"):
                 self._busy[message["slot"]] = None
-            if message["kind"] != "ready":
+            if message["kind"] == "ready":
+                self._ready_at[message["slot"]] = message.get("at", 0.0)
+            else:
                 handle(message)
             try:
                 message = self._outbox.get_nowait()
             except queue.Empty:
                 return
+
+    def slots_ready_at(self) -> list[float]:
+        return list(self._ready_at.values())
 
     def _check_alive(self) -> None:
         for slot, run in self._busy.items():

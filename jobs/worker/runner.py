@@ -39,6 +39,7 @@ from jobs.worker.executors import Executor
 from jobs.worker.pruning import PruningTask, journal_path, search_name
 from jobs.worker.schedule import expected_cost, longest_first, train_images, warm_configs
 from jobs.worker.slots import Message, RunTask, device_name
+from jobs.worker.startup import process_started_at, startup_line
 from store import costs as store_costs
 from store import datasets as store_datasets
 from store import jobs as store_jobs
@@ -140,6 +141,9 @@ class Worker:
         )
         self.executor_name = executor_name
         self._current: _JobState | None = None
+        # Where this process's start is known, its first result's job log says how the
+        # start-up went (once per worker: a worker that stays up pays it once).
+        self._started_at = process_started_at()
         self._plan: dict[str, PlannedRun] = {}
         self._stop = threading.Event()
         self._beater = threading.Thread(target=self._beat_loop, name="heartbeat", daemon=True)
@@ -394,6 +398,21 @@ class Worker:
             f"{msg['best_epoch']}/{msg['epochs_run']}, {msg['duration_s']:.1f} s{pruned}",
         )
         self._progress(state, force=True, current_run=run.run_id, val_amae=msg["val_amae"])
+        self._log_startup(state.job, msg)
+
+    def _log_startup(self, job: Job, msg: Message) -> None:
+        """At this worker's first result, the job log's line on its start-up."""
+        if self._started_at is None or "received_at" not in msg:
+            return
+        line = startup_line(
+            self._started_at,
+            self.executor.slots_ready_at(),
+            msg["received_at"],
+            msg.get("first_epoch_s"),
+            msg.get("finished_at", time.time()),
+        )
+        self._started_at = None
+        self._log(job, line)
 
     def _run_cost(self, config: TrainConfig, msg: Message) -> store_costs.RunCost | None:
         """What the finished run cost on its device (None from a slot that does not say)."""

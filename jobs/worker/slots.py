@@ -138,6 +138,7 @@ def execute_run(
     """Train one run and emit its messages; never raises (errors become messages)."""
     base = {"job_id": task.job_id, "run_id": task.run_id}
     received = time.perf_counter()
+    received_at = time.time()  # wall clock, for the worker's start-up line
     first_epoch: list[float] = []  # seconds from receipt to the end of the first epoch
     try:
         if task.compile_cache:  # before the first compile of this process
@@ -189,6 +190,8 @@ def execute_run(
                 "first_epoch_s": first_epoch[0]
                 if first_epoch and state.runs_started == 1
                 else None,
+                "received_at": received_at,
+                "finished_at": time.time(),
                 "history": [asdict(h) for h in result.history],
                 "val_ids": data.val_ids,
                 "test_ids": data.test_ids,
@@ -327,7 +330,7 @@ def slot_main(
     for thread in workers:
         thread.start()
     for slot in lane_tasks:
-        outbox.put({"kind": "ready", "slot": slot})
+        outbox.put({"kind": "ready", "slot": slot, "at": time.time()})
     while True:
         item = inbox.get()
         if item is None or orphaned():
