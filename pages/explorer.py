@@ -138,7 +138,7 @@ def render_search(path: str, study: pd.Series, task: str, method: str, seed: int
         tab.vega_lite_chart(spec, width="stretch")
         table = views.summary_table(summary, param)
         tab.dataframe(table, hide_index=True, width="content", height=table_height(len(table)))
-        tab.caption(views.SUMMARY_NOTE)
+        tab.caption(views.summary_note(summary))
 
 
 def render_curves(path: str, study: pd.Series, task: str, method: str, seed: int) -> None:

@@ -90,9 +90,7 @@ def search_table(runs: pd.DataFrame) -> pd.DataFrame:
     ]
     if runs.empty:
         return pd.DataFrame(columns=columns)
-    # Runs stored before pruned searches existed (or imported without the column): none was.
-    pruned = runs["pruned"] if "pruned" in runs else pd.Series(False, index=runs.index)
-    runs = runs.assign(pruned=pruned.fillna(False).astype(bool))
+    runs = runs.assign(pruned=_stopped(runs))
     params = pd.DataFrame(
         [_params(config) for config in runs["config"]], index=runs.index, columns=SEARCH_PARAMS
     ).astype(float)
@@ -137,13 +135,16 @@ def search_overview(search: pd.DataFrame) -> pd.DataFrame:
         search: from :func:`search_table`.
 
     Returns:
-        Columns study_id, task, method, seed, n_configs, best_val_amae, worst_val_amae,
-        selected_index, selected_config (its ``config_key``), selected_epochs_run,
-        selected_best_epoch, duration_s (all runs of the search, summed).
+        Columns study_id, task, method, seed, n_configs, n_pruned (runs a pruned search
+        stopped), best_val_amae and worst_val_amae (over the runs that trained to their
+        end: a stopped run's AMAE is its early epochs'), selected_index, selected_config
+        (its ``config_key``), selected_epochs_run, selected_best_epoch, duration_s (all
+        runs of the search, summed).
     """
     columns = [
         *SEARCH_KEYS,
         "n_configs",
+        "n_pruned",
         "best_val_amae",
         "worst_val_amae",
         "selected_index",
@@ -154,13 +155,16 @@ def search_overview(search: pd.DataFrame) -> pd.DataFrame:
     ]
     if search.empty:
         return pd.DataFrame(columns=columns)
+    search = search.assign(trained_amae=search["val_amae"].where(~_stopped(search)))
     grouped = search.groupby(SEARCH_KEYS, sort=False)
     out = grouped.agg(
         n_configs=("run_id", "size"),
-        best_val_amae=("val_amae", "min"),
-        worst_val_amae=("val_amae", "max"),
+        n_pruned=("pruned", "sum"),
+        best_val_amae=("trained_amae", "min"),
+        worst_val_amae=("trained_amae", "max"),
         duration_s=("duration_s", "sum"),
     )
+    out["n_pruned"] = out["n_pruned"].astype(int)
     chosen = search[search["selected"]].set_index(SEARCH_KEYS)
     chosen = chosen[~chosen.index.duplicated()]
     out["selected_index"] = chosen["config_index"].reindex(out.index)
@@ -186,7 +190,7 @@ def parameter_effects(search: pd.DataFrame, params: Sequence[str] = SEARCH_PARAM
     Returns:
         Long frame with columns study_id, run_id, task, method, seed, config_index,
         config_key, ``param``, ``value`` (the parameter's value), val_amae, rank,
-        selected; a method without a parameter (nominal has no η) has no row for it.
+        selected, pruned; a method without a parameter (nominal has no η) has no row for it.
     """
     keys = [
         "study_id",
@@ -199,12 +203,14 @@ def parameter_effects(search: pd.DataFrame, params: Sequence[str] = SEARCH_PARAM
         "val_amae",
         "rank",
         "selected",
+        "pruned",
     ]
     unknown = sorted(set(params) - set(SEARCH_PARAMS))
     if unknown:
         raise ValueError(f"unknown hyper-parameters {unknown}; allowed: {', '.join(SEARCH_PARAMS)}")
     if search.empty:
         return pd.DataFrame(columns=[*keys, "param", "value"])
+    search = search.assign(pruned=_stopped(search))
     long = search.melt(id_vars=keys, value_vars=list(params), var_name="param", value_name="value")
     long = long.dropna(subset=["value"])
     return long[[*keys[:7], "param", "value", *keys[7:]]].reset_index(drop=True)
@@ -217,9 +223,11 @@ def parameter_summary(effects: pd.DataFrame) -> pd.DataFrame:
         effects: from :func:`parameter_effects`.
 
     Returns:
-        One row per (task, method, param, value): n_runs, n_seeds, val_amae_mean,
-        val_amae_median, val_amae_std (ddof = 1), n_selected (searches this value won) and
-        selected_share (n_selected over the method's searches with that parameter).
+        One row per (task, method, param, value): n_runs, n_seeds, n_pruned (runs a pruned
+        search stopped), val_amae_mean, val_amae_median and val_amae_std (ddof = 1) over the
+        runs that trained to their end (a stopped run's AMAE is its early epochs', not
+        comparable; NaN where every run was stopped), n_selected (searches this value won)
+        and selected_share (n_selected over the method's searches with that parameter).
     """
     columns = [
         "task",
@@ -228,6 +236,7 @@ def parameter_summary(effects: pd.DataFrame) -> pd.DataFrame:
         "value",
         "n_runs",
         "n_seeds",
+        "n_pruned",
         "val_amae_mean",
         "val_amae_median",
         "val_amae_std",
@@ -237,18 +246,22 @@ def parameter_summary(effects: pd.DataFrame) -> pd.DataFrame:
     if effects.empty:
         return pd.DataFrame(columns=columns)
     by = ["task", "method", "param", "value"]
+    stopped = _stopped(effects)
     out = (
-        effects.groupby(by, sort=True)
+        effects.assign(pruned=stopped, trained_amae=effects["val_amae"].where(~stopped))
+        .groupby(by, sort=True)
         .agg(
             n_runs=("run_id", "size"),
             n_seeds=("seed", "nunique"),
-            val_amae_mean=("val_amae", "mean"),
-            val_amae_median=("val_amae", "median"),
-            val_amae_std=("val_amae", "std"),
+            n_pruned=("pruned", "sum"),
+            val_amae_mean=("trained_amae", "mean"),
+            val_amae_median=("trained_amae", "median"),
+            val_amae_std=("trained_amae", "std"),
             n_selected=("selected", "sum"),
         )
         .reset_index()
     )
+    out["n_pruned"] = out["n_pruned"].astype(int)
     searches = (
         effects.drop_duplicates([*SEARCH_KEYS, "param"])
         .groupby(["task", "method", "param"])
@@ -467,6 +480,14 @@ def in_flight_point(
 # --------------------------------------------------------------------------------------------
 # Helpers
 # --------------------------------------------------------------------------------------------
+
+
+def _stopped(frame: pd.DataFrame) -> pd.Series:
+    """Which runs a pruned search stopped (none where the frame has no ``pruned`` column:
+    runs stored before pruned searches existed)."""
+    if "pruned" not in frame:
+        return pd.Series(False, index=frame.index)
+    return frame["pruned"].fillna(False).astype(bool)
 
 
 def _params(config: Any) -> list[float | None]:

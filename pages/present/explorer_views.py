@@ -64,6 +64,21 @@ SUMMARY_NOTE = (
     "Per value, over every run and seed. Searches won: how many seeds' searches "
     "selected a configuration with this value."
 )
+PRUNED_SUMMARY_NOTE = (
+    "Per value, over every seed's runs that trained to their end. Stopped: runs with this "
+    "value the pruner stopped; their AMAE is their early epochs', so they count in Runs and "
+    "in no mean (a dash where every run with the value was stopped). Searches won: how many "
+    "seeds' searches selected a configuration with this value."
+)
+
+
+def summary_note(summary: pd.DataFrame) -> str:
+    """The caption under the per-value table: it says so where the pruner stopped runs."""
+    return PRUNED_SUMMARY_NOTE if _any_stopped(summary) else SUMMARY_NOTE
+
+
+def _any_stopped(summary: pd.DataFrame) -> bool:
+    return "n_pruned" in summary and bool((summary["n_pruned"] > 0).any())
 
 
 def curves_note(spec: Mapping[str, Any] | str | None = None) -> str:
@@ -249,25 +264,35 @@ def parameter_reading(param: str, effects: pd.DataFrame) -> str:
     """How to read one hyper-parameter's strip, naming the methods that search it."""
     searched = [str(m) for m in dict.fromkeys(effects["method"])]
     methods = ", ".join(method_title(m) for m in searched)
+    stopped = "pruned" in effects and bool(effects["pruned"].fillna(False).astype(bool).any())
+    mean = (
+        "the mean over the runs with that value that trained to their end (a cross is a run "
+        "the pruner stopped: its early epochs' AMAE, in no mean)"
+        if stopped
+        else "the mean over every run with that value"
+    )
     return (
         f"**{param_label(param)}**: {param_meaning(param, searched)}. "
         f"Searched by {methods}. Each dot is one run (one configuration in one seed) at the "
-        "value it used; its height is the validation AMAE (lower is better). The black tick is "
-        "the mean over every run with that value, and ringed dots are the runs their search "
-        "selected. Ticks that fall or rise steadily say the value matters; flat ticks with "
-        "rings spread over every value say it matters little next to the seed and the other "
-        "hyper-parameters."
+        f"value it used; its height is the validation AMAE (lower is better). The black tick is "
+        f"{mean}, and ringed dots are the runs their search selected. Ticks that fall or rise "
+        "steadily say the value matters; flat ticks with rings spread over every value say it "
+        "matters little next to the seed and the other hyper-parameters."
     )
 
 
 def summary_table(summary: pd.DataFrame, param: str) -> pd.DataFrame:
     """`engine.analysis.explorer.parameter_summary` rows of one parameter, for display."""
     rows = summary[summary["param"] == param]
+    stopped = (
+        {"Stopped": rows["n_pruned"].to_numpy()} if _any_stopped(summary) else {}
+    )  # only where the pruner stopped runs: a full search's table stays as it was
     return pd.DataFrame(
         {
             "Method": [method_title(m) for m in rows["method"]],
             param_label(param): [f"{v:g}" for v in rows["value"]],
             "Runs": rows["n_runs"].to_numpy(),
+            **stopped,
             "Seeds": rows["n_seeds"].to_numpy(),
             "Mean val AMAE": [_four(v) for v in rows["val_amae_mean"]],
             "Median val AMAE": [_four(v) for v in rows["val_amae_median"]],

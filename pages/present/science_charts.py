@@ -394,11 +394,15 @@ def configuration_strip(
         height: pixels.
 
     Returns:
-        One column per configuration (best mean validation AMAE first), one point per
-        seed's run coloured by seed; the run each seed selected is ringed in black.
+        One column per configuration (best mean validation AMAE of its runs that trained to
+        their end first; a configuration the pruner always stopped last), one point per
+        seed's run coloured by seed, a cross where the pruner stopped the run; the run each
+        seed selected is ringed in black.
     """
-    data = search.assign(seed_label="seed " + search["seed"].astype(str))
-    order = data.groupby("config_key")["val_amae"].mean().sort_values().index.tolist()
+    data = with_stopped(search).assign(seed_label="seed " + search["seed"].astype(str))
+    trained = data["val_amae"].where(~data["pruned"])
+    means = trained.groupby(data["config_key"]).mean()
+    order = means.sort_values(na_position="last").index.tolist()
     tooltip = [
         alt.Tooltip("config_key:N", title="Configuration"),
         alt.Tooltip("seed:Q", title="Seed"),
@@ -407,6 +411,7 @@ def configuration_strip(
         alt.Tooltip("epochs_run:Q", title="Epochs run"),
         alt.Tooltip("best_epoch:Q", title="Best epoch"),
         alt.Tooltip("selected:N", title="Selected"),
+        alt.Tooltip("stopped:N", title="Stopped by the pruner"),
     ]
     x = alt.X("config_key:N", sort=order, title="Configuration", axis=alt.Axis(labelAngle=-35))
     base = alt.Chart(data).encode(
@@ -414,16 +419,42 @@ def configuration_strip(
         xOffset=alt.XOffset("seed_label:N"),
         y=alt.Y("val_amae:Q", title="Validation AMAE", scale=alt.Scale(zero=False)),
     )
-    points = base.mark_circle(size=45, opacity=0.8).encode(
-        color=alt.Color("seed_label:N", title="Seed", legend=None), tooltip=tooltip
-    )
+    colour = alt.Color("seed_label:N", title="Seed", legend=None)
+    points = base.transform_filter(TRAINED_ON).mark_circle(size=45, opacity=0.8)
+    points = points.encode(color=colour, tooltip=tooltip)
     ring = base.transform_filter("datum.selected").mark_point(
         size=120, stroke=SELECTED_STROKE, strokeWidth=1.5, filled=False
     )
-    return alt.layer(points, ring).properties(
-        title=alt.TitleParams(title, subtitle="Ringed: the configuration each seed selected"),
+    layers = [points, ring]
+    subtitle = "Ringed: the configuration each seed selected"
+    if data["pruned"].any():
+        layers.append(stopped_marks(base).encode(color=colour, tooltip=tooltip))
+        subtitle += f" · {STOPPED_KEY}"
+    return alt.layer(*layers).properties(
+        title=alt.TitleParams(title, subtitle=subtitle),
         height=height,
         width=max(45 * len(order), 220),
+    )
+
+
+# Runs a pruned search stopped: their AMAE is their early epochs', so they are drawn apart
+# (a cross) and left out of every mean.
+TRAINED_ON = "!datum.pruned"
+STOPPED_KEY = "×: stopped by the pruner (its early epochs' AMAE, in no mean)"
+
+
+def with_stopped(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with a boolean ``pruned`` (False where the column is missing) and its
+    words for a tooltip, ``stopped``."""
+    pruned = frame["pruned"] if "pruned" in frame else pd.Series(False, index=frame.index)
+    pruned = pruned.fillna(False).astype(bool)
+    return frame.assign(pruned=pruned, stopped=np.where(pruned, "yes", "no"))
+
+
+def stopped_marks(base: alt.Chart) -> alt.Chart:
+    """The runs a pruned search stopped, as crosses."""
+    return base.transform_filter("datum.pruned").mark_point(
+        shape="cross", size=60, filled=True, opacity=0.8
     )
 
 
@@ -453,7 +484,7 @@ def parameter_strip(
         Per method (paper's order), one point per run at its parameter value (spread by
         seed), the mean validation AMAE per value as a black tick, selected runs ringed.
     """
-    rows = effects[effects["param"] == param]
+    rows = with_stopped(effects[effects["param"] == param])
     methods = order_methods(rows["method"])
     data = rows.assign(
         Method=[method_title(m) for m in rows["method"]],
@@ -475,26 +506,18 @@ def parameter_strip(
         alt.Tooltip("config_key:N", title="Configuration"),
         alt.Tooltip("val_amae:Q", title="Validation AMAE", format=".4f"),
         alt.Tooltip("selected:N", title="Selected"),
+        alt.Tooltip("stopped:N", title="Stopped by the pruner"),
     ]
-    points = (
-        alt.Chart()
-        .mark_circle(size=35, opacity=0.6)
-        .encode(
-            x=x,
-            xOffset=alt.XOffset("seed_label:N"),
-            y=y,
-            color=_method_colour(methods, legend=False),
-            tooltip=tooltip,
-        )
-    )
-    ring = (
-        alt.Chart()
-        .transform_filter("datum.selected")
-        .mark_point(size=90, stroke=SELECTED_STROKE, strokeWidth=1.2, filled=False)
-        .encode(x=x, xOffset=alt.XOffset("seed_label:N"), y=y)
+    base = alt.Chart().encode(x=x, xOffset=alt.XOffset("seed_label:N"), y=y)
+    colour = _method_colour(methods, legend=False)
+    points = base.transform_filter(TRAINED_ON).mark_circle(size=35, opacity=0.6)
+    points = points.encode(color=colour, tooltip=tooltip)
+    ring = base.transform_filter("datum.selected").mark_point(
+        size=90, stroke=SELECTED_STROKE, strokeWidth=1.2, filled=False
     )
     mean = (
         alt.Chart()
+        .transform_filter(TRAINED_ON)
         .mark_tick(color=BAR_COLOUR, thickness=2, size=30)
         .encode(
             x=x,
@@ -502,18 +525,22 @@ def parameter_strip(
             tooltip=[alt.Tooltip("mean(val_amae):Q", format=".4f")],
         )
     )
+    layers = [points, ring, mean]
+    subtitle = "Black tick: mean over every run · ringed: selected runs"
+    if data["pruned"].any():
+        layers.append(stopped_marks(base).encode(color=colour, tooltip=tooltip))
+        subtitle = (
+            "Black tick: mean over the runs that trained to their end · ringed: selected runs"
+            f" · {STOPPED_KEY}"
+        )
     return (
-        alt.layer(points, ring, mean, data=data)
+        alt.layer(*layers, data=data)
         .properties(height=height, width=max(value_width * len(values), 140))
         .facet(
             facet=alt.Facet("Method:N", sort=[method_title(m) for m in methods], title=None),
             columns=columns,
         )
-        .properties(
-            title=alt.TitleParams(
-                title, subtitle="Black tick: mean over every run · ringed: selected runs"
-            )
-        )
+        .properties(title=alt.TitleParams(title, subtitle=subtitle))
     )
 
 

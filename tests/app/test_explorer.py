@@ -341,3 +341,35 @@ def test_a_parameter_shared_by_name_is_explained_per_method_when_meanings_differ
         if len(set(meanings.values())) > 1:
             assert f"for {get_method(method).label}, " in text
     assert views.param_meaning("alpha", ["imported_loss"])  # unknown method: no crash
+
+
+def test_the_per_value_table_counts_stopped_runs_only_where_the_pruner_stopped_some():
+    summary = pd.DataFrame(
+        {
+            "task": "KL",
+            "method": "beta",
+            "param": "eta",
+            "value": [0.8, 1.0],
+            "n_runs": [4, 2],
+            "n_seeds": [2, 2],
+            "n_pruned": [0, 2],
+            "val_amae_mean": [0.41, np.nan],
+            "val_amae_median": [0.40, np.nan],
+            "val_amae_std": [0.02, np.nan],
+            "n_selected": [2, 0],
+            "selected_share": [1.0, 0.0],
+        }
+    )
+    table = views.summary_table(summary, "eta")
+    assert list(table["Stopped"]) == [0, 2]
+    assert list(table["Mean val AMAE"]) == ["0.4100", "—"]
+    assert views.summary_note(summary) == views.PRUNED_SUMMARY_NOTE
+    full = summary.assign(n_pruned=0)
+    assert "Stopped" not in views.summary_table(full, "eta")
+    assert views.summary_note(full) == views.SUMMARY_NOTE
+
+
+def test_a_parameter_reading_says_what_a_cross_is_on_a_pruned_search():
+    effects = pd.DataFrame({"method": ["beta", "beta"], "param": "eta", "pruned": [False, True]})
+    assert "a cross is a run the pruner stopped" in views.parameter_reading("eta", effects)
+    assert "cross" not in views.parameter_reading("eta", effects.assign(pruned=False))

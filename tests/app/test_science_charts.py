@@ -374,3 +374,42 @@ def test_the_expected_best_chart_counts_configurations_whole_and_wraps_its_subti
     subtitle = spec["title"]["subtitle"]
     assert isinstance(subtitle, list) and len(subtitle) >= 2
     assert all(len(line) <= 80 for line in subtitle)
+
+
+def _pruned_search() -> pd.DataFrame:
+    """`_search` where the pruner stopped every seed's config 2 (η = 1) at a low AMAE."""
+    search = _search()
+    search["pruned"] = search["config_index"] == 2
+    search.loc[search["pruned"], "val_amae"] = 0.05  # its early epochs': better than any
+    search.loc[search["pruned"], "selected"] = False
+    return search
+
+
+def test_parameter_strip_draws_stopped_runs_as_crosses_left_out_of_the_mean():
+    effects = explorer.parameter_effects(_pruned_search())
+    spec = charts.parameter_strip(effects, "eta").to_dict()
+    layers = spec["spec"]["layer"]
+    assert _marks(layers) == ["circle", "point", "tick", "point"]
+    assert layers[3]["mark"]["shape"] == "cross"
+    assert layers[3]["transform"] == [{"filter": "datum.pruned"}]
+    for trained_only in (layers[0], layers[2]):  # the dots and the mean tick
+        assert trained_only["transform"] == [{"filter": "!datum.pruned"}]
+    assert "stopped by the pruner" in spec["title"]["subtitle"]
+    data = _datasets(spec)[spec["data"]["name"]]
+    assert set(data.loc[data["pruned"], "stopped"]) == {"yes"}
+
+
+def test_a_full_searchs_strip_has_no_crosses_and_says_every_run():
+    spec = charts.parameter_strip(explorer.parameter_effects(_search()), "eta").to_dict()
+    assert _marks(spec["spec"]["layer"]) == ["circle", "point", "tick"]
+    assert "mean over every run" in spec["title"]["subtitle"]
+
+
+def test_configuration_strip_ranks_a_configuration_the_pruner_always_stopped_last():
+    search = _pruned_search()
+    spec = charts.configuration_strip(search).to_dict()
+    points = spec["layer"][0]
+    order = points["encoding"]["x"]["sort"]
+    stopped_key = search.loc[search["config_index"] == 2, "config_key"].iloc[0]
+    assert order[-1] == stopped_key  # despite its 0.05, the best AMAE drawn
+    assert _mark(spec["layer"][2]) == "point" and spec["layer"][2]["mark"]["shape"] == "cross"

@@ -75,14 +75,9 @@ def test_search_table_expands_the_config_and_ranks_each_search():
 
 
 def test_a_run_the_pruner_stopped_ranks_after_every_run_that_trained_on():
-    runs = _runs()
     # Seed 0's best triangular value belongs to a run the pruner stopped (at an early epoch,
     # as can happen): the store never selects it, so it cannot rank 1 either.
-    runs["pruned"] = runs["run_id"] == "st-KL-triangular-s0-c2"
-    runs["selected"] = runs["run_id"].isin(
-        ["st-KL-triangular-s0-c0", "st-KL-triangular-s1-c0", "st-KL-nominal-s0-c1"]
-    )
-    table = explorer.search_table(runs)
+    table = explorer.search_table(_pruned_runs())
     seed0 = table[(table["method"] == "triangular") & (table["seed"] == 0)]
     assert seed0.set_index("config_index")["rank"].to_dict() == {0: 1, 1: 2, 2: 3}
     assert (seed0["rank"] == 1).eq(seed0["selected"]).all()
@@ -124,6 +119,49 @@ def test_parameter_summary_averages_over_seeds_and_counts_wins():
     assert summary.loc[("triangular", "lr", 0.01), "n_selected"] == 0
     eta = summary.loc[("triangular", "eta")]
     assert eta["selected_share"].to_dict() == {0.8: 0.5, 1.0: 0.5}
+
+
+def _pruned_runs() -> pd.DataFrame:
+    """`_runs` where the pruner stopped seed 0's triangular config 2 (lr 0.001, η 1) early,
+    at an AMAE (0.30) better than any run that trained on: its early epochs' value."""
+    runs = _runs()
+    runs["pruned"] = runs["run_id"] == "st-KL-triangular-s0-c2"
+    runs["selected"] = runs["run_id"].isin(
+        ["st-KL-triangular-s0-c0", "st-KL-triangular-s1-c0", "st-KL-nominal-s0-c1"]
+    )
+    return runs
+
+
+def test_a_stopped_runs_early_amae_is_counted_apart_from_the_per_value_means():
+    summary = explorer.parameter_summary(
+        explorer.parameter_effects(explorer.search_table(_pruned_runs()))
+    ).set_index(["method", "param", "value"])
+    small_lr = summary.loc[("triangular", "lr", 0.001)]
+    assert small_lr["n_runs"] == 4 and small_lr["n_pruned"] == 1
+    assert small_lr["val_amae_mean"] == pytest.approx(np.mean([0.40, 0.35, 0.45]))
+    assert small_lr["val_amae_median"] == pytest.approx(0.40)
+    # η = 1 was tried by two runs; the stopped one is left out of its mean, not its count.
+    eta_one = summary.loc[("triangular", "eta", 1.0)]
+    assert (eta_one["n_runs"], eta_one["n_pruned"]) == (2, 1)
+    assert eta_one["val_amae_mean"] == pytest.approx(0.45) and np.isnan(eta_one["val_amae_std"])
+    assert summary.loc[("triangular", "lr", 0.01), "n_pruned"] == 0
+
+
+def test_a_value_every_run_of_which_was_stopped_has_no_mean():
+    runs = _pruned_runs()
+    runs["pruned"] = runs["run_id"].str.endswith("-c2")  # both seeds' η = 1 runs
+    summary = explorer.parameter_summary(explorer.parameter_effects(explorer.search_table(runs)))
+    eta_one = summary.set_index(["method", "param", "value"]).loc[("triangular", "eta", 1.0)]
+    assert eta_one["n_pruned"] == eta_one["n_runs"] == 2
+    assert np.isnan(eta_one["val_amae_mean"]) and np.isnan(eta_one["val_amae_median"])
+
+
+def test_a_searchs_best_and_worst_are_of_the_runs_that_trained_on():
+    overview = explorer.search_overview(explorer.search_table(_pruned_runs()))
+    row = overview.set_index(["method", "seed"]).loc[("triangular", 0)]
+    assert row["n_configs"] == 3 and row["n_pruned"] == 1
+    assert (row["best_val_amae"], row["worst_val_amae"]) == (0.40, 0.55)
+    assert overview.set_index(["method", "seed"]).loc[("triangular", 1), "n_pruned"] == 0
 
 
 def _epochs() -> pd.DataFrame:
