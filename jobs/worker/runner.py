@@ -141,8 +141,8 @@ class Worker:
         )
         self.executor_name = executor_name
         self._current: _JobState | None = None
-        # Where this process's start is known, its first result's job log says how the
-        # start-up went (once per worker: a worker that stays up pays it once).
+        # Where this process's start is known and a job was waiting for it, that job's first
+        # result's log says how the start-up went (once: a worker that stays up pays it once).
         self._started_at = process_started_at()
         self._plan: dict[str, PlannedRun] = {}
         self._stop = threading.Event()
@@ -189,6 +189,8 @@ class Worker:
         store_jobs.requeue_stale_jobs(self.options.stale_after_s, path=self.store_path)
         job = store_jobs.claim_next_job(self.worker_id, path=self.store_path)
         if job is None:
+            # It waited for work: a later job's first result says nothing of its start-up.
+            self._started_at = None
             return False
         try:
             self._execute(job)

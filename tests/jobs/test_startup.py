@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from engine.config import StudySpec
-from jobs.worker.executors import LocalExecutor, SlotPlan
+from jobs.worker.executors import InlineExecutor, LocalExecutor, SlotPlan
 from jobs.worker.runner import Worker
 from jobs.worker.startup import process_age_s, startup_line
 from store import jobs as store_jobs
@@ -51,8 +51,8 @@ def test_the_line_gives_every_step_from_the_process_start():
     line = startup_line(100.0, [110.0, 111.5], 112.0, 9.0, 130.0)
     assert line == (
         "first result 30.0 s after this worker's process started; slot processes ready "
-        "(imports, GPU context) at 10.0 s-11.5 s; its run reached a slot at 12.0 s; its first "
-        "epoch (data, the model, its compiled steps) ended at 21.0 s"
+        "(their imports and device) at 10.0 s-11.5 s; its run reached a slot at 12.0 s; its "
+        "first epoch (data, the model, its compiled steps) ended at 21.0 s"
     )
     assert "slot processes" not in startup_line(100.0, [], 101.0, None, 102.0)
 
@@ -75,3 +75,20 @@ def test_a_workers_first_result_logs_its_start_up_once_in_order(tmp_path):
     numbers = [float(n) for n in re.findall(r"(\d+\.\d) s", lines[0])]
     result, ready, reached, first_epoch = numbers
     assert 0 < ready <= reached <= first_epoch <= result, lines[0]
+
+
+@pytest.mark.slow  # trains
+def test_a_worker_that_waited_for_work_logs_no_start_up(tmp_path):
+    store = tmp_path / "softgrade.duckdb"
+    init_schema(store)
+    worker = Worker(InlineExecutor(), store_path=store, home=tmp_path)
+    try:
+        assert not worker.run_once()  # nothing queued: it waits (as `up`'s worker does)
+        spec = StudySpec.from_dict(tiny_study(methods=["nominal"], tasks=["KL"]))
+        job_id = store_jobs.enqueue_job(spec.to_dict(), path=store)
+        assert worker.run_once()
+    finally:
+        worker.close()
+    messages = store_jobs.job_log(job_id, path=store)["message"].tolist()
+    assert any(" done: " in m for m in messages), messages
+    assert not [m for m in messages if m.startswith("first result")], messages
