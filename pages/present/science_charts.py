@@ -452,9 +452,9 @@ def with_stopped(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def stopped_marks(base: alt.Chart) -> alt.Chart:
-    """The runs a pruned search stopped, as crosses."""
+    """The runs a pruned search stopped, as crosses (×: Vega's cross is a +, turned)."""
     return base.transform_filter("datum.pruned").mark_point(
-        shape="cross", size=60, filled=True, opacity=0.8
+        shape="cross", angle=45, size=60, filled=True, opacity=0.8
     )
 
 

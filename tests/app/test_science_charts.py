@@ -390,7 +390,7 @@ def test_parameter_strip_draws_stopped_runs_as_crosses_left_out_of_the_mean():
     spec = charts.parameter_strip(effects, "eta").to_dict()
     layers = spec["spec"]["layer"]
     assert _marks(layers) == ["circle", "point", "tick", "point"]
-    assert layers[3]["mark"]["shape"] == "cross"
+    assert (layers[3]["mark"]["shape"], layers[3]["mark"]["angle"]) == ("cross", 45)  # an ×
     assert layers[3]["transform"] == [{"filter": "datum.pruned"}]
     for trained_only in (layers[0], layers[2]):  # the dots and the mean tick
         assert trained_only["transform"] == [{"filter": "!datum.pruned"}]
