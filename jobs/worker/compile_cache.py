@@ -145,6 +145,10 @@ def use_compile_cache(root: Path, device: torch.device) -> Path | None:
         key = cache_key(device)
         folder = root / key.folder_name
         warm = (folder / "inductor").is_dir() and any((folder / "inductor").iterdir())
+        # Inductor imports the code it cached: whoever can write here can run code in every
+        # slot. New folders are this user's only (docs/security.md), as the store's are.
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        folder.mkdir(mode=0o700, exist_ok=True)
         (folder / "inductor").mkdir(parents=True, exist_ok=True)
         (folder / "triton").mkdir(parents=True, exist_ok=True)
         (folder / _STAMP).touch()

@@ -96,6 +96,9 @@ def test_a_lane_process_compiles_into_the_cache_under_softgrade_home(tmp_path):
     expected = tmp_path / CACHE_FOLDER / key.folder_name / "inductor"
     assert seen == [str(expected)]
     assert expected.is_dir() and (expected.parent / "triton").is_dir()
+    # It holds code inductor imports later: this user's only.
+    for private in (tmp_path / CACHE_FOLDER, expected.parent):
+        assert private.stat().st_mode & 0o777 == 0o700, private
     assert "TORCHINDUCTOR_CACHE_DIR" not in os.environ or os.environ[
         "TORCHINDUCTOR_CACHE_DIR"
     ] != str(expected), "the lane's setting belongs to the lane process, not the worker"
