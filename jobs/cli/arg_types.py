@@ -4,27 +4,52 @@ line) and the executor options of ``run``, ``worker`` and ``up``."""
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable
 
 from jobs.worker.settings import DEFAULT_MAX_RETRIES, DEFAULT_THREADS_PER_SLOT
 
+# The most of each slot setting a command takes: beyond these a machine only thrashes (a GPU
+# gains nothing past 2-4 lanes, `jobs.worker.factory`), and a typo such as 99999 would start
+# that many threads or processes before anything trained.
+MAX_SLOTS_PER_GPU = 32
+MAX_PROCESSES_PER_GPU = 32
+MAX_CPU_SLOTS = 256
+MAX_THREADS_PER_SLOT = 512
 
-def whole_number(text: str, least: int) -> int:
-    """``text`` as a whole number >= ``least``."""
+
+def whole_number(text: str, least: int, most: int | None = None) -> int:
+    """``text`` as a whole number >= ``least`` (and <= ``most`` where given)."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < least:
-        raise argparse.ArgumentTypeError(f"{value} must be >= {least}")
+    if value < least or (most is not None and value > most):
+        allowed = f">= {least}" if most is None else f"from {least} to {most}"
+        raise argparse.ArgumentTypeError(f"{value} must be {allowed}")
     return value
 
 
-def whole_from(least: int) -> Callable[[str], int]:
-    """An argparse ``type``: a whole number >= ``least``."""
+def whole_from(least: int, most: int | None = None) -> Callable[[str], int]:
+    """An argparse ``type``: a whole number >= ``least`` (and <= ``most`` where given)."""
 
     def parse(text: str) -> int:
-        return whole_number(text, least)
+        return whole_number(text, least, most)
+
+    return parse
+
+
+def seconds_between(least: float, most: float) -> Callable[[str], float]:
+    """An argparse ``type``: a number of seconds from ``least`` to ``most``."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+        if not math.isfinite(value) or not least <= value <= most:
+            raise argparse.ArgumentTypeError(f"{text} must be from {least:g} to {most:g} s")
+        return value
 
     return parse
 
@@ -35,20 +60,25 @@ def add_executor_args(p: argparse.ArgumentParser, *, with_device: bool) -> None:
     p.add_argument("--executor", choices=("local", "inline", "ray"), default="local")
     p.add_argument(
         "--slots-per-gpu",
-        type=int,
+        type=whole_from(0, MAX_SLOTS_PER_GPU),
         default=0,
         help="runs trained at once on each GPU (0: chosen from free GPU memory)",
     )
     p.add_argument(
         "--processes-per-gpu",
-        type=int,
+        type=whole_from(1, MAX_PROCESSES_PER_GPU),
         default=1,
         help="slot processes per GPU; its slots are CUDA streams of these processes",
     )
-    p.add_argument("--cpu-slots", type=int, default=1, help="slot processes when no GPU")
+    p.add_argument(
+        "--cpu-slots",
+        type=whole_from(1, MAX_CPU_SLOTS),
+        default=1,
+        help="slot processes when no GPU",
+    )
     p.add_argument(
         "--threads-per-slot",
-        type=whole_from(1),
+        type=whole_from(1, MAX_THREADS_PER_SLOT),
         default=DEFAULT_THREADS_PER_SLOT,
         help="torch CPU threads of each CPU slot, on every executor (CPU results depend on it; "
         "the study card records it)",

@@ -68,7 +68,7 @@ from jobs.cli import (
     stats_command,
     up_command,
 )
-from jobs.cli.arg_types import add_executor_args
+from jobs.cli.arg_types import add_executor_args, seconds_between
 from jobs.cli.cli_logging import log_file, route_logs
 from jobs.cli.cli_store import open_store
 from jobs.services import demo_bundle
@@ -100,8 +100,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     spec = _study_of(args)
     path = open_store()
-    job_id = store_jobs.enqueue_job(spec.to_dict(), request_id=str(uuid.uuid4()), path=path)
-    print(f"running {job_id} ({spec.name}) with store {path}")
+    # The worker first: a device or slot setting it refuses leaves no queued job behind for
+    # the next worker to run.
     worker = make_worker(
         executor=args.executor,
         device=spec.device,
@@ -111,6 +111,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         threads_per_slot=args.threads_per_slot,
         address=None,
     )
+    try:
+        job_id = store_jobs.enqueue_job(spec.to_dict(), request_id=str(uuid.uuid4()), path=path)
+    except BaseException:
+        worker.close()
+        raise
+    print(f"running {job_id} ({spec.name}) with store {path}")
     try:
         while store_jobs.get_job(job_id, path=path).status in ("queued", "running"):
             if not worker.run_once():
@@ -200,6 +206,12 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from jobs.worker.factory import make_worker
     from jobs.worker.runner import WorkerOptions
 
+    if args.stale_after_s < 2 * args.beat_s:
+        raise ValueError(
+            f"--stale-after-s {args.stale_after_s:g} must be at least twice --beat-s "
+            f"{args.beat_s:g}: other workers would take this worker's running job between "
+            "its heartbeats"
+        )
     open_store()
     worker = make_worker(
         executor=args.executor,
@@ -272,12 +284,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_resume)
     p = sub.add_parser("worker", help="run the worker daemon")
     add_executor_args(p, with_device=True)
-    p.add_argument("--beat-s", type=float, default=5.0, help="heartbeat interval (seconds)")
+    p.add_argument(
+        "--beat-s",
+        type=seconds_between(0.5, 600),
+        default=5.0,
+        help="heartbeat interval (seconds)",
+    )
     p.add_argument(
         "--stale-after-s",
-        type=float,
+        type=seconds_between(2, 86400),
         default=30.0,
-        help="requeue running jobs whose worker has not beaten for this long",
+        help="requeue running jobs whose worker has not beaten for this long (at least "
+        "twice --beat-s, or a live worker's job is taken from it)",
     )
     p.set_defaults(func=cmd_worker)
     import_command.add_commands(sub)

@@ -14,12 +14,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from jobs.cli.arg_types import add_executor_args
+from jobs.cli.arg_types import add_executor_args, whole_from
 from jobs.cli.cli_store import open_store
 from jobs.services.access import BEHIND_PROXY, SERVED_HOST_ENV, refuse_unprotected_host
 from store import jobs as store_jobs
 from store.db import STORE_ENV
 from store.users import has_accounts
+
+# The largest upload Grade a film may be set to take: a film this size is decoded in memory.
+MAX_UPLOAD_MB = 2048
 
 log = logging.getLogger("jobs")
 
@@ -54,7 +57,9 @@ def cmd_up(args: argparse.Namespace) -> int:
     path = open_store()
     # Behind a reverse proxy the app listens on loopback but people reach it from anywhere.
     served = BEHIND_PROXY if args.behind_proxy else args.host
-    refusal = refuse_unprotected_host(served, has_accounts=has_accounts(path=path))
+    refusal = refuse_unprotected_host(
+        served, has_accounts=has_accounts(path=path)
+    ) or refuse_unusable_address(args.host, args.port)
     if refusal:
         print(f"error: {refusal}", file=sys.stderr)
         return 2
@@ -160,6 +165,30 @@ def _app_command(args: argparse.Namespace) -> list[str]:
     ]
 
 
+def refuse_unusable_address(host: str, port: int) -> str | None:
+    """Why the app cannot listen on ``host:port`` (another program has the port, or the
+    address is not this machine's), or None when it can. Checked before anything starts, so
+    the app never says it serves on a port it cannot have."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        return f"--host {host!r} is not an address this machine can serve on ({exc})"
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        # As the server will: a port left in TIME_WAIT by a previous run is free to take.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            return (
+                f"cannot serve on {host}:{port}: {exc.strerror or exc}; another program (a "
+                "SoftGrade already up?) may have the port: pick another with --port"
+            )
+    return None
+
+
 def cmd_up_kiosk(args: argparse.Namespace) -> int:
     """Serve only Grade a film: on a study of the store (``--kiosk --study``) or on a demo
     bundle unpacked into a fresh temporary home (``--demo``). No worker, no sign-in: the
@@ -172,6 +201,8 @@ def cmd_up_kiosk(args: argparse.Namespace) -> int:
     from jobs.services.demo_bundle import fresh_demo_home
     from jobs.services.kiosk import KioskSettings, check_kiosk_study
 
+    if refusal := refuse_unusable_address(args.host, args.port):
+        raise ValueError(refusal)  # before a demo bundle is unpacked
     home: Path | None = None
     env = dict(os.environ)
     if args.demo:
@@ -249,7 +280,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     """The ``up`` command."""
     p = sub.add_parser("up", help="start the app and a worker")
     add_executor_args(p, with_device=True)
-    p.add_argument("--port", type=int, default=8501)
+    p.add_argument("--port", type=whole_from(1, 65535), default=8501)
     p.add_argument(
         "--host",
         default="127.0.0.1",
@@ -264,7 +295,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "(SOFTGRADE_PROXY_HOPS=N when N proxies append to it)",
     )
     p.add_argument(
-        "--max-upload-mb", type=int, default=64, help="largest film Grade a film accepts (MB)"
+        "--max-upload-mb",
+        type=whole_from(1, MAX_UPLOAD_MB),
+        default=64,
+        help="largest film Grade a film accepts (MB)",
     )
     p.add_argument(
         "--kiosk",

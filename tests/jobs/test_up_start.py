@@ -17,6 +17,7 @@ from jobs.cli.up_command import (
     WORKER_START_CAP_S,
     FirstWorkerGate,
     app_answers,
+    refuse_unusable_address,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -115,3 +116,28 @@ def test_the_command_line_starts_without_the_report_or_the_referee_statistics():
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+def test_a_port_another_program_listens_on_is_refused_before_anything_starts(
+    health_server, home, capsys
+):
+    from jobs.cli.main import main
+
+    port = health_server
+    said = refuse_unusable_address("127.0.0.1", port)
+    assert said is not None and f"cannot serve on 127.0.0.1:{port}" in said and "--port" in said
+    assert main(["up", "--port", str(port)]) == 2
+    out = capsys.readouterr()
+    assert said in out.err and "SoftGrade on" not in out.out
+
+
+def test_a_free_port_and_a_host_that_is_not_this_machine():
+    import socket
+
+    with socket.socket() as spare:
+        spare.bind(("127.0.0.1", 0))
+        free = spare.getsockname()[1]
+    assert refuse_unusable_address("127.0.0.1", free) is None
+    # 192.0.2.0/24 is reserved for documentation: never this machine's address.
+    assert "cannot serve on 192.0.2.7" in str(refuse_unusable_address("192.0.2.7", free))
+    assert "is not an address" in str(refuse_unusable_address("no such host.invalid", free))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -30,17 +32,42 @@ def test_up_hands_its_threads_and_retries_to_the_worker_it_starts():
 @pytest.mark.parametrize(
     ("flags", "said"),
     [
-        (["--threads-per-slot", "0"], "0 must be >= 1"),
+        (["--threads-per-slot", "0"], "0 must be from 1 to 512"),
         (["--threads-per-slot", "two"], "'two' is not a whole number"),
         (["--max-retries", "-1"], "-1 must be >= 0"),
+        (["--processes-per-gpu", "0"], "0 must be from 1 to 32"),
+        (["--slots-per-gpu", "99999"], "99999 must be from 0 to 32"),
+        (["--slots-per-gpu", "-1"], "-1 must be from 0 to 32"),
+        (["--cpu-slots", "0"], "0 must be from 1 to 256"),
+        (["--cpu-slots", "100000"], "100000 must be from 1 to 256"),
+        (["--threads-per-slot", "4096"], "4096 must be from 1 to 512"),
     ],
 )
-def test_bad_settings_end_with_one_line_naming_the_flag(capsys, flags, said):
+@pytest.mark.parametrize("command", ["worker", "run", "up"])
+def test_bad_settings_end_with_one_line_naming_the_flag(capsys, flags, said, command):
+    if command == "run" and flags[0] == "--max-retries":
+        return  # a run takes no Ray options
+    study = ["studies/quick.yaml"] if command == "run" else []
     with pytest.raises(SystemExit) as stopped:
-        build_parser().parse_args(["worker", *flags])
+        build_parser().parse_args([command, *study, *flags])
     assert stopped.value.code == 2
     err = capsys.readouterr().err
     assert flags[0] in err and said in err and "Traceback" not in err
+
+
+def test_a_run_the_machine_cannot_train_leaves_no_queued_job(home, capsys):
+    from jobs.cli.main import main
+    from store import jobs as store_jobs
+    from store.db import default_store_path
+
+    quick = Path(__file__).resolve().parents[2] / "studies" / "quick.yaml"
+    study = home / "on-a-gpu.yaml"
+    study.write_text(quick.read_text().replace("device: cpu", "device: cuda"))
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: the study would train")
+    assert main(["run", str(study)]) == 2
+    assert "no CUDA GPU" in capsys.readouterr().err
+    assert store_jobs.list_jobs(path=default_store_path()).empty
 
 
 def test_executors_refuse_fewer_than_one_thread_before_starting_anything():
@@ -52,3 +79,33 @@ def test_executors_refuse_fewer_than_one_thread_before_starting_anything():
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["worker", "--beat-s", "-1"], "--beat-s: -1 must be from 0.5 to 600 s"),
+        (["worker", "--beat-s", "nan"], "--beat-s: nan must be from 0.5 to 600 s"),
+        (["worker", "--beat-s", "often"], "'often' is not a number of seconds"),
+        (["worker", "--stale-after-s", "0"], "--stale-after-s: 0 must be from 2 to 86400 s"),
+        (["up", "--port", "99999"], "--port: 99999 must be from 1 to 65535"),
+        (["up", "--port", "-5"], "--port: -5 must be from 1 to 65535"),
+        (["up", "--max-upload-mb", "-1"], "--max-upload-mb: -1 must be from 1 to 2048"),
+    ],
+)
+def test_bad_times_ports_and_sizes_end_with_one_line(capsys, argv, said):
+    with pytest.raises(SystemExit) as stopped:
+        build_parser().parse_args(argv)
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert said in err and "Traceback" not in err
+
+
+def test_a_stale_limit_under_two_heartbeats_is_refused_before_the_worker_starts(home, capsys):
+    from jobs.cli.main import main
+    from store.db import default_store_path
+
+    assert main(["worker", "--beat-s", "10", "--stale-after-s", "15"]) == 2
+    err = capsys.readouterr().err
+    assert "--stale-after-s 15 must be at least twice --beat-s 10" in err
+    assert not default_store_path().exists()  # no worker registered, nothing started
