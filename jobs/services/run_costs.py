@@ -26,7 +26,7 @@ from engine.methods import get_method, is_registered
 # (bench/RESULTS.md, training images/s per method): ~1.9x the time per image. The CPU path is
 # the same for every method. Used where nothing is measured yet.
 EAGER_GPU_COST = 1.9
-# Names `jobs.worker.slots.device_name` gives a CPU ("CPU <model> (N thread(s))").
+# Names `jobs.worker.tasks.device_name` gives a CPU ("CPU <model> (N thread(s))").
 CPU_PREFIX = "CPU "
 
 

@@ -21,12 +21,13 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
 from engine.spawn import main_module_hidden
 from jobs.worker.settings import DEFAULT_THREADS_PER_SLOT, check_threads_per_slot
-from jobs.worker.slots import Message, RunTask, SlotState, execute_run, slot_main
+from jobs.worker.tasks import Message, RunTask
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +131,14 @@ class Executor(ABC):
         """Stop slots and release resources."""
 
 
+def slot_process(*args: Any) -> None:
+    """A slot process's entry point (`jobs.worker.slots.slot_main`'s arguments): the
+    training code is imported here, in the slot, never in the worker (`jobs.worker.tasks`)."""
+    from jobs.worker.slots import slot_main
+
+    slot_main(*args)
+
+
 class InlineExecutor(Executor):
     """One slot inside the worker process; `poll` trains the submitted run."""
 
@@ -138,7 +147,9 @@ class InlineExecutor(Executor):
     def __init__(
         self, device: str = "cpu", threads_per_slot: int = DEFAULT_THREADS_PER_SLOT
     ) -> None:
+        # It trains in this process: the training code comes with it (`slot_process`).
         from engine.grade_model import resolve_device
+        from jobs.worker.slots import SlotState
 
         self.state = SlotState(device=resolve_device(device))
         self.threads_per_slot = check_threads_per_slot(threads_per_slot)
@@ -162,6 +173,8 @@ class InlineExecutor(Executor):
         return 0 if self._task else 1
 
     def poll(self, timeout_s: float, handle: Handle) -> None:
+        from jobs.worker.slots import execute_run
+
         task, self._task = self._task, None
         if task is not None:
             execute_run(self.state, task, emit=handle, should_stop=self.cancel.is_set)
@@ -189,7 +202,7 @@ class LocalExecutor(Executor):
             first_slot = len(self._busy)
             inbox = ctx.Queue()
             proc = ctx.Process(
-                target=slot_main,
+                target=slot_process,
                 args=(
                     first_slot,
                     plan.lanes,

@@ -76,14 +76,13 @@ from jobs.worker.settings import (
     check_threads_per_slot,
 )
 from jobs.worker.slots import (
-    Message,
-    RunTask,
     SlotState,
     execute_run,
     lane_stream,
     new_lane_stream,
     prime_device,
 )
+from jobs.worker.tasks import Message, RunTask
 
 log = logging.getLogger(__name__)
 

@@ -38,8 +38,8 @@ from jobs.worker.compile_cache import CACHE_FOLDER
 from jobs.worker.executors import Executor
 from jobs.worker.pruning import PruningTask, journal_path, search_name
 from jobs.worker.schedule import expected_cost, longest_first, train_images, warm_configs
-from jobs.worker.slots import Message, RunTask, device_name
 from jobs.worker.startup import process_started_at, startup_line
+from jobs.worker.tasks import Message, RunTask, device_name
 from store import costs as store_costs
 from store import datasets as store_datasets
 from store import jobs as store_jobs

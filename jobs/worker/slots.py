@@ -15,11 +15,9 @@ other lanes' training.
 from __future__ import annotations
 
 import contextlib
-import functools
 import importlib
 import logging
 import os
-import platform
 import queue
 import threading
 import time
@@ -30,7 +28,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import torch
 
 from engine.config import TrainConfig
@@ -39,33 +36,10 @@ from engine.methods import get_method
 from engine.train import RunCancelled, Trainer, resolve_device, save_checkpoint
 from jobs.worker.compile_cache import use_compile_cache
 from jobs.worker.lane_group import LaneGroup
-from jobs.worker.pruning import PruningTask, SearchTrial
+from jobs.worker.pruning import SearchTrial
+from jobs.worker.tasks import Emit, RunTask, device_name
 
 log = logging.getLogger(__name__)
-
-Message = dict[str, Any]
-Emit = Callable[[Message], None]
-
-
-@dataclass(frozen=True)
-class RunTask:
-    """Everything a slot needs for one run; picklable, no store handle."""
-
-    job_id: str
-    run_id: str
-    config: TrainConfig
-    cache_dir: str
-    splits: pd.Series
-    checkpoint_path: str | None
-    # Where compiled steps are kept across processes (`jobs.worker.compile_cache`): the
-    # worker's SOFTGRADE_HOME/compile-cache; None leaves torch's default folder.
-    compile_cache: str | None = None
-    # A pruned search's shared study (jobs.worker.pruning); None: the full search.
-    pruning: PruningTask | None = None
-    # One config per trainer the job needs (each task, head and weights): one lane of a GPU
-    # process compiles them ahead, a lane alone after its first run (`SlotState.warm`).
-    # Empty: each compiles when first used.
-    warm: tuple[TrainConfig, ...] = ()
 
 
 @dataclass
@@ -251,27 +225,6 @@ def _compiling_first(state: SlotState, warms_ahead: bool) -> Iterator[Callable[[
         return
     with group.first_run() as compiled:
         yield compiled
-
-
-def device_name(device: torch.device, threads: int | None = None) -> str:
-    """The device a run's cost was measured on: the GPU's name ('NVIDIA H200'), or the CPU's
-    model with torch's thread count (a CPU run's time depends on both; default this
-    process's)."""
-    if device.type == "cuda":
-        index = device.index if device.index is not None else torch.cuda.current_device()
-        return torch.cuda.get_device_name(index)
-    threads = torch.get_num_threads() if threads is None else threads
-    return f"CPU {_cpu_model()} ({threads} thread(s))"
-
-
-@functools.cache
-def _cpu_model() -> str:
-    """The CPU's model name from /proc/cpuinfo (Linux), else the platform's word for it."""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return " ".join(line.split(":", 1)[1].split())
-    return platform.processor() or platform.machine() or "unknown"
 
 
 def slot_main(

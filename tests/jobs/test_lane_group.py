@@ -13,7 +13,8 @@ from engine.config import StudySpec
 from engine.study import plan_runs
 from jobs.worker.lane_group import LaneGroup
 from jobs.worker.schedule import warm_configs
-from jobs.worker.slots import RunTask, SlotState, _warm_before_run, _warms_ahead
+from jobs.worker.slots import SlotState, _warm_before_run, _warms_ahead
+from jobs.worker.tasks import RunTask
 from tests.helpers.studies import tiny_study
 
 

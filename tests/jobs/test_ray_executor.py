@@ -17,7 +17,7 @@ from engine.study import plan_runs
 from jobs.worker.executors import LocalExecutor, plan_slots
 from jobs.worker.ray_executor import REPO_ROOT, RayExecutor, SlotActor, actor_env_vars
 from jobs.worker.runner import Worker, WorkerOptions
-from jobs.worker.slots import RunTask
+from jobs.worker.tasks import RunTask
 from store import jobs as store_jobs
 from store import runs as store_runs
 from store import studies

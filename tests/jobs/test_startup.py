@@ -92,3 +92,22 @@ def test_a_worker_that_waited_for_work_logs_no_start_up(tmp_path):
     messages = store_jobs.job_log(job_id, path=store)["message"].tolist()
     assert any(" done: " in m for m in messages), messages
     assert not [m for m in messages if m.startswith("first result")], messages
+
+
+def test_the_worker_process_imports_no_training_code():
+    # The slots train; the worker only plans, hands out RunTasks and writes the store.
+    # torchvision and torch's compiler (1-4 s of imports) in the worker would delay its
+    # slot processes' spawn by as much (issue 30: a study's start-up).
+    import subprocess
+    import sys
+
+    training = ("torchvision", "engine.train", "torch._dynamo", "jobs.worker.slots")
+    code = (
+        "import sys\nimport jobs.cli.main, jobs.worker.factory, jobs.worker.runner\n"
+        f"print(sorted(m for m in {training!r} if m in sys.modules))"
+    )
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr
