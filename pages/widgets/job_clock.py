@@ -71,6 +71,8 @@ def job_time_left(job: Any, parallel: int) -> TimeLeft | None:
         counts = cached_train_image_counts(path, job.study_id)
     except (StoreError, SpecError, ValueError):
         return None
+    if counts.empty:  # its splits are not stored yet: ask again next time, not in 60 s
+        cached_train_image_counts.clear()
     return time_left(runs, with_train_images(planned, counts), parallel)
 
 

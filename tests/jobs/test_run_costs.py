@@ -196,6 +196,19 @@ def test_time_left_after_the_longest_runs_is_not_their_average(n_finished):
         assert abs(left.seconds - true_left) < abs(old_guess - true_left) / 3
 
 
+def test_time_left_before_the_splits_are_read_prices_runs_at_the_measured_images():
+    # The page reads the study's training images once its splits are stored (and caches
+    # that read): until then a run left must not be priced at 1 image against the measured
+    # runs' hundreds, which read "2 s left" with 46 of 60 runs to go.
+    study_runs, planned, true_left, _ = _synthetic_job(5)
+    unknown = planned.assign(n_train=float("nan"))
+    left = time_left(study_runs, unknown, parallel=1)
+    # Only KL runs are measured: CPPD's runs left are priced at KL's images (3x theirs), so
+    # the guess is high, but of the right size.
+    assert left is not None and true_left < left.seconds < 3 * true_left
+    assert time_left(study_runs, planned, parallel=1).seconds == pytest.approx(true_left, 0.15)
+
+
 def test_time_left_shares_the_runs_left_over_the_devices_and_skips_unmeasured_runs():
     runs = pd.DataFrame(
         [
