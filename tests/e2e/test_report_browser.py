@@ -17,6 +17,7 @@ from tests.helpers.browser import (
     assert_no_error,
     open_page,
     serve_app,
+    wait_until_idle,
 )
 from tests.helpers.studies import run_jobs_cli
 
@@ -84,6 +85,10 @@ def test_compares_report_button_downloads_the_same_report(reference_home, tmp_pa
         open_page(tab, f"{url}/compare", "Compare methods")
         button = tab.get_by_role("button", name="Report")
         playwright_api.expect(button).to_be_visible(timeout=PAGE_TIMEOUT_MS)
+        # The button builds its file on the server when clicked. Once, in a full suite, no
+        # download came in 180 s (alone it takes ~25 s); the likeliest cause is a click
+        # landing while the page's run was still in flight, so click once it has ended.
+        wait_until_idle(tab)
         with tab.expect_download(timeout=REPORT_TIMEOUT_MS) as download:
             button.click()
         saved = tmp_path / download.value.suggested_filename
