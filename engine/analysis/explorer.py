@@ -90,7 +90,7 @@ def search_table(runs: pd.DataFrame) -> pd.DataFrame:
     ]
     if runs.empty:
         return pd.DataFrame(columns=columns)
-    runs = runs.assign(pruned=_stopped(runs))
+    runs = runs.assign(pruned=stopped_runs(runs))
     params = pd.DataFrame(
         [_params(config) for config in runs["config"]], index=runs.index, columns=SEARCH_PARAMS
     ).astype(float)
@@ -155,7 +155,7 @@ def search_overview(search: pd.DataFrame) -> pd.DataFrame:
     ]
     if search.empty:
         return pd.DataFrame(columns=columns)
-    search = search.assign(trained_amae=search["val_amae"].where(~_stopped(search)))
+    search = search.assign(trained_amae=search["val_amae"].where(~stopped_runs(search)))
     grouped = search.groupby(SEARCH_KEYS, sort=False)
     out = grouped.agg(
         n_configs=("run_id", "size"),
@@ -210,7 +210,7 @@ def parameter_effects(search: pd.DataFrame, params: Sequence[str] = SEARCH_PARAM
         raise ValueError(f"unknown hyper-parameters {unknown}; allowed: {', '.join(SEARCH_PARAMS)}")
     if search.empty:
         return pd.DataFrame(columns=[*keys, "param", "value"])
-    search = search.assign(pruned=_stopped(search))
+    search = search.assign(pruned=stopped_runs(search))
     long = search.melt(id_vars=keys, value_vars=list(params), var_name="param", value_name="value")
     long = long.dropna(subset=["value"])
     return long[[*keys[:7], "param", "value", *keys[7:]]].reset_index(drop=True)
@@ -246,7 +246,7 @@ def parameter_summary(effects: pd.DataFrame) -> pd.DataFrame:
     if effects.empty:
         return pd.DataFrame(columns=columns)
     by = ["task", "method", "param", "value"]
-    stopped = _stopped(effects)
+    stopped = stopped_runs(effects)
     out = (
         effects.assign(pruned=stopped, trained_amae=effects["val_amae"].where(~stopped))
         .groupby(by, sort=True)
@@ -482,7 +482,7 @@ def in_flight_point(
 # --------------------------------------------------------------------------------------------
 
 
-def _stopped(frame: pd.DataFrame) -> pd.Series:
+def stopped_runs(frame: pd.DataFrame) -> pd.Series:
     """Which runs a pruned search stopped (none where the frame has no ``pruned`` column:
     runs stored before pruned searches existed)."""
     if "pruned" not in frame:

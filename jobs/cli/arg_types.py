@@ -9,13 +9,14 @@ from collections.abc import Callable
 
 from jobs.worker.settings import DEFAULT_MAX_RETRIES, DEFAULT_THREADS_PER_SLOT
 
-# The most of each slot setting a command takes: beyond these a machine only thrashes (a GPU
+# The most of each slot setting a command takes (not `jobs.worker.factory`'s automatic
+# choice, which stops at 4 lanes): beyond these a machine only thrashes (a GPU
 # gains nothing past 2-4 lanes, `jobs.worker.factory`), and a typo such as 99999 would start
 # that many threads or processes before anything trained.
-MAX_SLOTS_PER_GPU = 32
-MAX_PROCESSES_PER_GPU = 32
-MAX_CPU_SLOTS = 256
-MAX_THREADS_PER_SLOT = 512
+FLAG_MAX_SLOTS_PER_GPU = 32
+FLAG_MAX_PROCESSES_PER_GPU = 32
+FLAG_MAX_CPU_SLOTS = 256
+FLAG_MAX_THREADS_PER_SLOT = 512
 
 
 def whole_number(text: str, least: int, most: int | None = None) -> int:
@@ -60,25 +61,25 @@ def add_executor_args(p: argparse.ArgumentParser, *, with_device: bool) -> None:
     p.add_argument("--executor", choices=("local", "inline", "ray"), default="local")
     p.add_argument(
         "--slots-per-gpu",
-        type=whole_from(0, MAX_SLOTS_PER_GPU),
+        type=whole_from(0, FLAG_MAX_SLOTS_PER_GPU),
         default=0,
         help="runs trained at once on each GPU (0: chosen from free GPU memory)",
     )
     p.add_argument(
         "--processes-per-gpu",
-        type=whole_from(1, MAX_PROCESSES_PER_GPU),
+        type=whole_from(1, FLAG_MAX_PROCESSES_PER_GPU),
         default=1,
         help="slot processes per GPU; its slots are CUDA streams of these processes",
     )
     p.add_argument(
         "--cpu-slots",
-        type=whole_from(1, MAX_CPU_SLOTS),
+        type=whole_from(1, FLAG_MAX_CPU_SLOTS),
         default=1,
         help="slot processes when no GPU",
     )
     p.add_argument(
         "--threads-per-slot",
-        type=whole_from(1, MAX_THREADS_PER_SLOT),
+        type=whole_from(1, FLAG_MAX_THREADS_PER_SLOT),
         default=DEFAULT_THREADS_PER_SLOT,
         help="torch CPU threads of each CPU slot, on every executor (CPU results depend on it; "
         "the study card records it)",

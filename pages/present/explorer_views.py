@@ -166,9 +166,9 @@ def configuration_table(runs: pd.DataFrame) -> pd.DataFrame:
     unused = [p for p in SEARCH_PARAMS if table[p].isna().all()]
     table = table.drop(columns=unused)
     table["selected"] = table["selected"].map({True: SELECTED_MARK, False: ""})
-    if "pruned" in runs and runs["pruned"].fillna(False).astype(bool).any():
+    if explorer.stopped_runs(runs).any():
         # Said in the row: its few epochs are the pruner's doing, not early stopping's.
-        stopped = runs.loc[table.index, "pruned"].fillna(False).astype(bool)
+        stopped = explorer.stopped_runs(runs).loc[table.index]
         table.loc[stopped, "selected"] = [
             stopped_by_pruner_text(int(n)) for n in runs.loc[stopped[stopped].index, "epochs_run"]
         ]
@@ -264,7 +264,7 @@ def parameter_reading(param: str, effects: pd.DataFrame) -> str:
     """How to read one hyper-parameter's strip, naming the methods that search it."""
     searched = [str(m) for m in dict.fromkeys(effects["method"])]
     methods = ", ".join(method_title(m) for m in searched)
-    stopped = "pruned" in effects and bool(effects["pruned"].fillna(False).astype(bool).any())
+    stopped = bool(explorer.stopped_runs(effects).any())
     mean = (
         "the mean over the runs with that value that trained to their end (a cross is a run "
         "the pruner stopped: its early epochs' AMAE, in no mean)"

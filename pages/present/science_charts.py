@@ -446,8 +446,7 @@ STOPPED_KEY = "×: stopped by the pruner (its early epochs' AMAE, in no mean)"
 def with_stopped(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with a boolean ``pruned`` (False where the column is missing) and its
     words for a tooltip, ``stopped``."""
-    pruned = frame["pruned"] if "pruned" in frame else pd.Series(False, index=frame.index)
-    pruned = pruned.fillna(False).astype(bool)
+    pruned = explorer.stopped_runs(frame)
     return frame.assign(pruned=pruned, stopped=np.where(pruned, "yes", "no"))
 
 
