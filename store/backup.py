@@ -13,7 +13,6 @@ then given its name, so a file with the backup's name is always whole.
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -31,6 +30,7 @@ from store.db import (
     private_file,
     private_folder,
 )
+from store.outputs import OutputRefused, atomic_output, check_target
 
 _ALIAS = "softgrade_backup"
 
@@ -54,42 +54,42 @@ def backup_store(
     dest: Path | str | None = None,
     *,
     path: Path | str | None = None,
+    force: bool = False,
     retry: RetryPolicy = DEFAULT_RETRY,
 ) -> Backup:
-    """Write a consistent copy of the store to ``dest`` (never over an existing file).
+    """Write a consistent copy of the store to ``dest`` (never through a link, and over an
+    existing file only with ``force``), through `store.outputs.atomic_output`.
 
     Args:
         dest: The new file; `default_backup_path` when None.
         path: The store; `default_store_path` when None.
+        force: Replace an existing file named ``dest`` (``backup --force``).
         retry: How long to wait for the worker's current write.
 
     Raises:
-        StoreError: No store, ``dest`` exists already, or the copy did not check out (then
-            nothing is left under ``dest``'s name).
+        StoreError: No store, ``dest`` is the store, a link or exists already (without
+            ``force``), or the copy did not check out (then nothing is left under ``dest``'s
+            name).
     """
     store = Path(path) if path is not None else default_store_path()
     if not store.exists():
         raise StoreError(f"no store at {store} to back up")
     dest = Path(dest) if dest is not None else default_backup_path(store)
-    dest = dest.expanduser().resolve()
-    if dest == store.resolve():
+    dest = dest.expanduser()
+    if dest.resolve() == store.resolve():
         raise StoreError("the backup must be another file than the store itself")
-    if dest.exists():
-        raise StoreError(f"{dest} exists already; choose another file name (nothing was written)")
     private_folder(dest.parent)
-    partial = dest.with_name(dest.name + ".partial")
-    _remove(partial)
     started = time.monotonic()
     try:
-        rows = _copy(store, partial, retry)
-        private_file(partial)  # as secret as the store: readable by this user only
-        _verify(partial, rows)
-        if dest.exists():
-            raise StoreError(f"{dest} appeared while the backup was written; it was left alone")
-        os.replace(partial, dest)
-    finally:
-        _remove(partial)
-    return Backup(dest, rows, dest.stat().st_size, time.monotonic() - started)
+        with atomic_output(dest, force=force, private=True) as partial:
+            rows = _copy(store, partial, retry)
+            private_file(partial)  # as secret as the store: readable by this user only
+            _verify(partial, rows)
+            Path(f"{partial}.wal").unlink(missing_ok=True)
+    except OutputRefused as exc:
+        raise StoreError(str(exc)) from exc
+    made = check_target(dest)
+    return Backup(made, rows, made.stat().st_size, time.monotonic() - started)
 
 
 def _copy(store: Path, target: Path, retry: RetryPolicy) -> dict[str, int]:
@@ -136,8 +136,3 @@ def _verify(copy: Path, expected: dict[str, int]) -> None:
             t for t in expected.keys() | found.keys() if expected.get(t) != found.get(t)
         )
         raise StoreError(f"the backup's row counts differ from the store's in {differ}")
-
-
-def _remove(path: Path) -> None:
-    for leftover in (path, Path(f"{path}.wal")):
-        leftover.unlink(missing_ok=True)

@@ -40,6 +40,7 @@ import pandas as pd
 from engine.vocab import run_id, seed_ranges
 from store.datasets import dataset_id_for
 from store.db import StoreError, connect, one_row, one_value
+from store.outputs import atomic_output, check_output
 from store.zip_limits import (
     ZipLimitError,
     ZipLimits,
@@ -89,9 +90,11 @@ def export_study(
     card: dict[str, Any] | None = None,
     name: str | None = None,
     all_test_predictions: bool = False,
+    force: bool = False,
     path: Path | str | None = None,
 ) -> Path:
-    """Write one study (or some of its seeds) as a bundle file.
+    """Write one study (or some of its seeds) as a bundle file, through
+    `store.outputs.atomic_output` (never through a link; over a file only with ``force``).
 
     Args:
         study_id: The study to export.
@@ -103,6 +106,7 @@ def export_study(
         all_test_predictions: Also ship the test predictions of the runs that were not
             selected (budget-matched comparison needs them: `engine.analysis.budget`); by
             default only the selected runs' predictions travel.
+        force: Replace an existing file named ``out`` (``export --force``).
         path: The store.
 
     Returns:
@@ -110,8 +114,11 @@ def export_study(
 
     Raises:
         StoreError: No such study, or it has no runs for the seeds asked for.
+        OutputRefused: ``out`` is a link or a folder, or exists and ``force`` is False.
     """
     out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    check_output(out, force=force)  # before the work, and again as the file is named
     with connect(path, read_only=True) as con:
         study = con.execute(
             "SELECT study_id, name, dataset_id, spec, created_at FROM studies WHERE study_id = ?",
@@ -164,18 +171,20 @@ def export_study(
                 "rows": counts,
                 "card": card or {},
             }
-            _write_bundle(out, meta, Path(tmp))
+            _write_bundle(out, meta, Path(tmp), force)
     return out
 
 
-def _write_bundle(out: Path, meta: dict[str, Any], folder: Path) -> None:
+def _write_bundle(out: Path, meta: dict[str, Any], folder: Path, force: bool) -> None:
     """Zip ``card.json`` (``meta``) and each table's Parquet file from ``folder`` to ``out``."""
-    out.parent.mkdir(parents=True, exist_ok=True)
     # Each table's hash: importing checks them (bundles written before this carry none).
     meta = meta | {
         "sha256": {f"{t}.parquet": file_sha256(folder / f"{t}.parquet") for t in _TABLES}
     }
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as zf:
+    with (
+        atomic_output(out, force=force) as partial,
+        zipfile.ZipFile(partial, "w", zipfile.ZIP_STORED) as zf,
+    ):
         zf.writestr("card.json", json.dumps(meta, indent=2, default=str))
         for table in _TABLES:
             zf.write(folder / f"{table}.parquet", f"{table}.parquet")

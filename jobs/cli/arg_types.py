@@ -8,6 +8,7 @@ import math
 from collections.abc import Callable
 
 from jobs.worker.settings import DEFAULT_MAX_RETRIES, DEFAULT_THREADS_PER_SLOT
+from store.outputs import FORCE_HELP
 
 # The most of each slot setting a command takes (not `jobs.worker.factory`'s automatic
 # choice, which stops at 4 lanes): beyond these a machine only thrashes (a GPU
@@ -17,6 +18,10 @@ FLAG_MAX_SLOTS_PER_GPU = 32
 FLAG_MAX_PROCESSES_PER_GPU = 32
 FLAG_MAX_CPU_SLOTS = 256
 FLAG_MAX_THREADS_PER_SLOT = 512
+# A run whose Ray actor died is retried at most this often: each retry re-trains the run from
+# its start on a fresh actor, so more only repeats a failure (a run that kills its actor every
+# time, e.g. out of memory) for hours before the job fails.
+FLAG_MAX_RETRIES = 10
 
 
 def whole_number(text: str, least: int, most: int | None = None) -> int:
@@ -55,6 +60,16 @@ def seconds_between(least: float, most: float) -> Callable[[str], float]:
     return parse
 
 
+def add_force_arg(p: argparse.ArgumentParser) -> None:
+    """``--force``: the output file ``-o`` names may replace an existing file (never a link or
+    a folder; `store.outputs.atomic_output`)."""
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help=FORCE_HELP,
+    )
+
+
 def add_executor_args(p: argparse.ArgumentParser, *, with_device: bool) -> None:
     """The executor and slot options (``--device``, ``--address``, ``--max-retries`` too
     when ``with_device``)."""
@@ -89,7 +104,7 @@ def add_executor_args(p: argparse.ArgumentParser, *, with_device: bool) -> None:
         p.add_argument("--address", default=None, help="Ray cluster address (--executor ray)")
         p.add_argument(
             "--max-retries",
-            type=whole_from(0),
+            type=whole_from(0, FLAG_MAX_RETRIES),
             default=DEFAULT_MAX_RETRIES,
             help="--executor ray: how often a run whose actor died (lost node, out of memory) "
             "is retried on a fresh actor before the job fails",

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import duckdb
 
+from jobs.cli.arg_types import add_force_arg
 from jobs.services.provenance import card_text
 from store import audit as store_audit
 from store import studies as store_studies
@@ -71,6 +72,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="the new file (default: backups/softgrade-<date>.duckdb beside the store)",
     )
+    add_force_arg(p)
     p.set_defaults(func=cmd_backup)
 
 
@@ -178,7 +180,7 @@ def cmd_study(args: argparse.Namespace) -> int:
 
 def cmd_backup(args: argparse.Namespace) -> int:
     """Write a consistent copy of the store (the store is not upgraded first)."""
-    made = backup_store(args.output)
+    made = backup_store(args.output, force=args.force)
     runs = made.rows.get("runs", 0)
     print(
         f"backup written to {made.path}: {runs} runs, {sum(made.rows.values()):,} rows in "

@@ -19,7 +19,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from jobs.cli.arg_types import add_force_arg
 from store.db import StoreError
+from store.outputs import OutputRefused, atomic_output, check_output
 
 BAD_INPUT = 2
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
@@ -41,15 +43,23 @@ def find_chromium() -> str | None:
     return next(filter(None, (shutil.which(name) for name in CHROMIUM_NAMES)), None)
 
 
-def print_pdf(html: Path, pdf: Path, chromium: str) -> bool:
-    """Print ``html`` to ``pdf`` with headless Chromium; True when the PDF was written."""
+def print_pdf(html: Path, pdf: Path, chromium: str, *, force: bool = False) -> bool:
+    """Print ``html`` to ``pdf`` with headless Chromium, through
+    `store.outputs.atomic_output` (Chromium prints to a new file that then takes ``pdf``'s
+    name: never through a link, over a file only with ``force``); True when it was written.
+
+    Raises:
+        OutputRefused: ``pdf`` is a link or a folder, or exists and ``force`` is False.
+    """
     args = [chromium, "--headless", *CHROMIUM_OFFLINE_ARGS, "--no-pdf-header-footer"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         args.append("--no-sandbox")  # Chromium refuses to start as root with its sandbox
-    args += [f"--print-to-pdf={pdf.resolve()}", html.resolve().as_uri()]
-    pdf.unlink(missing_ok=True)
-    done = subprocess.run(args, capture_output=True, timeout=PDF_TIMEOUT_S, check=False)
-    return done.returncode == 0 and pdf.is_file() and pdf.stat().st_size > 0
+    with atomic_output(pdf, force=force) as partial:
+        printed = [*args, f"--print-to-pdf={partial}", html.resolve().as_uri()]
+        done = subprocess.run(printed, capture_output=True, timeout=PDF_TIMEOUT_S, check=False)
+        if done.returncode != 0 or not partial.is_file() or partial.stat().st_size == 0:
+            return False
+    return True
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -67,23 +77,25 @@ def cmd_report(args: argparse.Namespace) -> int:
         )
         return BAD_INPUT
     output = Path(args.output)
+    pdf = output.with_suffix(".pdf")
     try:
-        size = write_report(args.study_ids, output)
-    except (ReportInputError, StoreError, OSError) as exc:  # StoreError: a damaged store
+        if chromium is not None:  # refused before anything is written
+            check_output(pdf, force=args.force)
+        size = write_report(args.study_ids, output, force=args.force)
+    except (ReportInputError, StoreError, OutputRefused, OSError) as exc:  # a damaged store
         print(f"error: {exc}", file=sys.stderr)
         return BAD_INPUT
     print(f"report written to {output} ({size / 1e6:.1f} MB)")
     if args.latex_dir:
         try:
-            written = write_latex(args.study_ids, Path(args.latex_dir))
+            written = write_latex(args.study_ids, Path(args.latex_dir), force=args.force)
         except (ReportInputError, StoreError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return BAD_INPUT
         print(f"{len(written)} LaTeX tables written to {args.latex_dir}")
     if chromium is None:
         return 0
-    pdf = Path(args.output).with_suffix(".pdf")
-    if not print_pdf(Path(args.output), pdf, chromium):
+    if not print_pdf(output, pdf, chromium, force=args.force):
         print(f"error: Chromium could not print {args.output} to PDF", file=sys.stderr)
         return 1
     print(f"PDF written to {pdf}")
@@ -97,6 +109,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("study_ids", nargs="*", metavar="STUDY_ID", help="`stats --list` shows them")
     p.add_argument("-o", "--output", default="report.html", help="the HTML file to write")
+    add_force_arg(p)
     p.add_argument(
         "--pdf", action="store_true", help="also print it to PDF beside it (headless Chromium)"
     )

@@ -33,10 +33,12 @@ from engine.analysis.run_mapping import (
     parse_entries,
 )
 from engine.films import escaped
+from jobs.cli.arg_types import add_force_arg
 from jobs.cli.lab_commands import os_user
 from jobs.services import mlflow_io, results_io
 from jobs.services.mlflow_io import EXTRA
 from store.db import StoreError, default_store_path, init_schema
+from store.outputs import OutputRefused
 from store.results import StoredResults
 
 BAD_INPUT = 2
@@ -170,9 +172,10 @@ def cmd_export(args: argparse.Namespace) -> int:
             args.output,
             name=args.name,
             all_test_predictions=args.all_test_predictions,
+            force=args.force,
             path=path,
         )
-    except StoreError as exc:
+    except (StoreError, OutputRefused) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return BAD_INPUT
     size = done.file.stat().st_size
@@ -240,6 +243,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("study_id", metavar="STUDY_ID", help="`stats --list` shows them")
     p.add_argument("-o", "--output", default=None, help="the bundle to write, e.g. study.zip")
+    add_force_arg(p)
     p.add_argument("--name", default=None, help="the study's name on import (default: its own)")
     p.add_argument(
         "--all-test-predictions",

@@ -34,6 +34,7 @@ import pandas as pd
 
 from engine.analysis import paired
 from engine.analysis.metrics import METRIC_LABELS, METRICS
+from jobs.cli.arg_types import add_force_arg
 from jobs.services import study_analysis
 from jobs.services.csv_safe import escape_csv_cells
 from jobs.services.export_cards import export_cards, headed
@@ -42,6 +43,7 @@ from pages.present.reviewer_tables import paired_latex
 from store import analysis as store_analysis
 from store import runs as store_runs
 from store.db import default_store_path
+from store.outputs import OutputRefused, atomic_output, check_output, write_text
 
 #: Exit status for bad input (an unknown study, an unknown metric, a bad output name).
 BAD_INPUT = 2
@@ -76,6 +78,10 @@ def cmd_stats(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return BAD_INPUT
+    refused = _output_refused(args)
+    if refused:
+        print(f"error: {refused}", file=sys.stderr)
+        return BAD_INPUT
     if args.components:
         return _components(args, metric, path)
     table = study_analysis.paired_table(
@@ -92,7 +98,9 @@ def cmd_stats(args: argparse.Namespace) -> int:
         return 0
     unsized = study_analysis.unsized_tasks(args.study_id, path=path)
     if args.output:
-        write_table(table, Path(args.output), export_cards(str(path), [args.study_id]))
+        write_table(
+            table, Path(args.output), export_cards(str(path), [args.study_id]), force=args.force
+        )
         print(f"{len(table)} rows written to {args.output}")
         if unsized:
             print(f"note: no split sizes for {', '.join(unsized)}: {study_analysis.UNSIZED_NOTE}")
@@ -160,7 +168,9 @@ def _components(args: argparse.Namespace, metric: str | None, path: Path) -> int
         print(f"study {args.study_id!r} has no pair with 2 finished splits and 2 inits yet")
         return 0
     if args.output:
-        write_table(table, Path(args.output), export_cards(str(path), [args.study_id]))
+        write_table(
+            table, Path(args.output), export_cards(str(path), [args.study_id]), force=args.force
+        )
         print(f"{len(table)} rows written to {args.output}")
         return 0
     print(table[list(COMPONENT_PRINTED)].to_string(index=False, float_format=_number))
@@ -173,10 +183,25 @@ def _components(args: argparse.Namespace, metric: str | None, path: Path) -> int
 OUTPUT_SUFFIXES: tuple[str, ...] = (".csv", ".parquet", ".tex")
 
 
-def write_table(table: pd.DataFrame, output: Path, cards: tuple[dict[str, str], ...]) -> None:
+def _output_refused(args: argparse.Namespace) -> str | None:
+    """Why ``-o`` may not be written (a link, a folder, a file without ``--force``), or None."""
+    if not args.output:
+        return None
+    try:
+        check_output(args.output, force=args.force)
+    except OutputRefused as exc:
+        return str(exc)
+    return None
+
+
+def write_table(
+    table: pd.DataFrame, output: Path, cards: tuple[dict[str, str], ...], *, force: bool = False
+) -> None:
     """The paired table as CSV (under the study card's ``#`` lines), Parquet (the card in
     the file's metadata, key ``softgrade.study_cards``) or LaTeX (one booktabs table per
-    metric, `pages.present.reviewer_tables.paired_latex`, under ``%`` card lines)."""
+    metric, `pages.present.reviewer_tables.paired_latex`, under ``%`` card lines), written
+    through `store.outputs.atomic_output` (never through a link; over a file only with
+    ``force``)."""
     suffix = output.suffix.lower()
     if suffix == ".parquet":
         import pyarrow as pa
@@ -184,7 +209,8 @@ def write_table(table: pd.DataFrame, output: Path, cards: tuple[dict[str, str], 
 
         arrow = pa.Table.from_pandas(table, preserve_index=False)
         meta = {**(arrow.schema.metadata or {}), b"softgrade.study_cards": json.dumps(cards)}
-        pq.write_table(arrow.replace_schema_metadata(meta), output)
+        with atomic_output(output, force=force) as partial:
+            pq.write_table(arrow.replace_schema_metadata(meta), partial)
         return
     if suffix == ".tex":
         text = "\n".join(
@@ -195,7 +221,7 @@ def write_table(table: pd.DataFrame, output: Path, cards: tuple[dict[str, str], 
         )
     else:
         text = escape_csv_cells(table).to_csv(index=False)
-    output.write_text(headed(text, cards, output.name))
+    write_text(output, headed(text, cards, output.name), force=force)
 
 
 def _number(value: float) -> str:
@@ -251,6 +277,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         help="write the table here: .csv (headed by the study card), .parquet (the card in "
         "its metadata) or .tex (one LaTeX table per metric)",
     )
+    add_force_arg(p)
     p.add_argument(
         "--bootstrap",
         type=int,

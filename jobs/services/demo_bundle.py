@@ -59,6 +59,7 @@ from store import runs as store_runs
 from store import studies as store_studies
 from store.datasets import load_splits
 from store.db import softgrade_home
+from store.outputs import FORCE_HELP, atomic_output, check_output
 from store.zip_limits import (
     ZipLimitError,
     ZipLimits,
@@ -151,13 +152,15 @@ def export_demo(
     all_seeds: bool = False,
     n_films: int = N_FILMS,
     home: Path | None = None,
+    force: bool = False,
     path: Path | str | None = None,
 ) -> ExportedDemo:
     """Write a study's demo bundle.
 
     Args:
         study_id: The study.
-        out: The zip file to write (replaced if it exists).
+        out: The zip file to write, through `store.outputs.atomic_output`: never through a
+            link, and over an existing file only with ``force``.
         method: The method whose models go in; None takes the best on validation.
         seed: The one seed to include; None takes the best on validation.
         all_seeds: Include every seed with saved weights of every task (the best first), so
@@ -165,12 +168,17 @@ def export_demo(
         n_films: How many test films of the best seed to include.
         home: ``SOFTGRADE_HOME`` (its ``cache/`` holds the study's films); default the
             current one.
+        force: Replace an existing file named ``out`` (``export-demo --force``).
         path: The store.
 
     Raises:
         DemoBundleError: The study has no saved models of the method here, the seed has
             none, or its films are not on this machine.
+        OutputRefused: ``out`` is a link or a folder, or exists and ``force`` is False.
     """
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    check_output(out, force=force)  # before the work, and again as the file is named
     home = softgrade_home() if home is None else Path(home)
     study = store_studies.get_study(study_id, path=path)
     try:
@@ -229,17 +237,16 @@ def export_demo(
         parts |= _folder_parts(home / "detectors" / detector["name"], detector["folder"])
     # Every part's hash: `unpack_demo` checks each file against it before anything is used.
     manifest["sha256"] = {name: _sha256(data) for name, data in sorted(parts.items())}
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(out.name + ".partial")
-    with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as zf:
+    with (
+        atomic_output(out, force=force) as partial,
+        zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as zf,
+    ):
         zf.writestr(MANIFEST, json.dumps(manifest, indent=2))
         for name, data in parts.items():
             if isinstance(data, Path):
                 zf.write(data, name)
             else:
                 zf.writestr(name, data)
-    partial.replace(out)
     return ExportedDemo(out, out.stat().st_size, method, tuple(seeds), len(films))
 
 
@@ -632,6 +639,11 @@ def add_commands(sub: Any) -> None:
         help="'all': every seed with saved weights, so the demo shows how much they agree",
     )
     p.add_argument("--films", type=int, default=N_FILMS, help="example test films to include")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help=FORCE_HELP,
+    )
     p.set_defaults(func=cmd_export_demo)
 
 
@@ -650,6 +662,7 @@ def cmd_export_demo(args: Any) -> int:
         seed=args.seed,
         all_seeds=args.seeds == "all",
         n_films=args.films,
+        force=args.force,
         path=path,
     )
     seeds = ", ".join(map(str, done.seeds))

@@ -121,13 +121,16 @@ def export_bundle(
     name: str | None = None,
     command: str = "",
     all_test_predictions: bool = False,
+    force: bool = False,
     path: Path,
 ) -> ExportedBundle:
     """Write a study's complete seeds (every (task, method) search stored in full) as a
     bundle with its study card; ``study_id`` None takes the newest study. ``name`` (the
     study's name on import; None keeps its own) may hold ``{n}``, the seeds exported.
     ``all_test_predictions`` also ships every unselected run's test predictions, which the
-    Robustness tab's budget-matched comparison needs (a larger file).
+    Robustness tab's budget-matched comparison needs (a larger file). ``out`` is written
+    through `store.outputs.atomic_output` (never through a link; over a file only with
+    ``force``).
 
     Raises:
         StoreError: no such study, no complete seed yet, or a study of imported results
@@ -162,6 +165,7 @@ def export_bundle(
         card=card,
         name=named,
         all_test_predictions=all_test_predictions,
+        force=force,
         path=path,
     )
     return ExportedBundle(written, study_id, seeds, card)

@@ -84,8 +84,10 @@ from pages.present.report.studies import (
     studies_section,
     study_card,
 )
+from store import outputs
 from store import studies as store_studies
 from store.db import default_store_path
+from store.outputs import OutputRefused, write_text
 
 __all__ = [
     "ALPHA",
@@ -182,24 +184,33 @@ def file_name(study_ids: Sequence[str]) -> str:
 # -- command line ----------------------------------------------------------------------------
 
 
-def write_report(study_ids: Sequence[str], output: Path, *, path: Path | None = None) -> int:
-    """Write the report; return its size in bytes.
+def write_report(
+    study_ids: Sequence[str], output: Path, *, force: bool = False, path: Path | None = None
+) -> int:
+    """Write the report through `store.outputs.atomic_output` (never through a link; over a
+    file only with ``force``); return its size in bytes.
 
     Raises:
         ReportInputError: bad studies, or an output that is not a writable ``.html`` file.
     """
-    check_output(output)
+    check_output(output, force=force)
     text = build_report(study_ids, path=path)
-    output.write_text(text, encoding="utf-8")
+    try:
+        write_text(output, text, force=force)
+    except OutputRefused as exc:
+        raise ReportInputError(str(exc)) from exc
     return len(text.encode("utf-8"))
 
 
-def check_output(output: Path) -> None:
-    """Raise `ReportInputError` unless ``output`` is an ``.html`` file that can be written."""
+def check_output(output: Path, *, force: bool = False) -> None:
+    """Raise `ReportInputError` unless ``output`` is an ``.html`` file that can be written:
+    not a link or a folder, and new unless ``force`` (`store.outputs.check_output`)."""
     if output.suffix.lower() not in (".html", ".htm"):
         raise ReportInputError(f"{str(output)!r}: -o writes an .html file")
+    try:
+        outputs.check_output(output, force=force)
+    except OutputRefused as exc:
+        raise ReportInputError(str(exc)) from exc
     folder = output.parent if str(output.parent) else Path(".")
-    if not folder.is_dir():
-        raise ReportInputError(f"{str(output)!r}: no folder {str(folder)!r}")
-    if output.is_dir() or not os.access(output if output.exists() else folder, os.W_OK):
+    if not os.access(output if output.exists() else folder, os.W_OK):
         raise ReportInputError(f"{str(output)!r} cannot be written here")

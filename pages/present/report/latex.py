@@ -16,6 +16,7 @@ from pages.present.report.comparisons import bootstrap_frame, endpoint_frame
 from pages.present.report.intervals import table4_frame
 from store import studies as store_studies
 from store.db import default_store_path
+from store.outputs import OutputRefused, check_output, write_text
 
 
 def report_latex(study_ids: Sequence[str], *, path: Path | str | None = None) -> dict[str, str]:
@@ -67,20 +68,30 @@ def report_latex(study_ids: Sequence[str], *, path: Path | str | None = None) ->
 
 
 def write_latex(
-    study_ids: Sequence[str], folder: Path, *, path: Path | str | None = None
+    study_ids: Sequence[str],
+    folder: Path,
+    *,
+    force: bool = False,
+    path: Path | str | None = None,
 ) -> list[Path]:
     """Write `report_latex`'s tables into ``folder`` (made if missing); returns the files.
+    Each goes through `store.outputs.write_text`: none through a link, none over an existing
+    file unless ``force`` (every name is checked before the first is written).
 
     Raises:
-        ReportInputError: bad studies, or a folder that cannot be written.
+        ReportInputError: bad studies, or a folder or file that cannot be written.
     """
     texts = report_latex(study_ids, path=path)
     try:
         folder.mkdir(parents=True, exist_ok=True)
+        for name in texts:
+            check_output(folder / name, force=force)
         written = []
         for name, text in texts.items():
-            (folder / name).write_text(text, encoding="utf-8")
+            write_text(folder / name, text, force=force)
             written.append(folder / name)
+    except OutputRefused as exc:
+        raise ReportInputError(str(exc)) from exc
     except OSError as exc:
         raise ReportInputError(
             f"{str(folder)!r} cannot be written ({exc.strerror or exc})"
