@@ -10,6 +10,7 @@ import pandas as pd
 from engine.methods import order_methods
 from engine.vocab import TOP_GRADE
 from pages.present.tables import method_title
+from pages.present.user_text import plain
 
 if TYPE_CHECKING:
     from engine.gradcam import StressFilms
@@ -37,7 +38,7 @@ def knee_caption(films: StressFilms) -> str:
     """Which film's knee this is, and its own grade where it was redrawn at another."""
     top = TOP_GRADE[films.fixed]
     own = "" if films.original_grade == top else f", {films.fixed} {films.original_grade} on film"
-    return f"knee of film {films.image_id}{own}"
+    return f"knee of film {plain(films.image_id)}{own}"  # an image caption: markdown
 
 
 def stress_summary(table: pd.DataFrame, task: str, other: str) -> pd.DataFrame:

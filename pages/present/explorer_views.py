@@ -20,6 +20,7 @@ from engine.methods import hyperparameters, is_registered, registry
 from pages.present import protocol_text
 from pages.present.science_charts import CLIPPED_MARK
 from pages.present.tables import method_title, param_label
+from pages.present.user_text import plain
 
 SELECTED_MARK = "✓ selected"
 SELECTED_BACKGROUND = "background-color: rgba(255, 215, 0, 0.25); font-weight: bold"
@@ -263,7 +264,7 @@ def param_meaning(param: str, methods: list[str]) -> str:
 def parameter_reading(param: str, effects: pd.DataFrame) -> str:
     """How to read one hyper-parameter's strip, naming the methods that search it."""
     searched = [str(m) for m in dict.fromkeys(effects["method"])]
-    methods = ", ".join(method_title(m) for m in searched)
+    methods = ", ".join(plain(method_title(m)) for m in searched)  # markdown: names as text
     stopped = bool(explorer.stopped_runs(effects).any())
     mean = (
         "the mean over the runs with that value that trained to their end (a cross is a run "

@@ -71,7 +71,7 @@ def unknown_methods(methods: Iterable[str]) -> list[str]:
 
 def unknown_methods_note(unknown: Sequence[str]) -> str:
     """What a page says about stored methods this checkout does not know."""
-    names = ", ".join(f"**{m}**" for m in unknown)
+    names = ", ".join(f"**{plain(m)}**" for m in unknown)
     one = len(unknown) == 1
     return (
         f"{'Method' if one else 'Methods'} {names} {'is' if one else 'are'} not registered in "

@@ -16,6 +16,15 @@ Values from a link's URL (``?explorer_study=...``), a file, a CSV or the store a
 (issue 31): a link such as ``?compare_tab=[Session expired](http://host/phish)`` must not put
 a live link or a remote image into the page's own warning about it.
 
+Issue 39: escaping is not enough for a bare address. Streamlit's markdown (remark-gfm) finds
+GFM "autolink literals" (``http://``, ``https://``, ``www.``, ``name@host.org``) in the text
+*after* escapes are resolved, so an address with its colon escaped still became a link.
+`plain` therefore also puts an invisible WORD JOINER (U+2060) inside each such start
+(``http⁠://``, ``www⁠.``, ``name⁠@host``), which no autolink pattern matches across; the
+text reads the same. Every value from a file, the store, a URL, an import or a bundle that
+reaches a caption, label, help text, expander title, alert or markdown on a page goes
+through `plain` (or `code`).
+
 No streamlit here: the pages call these, and they are unit-tested.
 """
 
@@ -39,12 +48,26 @@ def plain(text: object) -> str:
         text: A user-supplied name (``None`` reads as an empty string).
 
     Returns:
-        The text with every markdown or HTML character backslash-escaped and line breaks
-        turned into spaces, so it cannot start a heading, a list, a link or an image.
+        The text with every markdown or HTML character backslash-escaped, line breaks
+        turned into spaces and every autolink start broken by a WORD JOINER, so it cannot
+        start a heading, a list, a link (written or bare) or an image.
     """
     one_line = " ".join(str("" if text is None else text).split())
-    escaped = _MARKDOWN_SPECIALS.sub(r"\\\1", one_line)
+    escaped = _MARKDOWN_SPECIALS.sub(r"\\\1", unlinked(one_line))
     return _LINE_START.sub(lambda m: f"{m[1]}\\{m[2]}" if m[1] else f"\\{m[3]}", escaped)
+
+
+#: Put inside an autolink's start so that no GFM autolink pattern matches; shows as nothing.
+WORD_JOINER = "\u2060"
+# The starts of GFM's autolink literals (remark-gfm: ``https?://``, ``www.``, an e-mail's
+# ``@``; ``mailto:`` and ``xmpp:`` need the ``@`` too).
+_AUTOLINK_START = re.compile(r"(?i)(https?)(?=:)|(www)(?=\.)|(?=@)")
+
+
+def unlinked(text: str) -> str:
+    """``text`` with a WORD JOINER inside every start of a GFM autolink literal
+    (``http⁠://``, ``www⁠.``, ``a⁠@b.org``), so markdown shows it and links nothing."""
+    return _AUTOLINK_START.sub(lambda m: f"{m[0]}{WORD_JOINER}", text)
 
 
 def code(text: object) -> str:
@@ -91,6 +114,6 @@ def notes(text: object) -> str:
     """
     body = str("" if text is None else text)
     body = _INLINE_LINK.sub(lambda m: f"{m[1]} ({m[2]})", body)
-    body = _BRACKET.sub(r"\\[", body)
+    body = _BRACKET.sub(r"\\[", unlinked(body))
     body = _BARE_ADDRESS.sub(lambda m: f"{m[1]}\\:" if m[1] else f"{m[3]}\\.", body)
     return _HTML_START.sub("&lt;", body)

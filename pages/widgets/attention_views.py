@@ -13,6 +13,7 @@ from pages.present import charts
 from pages.present.attention_tables import cooccurrence_summary, knee_caption, stress_summary
 from pages.present.formatting import table_height
 from pages.present.tables import method_title
+from pages.present.user_text import plain
 from pages.widgets.models import cached_crops, heat_help, maps_of, probs_of
 
 MAX_FILMS_PER_LEVEL = 12  # films per level whose predictions are averaged
@@ -54,7 +55,7 @@ def show_map_grid(
             films = "" if top is None else f" · {count} film{'s' * (count != 1)}"
             st.image(
                 images[k],
-                caption=f"film {meta.loc[picked[level], 'image_id']}{films}",
+                caption=f"film {plain(meta.loc[picked[level], 'image_id'])}{films}",
                 width="stretch",
             )
             for method, batch in batches.items():
@@ -65,7 +66,8 @@ def show_map_grid(
                 )
                 st.image(
                     gradcam.overlay(images[k], batch.cams[k]),
-                    caption=f"{method_title(method)}: graded {task} {batch.predicted[k]} · {sure}",
+                    caption=f"{plain(method_title(method))}: graded {task} "
+                    f"{batch.predicted[k]} · {sure}",
                     width="stretch",
                 )
     first = next(iter(batches.values()))
@@ -84,7 +86,7 @@ def show_stress_grid(
             for method, batch in batches.items():
                 st.image(
                     gradcam.overlay(films.images[k], batch.cams[k]),
-                    caption=f"{method_title(method)}: graded {task} {batch.predicted[k]} "
+                    caption=f"{plain(method_title(method))}: graded {task} {batch.predicted[k]} "
                     f"· P({task} {TOP_GRADE[task]}) {batch.probs[k, TOP_GRADE[task]]:.2f}",
                     width="stretch",
                 )

@@ -31,7 +31,7 @@ from pages.present.graded_film import (
     low_knee_sentence,
     unsure_sentence,
 )
-from pages.present.user_text import said
+from pages.present.user_text import plain, said
 from pages.widgets import view_state
 from pages.widgets.demo_source import (
     DemoSource,
@@ -202,7 +202,8 @@ def show_test_film(source: DemoSource) -> None:
         for task, by_seed in source.seeds.items()
     }
     left, right = st.columns([1, 5])
-    left.image(crop, caption=f"film {row['image_id']} (knee crop)", width="stretch")
+    # A film's id is data (a demo bundle's, an imported film's path): a caption is markdown.
+    left.image(crop, caption=f"film {plain(row['image_id'])} (knee crop)", width="stretch")
     left_out = len(set().union(*map(set, source.seeds.values())) - tested)
     if left_out:
         left.caption(

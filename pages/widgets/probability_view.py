@@ -27,7 +27,7 @@ from engine.analysis import probability_metrics as pm
 from engine.analysis.ranking import BLOCKING_SENTENCE, CriticalDifference, critical_difference
 from pages.present import exports, inference_tables, science_charts, stat_tables, tables
 from pages.present.formatting import table_height
-from pages.present.user_text import said
+from pages.present.user_text import plain, said
 from pages.widgets import reads, stat_tests, view_state
 from pages.widgets.downloads import download_row
 from store import runs as store_runs
@@ -190,7 +190,7 @@ def calibration_section(
         width="content",
         height=table_height(len(unc)),
     )
-    st.markdown(inference_tables.calibration_reading(unc))
+    st.markdown(plain(inference_tables.calibration_reading(unc)))  # names methods: as text
     st.caption(f"{calibration.ECE_CI_KIND}. {calibration.FLOOR_NOTE}")
     st.markdown("**Temperature scaling (no retraining)**")
     val = cached_val_probabilities(path, tuple(picked["study_id"]), tuple(picked["name"]))

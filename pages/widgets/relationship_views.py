@@ -13,6 +13,7 @@ from engine.analysis import compare, paired, relationship
 from jobs.services.study_analysis import JOINT_TASK
 from pages.present import inference_tables, stat_tables, tables
 from pages.present.formatting import table_height
+from pages.present.user_text import plain
 from pages.widgets import chart_cache, pickers, view_state
 
 RESIDUAL_UNITS = {"images": "images per cell", "points": "percentage points of the table"}
@@ -116,7 +117,7 @@ def kld_parts_section(summary: pd.DataFrame, parts: pd.DataFrame) -> None:
     for row in parts.to_dict("records"):
         mine = tables_of.loc[row["method"]]
         reading = inference_tables.kld_part_reading(row, mine["mean_table"], mine["mean_truth"])
-        st.markdown(f"- {reading}")
+        st.markdown(f"- {plain(reading)}")  # it names methods: as text
     st.caption(inference_tables.KLD_PARTS_NOTE)
 
 

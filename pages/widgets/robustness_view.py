@@ -165,7 +165,7 @@ def budget_section(path: str, study_id: str, metric: str, keep: Keep) -> dict[st
     exported = expected_best_section(path, study_id, keep)
     st.subheader("Budget-matched comparison", divider="gray")
     configs, matched, why_not = cached_budget(path, study_id)
-    st.markdown(inference_tables.search_budget_sentence(configs))
+    st.markdown(plain(inference_tables.search_budget_sentence(configs)))  # names methods
     if matched is None:
         st.info(why_not)
         return exported
@@ -211,13 +211,13 @@ def expected_best_section(path: str, study_id: str, keep: Keep) -> dict[str, pd.
         st.info(budget_curves.expected_best_unavailable(n_scored, n_runs))
         return {}
     st.altair_chart(budget_curves.expected_best_chart(table, replace=replace))
-    st.markdown(budget_curves.expected_best_sentence(table, BASELINE, replace=replace))
+    st.markdown(plain(budget_curves.expected_best_sentence(table, BASELINE, replace=replace)))
     if n_scored < n_runs:
         st.caption(budget_curves.expected_best_unavailable(n_scored, n_runs))
     exported = {"expected best": table}
     if coverage is not None:
         coverage = keep(coverage)
-        st.markdown(budget_curves.coverage_sentence(grid, BASELINE))
+        st.markdown(plain(budget_curves.coverage_sentence(grid, BASELINE)))
         shown = budget_curves.coverage_frame(coverage, grid)
         st.dataframe(shown, hide_index=True, width="content", height=table_height(len(shown)))
         exported["coverage matched"] = coverage

@@ -15,6 +15,7 @@ from pages.present.stat_tables import (
     format_test_table,
     wilcoxon_seed_shortfall,
 )
+from pages.present.user_text import plain
 from pages.widgets import view_state
 
 
@@ -31,14 +32,15 @@ def show_test(
     st.markdown(f"**{title}**")
     shown = result.table if table is None else table
     if shown.empty or shortfall:
-        st.info(shortfall or result.note or result.reading, icon=":material/info:")
+        # The readings name methods, which an import may have named: shown as text.
+        st.info(shortfall or plain(result.note or result.reading), icon=":material/info:")
         return
-    st.markdown(result.reading)
+    st.markdown(plain(result.reading))
     st.dataframe(
         format_test_table(shown), hide_index=True, width="content", height=table_height(len(shown))
     )
     if result.note:
-        st.caption(result.note)
+        st.caption(plain(result.note))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

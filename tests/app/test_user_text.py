@@ -9,11 +9,12 @@ import pytest
 
 from pages.present.user_text import code, notes, plain, plain_list, said
 from store import studies as store_studies
+from tests.helpers.markup import live_markup
 from tests.helpers.pages import ROOT, make_store, run_page, signed_in
 
 HOSTILE = "![x](http://127.0.0.1:1/x.png) **bold** <img src=x>"
 # What `plain` makes of it: every markdown and HTML character escaped.
-ESCAPED = r"\!\[x\](http\://127.0.0.1\:1/x.png) \*\*bold\*\* \<img src=x\>"
+ESCAPED = "\\!\\[x\\](http\u2060\\://127.0.0.1\\:1/x.png) \\*\\*bold\\*\\* \\<img src=x\\>"
 # An image or an HTML tag that markdown would render: not preceded by a backslash.
 UNESCAPED = re.compile(r"(?<!\\)!(?<!\\)\[|(?<!\\)<img")
 
@@ -36,15 +37,15 @@ def test_code_uses_a_fence_no_backtick_in_the_name_can_close():
 def test_notes_keep_markdown_but_no_image_html_or_link():
     text = notes("**Why**: see [the paper](http://x.org)\n\n![x](http://h/x.png) <img src=x>")
     assert "**Why**" in text
-    assert "the paper (http\\://x.org)" in text  # the address shown, not followed
+    assert "the paper (http\u2060://x.org)" in text  # the address shown, not followed
     assert "![" not in text and "<img" not in text and "](" not in text
-    assert "!x (http\\://h/x.png)" in text and "&lt;img src=x>" in text
+    assert "!x (http\u2060://h/x.png)" in text and "&lt;img src=x>" in text
 
 
 def test_notes_leave_no_reference_nested_link_or_bare_address_live():
     text = notes("[a [b]](http://e) [r][1]\n[1]: http://e\nwww.e.org https://e.org")
     assert "\\[a \\[b]]" in text and "\\[r]\\[1]" in text and "\\[1]:" in text
-    assert "://" not in text.replace("\\:", "") and "www\\." in text
+    assert not live_markup(text, emphasis=False) and "www\u2060." in text
 
 
 def test_plain_list_and_said_escape_each_value():
