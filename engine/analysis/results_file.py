@@ -255,6 +255,13 @@ def _task_problem(value: str) -> str | None:
     return f"the task is one of {', '.join(TASKS)}"
 
 
+#: What a method's name may hold besides ASCII letters and digits. A name is shown on
+#: every page, so two names must never look alike: a Cyrillic "о" in "nоminal", or a name
+#: of blank Hangul fillers, would pass for another method or for none (issue 39).
+METHOD_NAME_PUNCTUATION = " _.+()"
+_METHOD_NAME = re.compile(r"[A-Za-z0-9 _.+()]+")
+
+
 def _method_problem(value: str) -> str | None:
     if not value.strip():
         return "a method needs a name"
@@ -269,7 +276,29 @@ def _method_problem(value: str) -> str | None:
         return "a method's name may not hold control or invisible formatting characters"
     if value != value.strip():
         return "a method's name may not start or end with a space"
+    if not _METHOD_NAME.fullmatch(value):
+        return _foreign_character(value)
     return None
+
+
+def _foreign_character(value: str) -> str:
+    """Why a name with a character outside `_METHOD_NAME` is refused, naming the first one
+    (its code point and Unicode name: a look-alike letter is then visible as what it is)."""
+    ch = next(c for c in value if not _METHOD_NAME.fullmatch(c))
+    what = f"U+{ord(ch):04X} {unicodedata.name(ch, 'unnamed character')}"
+    if not any(_visible(c) for c in value):
+        return f"a method needs a name that shows; this one holds only blanks ({what})"
+    seen = "a blank" if not ch.strip() or not _visible(ch) else repr(ch)
+    return (
+        f"a method's name is written in ASCII letters and digits, spaces and "
+        f"{' '.join(METHOD_NAME_PUNCTUATION.strip())}, so that no two names look alike; "
+        f"it holds {seen} ({what})"
+    )
+
+
+def _visible(ch: str) -> bool:
+    """Whether a character draws anything (the Hangul fillers and braille blank do not)."""
+    return ch not in "\u115f\u1160\u3164\uffa0\u2800" and unicodedata.category(ch)[0] != "Z"
 
 
 def _metric_problem(value: str) -> str | None:
