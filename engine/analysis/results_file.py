@@ -46,6 +46,12 @@ PROBABILITY_TOLERANCE = 1e-3
 MAX_METHOD_LENGTH = 100
 #: Most rows one file may hold (20 seeds x 14 methods x 2 tasks x 3,000 test films is 1.7 M).
 MAX_ROWS = 5_000_000
+#: Most columns a Parquet file may declare (a per-film file has 6 keys and p0..p4).
+MAX_COLUMNS = 64
+#: Most bytes a Parquet file's columns may decode to, from its metadata (5 M rows of a
+#: per-film file take about 0.6 GB): a 1.8 MB file that decodes to 100 M rows is refused
+#: before a byte of it is decoded (issue 39).
+MAX_DECODED_BYTES = 2 * 2**30
 MAX_SEED = 2**31 - 1
 SUFFIXES: tuple[str, ...] = (".csv", ".parquet")
 _PROBABILITY = re.compile(r"p(\d+)")
@@ -112,11 +118,45 @@ def read_results(path: Path | str) -> ResultsFile:
                 path, dtype=str, keep_default_na=False, nrows=MAX_ROWS + 1, encoding="utf-8"
             )
         else:
-            frame = pd.read_parquet(path)
-    except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError) as exc:
+            frame = _read_parquet_bounded(path)
+    except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError, MemoryError) as exc:
+        if isinstance(exc, ResultsFileError):
+            raise
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ResultsFileError(f"{path.name} cannot be read as {suffix[1:]} ({first})") from exc
+        raise ResultsFileError(
+            f"{path.name} cannot be read as {suffix[1:]} ({first[:200]})"
+        ) from exc
     return check_results(frame, csv=suffix == ".csv")
+
+
+def _read_parquet_bounded(path: Path) -> pd.DataFrame:
+    """A Parquet file's table, once its metadata (read without decoding a column) says its
+    rows, columns and decoded size are within `MAX_ROWS`, `MAX_COLUMNS` and
+    `MAX_DECODED_BYTES`.
+
+    Raises:
+        ResultsFileError: the metadata says the file is larger than those.
+    """
+    import pyarrow.parquet as pq  # pandas' own Parquet engine
+
+    meta = pq.ParquetFile(path).metadata
+    if meta.num_rows > MAX_ROWS:
+        raise ResultsFileError(
+            f"{path.name} holds {meta.num_rows:,} rows (its metadata says, before reading "
+            f"them); at most {MAX_ROWS:,}: import it in parts"
+        )
+    if meta.num_columns > MAX_COLUMNS:
+        raise ResultsFileError(
+            f"{path.name} declares {meta.num_columns:,} columns; a results file has at most "
+            f"{MAX_COLUMNS} (docs/import-results.md)"
+        )
+    decoded = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    if decoded > MAX_DECODED_BYTES:
+        raise ResultsFileError(
+            f"{path.name} decodes to {decoded / 2**30:.1f} GiB (its metadata says); at most "
+            f"{MAX_DECODED_BYTES / 2**30:.0f} GiB: import it in parts"
+        )
+    return pd.read_parquet(path)
 
 
 def check_results(
@@ -330,9 +370,20 @@ class Places:
         return f"column {name!r}"
 
 
-def _shown(value: object) -> str:
-    text = "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
-    return repr(text if len(text) <= 40 else text[:40] + "…")
+#: How many characters of a value a message quotes: a 50 MB value is never echoed whole.
+SHOWN_CHARACTERS = 40
+
+
+def shown(value: object) -> str:
+    """A value as a message quotes it: a name, number or text cut to `SHOWN_CHARACTERS`
+    (its repr); anything else (a list, a mapping) by its kind only, never its whole repr."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        text = ""
+    elif isinstance(value, str | int | float):
+        text = str(value)
+    else:
+        return f"a {type(value).__name__}"
+    return repr(text if len(text) <= SHOWN_CHARACTERS else text[:SHOWN_CHARACTERS] + "…")
 
 
 class _Checked:
@@ -343,7 +394,7 @@ class _Checked:
         self.where = where
 
     def fail(self, index: int, column: str, problem: str) -> ResultsFileError:
-        value = _shown(self.frame[column].iloc[index])
+        value = shown(self.frame[column].iloc[index])
         place = f"{self.where(index)}, {self.where.column(column)}"
         return ResultsFileError(f"{place}: {value}: {problem}")
 

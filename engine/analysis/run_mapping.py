@@ -38,6 +38,7 @@ from engine.analysis.results_file import (
     ResultsFile,
     ResultsFileError,
     check_results,
+    shown,
 )
 
 #: The key columns a mapping may point elsewhere, in the table's order.
@@ -92,13 +93,17 @@ class RunMapping:
         for name, source in entries.items():
             key, source = str(name).strip().lower(), str(source).strip()
             if not source:
-                raise RunMappingError(f"{origin}: {name!r} needs a source, e.g. {name}=my_param")
+                raise RunMappingError(
+                    f"{origin}: {shown(name)} needs a source, e.g. {str(name)[:40]}=my_param"
+                )
             if key in MAPPED_KEYS:
                 keys[key] = source
             elif key in REGISTRY:
                 metrics[key] = source.removeprefix(METRIC_PREFIX)
             else:
-                raise RunMappingError(f"{origin}: {name!r} is not a mapping key; {ALLOWED_KEYS}")
+                raise RunMappingError(
+                    f"{origin}: {shown(name)} is not a mapping key; {ALLOWED_KEYS}"
+                )
         return replace(self, keys=keys, metrics=metrics)
 
     def metric_sources(self, runs: Sequence[TrackedRun]) -> dict[str, str]:
@@ -131,7 +136,7 @@ def parse_entries(items: Iterable[str]) -> dict[str, str]:
         name, sep, source = item.partition("=")
         if not sep or not name.strip():
             raise RunMappingError(
-                f"--map {item!r}: write KEY=SOURCE, e.g. task=dataset or amae=test_amae; "
+                f"--map {shown(item)}: write KEY=SOURCE, e.g. task=dataset or amae=test_amae; "
                 + ALLOWED_KEYS
             )
         entries[name.strip()] = source
@@ -161,12 +166,14 @@ def mapping_from_document(document: object, origin: str) -> RunMapping:
     bad = next((k for k in section if str(k).lower() not in REGISTRY), None)
     if bad is not None:
         raise RunMappingError(
-            f"{origin}: metrics: {bad!r} is not a SoftGrade metric; allowed: "
+            f"{origin}: metrics: {shown(bad)} is not a SoftGrade metric; allowed: "
             f"{', '.join(REGISTRY)} (`softgrade metrics`)"
         )
     for name, value in [*entries.items(), *section.items()]:
         if not isinstance(value, str | int | float) or isinstance(value, bool):
-            raise RunMappingError(f"{origin}: {name!r} needs a name as its source, not {value!r}")
+            raise RunMappingError(
+                f"{origin}: {shown(name)} needs a name as its source, not {shown(value)}"
+            )
     mapping = RunMapping().with_entries({k: str(v) for k, v in entries.items()}, origin)
     metrics = {str(k): str(v) for k, v in section.items()}
     return mapping.with_entries(metrics, origin) if metrics else mapping
@@ -205,10 +212,10 @@ class _RunPlaces(Places):
     def column(self, name: str) -> str:
         source = self.sources.get(name)
         if source is None:
-            return f"column {name!r}"
+            return f"column {shown(name)}"
         kind = "tag" if source.startswith(TAG_PREFIX) else "param"
-        shown = source.removeprefix(TAG_PREFIX).removeprefix(PARAM_PREFIX)
-        return f"{kind} {shown!r} (mapped to {name})"
+        bare = source.removeprefix(TAG_PREFIX).removeprefix(PARAM_PREFIX)
+        return f"{kind} {shown(bare)} (mapped to {name})"
 
 
 def map_runs(
@@ -235,8 +242,8 @@ def map_runs(
     if len(sizes) == 1:
         given, other = sizes[0], next(k for k in SIZE_COLUMNS if k not in sizes)
         raise RunMappingError(
-            f"{what} runs give {given} ({_kind(keys[given])} {_bare(keys[given])!r}) but "
-            f"none gives {other} ({_kind(keys[other])} {_bare(keys[other])!r}): the corrected "
+            f"{what} runs give {given} ({_kind(keys[given])} {shown(_bare(keys[given]))}) but "
+            f"none gives {other} ({_kind(keys[other])} {shown(_bare(keys[other]))}): the corrected "
             f"test needs both; map it with --map {other}=SOURCE, or leave both out"
         )
     sources = mapping.metric_sources(runs)
@@ -284,7 +291,7 @@ def _require_fields(runs: Sequence[TrackedRun], keys: Mapping[str, str], what: s
         else:
             held = f"their params: {_listed(p for r in runs for p in r.params)}"
         raise RunMappingError(
-            f"no {what} run has the {_kind(source)} {_bare(source)!r} that {key} is mapped "
+            f"no {what} run has the {_kind(source)} {shown(_bare(source))} that {key} is mapped "
             f"to; {held}; map {key} with --map {key}=SOURCE (a param, or tags.NAME)"
         )
 
@@ -302,7 +309,7 @@ def _require_metrics(
     for metric, key in mapping.metrics.items():
         if not any(key in run.metrics for run in runs):
             raise RunMappingError(
-                f"no {what} run has the metric key {key!r} that {metric} is mapped to; "
+                f"no {what} run has the metric key {shown(key)} that {metric} is mapped to; "
                 f"their metric keys: {held}"
             )
 
@@ -320,7 +327,7 @@ def _bare(source: str) -> str:
 
 
 def _sources(keys: Mapping[str, str], names: Iterable[str]) -> str:
-    return ", ".join(f"{n} ({_kind(keys[n])} {_bare(keys[n])!r})" for n in names)
+    return ", ".join(f"{n} ({_kind(keys[n])} {shown(_bare(keys[n]))})" for n in names)
 
 
 def _listed(names: Iterable[str], most: int = 12) -> str:

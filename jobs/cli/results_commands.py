@@ -129,15 +129,41 @@ def _import_mlflow(args: argparse.Namespace) -> int:
     return 0
 
 
+#: Largest ``--mapping`` file read: a mapping is a dozen lines (a 50 MB one was echoed whole).
+MAX_MAPPING_BYTES = 64 * 1024
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """YAML without anchors' aliases: a mapping never needs one, and a 389-byte alias bomb
+    (``a: &a [x, x, ...]``, ``b: &b [*a, *a, ...]``, ...) expanded to a MemoryError after a
+    minute."""
+
+    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark
+            raise RunMappingError(
+                f"--mapping: line {mark.line + 1} uses a YAML alias (*name); a mapping file "
+                "holds plain KEY: SOURCE lines, without anchors or aliases"
+            )
+        return super().compose_node(parent, index)
+
+
 def _mapping(args: argparse.Namespace) -> RunMapping:
     """The defaults, under the ``--mapping`` file, under each ``--map`` item."""
     mapping = RunMapping()
     if args.mapping:
         file = Path(args.mapping)
         try:
-            document = yaml.safe_load(file.read_text(encoding="utf-8"))
+            with file.open("rb") as handle:
+                raw = handle.read(MAX_MAPPING_BYTES + 1)
+            if len(raw) > MAX_MAPPING_BYTES:
+                raise RunMappingError(
+                    f"--mapping {file.name}: larger than {MAX_MAPPING_BYTES // 1024} KiB; a "
+                    "mapping file holds a few KEY: SOURCE lines"
+                )
+            document = yaml.load(raw.decode("utf-8"), Loader=_NoAliasLoader)  # a SafeLoader
         except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
             raise RunMappingError(f"--mapping {file}: cannot be read as YAML ({first})") from exc
         mapping = mapping_from_document(document, f"--mapping {file.name}")
     if args.map:

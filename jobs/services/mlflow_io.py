@@ -14,13 +14,14 @@ which extra to install. ``mlflow-skinny`` suffices: it talks to a tracking serve
 (``http(s)://``) and reads and writes a local ``file:`` store. MLflow 3 refuses to open a
 ``file:`` store unless ``MLFLOW_ALLOW_FILE_STORE`` is set (it steers new work to a database);
 the older experiments people want to bring in are mostly such ``./mlruns`` folders, so
-SoftGrade sets it while it works on one (`_file_store_allowed`). ``sqlite:`` and other
+SoftGrade sets it while it works on one (`_mlflow_environment`). ``sqlite:`` and other
 database stores need the full ``mlflow`` package.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import math
 import os
@@ -30,12 +31,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
+from urllib.request import url2pathname
 
 import pandas as pd
 
 from engine.analysis import probability_metrics
 from engine.analysis.metrics import REGISTRY
+from engine.analysis.results_file import shown
 from engine.analysis.run_mapping import MappedRuns, RunMapping, TrackedRun, map_runs
 from jobs.services import results_io
 from store import analysis as store_analysis
@@ -105,32 +108,132 @@ def _is_file_store(uri: str) -> bool:
     return scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt")  # C:\...
 
 
-@contextlib.contextmanager
-def _file_store_allowed(uri: str) -> Iterator[None]:
-    """MLflow's opt-in to a ``file:`` store, for the duration of one import or export."""
-    if not _is_file_store(uri) or "MLFLOW_ALLOW_FILE_STORE" in os.environ:
-        yield
+#: The tracking URIs SoftGrade hands to MLflow (docs/import-results.md): a tracking server,
+#: a local ``mlruns`` folder, or a database store (the full ``mlflow`` package).
+SERVER_SCHEMES = ("http", "https")
+DATABASE_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql")
+#: One HTTP request to a tracking server may take this long, and is retried this often
+#: (MLflow's own 120 s and 7 retries with back-off kept an unreachable server's import
+#: waiting 4 minutes). A person's own ``MLFLOW_HTTP_REQUEST_*`` settings win.
+HTTP_TIMEOUT_S = 10
+HTTP_RETRIES = 1
+_HTTP_SETTINGS = {
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": str(HTTP_TIMEOUT_S),
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": str(HTTP_RETRIES),
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "0",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_JITTER": "0",
+}
+
+
+def check_uri(uri: str, *, writing: bool) -> None:
+    """Refuse a tracking URI SoftGrade will not hand to MLflow, before MLflow sees it.
+
+    A ``file:`` URI (or a bare folder) must name an MLflow store: a folder MLflow made
+    (its ``.trash`` or an experiment's ``meta.yaml`` in it); an export may also name a new or
+    empty folder. MLflow's FileStore writes ``.trash`` into any folder it opens, so
+    ``file:///etc`` created ``/etc/.trash``, and ``file:///etc/passwd`` ended in a traceback.
+
+    Raises:
+        MlflowUnavailable: another scheme, a server URI without a host, or a ``file:`` URI
+            naming a file or a folder that is not an MLflow store.
+    """
+    parts = urlsplit(uri)
+    scheme = parts.scheme.lower()
+    allowed = (
+        "an MLflow tracking URI is http(s)://HOST[:PORT] (a tracking server), file:FOLDER or "
+        f"a folder (an mlruns store) or a database URI ({', '.join(DATABASE_SCHEMES)})"
+    )
+    if _is_file_store(uri):
+        _check_file_store(_store_folder(uri), writing=writing)
+    elif scheme in SERVER_SCHEMES:
+        if not parts.hostname:
+            raise MlflowUnavailable(f"{shown(shown_uri(uri))} names no host; {allowed}")
+    elif scheme not in DATABASE_SCHEMES:
+        raise MlflowUnavailable(f"{shown(scheme + ':')} is not a tracking URI; {allowed}")
+
+
+def _store_folder(uri: str) -> Path:
+    parts = urlsplit(uri)
+    if parts.scheme == "file":
+        return Path(url2pathname(parts.path)).expanduser()
+    return Path(uri).expanduser()
+
+
+def _check_file_store(folder: Path, *, writing: bool) -> None:
+    named = shown(str(folder))
+    if folder.exists() and not folder.is_dir():
+        raise MlflowUnavailable(f"{named} is a file; a file: URI names an MLflow store folder")
+    if not folder.exists():
+        if writing:
+            return  # MLflow makes a new store where it is asked to
+        raise MlflowUnavailable(f"no MLflow store at {named}: no such folder")
+    if _is_mlflow_store(folder):
         return
-    os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"
+    if writing and not any(folder.iterdir()):
+        return
+    raise MlflowUnavailable(
+        f"{named} is not an MLflow store (no .trash and no experiment's meta.yaml in it); "
+        "SoftGrade opens only a folder MLflow made (MLflow writes .trash into any folder it "
+        "opens), or, to export, a new or empty folder"
+    )
+
+
+def _is_mlflow_store(folder: Path) -> bool:
+    """Whether ``folder`` looks like a store MLflow made (its first 1,000 entries looked at)."""
+    if (folder / ".trash").is_dir():
+        return True
+    try:
+        entries = list(itertools.islice(folder.iterdir(), 1000))
+    except OSError:
+        return False
+    return any((entry / "meta.yaml").is_file() for entry in entries if entry.is_dir())
+
+
+def scrubbed(text: str, uri: str) -> str:
+    """``text`` (an MLflow or HTTP library message) without the URI's user name or password:
+    MLflow's own messages quote the URL it was given, credentials included."""
+    parts = urlsplit(uri)
+    secrets = {parts.password, parts.username} - {None, ""}
+    for secret in sorted(secrets, key=len, reverse=True):  # type: ignore[arg-type]
+        for form in {secret, unquote(secret), quote(secret, safe="")}:  # type: ignore[arg-type]
+            text = text.replace(form, "***")
+    return text
+
+
+@contextlib.contextmanager
+def _mlflow_environment(uri: str) -> Iterator[None]:
+    """MLflow's opt-in to a ``file:`` store, and short HTTP timeouts and retries, for the
+    duration of one import or export; a setting the person made is kept."""
+    wanted = dict(_HTTP_SETTINGS)
+    if _is_file_store(uri):
+        wanted["MLFLOW_ALLOW_FILE_STORE"] = "true"
+    added = {k: v for k, v in wanted.items() if k not in os.environ}
+    os.environ.update(added)
     try:
         yield
     finally:
-        os.environ.pop("MLFLOW_ALLOW_FILE_STORE", None)
+        for key in added:
+            os.environ.pop(key, None)
 
 
 @contextlib.contextmanager
-def _client(uri: str) -> Iterator[Any]:
-    """An MLflow client on ``uri``; MLflow's own errors become `MlflowUnavailable` with the
-    first line of MLflow's message."""
+def _client(uri: str, *, writing: bool = False) -> Iterator[Any]:
+    """An MLflow client on ``uri`` once `check_uri` allows it; MLflow's own errors (and the
+    HTTP and file errors under them) become `MlflowUnavailable` with the first line of the
+    message, cut short and without the URI's credentials."""
     mlflow = _mlflow()
     from mlflow.exceptions import MlflowException
 
-    with _file_store_allowed(uri):
+    check_uri(uri, writing=writing)
+    with _mlflow_environment(uri):
         try:
             yield mlflow.tracking.MlflowClient(tracking_uri=uri)
-        except MlflowException as exc:
-            first = (str(exc.message).strip().splitlines() or [type(exc).__name__])[0]
-            raise MlflowUnavailable(f"MLflow at {shown_uri(uri)}: {first}") from exc
+        except (MlflowException, OSError) as exc:
+            message = exc.message if isinstance(exc, MlflowException) else str(exc)
+            first = (str(message).strip().splitlines() or [type(exc).__name__])[0]
+            said = scrubbed(first, uri)
+            said = said if len(said) <= 300 else said[:300] + "…"
+            raise MlflowUnavailable(f"MLflow at {shown_uri(uri)}: {said}") from None
 
 
 def _experiment(client: Any, name: str, uri: str) -> Any:
@@ -261,7 +364,7 @@ def export_study(
     experiment = experiment or study.name
     metrics = selected_run_metrics(study_id, path=path)
     sizes = store_analysis.split_sizes(study_id, path=path).set_index(["task", "seed"])
-    with _client(uri) as client:
+    with _client(uri, writing=True) as client:
         found = client.get_experiment_by_name(experiment)
         experiment_id = (
             found.experiment_id if found is not None else client.create_experiment(experiment)
