@@ -15,6 +15,14 @@ change of these gives a new folder, so a wrong artefact is never reused; folders
 shared SOFTGRADE_HOME, so only age decides).
 
 ``SOFTGRADE_COMPILE_CACHE=off`` leaves torch's defaults (benchmarks of a cold start).
+
+Inductor imports the Python it cached, so whoever can write in a cache folder runs code in
+every slot (issue 39). The cache root and the key's folder (and its ``inductor`` and
+``triton`` folders) are used only when they are real folders, not links, owned by the
+running user with mode 0700 (`trust_problem`). One of this user's that others could only
+read is closed to 0700; one that others could write (e.g. world-writable) may hold someone
+else's files: it is removed and made again, empty and private, with a warning. One owned by another user, or a link, is refused with
+one warning line, and the slot compiles with torch's own cache folders instead.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ import logging
 import os
 import re
 import shutil
+import stat
 import threading
 import time
 from dataclasses import dataclass
@@ -144,13 +153,18 @@ def use_compile_cache(root: Path, device: torch.device) -> Path | None:
             return Path(_configured["folder"])
         key = cache_key(device)
         folder = root / key.folder_name
-        warm = (folder / "inductor").is_dir() and any((folder / "inductor").iterdir())
         # Inductor imports the code it cached: whoever can write here can run code in every
-        # slot. New folders are this user's only (docs/security.md), as the store's are.
-        root.mkdir(mode=0o700, parents=True, exist_ok=True)
-        folder.mkdir(mode=0o700, exist_ok=True)
-        (folder / "inductor").mkdir(parents=True, exist_ok=True)
-        (folder / "triton").mkdir(parents=True, exist_ok=True)
+        # slot. The folders are this user's only (docs/security.md), as the store's are.
+        root.parent.mkdir(parents=True, exist_ok=True)
+        for private in (root, folder, folder / "inductor", folder / "triton"):
+            refused = _private_folder(private)
+            if refused:
+                log.warning(
+                    "compile cache not used: %s; compiling with torch's own cache folders",
+                    refused,
+                )
+                return None
+        warm = any((folder / "inductor").iterdir())
         (folder / _STAMP).touch()
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(folder / "inductor")
         os.environ["TRITON_CACHE_DIR"] = str(folder / "triton")
@@ -159,6 +173,48 @@ def use_compile_cache(root: Path, device: torch.device) -> Path | None:
         for pruned in prune_compile_caches(root, keep=key.folder_name):
             log.info("removed compile cache %s, unused for %d days", pruned, UNUSED_AFTER_DAYS)
         return folder
+
+
+def trust_problem(folder: Path) -> str | None:
+    """Why ``folder`` may not hold code this process imports, or None: it must be a real
+    folder (not a link), owned by the running user, with mode 0700."""
+    try:
+        info = folder.lstat()
+    except FileNotFoundError:
+        return f"{folder} does not exist"
+    if stat.S_ISLNK(info.st_mode):
+        return f"{folder} is a symbolic link"
+    if not stat.S_ISDIR(info.st_mode):
+        return f"{folder} is not a folder"
+    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+        return f"{folder} is owned by user id {info.st_uid}, not this user ({os.getuid()})"
+    if info.st_mode & 0o777 != 0o700:
+        return f"{folder} has mode {info.st_mode & 0o777:04o}, not 0700"
+    return None
+
+
+def _private_folder(folder: Path) -> str | None:
+    """Make ``folder`` (0700) or check the one there; None when it may be used, else why
+    not. This user's folder others could write is removed and made again, empty."""
+    if not folder.exists() and not folder.is_symlink():
+        folder.mkdir(mode=0o700)
+        os.chmod(folder, 0o700)  # whatever the umask
+        return None
+    problem = trust_problem(folder)
+    if problem is None:
+        return None
+    info = folder.lstat()
+    mine = not hasattr(os, "getuid") or info.st_uid == os.getuid()
+    if not mine or stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        return problem
+    if info.st_mode & 0o022 == 0:  # only readable by others (a cache made before): closed
+        os.chmod(folder, 0o700)
+        return None
+    log.warning("compile cache %s: made again, empty (%s)", folder, problem)
+    shutil.rmtree(folder)
+    folder.mkdir(mode=0o700)
+    os.chmod(folder, 0o700)
+    return None
 
 
 def list_compile_caches(root: Path) -> list[CacheFolder]:

@@ -13,6 +13,7 @@ import torch
 from engine.config import StudySpec
 from jobs.worker.compile_cache import (
     CACHE_FOLDER,
+    SWITCH_ENV,
     CacheKey,
     cache_key,
     code_hash,
@@ -103,3 +104,63 @@ def test_a_lane_process_compiles_into_the_cache_under_softgrade_home(tmp_path):
         "TORCHINDUCTOR_CACHE_DIR"
     ] != str(expected), "the lane's setting belongs to the lane process, not the worker"
     assert Path(seen[0]).parent.name == key.folder_name
+
+
+@pytest.fixture
+def fresh_process(monkeypatch):
+    """`use_compile_cache` as a new slot process meets it: nothing chosen yet."""
+    from jobs.worker import compile_cache
+
+    monkeypatch.setattr(compile_cache, "_configured", {})
+    monkeypatch.delenv(SWITCH_ENV, raising=False)
+    for name in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    return compile_cache
+
+
+def test_a_world_writable_cache_is_made_again_empty_and_private(tmp_path, fresh_process):
+    root = tmp_path / CACHE_FOLDER
+    folder = root / cache_key(torch.device("cpu")).folder_name
+    (folder / "inductor").mkdir(parents=True)
+    planted = folder / "inductor" / "planted.py"
+    planted.write_text("import os; os.system('touch /tmp/pwned')")
+    os.chmod(folder, 0o777)
+    used = fresh_process.use_compile_cache(root, torch.device("cpu"))
+    assert used == folder and not planted.exists()
+    for private in (root, folder, folder / "inductor", folder / "triton"):
+        assert fresh_process.trust_problem(private) is None, private
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(folder / "inductor")
+
+
+def test_a_cache_that_is_a_link_is_refused_and_torch_keeps_its_own(tmp_path, fresh_process, caplog):
+    elsewhere = tmp_path / "shared"
+    elsewhere.mkdir(mode=0o700)
+    root = tmp_path / CACHE_FOLDER
+    root.symlink_to(elsewhere)
+    assert fresh_process.use_compile_cache(root, torch.device("cpu")) is None
+    assert "TORCHINDUCTOR_CACHE_DIR" not in os.environ
+    assert any("symbolic link" in r.getMessage() for r in caplog.records)
+    assert list(elsewhere.iterdir()) == []
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs chown")
+def test_a_cache_owned_by_another_user_is_refused_untouched(tmp_path, fresh_process, caplog):
+    root = tmp_path / CACHE_FOLDER
+    root.mkdir(mode=0o700)
+    (root / "theirs").mkdir()
+    os.chown(root, 12345, 12345)
+    assert fresh_process.use_compile_cache(root, torch.device("cpu")) is None
+    assert any("owned by user id 12345" in r.getMessage() for r in caplog.records)
+    assert [p.name for p in root.iterdir()] == ["theirs"]
+
+
+def test_a_cache_others_could_only_read_is_closed_and_kept(tmp_path, fresh_process):
+    root = tmp_path / CACHE_FOLDER
+    folder = root / cache_key(torch.device("cpu")).folder_name
+    (folder / "inductor").mkdir(parents=True)
+    (folder / "inductor" / "compiled.py").write_text("x = 1")
+    for made in (root, folder, folder / "inductor"):
+        os.chmod(made, 0o755)
+    assert fresh_process.use_compile_cache(root, torch.device("cpu")) == folder
+    assert (folder / "inductor" / "compiled.py").exists()
+    assert (folder / "inductor").stat().st_mode & 0o777 == 0o700
