@@ -282,6 +282,35 @@ def _border_level(film: np.ndarray) -> float:
     return float(np.median(np.concatenate([part.ravel() for part in ring])))
 
 
+#: A frame line's grey may differ from the edge's by this much, and vary along it by this much.
+_FRAME_LEVEL_TOLERANCE = 12.0
+_FRAME_MAX_STD = 12.0
+
+
+def _unframed(film: np.ndarray) -> np.ndarray:
+    """The film inside a uniform frame along its edges (a collimated border: every line of it
+    about the edge's grey, with little variation along it), up to a quarter of each side;
+    the film itself when no side has such a frame."""
+    h, w = film.shape
+    values = film.astype(np.float32)
+
+    def depth(lines: np.ndarray, most: int) -> int:
+        edge = float(lines[0].mean())
+        for k in range(most):
+            line = lines[k]
+            if abs(float(line.mean()) - edge) > _FRAME_LEVEL_TOLERANCE:
+                return k
+            if float(line.std()) > _FRAME_MAX_STD:
+                return k
+        return most
+
+    top, bottom = depth(values, h // 4), depth(values[::-1], h // 4)
+    left, right = depth(values.T, w // 4), depth(values.T[::-1], w // 4)
+    if max(top, bottom, left, right) < 2:
+        return film
+    return film[top : h - bottom, left : w - right]
+
+
 def _box_over_border(film: np.ndarray, analysis: _Analysis) -> float:
     x0, y0, x1, y1 = analysis.box
     inside = film[y0:y1, x0:x1]
@@ -296,9 +325,17 @@ def inverted_polarity(film: np.ndarray) -> bool:
     it and on its negative, and the negative is the film the right way round when it holds
     a knee and either that knee is far more plausible, or its box is brighter than the
     border while the film's own box is not (bone is brighter than air). On phantom films:
-    none of 200 the right way round is called inverted, 194 of 200 inverted ones are.
+    none of 200 the right way round is called inverted, 194 of 200 inverted ones are. A film
+    whose edge is dark is looked at inside its frame (`_unframed`): an inverted film keeps its
+    collimated frame dark.
     """
     _check_film(film)
+    # A collimated edge is a uniform frame whose grey says nothing of the polarity: bright on
+    # a film the right way round, dark on a MONOCHROME1 film exported as is (unexposed: the
+    # lowest value as stored), around bright air (issue 39). Look inside such a frame.
+    inner = _unframed(film)
+    if inner is not film and min(inner.shape) >= 32:
+        film = inner
     if _border_level(film) <= 128:
         return False
     negative = 255 - film

@@ -416,7 +416,10 @@ def _right_way_round(
 
     if min(film.shape) < MIN_FILM_SIDE or not inverted_polarity(film):
         return film, notes
-    said = "bone was dark on a bright background (inverted polarity); it is used inverted back"
+    said = (
+        "bone was dark on a bright background (inverted polarity, as a MONOCHROME1 film "
+        "exported as is shows); it is used inverted back"
+    )
     return 255 - film, (*notes, ("inverted", said))
 
 

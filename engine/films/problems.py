@@ -140,8 +140,10 @@ PROBLEM_KINDS: Mapping[str, ProblemKind] = MappingProxyType(
         ),
         "inverted": ProblemKind(
             "warning",
-            "bone dark on a bright background (inverted polarity); it is used inverted back",
-            "check its crop in crop review; export it with bone bright to be safe",
+            "bone dark on a bright background (inverted polarity, e.g. a MONOCHROME1 film "
+            "exported as is); it is used inverted back",
+            "check its crop in crop review; export it again with bone bright (the DICOM, or the "
+            "PACS's export with its MONOCHROME1 display applied) to be safe",
         ),
         "polarity_tag": ProblemKind(
             "warning",
