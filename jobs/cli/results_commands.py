@@ -63,7 +63,9 @@ def cmd_import_results(args: argparse.Namespace) -> int:
     path = default_store_path()
     init_schema(path)
     try:
-        done = results_io.import_results(args.file, name=args.name, by=os_user(), path=path)
+        done = results_io.import_results(
+            args.file, name=args.name, by=os_user(), again=args.again, path=path
+        )
     except ResultsFileError as exc:
         print(f"error: {args.file}: {escaped(str(exc))}; nothing was stored", file=sys.stderr)
         return BAD_INPUT
@@ -243,6 +245,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("file", nargs="?", help="the results file (.csv or .parquet)")
     p.add_argument(
         "--name", default=None, help="the study's name (default: the file's or experiment's)"
+    )
+    p.add_argument(
+        "--again",
+        action="store_true",
+        help="store a second copy of a file imported before (by default it is refused, naming "
+        "its study)",
     )
     mlflow = p.add_argument_group(f"from MLflow (the mlflow extra: pip install '{EXTRA}')")
     mlflow.add_argument("--mlflow-uri", default=None, help="the tracking URI (file:, http(s):)")

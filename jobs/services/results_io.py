@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import platform
 import socket
@@ -22,6 +23,7 @@ from typing import Any
 
 from engine.analysis.compare import finished_seeds
 from engine.analysis.results_file import ResultsFile, read_results
+from engine.films import escaped
 from engine.vocab import run_id
 from store import results as store_results
 from store.bundle import export_study
@@ -34,19 +36,58 @@ PACKAGES = ("torch", "torchvision", "numpy", "pandas", "duckdb", "dlordinal", "s
 StorePath = Path | str | None
 
 
+class AlreadyImported(StoreError):
+    """The same results file was imported before; the message names its study."""
+
+
 def import_results(
-    file: Path | str, *, name: str | None = None, by: str, path: StorePath = None
+    file: Path | str,
+    *,
+    name: str | None = None,
+    by: str,
+    again: bool = False,
+    path: StorePath = None,
 ) -> store_results.StoredResults:
     """Check a results file and store it as a new study (all of it or nothing).
 
+    The file's SHA-256 is kept on the study (``imported_results.sha256``): the same file
+    imported again (under any name) is refused naming the study it already is, unless
+    ``again`` (``import-results --again``) asks for a second copy.
+
     Raises:
         engine.analysis.results_file.ResultsFileError: a bad file (first bad row and column).
+        AlreadyImported: the same file is a study already (and ``again`` is False).
         StoreError: the store refused it.
     """
     file = Path(file)
     results = read_results(file)
+    with file.open("rb") as handle:
+        sha256 = hashlib.file_digest(handle, "sha256").hexdigest()
+    if not again:
+        earlier = imported_study_of(sha256, path=path)
+        if earlier is not None:
+            raise AlreadyImported(
+                f"{file.name} holds the same results as study {earlier['study_id']} "
+                f"(“{escaped(str(earlier['name']))}”, imported {str(earlier['created_at'])[:16]})"
+                "; nothing was stored. `import-results --again` stores a second copy"
+            )
     name = (name or file.stem).strip() or file.stem
-    return store_imported(results, name=name, source={"file": file.name}, by=by, path=path)
+    return store_imported(
+        results, name=name, source={"file": file.name, "sha256": sha256}, by=by, path=path
+    )
+
+
+def imported_study_of(sha256: str, *, path: StorePath = None) -> dict[str, Any] | None:
+    """The study (archived ones too) imported from a file with this SHA-256, or None."""
+    studies = list_studies(include_archived=True, path=path)
+    for study in studies.to_dict("records"):
+        try:
+            source = json.loads(study["spec"]).get("imported_results") or {}
+        except (TypeError, ValueError, AttributeError):
+            continue
+        if isinstance(source, dict) and source.get("sha256") == sha256:
+            return study
+    return None
 
 
 def store_imported(
