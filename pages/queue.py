@@ -13,6 +13,7 @@ import streamlit as st
 from pages.present.job_view import (
     ended_caption,
     progress,
+    result_pages_for,
     running_numbers,
     runs_note,
     time_left_basis,
@@ -46,13 +47,13 @@ STATUS_BADGES = {
 }
 
 
-def render_job(job: Any) -> None:
+def render_job(job: Any, *, workers_busy: bool = False) -> None:
     """One job: header, progress bar, live numbers, traceback, log and cancel."""
     status = str(job.status)
     bundle = None if status in ("queued", "running") else imported_card_of(job)
     with st.container(border=True):
         job_header(job)
-        if bar := progress(job):
+        if bar := progress(job, workers_busy=workers_busy):
             st.progress(bar[0], text=bar[1])
         if status == "running":
             parallel = job_parallel(job)
@@ -73,7 +74,8 @@ def render_job(job: Any) -> None:
         elif status == "running" and bool(job.cancel_requested):
             st.caption("Cancel requested: it stops at the next epoch boundary.")
         if status in ("succeeded", "cancelled", "failed") and int(value(job, "runs_done") or 0) > 0:
-            result_links(job.job_id, job.study_id)
+            pages = result_pages_for(RESULT_PAGES, value(job, "study_spec"))
+            result_links(job.job_id, job.study_id, pages=pages)
         elif status == "running" and int(value(job, "runs_done") or 0) > 0:
             result_links(job.job_id, job.study_id, pages=LIVE_RESULT_PAGES)
         show_study_card(
@@ -204,8 +206,10 @@ def render_jobs() -> None:
         jobs = jobs[jobs["status"].isin(["queued", "running"])]
         if jobs.empty:
             st.caption("Nothing is queued or running.")
+    # Every live worker on a job while others wait: they wait behind it, not for a worker.
+    busy = not workers.empty and int((jobs["status"] == "running").sum()) >= len(workers)
     for job in jobs.itertuples():
-        render_job(job)
+        render_job(job, workers_busy=busy)
 
 
 run_inside_shell()

@@ -331,7 +331,7 @@ def list_jobs(*, path: Path | str | None = None) -> pd.DataFrame:
                    j.started_at, j.heartbeat_at, j.finished_at,
                    epoch(coalesce(j.finished_at, current_timestamp::TIMESTAMP) - j.started_at)
                        AS elapsed_s,
-                   s.launched_by, s.archived_at
+                   s.launched_by, s.archived_at, s.spec AS study_spec
             FROM jobs j JOIN studies s USING (study_id)
             ORDER BY j.created_at DESC, j.job_id
             """

@@ -4,16 +4,18 @@ ran and what a cancel did. No streamlit, so it is unit-tested."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
 from engine.config import StudySpec
 from engine.study import plan_runs
+from engine.vocab import TASKS
 from jobs.services.run_costs import PLANNED_COLUMNS, TimeLeft
 from pages.present.estimates import eta_seconds
 from pages.present.formatting import format_duration, run_label
+from pages.present.imported_text import is_imported_results
 
 
 def value(row: Any, name: str) -> Any:
@@ -22,18 +24,51 @@ def value(row: Any, name: str) -> Any:
     return None if found is None or pd.isna(found) else found
 
 
-def progress(job: Any) -> tuple[float, str] | None:
-    """The progress bar's fill and text; None once a job without a run plan has ended."""
+#: A queued job's bar while every live worker trains another job (issue 39: it said
+#: "waiting for a worker" while one was busy).
+QUEUED_BEHIND = "queued: the worker is busy with another job; this one starts when it is free"
+
+
+def progress(job: Any, *, workers_busy: bool = False) -> tuple[float, str] | None:
+    """The progress bar's fill and text; None once a job without a run plan has ended.
+    ``workers_busy``: a worker is alive but every one is on another job."""
     runs_done = int(value(job, "runs_done") or 0)
     runs_total = value(job, "runs_total")
     if runs_total:
         total = int(runs_total)
         return min(1.0, runs_done / total), f"{runs_done} / {total} runs finished"
     if job.status == "queued":
-        return 0.0, "waiting for a worker to pick it up"
+        return 0.0, QUEUED_BEHIND if workers_busy else "waiting for a worker to pick it up"
     if job.status == "running":
         return 0.0, "preparing the dataset and planning runs…"
     return None
+
+
+#: Result pages a study must hold something for: KL × CPPD both tasks, Attention a trained
+#: model (a study of imported results has none).
+NEEDS_BOTH_TASKS = ("pages/relationship.py",)
+NEEDS_MODELS = ("pages/attention.py",)
+
+
+def result_pages_for(
+    pages: Sequence[tuple[str, str, str]], spec: Mapping[str, Any] | str | None
+) -> tuple[tuple[str, str, str], ...]:
+    """The result pages (path, label, icon) that can show a study of ``spec`` (its JSON or
+    mapping): no KL × CPPD link for a KL-only study, no Attention link for imported results."""
+    if isinstance(spec, str):
+        try:
+            spec = json.loads(spec)
+        except ValueError:
+            spec = None
+    spec = spec if isinstance(spec, Mapping) else {}
+    tasks = set(spec.get("tasks") or TASKS)
+    imported = is_imported_results(spec)
+    return tuple(
+        page
+        for page in pages
+        if not (page[0] in NEEDS_BOTH_TASKS and not set(TASKS) <= tasks)
+        and not (page[0] in NEEDS_MODELS and imported)
+    )
 
 
 def running_numbers(job: Any, measured: TimeLeft | None = None) -> str:
