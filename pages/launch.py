@@ -20,7 +20,7 @@ from pages.present.study_form import (
     TASK_LABELS,
     check_study,
     configurations_text,
-    gpu_hours_per_seed,
+    hours_per_seed,
     measured_time_text,
     pruning_text,
     request_id_for,
@@ -212,7 +212,5 @@ raw, choice, images_per_task, blocker = study_inputs(path)
 raw["methods"] = method_inputs()
 gpu_missing = worker_alive and not worker_has_gpu(path)
 spec = show_check(raw, choice, images_per_task, gpu_missing=gpu_missing, blocker=blocker)
-how_many_seeds(
-    path, gpu_hours_per_seed(spec, study_size(spec)[1], images_per_task) if spec else None
-)
+how_many_seeds(path, hours_per_seed(spec, study_size(spec)[1], images_per_task) if spec else None)
 show_queue(spec, fid, raw["name"], path, worker_alive=worker_alive)

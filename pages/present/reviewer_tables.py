@@ -519,10 +519,16 @@ def mean_ci_note(intervals: pd.DataFrame) -> str:
 
 
 def seeds_plan_text(
-    seeds: int | None, hours_per_seed: float | None, ceiling: float, rho: float
+    seeds: int | None,
+    hours_per_seed: float | None,
+    ceiling: float,
+    rho: float,
+    *,
+    unit: str = "GPU hours",
 ) -> str:
     """The Launch page's answer at one assumed ρ: seeds for 80 % power and what they cost in
-    GPU hours, or the ceiling that ρ puts on power."""
+    ``unit`` (GPU hours, or CPU-slot hours for a CPU study), or the ceiling that ρ puts on
+    power."""
     if seeds is None:
         if math.isnan(ceiling):
             return "Give an effect other than 0 and an sd above 0."
@@ -535,8 +541,8 @@ def seeds_plan_text(
     text = f"**{seeds} seeds** give 80 % power with the corrected test at ρ = {rho:g}."
     if hours_per_seed is not None and hours_per_seed > 0:
         text += (
-            f" At about {hours_per_seed:.1f} GPU hours per seed (this study's estimate), "
-            f"that is about {seeds * hours_per_seed:.0f} GPU hours."
+            f" At about {hours_per_seed:.1f} {unit} per seed (this study's estimate), "
+            f"that is about {seeds * hours_per_seed:.0f} {unit}."
         )
     return text
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -332,13 +333,25 @@ def rough_time_text(
     }[spec.device]
 
 
-def gpu_hours_per_seed(
+@dataclass(frozen=True)
+class SeedCost:
+    """What one more seed of a study costs: ``hours`` of ``unit`` (issue 39: a CPU study was
+    priced in GPU hours)."""
+
+    hours: float
+    unit: str  # "GPU hours" or "CPU-slot hours"
+
+
+def hours_per_seed(
     spec: StudySpec, runs_per_task: Mapping[str, int], images_per_task: Mapping[str, int]
-) -> float:
-    """The rough GPU hours one seed of this study takes (`rough_study_seconds` on one GPU,
-    divided by the seeds): what each extra seed costs."""
-    seconds = _seconds(spec, runs_per_task, images_per_task, "cuda")
-    return seconds / max(len(spec.seeds), 1) / 3600
+) -> SeedCost:
+    """The rough hours one seed of this study takes on the device it asks for
+    (`rough_study_seconds` divided by the seeds): GPU hours for ``cuda`` and ``auto`` (a GPU
+    when there is one), CPU-slot hours for ``cpu``."""
+    device = "cpu" if spec.device == "cpu" else "cuda"
+    seconds = _seconds(spec, runs_per_task, images_per_task, device)
+    unit = "CPU-slot hours" if device == "cpu" else "GPU hours"
+    return SeedCost(seconds / max(len(spec.seeds), 1) / 3600, unit)
 
 
 def _measured_seconds(

@@ -2,7 +2,7 @@
 (`engine.analysis.power`) to detect a smallest effect of interest, over a range of
 between-seed correlations ρ, from an existing study's sd of the paired differences (and its
 upper bound) or a typed sd, priced in GPU hours per seed
-(`pages.present.study_form.gpu_hours_per_seed`).
+(`pages.present.study_form.hours_per_seed`: GPU hours, or CPU-slot hours for a CPU study).
 Streamlit widgets: tests/app/test_launch_seeds.py drives them."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import streamlit as st
 from engine.analysis import paired, power
 from jobs.services import study_analysis
 from pages.present import reviewer_tables as rt
+from pages.present.study_form import SeedCost
 from pages.widgets import reads
 
 
@@ -31,7 +32,7 @@ def cached_seed_plan(path: str, study_id: str, runs_selected: int, effect: float
     return plan[(plan["method_a"] == paired.BASELINE) | (plan["method_b"] == paired.BASELINE)]
 
 
-def how_many_seeds(path: Path, hours_per_seed: float | None) -> None:
+def how_many_seeds(path: Path, cost: SeedCost | None) -> None:
     """Seeds for 80 % power before a study is queued; short and plain."""
     with st.expander("How many seeds? (80 % power for a smallest AMAE difference of interest)"):
         source = st.radio(
@@ -41,12 +42,12 @@ def how_many_seeds(path: Path, hours_per_seed: float | None) -> None:
             horizontal=True,
             key="launch_power_source",
         )
-        if hours_per_seed:
-            st.caption(f"This study: about {hours_per_seed:.2f} GPU hours per seed.")
+        if cost and cost.hours:
+            st.caption(f"This study: about {cost.hours:.2f} {cost.unit} per seed.")
         if source == "study":
             _from_study(str(path))
         else:
-            _from_typed(hours_per_seed)
+            _from_typed(cost)
 
 
 def _from_study(path: str) -> None:
@@ -83,7 +84,7 @@ def _effect_input(key: str) -> float:
     )
 
 
-def _from_typed(hours_per_seed: float | None) -> None:
+def _from_typed(cost: SeedCost | None) -> None:
     c1, c2 = st.columns(2)
     with c1:
         effect = _effect_input("launch_effect")
@@ -95,7 +96,8 @@ def _from_typed(hours_per_seed: float | None) -> None:
         ratio = paired.ratio_of_rho(rho)
         seeds = power.seeds_for_power(effect, sd, ratio)
         ceiling = power.power_ceiling(effect, sd, ratio) if sd > 0 and effect else float("nan")
-        lines.append(f"- {rt.seeds_plan_text(seeds, hours_per_seed, ceiling, rho)}")
+        hours, unit = (cost.hours, cost.unit) if cost else (None, "GPU hours")
+        lines.append(f"- {rt.seeds_plan_text(seeds, hours, ceiling, rho, unit=unit)}")
     st.markdown("\n".join(lines))
     st.caption(
         "ρ is the correlation between seeds that resample the same films; the corrected test "

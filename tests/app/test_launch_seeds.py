@@ -25,7 +25,9 @@ def test_seeds_for_a_typed_effect_with_gpu_hours_per_seed(path):
     markdown = "\n".join(m.value for m in at.markdown)
     for rho in (0, 0.1, 0.3):  # planned over a range of between-seed correlations
         assert f"seeds** give 80 % power with the corrected test at ρ = {rho}." in markdown
-    assert "GPU hours per seed" in "\n".join(c.value for c in at.caption)
+    for device, unit in (("cuda", "GPU hours per seed"), ("cpu", "CPU-slot hours per seed")):
+        at.selectbox(key="launch_device").set_value(device).run()
+        assert unit in "\n".join(c.value for c in at.caption), device  # priced on its device
 
 
 def test_an_unreachable_target_says_the_ceiling_follows_from_the_assumed_rho(path):
