@@ -7,8 +7,9 @@ shows (its data and encodings) without a browser. Every heatmap of the app lives
   :func:`soft_label_frame`.
 * :func:`violin_box` — violin + box per method, median as a solid line and mean as a dashed
   red line, every seed a point with a tooltip (paper Fig. 5). The violin's density and the
-  box statistics are computed here with numpy, so a method with one or two seeds still
-  draws (points and lines, no violin) instead of failing inside Vega.
+  box statistics are computed here with numpy, so a method with few seeds still draws
+  (points and lines, no violin below `MIN_VIOLIN_SEEDS`) instead of failing inside Vega;
+  a violin ends at its method's lowest and highest value, never past the data.
 * :func:`confusion_heatmap` — a confusion matrix, counts or row-normalised (Fig. 6).
 * :func:`contingency_heatmap` — a KL × CPPD table with its counts (Fig. 2 right).
 * :func:`residual_heatmap` — predicted − true per cell on a diverging scale centred on 0,
@@ -42,6 +43,9 @@ MEDIAN_COLOUR = "#222222"
 HALF_WIDTH = 0.38  # half the width of a violin, in method slots
 BOX_HALF_WIDTH = 0.07
 KDE_POINTS = 60
+#: A method gets a violin from this many seeds on: a density of 2 or 3 values is their
+#: kernels' shape, not the data's (issue 39: with 2-3 seeds violins spread below 0 AMAE).
+MIN_VIOLIN_SEEDS = 4
 
 
 def soft_label_frame(matrix: np.ndarray) -> pd.DataFrame:
@@ -131,7 +135,8 @@ def violin_box(
         slot_width: pixels per method.
 
     Returns:
-        A layered chart: violin (where a method has 2+ distinct values), box (quartiles,
+        A layered chart: violin (where a method has `MIN_VIOLIN_SEEDS`+ values, not all
+        equal, within their range), box (quartiles,
         whiskers to the furthest value within 1.5 IQR), median (solid), mean (dashed red)
         and one point per seed.
     """
@@ -579,17 +584,19 @@ def _box_stats(data: pd.DataFrame, methods: list[str], slot: dict[str, int]) -> 
 
 
 def _densities(data: pd.DataFrame, methods: list[str], slot: dict[str, int]) -> pd.DataFrame:
-    """Gaussian KDE outline (Scott's bandwidth) of each method with 2+ distinct values.
+    """Gaussian KDE outline (Scott's bandwidth) of each method with `MIN_VIOLIN_SEEDS`+
+    values, not all equal, cut at its lowest and highest value (seaborn's ``cut=0``): a
+    violin never claims values no seed had (an AMAE below 0).
 
     Each violin is scaled to its own maximum density, so its width shows shape, not n.
     """
     frames = []
     for method in methods:
         values = data.loc[data["method"] == method, "value"].to_numpy(dtype=float)
-        if values.size < 2 or np.ptp(values) == 0:
+        if values.size < MIN_VIOLIN_SEEDS or np.ptp(values) == 0:
             continue
         bandwidth = values.std(ddof=1) * values.size ** (-1 / 5)
-        grid = np.linspace(values.min() - 2 * bandwidth, values.max() + 2 * bandwidth, KDE_POINTS)
+        grid = np.linspace(values.min(), values.max(), KDE_POINTS)
         density = np.exp(-0.5 * ((grid[:, None] - values[None, :]) / bandwidth) ** 2).sum(axis=1)
         half = HALF_WIDTH * density / density.max()
         x = slot[method]
