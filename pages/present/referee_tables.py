@@ -17,7 +17,6 @@ import pandas as pd
 from engine.analysis import referee
 from engine.methods import method_label
 from engine.referee.design import TWIN_SUFFIX
-from pages.present.user_text import plain
 
 NOT_COMPUTED = "n/a"
 #: A procedure the result has no number for: the design did not allow it (the factorial
@@ -211,48 +210,33 @@ def truth_line(summary: pd.DataFrame) -> str:
     parts = []
     for r in rows.itertuples():
         if bool(r.null):
-            parts.append(f"{plain(pair_title(str(r.pair)))}: 0 by construction")
+            parts.append(f"{pair_title(str(r.pair))}: 0 by construction")
         else:
-            parts.append(f"{plain(pair_title(str(r.pair)))}: {r.value:+.4f} ± {r.mc_se:.4f}")
+            parts.append(f"{pair_title(str(r.pair))}: {r.value:+.4f} ± {r.mc_se:.4f}")
     return "; ".join(parts)
 
 
 def design_line(card: Mapping[str, Any]) -> str:
-    """What was drawn and where, in one paragraph, from the run's card. A card is a file
-    (``calibrate-inference --record DIR`` takes one made anywhere), so every value it gives
-    is shown as text (`pages.present.user_text.plain`)."""
-    done, asked = _text(card, "datasets_done"), _text(card, "datasets_asked")
+    """What was drawn and where, in one paragraph, from the run's card."""
+    done, asked = card.get("datasets_done"), card.get("datasets_asked")
     of = "" if done == asked else f" (of {asked} asked; stopped at the time limit)"
-    methods = ", ".join(plain(_method_title(str(m))) for m in card.get("methods", []))
-    null = plain(_method_title(str(card.get("null_method", ""))))
+    methods = ", ".join(_method_title(m) for m in card.get("methods", []))
+    null = _method_title(str(card.get("null_method", "")))
     sizes = card.get("split_sizes", {})
-    sizes = sizes if isinstance(sizes, Mapping) else {}
-    size = {k: plain(sizes.get(k, NOT_COMPUTED)) for k in ("n_train", "n_val", "n_test")}
     return (
         f"K = {done} phantom datasets{of}, {_seeds_text(card)}; task "
-        f"{_text(card, 'task')}, metric {plain(str(card.get('metric', '')).upper())}; methods "
-        f"{methods}, and {null} trained twice under two names with other random streams (the "
-        f"null pair). Selection: {_text(card, 'selection')}. Each dataset "
-        f"{_text(card, 'n_images')} films (train {size['n_train']}, validation "
-        f"{size['n_val']}, test {size['n_test']} on average); fresh test set "
-        f"{_text(card, 'fresh_films')} films; at most {plain(_count(card.get('epochs'), 'epoch'))}"
-        f", {_text(card, 'image_size')} px, batch {_text(card, 'batch_size')}; "
-        f"{_text(card, 'bootstrap')} bootstrap replicates. Device: {_text(card, 'device')}; wall "
-        f"{_minutes(card.get('wall_s'))} min; {_text(card, 'created_at')}."
+        f"{card.get('task')}, metric {str(card.get('metric', '')).upper()}; methods {methods}, "
+        f"and {null} trained twice under two names with other random streams (the null pair). "
+        f"Selection: {card.get('selection')}. Each dataset {card.get('n_images')} films "
+        f"(train {sizes.get('n_train', NOT_COMPUTED)}, validation "
+        f"{sizes.get('n_val', NOT_COMPUTED)}, test {sizes.get('n_test', NOT_COMPUTED)} on "
+        f"average); fresh test set {card.get('fresh_films')} films; at most "
+        f"{_count(card.get('epochs'), 'epoch')}, {card.get('image_size')} px, batch "
+        f"{card.get('batch_size')}; "
+        f"{card.get('bootstrap')} bootstrap replicates. Device: {card.get('device')}; wall "
+        f"{float(card.get('wall_s', math.nan)) / 60:.1f} min; {card.get('created_at')}."
         + (SHIPPED_NOTE if card.get("shipped") else "")
     )
-
-
-def _text(card: Mapping[str, Any], key: str) -> str:
-    """A card's value as markdown shows it exactly (None as the word None, as before)."""
-    return plain(str(card.get(key)))
-
-
-def _minutes(seconds: object) -> str:
-    try:
-        return f"{float(seconds) / 60:.1f}"  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return NOT_COMPUTED
 
 
 def _seeds_text(card: Mapping[str, Any]) -> str:
@@ -261,7 +245,7 @@ def _seeds_text(card: Mapping[str, Any]) -> str:
     recorded had independent seeds."""
     seeds, inits = card.get("seeds"), int(card.get("inits") or 1)
     if inits <= 1:
-        return f"S = {plain(str(seeds))} seeds each"
+        return f"S = {seeds} seeds each"
     return (
         f"S = {seeds} splits × I = {inits} inits each ({int(seeds or 0) * inits} seeds: "
         "every split trained from every init)"
@@ -293,9 +277,9 @@ def recommendation_line(card: Mapping[str, Any]) -> str:
             )
         return "No recommendation: the referee had no real pair of methods to score."
     return (
-        f"Recommended interval: **{plain(label)}**, the narrowest whose coverage of the real "
-        f"pairs is not detectably below {level:.0%} (not more than two standard errors of a "
-        f"{level:.0%} share short of it)."
+        f"Recommended interval: **{label}**, the narrowest whose coverage of the real pairs is "
+        f"not detectably below {level:.0%} (not more than two standard errors of a {level:.0%} "
+        "share short of it)."
     )
 
 

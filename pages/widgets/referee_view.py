@@ -6,15 +6,19 @@ and the interval it recommends. The numbers are `jobs.services.referee`'s, the t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
+from engine.methods import is_registered
+from engine.referee.design import TWIN_SUFFIX
 from jobs.services import referee as referee_files
 from pages.present import referee_tables as rt
 from pages.present.formatting import table_height
+from pages.present.user_text import plain
 from store.db import data_home_of
 
 TITLE = "What the referee measured"
@@ -34,6 +38,24 @@ def cached_latest(home: str) -> tuple[pd.DataFrame, dict[str, Any]] | None:
     return None if record is None else (record.summary, record.card)
 
 
+def card_as_text(value: Any) -> Any:
+    """A referee card with every text in it escaped for markdown (`plain`), but for the
+    names of registered methods, which the tables look up for their labels (and which are
+    plain words); numbers, flags and nesting kept."""
+    if isinstance(value, Mapping):
+        return {key: card_as_text(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [card_as_text(item) for item in value]
+    if isinstance(value, str):
+        return value if is_registered(value.removesuffix(TWIN_SUFFIX)) else plain(value)
+    return value
+
+
+def _pair_as_text(pair: object) -> str:
+    """``"a − b"`` with each side as `card_as_text` shows a name."""
+    return " − ".join(card_as_text(side) for side in str(pair).split(" − "))
+
+
 def referee_section(path: str) -> None:
     """An expander with the latest referee table, or how to make one."""
     with st.expander(TITLE):
@@ -42,9 +64,13 @@ def referee_section(path: str) -> None:
             st.caption(NONE_YET)
             return
         summary, card = latest
+        # A result is a file (`calibrate-inference --record DIR` takes one made anywhere): its
+        # card's texts and its pairs' method names reach markdown as text (issue 39).
+        card = card_as_text(card)
+        truth = summary.assign(pair=summary["pair"].map(_pair_as_text))
         st.markdown(rt.recommendation_line(card))
         st.caption(rt.design_line(card))
-        st.caption(f"True expected difference on the fresh films: {rt.truth_line(summary)}.")
+        st.caption(f"True expected difference on the fresh films: {rt.truth_line(truth)}.")
         for heading, frame in (
             ("Coverage of the true difference (± Monte-Carlo SE)", rt.coverage_frame(summary)),
             ("Type-I error on the null pair, power on the real pairs", rt.tests_frame(summary)),

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from engine.analysis import referee
 from pages.present.referee_tables import design_line, recommendation_line, truth_line
 from pages.present.tables import unknown_methods_note
+from pages.widgets.referee_view import _pair_as_text, card_as_text
 from store import studies as store_studies
 from tests.app.test_hostile_links import EVIL, markdown_texts
 from tests.helpers.markup import live_markup, resolved
@@ -74,32 +77,27 @@ def test_the_unregistered_methods_note_names_them_as_text():
 def test_a_recorded_referee_cards_values_are_text():
     """A result recorded with ``calibrate-inference --record DIR`` is a file anyone could
     write: its card's values reach Compare -> Statistics as markdown and captions."""
-    card = {
-        "recommended_label": f"[Wald](http://{EVIL}/phish)",
-        "level": 0.95,
-        "methods": [HOSTILE_METHOD],
-        "null_method": f"www.{EVIL}",
-        "task": f"![t](http://{EVIL}/t.png)",
-        "device": f"<img src=http://{EVIL}/d.png>",
-        "selection": f"ada@{EVIL}",
-        "created_at": f"http://{EVIL}",
-        "datasets_done": 20,
-        "datasets_asked": 20,
-    }
-    assert not live_markup(recommendation_line(card).replace("**", ""))
-    assert not live_markup(design_line(card))
-    import pandas as pd
-
-    summary = pd.DataFrame(
+    card = card_as_text(
         {
-            "section": ["truth"],
-            "pair": [f"{HOSTILE_METHOD} − nominal"],
-            "null": [False],
-            "value": [0.1],
-            "mc_se": [0.01],
+            "recommended_label": f"[Wald](http://{EVIL}/phish)",
+            "level": 0.95,
+            "methods": ["nominal", HOSTILE_METHOD],
+            "null_method": f"www.{EVIL}",
+            "task": f"![t](http://{EVIL}/t.png)",
+            "device": f"<img src=http://{EVIL}/d.png>",
+            "selection": f"ada@{EVIL}",
+            "created_at": f"http://{EVIL}",
+            "split_sizes": {"n_train": f"[n](http://{EVIL})"},
+            "datasets_done": 20,
+            "datasets_asked": 20,
         }
     )
-    from engine.analysis import referee
-
-    summary["section"] = referee.TRUTH
-    assert not live_markup(truth_line(summary))
+    assert not live_markup(recommendation_line(card).replace("**", ""))
+    assert not live_markup(design_line(card))
+    assert "Nominal" in design_line(card)  # a registered method keeps its label
+    summary = pd.DataFrame(
+        {"section": [referee.TRUTH], "pair": [f"{HOSTILE_METHOD} − nominal"], "null": [False],
+         "value": [0.1], "mc_se": [0.01]}
+    )  # fmt: skip
+    shown = truth_line(summary.assign(pair=summary["pair"].map(_pair_as_text)))
+    assert not live_markup(shown) and "Nominal" in shown

@@ -18,7 +18,6 @@ from engine.methods import paper_methods
 from jobs.services import referee as referee_files
 from pages.present import referee_tables as rt
 from pages.widgets.referee_view import NONE_YET, TITLE
-from tests.helpers.markup import resolved
 from tests.helpers.pages import finished_synthetic_store, run_page, texts
 
 BASE, SOFT = paper_methods()[0], paper_methods()[1]
@@ -88,7 +87,7 @@ def _record(home: Path) -> dict[str, object]:
 def test_markdown_names_the_design_the_tables_and_the_recommendation():
     summary = _summary()
     card = _card(summary)
-    text = resolved(rt.referee_markdown(summary, card))  # card values are escaped as text
+    text = rt.referee_markdown(summary, card)
     assert text.startswith("## What the referee measured")
     assert "K = 12 phantom datasets (of 40 asked; stopped at the time limit), S = 6" in text
     assert "Nominal − Binomial" in text and "null: Nominal − Nominal (twin)" in text
