@@ -184,10 +184,16 @@ def show_study_card(path: str, study_id: str, *, key: str, notes: bool = True) -
     lines = [f"- **{label}**: {plain(value)}" for label, value in card.items()]
     if unknown := stored_unknown_methods(path, (study_id,)):
         lines.append(f"- **Methods unknown here**: {unknown_methods_note(unknown)}")
-    with st.expander("Study card", key=key):
+    # Named by its study: two studies picked gave two expanders both called "Study card".
+    with st.expander(study_card_title(card, study_id), key=key):
         st.markdown("\n".join(lines))
     if notes and text.strip():
         st.markdown(user_notes(text))
+
+
+def study_card_title(card: dict[str, str], study_id: str) -> str:
+    """ "Study card · knees-2024": the expander's title, naming its study (as text)."""
+    return f"Study card · {plain(card.get('study') or study_id)}"
 
 
 def stored_unknown_methods(path: str, study_ids: tuple[str, ...]) -> list[str]:

@@ -114,7 +114,8 @@ def probabilities_tab(
         st.info("No stored test probabilities for this selection.")
         return
     per_run, summary = scored(frame)
-    st.table(stat_tables.probability_summary_frame(summary))
+    # Its rows were sorted by task and method: the index left over is no row number.
+    st.table(stat_tables.probability_summary_frame(summary), hide_index=True)
     st.caption(" ".join(pm.PROBABILITY_NOTES[m] for m in pm.PROBABILITY_METRICS))
     export_section(summary, cards)
     calibration_section(path, picked, frame, cards)
