@@ -55,20 +55,21 @@ def result_pages_for(
 ) -> tuple[tuple[str, str, str], ...]:
     """The result pages (path, label, icon) that can show a study of ``spec`` (its JSON or
     mapping): no KL × CPPD link for a KL-only study, no Attention link for imported results."""
+    return tuple(page for page in pages if page_shows(page[0], spec))
+
+
+def page_shows(page: str, spec: Mapping[str, Any] | str | None) -> bool:
+    """Whether the result page ``page`` (its script's path) can show a study of ``spec``: KL ×
+    CPPD needs both tasks, Attention a trained model; a spec that cannot be read is offered."""
     if isinstance(spec, str):
         try:
             spec = json.loads(spec)
         except ValueError:
             spec = None
     spec = spec if isinstance(spec, Mapping) else {}
-    tasks = set(spec.get("tasks") or TASKS)
-    imported = is_imported_results(spec)
-    return tuple(
-        page
-        for page in pages
-        if not (page[0] in NEEDS_BOTH_TASKS and not set(TASKS) <= tasks)
-        and not (page[0] in NEEDS_MODELS and imported)
-    )
+    if page in NEEDS_BOTH_TASKS and not set(TASKS) <= set(spec.get("tasks") or TASKS):
+        return False
+    return not (page in NEEDS_MODELS and is_imported_results(spec))
 
 
 def running_numbers(job: Any, measured: TimeLeft | None = None) -> str:

@@ -13,6 +13,7 @@ from streamlit.delta_generator import DeltaGenerator
 
 from engine.analysis import compare
 from pages.present import exports
+from pages.present.job_view import page_shows
 from pages.present.tables import (
     method_title,
     progress_message,
@@ -65,8 +66,13 @@ def studies_with_results(
     archived_key: str | None = None,
     reset_keys: tuple[str, ...] = (),
     link_key: str | None = None,
+    page: str | None = None,
 ) -> pd.DataFrame:
     """Studies with at least one selected run, newest first; stops the page when none.
+
+    ``page`` (a result page's script path) leaves out the studies it cannot show
+    (`pages.present.job_view.page_shows`: KL × CPPD needs both tasks, Attention trained
+    models), saying how many and why.
 
     A store that cannot be read stops the page with the reason; ``empty_hint`` says what to
     do when no study has results yet. Archived studies are left out unless the "Show
@@ -96,10 +102,29 @@ def studies_with_results(
     )
     if not show:
         studies = studies[~archived].reset_index(drop=True)
+    if page is not None and not studies.empty:
+        shown = studies["spec"].map(lambda spec: page_shows(page, spec))
+        if not shown.all():
+            left_out = NOT_OFFERED[page].format(n=int((~shown).sum()))
+            studies = studies[shown].reset_index(drop=True)
+            if studies.empty:  # say why, not "no study has results yet"
+                st.info(left_out, icon=":material/info:")
+                st.stop()
+            st.caption(left_out)
     if studies.empty:
         st.info(empty_hint, icon=":material/hourglass_empty:")
         st.stop()
     return studies
+
+
+#: Said when a page leaves studies it cannot show out of its picker (issue 39: KL × CPPD and
+#: Attention opened on such a study).
+NOT_OFFERED = {
+    "pages/relationship.py": "{n} study(ies) graded only one task are not offered here: the "
+    "KL × CPPD tables need a study with both KL and CPPD.",
+    "pages/attention.py": "{n} study(ies) of imported results are not offered here: they hold "
+    "no trained model to draw maps from.",
+}
 
 
 def explain_linked_studies(
@@ -280,7 +305,13 @@ def remember_shown_studies(studies: pd.DataFrame, chosen: Iterable[str], *, key:
 
 
 def pick_study(
-    path: str, *, key: str, empty_hint: str, dependent_keys: tuple[str, ...], card: bool = True
+    path: str,
+    *,
+    key: str,
+    empty_hint: str,
+    dependent_keys: tuple[str, ...],
+    card: bool = True,
+    page: str | None = None,
 ) -> pd.Series:
     """A single-study picker (newest finished first); stops when no study has results.
 
@@ -291,6 +322,7 @@ def pick_study(
         archived_key=f"{key}_archived",
         reset_keys=(key, _SHOWN_PREFIX + key, *dependent_keys),  # hiding archived: no note
         link_key=key,
+        page=page,
     )
     explain_vanished_studies(path, studies, key=key, dependent_keys=dependent_keys)
     labels = picker_labels(studies)
@@ -319,7 +351,12 @@ def pick_study(
 
 
 def pick_studies(
-    path: str, *, key: str, empty_hint: str, dependent_keys: tuple[str, ...]
+    path: str,
+    *,
+    key: str,
+    empty_hint: str,
+    dependent_keys: tuple[str, ...],
+    page: str | None = None,
 ) -> pd.DataFrame:
     """The result pages' study picker: studies with results, newest finished first.
 
@@ -333,6 +370,7 @@ def pick_studies(
         archived_key=f"{key}_archived",
         reset_keys=(key, _SHOWN_PREFIX + key, *dependent_keys),  # hiding archived: no note
         link_key=key,
+        page=page,
     )
     explain_vanished_studies(path, studies, key=key, dependent_keys=dependent_keys)
     labels = picker_labels(studies)

@@ -45,8 +45,17 @@ def test_relationship_page_widgets(finished_study, monkeypatch):
 def test_relationship_page_with_kl_only_says_cppd_is_missing(tmp_path, monkeypatch):
     make_store(tmp_path, tasks=("KL",))
     at = run_page(tmp_path, monkeypatch, PAGE)
-    info = texts(at, "info")
-    assert "KL predictions only" in info and "CPPD" in info
+    info = texts(at, "info")  # the study is not offered, and the page says why (issue 39)
+    assert "graded only one task" in info and "both KL and CPPD" in info
+
+
+def test_a_kl_only_study_is_not_offered_beside_one_with_both_tasks(tmp_path, monkeypatch):
+    make_store(tmp_path, name="kl only", tasks=("KL",))
+    make_store(tmp_path, name="both tasks")
+    at = run_page(tmp_path, monkeypatch, PAGE)
+    offered = at.multiselect(key="rel_studies").options
+    assert len(offered) == 1 and "both tasks" in offered[0], offered
+    assert "1 study(ies) graded only one task are not offered here" in texts(at, "caption")
 
 
 def test_relationship_page_with_one_seed_and_one_method(tmp_path, monkeypatch):
