@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -169,6 +170,30 @@ SEED_DESIGNS: dict[str, str] = {
 }
 #: What the splits × inits inputs start from when a study has independent seeds.
 DEFAULT_SPLITS, DEFAULT_INITS = 10, 2
+#: The fewest splits and inits a factorial design separates variances with.
+MIN_FACTORIAL = 2
+
+
+def factorial_for(seeds: int) -> tuple[int, int]:
+    """Splits × inits close to ``seeds`` independent seeds: 2 inits per split and as many
+    splits as make up the count (at least 2 × 2), so switching the design keeps the
+    study's size instead of jumping to a preset's (issue 39: 2 seeds became 20 silently)."""
+    splits = max(MIN_FACTORIAL, math.ceil(max(int(seeds), 1) / DEFAULT_INITS))
+    return splits, DEFAULT_INITS
+
+
+def design_change_note(seeds: int, splits: int, inits: int) -> str:
+    """What the factorial design's seed count is beside the independent count it replaced."""
+    total = splits * inits
+    note = f"{total} seeds: every split trained from every init"
+    if total != seeds:
+        note += (
+            f" ({total - seeds:+d} against the {seeds} independent seeds; a design needs at "
+            f"least {MIN_FACTORIAL} splits × {MIN_FACTORIAL} inits)"
+            if total > seeds
+            else f" ({total - seeds:+d} against the {seeds} independent seeds)"
+        )
+    return note + "."
 
 
 def seed_widget_values(study: Mapping[str, Any]) -> dict[str, Any]:
@@ -182,11 +207,12 @@ def seed_widget_values(study: Mapping[str, Any]) -> dict[str, Any]:
             "launch_splits": int(design["splits"]),
             "launch_inits": int(design["inits"]),
         }
+    splits, inits = factorial_for(len(study["seeds"]))
     return {
         "launch_seed_design": INDEPENDENT,
         "launch_seeds": len(study["seeds"]),
-        "launch_splits": DEFAULT_SPLITS,
-        "launch_inits": DEFAULT_INITS,
+        "launch_splits": splits,
+        "launch_inits": inits,
     }
 
 

@@ -20,6 +20,7 @@ from jobs.services.access import AccessDenied
 from jobs.services.review import REVIEW_PARAM, reviewed_spec
 from pages.present.study_form import (
     DEVICES,
+    FACTORIAL,
     FOLDER,
     INDEPENDENT,
     PHANTOM,
@@ -27,6 +28,8 @@ from pages.present.study_form import (
     PRUNER_CHOICES,
     PRUNING_HELP,
     SEED_DESIGNS,
+    design_change_note,
+    factorial_for,
     method_widget_values,
     preset_gpu_text,
     preset_values,
@@ -267,6 +270,7 @@ def seeds_inputs() -> int | dict[str, int]:
         key="launch_seed_design",
         persist_state="session",
         horizontal=True,
+        on_change=_carry_seed_count,
         help="Independent: each seed draws a new split and a new initialisation together "
         "(the paper's way). Splits × inits: every split is trained from every "
         "initialisation, so the Statistics tab can separate the variance the data make "
@@ -298,8 +302,17 @@ def seeds_inputs() -> int | dict[str, int]:
         help="Initialisations (weights, batch order and search sample) each split is "
         "trained from; the same init seeds on every split.",
     )
-    st.caption(f"{int(splits) * int(inits)} seeds: every split trained from every init.")
+    seeds = int(st.session_state.get("launch_seeds") or 0)
+    st.caption(design_change_note(seeds, int(splits), int(inits)))
     return {"splits": int(splits), "inits": int(inits)}
+
+
+def _carry_seed_count() -> None:
+    """Switching to splits × inits starts from the independent seed count, not a preset's."""
+    if st.session_state.get("launch_seed_design") == FACTORIAL:
+        seeds = int(st.session_state.get("launch_seeds") or 0)
+        splits, inits = factorial_for(seeds)
+        st.session_state["launch_splits"], st.session_state["launch_inits"] = splits, inits
 
 
 def training_inputs() -> dict[str, Any]:

@@ -88,3 +88,26 @@ def test_independent_seeds_fill_the_count_as_before():
     values = seed_widget_values(spec.to_dict())
     assert values["launch_seed_design"] == INDEPENDENT and values["launch_seeds"] == 4
     assert seeds_text(spec) == "4 seed(s)"
+
+
+def test_switching_to_splits_x_inits_keeps_the_study_size_and_says_the_change(path):
+    """Issue 39: 2 independent seeds became 20 (10 x 2) silently."""
+    at = _page().run()
+    at.number_input(key="launch_seeds").set_value(2).run()
+    at.radio(key="launch_seed_design").set_value(FACTORIAL).run()
+    assert not at.exception
+    assert (
+        at.number_input(key="launch_splits").value,
+        at.number_input(key="launch_inits").value,
+    ) == (2, 2)
+    caption = _texts(at.caption)
+    assert (
+        "4 seeds: every split trained from every init (+2 against the 2 independent seeds"
+        in caption
+    )
+    at.radio(key="launch_seed_design").set_value(INDEPENDENT).run()
+    at.number_input(key="launch_seeds").set_value(20).run()
+    at.radio(key="launch_seed_design").set_value(FACTORIAL).run()
+    assert (
+        at.number_input(key="launch_splits").value * at.number_input(key="launch_inits").value == 20
+    )
