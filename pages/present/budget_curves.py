@@ -175,3 +175,17 @@ def coverage_sentence(grid: Sequence[float], baseline: str) -> str:
         f"the rate a method trains best at. The value is the expected best {SCORE} (mean over "
         "draws and seeds)."
     )
+
+
+def configs_per_search(runs: pd.DataFrame) -> dict[str, int]:
+    """Configurations each method searched per task and seed (the most any of its searches
+    tried), from its scored runs (``method``, ``task``, ``seed``, ``config_index``).
+
+    Counted per search, not over the study: at a budget of 1 each seed samples its own
+    configuration, so distinct configurations over seeds read "2 configurations per task and
+    seed" where every search tried one (issue 39).
+    """
+    if runs.empty:
+        return {}
+    per_search = runs.groupby(["method", "task", "seed"])["config_index"].nunique()
+    return {str(m): int(n) for m, n in per_search.groupby(level="method").max().items()}

@@ -60,10 +60,7 @@ def cached_budget(
     study cannot have one) and, then, the sentence saying why."""
     runs = store_runs.list_runs([study_id], path=path)
     runs = runs[runs[SELECTION_COLUMN].notna()]  # runs that were scored in a search
-    configs = {
-        str(method): int(n)
-        for method, n in runs.groupby("method")["config_index"].nunique().items()
-    }
+    configs = budget_curves.configs_per_search(runs)
     lacking = store_analysis.runs_lacking_test_predictions(study_id, path=path)
     split_tasks = set(store_analysis.split_sizes(study_id, path=path)["task"])
     if missing := sorted(set(runs["task"]) - split_tasks):

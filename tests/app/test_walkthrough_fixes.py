@@ -20,3 +20,18 @@ def test_the_probabilities_summary_hides_its_sorted_index(home, monkeypatch):
     table = at.table[-1]
     assert "Method" in table.value.columns
     assert table.proto.hide_index  # its sorted rows' old positions are no column
+
+
+def test_configurations_are_counted_per_search_not_over_seeds():
+    """Budget 1: each seed's search tried one configuration, a different one per seed."""
+    import pandas as pd
+
+    from pages.present.budget_curves import configs_per_search
+
+    runs = pd.DataFrame(
+        {"method": ["nominal"] * 4 + ["beta"] * 6,
+         "task": ["KL"] * 10,
+         "seed": [0, 1, 2, 3, 0, 0, 0, 1, 1, 1],
+         "config_index": [3, 7, 1, 9, 0, 1, 2, 4, 5, 6]}
+    )  # fmt: skip
+    assert configs_per_search(runs) == {"nominal": 1, "beta": 3}
