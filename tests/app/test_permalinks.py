@@ -93,12 +93,12 @@ def test_a_link_to_an_archived_study_shows_it_and_says_it_is_archived(tmp_path, 
 
 def test_a_kl_cppd_link_opens_its_methods_epsilon_and_correction(tmp_path, monkeypatch):
     make_store(tmp_path)
-    query = {"rel_methods": "beta", "rel_eps": "0.0001", "rel_correction": "none"}
+    query = {"rel_methods": "beta", "rel_eps": "0.001", "rel_correction": "none"}
     at = run_page(tmp_path, monkeypatch, "../../pages/relationship.py", query=query)
     assert at.multiselect(key="rel_methods").value == ["beta"]
-    assert at.selectbox(key="rel_eps").value == 1e-4
+    assert at.selectbox(key="rel_eps").value == 1e-3
     assert at.selectbox(key="rel_correction").value == "none"
-    assert "rel_eps=0.0001" in at.code[-1].value
+    assert "rel_eps=0.001" in at.code[-1].value
 
 
 EXPLORER_PAGE = "../../pages/explorer.py"

@@ -106,3 +106,13 @@ def test_relationship_page_shows_kld_sensitivity_and_table7_as_in_the_paper(
     picker.set_value("none").run()
     assert not at.exception
     assert "as in the paper's Table 7" in texts(at, "caption")
+
+
+def test_the_eps_picker_offers_the_eps_its_sensitivity_table_shows(tmp_path, monkeypatch):
+    make_store(tmp_path)
+    at = run_page(tmp_path, monkeypatch, PAGE)
+    offered = set(at.selectbox(key="rel_eps").options)
+    tables = [d.value for d in at.dataframe if any("KLD at ε" in str(c) for c in d.value.columns)]
+    columns = {str(c).removeprefix("KLD at ε = ") for c in tables[0].columns if "KLD at ε" in c}
+    assert offered == columns, (offered, columns)
+    assert at.selectbox(key="rel_eps").value == 1e-6
