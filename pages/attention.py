@@ -219,7 +219,6 @@ study = pick_study(
     empty_hint="No study has finished runs yet. Launch one from the Launch page; its models "
     "show here as its seeds finish.",
     dependent_keys=("att_task", "att_seed", "att_methods", "att_example", "att_knee"),
-    page="pages/attention.py",  # only studies with trained models
 )
 opened = open_study(path, study)
 spec, cache_dir, meta = opened.spec, str(opened.cache_dir), opened.meta

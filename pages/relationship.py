@@ -207,7 +207,6 @@ picked = pickers.pick_studies(
     empty_hint="No study has finished runs yet. Launch one with both tasks (KL and CPPD) from "
     "the Launch page; this page fills in as its seeds finish.",
     dependent_keys=("rel_methods", "rel_method"),
-    page="pages/relationship.py",  # only studies with both tasks
 )
 progress, group_counts, (joint,) = pickers.read_finished(path, picked, cached_joint)
 if joint.empty:

@@ -579,7 +579,8 @@ def learning_curves_chart(
         For each series, one line per run coloured by ``colour`` and a point at each run's
         best epoch (the weights kept).
     """
-    curves = explorer.clip_diverged(curves)
+    curves = relative_losses(explorer.clip_diverged(curves))
+    relative = bool(curves["relative"].any()) if "relative" in curves else False
     curves = curves.assign(Line=[_line_title(c) for c in curves["colour"]])
     colours = sorted(curves["colour"].unique(), key=_colour_key) if len(curves) else []
     titles = [_line_title(c) for c in colours]
@@ -618,7 +619,10 @@ def learning_curves_chart(
         rows = curves[curves["series"] == name]
         # Values above a diverged series' ceiling are drawn at it (`shown`) and marked, so
         # that they do not flatten every other curve; the tooltip keeps the real value.
-        y = alt.Y("shown:Q", title=SERIES_TITLES.get(name, name), scale=alt.Scale(zero=False))
+        y_title = SERIES_TITLES.get(name, name)
+        if relative and name in LOSS_SERIES:
+            y_title += RELATIVE_SUFFIX
+        y = alt.Y("shown:Q", title=y_title, scale=alt.Scale(zero=False))
         x = alt.X("epoch:Q", title="Epoch", axis=alt.Axis(tickMinStep=1, format="d"))
         base = alt.Chart(rows).encode(x=x, y=y, color=colour)
         layers = [
@@ -652,11 +656,40 @@ def learning_curves_chart(
             )
         )
     subtitle = "Dots: each run's best epoch (its weights are kept)"
+    if relative:
+        subtitle += f" · {RELATIVE_NOTE}"
     if curves["clipped"].any():
         subtitle += f" · {CLIPPED_MARK}: diverged epochs, drawn at the panel's ceiling"
     if live is not None and len(live):
         subtitle += " · red diamond: the run training now"
     return alt.hconcat(*panels).properties(title=alt.TitleParams(title, subtitle=subtitle))
+
+
+#: The panels that plot a method's own training loss.
+LOSS_SERIES = ("train_loss", "val_loss")
+RELATIVE_SUFFIX = " (÷ its epoch 1)"
+RELATIVE_NOTE = (
+    "methods minimise different losses, so each run's loss is shown relative to its first "
+    "epoch (the tooltip keeps the value)"
+)
+
+
+def relative_losses(curves: pd.DataFrame) -> pd.DataFrame:
+    """Loss panels on one scale when the lines are several methods: each method trains on
+    its own loss (cross-entropy, CORN's, EMD, QWK loss, ...), whose values share no scale
+    (issue 39: 14 kinds of loss on one axis), so each line's loss is divided by its first
+    epoch's (a line whose first value is not positive is kept as it is). A column
+    ``relative`` says which rows were. One method's lines are left alone."""
+    if curves.empty or "method" not in curves or curves["method"].nunique() < 2:
+        return curves.assign(relative=False)
+    loss = curves["series"].isin(LOSS_SERIES)
+    first = (
+        curves[loss].sort_values("epoch").groupby(["line", "series"])["value"].transform("first")
+    )
+    scale = first.reindex(curves.index)
+    usable = loss & (scale > 0)
+    shown = curves["shown"].where(~usable, curves["shown"] / scale)
+    return curves.assign(shown=shown, relative=usable)
 
 
 def line_scheme(titles: Sequence[str]) -> str:

@@ -182,20 +182,6 @@ def factorial_for(seeds: int) -> tuple[int, int]:
     return splits, DEFAULT_INITS
 
 
-def design_change_note(seeds: int, splits: int, inits: int) -> str:
-    """What the factorial design's seed count is beside the independent count it replaced."""
-    total = splits * inits
-    note = f"{total} seeds: every split trained from every init"
-    if total != seeds:
-        note += (
-            f" ({total - seeds:+d} against the {seeds} independent seeds; a design needs at "
-            f"least {MIN_FACTORIAL} splits × {MIN_FACTORIAL} inits)"
-            if total > seeds
-            else f" ({total - seeds:+d} against the {seeds} independent seeds)"
-        )
-    return note + "."
-
-
 def seed_widget_values(study: Mapping[str, Any]) -> dict[str, Any]:
     """The seed inputs' values (by key) that show ``study``'s seeds: a count, or its
     factorial design (``seed_design`` of a stored spec)."""

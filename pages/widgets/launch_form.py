@@ -28,7 +28,6 @@ from pages.present.study_form import (
     PRUNER_CHOICES,
     PRUNING_HELP,
     SEED_DESIGNS,
-    design_change_note,
     factorial_for,
     method_widget_values,
     preset_gpu_text,
@@ -302,17 +301,8 @@ def seeds_inputs() -> int | dict[str, int]:
         help="Initialisations (weights, batch order and search sample) each split is "
         "trained from; the same init seeds on every split.",
     )
-    seeds = int(st.session_state.get("launch_seeds") or 0)
-    st.caption(design_change_note(seeds, int(splits), int(inits)))
+    st.caption(f"{int(splits) * int(inits)} seeds: every split trained from every init.")
     return {"splits": int(splits), "inits": int(inits)}
-
-
-def _carry_seed_count() -> None:
-    """Switching to splits × inits starts from the independent seed count, not a preset's."""
-    if st.session_state.get("launch_seed_design") == FACTORIAL:
-        seeds = int(st.session_state.get("launch_seeds") or 0)
-        splits, inits = factorial_for(seeds)
-        st.session_state["launch_splits"], st.session_state["launch_inits"] = splits, inits
 
 
 def training_inputs() -> dict[str, Any]:
@@ -399,3 +389,12 @@ def search_inputs(budget: int) -> dict[str, Any]:
     if note := pruning_budget_note(budget):
         st.warning(note, icon=":material/info:")
     return {"search": {"pruner": pruner}}
+
+
+def _carry_seed_count() -> None:
+    """Switching to splits × inits starts from the independent seed count (at least 2 × 2),
+    not a preset's 10 × 2 (issue 39: 2 seeds became 20 silently)."""
+    if st.session_state.get("launch_seed_design") == FACTORIAL:
+        seeds = int(st.session_state.get("launch_seeds") or 0)
+        splits, inits = factorial_for(seeds)
+        st.session_state["launch_splits"], st.session_state["launch_inits"] = splits, inits

@@ -66,13 +66,12 @@ def studies_with_results(
     archived_key: str | None = None,
     reset_keys: tuple[str, ...] = (),
     link_key: str | None = None,
-    page: str | None = None,
 ) -> pd.DataFrame:
     """Studies with at least one selected run, newest first; stops the page when none.
 
-    ``page`` (a result page's script path) leaves out the studies it cannot show
-    (`pages.present.job_view.page_shows`: KL × CPPD needs both tasks, Attention trained
-    models), saying how many and why.
+    The picker ``link_key`` of a page that cannot show every study (`PAGE_OF_PICKER`)
+    leaves those out (`pages.present.job_view.page_shows`: KL × CPPD needs both tasks,
+    Attention trained models), saying how many and why.
 
     A store that cannot be read stops the page with the reason; ``empty_hint`` says what to
     do when no study has results yet. Archived studies are left out unless the "Show
@@ -102,6 +101,7 @@ def studies_with_results(
     )
     if not show:
         studies = studies[~archived].reset_index(drop=True)
+    page = PAGE_OF_PICKER.get(link_key or "")
     if page is not None and not studies.empty:
         shown = studies["spec"].map(lambda spec: page_shows(page, spec))
         if not shown.all():
@@ -117,8 +117,10 @@ def studies_with_results(
     return studies
 
 
-#: Said when a page leaves studies it cannot show out of its picker (issue 39: KL × CPPD and
-#: Attention opened on such a study).
+#: The pages whose study picker (by its key) offers only the studies they can show, and
+#: what each says of the ones left out (issue 39: KL × CPPD and Attention opened on a study
+#: they could not show).
+PAGE_OF_PICKER = {"rel_studies": "pages/relationship.py", "att_study": "pages/attention.py"}
 NOT_OFFERED = {
     "pages/relationship.py": "{n} study(ies) graded only one task are not offered here: the "
     "KL × CPPD tables need a study with both KL and CPPD.",
@@ -305,13 +307,7 @@ def remember_shown_studies(studies: pd.DataFrame, chosen: Iterable[str], *, key:
 
 
 def pick_study(
-    path: str,
-    *,
-    key: str,
-    empty_hint: str,
-    dependent_keys: tuple[str, ...],
-    card: bool = True,
-    page: str | None = None,
+    path: str, *, key: str, empty_hint: str, dependent_keys: tuple[str, ...], card: bool = True
 ) -> pd.Series:
     """A single-study picker (newest finished first); stops when no study has results.
 
@@ -322,7 +318,6 @@ def pick_study(
         archived_key=f"{key}_archived",
         reset_keys=(key, _SHOWN_PREFIX + key, *dependent_keys),  # hiding archived: no note
         link_key=key,
-        page=page,
     )
     explain_vanished_studies(path, studies, key=key, dependent_keys=dependent_keys)
     labels = picker_labels(studies)
@@ -351,12 +346,7 @@ def pick_study(
 
 
 def pick_studies(
-    path: str,
-    *,
-    key: str,
-    empty_hint: str,
-    dependent_keys: tuple[str, ...],
-    page: str | None = None,
+    path: str, *, key: str, empty_hint: str, dependent_keys: tuple[str, ...]
 ) -> pd.DataFrame:
     """The result pages' study picker: studies with results, newest finished first.
 
@@ -370,7 +360,6 @@ def pick_studies(
         archived_key=f"{key}_archived",
         reset_keys=(key, _SHOWN_PREFIX + key, *dependent_keys),  # hiding archived: no note
         link_key=key,
-        page=page,
     )
     explain_vanished_studies(path, studies, key=key, dependent_keys=dependent_keys)
     labels = picker_labels(studies)

@@ -51,8 +51,9 @@ def test_diverged_epochs_do_not_set_the_validation_loss_scale(reference_curves, 
     val = lines[lines["series"] == "val_loss"]["value"]
     assert drawn.max() < 10 * val.median()  # the scale is the curves', not the 1e9 spikes
     assert drawn.max() < val.max() / 1e6
-    # Every other panel keeps its largest value: nothing diverged there.
-    for series in ("train_loss", "val_amae"):
+    # Every other panel keeps its largest value: nothing diverged there (lines by method
+    # draw their losses relative to epoch 1: methods minimise different losses, issue 39).
+    for series in ("train_loss", "val_amae") if by == "seed" else ("val_amae",):
         values = lines[lines["series"] == series]["value"]
         assert _panel_values(learning_curves_chart(lines), series).max() == values.max()
 

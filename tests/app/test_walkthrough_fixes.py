@@ -35,3 +35,36 @@ def test_configurations_are_counted_per_search_not_over_seeds():
          "config_index": [3, 7, 1, 9, 0, 1, 2, 4, 5, 6]}
     )  # fmt: skip
     assert configs_per_search(runs) == {"nominal": 1, "beta": 3}
+
+
+def _curves(methods: dict[str, float]):
+    import pandas as pd
+
+    rows = []
+    for method, scale in methods.items():
+        for series in ("train_loss", "val_loss", "val_amae"):
+            for epoch in (1, 2, 3):
+                value = scale / epoch if series != "val_amae" else 0.5 / epoch
+                rows.append(
+                    {"line": f"{method}-0", "colour": method, "epoch": epoch, "series": series,
+                     "value": value, "best": epoch == 3, "method": method, "seed": 0,
+                     "config_index": 0}
+                )  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_several_methods_losses_are_drawn_relative_to_their_first_epoch():
+    """Issue 39: 14 kinds of loss on one axis; a loss of 0.1 and one of 50 now share one."""
+    from engine.analysis import explorer
+    from pages.present.science_charts import RELATIVE_SUFFIX, learning_curves_chart, relative_losses
+
+    shown = relative_losses(explorer.clip_diverged(_curves({"nominal": 0.1, "emd": 50.0})))
+    losses = shown[shown["series"] != "val_amae"]
+    assert losses["relative"].all()
+    assert sorted(set(losses.loc[losses["epoch"] == 3, "shown"].round(6))) == [round(1 / 3, 6)]
+    amae = shown[shown["series"] == "val_amae"]
+    assert not amae["relative"].any() and (amae["shown"] == amae["value"]).all()
+    spec = learning_curves_chart(_curves({"nominal": 0.1, "emd": 50.0})).to_dict()
+    assert RELATIVE_SUFFIX in str(spec)
+    one = learning_curves_chart(_curves({"nominal": 0.1})).to_dict()
+    assert RELATIVE_SUFFIX not in str(one)  # one method: its loss as it is
