@@ -93,10 +93,19 @@ def pruning_text(spec: StudySpec) -> str | None:
     """The check's sentence on a pruned search (None for the full search)."""
     if not spec.search.pruned:
         return None
+    # The estimate below prices every configuration to its end, whether it comes from this
+    # lab's measured runs or the rough model: say so in the same words either way (issue 39:
+    # "less than the rough time below" sat above an "Expected time" from measured runs, and
+    # above a budget of 1, where nothing is pruned).
+    if pruning_budget_note(spec.budget) is not None:
+        return (
+            f"Search {spec.search.describe(spec.max_epochs)}. With one configuration per "
+            "method there is nothing to prune: the time below is the study's."
+        )
     return (
         f"Search {spec.search.describe(spec.max_epochs)}. Configurations that have already "
         "lost stop early and are never selected, so the study usually takes less than the "
-        "rough time below."
+        "time below, which prices every configuration to its end."
     )
 
 

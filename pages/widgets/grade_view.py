@@ -14,6 +14,7 @@ from pathlib import Path
 
 import altair as alt
 import numpy as np
+import pandas as pd
 import streamlit as st
 
 from engine import gradcam
@@ -177,6 +178,15 @@ def show_grades(
     st.caption(heat_help(first.block, crop.shape[-1]) if presenter else PLAIN_HEAT_HELP)
 
 
+def film_caption(row: pd.Series, number: int, total: int) -> str:
+    """The crop's caption: which test film, in words a visitor reads (issue 39: the kiosk
+    said "film ph00018 (knee crop)"); the film's id for the presenter. The id is data (a
+    demo bundle's, an imported film's path) and a caption is markdown: shown as text."""
+    if presenter_on():
+        return f"film {plain(row['image_id'])} (knee crop)"
+    return f"Test film {number} of {total}: the knee SoftGrade found"
+
+
 def show_test_film(source: DemoSource) -> None:
     """A test film of the best seed (its models never trained on it), graded by each task's
     model; the other seeds are compared only where they too kept the film for testing."""
@@ -186,7 +196,7 @@ def show_test_film(source: DemoSource) -> None:
         st.stop()
     linked = view_state.apply_link("demo_film", range(1, len(test) + 1), what="test film")
     number = st.number_input(
-        "Test film",
+        f"Test film (1 to {len(test)})",
         min_value=1,
         max_value=len(test),
         key="demo_film",
@@ -202,8 +212,7 @@ def show_test_film(source: DemoSource) -> None:
         for task, by_seed in source.seeds.items()
     }
     left, right = st.columns([1, 5])
-    # A film's id is data (a demo bundle's, an imported film's path): a caption is markdown.
-    left.image(crop, caption=f"film {plain(row['image_id'])} (knee crop)", width="stretch")
+    left.image(crop, caption=film_caption(row, int(number), len(test)), width="stretch")
     left_out = len(set().union(*map(set, source.seeds.values())) - tested)
     if left_out:
         left.caption(

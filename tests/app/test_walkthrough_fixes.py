@@ -68,3 +68,32 @@ def test_several_methods_losses_are_drawn_relative_to_their_first_epoch():
     assert RELATIVE_SUFFIX in str(spec)
     one = learning_curves_chart(_curves({"nominal": 0.1})).to_dict()
     assert RELATIVE_SUFFIX not in str(one)  # one method: its loss as it is
+
+
+def test_the_kiosk_names_a_test_film_by_its_place_and_the_presenter_by_its_id(monkeypatch):
+    """Issue 39: the kiosk said "film ph00018 (knee crop)"; the id stays for presenters,
+    as text (a demo bundle's id is data)."""
+    import pandas as pd
+
+    from pages.widgets import grade_view
+
+    row = pd.Series({"image_id": "[x](http://evil.example)"})
+    monkeypatch.setattr(grade_view, "presenter_on", lambda: False)
+    assert grade_view.film_caption(row, 3, 12) == "Test film 3 of 12: the knee SoftGrade found"
+    monkeypatch.setattr(grade_view, "presenter_on", lambda: True)
+    shown = grade_view.film_caption(row, 3, 12)
+    assert shown.startswith("film ") and "\\[x\\]" in shown and "http\u2060" in shown
+
+
+def test_the_pruned_search_sentence_agrees_with_the_estimate_below_it():
+    """Issue 39: "less than the rough time below" over a measured "Expected time", and over
+    a budget of 1, where nothing is pruned."""
+    from engine.config import StudySpec
+    from pages.present.study_form import pruning_text
+    from tests.helpers.studies import tiny_study
+
+    one = StudySpec.from_dict(tiny_study(budget=1, search={"pruner": "median"}))
+    many = StudySpec.from_dict(tiny_study(budget=4, search={"pruner": "median"}))
+    assert "nothing to prune" in pruning_text(one) and "less" not in pruning_text(one)
+    assert "usually takes less than the time below" in pruning_text(many)
+    assert "rough" not in pruning_text(many)
