@@ -29,7 +29,7 @@ import pandas as pd
 
 from engine.analysis import explorer
 from engine.methods import method_sort_key, order_methods
-from pages.present.charts import method_legend
+from pages.present.charts import LEVEL_LABEL_METHODS, method_legend
 from pages.present.palette import method_dash_scale, method_scale
 from pages.present.tables import method_title, param_label
 
@@ -112,6 +112,13 @@ def reliability_diagram(
         )
     diagonal = pd.DataFrame({"x": [0.0, 1.0], "y": [0.0, 1.0]})
     axis_scale = alt.Scale(domain=[0, 1], nice=False)
+    # Many methods' lines cross into a tangle (issue 39, 14 methods): a click on the legend
+    # picks methods to follow, and the others fade.
+    many = len(methods) > LEVEL_LABEL_METHODS
+    picked = alt.selection_point(fields=["Method"], bind="legend", name="reliability_pick")
+    faded = alt.condition(picked, alt.value(1.0), alt.value(0.12)) if many else alt.Undefined
+    if many:
+        subtitle += " · click methods in the legend to follow them (shift-click for several)"
     panels = []
     for event in events:
         rows = data[data["event"] == event]
@@ -140,14 +147,20 @@ def reliability_diagram(
                 .mark_line(color=DIAGONAL_COLOUR, strokeDash=[4, 4])
                 .encode(x=alt.X("x:Q", scale=axis_scale), y=alt.Y("y:Q", scale=axis_scale)),
                 base.mark_line(strokeWidth=1.5).encode(
-                    detail="Method:N", order="bin:Q", strokeDash=_method_dash(methods)
+                    detail="Method:N",
+                    order="bin:Q",
+                    strokeDash=_method_dash(methods),
+                    opacity=faded,
                 ),
                 base.mark_circle(opacity=0.9).encode(
                     size=alt.Size("count:Q", title=films, scale=alt.Scale(range=[15, 250])),
                     tooltip=tooltip,
+                    opacity=faded,
                 ),
             ).properties(title=str(event), width=size, height=size)
         )
+    if many and panels:
+        panels[0] = panels[0].add_params(picked)
     return alt.concat(*panels, columns=3).properties(
         title=alt.TitleParams(title, subtitle=subtitle)
     )

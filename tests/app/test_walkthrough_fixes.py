@@ -97,3 +97,40 @@ def test_the_pruned_search_sentence_agrees_with_the_estimate_below_it():
     assert "nothing to prune" in pruning_text(one) and "less" not in pruning_text(one)
     assert "usually takes less than the time below" in pruning_text(many)
     assert "rough" not in pruning_text(many)
+
+
+def _reliability(n_methods: int):
+    import pandas as pd
+
+    from engine.methods import method_names
+
+    methods = list(method_names())[:n_methods]
+    return pd.DataFrame(
+        [
+            {"method": m, "event": "top label", "threshold": -1, "bin_low": lo / 5,
+             "bin_high": (lo + 1) / 5, "bin": lo, "confidence": lo / 5 + 0.1,
+             "accuracy": lo / 5 + 0.05, "count": 10}
+            for m in methods
+            for lo in range(5)
+        ]
+    )  # fmt: skip
+
+
+def test_a_reliability_diagram_of_many_methods_lets_the_legend_pick_them():
+    """Issue 39: with 14 methods the diagram was a tangle; the legend now picks methods to
+    follow and fades the others (a few methods draw as before)."""
+    from pages.present.science_charts import reliability_diagram
+
+    many = reliability_diagram(_reliability(12)).to_dict()
+    assert '"bind": "legend"' in str(many).replace("'", '"') and "legend" in str(many)
+    assert "click methods in the legend" in str(many)
+    few = reliability_diagram(_reliability(3)).to_dict()
+    assert "bind" not in str(few) and "click methods" not in str(few)
+    import json
+
+    import pandas as pd
+    import vl_convert
+
+    two_events = pd.concat([_reliability(12), _reliability(12).assign(event="KL ≥ 2", threshold=2)])
+    spec = reliability_diagram(two_events).to_dict()
+    assert "<svg" in vl_convert.vegalite_to_svg(json.dumps(spec))  # one pick, every panel
