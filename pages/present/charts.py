@@ -395,6 +395,15 @@ def residual_heatmap(
     )
 
 
+#: Axis text on the charts a clinician reads at the kiosk (issue 39: Vega's 10 px ticks).
+KIOSK_AXIS_FONT_PX = 13
+
+
+def kiosk_axis(**settings: object) -> alt.Axis:
+    """An axis whose labels and title a clinician reads from a step back."""
+    return alt.Axis(labelFontSize=KIOSK_AXIS_FONT_PX, titleFontSize=KIOSK_AXIS_FONT_PX, **settings)
+
+
 def grade_probabilities(probs: Sequence[float], task: str, *, height: int = 160) -> alt.Chart:
     """Bars of a model's probability for each grade of ``task``, the chosen grade darker."""
     data = pd.DataFrame({"grade": range(len(probs)), "p": [float(v) for v in probs]})
@@ -403,8 +412,13 @@ def grade_probabilities(probs: Sequence[float], task: str, *, height: int = 160)
         alt.Chart(data)
         .mark_bar()
         .encode(
-            x=alt.X("grade:O", title=f"{task} grade", axis=alt.Axis(labelAngle=0)),
-            y=alt.Y("p:Q", title="Probability", scale=alt.Scale(domain=[0, 1])),
+            x=alt.X("grade:O", title=f"{task} grade", axis=kiosk_axis(labelAngle=0)),
+            y=alt.Y(
+                "p:Q",
+                title="Probability",
+                scale=alt.Scale(domain=[0, 1]),
+                axis=kiosk_axis(format=".0%"),
+            ),
             color=alt.condition("datum.chosen", alt.value("#1f4e79"), alt.value("#9ecae1")),
             tooltip=[
                 alt.Tooltip("grade:O", title=f"{task} grade"),

@@ -19,6 +19,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from pages.present.charts import kiosk_axis
+
 CHOSEN_COLOUR = "#1f4e79"
 OTHER_COLOUR = "#9ecae1"
 
@@ -102,7 +104,7 @@ def seed_agreement_chart(
         task: The task's name, for the axis.
         height: Chart height in pixels.
     """
-    x = alt.X("grade:O", title=f"{task} grade", axis=alt.Axis(labelAngle=0))
+    x = alt.X("grade:O", title=f"{task} grade", axis=kiosk_axis(labelAngle=0))
     y_scale = alt.Scale(domain=[0, 1])
     tooltip = [
         alt.Tooltip("grade:O", title=f"{task} grade"),
@@ -115,7 +117,7 @@ def seed_agreement_chart(
     base = alt.Chart(spread)
     bars = base.mark_bar().encode(
         x=x,
-        y=alt.Y("mean:Q", title="Probability", scale=y_scale),
+        y=alt.Y("mean:Q", title="Probability", scale=y_scale, axis=kiosk_axis(format=".0%")),
         color=alt.condition("datum.chosen", alt.value(CHOSEN_COLOUR), alt.value(OTHER_COLOUR)),
         tooltip=tooltip,
     )

@@ -134,3 +134,19 @@ def test_a_reliability_diagram_of_many_methods_lets_the_legend_pick_them():
     two_events = pd.concat([_reliability(12), _reliability(12).assign(event="KL ≥ 2", threshold=2)])
     spec = reliability_diagram(two_events).to_dict()
     assert "<svg" in vl_convert.vegalite_to_svg(json.dumps(spec))  # one pick, every panel
+
+
+def test_the_kiosk_probability_charts_read_at_13_px_in_percent():
+    """Issue 39: Vega's default 10 px ticks on the charts a clinician reads."""
+    from pages.present import seed_agreement
+    from pages.present.charts import KIOSK_AXIS_FONT_PX, grade_probabilities
+
+    spread = seed_agreement.seed_spread({0: [0.1, 0.6, 0.3], 1: [0.2, 0.5, 0.3]})
+    points = seed_agreement.seed_points({0: [0.1, 0.6, 0.3], 1: [0.2, 0.5, 0.3]})
+    charts = (
+        grade_probabilities([0.1, 0.6, 0.3], "KL").to_dict(),
+        seed_agreement.seed_agreement_chart(spread, points, "KL").to_dict(),
+    )
+    for spec in charts:
+        text = str(spec)
+        assert f"'labelFontSize': {KIOSK_AXIS_FONT_PX}" in text and "'format': '.0%'" in text
