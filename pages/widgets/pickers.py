@@ -468,6 +468,8 @@ def warn_partial(progress: list[compare.StudyProgress]) -> None:
             st.warning(message, icon=":material/hourglass_top:")
 
 
+REFERENCE_LOADED_KEY = "_reference_loaded"
+REFERENCE_LOADED = "The bundled reference study is loaded and shown below."
 REFERENCE_BUTTON = "Load the reference study (20 seeds of the paper protocol on the phantom)"
 
 
@@ -478,6 +480,8 @@ def offer_reference_study(path: str) -> None:
     picker, so a lab that ran its own study first can still read it beside the reference.
     The page reruns showing it. `jobs.services.lab.load_reference_study` checks the role
     again, so the button is not the only guard."""
+    if loaded := st.session_state.pop(REFERENCE_LOADED_KEY, None):
+        st.success(loaded, icon=":material/check_circle:")
     try:
         studies = cached_studies(path, include_archived=True)
     except StoreError:
@@ -520,4 +524,8 @@ def reference_offer(path: str, *, first: bool) -> None:
             st.error(f"The reference study could not be loaded: {said(exc)}")
             return
         cached_studies.clear()
+        # Say it was loaded and show it (issue 39: no confirmation, and the picker kept the
+        # study it had): the pickers take it as the Jobs page's links ask for a study.
+        request_study(reference_study_id())
+        st.session_state[REFERENCE_LOADED_KEY] = REFERENCE_LOADED
         st.rerun()

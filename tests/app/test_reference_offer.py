@@ -48,3 +48,16 @@ def test_study_label_marks_only_the_bundled_reference():
     reference = {**row, "study_id": tables.reference_study_id()}
     assert tables.study_label(reference).startswith(tables.REFERENCE_MARK)
     assert not tables.study_label({**row, "study_id": "study-other"}).startswith("Bundled")
+
+
+def test_loading_the_reference_says_so_and_picks_it(tmp_path, monkeypatch):
+    """Issue 39: loading gave no confirmation and the picker kept the study it had."""
+    from pages.widgets.pickers import REFERENCE_LOADED
+    from pages.present.tables import reference_study_id
+
+    make_store(tmp_path, name="our study")
+    at = run_page(tmp_path, monkeypatch)
+    at.button(key="load_reference_study").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert REFERENCE_LOADED in [s.value for s in at.success]
+    assert at.multiselect(key="compare_studies").value == [reference_study_id()]
