@@ -143,6 +143,22 @@ CREATE TABLE IF NOT EXISTS runs (
     UNIQUE (study_id, task, method, seed, config_index)
 );
 
+-- A run that failed (an exception in its slot) while its study went on: what it was and why.
+-- It has no predictions; resuming the study trains it again, and a success removes its row.
+CREATE TABLE IF NOT EXISTS failed_runs (
+    run_id        VARCHAR PRIMARY KEY,
+    study_id      VARCHAR NOT NULL,
+    job_id        VARCHAR,
+    task          VARCHAR NOT NULL,
+    method        VARCHAR NOT NULL,
+    seed          INTEGER NOT NULL,
+    config_index  INTEGER NOT NULL,
+    config        JSON NOT NULL,
+    error_line    VARCHAR NOT NULL,  -- the exception's own line, what a person reads first
+    traceback     VARCHAR NOT NULL,
+    failed_at     TIMESTAMP NOT NULL DEFAULT current_timestamp
+);
+
 -- Per-image class probabilities of a run, for both its validation and its test images.
 CREATE TABLE IF NOT EXISTS predictions (
     run_id    VARCHAR NOT NULL,
@@ -408,3 +424,7 @@ ALTER TABLE study_environments ADD COLUMN IF NOT EXISTS search_pruned BOOLEAN;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS pruned BOOLEAN DEFAULT false;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS split_seed INTEGER;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS init_seed INTEGER;
+-- Version 5 -> 6: a run whose loss or probabilities went non-finite is kept as diverged (the
+-- epoch it happened; NULL: it never did). Its predictions are those of its best finite
+-- epoch (uniform where it had none), and it is never selected over a run that stayed finite.
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS diverged_epoch INTEGER;

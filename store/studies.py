@@ -280,6 +280,7 @@ _DELETES = (
     ("epoch_metrics", "run_id IN (SELECT run_id FROM runs WHERE study_id = ?)"),
     ("run_costs", "run_id IN (SELECT run_id FROM runs WHERE study_id = ?)"),
     ("runs", "study_id = ?"),
+    ("failed_runs", "study_id = ?"),
     ("seed_metrics", "study_id = ?"),
     ("seed_split_sizes", "study_id = ?"),
     ("job_logs", "job_id IN (SELECT job_id FROM jobs WHERE study_id = ?)"),
