@@ -260,8 +260,7 @@ def resume_job(job_id: str, *, by: str = LOCAL_ACTOR, path: Path | str | None = 
         job = _read_job(con, job_id)
         if job.status not in (JobStatus.CANCELLED, JobStatus.FAILED):
             raise StoreError(
-                f"job {job_id} is {job.status.value}: only a cancelled or failed job can be "
-                "resumed"
+                f"job {job_id} is {job.status.value}: only a cancelled or failed job can be resumed"
             )
         con.execute(
             """
