@@ -33,6 +33,8 @@
 - ``stats STUDY_ID [--metric AMAE] [-o FILE.csv|.parquet|.tex]``: paired comparisons of the
   study's methods (corrected resampled t, Wilcoxon, effect sizes); ``stats --list``: the
   studies.
+- ``sets STUDY_ID [--coverage 0.9] [--score NAME] [--per-grade] [-o FILE.csv]``: conformal
+  grade sets' coverage and size per method and seed (``jobs/cli/sets_command.py``).
 - ``report STUDY_ID [STUDY_ID ...] -o report.html [--pdf] [--latex-dir DIR]``: the studies'
   analysis as one self-contained HTML file that opens offline, and its tables as LaTeX
   (``jobs/cli/report_command.py``).
@@ -65,6 +67,7 @@ from jobs.cli import (
     referee_command,
     report_command,
     results_commands,
+    sets_command,
     stats_command,
     up_command,
 )
@@ -303,6 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo_bundle.add_commands(sub)
     lab_commands.add_commands(sub)
     stats_command.add_commands(sub)
+    sets_command.add_commands(sub)
     report_command.add_commands(sub)
     results_commands.add_commands(sub)
     catalogue_command.add_commands(sub)
