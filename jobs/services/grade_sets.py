@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from engine.analysis import conformal
+from engine.analysis import probability_metrics as pm
 from store import runs as store_runs
 
 StorePath = Path | str | None
@@ -35,3 +37,24 @@ def study_sets(
     val = store_runs.selected_probabilities([study_id], split="val", path=path)
     test = store_runs.selected_probabilities([study_id], split="test", path=path)
     return conformal.run_sets(val, test, coverage=coverage, scores=scores, per_grade=per_grade)
+
+
+def seed_thresholds(
+    study_id: str,
+    method: str,
+    *,
+    coverage: float = conformal.DEFAULT_COVERAGE,
+    score: str = conformal.DEFAULT_SCORE,
+    path: StorePath = None,
+) -> dict[str, dict[int, np.ndarray]]:
+    """Each selected run's thresholds of one method, calibrated on its own validation films:
+    task -> seed -> ``(J,)`` thresholds (`engine.analysis.conformal.calibrate`). Runs
+    without validation probabilities are left out."""
+    val = store_runs.selected_probabilities([study_id], split="val", path=path)
+    out: dict[str, dict[int, np.ndarray]] = {}
+    for (task, seed), films in val[val["method"] == method].groupby(["task", "seed"]):
+        probs, y_true = pm.task_arrays(films, str(task))
+        out.setdefault(str(task), {})[int(seed)] = conformal.calibrate(
+            probs, y_true, score=score, coverage=coverage
+        )
+    return out

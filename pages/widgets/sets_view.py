@@ -12,7 +12,7 @@ import streamlit as st
 from engine.analysis import conformal
 from engine.vocab import LABEL_SEPARATOR
 from jobs.services import grade_sets
-from pages.present import exports, sets_tables, stat_tables
+from pages.present import exports, grade_range, sets_tables, stat_tables
 from pages.present.formatting import table_height
 from pages.present.user_text import plain
 from pages.widgets import reads
@@ -26,6 +26,19 @@ COVERAGES = (0.8, 0.85, 0.9, 0.95)
 def cached_sets(path: str, study_id: str, coverage: float, per_grade: bool) -> pd.DataFrame:
     """`grade_sets.study_sets` of one study: a row per task, method, seed and score."""
     return grade_sets.study_sets(study_id, coverage=coverage, per_grade=per_grade, path=path)
+
+
+@st.cache_data(ttl=reads.RESULTS_TTL_S, show_spinner=False)
+def cached_seed_thresholds(path: str, study_id: str, method: str) -> dict[str, dict[int, object]]:
+    """Grade a film's thresholds: task -> seed -> thresholds of the method's selected runs
+    (`grade_sets.seed_thresholds`, at the clinician range's coverage and score)."""
+    return grade_sets.seed_thresholds(
+        study_id,
+        method,
+        coverage=grade_range.RANGE_COVERAGE,
+        score=grade_range.RANGE_SCORE,
+        path=path,
+    )
 
 
 def sets_tab(
