@@ -41,6 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from engine.analysis import probability_metrics as pm
 
@@ -364,3 +365,55 @@ def ensemble_range(
         los.append(int(lo[0]))
         his.append(int(hi[0]))
     return min(los), max(his)
+
+
+def referee_summary(draws: pd.DataFrame, *, level: float = 0.95) -> pd.DataFrame:
+    """The phantom referee's verdict on each score (`engine.referee.sets`).
+
+    Each dataset's coverage is its mean over seeds; the datasets are independent draws, so
+    the mean over them has a t interval (Monte-Carlo error of the referee, not of a study).
+
+    Args:
+        draws: `engine.referee.sets.run_sets_referee`'s rows.
+        level: the interval's level.
+
+    Returns:
+        One row per task, method, score and threshold kind: ``datasets``, ``target``,
+        ``coverage`` with ``mc_low``/``mc_high``, ``true_coverage``, ``mean_size``,
+        ``singleton_share``, ``min_grade_coverage`` (the lowest per-grade mean) and
+        ``coverage_g{k}`` per grade (each the mean over datasets), and ``holds`` (the
+        interval reaches the target).
+    """
+    keys = ["task", "method", "score", "per_grade", "target"]
+    values = [c for c in draws.columns if c.startswith("coverage")] + [
+        "true_coverage",
+        "mean_size",
+        "singleton_share",
+    ]
+    per_dataset = draws.groupby([*keys, "dataset"], sort=False)[values].mean().reset_index()
+    rows = []
+    for key, part in per_dataset.groupby(keys, sort=False):
+        k = len(part)
+        mean = float(part["coverage"].mean())
+        half = (
+            float(stats.t.ppf(0.5 + level / 2, k - 1) * part["coverage"].std(ddof=1) / math.sqrt(k))
+            if k > 1
+            else math.nan
+        )
+        grades = part[[c for c in values if c.startswith("coverage_g")]].mean()
+        rows.append(
+            {
+                **dict(zip(keys, key, strict=True)),
+                "datasets": k,
+                "coverage": mean,
+                "mc_low": mean - half,
+                "mc_high": mean + half,
+                "true_coverage": float(part["true_coverage"].mean()),
+                "mean_size": float(part["mean_size"].mean()),
+                "singleton_share": float(part["singleton_share"].mean()),
+                "min_grade_coverage": float(grades.min()),
+                **grades.to_dict(),
+                "holds": bool(mean + half >= key[-1]) if k > 1 else False,
+            }
+        )
+    return pd.DataFrame(rows)

@@ -41,6 +41,8 @@
 - ``calibrate-inference -o DIR``: the phantom as referee of the statistics: K phantom
   datasets, S seeds each, every interval's coverage of the true difference and every test's
   type-I error (``jobs/cli/referee_command.py``).
+- ``calibrate-sets -o DIR``: the phantom as referee of the grade sets: each score's coverage
+  on fresh films, per grade, with Monte-Carlo intervals (``jobs/cli/sets_referee_command.py``).
 - ``methods [--json]``: the training methods a study file can name, by family, with their
   search spaces; ``metrics [--json]``: the metrics, the primary and the selection metric
   (``jobs/cli/catalogue_command.py``).
@@ -68,6 +70,7 @@ from jobs.cli import (
     report_command,
     results_commands,
     sets_command,
+    sets_referee_command,
     stats_command,
     up_command,
 )
@@ -311,6 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
     results_commands.add_commands(sub)
     catalogue_command.add_commands(sub)
     referee_command.add_commands(sub)
+    sets_referee_command.add_commands(sub)
     add_detector_commands(sub)
     return parser
 

@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from engine.analysis import conformal
+from jobs.cli.sets_referee_command import coverage_arg
 from jobs.services import grade_sets
 from jobs.services.csv_safe import escape_csv_cells
 from jobs.services.export_cards import export_cards, headed
@@ -112,13 +113,6 @@ def write_new_file(output: Path, text: str, *, force: bool) -> None:
         raise
 
 
-def _coverage(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number; e.g. 0.9") from None
-
-
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Register ``sets`` on the CLI's subcommands."""
     p = sub.add_parser(
@@ -127,7 +121,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("study_id", help="the study (`softgrade stats --list` shows them)")
     p.add_argument(
         "--coverage",
-        type=_coverage,
+        type=coverage_arg,
         default=conformal.DEFAULT_COVERAGE,
         help=f"nominal coverage, between 0 and 1 (default {conformal.DEFAULT_COVERAGE:g})",
     )
