@@ -61,7 +61,7 @@ def cmd_sets(args: argparse.Namespace) -> int:
     print(summary[list(PRINTED)].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     kind = "per true grade" if args.per_grade else "over all films"
     print(
-        f"\ncoverage: share of test films whose true (recorded) grade is in its set; target "
+        f"\ncoverage: share of test films whose recorded grade is in its set; target "
         f"{args.coverage:g} {kind}, thresholds from each run's validation films; mean over "
         "seeds. -o writes each seed's row with the coverage per grade."
     )
