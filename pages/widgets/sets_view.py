@@ -6,6 +6,9 @@ coverage and the per-grade choice.
 
 from __future__ import annotations
 
+import logging
+
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -17,6 +20,9 @@ from pages.present.formatting import table_height
 from pages.present.user_text import plain
 from pages.widgets import reads
 from pages.widgets.downloads import download_row
+from store.db import StoreError
+
+log = logging.getLogger(__name__)
 
 TAB = "Grade sets"
 COVERAGES = (0.8, 0.85, 0.9, 0.95)
@@ -29,16 +35,23 @@ def cached_sets(path: str, study_id: str, coverage: float, per_grade: bool) -> p
 
 
 @st.cache_data(ttl=reads.RESULTS_TTL_S, show_spinner=False)
-def cached_seed_thresholds(path: str, study_id: str, method: str) -> dict[str, dict[int, object]]:
+def cached_seed_thresholds(
+    path: str, study_id: str, method: str
+) -> dict[str, dict[int, np.ndarray]]:
     """Grade a film's thresholds: task -> seed -> thresholds of the method's selected runs
-    (`grade_sets.seed_thresholds`, at the clinician range's coverage and score)."""
-    return grade_sets.seed_thresholds(
-        study_id,
-        method,
-        coverage=grade_range.RANGE_COVERAGE,
-        score=grade_range.RANGE_SCORE,
-        path=path,
-    )
+    (`grade_sets.seed_thresholds`, at the clinician range's coverage and score); empty when
+    they cannot be read, so the page grades on and says there is no range rather than fail."""
+    try:
+        return grade_sets.seed_thresholds(
+            study_id,
+            method,
+            coverage=grade_range.RANGE_COVERAGE,
+            score=grade_range.RANGE_SCORE,
+            path=path,
+        )
+    except (StoreError, ValueError):
+        log.exception("grade-set thresholds of study %s could not be read", study_id)
+        return {}
 
 
 def sets_tab(
