@@ -19,7 +19,8 @@ import numpy as np
 
 from engine.analysis import conformal
 
-RANGE_SCORE = "ordinal"
+# The defaults, which a demo bundle's thresholds are also made at (jobs.services.demo_bundle).
+RANGE_SCORE = conformal.DEFAULT_SCORE
 RANGE_COVERAGE = conformal.DEFAULT_COVERAGE
 #: Said instead of a range for a film the models were not calibrated on.
 NO_RANGE_UPLOAD = (
@@ -28,7 +29,7 @@ NO_RANGE_UPLOAD = (
 )
 NO_RANGE_CALIBRATION = (
     "No likely range: these models come without the validation films a range is checked on "
-    "(a demo bundle or imported results), so the grade is shown alone."
+    "(an older demo bundle, or imported results), so the grade is shown alone."
 )
 
 

@@ -232,6 +232,7 @@ def bundle_source(folder: Path) -> DemoSource:
         films=bundle.films,
         crop=lambda row: bundle_crop(str(row["file"]), bundle.image_size),
         detector_dir=bundle.detector_dir,
+        thresholds=bundle.set_thresholds,
     )
 
 
