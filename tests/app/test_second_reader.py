@@ -9,7 +9,7 @@ import pandas as pd
 
 from store import readings as store_readings
 from store.audit import read_audit
-from store.db import init_schema
+from store.db import connect, init_schema
 from store.studies import get_study
 from tests.helpers.pages import download_reader, run_page, signed_in
 from tests.helpers.synthetic_study import write_synthetic_study
@@ -52,3 +52,21 @@ def test_a_viewer_gets_the_guard_and_no_list(path):
     assert not at.exception
     assert "not open to vi (viewer)" in at.error[0].value
     assert not at.dataframe
+
+
+def test_a_film_id_from_the_data_is_shown_as_text(tmp_path, monkeypatch):
+    store = tmp_path / "softgrade.duckdb"
+    init_schema(store)
+    write_synthetic_study(store, n_seeds=2, n_patients=20, methods=("nominal",))
+    hostile = "[click](http://example.invalid) **x**"
+    with connect(store) as con:
+        first = con.execute(
+            "SELECT min(image_id) FROM predictions WHERE split = 'test'"
+        ).fetchone()[0]
+        con.execute("UPDATE predictions SET image_id = ? WHERE image_id = ?", [hostile, first])
+    at = run_page(tmp_path, monkeypatch, PAGE)
+    at.selectbox(key="second_film").set_value(hostile).run()
+    at.button[0].click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    said = at.success[0].value
+    assert "\\[click\\]" in said and "\\*\\*x\\*\\*" in said  # escaped: no link, no bold
