@@ -394,6 +394,21 @@ CREATE TABLE IF NOT EXISTS sign_in_attempts (
                   CHECK (outcome IN ('checking', 'ok', 'failed'))
 );
 
+-- A second reader's grade of one film (issue 41): appended, never replacing the dataset's
+-- recorded label or an earlier reading; the latest per (dataset, film, task, reader) counts.
+-- New table: created on any store of version 5 when it is opened (no version change).
+CREATE TABLE IF NOT EXISTS second_readings (
+    dataset_id  VARCHAR NOT NULL,
+    image_id    VARCHAR NOT NULL,
+    task        VARCHAR NOT NULL,
+    grade       INTEGER NOT NULL CHECK (grade >= 0),
+    recorded    INTEGER,
+    reader      VARCHAR NOT NULL,
+    study_id    VARCHAR,
+    note        VARCHAR,
+    read_at     TIMESTAMP NOT NULL DEFAULT current_timestamp
+);
+
 -- Who did what, when: sign-in, launch, cancel, import, archive, delete, account changes.
 -- actor is a user name, or 'local' in single-user mode and from the command line.
 CREATE TABLE IF NOT EXISTS audit_log (

@@ -33,12 +33,16 @@
 - ``stats STUDY_ID [--metric AMAE] [-o FILE.csv|.parquet|.tex]``: paired comparisons of the
   study's methods (corrected resampled t, Wilcoxon, effect sizes); ``stats --list``: the
   studies.
+- ``sets STUDY_ID [--coverage 0.9] [--score NAME] [--per-grade] [-o FILE.csv]``: conformal
+  grade sets' coverage and size per method and seed (``jobs/cli/sets_command.py``).
 - ``report STUDY_ID [STUDY_ID ...] -o report.html [--pdf] [--latex-dir DIR]``: the studies'
   analysis as one self-contained HTML file that opens offline, and its tables as LaTeX
   (``jobs/cli/report_command.py``).
 - ``calibrate-inference -o DIR``: the phantom as referee of the statistics: K phantom
   datasets, S seeds each, every interval's coverage of the true difference and every test's
   type-I error (``jobs/cli/referee_command.py``).
+- ``calibrate-sets -o DIR``: the phantom as referee of the grade sets: each score's coverage
+  on fresh films, per grade, with Monte-Carlo intervals (``jobs/cli/sets_referee_command.py``).
 - ``methods [--json]``: the training methods a study file can name, by family, with their
   search spaces; ``metrics [--json]``: the metrics, the primary and the selection metric
   (``jobs/cli/catalogue_command.py``).
@@ -65,6 +69,8 @@ from jobs.cli import (
     referee_command,
     report_command,
     results_commands,
+    sets_command,
+    sets_referee_command,
     stats_command,
     up_command,
 )
@@ -361,10 +367,12 @@ def build_parser() -> argparse.ArgumentParser:
     demo_bundle.add_commands(sub)
     lab_commands.add_commands(sub)
     stats_command.add_commands(sub)
+    sets_command.add_commands(sub)
     report_command.add_commands(sub)
     results_commands.add_commands(sub)
     catalogue_command.add_commands(sub)
     referee_command.add_commands(sub)
+    sets_referee_command.add_commands(sub)
     add_detector_commands(sub)
     return parser
 

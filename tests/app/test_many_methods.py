@@ -68,7 +68,14 @@ def test_compare_and_the_study_card_name_the_method_this_checkout_does_not_know(
 
 @pytest.mark.parametrize(
     "tab",
-    ["Distributions over seeds", "Confusion matrices", "Statistics", "Probabilities", "Robustness"],
+    [
+        "Distributions over seeds",
+        "Confusion matrices",
+        "Statistics",
+        "Probabilities",
+        "Robustness",
+        "Grade sets",
+    ],
 )
 def test_every_compare_tab_draws_with_fifteen_methods(many, monkeypatch, tab):
     home, _ = many

@@ -160,3 +160,9 @@ def test_the_reliability_diagram_says_it_pools_the_seeds(html):
     section = unescape(html[html.index('id="reliability"') : html.index('id="kl-cppd"')])
     assert "Films, 3 seeds pooled" in section  # the size legend
     assert "a film counts once per seed that tested it" in section
+
+
+def test_the_report_gives_grade_sets_per_method(html):
+    sets = html[html.index('id="grade-sets"') : html.index('id="kl-cppd"')]
+    assert "Mean set size" in sets and "Ordinal APS (Lu 2022)" in sets
+    assert "reach 90%" in sets and "<svg" in sets

@@ -34,6 +34,7 @@ SECTIONS: dict[str, str] = {
     "critical-difference": "Critical-difference diagram",
     "distributions": "Distributions over seeds",
     "reliability": "Reliability diagram",
+    "grade-sets": "Grade sets: conformal coverage and set size at 90 %",
     "kl-cppd": "KL × CPPD table, residuals and Kullback–Leibler divergence (KLD)",
     "curves": "Learning curves of the selected runs",
     "methods": "Methods",
