@@ -150,9 +150,8 @@ PAIRED_NOTE = (
     "“would it hold for new patients?” at that ρ, and its p is also shown at r = ρ/(1 − ρ) = 0, "
     "0.1, 0.2 with the break-even r where it crosses 0.05. The exact Wilcoxon (Holm within the "
     "metric) treats the seeds as independent and answers “is A better on most seeds?” — "
-    "consistent over seeds, a weaker claim. The verdict is the Bayesian correlated t-test's "
-    "(Corani & Benavoli 2015) within the ROPE: better / equivalent at 95 % posterior "
-    "probability, else inconclusive. Effect size dz = mean / sd of the differences; "
+    f"consistent over seeds, a weaker claim. {paired.VERDICT_RULE} "
+    "Effect size dz = mean / sd of the differences; "
     "rank-biserial r = the matched-pairs rank-biserial correlation."
 )
 

@@ -93,11 +93,8 @@ PAIRED_NOTE = (
     "order (Bengio & Grandvalet 2004). So each corrected p is shown across r (0, 0.1, 0.2 and "
     "the assumed r) with the **break-even r** where it crosses 0.05: a difference significant "
     "only below the assumed r rests on that assumption. **Wilcoxon** (exact, ties and zeros "
-    "included) answers “is A better on most seeds?”, taking seeds as independent. The "
-    "**verdict** is the Bayesian correlated t-test (Corani & Benavoli 2015) on the same "
-    "corrected variance: “better” or “equivalent” when its posterior probability reaches 95 % "
-    "(“equivalent”: |A − B| within the ROPE), else “inconclusive”; TOST p is the frequentist "
-    "equivalence test within the ROPE. Effect size dz = mean / sd of the differences; "
+    "included) answers “is A better on most seeds?”, taking seeds as independent. "
+    f"{paired.VERDICT_RULE} Effect size dz = mean / sd of the differences; "
     "rank-biserial r = the matched-pairs rank-biserial correlation. What each test assumes: "
     "docs/statistics.md."
 )
@@ -170,9 +167,10 @@ def verdict_text(verdict: Any) -> str:
     if is_missing_value(verdict):
         return NOT_COMPUTED
     text = str(verdict)
-    if text.endswith(" better"):
-        return f"{method_title(text.removesuffix(' better'))} better"
-    return text
+    method = paired.better_method(text)
+    if method is None:
+        return text
+    return f"{method_title(method)} better{text.removeprefix(f'{method} better')}"
 
 
 def rope_text(table: pd.DataFrame) -> str:
@@ -587,6 +585,7 @@ def paired_latex(table: pd.DataFrame, metric_label: str) -> str:
         f"Paired comparisons ({metric_label}): mean difference over seeds with the corrected "
         f"resampled t interval and p (Nadeau \\& Bengio 2003; {rho_label(table)}), the r "
         "at which that p crosses 0.05, exact Wilcoxon signed-rank p, and the Bayesian "
-        f"correlated t-test's verdict ({rope_text(table)}, posterior 0.95)"
+        f"correlated t-test's verdict ({rope_text(table)}, posterior "
+        f"{paired.BAYES_THRESHOLD:g} and Holm for better, TOST for equivalent)"
     )
     return frame_latex(shown, caption=caption, label="tab:paired") + "\n"

@@ -76,8 +76,9 @@ def pick_rope(metric: str) -> float:
             format="%.3f",
             key=rope_key(metric),
             help="The region of practical equivalence of the Bayesian correlated t-test and "
-            "TOST: the verdict reads “equivalent” when the difference lies within it with "
-            "95 % posterior probability. Set per metric.",
+            "TOST: the verdict reads “equivalent” when TOST within it gives p < 0.05 (each "
+            "posterior tail beyond it below 0.05), and “better” needs the corrected 95 % "
+            "interval wholly beyond it. Set per metric.",
         )
     )
 
