@@ -51,6 +51,7 @@ PAIRED_HEADERS: dict[str, str] = {
     "pair": "A − B",
     "n_seeds": "Seeds",
     "mean_diff": "Mean A − B",
+    "mean_ci": "Mean A − B [95 % CI, corrected]",
     "ci": "95 % CI (corrected)",
     "p_corrected": "p (corrected)",
     "rho_assumed": "ρ assumed",
@@ -80,6 +81,7 @@ def paired_headers(table: pd.DataFrame) -> dict[str, str]:
     return {
         **PAIRED_HEADERS,
         "ci": f"95 % CI ({corrected})",
+        "mean_ci": f"Mean A − B [95 % CI, {corrected}]",
         "p_corrected": f"p ({corrected})",
         "verdict": f"{PAIRED_HEADERS['verdict']} ({rope_text(table)})",
     }
@@ -218,66 +220,143 @@ def row_reading(row: Mapping[str, Any], alpha: float = ALPHA) -> str:
     return paired.reading(shown, alpha=alpha)
 
 
-def paired_view(table: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
-    """The paired table as the Statistics tab shows it: one row per task and pair, every
-    cell text, primary rows first, each with its endpoint label, the corrected test across
-    r, the Bayesian verdict and a reading. The bootstrap is not here (:func:`bootstrap_view`)."""
+#: The verdict-first table's columns (`engine.analysis.paired.VERDICT_FIRST_COLUMNS` as a
+#: reader reads them: the pair in one cell, the difference with its interval in one): what
+#: the Statistics tab and the report show first.
+COMPACT_KEYS: tuple[str, ...] = (
+    "family",
+    "task",
+    "pair",
+    "n_seeds",
+    "mean_ci",
+    "verdict",
+    "p_corrected_holm",
+)
+#: The tests over seeds taken as independent and the effect sizes, in the order every paired
+#: table shows them (the Statistics tab's and the report's).
+SEED_TEST_KEYS: tuple[str, ...] = ("p_wilcoxon", "p_wilcoxon_holm", "d_z", "rank_biserial")
+#: Everything else of a paired row, one click (or one table) away from the verdict.
+DETAIL_KEYS: tuple[str, ...] = (
+    "task",
+    "pair",
+    "p_corrected",
+    "p_strip",
+    "r_break_even",
+    *SEED_TEST_KEYS,
+    "p_bayes",
+    "p_tost",
+    "reading",
+)
+#: Every column of the full paired view, in order.
+PAIRED_VIEW_KEYS: tuple[str, ...] = (
+    *COMPACT_KEYS,
+    *(k for k in DETAIL_KEYS if k not in COMPACT_KEYS),
+)
+
+
+def pair_text(row: Mapping[str, Any]) -> str:
+    """``"Binomial − Nominal"``: a row's pair as the pages name the methods."""
+    return f"{method_title(str(row['method_a']))} − {method_title(str(row['method_b']))}"
+
+
+def mean_ci_text(row: Mapping[str, Any], digits: int = 3) -> str:
+    """``"-0.065 [-0.159, 0.029]"``: the mean difference with its corrected interval."""
+    mean = number_text(row["mean_diff"], digits)
+    interval = interval_text(row["ci_low"], row["ci_high"], digits)
+    return mean if interval == NOT_COMPUTED else f"{mean} {interval}"
+
+
+def _row_cells(row: Mapping[str, Any], digits: int) -> dict[str, str]:
+    """Every paired view's cell of one row, keyed as :data:`PAIRED_HEADERS`."""
+    return {
+        "family": endpoint_label(row["family"]),
+        "task": str(row["task"]),
+        "pair": pair_text(row),
+        "n_seeds": str(int(row["n_seeds"])),
+        "mean_diff": number_text(row["mean_diff"], digits),
+        "ci": interval_text(row["ci_low"], row["ci_high"], digits),
+        "mean_ci": mean_ci_text(row, digits),
+        "p_corrected": p_text(row["p_corrected"]),
+        "p_strip": p_strip_text(row),
+        "r_break_even": break_even_text(row),
+        "p_corrected_holm": p_text(row.get("p_corrected_holm")),
+        "p_wilcoxon": p_text(row["p_wilcoxon"]),
+        "p_wilcoxon_holm": p_text(row["p_wilcoxon_holm"]),
+        "d_z": number_text(row["d_z"], 2),
+        "rank_biserial": number_text(row["rank_biserial"], 2),
+        "p_bayes": bayes_text(
+            row.get("p_bayes_a_better"), row.get("p_bayes_equivalent"), row.get("p_bayes_b_better")
+        ),
+        "verdict": verdict_text(row.get("verdict")),
+        "p_tost": p_text(row.get("p_tost")),
+        "reading": row_reading(row),
+    }
+
+
+def keyed_view(table: pd.DataFrame, keys: Sequence[str], digits: int = 3) -> pd.DataFrame:
+    """The paired table's ``keys`` columns as text under their headers, primary rows first."""
     h = paired_headers(table)
-    keys = (
-        "family",
-        "task",
-        "pair",
-        "n_seeds",
-        "mean_diff",
-        "ci",
-        "p_corrected",
-        "p_strip",
-        "r_break_even",
-        "p_corrected_holm",
-        "p_wilcoxon",
-        "p_wilcoxon_holm",
-        "d_z",
-        "rank_biserial",
-        "p_bayes",
-        "verdict",
-        "p_tost",
-        "reading",
-    )
     columns = [h[k] for k in keys]
     if table.empty:
         return pd.DataFrame(columns=columns)
     ordered = table.assign(_primary=table["family"] != paired.PRIMARY_FAMILY).sort_values(
         "_primary", kind="stable"
     )
-    rows = []
-    for row in ordered.to_dict("records"):
-        rows.append(
-            [
-                endpoint_label(row["family"]),
-                row["task"],
-                f"{method_title(str(row['method_a']))} − {method_title(str(row['method_b']))}",
-                str(int(row["n_seeds"])),
-                number_text(row["mean_diff"], digits),
-                interval_text(row["ci_low"], row["ci_high"], digits),
-                p_text(row["p_corrected"]),
-                p_strip_text(row),
-                break_even_text(row),
-                p_text(row.get("p_corrected_holm")),
-                p_text(row["p_wilcoxon"]),
-                p_text(row["p_wilcoxon_holm"]),
-                number_text(row["d_z"], 2),
-                number_text(row["rank_biserial"], 2),
-                bayes_text(
-                    row.get("p_bayes_a_better"),
-                    row.get("p_bayes_equivalent"),
-                    row.get("p_bayes_b_better"),
-                ),
-                verdict_text(row.get("verdict")),
-                p_text(row.get("p_tost")),
-                row_reading(row),
-            ]
-        )
-    return pd.DataFrame(rows, columns=columns)
+    rows = [_row_cells(row, digits) for row in ordered.to_dict("records")]
+    return pd.DataFrame([[cells[k] for k in keys] for cells in rows], columns=columns)
+
+
+def paired_view(table: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
+    """The paired table as the Statistics tab exports it: one row per task and pair, every
+    cell text, primary rows first, the verdict-first columns (:data:`COMPACT_KEYS`) then the
+    corrected test across r, the Wilcoxon, the Bayesian probabilities, TOST and a reading.
+    The bootstrap is not here (:func:`bootstrap_view`)."""
+    return keyed_view(table, PAIRED_VIEW_KEYS, digits)
+
+
+def compact_view(table: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
+    """The verdict first: task, pair, seeds, difference with its interval, verdict and the
+    Holm-adjusted p (:data:`COMPACT_KEYS`)."""
+    return keyed_view(table, COMPACT_KEYS, digits)
+
+
+def details_view(table: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
+    """The rest of each row (:data:`DETAIL_KEYS`), keyed by task and pair."""
+    return keyed_view(table, DETAIL_KEYS, digits)
+
+
+#: At most this many "better" pairs are named in the result sentence (the rest counted).
+NAMED_IN_RESULT = 4
+
+
+def result_sentence(table: pd.DataFrame, metric_label: str) -> str:
+    """The picked metric's result in one sentence: how many pairs have each verdict, the
+    first few "better" ones named."""
+    if table.empty:
+        return f"No pair of methods to compare on {metric_label}."
+    rows = table.to_dict("records")
+    better = [_better_clause(r) for r in rows if paired.better_method(str(r["verdict"]))]
+    verdicts = [str(r["verdict"]) for r in rows]
+    equivalent = sum(v.startswith(paired.EQUIVALENT) for v in verdicts)
+    unestimable = sum(v.startswith(paired.NOT_ESTIMABLE) for v in verdicts)
+    inconclusive = len(rows) - len(better) - equivalent - unestimable
+    head = f"Result on {metric_label}: {len(better)} of {len(rows)} pairs name a better method"
+    if better:
+        more = len(better) - NAMED_IN_RESULT
+        head += f" ({'; '.join(better[:NAMED_IN_RESULT])}{f'; {more} more' if more > 0 else ''})"
+    tail = f", {equivalent} are equivalent within the ROPE, {inconclusive} inconclusive"
+    if unestimable:
+        tail += f" and {unestimable} not estimable (too few seeds or no spread)"
+    return f"{head}{tail}."
+
+
+def _better_clause(row: Mapping[str, Any]) -> str:
+    """``"KL: Binomial better than Nominal"`` (and its "(exploratory)" label, if any)."""
+    text = str(row["verdict"])
+    winner = str(paired.better_method(text))
+    loser = row["method_b"] if winner == row["method_a"] else row["method_a"]
+    label = text.removeprefix(f"{winner} better")
+    return f"{row['task']}: {method_title(winner)} better than {method_title(str(loser))}{label}"
 
 
 def bootstrap_view(table: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
@@ -300,6 +379,11 @@ def bootstrap_view(table: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
+#: The primary view's verdict-first columns: task, method, seeds, difference, interval,
+#: verdict and Holm p (the rest of :func:`primary_view` is one click away on the page).
+PRIMARY_COMPACT = 7
+
+
 def primary_view(primary: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
     """The declared primary endpoint (`paired.primary_endpoint`: soft − nominal AMAE, both
     tasks, one Holm family) as text: the corrected test named for its ρ and shown across r,
@@ -311,14 +395,14 @@ def primary_view(primary: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
         h["n_seeds"],
         "AMAE difference",
         h["ci"],
+        h["verdict"],
+        "p (Holm over the family)",
+        "Corrected test (α = 0.05, Holm)",
         h["p_corrected"],
         h["p_strip"],
         h["r_break_even"],
-        "p (Holm over the family)",
-        "Corrected test (α = 0.05, Holm)",
         h["p_wilcoxon"],
         "P(soft better) · P(equivalent) · P(Nominal better)",
-        h["verdict"],
     ]
     rows = []
     for row in primary.to_dict("records"):
@@ -335,18 +419,18 @@ def primary_view(primary: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
                 str(int(row["n_seeds"])),
                 number_text(row["mean_diff"], digits),
                 interval_text(row["ci_low"], row["ci_high"], digits),
+                verdict_text(row.get("verdict")),
+                p_text(row["p_corrected_holm"]),
+                test,
                 p_text(row["p_corrected"]),
                 p_strip_text(row),
                 break_even_text(row),
-                p_text(row["p_corrected_holm"]),
-                test,
                 p_text(row["p_wilcoxon"]),
                 bayes_text(
                     row.get("p_bayes_soft_better"),
                     row.get("p_bayes_equivalent"),
                     row.get("p_bayes_baseline_better"),
                 ),
-                verdict_text(row.get("verdict")),
             ]
         )
     return pd.DataFrame(rows, columns=columns)

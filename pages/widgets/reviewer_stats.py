@@ -21,6 +21,7 @@ from jobs.services import study_analysis
 from pages.present import reviewer_tables as rt
 from pages.present.charts import HALF_PAGE_PX
 from pages.present.formatting import table_height
+from pages.present.report.comparisons import endpoint_sentence
 from pages.widgets import probability_view
 from pages.widgets.variance_view import show_variance_components
 
@@ -175,16 +176,16 @@ def reviewer_view(
             icon=":material/info:",
         )
         return pd.DataFrame(columns=list(rt.EXPORT_COLUMNS))
+    result_line = st.empty()  # the primary endpoint's result, once it is computed
     rope = pick_rope(metric)
     primary = show_primary(path, study_id, marker, methods)
+    if not primary.empty:
+        # Plain text: the sentence names methods, which are data.
+        result_line.text(endpoint_sentence(primary))
     table = cached_paired(path, study_id, metric, rope, marker)
     picked = table["method_a"].isin(methods) & table["method_b"].isin(methods)
     table = table[table["task"].isin(tasks) & picked]
-    st.markdown(f"**{METRIC_LABELS[metric]}: every pair of methods, paired by seed**")
-    st.dataframe(
-        rt.paired_view(table), hide_index=True, width="stretch", height=table_height(len(table))
-    )
-    st.caption(rt.PAIRED_NOTE)
+    show_pairs(table, metric)
     show_bootstrap(table)
     n_components, design_rho = show_variance_components(
         path, study_id, marker, metric, tasks, methods
@@ -199,6 +200,29 @@ def reviewer_view(
     return rt.paired_export(table)
 
 
+def show_pairs(table: pd.DataFrame, metric: str) -> None:
+    """Every pair of the picked metric, verdict first: its result in one sentence, the
+    compact table (task, pair, difference with its interval, verdict, Holm p), and every
+    other column one click away."""
+    label = METRIC_LABELS[metric]
+    st.markdown(f"**{label}: every pair of methods, paired by seed**")
+    st.text(rt.result_sentence(table, label))
+    st.dataframe(
+        rt.compact_view(table), hide_index=True, width="stretch", height=table_height(len(table))
+    )
+    with st.expander(
+        "Every other column: p across r, Wilcoxon, Bayesian probabilities, TOST, effect "
+        "sizes and a reading per row"
+    ):
+        st.dataframe(
+            rt.details_view(table),
+            hide_index=True,
+            width="stretch",
+            height=table_height(len(table)),
+        )
+    st.caption(rt.PAIRED_NOTE)
+
+
 def show_primary(path: str, study_id: str, marker: Marker, methods: set[str]) -> pd.DataFrame:
     """The declared primary endpoint, first and labelled primary; returns its rows."""
     primary = cached_primary(path, study_id, rope_of(paired.PRIMARY_METRIC), marker)
@@ -206,12 +230,18 @@ def show_primary(path: str, study_id: str, marker: Marker, methods: set[str]) ->
     if primary.empty:
         st.info("The primary endpoint needs nominal and a soft method.", icon=":material/info:")
         return primary
+    view = rt.primary_view(primary)
+    height = table_height(len(primary))
     st.dataframe(
-        rt.primary_view(primary),
-        hide_index=True,
-        width="stretch",
-        height=table_height(len(primary)),
+        view.iloc[:, : rt.PRIMARY_COMPACT], hide_index=True, width="stretch", height=height
     )
+    with st.expander("The primary endpoint's other columns: p across r, Wilcoxon, Bayesian"):
+        st.dataframe(
+            view.iloc[:, [0, 1, *range(rt.PRIMARY_COMPACT, view.shape[1])]],
+            hide_index=True,
+            width="stretch",
+            height=height,
+        )
     st.caption(
         "Negative = the soft method's AMAE is lower than nominal's. Declared before looking; "
         "every other row on this tab is exploratory. Whether a row is significant depends on "

@@ -46,6 +46,7 @@ from pages.present.report.comparisons import (
     BOOTSTRAP_SHOWN,
     ENDPOINT_TESTS,
     PAIRED_SHOWN,
+    appendix_section,
     bootstrap_frame,
     endpoint_frame,
     endpoint_result,
@@ -101,6 +102,7 @@ __all__ = [
     "budget_caveat",
     "build_report",
     "caveats",
+    "appendix_section",
     "caveats_section",
     "check_output",
     "check_studies",
@@ -154,6 +156,7 @@ _BUILDERS: dict[str, Callable[[Sequence[str], Path], list[str]]] = {
     "kl-cppd": kl_cppd_section,
     "curves": curves_section,
     "methods": methods_section,
+    "appendix": appendix_section,
 }
 
 
