@@ -25,8 +25,8 @@ body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2e
 h1 { font-size: 1.7em; } h2 { border-bottom: 1px solid #ccc; margin-top: 2em; }
 table { border-collapse: collapse; margin: 0.6em 0 1.2em; font-size: 0.86em;
         max-width: 100%; }
-th, td { border: 1px solid #ddd; padding: 3px 7px; text-align: right;
-         overflow-wrap: anywhere; }
+th, td { border: 1px solid #ddd; padding: 3px 6px; text-align: right;
+         overflow-wrap: break-word; }
 th { background: #f3f3f3; } td:first-child, th:first-child { text-align: left; }
 .card td { text-align: left; } .note { color: #555; font-size: 0.9em; }
 .row { display: flex; flex-wrap: wrap; gap: 0 1.5em; }
@@ -35,7 +35,7 @@ th { background: #f3f3f3; } td:first-child, th:first-child { text-align: left; }
 @media print { h2 { page-break-before: auto; } .figure { page-break-inside: avoid; }
                body { max-width: none; margin: 0; } table { font-size: 0.78em; }
                tr { page-break-inside: avoid; } }
-@page { margin: 12mm; }
+@page { size: landscape; margin: 10mm; }
 """
 
 
