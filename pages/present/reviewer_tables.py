@@ -543,17 +543,32 @@ def _assumed_rho(plan: pd.DataFrame) -> float | None:
 
 
 def _plan_cell(row: Mapping[str, Any], target: float) -> str:
-    """``"12 (19 at the upper sd)"`` or ``"not reachable: at most 45 % (38 %)"``."""
+    """``"12 (19 at the upper sd)"``, ``"not reachable: at most 45 % power (38 % at the
+    upper sd)"`` when ρ caps power below the target, or ``"more than 500 seeds"`` when the
+    cap allows it but the planner's limit comes first (never "at most 100 % power")."""
     seeds, upper = row["seeds"], row["seeds_sd_upper"]
     if not is_missing_value(seeds):
-        tail = "not reachable" if is_missing_value(upper) else str(int(upper))
+        tail = (
+            str(int(upper))
+            if not is_missing_value(upper)
+            else _beyond(row.get("ceiling_sd_upper"), target)
+        )
         return f"{int(seeds)} ({tail} at the upper sd)"
     if is_missing_value(row["ceiling"]):
         return NOT_COMPUTED
+    if float(row["ceiling"]) >= target:
+        return f"more than {power.MAX_SEEDS} seeds (the planner's limit)"
     return (
         f"not reachable: at most {float(row['ceiling']):.0%} power "
         f"({float(row['ceiling_sd_upper']):.0%} at the upper sd)"
     )
+
+
+def _beyond(ceiling: Any, target: float) -> str:
+    """Why no seed count is given: the planner's limit, or ρ's cap on power."""
+    if not is_missing_value(ceiling) and float(ceiling) >= target:
+        return f"more than {power.MAX_SEEDS}"
+    return "not reachable"
 
 
 POWER_NOTE = (
@@ -608,6 +623,11 @@ def seeds_plan_text(
     if seeds is None:
         if math.isnan(ceiling):
             return "Give an effect other than 0 and an sd above 0."
+        if ceiling >= power.TARGET_POWER:
+            return (
+                f"At ρ = {rho:g}, 80 % power needs more than {power.MAX_SEEDS} seeds (the "
+                "planner's limit): the effect is small against the sd of the differences."
+            )
         return (
             f"At ρ = {rho:g}, no number of seeds reaches 80 % power: even unlimited seeds give "
             f"{ceiling:.0%}. That ceiling follows from the assumed ρ (seeds that resample the "

@@ -231,11 +231,15 @@ def test_power_view_gives_seeds_per_rho_or_the_ceiling_that_rho_imposes(table):
     assert len(view) == len(table)
     assert "Power now" not in view.columns
     at_zero, at_assumed = view["Seeds at ρ = 0"], view["Seeds at ρ = 0.3"]
-    assert at_zero.str.fullmatch(r"\d+ \((\d+|not reachable) at the upper sd\)").all()
+    assert at_zero.str.fullmatch(r"\d+ \((\d+|more than 500) at the upper sd\)").all()
     assert at_assumed.str.startswith("not reachable: at most").any()
     tiny = rt.power_view(power.power_table(table, effect=0.001))
     assert tiny["Seeds at ρ = 0.1"].str.startswith("not reachable").all()
     assert "consequence of the assumed ρ" in rt.POWER_NOTE
+    # At ρ = 0 power has no ceiling: a tiny effect needs more seeds than the planner counts,
+    # which is not "not reachable: at most 100 % power".
+    assert tiny["Seeds at ρ = 0"].str.startswith("more than 500 seeds").all()
+    assert not tiny.apply(lambda c: c.str.contains("at most 100")).any().any()
 
 
 def test_bootstrap_view_is_apart_and_labelled(table):
@@ -278,3 +282,5 @@ def test_seeds_plan_text_gives_seeds_and_gpu_hours_or_the_ceiling_of_the_assumed
     assert "follows from the assumed ρ" in unreachable
     assert "A larger dataset is needed" not in unreachable
     assert "effect other than 0" in rt.seeds_plan_text(None, None, math.nan, 0.3)
+    beyond = rt.seeds_plan_text(None, 2.5, 1.0, 0.0)  # no ceiling, but past the planner
+    assert "more than 500 seeds" in beyond and "100%" not in beyond
