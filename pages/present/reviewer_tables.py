@@ -55,8 +55,12 @@ PAIRED_HEADERS: dict[str, str] = {
     "ci": "95 % CI (corrected)",
     "p_corrected": "p (corrected)",
     "rho_assumed": "ρ assumed",
-    "p_strip": "p at r = " + " · ".join(f"{r:g}" for r in paired.R_STRIP) + " · assumed",
-    "r_break_even": "Break-even r (p = 0.05)",
+    # The assumption is read on one scale, ρ (the between-seed correlation); r = ρ/(1 − ρ),
+    # the ratio in the corrected variance, is named only in the tooltip (:data:`RHO_HELP`).
+    "p_strip": "p at ρ = "
+    + " · ".join(f"{paired.rho_of_ratio(r):.2f}".removesuffix(".00") for r in paired.R_STRIP)
+    + " · assumed",
+    "r_break_even": "Break-even ρ (p = 0.05)",
     "p_corrected_holm": "p corrected (Holm)",
     "p_wilcoxon": "p Wilcoxon (exact)",
     "p_wilcoxon_holm": "p Wilcoxon (Holm)",
@@ -72,6 +76,14 @@ PAIRED_HEADERS: dict[str, str] = {
     "within_seed_sd": "Within-seed sd",
     "reading": "Reading",
 }
+
+
+#: The tooltip of the columns read on the ρ scale: r, the other scale, is named here only.
+RHO_HELP = (
+    "ρ: the between-seed correlation the corrected test assumes (n_test/n of the splits). "
+    "The corrected variance uses r = ρ/(1 − ρ) (n_test/n_train): the strip's ρ = 0, 0.09, "
+    "0.17 are r = 0, 0.1, 0.2, and the CSV's p_r0, p_r0.1, p_r0.2 and r_break_even are on r."
+)
 
 
 def paired_headers(table: pd.DataFrame) -> dict[str, str]:
@@ -90,12 +102,12 @@ def paired_headers(table: pd.DataFrame) -> dict[str, str]:
 PAIRED_NOTE = (
     "Each row is method A − method B over the seeds both ran. **Corrected** is the corrected "
     "resampled t-test (Nadeau & Bengio 2003): it assumes the seeds' differences correlate by "
-    "ρ = n_test/n (ρ/(1 − ρ) = r = n_test/n_train of the study's own splits), a number one "
+    "ρ = n_test/n of the study's own splits, a number one "
     "dataset cannot measure, since the same seed draws the split, the weights and the batch "
-    "order (Bengio & Grandvalet 2004). So each corrected p is shown across r (0, 0.1, 0.2 and "
-    "the assumed r) with the **break-even r** where it crosses 0.05: a difference significant "
-    "only below the assumed r rests on that assumption. **Wilcoxon** (exact, ties and zeros "
-    "included) answers “is A better on most seeds?”, taking seeds as independent. "
+    "order (Bengio & Grandvalet 2004). So each corrected p is shown across ρ (0, 0.09, 0.17 "
+    "and the assumed ρ) with the **break-even ρ** where it crosses 0.05: a difference "
+    "significant only below the assumed ρ rests on that assumption. **Wilcoxon** (exact, "
+    "ties and zeros included) answers “is A better on most seeds?”, taking seeds as independent. "
     f"{paired.VERDICT_RULE} Effect size dz = mean / sd of the differences; "
     "rank-biserial r = the matched-pairs rank-biserial correlation. What each test assumes: "
     "docs/statistics.md."
@@ -136,24 +148,25 @@ def rho_label(table: pd.DataFrame) -> str:
 
 
 def p_strip_text(row: Mapping[str, Any]) -> str:
-    """The corrected p at r = 0, 0.1, 0.2 and at the assumed r: ``"< 0.001 · 0.018 · 0.058
-    · 0.162 (r 0.43)"``."""
+    """The corrected p at ρ = 0, 0.09, 0.17 (r = 0, 0.1, 0.2) and at the assumed ρ:
+    ``"< 0.001 · 0.018 · 0.058 · 0.162 (ρ 0.30)"``."""
     strip = [p_text(row.get(paired.r_column(r))) for r in paired.R_STRIP]
-    used = f"{p_text(row.get('p_corrected'))} (r {float(row['test_train_ratio']):.2f})"
+    rho = paired.rho_of_ratio(float(row["test_train_ratio"]))
+    used = f"{p_text(row.get('p_corrected'))} (ρ {rho:.2f})"
     return " · ".join([*strip, used])
 
 
 def break_even_text(row: Mapping[str, Any]) -> str:
-    """The break-even r (and its ρ), or why there is none."""
+    """The break-even ρ (where the corrected p crosses 0.05), or why there is none."""
     value = row.get("r_break_even")
     if is_missing_value(row.get("p_corrected")):
         return NOT_COMPUTED
     if value is None or is_missing_value(value):
-        return "none: p ≥ 0.05 even at r = 0"
+        return "none: p ≥ 0.05 even at ρ = 0"
     r = float(value)
     if math.isinf(r):
-        return "any r"
-    return f"{r:.2f} (ρ {paired.rho_of_ratio(r):.2f})"
+        return "any ρ"
+    return f"{paired.rho_of_ratio(r):.2f}"
 
 
 def bayes_text(a_better: Any, equivalent: Any, b_better: Any) -> str:
@@ -681,13 +694,16 @@ def paired_latex(table: pd.DataFrame, metric_label: str) -> str:
             h["p_wilcoxon_holm"]: [p_text(v) for v in table["p_wilcoxon_holm"]],
             h["d_z"]: table["d_z"],
             h["rank_biserial"]: table["rank_biserial"],
-            "Break-even r": table["r_break_even"],
+            "Break-even ρ": [
+                paired.rho_of_ratio(float(v)) if not is_missing_value(v) else math.nan
+                for v in table["r_break_even"]
+            ],
             h["verdict"]: [verdict_text(v) for v in table["verdict"]],
         }
     )
     caption = (
         f"Paired comparisons ({metric_label}): mean difference over seeds with the corrected "
-        f"resampled t interval and p (Nadeau \\& Bengio 2003; {rho_label(table)}), the r "
+        f"resampled t interval and p (Nadeau \\& Bengio 2003; {rho_label(table)}), the ρ "
         "at which that p crosses 0.05, exact Wilcoxon signed-rank p, and the Bayesian "
         f"correlated t-test's verdict ({rope_text(table)}, posterior "
         f"{paired.BAYES_THRESHOLD:g} and Holm for better, TOST for equivalent)"

@@ -200,6 +200,12 @@ def reviewer_view(
     return rt.paired_export(table)
 
 
+def rho_help(view: pd.DataFrame) -> dict[str, Any]:
+    """Tooltips naming r (the corrected variance's ratio) on every column read on the ρ
+    scale: the page shows one scale, the other one hover away."""
+    return {c: st.column_config.Column(help=rt.RHO_HELP) for c in view.columns if "ρ" in c}
+
+
 def show_pairs(table: pd.DataFrame, metric: str) -> None:
     """Every pair of the picked metric, verdict first: its result in one sentence, the
     compact table (task, pair, difference with its interval, verdict, Holm p), and every
@@ -207,18 +213,25 @@ def show_pairs(table: pd.DataFrame, metric: str) -> None:
     label = METRIC_LABELS[metric]
     st.markdown(f"**{label}: every pair of methods, paired by seed**")
     st.text(rt.result_sentence(table, label))
+    compact = rt.compact_view(table)
     st.dataframe(
-        rt.compact_view(table), hide_index=True, width="stretch", height=table_height(len(table))
+        compact,
+        hide_index=True,
+        width="stretch",
+        height=table_height(len(table)),
+        column_config=rho_help(compact),
     )
     with st.expander(
-        "Every other column: p across r, Wilcoxon, Bayesian probabilities, TOST, effect "
+        "Every other column: p across ρ, Wilcoxon, Bayesian probabilities, TOST, effect "
         "sizes and a reading per row"
     ):
+        details = rt.details_view(table)
         st.dataframe(
-            rt.details_view(table),
+            details,
             hide_index=True,
             width="stretch",
             height=table_height(len(table)),
+            column_config=rho_help(details),
         )
     st.caption(rt.PAIRED_NOTE)
 
@@ -232,20 +245,19 @@ def show_primary(path: str, study_id: str, marker: Marker, methods: set[str]) ->
         return primary
     view = rt.primary_view(primary)
     height = table_height(len(primary))
+    first = view.iloc[:, : rt.PRIMARY_COMPACT]
     st.dataframe(
-        view.iloc[:, : rt.PRIMARY_COMPACT], hide_index=True, width="stretch", height=height
+        first, hide_index=True, width="stretch", height=height, column_config=rho_help(first)
     )
-    with st.expander("The primary endpoint's other columns: p across r, Wilcoxon, Bayesian"):
+    with st.expander("The primary endpoint's other columns: p across ρ, Wilcoxon, Bayesian"):
+        rest = view.iloc[:, [0, 1, *range(rt.PRIMARY_COMPACT, view.shape[1])]]
         st.dataframe(
-            view.iloc[:, [0, 1, *range(rt.PRIMARY_COMPACT, view.shape[1])]],
-            hide_index=True,
-            width="stretch",
-            height=height,
+            rest, hide_index=True, width="stretch", height=height, column_config=rho_help(rest)
         )
     st.caption(
         "Negative = the soft method's AMAE is lower than nominal's. Declared before looking; "
         "every other row on this tab is exploratory. Whether a row is significant depends on "
-        "the assumed ρ: see p across r and the break-even r; the verdict uses the AMAE ROPE."
+        "the assumed ρ: see p across ρ and the break-even ρ; the verdict uses the AMAE ROPE."
     )
     return primary
 

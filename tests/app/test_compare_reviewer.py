@@ -58,9 +58,10 @@ def test_reference_statistics_show_the_corrected_p_beside_the_wilcoxon(reference
     paired = next(f for f in shown if corrected in f.columns and "A − B" in f.columns)
     kl = _row(paired, "KL", "Nominal − Binomial")
     assert float(kl[corrected]) == pytest.approx(0.16, abs=0.01)
-    # The strip: p at r = 0, 0.1, 0.2 and the assumed 0.43; break-even r = 0.18.
-    assert kl["p at r = 0 · 0.1 · 0.2 · assumed"] == "< 0.001 · 0.0175 · 0.0582 · 0.162 (r 0.43)"
-    assert kl["Break-even r (p = 0.05)"] == "0.18 (ρ 0.15)"
+    # The strip, on one scale: p at ρ = 0, 0.09, 0.17 and the assumed 0.30;
+    # break-even ρ = 0.15 (r = 0.18, in the tooltip and the CSV).
+    assert kl["p at ρ = 0 · 0.09 · 0.17 · assumed"] == "< 0.001 · 0.0175 · 0.0582 · 0.162 (ρ 0.30)"
+    assert kl["Break-even ρ (p = 0.05)"] == "0.15"
     assert kl["p Wilcoxon (exact)"] in {"< 0.001"}  # 0.0005 on 20 seeds
     cell = _row(compact, "KL", "Nominal − Binomial")["Mean A − B [95 % CI, corrected, NB ρ = 0.30]"]
     low, high = (float(v) for v in cell.split(" ", 1)[1].strip("[]").split(","))

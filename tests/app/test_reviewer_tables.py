@@ -66,7 +66,7 @@ def test_paired_view_puts_primary_rows_first_with_titled_pairs_and_readings(tabl
         "equivalent",
         "inconclusive",
     }
-    assert row["p at r = 0 · 0.1 · 0.2 · assumed"].endswith("(r 0.30)")
+    assert row["p at ρ = 0 · 0.09 · 0.17 · assumed"].endswith("(ρ 0.23)")
     assert "None" not in view.to_string() and "new patients" not in view.to_string()
 
 

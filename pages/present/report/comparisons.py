@@ -94,7 +94,8 @@ def paired_section(study_ids: Sequence[str], store: Path) -> list[str]:
     notes = (
         f"Corrected CI: {paired.MEAN_CI_KIND}; it assumes the between-seed correlation ρ "
         "shown (ρ assumed), which one dataset cannot measure, so each p is also given at "
-        "r = ρ/(1 − ρ) = 0, 0.1 and 0.2 with the break-even r where it crosses 0.05. Wilcoxon: "
+        "ρ = 0, 0.09 and 0.17 (the variance's r = ρ/(1 − ρ) = 0, 0.1, 0.2) with the "
+        "break-even ρ where it crosses 0.05. Wilcoxon: "
         "exact signed-rank over seeds (ties and zeros included), Holm-adjusted over the task's "
         "pairs; the reading compares it unadjusted with the unadjusted corrected p. "
         '"Consistent over seeds" (Wilcoxon) and "different by the corrected test" are '
