@@ -81,9 +81,12 @@ def test_pairs_not_against_the_reference_go_to_an_appendix_table_without_sentenc
     assert "The other 2 pairs of methods are in the appendix table" in paired
     assert "Binomial's AMAE" not in paired and "separates Binomial and Beta" not in paired
     appendix = unescape(html[html.index('id="appendix"') :])
-    assert "AMAE: every other pair (exploratory)" in appendix
+    assert "AMAE, KL: every other pair (exploratory)" in appendix
     cells = table_cells(appendix)
     assert "Binomial" in cells and "Beta" in cells and "Reading" not in cells
+    # One square table per metric and task: row A, column B reads A − B and the verdict.
+    assert any(re.fullmatch(r"[+-]\d\.\d{3} (▲|▼|≈|·|n/e)", c) for c in cells)
+    assert "Nominal" not in cells  # the reference method's pairs are in the body
 
 
 def test_the_methods_paragraph_names_protocol_search_space_splits_and_software(html):
@@ -112,7 +115,9 @@ def test_the_kl_cppd_section_decomposes_the_kld_and_compares_it_between_methods(
     assert "KLD of each method against Nominal, paired by seed" in section
     assert re.search(r"<li>KL × CPPD: [^<]*KLD", section)  # each body pair read in words
     assert "The other pair of methods is in the appendix table." in section
-    assert "KLD: every other pair (exploratory)" in html[html.index('id="appendix"') :]
+    assert "KLD, KL × CPPD: every other pair (exploratory)" in unescape(
+        html[html.index('id="appendix"') :]
+    )
 
 
 def test_the_command_line_refuses_an_output_it_cannot_write_in_one_line(tmp_path, capsys):

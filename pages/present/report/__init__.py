@@ -56,6 +56,7 @@ from pages.present.report.comparisons import (
     paired_section,
     primary_endpoint,
     tests_line,
+    verdict_matrix,
 )
 from pages.present.report.figures import (
     critical_difference_section,
@@ -141,6 +142,7 @@ __all__ = [
     "table4_section",
     "tests_line",
     "truth_caveat",
+    "verdict_matrix",
     "write_latex",
     "write_report",
 ]

@@ -170,13 +170,22 @@ def others_text(others: int) -> str:
     )
 
 
+#: At most this many columns after a split table's row name: few enough that no cell wraps
+#: at the page's width (a wrapped row is two or three lines tall).
+REST_COLUMNS = 6
+
+
 def split_tables(frame: pd.DataFrame, compact: int, keys: int) -> list[str]:
-    """A wide frame as two tables that each fit the page: its first ``compact`` columns
-    (the verdict's), then its first ``keys`` columns (the row's name) and the rest."""
+    """A wide frame as tables that each fit the page: its first ``compact`` columns (the
+    verdict's), then its first ``keys`` columns (the row's name) with the rest, at most
+    :data:`REST_COLUMNS` more each."""
     if frame.empty:
         return [rh.table_html(frame)]
-    rest = frame.iloc[:, [*range(keys), *range(compact, frame.shape[1])]]
-    return [rh.table_html(frame.iloc[:, :compact]), rh.table_html(rest)]
+    rest = list(range(compact, frame.shape[1]))
+    chunks = [rest[i : i + REST_COLUMNS] for i in range(0, len(rest), REST_COLUMNS)]
+    return [rh.table_html(frame.iloc[:, :compact])] + [
+        rh.table_html(frame.iloc[:, [*range(keys), *chunk]]) for chunk in chunks
+    ]
 
 
 def appendix_section(study_ids: Sequence[str], store: Path) -> list[str]:
@@ -189,10 +198,10 @@ def appendix_section(study_ids: Sequence[str], store: Path) -> list[str]:
         out = []
         for label, table in ((METRIC_LABELS[PRIMARY], primary), ("KLD", kld)):
             rest = appendix_rows(table)
-            if len(rest):
+            for task, part in rest.groupby("task", sort=False):
                 out += [
-                    rh.heading(f"{label}: every other pair (exploratory)", 4),
-                    rh.table_html(paired_frame(rest).iloc[:, :COMPACT_PAIRED]),
+                    rh.heading(f"{label}, {task}: every other pair (exploratory)", 4),
+                    rh.table_html(verdict_matrix(part)),
                 ]
         if not out:
             return [rh.paragraph("Every pair is in the body of the report.", note=True)]
@@ -201,13 +210,46 @@ def appendix_section(study_ids: Sequence[str], store: Path) -> list[str]:
     return per_study(study_ids, store, part)
 
 
+#: The appendix matrix's mark of each verdict, read from the row method's side.
+ROW_BETTER, COLUMN_BETTER, SAME, UNDECIDED, NO_VERDICT = "▲", "▼", "≈", "·", "n/e"
+
+
 def appendix_note() -> str:
     """What the appendix tables hold and how to read them."""
     return (
-        "Pairs not against the reference method: the mean difference with its corrected "
-        "95 % interval, the verdict and the corrected p Holm-adjusted within its task and "
-        f"metric. {paired.VERDICT_RULE}"
+        "Pairs not against the reference method, one table per metric and task: the cell of "
+        "row A and column B is the mean difference A − B over seeds and the verdict, "
+        f"{ROW_BETTER} A better, {COLUMN_BETTER} B better, {SAME} equivalent, {UNDECIDED} "
+        f"inconclusive, {NO_VERDICT} not estimable (too few seeds or no spread). Every pair "
+        "here is exploratory, its “better” Holm-controlled within its task and metric; its "
+        "interval and p are in Compare → Statistics and `softgrade stats`. "
+        f"{paired.VERDICT_RULE}"
     )
+
+
+def verdict_matrix(table: pd.DataFrame) -> pd.DataFrame:
+    """One task's pairs as a square table, methods in their order: the cell of row A and
+    column B reads the mean difference A − B and the verdict's mark (:data:`ROW_BETTER` ...);
+    a pair not in ``table`` (the body's) is blank. 14 methods take 14 rows, not 91."""
+    methods = list(dict.fromkeys([*table["method_a"], *table["method_b"]]))
+    titles = [tables.method_title(m) for m in methods]
+    cells = pd.DataFrame("", index=titles, columns=titles)
+    for r in table.itertuples():
+        said = str(r.verdict)
+        winner = paired.better_method(said)
+        a, b = tables.method_title(r.method_a), tables.method_title(r.method_b)
+        cells.loc[a, b] = f"{r.mean_diff:+.3f} {_mark(said, winner, r.method_a)}"
+        cells.loc[b, a] = f"{-r.mean_diff:+.3f} {_mark(said, winner, r.method_b)}"
+    return cells.rename_axis("A \\ B").reset_index()
+
+
+def _mark(said: str, winner: str | None, row_method: str) -> str:
+    """The verdict's mark from the row method's side."""
+    if winner is not None:
+        return ROW_BETTER if winner == row_method else COLUMN_BETTER
+    if said.startswith(paired.EQUIVALENT):
+        return SAME
+    return NO_VERDICT if said.startswith(paired.NOT_ESTIMABLE) else UNDECIDED
 
 
 def endpoint_result(endpoint: pd.DataFrame) -> str:
@@ -363,12 +405,40 @@ def _numbers(table: pd.DataFrame, column: str) -> list[str]:
     return [effect_text(v) for v in table[column]]
 
 
+#: Up to this many body rows each get a reading; past it only the rows with something to
+#: say do, and the silent rest share one sentence per task (a 14-method study has 26).
+MAX_READINGS = 8
+
+
 def paired_readings(table: pd.DataFrame) -> list[str]:
-    """Each paired row's reading (`engine.analysis.paired.reading`), named by its task."""
+    """Each paired row's reading (`engine.analysis.paired.reading`), named by its task; with
+    more than :data:`MAX_READINGS` rows, the rows where neither test separates the pair and
+    the verdict is inconclusive are counted in one sentence per task instead."""
     rows = table.to_dict("records")
     for r in rows:
         r["method_a"], r["method_b"] = (tables.method_title(r[k]) for k in ("method_a", "method_b"))
-    return [f"{r['task']}: {paired.reading(r)}" for r in rows]
+    if len(rows) <= MAX_READINGS:
+        return [f"{r['task']}: {paired.reading(r)}" for r in rows]
+    said = [f"{r['task']}: {paired.reading(r)}" for r in rows if not _silent(r)]
+    silent: dict[str, list[str]] = {}
+    for r in rows:
+        if _silent(r):
+            silent.setdefault(str(r["task"]), []).append(f"{r['method_a']} − {r['method_b']}")
+    return said + [
+        f"{task}: neither the corrected test nor the Wilcoxon separates the other "
+        f"{len(pairs)} pairs ({', '.join(pairs)}) and their verdicts are inconclusive: no "
+        "evidence of a difference, which is not evidence of none."
+        for task, pairs in silent.items()
+    ]
+
+
+def _silent(row: dict[str, Any]) -> bool:
+    """A row with nothing to say: no test separates it and its verdict is inconclusive."""
+    return (
+        str(row.get("verdict")) == paired.INCONCLUSIVE
+        and not float(row.get("p_corrected", 1.0)) < ALPHA
+        and not float(row.get("p_wilcoxon", 1.0)) < ALPHA
+    )
 
 
 def _intervals(table: pd.DataFrame, low: str, high: str) -> list[str]:
