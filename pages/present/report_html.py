@@ -24,8 +24,8 @@ body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2e
        max-width: 1100px; padding: 0 1em; color: #222; line-height: 1.45; }
 h1 { font-size: 1.7em; } h2 { border-bottom: 1px solid #ccc; margin-top: 2em; }
 table { border-collapse: collapse; margin: 0.6em 0 1.2em; font-size: 0.86em;
-        max-width: 100%; }
-th, td { border: 1px solid #ddd; padding: 3px 6px; text-align: right;
+        max-width: 100%; line-height: 1.25; }
+th, td { border: 1px solid #ddd; padding: 2px 6px; text-align: right;
          overflow-wrap: break-word; }
 th { background: #f3f3f3; } td:first-child, th:first-child { text-align: left; }
 .card td { text-align: left; } .note { color: #555; font-size: 0.9em; }
