@@ -181,6 +181,9 @@ def paired_frame(
     rows = []
     for r in table.to_dict("records"):
         tested = not is_missing_value(r["p_corrected"])
+        unestimable = str(r.get("verdict", "")).startswith(paired.NOT_ESTIMABLE)
+        # Verdict first (`paired.VERDICT_FIRST_COLUMNS`): what was compared, the difference
+        # with its interval, the verdict and its Holm p, then the rest.
         cells = {
             "task": r["task"],
             "metric": labels.get(r["metric"]) or metric_header(str(r["metric"])),
@@ -189,6 +192,8 @@ def paired_frame(
             "n_seeds": int(r["n_seeds"]),
             "mean_diff": f"{float(r['mean_diff']):.4f}",
             "ci": interval_text(r["ci_low"], r["ci_high"], 4),
+            "verdict": rt.verdict_text(r.get("verdict")) if tested or unestimable else "",
+            "p_corrected_holm": p_text(r.get("p_corrected_holm")),
             "p_corrected": p_text(r["p_corrected"]),
             "p_strip": rt.p_strip_text(r) if tested else "",
             "r_break_even": rt.break_even_text(r) if tested else "",
@@ -196,7 +201,6 @@ def paired_frame(
             "p_wilcoxon_holm": p_text(r["p_wilcoxon_holm"]),
             "d_z": effect_text(r["d_z"]),
             "rank_biserial": effect_text(r["rank_biserial"]),
-            "verdict": rt.verdict_text(r.get("verdict")) if tested else "",
             "reading": _paired_reading(r),
         }
         rows.append({headers[k]: v for k, v in cells.items()})
@@ -209,6 +213,8 @@ def effect_text(value: Any) -> str:
 
 
 def _paired_reading(row: Mapping[str, Any]) -> str:
+    if str(row.get("verdict", "")).startswith(paired.NOT_ESTIMABLE):
+        return paired.reading(row)  # says why: too few seeds, or no spread
     if any(is_missing_value(row[c]) for c in ("p_corrected", "p_wilcoxon", "mean_diff")):
         return "Too few seeds to test."
     return paired.reading(row)

@@ -297,3 +297,16 @@ def test_truth_readings_of_many_methods_without_evidence_share_one_sentence():
         "CPPD: no evidence that any of Binomial, Beta, Triangular, Exponential, Geometric "
     )
     assert "not evidence of no difference" in grouped
+
+
+def test_paired_frame_opens_with_the_verdict_and_says_why_none_is_estimable():
+    no_spread = PAIRED.iloc[[0]].assign(
+        p_corrected=np.nan, verdict="not estimable: no spread across seeds", p_corrected_holm=np.nan
+    )
+    frame = it.paired_frame(pd.concat([PAIRED.iloc[[0]].assign(p_corrected_holm=0.64), no_spread]))
+    columns = list(frame.columns)
+    assert columns.index("Verdict (ROPE ± 0.01)") == columns.index("p corrected (Holm)") - 1
+    assert columns.index("Verdict (ROPE ± 0.01)") < columns.index("p (corrected, NB ρ = 0.30)")
+    second = frame.iloc[1]
+    assert second["Verdict (ROPE ± 0.01)"] == "not estimable: no spread across seeds"
+    assert second["Reading"].startswith("No verdict: not estimable: no spread across seeds")
