@@ -22,6 +22,7 @@ from pages.present import reviewer_tables as rt
 from pages.present.charts import HALF_PAGE_PX
 from pages.present.formatting import table_height
 from pages.present.report.comparisons import endpoint_sentence
+from pages.present.user_text import plain
 from pages.widgets import probability_view
 from pages.widgets.variance_view import show_variance_components
 
@@ -180,8 +181,8 @@ def reviewer_view(
     rope = pick_rope(metric)
     primary = show_primary(path, study_id, marker, methods)
     if not primary.empty:
-        # Plain text: the sentence names methods, which are data.
-        result_line.text(endpoint_sentence(primary))
+        # Escaped as plain text: the sentence names methods, which are data.
+        result_line.markdown(plain(endpoint_sentence(primary)))
     table = cached_paired(path, study_id, metric, rope, marker)
     picked = table["method_a"].isin(methods) & table["method_b"].isin(methods)
     table = table[table["task"].isin(tasks) & picked]
@@ -212,7 +213,7 @@ def show_pairs(table: pd.DataFrame, metric: str) -> None:
     other column one click away."""
     label = METRIC_LABELS[metric]
     st.markdown(f"**{label}: every pair of methods, paired by seed**")
-    st.text(rt.result_sentence(table, label))
+    st.markdown(plain(rt.result_sentence(table, label)))  # names methods: data, escaped
     compact = rt.compact_view(table)
     st.dataframe(
         compact,

@@ -53,8 +53,8 @@ def test_reference_statistics_show_the_corrected_p_beside_the_wilcoxon(reference
     ]
     assert compact.columns[6] == "p corrected (Holm)"
     assert _row(compact, "KL", "Nominal − Binomial")["Endpoint"] == "primary"
-    assert "Result on AMAE:" in texts(at, "text")
-    assert "Result: none of the 8 primary comparisons is significant" in texts(at, "text")
+    assert "Result on AMAE:" in texts(at, "markdown")
+    assert "Result: none of the 8 primary comparisons is significant" in texts(at, "markdown")
     paired = next(f for f in shown if corrected in f.columns and "A − B" in f.columns)
     kl = _row(paired, "KL", "Nominal − Binomial")
     assert float(kl[corrected]) == pytest.approx(0.16, abs=0.01)
