@@ -237,13 +237,13 @@ def row_reading(row: Mapping[str, Any], alpha: float = ALPHA) -> str:
 #: reader reads them: the pair in one cell, the difference with its interval in one): what
 #: the Statistics tab and the report show first.
 COMPACT_KEYS: tuple[str, ...] = (
-    "family",
     "task",
     "pair",
     "n_seeds",
     "mean_ci",
     "verdict",
     "p_corrected_holm",
+    "family",
 )
 #: The tests over seeds taken as independent and the effect sizes, in the order every paired
 #: table shows them (the Statistics tab's and the report's).

@@ -73,13 +73,13 @@ def test_paired_view_puts_primary_rows_first_with_titled_pairs_and_readings(tabl
 def test_the_compact_view_puts_the_verdict_and_holm_p_right_after_the_interval(table):
     compact = rt.compact_view(table)
     assert list(compact.columns) == [
-        "Endpoint",
         "Task",
         "A − B",
         "Seeds",
         "Mean A − B [95 % CI, corrected, NB ρ = 0.23]",
         "Verdict (ROPE ± 0.01)",
         "p corrected (Holm)",
+        "Endpoint",
     ]
     details = rt.details_view(table)
     assert list(details.columns[:2]) == ["Task", "A − B"]
