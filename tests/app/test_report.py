@@ -187,3 +187,13 @@ def test_the_reliability_diagram_says_it_pools_the_seeds(html):
     section = unescape(html[html.index('id="reliability"') : html.index('id="kl-cppd"')])
     assert "Films, 3 seeds pooled" in section  # the size legend
     assert "a film counts once per seed that tested it" in section
+
+
+def test_a_two_seed_report_gives_no_verdict_and_says_why(tmp_path):
+    store = tmp_path / "softgrade.duckdb"
+    init_schema(store)
+    study = write_synthetic_study(store, n_seeds=2, n_patients=20)
+    paired = unescape("".join(report.paired_section([study], store)))
+    assert "not estimable: fewer than 3 seeds (2)" in paired
+    verdicts = [c for c in table_cells(paired) if re.fullmatch(r"\w+ better( \(.*\))?", c)]
+    assert verdicts == []  # no "X better" cell from two seeds
