@@ -47,6 +47,7 @@ from pages.present.report.comparisons import (
     BOOTSTRAP_SHOWN,
     ENDPOINT_TESTS,
     PAIRED_SHOWN,
+    appendix_section,
     bootstrap_frame,
     endpoint_frame,
     endpoint_result,
@@ -56,6 +57,7 @@ from pages.present.report.comparisons import (
     paired_section,
     primary_endpoint,
     tests_line,
+    verdict_matrix,
 )
 from pages.present.report.figures import (
     critical_difference_section,
@@ -103,6 +105,7 @@ __all__ = [
     "budget_caveat",
     "build_report",
     "caveats",
+    "appendix_section",
     "caveats_section",
     "check_output",
     "check_studies",
@@ -142,6 +145,7 @@ __all__ = [
     "table4_section",
     "tests_line",
     "truth_caveat",
+    "verdict_matrix",
     "write_latex",
     "write_report",
 ]
@@ -158,6 +162,7 @@ _BUILDERS: dict[str, Callable[[Sequence[str], Path], list[str]]] = {
     "kl-cppd": kl_cppd_section,
     "curves": curves_section,
     "methods": methods_section,
+    "appendix": appendix_section,
 }
 
 

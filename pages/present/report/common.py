@@ -38,6 +38,7 @@ SECTIONS: dict[str, str] = {
     "kl-cppd": "KL × CPPD table, residuals and Kullback–Leibler divergence (KLD)",
     "curves": "Learning curves of the selected runs",
     "methods": "Methods",
+    "appendix": "Appendix: every other pair of methods",
 }
 #: Card fields that say what trained a study (its own worker's, or a bundle's).
 TRAINING_CARD_FIELDS = (
