@@ -3,11 +3,11 @@
     python bench/methods_throughput.py            # one CUDA GPU: 224 px, batch 128
     python bench/methods_throughput.py --tiny     # a CPU smoke run: 32 px, batch 8
 
-Methods with a (J, J) target matrix replay the captured CUDA graphs of whole training steps;
-the others (regularised losses, ordinal output layers) train on the eager fast path (bf16,
-channels-last, fused Adam, no compile, no graphs: docs/add-a-method.md). One `Trainer` per
-head, as a slot keeps them (`jobs.worker.slots.SlotState`), so the softmax head's compile and
-capture happen once, in its first method's warm-up, and are not timed.
+Every method replays captured CUDA graphs of whole training steps (forward, its loss,
+backward, fused Adam): the target-distribution methods share one graph, each other loss gets
+its own (issue 37). One `Trainer` per head, as a slot keeps them
+(`jobs.worker.slots.SlotState`), so each head's compile and each loss's capture happen in its
+first method's warm-up, and are not timed.
 
 Each method: ``--warmup`` training steps, then ``--steps`` timed steps over full batches of
 synthetic films (training steps only: no validation pass). Prints a markdown table: method,
@@ -102,10 +102,8 @@ def time_method(
 
 
 def _path_name(trainer: Trainer) -> str:
-    if trainer._graphed:
+    if trainer.graphs is not None:
         return "CUDA graphs"
-    if trainer.device.type == "cuda":
-        return "eager fast path"
     return f"{trainer.device.type} fast path (bf16)"
 
 

@@ -16,6 +16,11 @@ compiled model and the tail, whose size is fixed per dataset and seed, a graph o
 captured from the uncompiled model (a capture costs well under a second; a compile of a
 new shape would cost ~20 s). So "100 epochs, patience 40" means the same on every device.
 
+On CUDA every method trains on the captured graphs, whatever its loss or head: a lane of a slot
+process then never runs a model or a loss eagerly, which is not safe beside a sibling lane's
+compile or capture (issue 37), and every method trains at the same speed. A method whose step
+cannot be captured fails its run with `StepNotCapturable`, saying why.
+
 The model and its checkpoint files are `engine.grade_model`'s, the CUDA graphs
 `engine.train_graphs`'s; this module trains.
 """
@@ -50,10 +55,16 @@ from engine.grade_model import (
     resolve_device,
     save_checkpoint,
 )
-from engine.methods import get_method, make_loss, target_matrix
-from engine.methods.heads import get_head
+from engine.methods import MethodParams, get_method, make_loss, target_matrix
+from engine.methods.heads import get_head, predict_grades
 from engine.stem import use_fast_stem
-from engine.train_graphs import GLOBAL_STATE_LOCK, GraphedSteps, soft_target_cross_entropy
+from engine.train_graphs import (
+    GLOBAL_STATE_LOCK,
+    GraphedSteps,
+    StepLoss,
+    StepNotCapturable,
+    soft_target_cross_entropy,
+)
 
 # The model, its checkpoints and device live in `engine.grade_model`, the CUDA graphs in
 # `engine.train_graphs`; their names stay importable from here, where callers found them.
@@ -69,6 +80,7 @@ __all__ = [
     "GraphedSteps",
     "PruneCheck",
     "RunCancelled",
+    "StepNotCapturable",
     "Trainer",
     "build_model",
     "epoch_batches",
@@ -95,6 +107,11 @@ EVAL_BATCH = 512
 # an H200 for a few seconds more compile. coordinate_descent_tuning was 3.9 % faster but added
 # ~110 s of compile per slot process and slowed evaluation 5 % (bench/RESULTS.md).
 INDUCTOR_OPTIONS: MappingProxyType[str, bool] = MappingProxyType({"max_autotune_pointwise": True})
+# Compiled variants dynamo keeps per frame. Each trainer's model is a module instance of its
+# own, which dynamo guards on, and a slot keeps one trainer per task and head (8 for every
+# registered method), each compiled for training and evaluation: at the default of 8, dynamo
+# silently ran the rest eagerly (the GPU check's mixed study logged "hit recompile_limit").
+RECOMPILE_LIMIT = 64
 
 
 class RunCancelled(Exception):
@@ -162,6 +179,12 @@ class FitResult:
     # A pruned search stopped this run early because it had already lost (engine.pruning);
     # its predictions are those of the best epoch it reached.
     pruned: bool = False
+    # The grades its method predicts (its head's rule: CORN's median, else the mode).
+    val_pred: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0, np.int64))
+    test_pred: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0, np.int64))
+    # The first epoch whose training or validation loss was not finite (None: it never
+    # diverged). Such a run stops there; it is stored as diverged and never selected.
+    diverged_epoch: int | None = None
 
 
 def epoch_batches(n: int, batch_size: int) -> list[tuple[int, int]]:
@@ -293,7 +316,7 @@ class Trainer:
         self.model.to(device)
         if fast:
             self.model.to(memory_format=torch.channels_last)
-        self._graphed = False  # whether the current run replays the captured graphs
+        self.rule = get_head(head).rule  # how its runs read a grade off the probabilities
         self._criterion: nn.Module | None = None  # the last run's, for `score`
         # Pretrained weights are restored before each run; random init is re-drawn per seed.
         self._initial = copy.deepcopy(self.model.state_dict()) if weights_path else None
@@ -307,6 +330,8 @@ class Trainer:
             compile_model = fast and device.type == "cuda"
         if fast and device.type == "cuda":
             torch.backends.cudnn.benchmark = True
+        if compile_model:
+            _allow_recompiles(RECOMPILE_LIMIT)
         # dynamic=False: each batch shape (training, evaluation; per task) gets a graph of its
         # own. Left to guess, dynamo turns a second batch size into symbolic shapes, whose
         # backward then fails a stride check on 1x1 feature maps (32 px films) and is slower.
@@ -327,19 +352,17 @@ class Trainer:
     def warm_up(self, config: TrainConfig) -> bool:
         """Compile and capture the graphs ``config``'s runs replay, before any run needs them.
 
-        A slot calls it for every task of its job after its first run (`jobs.worker.slots`):
-        a task's first compile holds `GLOBAL_STATE_LOCK` for ~30-60 s, and left to the
-        study's first switch of task it stalls every lane at once (issue 30: a 20-30 s idle
-        GPU there). Returns False, doing nothing, where
-        ``config``'s runs replay no graphs (CPU, the plain path, a method without targets).
+        A slot calls it for every task and head of its job after its first run
+        (`jobs.worker.slots`): a first compile holds `GLOBAL_STATE_LOCK` for ~30-60 s, and
+        left to the study's first switch of task it stalls every lane at once (issue 30: a
+        20-30 s idle GPU there). Returns False, doing nothing, where ``config``'s runs replay
+        no graphs (CPU, the plain path).
         """
-        if (
-            self.graphs is None
-            or target_matrix(config.method, config.num_classes, config.params) is None
-        ):
+        if self.graphs is None:
             return False
         if get_method(config.method).head != self.head:
             raise ValueError(f"{config.method} does not train on this trainer's {self.head!r} head")
+        self._set_step_loss(config)
         self.graphs.warm(config.batch_size, config.image_size)
         return True
 
@@ -407,33 +430,40 @@ class Trainer:
         criterion, optimizer = self._begin_run(config)
         self._criterion = criterion
         data = data.to(self.device)
-        if self._graphed and self.graphs is not None:
+        if self.graphs is not None:
             self.graphs.ready_tails(data.x_val, data.x_test)
         generator = torch.Generator().manual_seed(config.init_seed)  # batch order
         best = _Best()
         history: list[EpochStats] = []
         pruned = False
+        diverged_epoch: int | None = None
         for epoch in range(1, config.max_epochs + 1):
             if should_stop is not None and should_stop():
                 raise RunCancelled(f"cancelled before epoch {epoch}")
             t0 = time.perf_counter()
             train_loss = self._train_epoch(criterion, optimizer, data, config, generator)
             val_loss, val_probs = self._evaluate(criterion, data.x_val, data.y_val)
-            val_amae = _amae(data.y_val, val_probs, config.num_classes)
+            val_amae = _amae(data.y_val, val_probs, config.num_classes, self.rule)
             rule = protocol.EARLY_STOPPING  # the declared rule, read where it is used
             watched = rule.to_minimise({"val_loss": val_loss, "val_amae": val_amae})
-            # A diverged configuration (a NaN or infinite validation loss, e.g. CDW-CE at a
-            # high learning rate) keeps its first epoch until a finite one beats it, so the
-            # run ends and loses the search instead of failing the whole study.
-            finite = math.isfinite(watched)
-            if (finite and watched < best.loss) or best.epoch == 0:
-                best.update(epoch, watched if finite else math.inf, self.model)
+            # A diverged configuration (a NaN or infinite loss or probability, e.g. a high
+            # learning rate) stops here: its weights are lost for good (Adam carries the
+            # NaN on). The run keeps its best finite epoch, is stored as diverged and is never
+            # selected over a run that stayed finite (the search goes on without it).
+            finite = math.isfinite(watched) and math.isfinite(train_loss)
+            finite = finite and bool(torch.isfinite(val_probs).all())
+            if finite and (watched < best.loss or best.epoch == 0):
+                best.update(epoch, watched, self.model)
             stats = EpochStats(
                 epoch, train_loss, val_loss, val_amae, time.perf_counter() - t0, best.epoch
             )
             history.append(stats)
             if on_epoch_end is not None:
                 on_epoch_end(stats)
+            if not finite:
+                diverged_epoch = epoch
+                log.warning("run diverged at epoch %d (%s, lr %g)", epoch, config.method, config.lr)
+                break
             finished = epoch - best.epoch >= config.patience or epoch == config.max_epochs
             # Asked every epoch (the pruner keeps each answer's value); a run that ends here by
             # its stopping rule has finished, whatever the pruner says.
@@ -444,14 +474,15 @@ class Trainer:
                     break
             if epoch - best.epoch >= config.patience:
                 break
-        self.model.load_state_dict(best.state)
+        if best.epoch:
+            self.model.load_state_dict(best.state)
         _, val_probs = self._evaluate(criterion, data.x_val, data.y_val)
         _, test_probs = self._evaluate(criterion, data.x_test, data.y_test)
         val_probs, test_probs = _no_information(val_probs), _no_information(test_probs)
         return FitResult(
             best_epoch=best.epoch,
             epochs_run=len(history),
-            val_amae=_amae(data.y_val, val_probs, config.num_classes),
+            val_amae=_amae(data.y_val, val_probs, config.num_classes, self.rule),
             val_probs=val_probs.float().cpu().numpy(),
             test_probs=test_probs.float().cpu().numpy(),
             history=history,
@@ -460,6 +491,9 @@ class Trainer:
             state_dict={k: v.detach().cpu().clone() for k, v in best.state.items()},
             optimizer_steps=_adam_steps(optimizer),
             pruned=pruned,
+            val_pred=predict_grades(val_probs, self.rule).cpu().numpy(),
+            test_pred=predict_grades(test_probs, self.rule).cpu().numpy(),
+            diverged_epoch=diverged_epoch,
         )
 
     def score(self, x: torch.Tensor, y: torch.Tensor) -> np.ndarray:
@@ -477,7 +511,7 @@ class Trainer:
         return _no_information(probs).float().cpu().numpy()
 
     def _begin_run(self, config: TrainConfig) -> tuple[nn.Module, torch.optim.Optimizer]:
-        """Fresh weights for ``config``'s run, its criterion and its optimiser; picks the path
+        """Fresh weights for ``config``'s run, its criterion and its optimiser
         (`bench/methods_throughput.py` times what follows per method)."""
         method = get_method(config.method)
         if method.head != self.head:
@@ -485,19 +519,28 @@ class Trainer:
                 f"{config.method} needs the {method.head!r} head; this trainer has {self.head!r}"
             )
         self.reset(config.init_seed)
+        if self.graphs is not None:
+            return self._set_step_loss(config), self.graphs.optimizer
         criterion = make_loss(config.method, config.num_classes, config.params).to(self.device)
-        matrix = target_matrix(config.method, config.num_classes, config.params)
-        # The captured graphs train against a (J, J) target matrix; a method without one
-        # (a regularised loss, an output layer) takes the eager fast path (bf16, channels-last,
-        # no compile, no graphs: docs/add-a-method.md, bench/RESULTS.md for its cost).
-        self._graphed = self.graphs is not None and matrix is not None
-        if self.graphs is not None and matrix is not None:
-            self.graphs.reset(config.lr, torch.as_tensor(matrix, device=self.device))
-            return criterion, self.graphs.optimizer
         optimizer = torch.optim.Adam(
             self.model.parameters(), lr=config.lr, fused=self.device.type == "cuda"
         )
         return criterion, optimizer
+
+    def _set_step_loss(self, config: TrainConfig) -> nn.Module:
+        """Point the graphs at ``config``'s loss, learning rate and targets (zeroing Adam's
+        state); returns its criterion."""
+        assert self.graphs is not None
+        criterion = make_loss(config.method, config.num_classes, config.params).to(self.device)
+        matrix = target_matrix(config.method, config.num_classes, config.params)
+        if matrix is not None:
+            # One loss for every target-distribution method: only the matrix differs.
+            self.graphs.reset(
+                config.lr, self.graphs.targets_loss(), torch.as_tensor(matrix, device=self.device)
+            )
+        else:
+            self.graphs.reset(config.lr, _criterion_step(config.method, config.params, criterion))
+        return criterion
 
     def _train_epoch(
         self,
@@ -507,9 +550,9 @@ class Trainer:
         config: TrainConfig,
         generator: torch.Generator,
     ) -> float:
-        if not self._graphed or self.graphs is None:
+        if self.graphs is None:
             return train_one_epoch(
-                self.step_model if self.graphs is None else self.model,
+                self.step_model,
                 criterion,
                 optimizer,
                 data.x_train,
@@ -531,13 +574,21 @@ class Trainer:
     def _evaluate(
         self, criterion: nn.Module, x: torch.Tensor, y: torch.Tensor
     ) -> tuple[float, torch.Tensor]:
-        if not self._graphed or self.graphs is None:
-            model = self.step_model if self.graphs is None else self.model
-            probabilities = None if self.head == "softmax" else get_head(self.head).probabilities
-            return evaluate(model, criterion, x, y, fast=self.fast, probabilities=probabilities)
-        logits = self.graphs.predict_logits(x)
-        loss = soft_target_cross_entropy(logits, self.graphs.targets[y])
-        return float(loss), torch.softmax(logits, dim=1)
+        probabilities = None if self.head == "softmax" else get_head(self.head).probabilities
+        if self.graphs is None:
+            return evaluate(
+                self.step_model, criterion, x, y, fast=self.fast, probabilities=probabilities
+            )
+        outputs, loss = self.graphs.predict(x, y)
+        probs = torch.softmax(outputs, dim=1) if probabilities is None else probabilities(outputs)
+        return float(loss), probs
+
+
+def _criterion_step(method: str, params: MethodParams, criterion: nn.Module) -> StepLoss:
+    """A method's own criterion as a captured step's loss: one set of graphs per method and
+    configuration of its loss (the learning rate aside: the graphs read it from a tensor)."""
+    baked = tuple(sorted((k, v) for k, v in params.items() if k != "lr"))
+    return StepLoss(key=(method, baked), fn=criterion, keep=criterion)
 
 
 @dataclass
@@ -552,6 +603,17 @@ class _Best:
     def update(self, epoch: int, loss: float, model: nn.Module) -> None:
         self.epoch, self.loss = epoch, loss
         self.state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def _allow_recompiles(limit: int) -> None:
+    """Raise dynamo's per-frame limit of compiled variants to at least ``limit``
+    (process-wide, so never lowered)."""
+    import torch._dynamo
+
+    config = torch._dynamo.config
+    for name in ("recompile_limit", "cache_size_limit"):  # its name in newer, older torch
+        if hasattr(config, name):
+            setattr(config, name, max(int(getattr(config, name)), limit))
 
 
 def _reset_modules(module: nn.Module) -> None:
@@ -582,9 +644,10 @@ def _no_information(probs: torch.Tensor) -> torch.Tensor:
     return probs
 
 
-def _amae(y: torch.Tensor, probs: torch.Tensor, num_classes: int) -> float:
-    """The selection metric on these films: what `EpochStats.val_amae` and the store keep."""
-    predicted = probs.argmax(1).cpu().numpy()
+def _amae(y: torch.Tensor, probs: torch.Tensor, num_classes: int, rule: str) -> float:
+    """The selection metric on these films, the grades read off by the head's ``rule``: what
+    `EpochStats.val_amae` and the store keep."""
+    predicted = predict_grades(probs, rule).cpu().numpy()
     return float(compute_metrics(y.cpu().numpy(), predicted, num_classes)[SELECTION_METRIC])
 
 

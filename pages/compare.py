@@ -6,7 +6,8 @@ selected run. The numbers come from ``engine.analysis.compare``, ``engine.analys
 ``engine.analysis.probability_metrics``; each tab is one function of
 ``pages.widgets.compare_views`` or
 ``pages.widgets.probability_view`` or ``pages.widgets.robustness_view`` (truth vs recorded
-grades, budget-matched comparison). This page picks, reads and calls them.
+grades, budget-matched comparison) or ``pages.widgets.sets_view`` (conformal grade sets).
+This page picks, reads and calls them.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pages.widgets import (
     probability_view,
     reads,
     robustness_view,
+    sets_view,
     shell,
     sign_in,
     view_state,
@@ -65,8 +67,8 @@ report_button(path, tuple(picked["study_id"]))  # the studies' report as one HTM
 link_slot = st.container()  # "Copy link to this view", filled once every picker wrote the URL
 # Tabs that track which one is open, so the Probabilities tab is computed only when shown;
 # the open tab is in the URL (``?compare_tab=Statistics``).
-tab_table, tab_dist, tab_cm, tab_stats, tab_prob, tab_robust = view_state.linked_tabs(
-    [*views.TABS, robustness_view.TAB], key="compare_tab"
+tab_table, tab_dist, tab_cm, tab_stats, tab_prob, tab_robust, tab_sets = view_state.linked_tabs(
+    [*views.TABS, robustness_view.TAB, sets_view.TAB], key="compare_tab"
 )
 with tab_table:
     views.pruned_note(pruned)
@@ -88,4 +90,7 @@ with tab_robust:
     views.pruned_note(pruned)
     if tab_robust.open:
         robustness_view.robustness_tab(path, picked, tasks, methods, cards)
+with tab_sets:
+    if tab_sets.open:
+        sets_view.sets_tab(path, picked, tasks, methods, cards)
 view_state.share_link(link_slot)

@@ -66,8 +66,8 @@ def render_job(job: Any, *, workers_busy: bool = False) -> None:
                 st.caption(note)
         if status == "failed":
             st.error(
-                "This job failed. The traceback below says where; runs finished before the "
-                "error are kept.",
+                "This job failed. Below: how many runs failed and why, or the traceback; every "
+                "run that finished is kept, and Resume trains the failed runs again.",
                 icon=":material/error:",
             )
             st.code(str(value(job, "error") or "(no traceback was recorded)"), language="text")

@@ -48,6 +48,7 @@ AUDIT_ACTIONS = frozenset(
         "user_password",
         "backup",
         "train_detector",
+        "second_reading",
     }
 )
 

@@ -46,7 +46,7 @@ from typing import Any
 
 import duckdb
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 # The oldest schema version `init_schema` can upgrade from.
 OLDEST_UPGRADABLE_VERSION = 1
 SCHEMA_FILE = resources.files("store").joinpath("schema.sql")

@@ -246,27 +246,27 @@ def request_cancel(
 
 
 def resume_job(job_id: str, *, by: str = LOCAL_ACTOR, path: Path | str | None = None) -> JobStatus:
-    """Put a cancelled job back in the queue; the worker that claims it resumes at its first
-    unfinished run (run ids name task, method, seed and configuration, so finished runs are
-    kept and not redone). Returns the job's new status, queued.
+    """Put a cancelled or failed job back in the queue; the worker that claims it resumes at
+    its first unfinished run (run ids name task, method, seed and configuration, so finished
+    runs are kept and not redone; a failed run is trained again). Returns the job's new
+    status, queued.
 
     ``by`` (who asked) goes to the audit log; whether they may is `jobs.services.access`'s to say.
 
     Raises:
-        StoreError: No such job, or it is not cancelled (nothing changes then).
+        StoreError: No such job, or it is neither cancelled nor failed (nothing changes then).
     """
     with connect(path) as con:
         job = _read_job(con, job_id)
-        if job.status is not JobStatus.CANCELLED:
+        if job.status not in (JobStatus.CANCELLED, JobStatus.FAILED):
             raise StoreError(
-                f"job {job_id} is {job.status.value}, not cancelled: only a cancelled job "
-                "can be resumed"
+                f"job {job_id} is {job.status.value}: only a cancelled or failed job can be resumed"
             )
         con.execute(
             """
             UPDATE jobs SET status = 'queued', cancel_requested = false, worker_id = NULL,
                    current_run = NULL, error = NULL, finished_at = NULL
-            WHERE job_id = ? AND status = 'cancelled'
+            WHERE job_id = ? AND status IN ('cancelled', 'failed')
             """,
             [job_id],
         )

@@ -50,6 +50,61 @@ class RunRecord:
     # The seeds that drew the split and the initialisation (engine/seeds.py); None: ``seed``.
     split_seed: int | None = None
     init_seed: int | None = None
+    # The epoch its loss or probabilities went non-finite (None: never); never selected over
+    # a run that stayed finite.
+    diverged_epoch: int | None = None
+
+
+@dataclass(frozen=True)
+class FailedRun:
+    """A run whose slot raised: what it was and the error, for `record_failed_run`."""
+
+    run_id: str
+    study_id: str
+    job_id: str | None
+    task: str
+    method: str
+    seed: int
+    config_index: int
+    config: dict[str, Any]
+    error_line: str
+    traceback: str
+
+
+def record_failed_run(run: FailedRun, *, path: Path | str | None = None) -> None:
+    """Keep a failed run and its error (replacing an earlier failure of the same run)."""
+    with connect(path) as con:
+        con.execute(
+            """
+            INSERT OR REPLACE INTO failed_runs (run_id, study_id, job_id, task, method, seed,
+                config_index, config, error_line, traceback)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            [
+                run.run_id,
+                run.study_id,
+                run.job_id,
+                run.task,
+                run.method,
+                run.seed,
+                run.config_index,
+                json.dumps(run.config),
+                run.error_line,
+                run.traceback,
+            ],
+        )
+
+
+def failed_runs(study_ids: list[str], *, path: Path | str | None = None) -> pd.DataFrame:
+    """The failed runs of the given studies, oldest first: run_id, study_id, job_id, task,
+    method, seed, config_index, config (JSON text), error_line, traceback, failed_at."""
+    with connect(path, read_only=True) as con:
+        return con.execute(
+            "SELECT run_id, study_id, job_id, task, method, seed, config_index, config, "
+            "error_line, traceback, failed_at FROM failed_runs "
+            "WHERE study_id IN (SELECT unnest(?)) ORDER BY failed_at, run_id",
+            [study_ids],
+        ).df()
 
 
 def record_run(run: RunRecord, *, path: Path | str | None = None) -> None:
@@ -68,8 +123,8 @@ def record_run(run: RunRecord, *, path: Path | str | None = None) -> None:
                 """
                 INSERT INTO runs (run_id, study_id, job_id, task, method, seed, config_index,
                     config, status, best_epoch, epochs_run, val_amae, device, duration_s,
-                    weights_init, checkpoint_path, pruned, split_seed, init_seed)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'succeeded', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    weights_init, checkpoint_path, pruned, split_seed, init_seed, diverged_epoch)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'succeeded', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [
                     run.run_id,
@@ -90,10 +145,13 @@ def record_run(run: RunRecord, *, path: Path | str | None = None) -> None:
                     run.pruned,
                     run.split_seed,
                     run.init_seed,
+                    run.diverged_epoch,
                 ],
             )
         except duckdb.ConstraintException as exc:
             raise StoreError(f"run {run.run_id} is already stored") from exc
+        # A run trained again after it failed (a resumed study) is no longer a failure.
+        con.execute("DELETE FROM failed_runs WHERE run_id = ?", [run.run_id])
         frame = preds.assign(run_id=run.run_id)[
             ["run_id", "image_id", "split", "y_true", "y_pred", "probs"]
         ]
@@ -140,8 +198,9 @@ def select_best_runs(study_id: str, *, path: Path | str | None = None) -> list[s
 
     Ties go to the lower config index, so selection is deterministic. A run a pruned search
     stopped (``pruned``) is never selected: it had lost when it stopped, and its validation
-    AMAE is of fewer epochs. Returns the checkpoint paths of runs that are not selected (the
-    caller may delete those files).
+    AMAE is of fewer epochs. A diverged run (``diverged_epoch``) ranks after every run that
+    stayed finite, whatever its AMAE: it is selected only where every run diverged. Returns
+    the checkpoint paths of runs that are not selected (the caller may delete those files).
     """
     with connect(path) as con:
         con.execute(
@@ -149,7 +208,8 @@ def select_best_runs(study_id: str, *, path: Path | str | None = None) -> list[s
             UPDATE runs SET selected = (r.rank = 1 AND NOT r.pruned)
             FROM (SELECT run_id, coalesce(pruned, false) AS pruned, row_number() OVER (
                       PARTITION BY task, method, seed
-                      ORDER BY coalesce(pruned, false), val_amae, config_index) AS rank
+                      ORDER BY coalesce(pruned, false), diverged_epoch IS NOT NULL, val_amae,
+                               config_index) AS rank
                   FROM runs WHERE study_id = ?) r
             WHERE runs.run_id = r.run_id
             """,
@@ -207,7 +267,8 @@ def list_runs(
     study_ids: list[str], *, selected_only: bool = False, path: Path | str | None = None
 ) -> pd.DataFrame:
     """Runs of the given studies, one row each (config as JSON text; ``pruned``: stopped
-    early by a pruned search); ``split_seed`` and ``init_seed`` are the run's seed where the
+    early by a pruned search; ``diverged_epoch``: where its loss went non-finite, NaN if it
+    never did); ``split_seed`` and ``init_seed`` are the run's seed where the
     store has none (runs before version 5)."""
     with connect(path, read_only=True) as con:
         return con.execute(
@@ -215,7 +276,8 @@ def list_runs(
             SELECT run_id, study_id, task, method, seed, config_index, config, selected,
                    best_epoch, epochs_run, val_amae, device, duration_s, weights_init,
                    checkpoint_path, created_at, coalesce(pruned, false) AS pruned,
-                   coalesce(split_seed, seed) AS split_seed, coalesce(init_seed, seed) AS init_seed
+                   coalesce(split_seed, seed) AS split_seed, coalesce(init_seed, seed) AS init_seed,
+                   diverged_epoch
             FROM runs WHERE study_id IN (SELECT unnest(?))
             {"AND selected" if selected_only else ""}
             ORDER BY task, method, seed, config_index

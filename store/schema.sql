@@ -143,6 +143,22 @@ CREATE TABLE IF NOT EXISTS runs (
     UNIQUE (study_id, task, method, seed, config_index)
 );
 
+-- A run that failed (an exception in its slot) while its study went on: what it was and why.
+-- It has no predictions; resuming the study trains it again, and a success removes its row.
+CREATE TABLE IF NOT EXISTS failed_runs (
+    run_id        VARCHAR PRIMARY KEY,
+    study_id      VARCHAR NOT NULL,
+    job_id        VARCHAR,
+    task          VARCHAR NOT NULL,
+    method        VARCHAR NOT NULL,
+    seed          INTEGER NOT NULL,
+    config_index  INTEGER NOT NULL,
+    config        JSON NOT NULL,
+    error_line    VARCHAR NOT NULL,  -- the exception's own line, what a person reads first
+    traceback     VARCHAR NOT NULL,
+    failed_at     TIMESTAMP NOT NULL DEFAULT current_timestamp
+);
+
 -- Per-image class probabilities of a run, for both its validation and its test images.
 CREATE TABLE IF NOT EXISTS predictions (
     run_id    VARCHAR NOT NULL,
@@ -378,6 +394,21 @@ CREATE TABLE IF NOT EXISTS sign_in_attempts (
                   CHECK (outcome IN ('checking', 'ok', 'failed'))
 );
 
+-- A second reader's grade of one film (issue 41): appended, never replacing the dataset's
+-- recorded label or an earlier reading; the latest per (dataset, film, task, reader) counts.
+-- New table: created on any store of version 5 when it is opened (no version change).
+CREATE TABLE IF NOT EXISTS second_readings (
+    dataset_id  VARCHAR NOT NULL,
+    image_id    VARCHAR NOT NULL,
+    task        VARCHAR NOT NULL,
+    grade       INTEGER NOT NULL CHECK (grade >= 0),
+    recorded    INTEGER,
+    reader      VARCHAR NOT NULL,
+    study_id    VARCHAR,
+    note        VARCHAR,
+    read_at     TIMESTAMP NOT NULL DEFAULT current_timestamp
+);
+
 -- Who did what, when: sign-in, launch, cancel, import, archive, delete, account changes.
 -- actor is a user name, or 'local' in single-user mode and from the command line.
 CREATE TABLE IF NOT EXISTS audit_log (
@@ -408,3 +439,7 @@ ALTER TABLE study_environments ADD COLUMN IF NOT EXISTS search_pruned BOOLEAN;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS pruned BOOLEAN DEFAULT false;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS split_seed INTEGER;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS init_seed INTEGER;
+-- Version 5 -> 6: a run whose loss or probabilities went non-finite is kept as diverged (the
+-- epoch it happened; NULL: it never did). Its predictions are those of its best finite
+-- epoch (uniform where it had none), and it is never selected over a run that stayed finite.
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS diverged_epoch INTEGER;

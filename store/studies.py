@@ -23,7 +23,7 @@ import duckdb
 import pandas as pd
 
 from store.audit import LOCAL_ACTOR, record_in
-from store.db import StoreError, connect, data_home_of, default_store_path
+from store.db import StoreError, connect, data_home_of, default_store_path, one_value
 
 log = logging.getLogger(__name__)
 
@@ -280,6 +280,7 @@ _DELETES = (
     ("epoch_metrics", "run_id IN (SELECT run_id FROM runs WHERE study_id = ?)"),
     ("run_costs", "run_id IN (SELECT run_id FROM runs WHERE study_id = ?)"),
     ("runs", "study_id = ?"),
+    ("failed_runs", "study_id = ?"),
     ("seed_metrics", "study_id = ?"),
     ("seed_split_sizes", "study_id = ?"),
     ("job_logs", "job_id IN (SELECT job_id FROM jobs WHERE study_id = ?)"),
@@ -405,6 +406,7 @@ def study_card(study_id: str, *, path: Path | str | None = None) -> dict[str, st
             [study_id],
         ).fetchall()
         pruned_runs = _pruned_counts(con, [study_id]).get(study_id, (0, 0))
+        trouble = _run_trouble(con, study_id)
     card = {"study": study.name, "study id": study.study_id}
     if study.tags:
         card["tags"] = ", ".join(study.tags)
@@ -437,6 +439,7 @@ def study_card(study_id: str, *, path: Path | str | None = None) -> dict[str, st
     pruner = pruner_of(study.spec)
     if pruner is not None:
         card["search"] = pruned_search_text(pruner, *pruned_runs)
+    card.update(trouble)
     if isinstance(imported, dict):  # no device or weights recorded: nothing trained here
         return card
     if devices:
@@ -551,6 +554,42 @@ def _pruned_counts(
         [study_ids],
     ).fetchall()
     return {str(study): (int(stopped), int(total)) for study, stopped, total in rows}
+
+
+def _run_trouble(con: duckdb.DuckDBPyConnection, study_id: str) -> dict[str, str]:
+    """The card's "diverged" and "failed runs" lines, where the study has such runs: how
+    many, and which method at which learning rate."""
+    lines: dict[str, str] = {}
+    total = one_value(con, "SELECT count(*) FROM runs WHERE study_id = ?", [study_id])
+    diverged = con.execute(
+        "SELECT method, CAST(json_extract(config, '$.lr') AS DOUBLE) AS lr, count(*) FROM runs "
+        "WHERE study_id = ? AND diverged_epoch IS NOT NULL GROUP BY ALL ORDER BY 3 DESC, 1, 2",
+        [study_id],
+    ).fetchall()
+    if diverged:
+        n = sum(row[2] for row in diverged)
+        lines["diverged"] = (
+            f"{n} of {total} runs diverged (their loss went non-finite; each kept its best "
+            "finite epoch and is never selected over a run that stayed finite): "
+            + ", ".join(_method_at_lr(m, lr, k) for m, lr, k in diverged)
+        )
+    failed = con.execute(
+        "SELECT method, count(*) FROM failed_runs WHERE study_id = ? GROUP BY 1 ORDER BY 2 DESC, 1",
+        [study_id],
+    ).fetchall()
+    if failed:
+        n = sum(row[1] for row in failed)
+        lines["failed runs"] = (
+            f"{n} run(s) failed and are not stored: "
+            + ", ".join(f"{m} x{k}" if k > 1 else str(m) for m, k in failed)
+            + " (`softgrade status JOB_ID` gives each traceback; resuming trains them again)"
+        )
+    return lines
+
+
+def _method_at_lr(method: str, lr: float | None, count: int) -> str:
+    text = f"{method} at lr {lr:g}" if lr is not None else str(method)
+    return f"{text} x{count}" if count > 1 else text
 
 
 def pruned_search_text(pruner: str, n_pruned: int, n_runs: int) -> str:

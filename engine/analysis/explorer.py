@@ -87,10 +87,11 @@ def search_table(runs: pd.DataFrame) -> pd.DataFrame:
         "selected",
         "duration_s",
         "pruned",
+        "diverged",
     ]
     if runs.empty:
         return pd.DataFrame(columns=columns)
-    runs = runs.assign(pruned=stopped_runs(runs))
+    runs = runs.assign(pruned=stopped_runs(runs), diverged=diverged_runs(runs))
     params = pd.DataFrame(
         [_params(config) for config in runs["config"]], index=runs.index, columns=SEARCH_PARAMS
     ).astype(float)
@@ -103,10 +104,10 @@ def search_table(runs: pd.DataFrame) -> pd.DataFrame:
     out["config_key"] = distinct.map(keys)
     out = _ordered(out, [*SEARCH_KEYS, "config_index"])
     # The search's own rule (`store.runs.select_best_runs`): runs a pruner stopped last, then
-    # the best validation selection metric, ties to the lower config.
+    # runs that diverged, then the best validation selection metric, ties to the lower config.
     lower_is_better = get_metric(SELECTION_METRIC).lower_is_better
-    ascending = [True] * len(SEARCH_KEYS) + [True, lower_is_better, True]
-    order = [*SEARCH_KEYS, "pruned", SELECTION_COLUMN, "config_index"]
+    ascending = [True] * len(SEARCH_KEYS) + [True, True, lower_is_better, True]
+    order = [*SEARCH_KEYS, "pruned", "diverged", SELECTION_COLUMN, "config_index"]
     out["rank"] = (
         out.sort_values(order, ascending=ascending, na_position="last")
         .groupby(SEARCH_KEYS, sort=False)
@@ -204,13 +205,14 @@ def parameter_effects(search: pd.DataFrame, params: Sequence[str] = SEARCH_PARAM
         "rank",
         "selected",
         "pruned",
+        "diverged",
     ]
     unknown = sorted(set(params) - set(SEARCH_PARAMS))
     if unknown:
         raise ValueError(f"unknown hyper-parameters {unknown}; allowed: {', '.join(SEARCH_PARAMS)}")
     if search.empty:
         return pd.DataFrame(columns=[*keys, "param", "value"])
-    search = search.assign(pruned=stopped_runs(search))
+    search = search.assign(pruned=stopped_runs(search), diverged=diverged_runs(search))
     long = search.melt(id_vars=keys, value_vars=list(params), var_name="param", value_name="value")
     long = long.dropna(subset=["value"])
     return long[[*keys[:7], "param", "value", *keys[7:]]].reset_index(drop=True)
@@ -488,6 +490,16 @@ def stopped_runs(frame: pd.DataFrame) -> pd.Series:
     if "pruned" not in frame:
         return pd.Series(False, index=frame.index)
     return frame["pruned"].fillna(False).astype(bool)
+
+
+def diverged_runs(frame: pd.DataFrame) -> pd.Series:
+    """Which runs diverged (their loss went non-finite; `store.runs` ``diverged_epoch``, or a
+    boolean ``diverged`` column); none where the frame has neither (runs stored before)."""
+    if "diverged" in frame:
+        return frame["diverged"].fillna(False).astype(bool)
+    if "diverged_epoch" not in frame:
+        return pd.Series(False, index=frame.index)
+    return frame["diverged_epoch"].notna()
 
 
 def _params(config: Any) -> list[float | None]:

@@ -62,12 +62,17 @@ from engine.analysis.paired_bootstrap import hierarchical_bootstrap
 from engine.analysis.paired_tests import (
     ALPHA,
     BAYES_THRESHOLD,
+    EQUIVALENCE_ALPHA,
     EQUIVALENT,
     INCONCLUSIVE,
     LEVEL,
+    MIN_VERDICT_SEEDS,
+    NO_SPREAD,
+    NOT_ESTIMABLE,
     CorrectedT,
     HodgesLehmann,
     bayes_correlated_t,
+    better_method,
     break_even_ratio,
     corrected_mean_interval,
     corrected_p_at,
@@ -75,6 +80,7 @@ from engine.analysis.paired_tests import (
     d_z,
     hodges_lehmann,
     holm,
+    not_estimable_reason,
     rank_biserial,
     ratio_of_rho,
     rho_of_ratio,
@@ -91,30 +97,40 @@ __all__ = [
     "BAYES_THRESHOLD",
     "BOOTSTRAP_CI_KIND",
     "DEFAULT_ROPE",
+    "EQUIVALENCE_ALPHA",
     "EQUIVALENT",
     "EXPLORATORY",
+    "EXPLORATORY_SUFFIX",
     "EXTRA_COLUMNS",
     "INCONCLUSIVE",
     "LEVEL",
     "LOWER_BETTER",
     "MEAN_CI_KIND",
+    "MIN_VERDICT_SEEDS",
+    "NOT_ESTIMABLE",
+    "NO_SPREAD",
     "PAIRED_COLUMNS",
     "PRIMARY_FAMILY",
     "PRIMARY_METRIC",
     "ROPES",
     "R_STRIP",
+    "VERDICT_FIRST_COLUMNS",
+    "VERDICT_RULE",
     "CorrectedT",
     "HodgesLehmann",
     "bayes_correlated_t",
+    "better_method",
     "break_even_ratio",
     "corrected_mean_interval",
     "corrected_p_at",
     "corrected_resampled_t",
     "d_z",
+    "families_sentence",
     "hierarchical_bootstrap",
     "hodges_lehmann",
     "holm",
     "mean_intervals",
+    "not_estimable_reason",
     "paired_table",
     "primary_endpoint",
     "r_column",
@@ -125,6 +141,7 @@ __all__ = [
     "test_train_ratios",
     "tost_p",
     "verdict",
+    "verdict_note",
     "wilcoxon_exact_p",
 ]
 
@@ -135,6 +152,10 @@ PRIMARY_FAMILY: str = (
     f"primary: {METRIC_LABELS[PRIMARY_METRIC]}, each soft method vs nominal, both tasks"
 )
 EXPLORATORY: str = "exploratory"
+#: Appended to a verdict other than "inconclusive" on a row outside the primary family: the
+#: verdict column itself says the row is exploratory (its "better" is Holm-controlled only
+#: within its own task and metric).
+EXPLORATORY_SUFFIX: str = f" ({EXPLORATORY})"
 MEAN_CI_KIND: str = (
     "95% corrected resampled t interval (Nadeau & Bengio 2003): mean ± t(n−1) · "
     "sqrt((1/n + n_test/n_train) · s²)"
@@ -144,6 +165,18 @@ BOOTSTRAP_CI_KIND: str = (
     "seed's test set, resampled as if independent): how much resampling these test films "
     "moves the difference, not an interval for the comparison (it ignores the seeds' shared "
     "training films)"
+)
+#: The verdict's rule in words, once, for every page, the report and `softgrade stats`
+#: (docs/statistics.md gives its operating characteristics).
+VERDICT_RULE: str = (
+    f"Verdict (the Bayesian correlated t-test on the corrected variance): “A better” when "
+    f"P(A better by more than the ROPE) ≥ {BAYES_THRESHOLD:g}, i.e. the corrected 95 % "
+    f"interval lies wholly beyond the ROPE, and the corrected p is below {ALPHA:g} after Holm "
+    f"within the row's family; “equivalent” when each tail beyond the ROPE has posterior "
+    f"< {EQUIVALENCE_ALPHA:g}, which is TOST p < {EQUIVALENCE_ALPHA:g} (the corrected 90 % "
+    f"interval inside ± the ROPE); else “inconclusive”. Rows outside the primary family say "
+    f"“({EXPLORATORY})” in the verdict. Fewer than {MIN_VERDICT_SEEDS} seeds, or no spread "
+    "across seeds, give “not estimable”."
 )
 #: ``r`` (the ratio in the corrected variance) at which every corrected p is also shown.
 R_STRIP: tuple[float, ...] = (0.0, 0.1, 0.2)
@@ -182,6 +215,15 @@ PAIRED_COLUMNS: tuple[str, ...] = (
     "p_bayes_equivalent",
     "p_bayes_b_better",
     "verdict",
+)
+#: The columns a reader needs first, in order, on every surface that shows the paired table
+#: (the Statistics tab's compact table, the report, `softgrade stats`): what was compared,
+#: the difference with its interval, the verdict and the Holm-adjusted p; the rest of the
+#: paired columns (p across r, Wilcoxon, Bayesian probabilities, TOST, effect sizes) follow.
+VERDICT_FIRST_COLUMNS: tuple[str, ...] = (
+    *PAIRED_COLUMNS[: PAIRED_COLUMNS.index("ci_high") + 1],
+    "verdict",
+    "p_corrected_holm",
 )
 EXTRA_COLUMNS: tuple[str, ...] = (
     "sd_diff",
@@ -262,7 +304,47 @@ def paired_table(
     table["p_wilcoxon_holm"] = _holm_by(
         table.assign(_family=table["task"] + " " + table["metric"]), "p_wilcoxon", "_family", alpha
     )
+    table["verdict"] = [_controlled_verdict(r, alpha) for r in table.to_dict("records")]
     return table
+
+
+def families_sentence(table: pd.DataFrame) -> str:
+    """This table's own Holm families in one sentence: the primary family's size (or that
+    the study has none) and how many exploratory families of what sizes."""
+    if table.empty:
+        return "No comparisons, so no Holm family."
+    tested = table[table["p_corrected_holm"].notna()]
+    sizes = tested.groupby("family", sort=False).size()
+    primary = int(sizes.get(PRIMARY_FAMILY, 0))
+    first = (
+        f"The primary endpoint ({PRIMARY_FAMILY}) is one confirmatory Holm family of "
+        f"{primary} comparison{'s' if primary != 1 else ''} here"
+        if primary
+        else "This study has no primary-endpoint comparison (it needs AMAE with nominal and "
+        "a soft method), so no family is confirmatory"
+    )
+    rest = sizes.drop(PRIMARY_FAMILY, errors="ignore")
+    if rest.empty:
+        return f"{first}; no exploratory family."
+    counts = ", ".join(f"{n} of {k}" for k, n in sorted(rest.value_counts().items(), reverse=True))
+    return (
+        f"{first}; every other row is exploratory, Holm-adjusted within its task and metric "
+        f"({len(rest)} famil{'ies' if len(rest) != 1 else 'y'}: {counts} comparisons)."
+    )
+
+
+def _controlled_verdict(row: Mapping[str, object], alpha: float) -> str:
+    """The posterior's verdict under the table's multiplicity rule: a "better" stands only
+    when the corrected p is also significant after Holm within the row's family (so a
+    family of comparisons issues "better" no more often than Holm allows), and every
+    verdict off the primary family is labelled exploratory in the column itself."""
+    text = str(row["verdict"])
+    if text.startswith(NOT_ESTIMABLE) or text == INCONCLUSIVE:
+        return text
+    holm_p = float(row["p_corrected_holm"])  # type: ignore[arg-type]
+    if better_method(text) is not None and not holm_p < alpha:
+        return INCONCLUSIVE
+    return text if row["family"] == PRIMARY_FAMILY else text + EXPLORATORY_SUFFIX
 
 
 def _pairs_of(
@@ -281,9 +363,16 @@ def _pairs_of(
     for a, b in itertools.combinations(methods, 2):
         diffs = (wide[a] - wide[b]).dropna().to_numpy()
         test = corrected_resampled_t(diffs, ratio, level=level)
+        sd = test.sd
+        unestimable = not_estimable_reason(diffs)
+        if unestimable == NO_SPREAD:
+            # Every seed the same: the corrected p is exactly 0 or 1 and the posterior a
+            # point, a certainty the seeds cannot give; leave the corrected family empty.
+            test = _without_spread(test)
         probs = bayes_correlated_t(test, rope)
         lower, _, higher = probs  # P(a − b < −rope), P(a − b > rope)
         a_better, b_better = (lower, higher) if metric in LOWER_BETTER else (higher, lower)
+        said = verdict(a, b, probs, lower_is_better=metric in LOWER_BETTER)
         rows.append(
             {
                 "task": task,
@@ -304,8 +393,8 @@ def _pairs_of(
                 "p_bayes_a_better": a_better,
                 "p_bayes_equivalent": probs[1],
                 "p_bayes_b_better": b_better,
-                "verdict": verdict(a, b, probs, lower_is_better=metric in LOWER_BETTER),
-                "sd_diff": test.sd,
+                "verdict": f"{NOT_ESTIMABLE}: {unestimable}" if unestimable else said,
+                "sd_diff": sd,
                 "p_naive_t": test.p_naive,
                 "p_corrected_holm": math.nan,
                 "family": "",
@@ -316,6 +405,13 @@ def _pairs_of(
             }
         )
     return rows
+
+
+def _without_spread(test: CorrectedT) -> CorrectedT:
+    """A zero-spread test with its sd, p, interval and variance unknown (NaN), not 0 or 1:
+    every test built on it (p across r, break-even r, posterior, TOST) then reads NaN."""
+    nan = math.nan
+    return CorrectedT(test.n, test.mean, nan, nan, nan, test.df, nan, nan, nan, nan)
 
 
 def _is_primary(metric: str, a: str, b: str) -> bool:
@@ -436,6 +532,17 @@ def reading(row: Mapping[str, object], *, alpha: float = ALPHA) -> str:
             ``r_break_even`` are derived from ``test_train_ratio`` when absent).
         alpha: significance level.
     """
+    said = str(row.get("verdict", ""))
+    if said.startswith(NOT_ESTIMABLE):
+        return (
+            f"No verdict: {said}; a verdict needs at least {MIN_VERDICT_SEEDS} seeds whose "
+            "differences vary."
+        )
+    return f"{_tests_reading(row, alpha)}{verdict_note(row, alpha)}"
+
+
+def _tests_reading(row: Mapping[str, object], alpha: float) -> str:
+    """What the corrected test and the Wilcoxon say of one row, like with like."""
     a, b, metric = row["method_a"], row["method_b"], str(row["metric"]).upper()
     over_seeds = float(row["p_wilcoxon"]) < alpha  # type: ignore[arg-type]
     corrected = float(row["p_corrected"]) < alpha  # type: ignore[arg-type]
@@ -464,6 +571,46 @@ def reading(row: Mapping[str, object], *, alpha: float = ALPHA) -> str:
         f"Neither {named} nor the Wilcoxon separates {a} and {b} in {metric} ({unadjusted}): "
         "no evidence of a difference, which is not evidence of none (see the verdict)."
     )
+
+
+def verdict_note(row: Mapping[str, object], alpha: float) -> str:
+    """Why the verdict is not what the corrected p beside it seems to say, or nothing: a
+    posterior past the threshold held back by Holm, a significant difference within the
+    ROPE, or one whose interval still reaches into it."""
+    said = str(row.get("verdict", ""))
+    if not said or _missing(row.get("p_corrected")):
+        return ""
+    p, holm_p = float(row["p_corrected"]), row.get("p_corrected_holm")  # type: ignore[arg-type]
+    rope = float(row.get("rope", DEFAULT_ROPE))  # type: ignore[arg-type]
+    posterior = max(_number(row.get("p_bayes_a_better")), _number(row.get("p_bayes_b_better")))
+    if said == INCONCLUSIVE and posterior >= BAYES_THRESHOLD:
+        return (
+            f" The verdict stays inconclusive although the posterior beyond the ROPE reaches "
+            f"{posterior:.3f}: after Holm over its family the corrected p is "
+            f"{_number(holm_p):.3g}, not below {alpha:g}."
+        )
+    if said == INCONCLUSIVE and p < alpha:
+        holm_clause = (
+            f" and its family's Holm-adjusted p ({_number(holm_p):.3g}) is not below {alpha:g}"
+            if not _number(holm_p) < alpha
+            else ""
+        )
+        return (
+            f" The corrected p ({p:.3g}) is below {alpha:g}, so the interval excludes 0, yet "
+            f"the verdict is inconclusive: a “better” needs the interval wholly beyond the "
+            f"ROPE (± {rope:g}), and it reaches into it{holm_clause}; the difference may be "
+            "too small to matter."
+        )
+    if said.startswith(EQUIVALENT) and p < alpha:
+        return (
+            f" Equivalent although the corrected p is {p:.3g}: the difference is detectable "
+            f"but lies within the ROPE (± {rope:g}), too small to matter by that bound."
+        )
+    return ""
+
+
+def _number(value: object) -> float:
+    return math.nan if _missing(value) else float(value)  # type: ignore[arg-type]
 
 
 def _break_even_clause(row: Mapping[str, object]) -> str:

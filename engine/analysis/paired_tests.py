@@ -18,11 +18,21 @@ from scipy import stats as sps
 
 ALPHA: float = 0.05
 LEVEL: float = 0.95
-#: Posterior probability at which the Bayesian correlated t-test gives a verdict
-#: (Benavoli et al. 2017 use 0.95).
-BAYES_THRESHOLD: float = 0.95
+#: Posterior probability beyond the ROPE that a "better" verdict needs: 1 − α/2, the
+#: two-sided level of the corrected test. Under the flat prior it is the corrected 95 %
+#: interval lying wholly beyond the ROPE, so no "better" stands beside a corrected p ≥ α
+#: (0.95, Benavoli et al.'s default, is a one-sided 5 % test: about a two-sided p < 0.10).
+BAYES_THRESHOLD: float = 1.0 - ALPHA / 2
+#: "Equivalent" needs each posterior tail beyond the ROPE below this: under the flat prior
+#: that is TOST's p < α (the corrected 90 % interval inside ± the ROPE), one rule for both.
+EQUIVALENCE_ALPHA: float = ALPHA
+#: Fewer paired seeds than this give no verdict: with 2 the variance has 1 degree of freedom
+#: and no Wilcoxon p can fall below 0.5.
+MIN_VERDICT_SEEDS: int = 3
 EQUIVALENT: str = "equivalent"
 INCONCLUSIVE: str = "inconclusive"
+NOT_ESTIMABLE: str = "not estimable"
+NO_SPREAD: str = "no spread across seeds (every seed gives the same difference)"
 
 
 @dataclass(frozen=True)
@@ -193,6 +203,22 @@ def tost_p(test: CorrectedT, rope: float) -> float:
     return max(above_lower, below_upper)
 
 
+def not_estimable_reason(diffs: Sequence[float] | np.ndarray) -> str | None:
+    """Why no verdict can be read from these per-seed differences, or None.
+
+    Fewer than :data:`MIN_VERDICT_SEEDS` finite differences, or differences with no spread
+    (every seed the same: the corrected test's p is then exactly 0 or 1 and the posterior a
+    point, certainty that the seeds cannot give)."""
+    d = np.asarray(diffs, dtype=np.float64)
+    d = d[np.isfinite(d)]
+    if d.size < MIN_VERDICT_SEEDS:
+        return f"fewer than {MIN_VERDICT_SEEDS} seeds ({d.size})"
+    # np.ptp, not the sd: equal values can give an sd of 1e-17 from rounding.
+    if np.ptp(d) == 0:
+        return NO_SPREAD
+    return None
+
+
 def verdict(
     a: str,
     b: str,
@@ -200,6 +226,7 @@ def verdict(
     *,
     lower_is_better: bool,
     threshold: float = BAYES_THRESHOLD,
+    equivalence_alpha: float = EQUIVALENCE_ALPHA,
 ) -> str:
     """One plain verdict from the Bayesian correlated t-test's probabilities.
 
@@ -207,21 +234,33 @@ def verdict(
         a, b: the methods (the difference is ``a − b``).
         probs: :func:`bayes_correlated_t`'s ``(P(a − b < −rope), P(rope), P(a − b > rope))``.
         lower_is_better: the metric's direction.
-        threshold: the posterior probability a verdict needs.
+        threshold: the posterior probability beyond the ROPE a "better" needs
+            (:data:`BAYES_THRESHOLD`, the corrected test's two-sided level).
+        equivalence_alpha: "equivalent" needs both tails beyond the ROPE below it (TOST's
+            rule, :data:`EQUIVALENCE_ALPHA`).
 
     Returns:
         ``"<a> better"``, ``"<b> better"``, :data:`EQUIVALENT` or :data:`INCONCLUSIVE` (also
-        when the probabilities are NaN).
+        when the probabilities are NaN). Multiplicity is the table's business
+        (`engine.analysis.paired.paired_table` adds it).
     """
-    left, inside, right = probs
+    left, _, right = probs
+    if not (math.isfinite(left) and math.isfinite(right)):
+        return INCONCLUSIVE
     a_better, b_better = (left, right) if lower_is_better else (right, left)
     if a_better >= threshold:
         return f"{a} better"
     if b_better >= threshold:
         return f"{b} better"
-    if inside >= threshold:
+    if max(left, right) < equivalence_alpha:
         return EQUIVALENT
     return INCONCLUSIVE
+
+
+def better_method(text: str) -> str | None:
+    """The method a verdict names better (``"a better (exploratory)"`` -> ``"a"``), or None."""
+    head = str(text).split(" (", 1)[0]
+    return head.removesuffix(" better") if head.endswith(" better") else None
 
 
 def wilcoxon_exact_p(diffs: Sequence[float] | np.ndarray) -> float:

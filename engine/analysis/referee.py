@@ -14,9 +14,12 @@ fresh test set from the same generator). This module is the arithmetic over its 
   differences over every dataset and seed; the interval of dataset ``k`` is checked against
   the mean over the *other* datasets (leave-one-out), so the truth it is scored on owes
   nothing to its own draws. A null pair (one method trained under two names with different
-  random streams) has a true difference of exactly 0;
+  random streams) has a true difference of 0 in expectation; it is estimated the same way,
+  not assumed (a non-zero estimate is a sign the datasets share something);
 * :data:`INTERVALS` and :func:`coverage`: each interval's empirical coverage of the truth
-  over the ``K`` datasets, with its Monte-Carlo standard error ``sqrt(c (1 − c) / K)``;
+  over the ``K`` datasets, with its Monte-Carlo standard error ``sqrt(c (1 − c) / K)`` and
+  Wilson's interval (:func:`wilson_interval`; the pooled row counts the draws as the
+  effective number their clustering by dataset leaves, :func:`effective_draws`);
 * :data:`TESTS` and :func:`rejections`: each test's rejection rate: its type-I error on a
   null pair, its power on a real pair;
 * :func:`realised_correlation`: the between-seed correlation ρ the datasets actually show
@@ -105,6 +108,7 @@ __all__ = [
     "TestRule",
     "below_nominal",
     "binomial_se",
+    "effective_draws",
     "coverage",
     "covers",
     "fresh_column",
@@ -118,6 +122,7 @@ __all__ = [
     "summary_table",
     "test_column",
     "true_differences",
+    "wilson_interval",
 ]
 
 LEVEL: float = paired.LEVEL
@@ -127,6 +132,30 @@ ALPHA: float = paired.ALPHA
 # --------------------------------------------------------------------------------------------
 # Coverage, rejections, realised correlation
 # --------------------------------------------------------------------------------------------
+
+
+def wilson_interval(share: float, n: float, *, level: float = LEVEL) -> tuple[float, float]:
+    """Wilson's score interval of a share of ``n`` independent draws (``n`` may be an
+    effective count): unlike the Wald interval ``share ± z·SE`` it is not a point at 0 or 1
+    (24 of 24 covered is compatible with 0.95). NaNs with no draw."""
+    if not n >= 1 or not math.isfinite(share):
+        return math.nan, math.nan
+    z = float(sps.norm.ppf(0.5 + level / 2))
+    centre = (share + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    # At 0 or 1 one end is exactly the bound (the formula leaves rounding dust there).
+    low = 0.0 if share == 0 else max(0.0, centre - half)
+    high = 1.0 if share == 1 else min(1.0, centre + half)
+    return low, high
+
+
+def effective_draws(share: float, mc_se: float, n_units: int, n_draws: int) -> float:
+    """The number of independent draws a share's clustered Monte-Carlo SE stands for
+    (``share (1 − share) / SE²``), kept between the units (datasets) and the draws: the
+    pooled row's draws share their dataset's films, so they count as fewer than they are."""
+    if not (math.isfinite(mc_se) and mc_se > 0):
+        return float(n_units)
+    return float(min(max(share * (1 - share) / mc_se**2, n_units), n_draws))
 
 
 def binomial_se(share: float, n: int) -> float:
@@ -213,6 +242,8 @@ def coverage(
                 if per_dataset.size > 1
                 else math.nan
             )
+            n_eff = effective_draws(row["coverage"], row["mc_se"], per_dataset.size, len(real))
+            row["ci_low"], row["ci_high"] = wilson_interval(row["coverage"], n_eff, level=level)
             rows.append(row)
     return pd.DataFrame(rows, columns=COVERAGE_COLUMNS)
 
@@ -227,6 +258,8 @@ COVERAGE_COLUMNS: tuple[str, ...] = (
     "n_datasets",
     "coverage",
     "mc_se",
+    "ci_low",
+    "ci_high",
     "mean_width",
     "miss_low",
     "miss_high",
@@ -238,6 +271,7 @@ def _coverage_row(
     key: str, labels: dict[str, str], pair: str, part: pd.DataFrame, level: float
 ) -> dict[str, object]:
     share = float(part["covered"].mean())
+    low, high = wilson_interval(share, len(part), level=level)
     return {
         "interval": key,
         "label": labels[key],
@@ -246,6 +280,8 @@ def _coverage_row(
         "n_datasets": int(part["dataset"].nunique()),
         "coverage": share,
         "mc_se": binomial_se(share, len(part)),
+        "ci_low": low,
+        "ci_high": high,
         "mean_width": float(part["width"].mean()),
         "miss_low": float((part["high"] < part["truth_loo"]).mean()),
         "miss_high": float((part["low"] > part["truth_loo"]).mean()),
@@ -273,6 +309,7 @@ def rejections(
             calls = calls[np.isfinite(calls)]
             rate = float(calls.mean()) if calls.size else math.nan
             null = group[0].comparison.null
+            low, high = wilson_interval(rate, int(calls.size))
             rows.append(
                 {
                     "test": rule.key,
@@ -282,6 +319,8 @@ def rejections(
                     "n_datasets": int(calls.size),
                     "rate": rate,
                     "mc_se": binomial_se(rate, int(calls.size)),
+                    "ci_low": low,
+                    "ci_high": high,
                     "measure": TYPE_I if null else POWER,
                     "alpha": alpha,
                 }
@@ -299,6 +338,8 @@ REJECTION_COLUMNS: tuple[str, ...] = (
     "n_datasets",
     "rate",
     "mc_se",
+    "ci_low",
+    "ci_high",
     "measure",
     "alpha",
 )
@@ -487,6 +528,7 @@ def summary_table(
         rows.append(
             _summary(COVERAGE, r.interval, r.label, r.pair, r.null, "coverage", r.coverage)
             | {"mc_se": r.mc_se, "n_datasets": r.n_datasets, "mean_width": r.mean_width}
+            | {"low": r.ci_low, "high": r.ci_high}
         )
     # An interval the design could not give (the factorial ones on independent seeds) is
     # kept as a row with no dataset behind it, so a reader tells "not run" from "predates".
@@ -500,7 +542,7 @@ def summary_table(
     for r in rejections(samples, alpha=alpha).itertuples():
         rows.append(
             _summary(TEST, r.test, r.label, r.pair, r.null, r.measure, r.rate)
-            | {"mc_se": r.mc_se, "n_datasets": r.n_datasets}
+            | {"mc_se": r.mc_se, "n_datasets": r.n_datasets, "low": r.ci_low, "high": r.ci_high}
         )
     for r in realised_correlation(samples, level=level).itertuples():
         common = {"n_datasets": r.n_datasets}

@@ -328,18 +328,29 @@ def has_baycomp() -> bool:
     return True
 
 
-def _bayes_rejects(sample: PairSample, alpha: float) -> float:
-    """The Bayesian verdict names a better method (posterior ≥ `paired.BAYES_THRESHOLD` beyond
-    the ROPE); ``alpha`` is not used: the rule is the verdict's own. NaN without baycomp."""
+def _verdict_of(sample: PairSample) -> str | None:
+    """The paired table's verdict of one sample (`paired.verdict` at its thresholds, one
+    comparison: no Holm family), or None without baycomp or a finite posterior."""
     if not has_baycomp():
-        return math.nan
+        return None
     probs = paired.bayes_correlated_t(sample.corrected, sample.rope)
     if not all(math.isfinite(p) for p in probs):
-        return math.nan
-    verdict = paired.verdict(
-        "a", "b", probs, lower_is_better=sample.lower_is_better, threshold=paired.BAYES_THRESHOLD
-    )
-    return float(verdict not in (paired.EQUIVALENT, paired.INCONCLUSIVE))
+        return None
+    return paired.verdict("a", "b", probs, lower_is_better=sample.lower_is_better)
+
+
+def _bayes_rejects(sample: PairSample, alpha: float) -> float:
+    """The verdict names a better method (posterior ≥ `paired.BAYES_THRESHOLD` beyond the
+    ROPE); ``alpha`` is not used: the rule is the verdict's own. NaN without baycomp."""
+    said = _verdict_of(sample)
+    return math.nan if said is None else float(paired.better_method(said) is not None)
+
+
+def _equivalent_called(sample: PairSample, alpha: float) -> float:
+    """The verdict reads "equivalent" (TOST's rule within the ROPE): on a real pair whose
+    difference exceeds the ROPE, a wrong call. NaN without baycomp."""
+    said = _verdict_of(sample)
+    return math.nan if said is None else float(said == paired.EQUIVALENT)
 
 
 def _factorial_rejects(sample: PairSample, alpha: float) -> float:
@@ -371,8 +382,14 @@ TESTS: tuple[TestRule, ...] = (
     ),
     TestRule(
         "bayes_t",
-        "Bayesian correlated t names a better method",
+        "verdict names a better method (posterior 0.975 beyond the ROPE)",
         _bayes_rejects,
+        needs="needs baycomp installed",
+    ),
+    TestRule(
+        "verdict_equivalent",
+        "verdict reads equivalent (TOST within the ROPE)",
+        _equivalent_called,
         needs="needs baycomp installed",
     ),
     TestRule("factorial", "factorial t, p < α", _factorial_rejects, needs=NEEDS_FACTORIAL),

@@ -139,8 +139,8 @@ def true_differences(samples: Sequence[PairSample]) -> pd.DataFrame:
 
     Returns:
         One row per sample: ``pair``, ``dataset``, ``truth`` (the pair's mean fresh difference
-        over every dataset and seed; 0 for a null pair), ``truth_loo`` (the same mean without
-        this dataset; 0 for a null pair), ``truth_se`` (the sd of the datasets' mean fresh
+        over every dataset and seed, a null pair's too), ``truth_loo`` (the same mean without
+        this dataset), ``truth_se`` (the sd of the datasets' mean fresh
         differences over ``sqrt(K)``: how well ``K`` datasets pin the truth down; the fresh
         set's own sampling error, common to all, is not in it).
     """
@@ -154,14 +154,15 @@ def true_differences(samples: Sequence[PairSample]) -> pd.DataFrame:
         for i, sample in enumerate(group):
             others = counts.sum() - counts[i]
             loo = (sums.sum() - sums[i]) / others if others else math.nan
-            null = sample.comparison.null
+            # A null pair's truth is estimated like any other, not assumed 0: its twins share
+            # the split, so only independent streams make its expectation 0.
             rows.append(
                 {
                     "pair": pair,
                     "dataset": sample.dataset,
-                    "truth": 0.0 if null else float(total),
-                    "truth_loo": 0.0 if null else float(loo),
-                    "truth_se": 0.0 if null else se,
+                    "truth": float(total),
+                    "truth_loo": float(loo),
+                    "truth_se": se,
                     "fresh_mean": float(total),
                 }
             )

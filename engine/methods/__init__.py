@@ -21,6 +21,7 @@ from engine.methods.base import (
     Method,
     MethodParams,
 )
+from engine.methods.heads import MODE, get_head, predict_grades
 from engine.methods.registry import (
     PLUGIN_VARIABLE,
     UnknownMethodError,
@@ -59,6 +60,8 @@ __all__ = [
     "methods_by_family",
     "order_methods",
     "paper_methods",
+    "predicted_grades",
+    "prediction_rule",
     "make_loss",
     "target_matrix",
     "registry",
@@ -108,6 +111,20 @@ def target_matrix(method: str, num_classes: int, params: MethodParams) -> np.nda
     mix included); None for a method that trains another way."""
     build = get_method(method).target_matrix
     return None if build is None else build(num_classes, params)
+
+
+def prediction_rule(method: str) -> str:
+    """How ``method`` reads a grade off its probabilities (its head's rule, as its source
+    defines it); the mode for a method this checkout does not know (imported results)."""
+    base = str(method).partition(LABEL_SEPARATOR)[0]
+    known = registry().get(base)
+    return MODE if known is None else get_head(known.head).rule
+
+
+def predicted_grades(probs: np.ndarray, method: str) -> np.ndarray:
+    """The grade ``method`` predicts for each row of ``probs`` (N, J): what runs store as
+    ``y_pred`` and every metric reads."""
+    return np.asarray(predict_grades(np.asarray(probs), prediction_rule(method)))
 
 
 def method_label(method: str) -> str:

@@ -8,20 +8,45 @@ calibration and Grad-CAM read.
 - ``softmax``: a linear layer of J logits; softmax gives the probabilities (the paper's).
 - ``corn``: a linear layer of J - 1 conditional logits (Shi et al. 2021's CORN);
   P(y > k) is the running product of their sigmoids.
-- ``clm``: a linear projection to one value and dlordinal's cumulative link model (logit
-  link), which returns probabilities.
+- ``clm``: a linear projection to one value and the cumulative link model (logit link) of
+  dlordinal's ``CLM``, which returns probabilities.
 - ``binomial_layer``: dlordinal's binomial output layer, which returns probabilities.
+
+The last two are written out here as plain tensor algebra, with dlordinal's parameters and
+outputs (tests check both), because dlordinal's versions need the host mid-step and every
+method's training step is captured as a CUDA graph on a GPU (`engine.train_graphs`).
+
+Each head also declares its *prediction rule*, how a grade is read off its probabilities:
+the mode (argmax, every head but CORN) or the median (CORN: Shi et al. 2021 predict the
+number of k with P(y > k) > 0.5, their rank rule). `predict_grades` applies a rule; the run's
+selection, its stored ``y_pred`` and so every metric use it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from types import MappingProxyType
+from typing import TYPE_CHECKING, TypeVar
+
+import numpy as np
 
 if TYPE_CHECKING:
     import torch
     from torch import nn
+
+#: The grade a distribution predicts: its most probable grade (the first on a tie).
+MODE = "mode"
+#: Its median: the number of grades k < J - 1 with P(y > k) > 0.5 (CORN's rank rule).
+MEDIAN = "median"
+PREDICTION_RULES: Mapping[str, str] = MappingProxyType(
+    {
+        MODE: "the most probable grade (argmax)",
+        MEDIAN: "the median grade: how many k have P(y > k) > 0.5 (rank rule)",
+    }
+)
+
+_Probs = TypeVar("_Probs", "np.ndarray", "torch.Tensor")
 
 # Probabilities from a layer that returns them are floored here before the log of a loss or
 # Grad-CAM's target: dlordinal's CLM can return an exact 0 for a grade far from the projection.
@@ -40,6 +65,8 @@ class Head:
         logits: The outputs are J logits whose softmax is the probability (Grad-CAM then
             explains a grade's logit, as the paper does); False: Grad-CAM explains the log of
             the grade's probability.
+        rule: How a grade is predicted from the probabilities, a key of `PREDICTION_RULES`:
+            what the head's source defines.
     """
 
     name: str
@@ -47,6 +74,13 @@ class Head:
     build: Callable[[int, int], nn.Module]
     probabilities: Callable[[torch.Tensor], torch.Tensor]
     logits: bool = False
+    rule: str = MODE
+
+    def __post_init__(self) -> None:
+        if self.rule not in PREDICTION_RULES:
+            raise ValueError(
+                f"head {self.name!r}: rule {self.rule!r}; allowed: {', '.join(PREDICTION_RULES)}"
+            )
 
 
 def _linear(in_features: int, num_classes: int) -> nn.Module:
@@ -82,16 +116,73 @@ def corn_probabilities(outputs: torch.Tensor) -> torch.Tensor:
 
 
 def _clm_layer(in_features: int, num_classes: int) -> nn.Module:
-    from dlordinal.output_layers import CLM
     from torch import nn
 
-    return nn.Sequential(nn.Linear(in_features, 1), CLM(num_classes, link_function="logit"))
+    return nn.Sequential(nn.Linear(in_features, 1), _cumulative_logit_link(num_classes))
+
+
+def _cumulative_logit_link(num_classes: int) -> nn.Module:
+    """dlordinal's ``CLM`` (logit link) as plain tensor algebra, same parameters and outputs.
+
+    dlordinal's layer computes its sigmoid through boolean indexing (``out[t > 0] = ...``),
+    whose result size the GPU must report to the host: a CUDA graph cannot capture it, and
+    every method's step is captured (`engine.train_graphs`). tests/engine/test_methods.py
+    checks both give the same probabilities from the same state dict.
+    """
+    import torch
+    from torch import nn
+
+    class CumulativeLogitLink(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.num_classes = num_classes
+            # dlordinal's parametrisation: the first threshold, then square-rooted gaps.
+            self.thresholds_b_ = nn.Parameter(torch.zeros(1))
+            self.thresholds_a_ = nn.Parameter(torch.ones(num_classes - 2))
+
+        def forward(self, projected: torch.Tensor) -> torch.Tensor:
+            gaps = torch.cat((self.thresholds_b_, self.thresholds_a_**2))
+            thresholds = torch.cumsum(gaps, dim=0)  # (J - 1,), increasing
+            below = torch.sigmoid(thresholds.view(1, -1) - projected.reshape(-1, 1))
+            ones, zeros = torch.ones_like(below[:, :1]), torch.zeros_like(below[:, :1])
+            # P(y = k) = P(y <= k) - P(y <= k - 1)
+            return torch.cat((below, ones), dim=1) - torch.cat((zeros, below), dim=1)
+
+    return CumulativeLogitLink()
 
 
 def _binomial_layer(in_features: int, num_classes: int) -> nn.Module:
-    from dlordinal.output_layers import BinomialLayer
+    """dlordinal's ``BinomialLayer`` in closed form, same parameters (``p_layer``) and outputs.
 
-    return BinomialLayer(in_features=in_features, num_classes=num_classes)
+    dlordinal's builds a ``torch.distributions.Binomial`` every forward, whose argument
+    checks and scalar tensors need the host mid-step: a CUDA graph cannot capture it.
+    """
+    import math
+
+    import torch
+    from torch import nn
+
+    n = num_classes - 1
+    log_choose = [
+        math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) for k in range(n + 1)
+    ]
+
+    class BinomialGrades(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.num_classes = num_classes
+            self.p_layer = nn.Linear(in_features, 1)
+            # Not in the state dict: dlordinal's layer has no such entries.
+            self.register_buffer("log_choose", torch.tensor(log_choose), persistent=False)
+            self.register_buffer("grades", torch.arange(n + 1.0), persistent=False)
+
+        def forward(self, features: torch.Tensor) -> torch.Tensor:
+            z = self.p_layer(features).float()  # (N, 1); the success probability is sigmoid(z)
+            log_p, log_q = nn.functional.logsigmoid(z), nn.functional.logsigmoid(-z)
+            grades, log_choose = self.get_buffer("grades"), self.get_buffer("log_choose")
+            return torch.exp(log_choose + grades * log_p + (n - grades) * log_q)
+
+    return BinomialGrades()
 
 
 def renormalised(outputs: torch.Tensor) -> torch.Tensor:
@@ -105,7 +196,11 @@ HEADS: dict[str, Head] = {
     for head in (
         Head("softmax", "J logits; softmax gives P(grade)", _linear, _softmax, logits=True),
         Head(
-            "corn", "J - 1 conditional logits P(y > k | y > k - 1)", _corn_layer, corn_probabilities
+            "corn",
+            "J - 1 conditional logits P(y > k | y > k - 1)",
+            _corn_layer,
+            corn_probabilities,
+            rule=MEDIAN,
         ),
         Head("clm", "one projection and ordered thresholds (logit link)", _clm_layer, renormalised),
         Head(
@@ -123,6 +218,26 @@ def get_head(name: str) -> Head:
     if name not in HEADS:
         raise ValueError(f"unknown head {name!r}; allowed: {', '.join(HEADS)}")
     return HEADS[name]
+
+
+def predict_grades(probs: _Probs, rule: str = MODE) -> _Probs:
+    """The predicted grade of each row of ``probs`` (N, J), numpy or torch, by ``rule``.
+
+    The median counts the k < J - 1 whose P(y > k) = 1 - sum_{j <= k} p_j exceeds 0.5; for
+    CORN's probabilities that is exactly Shi et al.'s count of conditional-product survival
+    probabilities above 0.5, since `corn_probabilities` takes differences of them.
+    """
+    if rule not in PREDICTION_RULES:
+        raise ValueError(f"prediction rule {rule!r}; allowed: {', '.join(PREDICTION_RULES)}")
+    if isinstance(probs, np.ndarray):
+        if rule == MODE:
+            return probs.argmax(axis=1)
+        above = 1.0 - np.cumsum(probs[:, :-1], axis=1, dtype=np.float64)
+        return (above > 0.5).sum(axis=1)
+    if rule == MODE:
+        return probs.argmax(dim=1)
+    above = 1.0 - probs[:, :-1].double().cumsum(dim=1)
+    return (above > 0.5).sum(dim=1)
 
 
 def probability_nll() -> nn.Module:

@@ -1,12 +1,12 @@
-"""SORD: soft ordinal labels (Díaz & Marathe 2019) through dlordinal's ``SORDLoss``.
+"""SORD: soft ordinal labels (Díaz & Marathe 2019).
 
-The target of grade k is ``softmax(-alpha * |j - k|)`` over the grades j, and the loss is the
-cross-entropy against it, so SORD is a target distribution (dlordinal files it among its
-losses). The matrix below is the one ``SORDLoss`` builds per batch; tests/engine/test_train.py
-checks that both give the same loss.
+The target of grade k is ``softmax(-alpha * (j - k)^2)`` over the grades j: the squared
+distance, the metric penalty Díaz & Marathe use, and the loss is the cross-entropy against
+it, so SORD is a target distribution. (dlordinal's ``SORDLoss`` uses ``|j - k|``, a flatter
+target; it is not used.) tests/engine/test_methods.py checks the rows against the formula.
 
-Search space: alpha, the sharpness of the target, over (0.5, 1, 2) around the paper's
-squared-distance choice; learning rate as the paper. No eta: SORD's target is used alone.
+Search space: alpha, the sharpness of the target, over (0.5, 1, 2); learning rate as the
+paper. No eta: SORD's target is used alone.
 """
 
 from __future__ import annotations
@@ -20,11 +20,10 @@ from engine.methods.base import (
     Method,
     MethodParams,
 )
-from engine.methods.targets import check_classes
+from engine.methods.targets import check_classes, matrix_target
 
 if TYPE_CHECKING:
     import numpy as np
-    from torch import nn
 
 ALPHA = HyperParameter(
     "alpha",
@@ -34,35 +33,27 @@ ALPHA = HyperParameter(
 )
 
 
-def _loss(num_classes: int, params: MethodParams) -> nn.Module:
+def sord_rows(num_classes: int, params: MethodParams) -> np.ndarray:
+    """The (J, J) targets: row k is softmax(-alpha (j - k)^2) over the grades j."""
     import torch
-    from dlordinal.losses import SORDLoss
 
     check_classes(num_classes)
-    # train_targets feed only the optional proximity weighting, which is off here.
-    return SORDLoss(
-        alpha=params.value("alpha", 1.0),
-        num_classes=num_classes,
-        train_targets=torch.zeros(0, dtype=torch.long),
-    )
-
-
-def _matrix(num_classes: int, params: MethodParams) -> np.ndarray:
-    import torch
-
     grades = torch.arange(num_classes, dtype=torch.float64)
-    distance = (grades.view(1, -1) - grades.view(-1, 1)).abs()
+    distance = (grades.view(1, -1) - grades.view(-1, 1)) ** 2
     return torch.softmax(-params.value("alpha", 1.0) * distance, dim=1).float().numpy()
+
+
+_loss, _matrix = matrix_target(sord_rows)
 
 
 METHOD = Method(
     name="sord",
     label="SORD",
     family=TARGET_DISTRIBUTION,
-    description="Soft ordinal targets softmax(-alpha |j - k|): the true grade most likely, "
+    description="Soft ordinal targets softmax(-alpha (j - k)^2): the true grade most likely, "
     "neighbours next, with alpha setting the spread.",
     hyperparameters=(LEARNING_RATE, ALPHA),
-    source="Díaz & Marathe 2019 (alpha around their squared-distance choice); lr: the paper",
+    source="Díaz & Marathe 2019 (their squared distance; alpha around 1); lr: the paper",
     loss=_loss,
     target_matrix=_matrix,
 )

@@ -46,6 +46,31 @@ def mixed_matrix(loss: nn.Module) -> np.ndarray:
     return ((1 - eta) * torch.eye(len(probs)) + eta * probs).numpy()
 
 
+def matrix_target(
+    rows: Callable[[int, MethodParams], np.ndarray],
+) -> tuple[Callable[[int, MethodParams], nn.Module], Callable[[int, MethodParams], np.ndarray]]:
+    """The loss and target-matrix builders of a target whose (J, J) rows we define ourselves
+    (``rows(J, params)``, row k for true grade k): dlordinal's ``CustomTargetsLoss`` over
+    cross-entropy, mixed with one-hot by the configuration's eta (1 where it has none)."""
+
+    def loss(num_classes: int, params: MethodParams) -> nn.Module:
+        import torch
+        from dlordinal.losses import CustomTargetsLoss
+        from torch import nn
+
+        check_classes(num_classes)
+        return CustomTargetsLoss(
+            base_loss=nn.CrossEntropyLoss(),
+            cls_probs=torch.as_tensor(rows(num_classes, params), dtype=torch.float32),
+            eta=params.value("eta", 1.0),
+        )
+
+    def matrix(num_classes: int, params: MethodParams) -> np.ndarray:
+        return mixed_matrix(loss(num_classes, params))
+
+    return loss, matrix
+
+
 def check_classes(num_classes: int) -> None:
     """Every method needs at least two grades."""
     if num_classes < 2:

@@ -2,9 +2,13 @@
 
 Dataset ``k`` is the phantom of data seed ``data_seed + k`` (new patients, new films); the
 fresh test set is the phantom of data seed ``data_seed + FRESH_SEED_OFFSET``, drawn once and
-shared by every model. Within a dataset, seed ``s`` draws the split and the training streams
-(initial weights, batch order) as a study's seed does; the null pair's twin trains on the same
-split with the streams of ``s + TWIN_SEED_OFFSET``, so the true difference of the pair is 0.
+shared by every model. Within a dataset, seed ``s`` draws the split as a study's seed does,
+and the training streams (initial weights, batch order, the search's sample of
+configurations) are drawn afresh per dataset from ``(data seed of k, s)``
+(:meth:`RefereeDesign.train_seed`): with the same streams on every dataset, as the referee
+drew them before (:data:`INIT_DRAWS`), a seed effect common to all datasets made them
+dependent replicates. The null pair's twin trains on the same split with its own streams, so
+the pair's true difference is 0 in expectation (the referee estimates it all the same).
 
 With ``inits`` ≥ 2 the seeds are a factorial design, as a study's ``seeds: {splits: S,
 inits: I}`` (`engine.seeds.SeedDesign`): ``seeds`` split seeds ``0..S-1`` crossed with init
@@ -18,6 +22,8 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from engine.analysis.metrics import METRICS, PRIMARY_METRIC
 from engine.config import IMAGE_SIZES, TrainConfig, check_device, check_method, check_task
@@ -33,8 +39,13 @@ if TYPE_CHECKING:  # imported where used: it pulls scipy.stats, which the CLI's 
 #: The fresh test set's data seed is ``data_seed`` plus this; datasets use ``data_seed + k``
 #: for ``k`` below it, so no dataset shares the fresh set's films.
 FRESH_SEED_OFFSET = 100_000
-#: The null pair's twin trains with the random streams of ``seed + TWIN_SEED_OFFSET``.
+#: The null pair's twin trains with the random streams of its method's plus this.
 TWIN_SEED_OFFSET = 1_000_003
+#: How the training streams are drawn, recorded on each result's card: a result without it
+#: (the one shipped with SoftGrade included) reused seed ``s``'s streams on every dataset.
+INIT_DRAWS = "per dataset"
+#: Streams are kept below this so ``+ TWIN_SEED_OFFSET`` stays a valid 32-bit seed.
+_STREAM_RANGE = 2**31 - TWIN_SEED_OFFSET
 #: The twin of method ``m`` is reported as ``m`` followed by this.
 TWIN_SUFFIX = "_twin"
 #: The default phantom's share of jointly graded films (970 of 2,170): a CPPD dataset keeps
@@ -207,29 +218,39 @@ class RefereeDesign:
             return f"{self.seeds} seeds"
         return f"{self.seeds} splits × {self.inits} inits ({self.n_cells} seeds)"
 
-    def configs(self, method: str, init_seed: int) -> list[MethodParams]:
-        """The configurations a method's search tries, drawn with the init seed as a study
-        draws them (`engine.study.plan_runs`), or its fixed configuration."""
+    def configs(self, method: str, init_seed: int, dataset: int = 0) -> list[MethodParams]:
+        """The configurations a method's search tries on one dataset, drawn from the run's
+        streams (:meth:`train_seed`) as a study draws them from its seed
+        (`engine.study.plan_runs`), or its fixed configuration. The twin draws its own, so
+        the null pair carries the search's selection variance too."""
         base = self.null_method if method == self.twin else method
         if self.budget == FIXED:
             return [fixed_config(base)]
-        return sample_configs(base, self.budget, init_seed)
+        return sample_configs(base, self.budget, self.train_seed(method, init_seed, dataset))
 
     def train_config(
-        self, method: str, seed: int, params: MethodParams, *, split_seed: int | None = None
+        self,
+        method: str,
+        seed: int,
+        params: MethodParams,
+        *,
+        split_seed: int | None = None,
+        dataset: int = 0,
     ) -> TrainConfig:
         """One run's configuration; the twin takes its method's with other random streams.
 
         Args:
             method: the name trained (the twin's own).
-            seed: the init seed: it draws the initial weights and batch order.
+            seed: the init seed: with ``dataset`` it draws the initial weights and batch
+                order (:meth:`train_seed`).
             params: the configuration.
             split_seed: the split's seed, recorded in the config (default ``seed``:
                 independent seeds). The split itself is drawn by the referee's loop.
+            dataset: ``k``, the dataset trained on.
         """
         base = self.null_method if method == self.twin else method
         hparams = {k: float(v) for k, v in params.as_dict().items() if k != "lr"}
-        streams = self.train_seed(method, seed)
+        streams = self.train_seed(method, seed, dataset)
         return TrainConfig(
             task=self.task,
             method=base,
@@ -245,11 +266,14 @@ class RefereeDesign:
             device=self.device,
         )
 
-    def train_seed(self, method: str, init_seed: int) -> int:
-        """The seed of a run's random streams (initial weights, batch order): the init seed
-        (for independent seeds the split's own, as in a study), and for the twin the same
-        plus :data:`TWIN_SEED_OFFSET`."""
-        return init_seed + TWIN_SEED_OFFSET if method == self.twin else init_seed
+    def train_seed(self, method: str, init_seed: int, dataset: int = 0) -> int:
+        """The seed of a run's random streams (initial weights, batch order, the search's
+        sample): drawn from ``(data seed of the dataset, init seed)`` by NumPy's
+        ``SeedSequence``, so each dataset's initialisations are new draws and the datasets
+        independent replicates; the twin's is the same plus :data:`TWIN_SEED_OFFSET`."""
+        state = np.random.SeedSequence([self.dataset_spec(dataset).seed, init_seed])
+        streams = int(state.generate_state(1, dtype=np.uint32)[0]) % _STREAM_RANGE
+        return streams + TWIN_SEED_OFFSET if method == self.twin else streams
 
     def selection(self) -> str:
         """How each method's model was chosen, in one phrase for the tables."""

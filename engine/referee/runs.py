@@ -158,7 +158,7 @@ def run_referee(
                     seeds = _Seeds(seed, split_seed, init_seed)
                     for method in design.trained:
                         chosen = _select(
-                            design, trainers, device, method, seeds, data, x_fresh, y_fresh
+                            design, trainers, device, method, seeds, k, data, x_fresh, y_fresh
                         )
                         rows.append(_row(design, k, seeds, method, sizes, chosen))
                         films.append(_films(design.task, method, seed, patients, data, chosen))
@@ -236,6 +236,7 @@ def _select(
     device: torch.device,
     method: str,
     seeds: _Seeds,
+    k: int,
     data: TaskSplit,
     x_fresh: torch.Tensor,
     y_fresh: torch.Tensor,
@@ -248,8 +249,8 @@ def _select(
     y_val, y_test = data.y_val.cpu().numpy(), data.y_test.cpu().numpy()
     y_new = y_fresh.cpu().numpy()
     best: _Selected | None = None
-    for index, params in enumerate(design.configs(method, seeds.init)):
-        config = design.train_config(method, seeds.init, params, split_seed=seeds.split)
+    for index, params in enumerate(design.configs(method, seeds.init, k)):
+        config = design.train_config(method, seeds.init, params, split_seed=seeds.split, dataset=k)
         trainer = _trainer(trainers, design, device, config.method)
         result = trainer.fit(config, data)
         val = sign * compute_metrics(y_val, result.val_probs, n_classes)[metric]
@@ -285,7 +286,7 @@ def _row(
         "seed": seeds.seed,
         "split_seed": seeds.split,
         "init_seed": seeds.init,
-        "train_seed": design.train_seed(method, seeds.init),
+        "train_seed": design.train_seed(method, seeds.init, k),
         "method": method,
         "config": json.dumps(chosen.config, sort_keys=True),
         "config_index": chosen.index,

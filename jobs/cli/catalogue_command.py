@@ -1,15 +1,17 @@
 """``softgrade methods`` and ``softgrade metrics``: what a study can name, read from the registries.
 
 - ``methods [--json]``: every registered method (`engine.methods`), grouped by family: its
-  name (what a study YAML's ``methods:`` lists), label, head, hyper-parameters with their
-  search grid, grid size and where the search space comes from. Methods added through
-  ``SOFTGRADE_METHOD_PACKAGES`` are listed too, as the worker will see them.
+  name (what a study YAML's ``methods:`` lists), label, head, how it predicts a grade (its
+  head's rule), for a target-distribution method whether the true grade is the mode of its
+  target row in every configuration, hyper-parameters with their search grid, grid size and
+  where the search space comes from. Methods added through ``SOFTGRADE_METHOD_PACKAGES`` are
+  listed too, as the worker will see them.
 - ``metrics [--json]``: every registered metric (`engine.analysis.metrics`): name, label,
   direction, range, what it is computed from and its meaning, with the study's primary
   metric and the metric the search selects runs by marked.
 
 Both print text for a person and, with ``--json``, one JSON document for a script. They read
-the registries only: no store is opened, no torch is imported.
+the registries only: no store is opened (``methods`` builds the target matrices, with torch).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from engine.methods import (
     methods_by_family,
     registry,
 )
+from engine.methods.heads import PREDICTION_RULES, get_head
 from engine.vocab import TASK_CLASSES
 
 WIDTH = 100
@@ -49,7 +52,9 @@ def method_record(method: Method) -> dict[str, Any]:
         "family": method.family,
         "description": method.description,
         "head": method.head,
+        "prediction_rule": get_head(method.head).rule,
         "target_matrix": method.target_matrix is not None,
+        "grade_is_target_mode": grade_is_target_mode(method),
         "in_paper": method.in_paper,
         "hyperparameters": [
             {"name": h.name, "label": h.label, "values": list(h.values), "meaning": h.meaning}
@@ -58,6 +63,22 @@ def method_record(method: Method) -> dict[str, Any]:
         "grid_size": len(method.search_grid()),
         "source": method.source,
     }
+
+
+def grade_is_target_mode(method: Method) -> bool | None:
+    """Whether, in every configuration and for both tasks' numbers of grades, row k of the
+    method's target matrix has its maximum at grade k alone; None without a target matrix."""
+    build = method.target_matrix
+    if build is None:
+        return None
+    for classes in sorted(set(TASK_CLASSES.values())):
+        for params in method.search_grid():
+            rows = build(classes, params)
+            for grade, row in enumerate(rows):
+                others = [p for j, p in enumerate(row) if j != grade]
+                if not all(row[grade] > p for p in others):
+                    return False
+    return True
 
 
 def methods_text() -> str:
@@ -87,6 +108,17 @@ def _method_lines(method: Method) -> list[str]:
         f"{grid} configuration{'s' * (grid != 1)})"
     ]
     lines += _wrapped(method.description)
+    rule = get_head(method.head).rule
+    lines += _wrapped(f"predicts: {PREDICTION_RULES[rule]}")
+    mode = grade_is_target_mode(method)
+    if mode is not None:
+        lines += _wrapped(
+            "target: the true grade is the single most likely grade of its target, in every "
+            "configuration"
+            if mode
+            else "target: in some configuration the true grade is NOT the most likely grade "
+            "of its target"
+        )
     for param in method.hyperparameters:
         values = ", ".join(f"{v:g}" for v in param.values)
         label = f" ({param.label})" if param.label != param.name else ""

@@ -33,12 +33,16 @@
 - ``stats STUDY_ID [--metric AMAE] [-o FILE.csv|.parquet|.tex]``: paired comparisons of the
   study's methods (corrected resampled t, Wilcoxon, effect sizes); ``stats --list``: the
   studies.
+- ``sets STUDY_ID [--coverage 0.9] [--score NAME] [--per-grade] [-o FILE.csv]``: conformal
+  grade sets' coverage and size per method and seed (``jobs/cli/sets_command.py``).
 - ``report STUDY_ID [STUDY_ID ...] -o report.html [--pdf] [--latex-dir DIR]``: the studies'
   analysis as one self-contained HTML file that opens offline, and its tables as LaTeX
   (``jobs/cli/report_command.py``).
 - ``calibrate-inference -o DIR``: the phantom as referee of the statistics: K phantom
   datasets, S seeds each, every interval's coverage of the true difference and every test's
   type-I error (``jobs/cli/referee_command.py``).
+- ``calibrate-sets -o DIR``: the phantom as referee of the grade sets: each score's coverage
+  on fresh films, per grade, with Monte-Carlo intervals (``jobs/cli/sets_referee_command.py``).
 - ``methods [--json]``: the training methods a study file can name, by family, with their
   search spaces; ``metrics [--json]``: the metrics, the primary and the selection metric
   (``jobs/cli/catalogue_command.py``).
@@ -65,6 +69,8 @@ from jobs.cli import (
     referee_command,
     report_command,
     results_commands,
+    sets_command,
+    sets_referee_command,
     stats_command,
     up_command,
 )
@@ -135,6 +141,7 @@ def _summary(job_id: str, path: Path) -> str:
 
     job = store_jobs.get_job(job_id, path=path)
     lines = [f"job {job_id}: {job.status}, {job.runs_done}/{job.runs_total} runs"]
+    lines += failed_run_lines(job.study_id, job_id, path)
     per_run = per_run_metrics(confusion_counts([job.study_id], path=path))
     if not per_run.empty:
         table = metrics_table(per_run)
@@ -145,14 +152,34 @@ def _summary(job_id: str, path: Path) -> str:
     return "\n".join(lines)
 
 
+def failed_run_lines(study_id: str, job_id: str, path: Path) -> list[str]:
+    """One line per failed run of a study (its exception's line), and where the rest is."""
+    from store.runs import failed_runs
+
+    failed = failed_runs([study_id], path=path)
+    if failed.empty:
+        return []
+    lines = [f"{len(failed)} run(s) failed; the study's other runs are stored:"]
+    for row in failed.head(10).itertuples():
+        lines.append(
+            f"  {row.task} {row.method} seed {row.seed} config {row.config_index}: {row.error_line}"
+        )
+    if len(failed) > 10:
+        lines.append(f"  ... and {len(failed) - 10} more")
+    lines.append(f"full tracebacks: softgrade status {job_id}")
+    return lines
+
+
 def cmd_status(args: argparse.Namespace) -> int:
-    """Print workers and jobs."""
+    """Print workers and jobs; with a job id, that job's error and failed runs in full."""
     from jobs.services.describe import format_devices
 
     path = default_store_path()
     if not path.exists():
         print(f"no store at {path} yet")
         return 0
+    if getattr(args, "job", None):
+        return _print_job_errors(args.job, path)
     alive = store_jobs.alive_workers(path=path)
     print(f"store: {path}")
     print(f"workers alive: {len(alive)}")
@@ -167,6 +194,30 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_job_errors(job_id: str, path: Path) -> int:
+    """A job's status, its error and every failed run's traceback; 2 for an unknown id."""
+    from store.runs import failed_runs
+
+    try:
+        job = store_jobs.get_job(job_id, path=path)
+    except StoreError:
+        print(f"no job {job_id!r} in {path}; `softgrade status` lists the jobs", file=sys.stderr)
+        return 2
+    print(f"job {job_id}: {job.status}, {job.runs_done}/{job.runs_total} runs")
+    failed = failed_runs([job.study_id], path=path)
+    for row in failed.itertuples():
+        print(
+            f"\n--- run {row.run_id}: {row.task} {row.method} seed {row.seed} config "
+            f"{row.config_index} ({row.config})"
+        )
+        print(row.traceback.rstrip())
+    if failed.empty:
+        error = store_jobs.list_jobs(path=path).set_index("job_id").loc[job_id, "error"]
+        if isinstance(error, str) and error.strip():
+            print(error.rstrip())
+    return 0
+
+
 def status_table(jobs: pd.DataFrame) -> str:
     """One line per job under a header: job id, study id (what `stats`, `export` and the
     other study commands take), status, runs and the study's name."""
@@ -175,10 +226,17 @@ def status_table(jobs: pd.DataFrame) -> str:
         total = "?" if pd.isna(j.runs_total) else int(j.runs_total)
         rows.append((j.job_id, j.study_id, j.status, f"{j.runs_done}/{total}", j.study_name))
     widths = [max(len(str(r[i])) for r in rows) for i in range(4)]
-    return "\n".join(
+    lines = [
         "  ".join(str(c).ljust(w) for c, w in zip(r[:4], widths, strict=True)) + f"  {r[4]}"
         for r in rows
-    )
+    ]
+    failed = [j for _, j in jobs.iterrows() if j.status == "failed" and isinstance(j.error, str)]
+    for j in failed:
+        text = j.error.strip().splitlines() or [""]
+        # A bare traceback's own line is its last; a summary's is its first.
+        first = text[-1] if text[0].startswith("Traceback") else text[0]
+        lines.append(f"{j.job_id} failed: {first[:200]} (details: softgrade status {j.job_id})")
+    return "\n".join(lines)
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
@@ -275,7 +333,13 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=func)
         if name == "run":
             add_executor_args(p, with_device=False)
-    sub.add_parser("status", help="show workers and jobs").set_defaults(func=cmd_status)
+    status = sub.add_parser(
+        "status", help="show workers and jobs; with a job id, that job's failed runs in full"
+    )
+    status.add_argument(
+        "job", nargs="?", help="a job id (JOB column): print its error and failed runs' tracebacks"
+    )
+    status.set_defaults(func=cmd_status)
     p = sub.add_parser("cancel", help="cancel a job (finished runs are kept)")
     p.add_argument("job")
     p.set_defaults(func=cmd_cancel)
@@ -303,10 +367,12 @@ def build_parser() -> argparse.ArgumentParser:
     demo_bundle.add_commands(sub)
     lab_commands.add_commands(sub)
     stats_command.add_commands(sub)
+    sets_command.add_commands(sub)
     report_command.add_commands(sub)
     results_commands.add_commands(sub)
     catalogue_command.add_commands(sub)
     referee_command.add_commands(sub)
+    sets_referee_command.add_commands(sub)
     add_detector_commands(sub)
     return parser
 

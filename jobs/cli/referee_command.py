@@ -43,7 +43,7 @@ import pandas as pd
 from engine.analysis.metrics import METRIC_LABELS, METRICS, PRIMARY_METRIC
 from engine.config import SpecError
 from engine.methods import paper_methods
-from engine.referee.design import FIXED, RefereeDesign
+from engine.referee.design import FIXED, INIT_DRAWS, RefereeDesign
 from engine.seeds import SeedDesignError, seeds_from_text
 from engine.vocab import TASKS
 from jobs.cli.arg_types import whole_from
@@ -151,6 +151,7 @@ def summarise(
         "batch_size": design.batch_size,
         "budget": design.budget,
         "selection": design.selection(),
+        "init_draws": INIT_DRAWS,
         "bootstrap": design.bootstrap,
         "data_seed": design.data_seed,
         "level": referee.LEVEL,

@@ -105,7 +105,9 @@ def cmd_stats(args: argparse.Namespace) -> int:
         if unsized:
             print(f"note: no split sizes for {', '.join(unsized)}: {study_analysis.UNSIZED_NOTE}")
         return 0
-    print(table[list(paired.PAIRED_COLUMNS)].to_string(index=False, float_format=_number))
+    print(_verdict_first(table).to_string(index=False, float_format=_number))
+    if notes := _verdict_notes(table):
+        print("\nWhere a verdict and its p seem to disagree:\n" + "\n".join(notes))
     if unsized:
         print(f"\nnote: no split sizes for {', '.join(unsized)}: {study_analysis.UNSIZED_NOTE}.")
     print(
@@ -113,12 +115,10 @@ def cmd_stats(args: argparse.Namespace) -> int:
         "assumes the between-seed correlation rho_assumed, which one dataset cannot measure: "
         "below r_break_even (the r = rho/(1 - rho) where p_corrected = 0.05) the difference "
         "would be significant. p_wilcoxon: exact, ties and zeros included. p_bayes_*: the "
-        "Bayesian correlated t-test on the same variance, 'better' in the metric's direction; "
-        f"verdict at posterior {paired.BAYES_THRESHOLD:g} within the ROPE (--rope, default "
-        f"{paired.DEFAULT_ROPE:g}). The {paired.PRIMARY_FAMILY} endpoint is the one "
-        "confirmatory Holm family of 8 (p_corrected_holm in the CSV); every other row is "
-        f"exploratory. The CSV adds boot_ci ({paired.BOOTSTRAP_CI_KIND}), p at r = 0, 0.1, 0.2 "
-        "and TOST p."
+        "Bayesian correlated t-test on the same variance, 'better' in the metric's direction "
+        f"(ROPE: --rope, default {paired.DEFAULT_ROPE:g}). {paired.VERDICT_RULE} "
+        f"{paired.families_sentence(table)} The CSV adds p_corrected_holm, boot_ci "
+        f"({paired.BOOTSTRAP_CI_KIND}), p at r = 0, 0.1, 0.2 and TOST p."
     )
     if study_analysis.is_factorial(args.study_id, path=path):
         print(
@@ -126,6 +126,25 @@ def cmd_stats(args: argparse.Namespace) -> int:
             "each difference's variance into split, init and residual."
         )
     return 0
+
+
+def _verdict_first(table: pd.DataFrame) -> pd.DataFrame:
+    """The printed columns: the verdict and its Holm p right after the difference and its
+    interval (`paired.VERDICT_FIRST_COLUMNS`), then the rest of the paired columns."""
+    first = list(paired.VERDICT_FIRST_COLUMNS)
+    return table[first + [c for c in paired.PAIRED_COLUMNS if c not in first]]
+
+
+def _verdict_notes(table: pd.DataFrame) -> list[str]:
+    """One line per row whose corrected p and verdict seem to disagree, saying why."""
+    notes = []
+    for row in table.to_dict("records"):
+        if note := paired.verdict_note(row, paired.ALPHA).strip():
+            pair = (
+                f"{row['task']} {str(row['metric']).upper()}, {row['method_a']} - {row['method_b']}"
+            )
+            notes.append(f"  {pair}: {note}")
+    return notes
 
 
 #: The columns `stats --components` prints (the CSV has every one).

@@ -65,10 +65,17 @@ class Action(StrEnum):
     DELETE = "delete"
     MANAGE_ACCOUNTS = "manage_accounts"
     VIEW_AUDIT = "view_audit"
+    SECOND_READING = "second_reading"  # grade a film again beside its label (issue 41)
 
 
 _VIEWER = frozenset({Action.VIEW_RESULTS, Action.GRADE_FILM})
-_MEMBER = _VIEWER | {Action.LAUNCH, Action.IMPORT, Action.CANCEL_OWN, Action.EDIT_OWN_STUDY}
+_MEMBER = _VIEWER | {
+    Action.LAUNCH,
+    Action.IMPORT,
+    Action.CANCEL_OWN,
+    Action.EDIT_OWN_STUDY,
+    Action.SECOND_READING,
+}
 _ADMIN = frozenset(Action)
 ACTIONS_BY_ROLE: dict[Role, frozenset[Action]] = {
     Role.VIEWER: _VIEWER,
@@ -113,6 +120,9 @@ PAGES: tuple[PageEntry, ...] = (
     ),
     PageEntry("relationship", "KL × CPPD", ":material/grid_on:", "Read results", Role.VIEWER),
     PageEntry("attention", "Attention", ":material/visibility:", "Read results", Role.VIEWER),
+    PageEntry(
+        "second_reader", "Second reader", ":material/rate_review:", "Read results", Role.MEMBER
+    ),
     PageEntry("demo", "Grade a film", ":material/radiology:", "Demonstrate", Role.VIEWER),
     PageEntry("accounts", "Accounts", ":material/manage_accounts:", "Administer", Role.ADMIN),
     PageEntry("audit", "Audit log", ":material/history:", "Administer", Role.ADMIN),
@@ -193,6 +203,7 @@ _WORDS = {
     Action.ARCHIVE: "archive studies",
     Action.DELETE: "delete studies",
     Action.MANAGE_ACCOUNTS: "manage accounts",
+    Action.SECOND_READING: "record second readings",
     Action.VIEW_AUDIT: "read the audit log",
 }
 

@@ -41,6 +41,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
+from engine.analysis import conformal
 from engine.config import SpecError, StudySpec
 from engine.datasets import cache_dir_for, open_prepared
 from engine.demo_models import best_seed, default_method, example_films, seed_checkpoints
@@ -48,6 +49,7 @@ from engine.detect.registry import RECORD_FILE
 from engine.films import escaped
 from engine.seeds import split_seed_of
 from engine.vocab import TASKS
+from jobs.services import grade_sets
 from jobs.services.demo_manifest import (
     crop_problem,
     detector_record_problems,
@@ -139,6 +141,20 @@ class DemoBundle:
         """Side of the crops the models were trained on (px)."""
         return int(self.manifest["image_size"])
 
+    @property
+    def set_thresholds(self) -> dict[str, dict[int, np.ndarray]]:
+        """task -> seed -> grade-set thresholds at the default score and coverage (null:
+        every grade); empty for a bundle made before issue 41 or at other settings."""
+        made = self.manifest.get("grade_sets") or {}
+        if made != {"score": conformal.DEFAULT_SCORE, "coverage": conformal.DEFAULT_COVERAGE}:
+            return {}
+        out: dict[str, dict[int, np.ndarray]] = {}
+        for model in self.manifest["models"]:
+            if (limits := model.get("set_thresholds")) is not None:
+                values = [np.inf if v is None else float(v) for v in limits]
+                out.setdefault(str(model["task"]), {})[int(model["seed"])] = np.array(values)
+        return out
+
 
 # -- export ------------------------------------------------------------------------------------
 
@@ -225,6 +241,7 @@ def export_demo(
         ],
         "films": [_film_entry(i, row) for i, (_, row) in enumerate(films.iterrows())],
     }
+    _add_set_thresholds(manifest, study_id, method, path)
     notes = store_studies.get_study(study_id, path=path).notes or ""
     card_json = json.dumps({"card": card, "notes": notes}, indent=2)
     parts: dict[str, bytes | Path] = {CARD: card_json.encode()}
@@ -248,6 +265,23 @@ def export_demo(
             else:
                 zf.writestr(name, data)
     return ExportedDemo(out, out.stat().st_size, method, tuple(seeds), len(films))
+
+
+def _add_set_thresholds(
+    manifest: dict[str, Any], study_id: str, method: str, path: Path | str | None
+) -> None:
+    """Each model's grade-set thresholds from its validation films (issue 41), so the kiosk
+    on a laptop gives a test film its likely range as the lab's Grade a film does; JSON has
+    no infinity, so a threshold of every grade is written as null."""
+    thresholds = grade_sets.seed_thresholds(study_id, method, path=path)
+    manifest["grade_sets"] = {
+        "score": conformal.DEFAULT_SCORE,
+        "coverage": conformal.DEFAULT_COVERAGE,
+    }
+    for model in manifest["models"]:
+        limits = thresholds.get(model["task"], {}).get(model["seed"])
+        if limits is not None:
+            model["set_thresholds"] = [float(v) if np.isfinite(v) else None for v in limits]
 
 
 def _check_method(runs: pd.DataFrame, method: str | None, study_id: str) -> str:

@@ -21,6 +21,9 @@ restated here):
 - image ids: text without control or bidirectional-control characters
   (`engine.films.hidden_characters`, the import's rule for ids); the study's id and name:
   text (the terminal shows the name escaped, `engine.films.escaped`);
+- grade-set thresholds (issue 41), where given: one per grade of the model's task, each a
+  number from 0 to 1 (every score's range) or null (every grade), and the score and coverage
+  they were made at (`engine.analysis.conformal`);
 - a trained detector's ``image_size``: a size detectors train at
   (`engine.detect.registry.detector_size_problem`) whose square stays within the import's
   `MAX_FILM_PIXELS`; its held-out figures finite numbers from 0.
@@ -37,6 +40,7 @@ from typing import IO, Any
 
 from PIL import Image, UnidentifiedImageError
 
+from engine.analysis.conformal import SCORES
 from engine.config import IMAGE_SIZES
 from engine.detect.registry import DetectorRecord, detector_size_problem
 from engine.films import GRADE_RANGES, MAX_FILM_PIXELS, hidden_characters, parse_grade
@@ -45,6 +49,9 @@ from engine.vocab import TASK_INFO, TASKS
 
 #: The grade cells of a bundled film: (its key, the grade column whose range holds it).
 FILM_GRADES = (("kl", "kl"), ("kl_true", "kl"), ("cppd", "cppd"), ("cppd_true", "cppd"))
+#: The most a grade-set threshold can be: every score is at most 1, a float32 film's
+#: probabilities summing a little above 1 make it 1.00000005.
+SCORE_MOST = 1.001
 CROP_FORMAT = "PNG"
 CROP_MODE = "L"
 
@@ -77,6 +84,16 @@ def manifest_problems(manifest: dict[str, Any]) -> list[str]:
     elif len(set(seeds)) != len(seeds):
         problems.append(f"seeds {_short(seeds)}: each seed once")
     problems += _model_problems(manifest.get("models"), tasks, seeds)
+    made = manifest.get("grade_sets")
+    if made is not None and not (
+        isinstance(made, dict)
+        and made.get("score") in SCORES
+        and _number(made.get("coverage"))
+        and 0 < made["coverage"] < 1
+    ):
+        problems.append(
+            f"grade_sets {_short(made)}: a score ({', '.join(SCORES)}) and a coverage in (0, 1)"
+        )
     problems += _film_problems(manifest.get("films"), seeds)
     study = manifest.get("study")
     if not isinstance(study, dict) or not all(
@@ -116,6 +133,16 @@ def _model_problems(models: object, tasks: list[str], seeds: list[int]) -> list[
         top = TASK_INFO[task].top_grade
         if not _number(amae) or not 0 <= amae <= top:
             problems.append(f"{where}: val_amae {_short(amae)} must be a number from 0 to {top}")
+        limits = model.get("set_thresholds")
+        if limits is not None and not (
+            isinstance(limits, list)
+            and len(limits) == top + 1
+            and all(v is None or (_number(v) and 0 <= v <= SCORE_MOST) for v in limits)
+        ):
+            problems.append(
+                f"{where}: set_thresholds {_short(limits)} must be {top + 1} numbers from 0 "
+                "to 1 (or null: every grade)"
+            )
     missing = [f"{t}, seed {s}" for t in tasks for s in seeds if (t, s) not in seen]
     if missing and not problems:
         problems.append(f"models: none for {'; '.join(missing[:3])}")

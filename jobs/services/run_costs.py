@@ -2,11 +2,11 @@
 
 A run's measured cost is its share of the device: wall seconds / the slots that shared the
 device meanwhile (a GPU's lanes train side by side). Per training image and epoch that share
-is nearly constant for one device, image size and batch size, and differs by the method's
-family (a GPU replays captured graphs for target-distribution methods and trains the others
-eagerly at about half the speed) and a little by task. So a `CostModel` keeps the median per
-(task, family) and scales it by the planned run's training images and epochs. Epochs: the
-median a (task, family) stopped at under the same epoch cap, or the cap itself.
+is nearly constant for one device, image size and batch size, and differs a little by the
+method's family and by task (every method replays captured graphs on a GPU since issue 37).
+So a `CostModel` keeps the median per (task, family) and scales it by the planned run's
+training images and epochs. Epochs: the median a (task, family) stopped at under the same
+epoch cap, or the cap itself.
 
 Nothing here reads the store or imports torch: the worker orders runs with it, the pages
 estimate with it (both pass the frames `store.costs` returns).
@@ -21,11 +21,6 @@ import pandas as pd
 
 from engine.methods import get_method, is_registered
 
-# A method without a (J, J) target matrix (a regularised loss, an ordinal output layer)
-# trains on the GPU's eager fast path at 0.46-0.59x the captured graphs' images/s on an H200
-# (bench/RESULTS.md, training images/s per method): ~1.9x the time per image. The CPU path is
-# the same for every method. Used where nothing is measured yet.
-EAGER_GPU_COST = 1.9
 # Names `jobs.worker.tasks.device_name` gives a CPU ("CPU <model> (N thread(s))").
 CPU_PREFIX = "CPU "
 
@@ -38,11 +33,6 @@ def is_gpu_name(device_name: str) -> bool:
 def family_of(method: str) -> str:
     """The method's family from the registry; a method not registered here is its own."""
     return get_method(method).family if is_registered(method) else method
-
-
-def eager_on_gpu(method: str) -> bool:
-    """Whether a GPU trains ``method`` eagerly (no target matrix, so no captured graphs)."""
-    return is_registered(method) and get_method(method).target_matrix is None
 
 
 @dataclass(frozen=True)
@@ -120,12 +110,11 @@ def latest_device(measured: pd.DataFrame, *, gpu: bool) -> str | None:
     return str(kind.sort_values("recorded_at").iloc[-1]["device_name"])
 
 
-def relative_run_cost(method: str, n_train: float, max_epochs: float, *, on_gpu: bool) -> float:
+def relative_run_cost(n_train: float, max_epochs: float) -> float:
     """A run's expected cost relative to others, with nothing measured: training images ×
-    epoch cap, times `EAGER_GPU_COST` on a GPU for a method without a target matrix. The
-    order lanes take runs in (`jobs.worker.schedule`) and a study's time left use it."""
-    factor = EAGER_GPU_COST if on_gpu and eager_on_gpu(method) else 1.0
-    return float(n_train) * float(max_epochs) * factor
+    epoch cap (every method trains at about one speed on a device). The order lanes take
+    runs in (`jobs.worker.schedule`) and a study's time left use it."""
+    return float(n_train) * float(max_epochs)
 
 
 #: Columns of a study's planned runs for `time_left` (``n_train`` may be missing).
@@ -179,17 +168,15 @@ def time_left(study_runs: pd.DataFrame, planned: pd.DataFrame, parallel: int) ->
         return None
     device = str(measured["device_name"].mode().iloc[0])
     measured = measured[measured["device_name"] == device]
-    on_gpu = is_gpu_name(device)
     share = measured["wall_s"] / measured["slots_sharing"]
     expected_done = [
-        relative_run_cost(r.method, r.n_train, r.max_epochs, on_gpu=on_gpu)
-        for r in measured.itertuples(index=False)
+        relative_run_cost(r.n_train, r.max_epochs) for r in measured.itertuples(index=False)
     ]
     seconds_per_unit = float(share.sum()) / sum(expected_done)
     left = planned[~planned["run_id"].isin(study_runs["run_id"])]
     n_train = _filled_train_images(planned, measured).loc[left.index]
     expected_left = sum(
-        relative_run_cost(r.method, n, r.max_epochs, on_gpu=on_gpu)
+        relative_run_cost(n, r.max_epochs)
         for r, n in zip(left.itertuples(index=False), n_train, strict=True)
     )
     return TimeLeft(seconds_per_unit * expected_left / max(parallel, 1), device, len(measured))

@@ -187,38 +187,21 @@ class LocalExecutor(Executor):
         self, plans: list[SlotPlan], threads_per_slot: int = DEFAULT_THREADS_PER_SLOT
     ) -> None:
         self.threads_per_slot = check_threads_per_slot(threads_per_slot)
-        ctx = mp.get_context("spawn")
-        self.cancel = ctx.Event()
-        self._outbox = ctx.Queue()
+        self._ctx = mp.get_context("spawn")
+        self.cancel = self._ctx.Event()
+        self._outbox = self._ctx.Queue()
         self._plans = plans
         self._busy: dict[int, str | None] = {}
         self._ready_at: dict[int, float] = {}
         self._process_of: dict[int, int] = {}
         self._device_of: dict[int, str] = {}
-        self._inboxes = []
-        self._procs = []
+        self._first_slot: list[int] = []
+        self._inboxes: list[Any] = []
+        self._procs: list[Any] = []
         for index, plan in enumerate(plans):
-            threads = self.threads_per_slot if plan.device == "cpu" else (os.cpu_count() or 1)
             first_slot = len(self._busy)
-            inbox = ctx.Queue()
-            proc = ctx.Process(
-                target=slot_process,
-                args=(
-                    first_slot,
-                    plan.lanes,
-                    plan.device,
-                    plan.visible_gpu,
-                    inbox,
-                    self._outbox,
-                    self.cancel,
-                    os.getpid(),
-                    threads,
-                ),
-                name=f"softgrade-slot-{first_slot}",
-                daemon=True,
-            )
-            with main_module_hidden():  # a slot needs nothing from __main__ (engine.spawn)
-                proc.start()
+            self._first_slot.append(first_slot)
+            inbox, proc = self._start_process(index)
             self._inboxes.append(inbox)
             self._procs.append(proc)
             device = plan.device if plan.visible_gpu is None else f"cuda:{plan.visible_gpu}"
@@ -226,6 +209,49 @@ class LocalExecutor(Executor):
                 self._busy[slot] = None
                 self._process_of[slot] = index
                 self._device_of[slot] = device
+
+    def _start_process(self, index: int) -> tuple[Any, Any]:
+        """Start the slot process of plan ``index``; its inbox and the process."""
+        plan = self._plans[index]
+        threads = self.threads_per_slot if plan.device == "cpu" else (os.cpu_count() or 1)
+        inbox = self._ctx.Queue()
+        proc = self._ctx.Process(
+            target=slot_process,
+            args=(
+                self._first_slot[index],
+                plan.lanes,
+                plan.device,
+                plan.visible_gpu,
+                inbox,
+                self._outbox,
+                self.cancel,
+                os.getpid(),
+                threads,
+            ),
+            name=f"softgrade-slot-{self._first_slot[index]}",
+            daemon=True,
+        )
+        with main_module_hidden():  # a slot needs nothing from __main__ (engine.spawn)
+            proc.start()
+        return inbox, proc
+
+    def _replace_process(self, index: int, reason: str, handle: Handle) -> None:
+        """Stop slot process ``index`` and start a fresh one in its place (a CUDA fault
+        leaves a process's context unusable). Runs its other lanes had in flight are handed
+        back to be queued again: they did nothing wrong."""
+        old = self._procs[index]
+        old.terminate()
+        old.join(timeout=10)
+        if old.is_alive():
+            old.kill()
+        self._inboxes[index], self._procs[index] = self._start_process(index)
+        for slot, process in self._process_of.items():
+            if process != index:
+                continue
+            run = self._busy[slot]
+            self._busy[slot] = None
+            if run is not None:
+                handle({"kind": "requeue", "run_id": run, "slot": slot, "reason": reason})
 
     @property
     def slots(self) -> int:
@@ -236,7 +262,6 @@ class LocalExecutor(Executor):
         return list(self._device_of.values())
 
     def free_slots(self) -> int:
-        self._check_alive()
         return sum(run is None for run in self._busy.values())
 
     def submit(self, task: RunTask) -> None:
@@ -248,6 +273,7 @@ class LocalExecutor(Executor):
         try:
             message = self._outbox.get(timeout=timeout_s)
         except queue.Empty:
+            self._replace_dead(handle)
             return
         while True:
             if message["kind"] in ("done", "cancelled", "error"):
@@ -256,22 +282,46 @@ class LocalExecutor(Executor):
                 self._ready_at[message["slot"]] = message.get("at", 0.0)
             else:
                 handle(message)
+            if message["kind"] == "error" and message.get("context_lost"):
+                index = self._process_of[message["slot"]]
+                self._replace_process(
+                    index, f"a sibling lane's run {message['run_id']} hit a CUDA fault", handle
+                )
             try:
                 message = self._outbox.get_nowait()
             except queue.Empty:
-                return
+                break
+        self._replace_dead(handle)
+
+    def _replace_dead(self, handle: Handle) -> None:
+        """A slot process that died while training (killed for memory, a crash) fails the
+        run it had and is started again, so the study goes on."""
+        for index, proc in enumerate(self._procs):
+            if proc.is_alive():
+                continue
+            lost = [
+                (slot, run)
+                for slot, run in self._busy.items()
+                if self._process_of[slot] == index and run is not None
+            ]
+            if not lost:
+                continue
+            why = f"its slot process died (exit code {proc.exitcode}); often out of memory"
+            for slot, run in lost:
+                self._busy[slot] = None
+                handle(
+                    {
+                        "kind": "error",
+                        "run_id": run,
+                        "slot": slot,
+                        "traceback": f"RuntimeError: {why}",
+                        "error_line": f"RuntimeError: {why}",
+                    }
+                )
+            self._inboxes[index], self._procs[index] = self._start_process(index)
 
     def slots_ready_at(self) -> list[float]:
         return list(self._ready_at.values())
-
-    def _check_alive(self) -> None:
-        for slot, run in self._busy.items():
-            proc = self._procs[self._process_of[slot]]
-            if run is not None and not proc.is_alive():
-                raise RuntimeError(
-                    f"slot {slot} died (exit code {proc.exitcode}) while training "
-                    f"{run}; out of memory is the usual cause"
-                )
 
     def close(self) -> None:
         for inbox in self._inboxes:

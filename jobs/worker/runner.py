@@ -95,6 +95,8 @@ class _JobState:
     cancel: bool = False
     error: str | None = None
     in_flight: set[str] = field(default_factory=set)
+    # Runs that failed while the study went on: (run id, the exception's line, traceback).
+    failed: list[tuple[str, str, str]] = field(default_factory=list)
     last_progress: float = 0.0
     rates: dict[int, float] = field(default_factory=dict)  # slot -> its latest images/s
     last_rates: float = 0.0
@@ -229,7 +231,7 @@ class Worker:
             for task in spec.tasks
             for seed in spec.seeds
         }
-        cost = expected_cost(n_train, on_gpu=device == "cuda", model=self._cost_model(spec))
+        cost = expected_cost(n_train, model=self._cost_model(spec))
         pending = deque(longest_first([run for run in plan if run.run_id not in done], cost))
         checkpoints = self.home / "checkpoints" / job.study_id
         warm = warm_configs(pending)
@@ -328,6 +330,10 @@ class Worker:
         )
         if state.error is not None:
             store_jobs.fail_job(job.job_id, state.error, path=self.store_path)
+        elif state.failed:
+            summary = failed_runs_summary(state.failed, state.runs_total, job.job_id)
+            self._log(job, summary)
+            store_jobs.fail_job(job.job_id, summary, path=self.store_path)
         elif state.cancel:
             store_jobs.finish_job(job.job_id, JobStatus.CANCELLED, path=self.store_path)
         else:
@@ -353,9 +359,43 @@ class Worker:
             self._submit_pending(state)
             self._record(state, msg)
         elif kind == "error":
-            state.error = f"run {msg['run_id']} failed:\n{msg['traceback']}"
+            self._record_failure(state, msg)
+        elif kind == "requeue":
+            # Its slot process was replaced after a sibling lane's CUDA fault: not its fault.
+            state.pending.appendleft(self._plan[msg["run_id"]])
+            self._log(state.job, f"run {msg['run_id']} queued again: {msg.get('reason', '')}")
         elif kind == "cancelled":
             self._log(state.job, f"run {msg['run_id']} stopped by cancel; it is not stored")
+
+    def _record_failure(self, state: _JobState, msg: Message) -> None:
+        """Keep a failed run and its error; the study goes on with its other runs."""
+        run = self._plan[msg["run_id"]]
+        line = msg.get("error_line") or last_line(msg["traceback"])
+        store_runs.record_failed_run(
+            store_runs.FailedRun(
+                run_id=run.run_id,
+                study_id=state.job.study_id,
+                job_id=state.job.job_id,
+                task=run.task,
+                method=run.method,
+                seed=run.seed,
+                config_index=run.config_index,
+                config=run.config.to_dict(),
+                error_line=line,
+                traceback=msg["traceback"],
+            ),
+            path=self.store_path,
+        )
+        state.failed.append((run.run_id, line, msg["traceback"]))
+        replaced = (
+            " (its slot process lost the GPU and was replaced)" if msg.get("context_lost") else ""
+        )
+        self._log(
+            state.job,
+            f"run {run.run_id} failed: {run.task} {run.method} seed {run.seed} config "
+            f"{run.config_index}: {line}{replaced}; the study goes on. Full traceback: "
+            f"`softgrade status {state.job.job_id}` or the Jobs page",
+        )
 
     def _record(self, state: _JobState, msg: Message) -> None:
         run = self._plan[msg["run_id"]]
@@ -382,6 +422,7 @@ class Worker:
                 epochs=pd.DataFrame(msg["history"]).drop(columns=["best_epoch"]),
                 cost=self._run_cost(run.config, msg),
                 pruned=bool(msg.get("pruned", False)),
+                diverged_epoch=msg.get("diverged_epoch"),
             ),
             path=self.store_path,
         )
@@ -389,6 +430,8 @@ class Worker:
             Path(lost).unlink(missing_ok=True)
         state.runs_done += 1
         pruned = f", pruned after epoch {msg['epochs_run']}" if msg.get("pruned") else ""
+        if msg.get("diverged_epoch"):
+            pruned += f", DIVERGED at epoch {msg['diverged_epoch']} (lr {run.config.lr:g})"
         if msg.get("warm_s"):
             pruned += f" (after {msg['warm_s']:.1f} s compiling every task's steps)"
         if msg.get("first_epoch_s"):
@@ -526,21 +569,44 @@ class Worker:
         store_jobs.log_job(job.job_id, message, path=self.store_path)
 
 
+def failed_runs_summary(failed: list[tuple[str, str, str]], total: int, job_id: str) -> str:
+    """The job's closing word when runs failed: how many, the first errors, where each full
+    traceback is, and the first one in full."""
+    lines = [f"{len(failed)} of {total} runs failed; every other run is stored."]
+    lines += [f"run {run_id}: {line}" for run_id, line, _ in failed[:5]]
+    if len(failed) > 5:
+        lines.append(f"... and {len(failed) - 5} more")
+    lines.append(
+        f"Each failed run's traceback: `softgrade status {job_id}`. Resuming the study trains "
+        "the failed runs again."
+    )
+    lines.append(f"The first, run {failed[0][0]}:\n{failed[0][2].rstrip()}")
+    return "\n".join(lines)
+
+
+def last_line(traceback_text: str) -> str:
+    """The last non-blank line of a traceback: the exception and its message."""
+    lines = [line.strip() for line in traceback_text.strip().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "unknown error"
+
+
 def _prediction_frame(msg: Message) -> pd.DataFrame:
-    """Long predictions of a finished run: one row per (split, image)."""
+    """Long predictions of a finished run: one row per (split, image); ``y_pred`` is the
+    grade the run's method predicts (its head's rule), argmax from a slot that does not say."""
     parts = []
-    for split, ids, y, probs in (
-        ("val", msg["val_ids"], msg["y_val"], msg["val_probs"]),
-        ("test", msg["test_ids"], msg["y_test"], msg["test_probs"]),
+    for split, ids, y, probs, pred in (
+        ("val", msg["val_ids"], msg["y_val"], msg["val_probs"], msg.get("val_pred")),
+        ("test", msg["test_ids"], msg["y_test"], msg["test_probs"], msg.get("test_pred")),
     ):
         probs = np.asarray(probs, dtype=np.float32)
+        predicted = probs.argmax(axis=1) if pred is None else np.asarray(pred)
         parts.append(
             pd.DataFrame(
                 {
                     "image_id": ids,
                     "split": split,
                     "y_true": np.asarray(y, dtype=np.int8),
-                    "y_pred": probs.argmax(axis=1).astype(np.int8),
+                    "y_pred": predicted.astype(np.int8),
                     "probs": list(probs),
                 }
             )

@@ -37,7 +37,7 @@ def train_images(
 
 
 def expected_cost(
-    n_train: Mapping[tuple[str, int], int], *, on_gpu: bool, model: CostModel | None
+    n_train: Mapping[tuple[str, int], int], *, model: CostModel | None
 ) -> Callable[[PlannedRun], float]:
     """A run's expected cost: device-seconds from ``model``, else a relative guess."""
 
@@ -45,7 +45,7 @@ def expected_cost(
         images = n_train[(run.task, run.seed)]
         if model is not None:
             return model.run_seconds(run.task, run.method, images, run.config.max_epochs)
-        return relative_run_cost(run.method, images, run.config.max_epochs, on_gpu=on_gpu)
+        return relative_run_cost(images, run.config.max_epochs)
 
     return cost
 
@@ -63,21 +63,20 @@ WARM_SWITCH_ENV = "SOFTGRADE_WARM_TASKS"
 
 
 def warm_configs(runs: Iterable[PlannedRun]) -> tuple[TrainConfig, ...]:
-    """One config per trainer the runs need (task, head, weights, path), first-needed first,
-    for lanes to compile after their first run (`jobs.worker.slots.SlotState.warm`).
+    """One config per trainer the runs need (task, head, weights, path, image size),
+    first-needed first, for lanes to compile after their first run
+    (`jobs.worker.slots.SlotState.warm`).
 
-    A trainer's representative is its first run whose method trains on captured graphs (a
-    target matrix), since only those compile; a trainer none of whose methods does is left
-    out. Empty when ``SOFTGRADE_WARM_TASKS=off``.
+    Every method trains on captured graphs (`engine.train_graphs`), so every trainer is
+    compiled ahead: its first run's config stands for it (another loss on the same trainer
+    costs only a capture when first used). Empty when ``SOFTGRADE_WARM_TASKS=off``.
     """
     if os.environ.get(WARM_SWITCH_ENV, "").strip().lower() == "off":
         return ()
     chosen: dict[tuple[str, str, str | None, bool | None, int], TrainConfig] = {}
     for run in runs:
-        method = get_method(run.method)
-        if method.target_matrix is None:
-            continue
         config = run.config
-        key = (config.task, method.head, config.weights_path, config.fast, config.image_size)
+        head = get_method(run.method).head
+        key = (config.task, head, config.weights_path, config.fast, config.image_size)
         chosen.setdefault(key, config)
     return tuple(chosen.values())

@@ -173,12 +173,56 @@ def execute_run(
                 "y_test": data.y_test.cpu().numpy(),
                 "val_probs": result.val_probs,
                 "test_probs": result.test_probs,
+                "val_pred": result.val_pred,
+                "test_pred": result.test_pred,
+                "diverged_epoch": result.diverged_epoch,
             }
         )
     except RunCancelled:
         emit({**base, "kind": "cancelled"})
-    except Exception:  # the task boundary: every failure becomes a message
-        emit({**base, "kind": "error", "traceback": traceback.format_exc()})
+    except Exception as exc:  # the task boundary: every failure becomes a message
+        emit(
+            {
+                **base,
+                "kind": "error",
+                "traceback": traceback.format_exc(),
+                "error_line": error_line(exc),
+                "context_lost": state.device.type == "cuda" and lost_cuda_context(exc),
+            }
+        )
+
+
+# What a CUDA fault says: after one, the process's CUDA context is unusable (every later call
+# fails), so the worker replaces the slot process (`jobs.worker.executors`).
+_CUDA_FAULTS = (
+    "cuda error",
+    "cudnn error",
+    "cudnn_status",
+    "cublas_status",
+    "illegal memory access",
+    "device-side assert",
+    "unspecified launch failure",
+    "acceleratorerror",
+)
+
+
+def lost_cuda_context(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an exception it was raised from) is a CUDA fault."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        text = f"{type(seen).__name__} {seen}".lower()
+        if any(fault in text for fault in _CUDA_FAULTS):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def error_line(exc: BaseException) -> str:
+    """The exception's own line, as a traceback ends: ``Type: first line of its message``
+    (at most 300 characters)."""
+    message = str(exc).strip().splitlines()
+    line = f"{type(exc).__name__}: {message[0]}" if message else type(exc).__name__
+    return line if len(line) <= 300 else line[:299] + "…"
 
 
 def _warms_ahead(state: SlotState, task: RunTask) -> bool:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from jobs.services.run_costs import EAGER_GPU_COST
 from pages.present.formatting import is_missing
 
 
@@ -30,11 +29,6 @@ _S_PER_IMAGE = {"cpu": 0.007, "cuda": 6.3e-5}
 _REFERENCE_PX = {"cpu": 64, "cuda": 224}
 _SIZE_EXPONENT = {"cpu": 1.5, "cuda": 2.0}
 _MIN_SCALE = {"cpu": 1.0, "cuda": 0.1}
-# A method without a (J, J) target matrix (a regularised loss or an output layer of its own)
-# trains on the GPU's eager fast path, not the captured CUDA graphs: on an H200 it ran at
-# 0.46-0.59x the graphed 19.7k images/s (bench/RESULTS.md, training images/s per method), so
-# ~1.9x the time per image (the mean of the six). The CPU path is the same for every method.
-_EAGER_COST = {"cpu": 1.0, "cuda": EAGER_GPU_COST}
 _PER_RUN_S = {"cpu": 2.0, "cuda": 1.0}  # model set-up, test predictions, checkpoint
 _STARTUP_S = {"cpu": 10.0, "cuda": 35.0}  # slot process start (+ compile on a GPU)
 
@@ -51,7 +45,6 @@ def rough_study_seconds(
     max_epochs: int,
     image_size: int,
     device: str,
-    eager_runs_per_task: Mapping[str, int] | None = None,
 ) -> float:
     """An upper-bound guess of a study's training time (every run to max_epochs) on one CPU
     slot or one GPU.
@@ -65,18 +58,12 @@ def rough_study_seconds(
         max_epochs: Epoch cap per run.
         image_size: Side of the square input in pixels.
         device: 'cpu' or 'cuda' (anything starting with 'cuda').
-        eager_runs_per_task: Task → how many of its runs train a method without a target
-            matrix, which a GPU trains eagerly at ~1.9x the time per image (`_EAGER_COST`).
     """
     kind = "cuda" if device.startswith("cuda") else "cpu"
     scale = max(_MIN_SCALE[kind], (image_size / _REFERENCE_PX[kind]) ** _SIZE_EXPONENT[kind])
     per_image = _S_PER_IMAGE[kind] * scale
-    eager = eager_runs_per_task or {}
     image_epochs = sum(
-        train_images.get(task, 0)
-        * (runs + (_EAGER_COST[kind] - 1) * eager.get(task, 0))
-        * max_epochs
-        for task, runs in runs_per_task.items()
+        train_images.get(task, 0) * runs * max_epochs for task, runs in runs_per_task.items()
     )
     n_runs = sum(runs_per_task.values())
     return _STARTUP_S[kind] + n_runs * _PER_RUN_S[kind] + image_epochs * per_image

@@ -147,12 +147,11 @@ PAIRED_NOTE = (
     "Difference = A − B over the seeds both have. The corrected resampled t-test (Nadeau & "
     "Bengio 2003) counts that every seed resamples the same films by assuming a between-seed "
     "correlation ρ = n_test/n, which one dataset cannot measure: its p and interval answer "
-    "“would it hold for new patients?” at that ρ, and its p is also shown at r = ρ/(1 − ρ) = 0, "
-    "0.1, 0.2 with the break-even r where it crosses 0.05. The exact Wilcoxon (Holm within the "
+    "“would it hold for new patients?” at that ρ, and its p is also shown at ρ = 0, 0.09, "
+    "0.17 with the break-even ρ where it crosses 0.05. The exact Wilcoxon (Holm within the "
     "metric) treats the seeds as independent and answers “is A better on most seeds?” — "
-    "consistent over seeds, a weaker claim. The verdict is the Bayesian correlated t-test's "
-    "(Corani & Benavoli 2015) within the ROPE: better / equivalent at 95 % posterior "
-    "probability, else inconclusive. Effect size dz = mean / sd of the differences; "
+    f"consistent over seeds, a weaker claim. {paired.VERDICT_RULE} "
+    "Effect size dz = mean / sd of the differences; "
     "rank-biserial r = the matched-pairs rank-biserial correlation."
 )
 
@@ -182,6 +181,9 @@ def paired_frame(
     rows = []
     for r in table.to_dict("records"):
         tested = not is_missing_value(r["p_corrected"])
+        unestimable = str(r.get("verdict", "")).startswith(paired.NOT_ESTIMABLE)
+        # Verdict first (`paired.VERDICT_FIRST_COLUMNS`): what was compared, the difference
+        # with its interval, the verdict and its Holm p, then the rest.
         cells = {
             "task": r["task"],
             "metric": labels.get(r["metric"]) or metric_header(str(r["metric"])),
@@ -190,6 +192,8 @@ def paired_frame(
             "n_seeds": int(r["n_seeds"]),
             "mean_diff": f"{float(r['mean_diff']):.4f}",
             "ci": interval_text(r["ci_low"], r["ci_high"], 4),
+            "verdict": rt.verdict_text(r.get("verdict")) if tested or unestimable else "",
+            "p_corrected_holm": p_text(r.get("p_corrected_holm")),
             "p_corrected": p_text(r["p_corrected"]),
             "p_strip": rt.p_strip_text(r) if tested else "",
             "r_break_even": rt.break_even_text(r) if tested else "",
@@ -197,7 +201,6 @@ def paired_frame(
             "p_wilcoxon_holm": p_text(r["p_wilcoxon_holm"]),
             "d_z": effect_text(r["d_z"]),
             "rank_biserial": effect_text(r["rank_biserial"]),
-            "verdict": rt.verdict_text(r.get("verdict")) if tested else "",
             "reading": _paired_reading(r),
         }
         rows.append({headers[k]: v for k, v in cells.items()})
@@ -210,6 +213,8 @@ def effect_text(value: Any) -> str:
 
 
 def _paired_reading(row: Mapping[str, Any]) -> str:
+    if str(row.get("verdict", "")).startswith(paired.NOT_ESTIMABLE):
+        return paired.reading(row)  # says why: too few seeds, or no spread
     if any(is_missing_value(row[c]) for c in ("p_corrected", "p_wilcoxon", "mean_diff")):
         return "Too few seeds to test."
     return paired.reading(row)

@@ -10,16 +10,19 @@ Which colours, and why:
   tell apart, in lines and in fills on white, which is what our charts draw. Okabe-Ito was
   the other candidate: it has eight colours, one of them black (our median and axis
   colour) and one yellow that vanishes on white as a line.
-* The next eight are the entries of Tol's **light** scheme (the ones with a hue the muted
-  nine lack come first: light blue, orange, pear, pink), also from Tol's notes.
-* Past those 17, the colours repeat the 17 hues darker (then lighter, in turn), so every
+* Then the four entries of Tol's **light** scheme with a hue the muted nine lack (light blue,
+  orange, pear, pink), Tol's **vibrant** red (the light scheme's other four, mint, light
+  yellow, light cyan and olive, sit next to muted's teal, sand, cyan and olive: CORN in mint
+  beside Poisson in teal was hard to tell apart), then those four, also from Tol's notes.
+* Past those 18, the colours repeat the 18 hues darker (then lighter, in turn), so every
   name still gets a colour of its own and nothing crashes at any count.
 
-Who gets which: every registered method has a fixed colour by its place in the registry
-(`engine.methods.registry`, the paper's five first), so a method is the same colour on every
-page whatever else is shown. Names this checkout does not know (results imported from
-another tool) and second labels of one method ("beta · study B") take the colours after the
-registered ones, in the chart's order.
+Who gets which: every built-in method has a fixed colour (`BUILTIN_COLOUR_INDEX`: the paper's
+five the first five, the other nine the next nine), so a method is the same colour on every
+page whatever else is shown, and adding a method recolours none of them (by registry
+position, adding one recoloured 8 of 14: issue 37). Any other name (a lab's plug-in method,
+results imported from another tool, a second label of one method, "beta · study B") takes
+the first colours no built-in method holds, in the chart's order.
 
 Beyond what colour can separate: nobody tells fourteen hues apart reliably, colour-blind or
 not, so colour is never the only cue. Charts that place methods on an axis or in facets
@@ -32,6 +35,7 @@ method.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import altair as alt
@@ -64,7 +68,32 @@ TOL_LIGHT: tuple[str, ...] = (
     "#99DDFF",  # light cyan
     "#AAAA00",  # olive
 )
-PALETTE: tuple[str, ...] = TOL_MUTED + TOL_LIGHT
+#: Paul Tol's vibrant red: a 14th hue unlike the muted nine and the light four.
+TOL_VIBRANT_RED = "#CC3311"
+PALETTE: tuple[str, ...] = TOL_MUTED + TOL_LIGHT[:4] + (TOL_VIBRANT_RED,) + TOL_LIGHT[4:]
+#: Each built-in method's palette index, for good: the paper's five first (in the paper's
+#: order), then the others. A method not here takes the first indices none of these holds.
+BUILTIN_COLOUR_INDEX: dict[str, int] = {
+    name: index
+    for index, name in enumerate(
+        (
+            "nominal",
+            "binomial",
+            "beta",
+            "triangular",
+            "exponential",
+            "geometric",
+            "poisson",
+            "sord",
+            "cdw_ce",
+            "emd",
+            "qwk",
+            "binomial_layer",
+            "clm",
+            "corn",
+        )
+    )
+}
 #: One dash per block of the palette (muted, light, then each further round), for lines.
 DASHES: tuple[tuple[int, ...], ...] = ((1, 0), (6, 3), (2, 2), (8, 3, 2, 3))
 
@@ -99,24 +128,24 @@ def dash_at(index: int) -> list[int]:
 
 
 def _palette_indices(methods: Sequence[str]) -> dict[str, int]:
-    """Each method (or label) its palette index, in display order: a registered method its
-    registry position (the first label of it in the chart); anything else the next index
-    after the registered ones. A method may come by name or by display title ("CDW-CE")."""
-    names = method_names()
-    registered = {name: i for i, name in enumerate(names)}
-    registered.update({method_label(name).lower(): i for i, name in enumerate(names)})
-    further = len(names)
+    """Each method (or label) its palette index, in display order: a built-in method its
+    fixed index (`BUILTIN_COLOUR_INDEX`; the first label of it in the chart); anything else
+    the next index no built-in method holds. A method may come by name or by display title
+    ("CDW-CE")."""
+    fixed = dict(BUILTIN_COLOUR_INDEX)
+    fixed.update({method_label(name).lower(): i for name, i in BUILTIN_COLOUR_INDEX.items()})
+    held = set(BUILTIN_COLOUR_INDEX.values())
+    spare = (i for i in itertools.count() if i not in held)
     taken: set[int] = set()
     out: dict[str, int] = {}
     for method in order_methods(methods):
         base = method.partition(LABEL_SEPARATOR)[0]
-        index = registered.get(base, registered.get(base.lower()))
+        index = fixed.get(base, fixed.get(base.lower()))
         if index is not None and index not in taken:
             out[method] = index
             taken.add(index)
         else:
-            out[method] = further
-            further += 1
+            out[method] = next(spare)
     return out
 
 

@@ -16,7 +16,7 @@ import pandas as pd
 
 from engine.analysis import referee
 from engine.methods import method_label
-from engine.referee.design import TWIN_SUFFIX
+from engine.referee.design import INIT_DRAWS, TWIN_SUFFIX
 
 NOT_COMPUTED = "n/a"
 #: A procedure the result has no number for: the design did not allow it (the factorial
@@ -41,10 +41,19 @@ def _method_title(method: str) -> str:
     return method_label(method)
 
 
-def _share(value: float, se: float) -> str:
+def _share(row: Mapping[str, Any]) -> str:
+    """``"0.97 [0.87, 0.99]"``: a share with its Wilson 95 % interval (the stored one, or for
+    a result recorded before intervals were, from its share and datasets), never "± 0.00"
+    at 0 or 1."""
+    value = float(row["value"])
     if _missing(value):
         return NOT_COMPUTED
-    return f"{value:.2f} ± {se:.2f}" if not _missing(se) else f"{value:.2f}"
+    low, high = row.get("low"), row.get("high")
+    if _missing(low) or _missing(high):
+        low, high = referee.wilson_interval(value, float(row.get("n_datasets") or 0))
+    if _missing(low) or _missing(high):
+        return f"{value:.2f}"
+    return f"{value:.2f} [{float(low):.2f}, {float(high):.2f}]"
 
 
 def _number(value: float, digits: int = 3) -> str:
@@ -163,15 +172,11 @@ def _with_reasons(frame: pd.DataFrame, last: str | None) -> pd.DataFrame:
 
 
 def _shares(part: pd.DataFrame, titles: Mapping[str, str]) -> dict[str, object]:
-    """One procedure's share ± Monte-Carlo SE under each pair's title (:data:`NOT_RUN` for
-    a pair it has no number for)."""
+    """One procedure's share with its Wilson interval under each pair's title
+    (:data:`NOT_RUN` for a pair it has no number for)."""
     by_pair = part.set_index("pair")
     return {
-        title: (
-            _share(float(by_pair.loc[pair, "value"]), float(by_pair.loc[pair, "mc_se"]))
-            if pair in by_pair.index
-            else NOT_RUN
-        )
+        title: _share(by_pair.loc[pair].to_dict()) if pair in by_pair.index else NOT_RUN
         for pair, title in titles.items()
     }
 
@@ -209,10 +214,12 @@ def truth_line(summary: pd.DataFrame) -> str:
     rows = _section(summary, referee.TRUTH)
     parts = []
     for r in rows.itertuples():
-        if bool(r.null):
-            parts.append(f"{pair_title(str(r.pair))}: 0 by construction")
-        else:
-            parts.append(f"{pair_title(str(r.pair))}: {r.value:+.4f} ± {r.mc_se:.4f}")
+        if bool(r.null) and float(r.value) == 0 and float(r.mc_se) == 0:
+            # A result recorded before the null pair's truth was estimated.
+            parts.append(f"{pair_title(str(r.pair))}: 0 (assumed, not estimated)")
+            continue
+        expected = " (0 expected)" if bool(r.null) else ""
+        parts.append(f"{pair_title(str(r.pair))}: {r.value:+.4f} ± {r.mc_se:.4f}{expected}")
     return "; ".join(parts)
 
 
@@ -235,6 +242,7 @@ def design_line(card: Mapping[str, Any]) -> str:
         f"{card.get('batch_size')}; "
         f"{card.get('bootstrap')} bootstrap replicates. Device: {card.get('device')}; wall "
         f"{float(card.get('wall_s', math.nan)) / 60:.1f} min; {card.get('created_at')}."
+        + ("" if card.get("init_draws") == INIT_DRAWS else SHARED_INITS_NOTE)
         + (SHIPPED_NOTE if card.get("shipped") else "")
     )
 
@@ -252,6 +260,13 @@ def _seeds_text(card: Mapping[str, Any]) -> str:
     )
 
 
+#: Said of a result recorded before each dataset drew its own initialisations.
+SHARED_INITS_NOTE = (
+    " These draws reuse each seed's initial weights and batch order on every dataset (the "
+    "referee drew them so before it drew them per dataset): the datasets are not independent "
+    "replicates, the truth is conditional on those few initialisations, and the Monte-Carlo "
+    "errors are too small. Rerun `softgrade calibrate-inference` for independent replicates."
+)
 #: Said of the result shipped with SoftGrade, shown until a lab records its own.
 SHIPPED_NOTE = (
     " This is the result shipped with SoftGrade (bench/RESULTS.md); "
@@ -311,9 +326,11 @@ def referee_markdown(summary: pd.DataFrame, card: Mapping[str, Any]) -> str:
             [
                 "## What the referee measured",
                 design_line(card),
-                f"True expected difference on the fresh films (± SE over datasets): "
+                f"True expected difference on the fresh films (± SE over datasets; the null "
+                f"pair's estimated too): "
                 f"{truth_line(summary)}.",
-                f"### Coverage of the true difference (nominal {level:.0%}; ± Monte-Carlo SE)",
+                f"### Coverage of the true difference (nominal {level:.0%}; "
+                "[Wilson 95 % interval])",
                 markdown_table(coverage_frame(summary)),
                 "### Tests: type-I error on the null pair, power on the real pairs "
                 f"(α = {alpha:g})",

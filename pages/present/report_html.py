@@ -23,14 +23,19 @@ STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto;
        max-width: 1100px; padding: 0 1em; color: #222; line-height: 1.45; }
 h1 { font-size: 1.7em; } h2 { border-bottom: 1px solid #ccc; margin-top: 2em; }
-table { border-collapse: collapse; margin: 0.6em 0 1.2em; font-size: 0.86em; }
-th, td { border: 1px solid #ddd; padding: 3px 7px; text-align: right; }
+table { border-collapse: collapse; margin: 0.6em 0 1.2em; font-size: 0.86em;
+        max-width: 100%; line-height: 1.25; }
+th, td { border: 1px solid #ddd; padding: 2px 6px; text-align: right;
+         overflow-wrap: break-word; }
 th { background: #f3f3f3; } td:first-child, th:first-child { text-align: left; }
 .card td { text-align: left; } .note { color: #555; font-size: 0.9em; }
 .row { display: flex; flex-wrap: wrap; gap: 0 1.5em; }
 .figure { overflow-x: auto; margin: 0.5em 0 1em; } .methods { background: #f8f8f8;
           padding: 0.8em 1em; border-left: 3px solid #999; }
-@media print { h2 { page-break-before: auto; } .figure { page-break-inside: avoid; } }
+@media print { h2 { page-break-before: auto; } .figure { page-break-inside: avoid; }
+               body { max-width: none; margin: 0; } table { font-size: 0.78em; }
+               tr { page-break-inside: avoid; } }
+@page { size: landscape; margin: 10mm; }
 """
 
 

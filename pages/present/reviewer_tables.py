@@ -51,11 +51,16 @@ PAIRED_HEADERS: dict[str, str] = {
     "pair": "A − B",
     "n_seeds": "Seeds",
     "mean_diff": "Mean A − B",
+    "mean_ci": "Mean A − B [95 % CI, corrected]",
     "ci": "95 % CI (corrected)",
     "p_corrected": "p (corrected)",
     "rho_assumed": "ρ assumed",
-    "p_strip": "p at r = " + " · ".join(f"{r:g}" for r in paired.R_STRIP) + " · assumed",
-    "r_break_even": "Break-even r (p = 0.05)",
+    # The assumption is read on one scale, ρ (the between-seed correlation); r = ρ/(1 − ρ),
+    # the ratio in the corrected variance, is named only in the tooltip (:data:`RHO_HELP`).
+    "p_strip": "p at ρ = "
+    + " · ".join(f"{paired.rho_of_ratio(r):.2f}".removesuffix(".00") for r in paired.R_STRIP)
+    + " · assumed",
+    "r_break_even": "Break-even ρ (p = 0.05)",
     "p_corrected_holm": "p corrected (Holm)",
     "p_wilcoxon": "p Wilcoxon (exact)",
     "p_wilcoxon_holm": "p Wilcoxon (Holm)",
@@ -73,6 +78,14 @@ PAIRED_HEADERS: dict[str, str] = {
 }
 
 
+#: The tooltip of the columns read on the ρ scale: r, the other scale, is named here only.
+RHO_HELP = (
+    "ρ: the between-seed correlation the corrected test assumes (n_test/n of the splits). "
+    "The corrected variance uses r = ρ/(1 − ρ) (n_test/n_train): the strip's ρ = 0, 0.09, "
+    "0.17 are r = 0, 0.1, 0.2, and the CSV's p_r0, p_r0.1, p_r0.2 and r_break_even are on r."
+)
+
+
 def paired_headers(table: pd.DataFrame) -> dict[str, str]:
     """:data:`PAIRED_HEADERS` for one table: the corrected interval and p named for the ρ
     they assume (:func:`rho_label`), the verdict for its ROPE (:func:`rope_text`)."""
@@ -80,6 +93,7 @@ def paired_headers(table: pd.DataFrame) -> dict[str, str]:
     return {
         **PAIRED_HEADERS,
         "ci": f"95 % CI ({corrected})",
+        "mean_ci": f"Mean A − B [95 % CI, {corrected}]",
         "p_corrected": f"p ({corrected})",
         "verdict": f"{PAIRED_HEADERS['verdict']} ({rope_text(table)})",
     }
@@ -88,16 +102,13 @@ def paired_headers(table: pd.DataFrame) -> dict[str, str]:
 PAIRED_NOTE = (
     "Each row is method A − method B over the seeds both ran. **Corrected** is the corrected "
     "resampled t-test (Nadeau & Bengio 2003): it assumes the seeds' differences correlate by "
-    "ρ = n_test/n (ρ/(1 − ρ) = r = n_test/n_train of the study's own splits), a number one "
+    "ρ = n_test/n of the study's own splits, a number one "
     "dataset cannot measure, since the same seed draws the split, the weights and the batch "
-    "order (Bengio & Grandvalet 2004). So each corrected p is shown across r (0, 0.1, 0.2 and "
-    "the assumed r) with the **break-even r** where it crosses 0.05: a difference significant "
-    "only below the assumed r rests on that assumption. **Wilcoxon** (exact, ties and zeros "
-    "included) answers “is A better on most seeds?”, taking seeds as independent. The "
-    "**verdict** is the Bayesian correlated t-test (Corani & Benavoli 2015) on the same "
-    "corrected variance: “better” or “equivalent” when its posterior probability reaches 95 % "
-    "(“equivalent”: |A − B| within the ROPE), else “inconclusive”; TOST p is the frequentist "
-    "equivalence test within the ROPE. Effect size dz = mean / sd of the differences; "
+    "order (Bengio & Grandvalet 2004). So each corrected p is shown across ρ (0, 0.09, 0.17 "
+    "and the assumed ρ) with the **break-even ρ** where it crosses 0.05: a difference "
+    "significant only below the assumed ρ rests on that assumption. **Wilcoxon** (exact, "
+    "ties and zeros included) answers “is A better on most seeds?”, taking seeds as independent. "
+    f"{paired.VERDICT_RULE} Effect size dz = mean / sd of the differences; "
     "rank-biserial r = the matched-pairs rank-biserial correlation. What each test assumes: "
     "docs/statistics.md."
 )
@@ -137,24 +148,25 @@ def rho_label(table: pd.DataFrame) -> str:
 
 
 def p_strip_text(row: Mapping[str, Any]) -> str:
-    """The corrected p at r = 0, 0.1, 0.2 and at the assumed r: ``"< 0.001 · 0.018 · 0.058
-    · 0.162 (r 0.43)"``."""
+    """The corrected p at ρ = 0, 0.09, 0.17 (r = 0, 0.1, 0.2) and at the assumed ρ:
+    ``"< 0.001 · 0.018 · 0.058 · 0.162 (ρ 0.30)"``."""
     strip = [p_text(row.get(paired.r_column(r))) for r in paired.R_STRIP]
-    used = f"{p_text(row.get('p_corrected'))} (r {float(row['test_train_ratio']):.2f})"
+    rho = paired.rho_of_ratio(float(row["test_train_ratio"]))
+    used = f"{p_text(row.get('p_corrected'))} (ρ {rho:.2f})"
     return " · ".join([*strip, used])
 
 
 def break_even_text(row: Mapping[str, Any]) -> str:
-    """The break-even r (and its ρ), or why there is none."""
+    """The break-even ρ (where the corrected p crosses 0.05), or why there is none."""
     value = row.get("r_break_even")
     if is_missing_value(row.get("p_corrected")):
         return NOT_COMPUTED
     if value is None or is_missing_value(value):
-        return "none: p ≥ 0.05 even at r = 0"
+        return "none: p ≥ 0.05 even at ρ = 0"
     r = float(value)
     if math.isinf(r):
-        return "any r"
-    return f"{r:.2f} (ρ {paired.rho_of_ratio(r):.2f})"
+        return "any ρ"
+    return f"{paired.rho_of_ratio(r):.2f}"
 
 
 def bayes_text(a_better: Any, equivalent: Any, b_better: Any) -> str:
@@ -170,9 +182,10 @@ def verdict_text(verdict: Any) -> str:
     if is_missing_value(verdict):
         return NOT_COMPUTED
     text = str(verdict)
-    if text.endswith(" better"):
-        return f"{method_title(text.removesuffix(' better'))} better"
-    return text
+    method = paired.better_method(text)
+    if method is None:
+        return text
+    return f"{method_title(method)} better{text.removeprefix(f'{method} better')}"
 
 
 def rope_text(table: pd.DataFrame) -> str:
@@ -220,66 +233,143 @@ def row_reading(row: Mapping[str, Any], alpha: float = ALPHA) -> str:
     return paired.reading(shown, alpha=alpha)
 
 
-def paired_view(table: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
-    """The paired table as the Statistics tab shows it: one row per task and pair, every
-    cell text, primary rows first, each with its endpoint label, the corrected test across
-    r, the Bayesian verdict and a reading. The bootstrap is not here (:func:`bootstrap_view`)."""
+#: The verdict-first table's columns (`engine.analysis.paired.VERDICT_FIRST_COLUMNS` as a
+#: reader reads them: the pair in one cell, the difference with its interval in one): what
+#: the Statistics tab and the report show first.
+COMPACT_KEYS: tuple[str, ...] = (
+    "task",
+    "pair",
+    "n_seeds",
+    "mean_ci",
+    "verdict",
+    "p_corrected_holm",
+    "family",
+)
+#: The tests over seeds taken as independent and the effect sizes, in the order every paired
+#: table shows them (the Statistics tab's and the report's).
+SEED_TEST_KEYS: tuple[str, ...] = ("p_wilcoxon", "p_wilcoxon_holm", "d_z", "rank_biserial")
+#: Everything else of a paired row, one click (or one table) away from the verdict.
+DETAIL_KEYS: tuple[str, ...] = (
+    "task",
+    "pair",
+    "p_corrected",
+    "p_strip",
+    "r_break_even",
+    *SEED_TEST_KEYS,
+    "p_bayes",
+    "p_tost",
+    "reading",
+)
+#: Every column of the full paired view, in order.
+PAIRED_VIEW_KEYS: tuple[str, ...] = (
+    *COMPACT_KEYS,
+    *(k for k in DETAIL_KEYS if k not in COMPACT_KEYS),
+)
+
+
+def pair_text(row: Mapping[str, Any]) -> str:
+    """``"Binomial − Nominal"``: a row's pair as the pages name the methods."""
+    return f"{method_title(str(row['method_a']))} − {method_title(str(row['method_b']))}"
+
+
+def mean_ci_text(row: Mapping[str, Any], digits: int = 3) -> str:
+    """``"-0.065 [-0.159, 0.029]"``: the mean difference with its corrected interval."""
+    mean = number_text(row["mean_diff"], digits)
+    interval = interval_text(row["ci_low"], row["ci_high"], digits)
+    return mean if interval == NOT_COMPUTED else f"{mean} {interval}"
+
+
+def _row_cells(row: Mapping[str, Any], digits: int) -> dict[str, str]:
+    """Every paired view's cell of one row, keyed as :data:`PAIRED_HEADERS`."""
+    return {
+        "family": endpoint_label(row["family"]),
+        "task": str(row["task"]),
+        "pair": pair_text(row),
+        "n_seeds": str(int(row["n_seeds"])),
+        "mean_diff": number_text(row["mean_diff"], digits),
+        "ci": interval_text(row["ci_low"], row["ci_high"], digits),
+        "mean_ci": mean_ci_text(row, digits),
+        "p_corrected": p_text(row["p_corrected"]),
+        "p_strip": p_strip_text(row),
+        "r_break_even": break_even_text(row),
+        "p_corrected_holm": p_text(row.get("p_corrected_holm")),
+        "p_wilcoxon": p_text(row["p_wilcoxon"]),
+        "p_wilcoxon_holm": p_text(row["p_wilcoxon_holm"]),
+        "d_z": number_text(row["d_z"], 2),
+        "rank_biserial": number_text(row["rank_biserial"], 2),
+        "p_bayes": bayes_text(
+            row.get("p_bayes_a_better"), row.get("p_bayes_equivalent"), row.get("p_bayes_b_better")
+        ),
+        "verdict": verdict_text(row.get("verdict")),
+        "p_tost": p_text(row.get("p_tost")),
+        "reading": row_reading(row),
+    }
+
+
+def keyed_view(table: pd.DataFrame, keys: Sequence[str], digits: int = 3) -> pd.DataFrame:
+    """The paired table's ``keys`` columns as text under their headers, primary rows first."""
     h = paired_headers(table)
-    keys = (
-        "family",
-        "task",
-        "pair",
-        "n_seeds",
-        "mean_diff",
-        "ci",
-        "p_corrected",
-        "p_strip",
-        "r_break_even",
-        "p_corrected_holm",
-        "p_wilcoxon",
-        "p_wilcoxon_holm",
-        "d_z",
-        "rank_biserial",
-        "p_bayes",
-        "verdict",
-        "p_tost",
-        "reading",
-    )
     columns = [h[k] for k in keys]
     if table.empty:
         return pd.DataFrame(columns=columns)
     ordered = table.assign(_primary=table["family"] != paired.PRIMARY_FAMILY).sort_values(
         "_primary", kind="stable"
     )
-    rows = []
-    for row in ordered.to_dict("records"):
-        rows.append(
-            [
-                endpoint_label(row["family"]),
-                row["task"],
-                f"{method_title(str(row['method_a']))} − {method_title(str(row['method_b']))}",
-                str(int(row["n_seeds"])),
-                number_text(row["mean_diff"], digits),
-                interval_text(row["ci_low"], row["ci_high"], digits),
-                p_text(row["p_corrected"]),
-                p_strip_text(row),
-                break_even_text(row),
-                p_text(row.get("p_corrected_holm")),
-                p_text(row["p_wilcoxon"]),
-                p_text(row["p_wilcoxon_holm"]),
-                number_text(row["d_z"], 2),
-                number_text(row["rank_biserial"], 2),
-                bayes_text(
-                    row.get("p_bayes_a_better"),
-                    row.get("p_bayes_equivalent"),
-                    row.get("p_bayes_b_better"),
-                ),
-                verdict_text(row.get("verdict")),
-                p_text(row.get("p_tost")),
-                row_reading(row),
-            ]
-        )
-    return pd.DataFrame(rows, columns=columns)
+    rows = [_row_cells(row, digits) for row in ordered.to_dict("records")]
+    return pd.DataFrame([[cells[k] for k in keys] for cells in rows], columns=columns)
+
+
+def paired_view(table: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
+    """The paired table as the Statistics tab exports it: one row per task and pair, every
+    cell text, primary rows first, the verdict-first columns (:data:`COMPACT_KEYS`) then the
+    corrected test across r, the Wilcoxon, the Bayesian probabilities, TOST and a reading.
+    The bootstrap is not here (:func:`bootstrap_view`)."""
+    return keyed_view(table, PAIRED_VIEW_KEYS, digits)
+
+
+def compact_view(table: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
+    """The verdict first: task, pair, seeds, difference with its interval, verdict and the
+    Holm-adjusted p (:data:`COMPACT_KEYS`)."""
+    return keyed_view(table, COMPACT_KEYS, digits)
+
+
+def details_view(table: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
+    """The rest of each row (:data:`DETAIL_KEYS`), keyed by task and pair."""
+    return keyed_view(table, DETAIL_KEYS, digits)
+
+
+#: At most this many "better" pairs are named in the result sentence (the rest counted).
+NAMED_IN_RESULT = 4
+
+
+def result_sentence(table: pd.DataFrame, metric_label: str) -> str:
+    """The picked metric's result in one sentence: how many pairs have each verdict, the
+    first few "better" ones named."""
+    if table.empty:
+        return f"No pair of methods to compare on {metric_label}."
+    rows = table.to_dict("records")
+    better = [_better_clause(r) for r in rows if paired.better_method(str(r["verdict"]))]
+    verdicts = [str(r["verdict"]) for r in rows]
+    equivalent = sum(v.startswith(paired.EQUIVALENT) for v in verdicts)
+    unestimable = sum(v.startswith(paired.NOT_ESTIMABLE) for v in verdicts)
+    inconclusive = len(rows) - len(better) - equivalent - unestimable
+    head = f"Result on {metric_label}: {len(better)} of {len(rows)} pairs name a better method"
+    if better:
+        more = len(better) - NAMED_IN_RESULT
+        head += f" ({'; '.join(better[:NAMED_IN_RESULT])}{f'; {more} more' if more > 0 else ''})"
+    tail = f", {equivalent} are equivalent within the ROPE, {inconclusive} inconclusive"
+    if unestimable:
+        tail += f" and {unestimable} not estimable (too few seeds or no spread)"
+    return f"{head}{tail}."
+
+
+def _better_clause(row: Mapping[str, Any]) -> str:
+    """``"KL: Binomial better than Nominal"`` (and its "(exploratory)" label, if any)."""
+    text = str(row["verdict"])
+    winner = str(paired.better_method(text))
+    loser = row["method_b"] if winner == row["method_a"] else row["method_a"]
+    label = text.removeprefix(f"{winner} better")
+    return f"{row['task']}: {method_title(winner)} better than {method_title(str(loser))}{label}"
 
 
 def bootstrap_view(table: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
@@ -302,6 +392,11 @@ def bootstrap_view(table: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
+#: The primary view's verdict-first columns: task, method, seeds, difference, interval,
+#: verdict and Holm p (the rest of :func:`primary_view` is one click away on the page).
+PRIMARY_COMPACT = 7
+
+
 def primary_view(primary: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
     """The declared primary endpoint (`paired.primary_endpoint`: soft − nominal AMAE, both
     tasks, one Holm family) as text: the corrected test named for its ρ and shown across r,
@@ -313,14 +408,14 @@ def primary_view(primary: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
         h["n_seeds"],
         "AMAE difference",
         h["ci"],
+        h["verdict"],
+        "p (Holm over the family)",
+        "Corrected test (α = 0.05, Holm)",
         h["p_corrected"],
         h["p_strip"],
         h["r_break_even"],
-        "p (Holm over the family)",
-        "Corrected test (α = 0.05, Holm)",
         h["p_wilcoxon"],
         "P(soft better) · P(equivalent) · P(Nominal better)",
-        h["verdict"],
     ]
     rows = []
     for row in primary.to_dict("records"):
@@ -337,18 +432,18 @@ def primary_view(primary: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
                 str(int(row["n_seeds"])),
                 number_text(row["mean_diff"], digits),
                 interval_text(row["ci_low"], row["ci_high"], digits),
+                verdict_text(row.get("verdict")),
+                p_text(row["p_corrected_holm"]),
+                test,
                 p_text(row["p_corrected"]),
                 p_strip_text(row),
                 break_even_text(row),
-                p_text(row["p_corrected_holm"]),
-                test,
                 p_text(row["p_wilcoxon"]),
                 bayes_text(
                     row.get("p_bayes_soft_better"),
                     row.get("p_bayes_equivalent"),
                     row.get("p_bayes_baseline_better"),
                 ),
-                verdict_text(row.get("verdict")),
             ]
         )
     return pd.DataFrame(rows, columns=columns)
@@ -461,17 +556,32 @@ def _assumed_rho(plan: pd.DataFrame) -> float | None:
 
 
 def _plan_cell(row: Mapping[str, Any], target: float) -> str:
-    """``"12 (19 at the upper sd)"`` or ``"not reachable: at most 45 % (38 %)"``."""
+    """``"12 (19 at the upper sd)"``, ``"not reachable: at most 45 % power (38 % at the
+    upper sd)"`` when ρ caps power below the target, or ``"more than 500 seeds"`` when the
+    cap allows it but the planner's limit comes first (never "at most 100 % power")."""
     seeds, upper = row["seeds"], row["seeds_sd_upper"]
     if not is_missing_value(seeds):
-        tail = "not reachable" if is_missing_value(upper) else str(int(upper))
+        tail = (
+            str(int(upper))
+            if not is_missing_value(upper)
+            else _beyond(row.get("ceiling_sd_upper"), target)
+        )
         return f"{int(seeds)} ({tail} at the upper sd)"
     if is_missing_value(row["ceiling"]):
         return NOT_COMPUTED
+    if float(row["ceiling"]) >= target:
+        return f"more than {power.MAX_SEEDS} seeds (the planner's limit)"
     return (
         f"not reachable: at most {float(row['ceiling']):.0%} power "
         f"({float(row['ceiling_sd_upper']):.0%} at the upper sd)"
     )
+
+
+def _beyond(ceiling: Any, target: float) -> str:
+    """Why no seed count is given: the planner's limit, or ρ's cap on power."""
+    if not is_missing_value(ceiling) and float(ceiling) >= target:
+        return f"more than {power.MAX_SEEDS}"
+    return "not reachable"
 
 
 POWER_NOTE = (
@@ -532,6 +642,11 @@ def seeds_plan_text(
     if seeds is None:
         if math.isnan(ceiling):
             return "Give an effect other than 0 and an sd above 0."
+        if ceiling >= power.TARGET_POWER:
+            return (
+                f"At ρ = {rho:g}, 80 % power needs more than {power.MAX_SEEDS} seeds (the "
+                "planner's limit): the effect is small against the sd of the differences."
+            )
         return (
             f"At ρ = {rho:g}, no number of seeds reaches 80 % power: even unlimited seeds give "
             f"{ceiling:.0%}. That ceiling follows from the assumed ρ (seeds that resample the "
@@ -585,14 +700,18 @@ def paired_latex(table: pd.DataFrame, metric_label: str) -> str:
             h["p_wilcoxon_holm"]: [p_text(v) for v in table["p_wilcoxon_holm"]],
             h["d_z"]: table["d_z"],
             h["rank_biserial"]: table["rank_biserial"],
-            "Break-even r": table["r_break_even"],
+            "Break-even ρ": [
+                paired.rho_of_ratio(float(v)) if not is_missing_value(v) else math.nan
+                for v in table["r_break_even"]
+            ],
             h["verdict"]: [verdict_text(v) for v in table["verdict"]],
         }
     )
     caption = (
         f"Paired comparisons ({metric_label}): mean difference over seeds with the corrected "
-        f"resampled t interval and p (Nadeau \\& Bengio 2003; {rho_label(table)}), the r "
+        f"resampled t interval and p (Nadeau \\& Bengio 2003; {rho_label(table)}), the ρ "
         "at which that p crosses 0.05, exact Wilcoxon signed-rank p, and the Bayesian "
-        f"correlated t-test's verdict ({rope_text(table)}, posterior 0.95)"
+        f"correlated t-test's verdict ({rope_text(table)}, posterior "
+        f"{paired.BAYES_THRESHOLD:g} and Holm for better, TOST for equivalent)"
     )
     return frame_latex(shown, caption=caption, label="tab:paired") + "\n"

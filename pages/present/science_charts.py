@@ -413,7 +413,7 @@ def configuration_strip(
         seed selected is ringed in black.
     """
     data = with_stopped(search).assign(seed_label="seed " + search["seed"].astype(str))
-    trained = data["val_amae"].where(~data["pruned"])
+    trained = data["val_amae"].where(~data["pruned"] & ~data["diverged"])
     means = trained.groupby(data["config_key"]).mean()
     order = means.sort_values(na_position="last").index.tolist()
     tooltip = [
@@ -425,6 +425,7 @@ def configuration_strip(
         alt.Tooltip("best_epoch:Q", title="Best epoch"),
         alt.Tooltip("selected:N", title="Selected"),
         alt.Tooltip("stopped:N", title="Stopped by the pruner"),
+        alt.Tooltip("went_non_finite:N", title="Diverged"),
     ]
     x = alt.X("config_key:N", sort=order, title="Configuration", axis=alt.Axis(labelAngle=-35))
     base = alt.Chart(data).encode(
@@ -443,6 +444,9 @@ def configuration_strip(
     if data["pruned"].any():
         layers.append(stopped_marks(base).encode(color=colour, tooltip=tooltip))
         subtitle += f" · {STOPPED_KEY}"
+    if data["diverged"].any():
+        layers.append(diverged_marks(base).encode(color=colour, tooltip=tooltip))
+        subtitle += f" · {DIVERGED_KEY}"
     return alt.layer(*layers).properties(
         title=alt.TitleParams(title, subtitle=subtitle),
         height=height,
@@ -451,16 +455,30 @@ def configuration_strip(
 
 
 # Runs a pruned search stopped: their AMAE is their early epochs', so they are drawn apart
-# (a cross) and left out of every mean.
-TRAINED_ON = "!datum.pruned"
+# (a cross) and left out of every mean. Runs that diverged (a loss went non-finite) likewise,
+# as a triangle: their AMAE is their last finite epoch's.
+TRAINED_ON = "!datum.pruned && !datum.diverged"
 STOPPED_KEY = "×: stopped by the pruner (its early epochs' AMAE, in no mean)"
+DIVERGED_KEY = "▼: diverged, its loss went non-finite (its last finite epoch's AMAE, in no mean)"
 
 
 def with_stopped(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` with a boolean ``pruned`` (False where the column is missing) and its
-    words for a tooltip, ``stopped``."""
-    pruned = explorer.stopped_runs(frame)
-    return frame.assign(pruned=pruned, stopped=np.where(pruned, "yes", "no"))
+    """``frame`` with booleans ``pruned`` and ``diverged`` (False where the columns are
+    missing) and their words for a tooltip, ``stopped`` and ``went_non_finite``."""
+    pruned, diverged = explorer.stopped_runs(frame), explorer.diverged_runs(frame)
+    return frame.assign(
+        pruned=pruned,
+        stopped=np.where(pruned, "yes", "no"),
+        diverged=diverged,
+        went_non_finite=np.where(diverged, "yes", "no"),
+    )
+
+
+def diverged_marks(base: alt.Chart) -> alt.Chart:
+    """The runs that diverged, as downward triangles."""
+    return base.transform_filter("datum.diverged").mark_point(
+        shape="triangle-down", size=60, filled=True, opacity=0.8
+    )
 
 
 def stopped_marks(base: alt.Chart) -> alt.Chart:
@@ -519,6 +537,7 @@ def parameter_strip(
         alt.Tooltip("val_amae:Q", title="Validation AMAE", format=".4f"),
         alt.Tooltip("selected:N", title="Selected"),
         alt.Tooltip("stopped:N", title="Stopped by the pruner"),
+        alt.Tooltip("went_non_finite:N", title="Diverged"),
     ]
     base = alt.Chart().encode(x=x, xOffset=alt.XOffset("seed_label:N"), y=y)
     colour = _method_colour(methods, legend=False)
@@ -539,11 +558,17 @@ def parameter_strip(
     )
     layers = [points, ring, mean]
     subtitle = "Black tick: mean over every run · ringed: selected runs"
+    keys = []
     if data["pruned"].any():
         layers.append(stopped_marks(base).encode(color=colour, tooltip=tooltip))
-        subtitle = (
-            "Black tick: mean over the runs that trained to their end · ringed: selected runs"
-            f" · {STOPPED_KEY}"
+        keys.append(STOPPED_KEY)
+    if data["diverged"].any():
+        layers.append(diverged_marks(base).encode(color=colour, tooltip=tooltip))
+        keys.append(DIVERGED_KEY)
+    if keys:
+        subtitle = " · ".join(
+            ["Black tick: mean over the runs that trained to their end · ringed: selected runs"]
+            + keys
         )
     return (
         alt.layer(*layers, data=data)

@@ -21,7 +21,6 @@ from engine.methods import (
     FAMILIES,
     Method,
     MethodParams,
-    get_method,
     grid_size,
     method_label,
     methods_by_family,
@@ -288,16 +287,6 @@ def configurations_text(spec: StudySpec) -> str:
     return "configurations " + "; ".join(parts)
 
 
-def eager_runs_per_task(spec: StudySpec) -> dict[str, int]:
-    """Per task, the study's runs of methods without a target matrix: a GPU trains those on
-    its eager path, slower than the captured graph (`pages.present.estimates`)."""
-    # Each (task, method, seed) searches min(budget, grid) configurations (`sample_configs`).
-    eager = sum(
-        min(spec.budget, grid_size(m)) for m in spec.methods if get_method(m).target_matrix is None
-    )
-    return dict.fromkeys(spec.tasks, eager * len(spec.seeds))
-
-
 def _seconds(
     spec: StudySpec,
     runs_per_task: Mapping[str, int],
@@ -314,7 +303,6 @@ def _seconds(
         max_epochs=spec.max_epochs,
         image_size=spec.image_size,
         device=device,
-        eager_runs_per_task=eager_runs_per_task(spec),
     )
 
 

@@ -16,8 +16,8 @@ import pandas as pd
 
 from engine.analysis import variance_components as vc
 from jobs.services import study_analysis
-from pages.present.reviewer_tables import interval_text, number_text, p_text
-from pages.present.tables import is_missing_value, method_title
+from pages.present.reviewer_tables import interval_text, number_text, p_text, pair_text
+from pages.present.tables import is_missing_value
 
 SECTION_TITLE = "Variance components (factorial design)"
 
@@ -46,11 +46,16 @@ INTERVALS_NOTE = (
     "need to give the design-corrected variance."
 )
 
+#: The components table's columns in order: the interval to trust for new patients (the
+#: design-corrected one) right after the difference, the components and the other
+#: intervals after it (:data:`COMPACT_COMPONENTS` of them shown first on the page).
 COMPONENT_HEADERS: dict[str, str] = {
     "task": "Task",
     "pair": "A − B",
     "design": "Splits × inits",
     "mean_diff": "Mean A − B",
+    "ci_design": "95 % CI design-corrected (new patients)",
+    "p_design": "p design-corrected",
     "var_split": "σ² split",
     "var_init": "σ² init",
     "var_residual": "σ² residual",
@@ -58,16 +63,11 @@ COMPONENT_HEADERS: dict[str, str] = {
     "ci_factorial": "95 % CI factorial",
     "p_factorial": "p factorial",
     "ci_split_means": "95 % CI per split",
-    "ci_design": "95 % CI design-corrected",
-    "p_design": "p design-corrected",
     "rho_design": "ρ (design)",
     "estimator": "Estimator",
 }
-
-
-def pair_text(row: Mapping[str, Any]) -> str:
-    """``"Beta − Nominal"``: the pair as the pages name methods."""
-    return f"{method_title(str(row['method_a']))} − {method_title(str(row['method_b']))}"
+#: How many of :data:`COMPONENT_HEADERS` the page and the report show first.
+COMPACT_COMPONENTS = 6
 
 
 def shares_text(row: Mapping[str, Any]) -> str:
@@ -91,6 +91,10 @@ def components_view(table: pd.DataFrame, digits: int = 4) -> pd.DataFrame:
                 h["pair"]: pair_text(row),
                 h["design"]: f"{int(row['n_splits'])} × {int(row['n_inits'])}",
                 h["mean_diff"]: number_text(row["mean_diff"], digits - 1),
+                h["ci_design"]: interval_text(
+                    row["ci_design_low"], row["ci_design_high"], digits - 1
+                ),
+                h["p_design"]: p_text(row["p_design"]),
                 h["var_split"]: _variance(row["var_split"]),
                 h["var_init"]: _variance(row["var_init"]),
                 h["var_residual"]: _variance(row["var_residual"]),
@@ -102,10 +106,6 @@ def components_view(table: pd.DataFrame, digits: int = 4) -> pd.DataFrame:
                 h["ci_split_means"]: interval_text(
                     row["ci_split_means_low"], row["ci_split_means_high"], digits - 1
                 ),
-                h["ci_design"]: interval_text(
-                    row["ci_design_low"], row["ci_design_high"], digits - 1
-                ),
-                h["p_design"]: p_text(row["p_design"]),
                 h["rho_design"]: number_text(row["rho_design"], 2),
                 h["estimator"]: row["estimator"],
             }
@@ -144,21 +144,37 @@ def components_export(table: pd.DataFrame) -> pd.DataFrame:
     return table[list(vc.COMPONENT_COLUMNS)]
 
 
-def report_parts(study_id: str, store: Path, metric: str) -> list[str]:
-    """The report's variance-components part of one study (HTML pieces): the table and what
-    each interval assumes for a factorial study, else the one sentence why there is none."""
+def report_parts(
+    study_id: str, store: Path, metric: str, *, pairs: set[tuple[str, str, str]] | None = None
+) -> list[str]:
+    """The report's variance-components part of one study (HTML pieces): the table (of
+    ``pairs``, ``(task, method_a, method_b)``, when given) and what each interval assumes
+    for a factorial study, else the one sentence why there is none."""
     from pages.present import report_html as rh
 
     heading = rh.heading(SECTION_TITLE, 4)
     if not study_analysis.is_factorial(study_id, path=store):
         return [heading, rh.paragraph(plain(NOT_FACTORIAL_NOTE), note=True)]
     table = study_analysis.components_table(study_id, metrics=(metric,), path=store)
+    if pairs is not None:  # the report's body shows each method against the reference only
+        keys = zip(table["task"], table["method_a"], table["method_b"], strict=True)
+        table = table[[key in pairs for key in keys]]
+    first, rest = split_view(components_view(table))
     return [
         heading,
         rh.paragraph(design_line(table)),
-        rh.table_html(components_view(table)),
+        rh.table_html(first),
+        rh.table_html(rest),
         rh.paragraph(plain(INTERVALS_NOTE), note=True),
     ]
+
+
+def split_view(view: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The components view as two tables that each fit a page: the difference with the
+    interval to trust first, then the components and the other intervals (by task and pair)."""
+    first = view.iloc[:, :COMPACT_COMPONENTS]
+    rest = view.iloc[:, [0, 1, *range(COMPACT_COMPONENTS, view.shape[1])]]
+    return first, rest
 
 
 def plain(text: str) -> str:

@@ -5,7 +5,7 @@ gets one `DemoSource`, so it grades the same way on the lab server and on a lapt
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +29,7 @@ from pages.widgets.models import (
 )
 from pages.widgets.pickers import pick_study
 from pages.widgets.reads import cached_studies
+from pages.widgets.sets_view import cached_seed_thresholds
 
 # The kiosk's look: large type for a room, no toolbar or sidebar to wander off through.
 # The kiosk's look: the grade is the page's largest text by far (read from the back of a
@@ -65,6 +66,8 @@ class DemoSource:
             whose models never trained on the film).
         crop: A film row's knee crop, (S, S) uint8.
         detector_dir: A trained knee detector's folder for uploads, or None (classical).
+        thresholds: task -> seed -> grade-set thresholds from that seed's validation films
+            (`pages.present.grade_range`); empty where there are none (a demo bundle).
     """
 
     method: str
@@ -75,6 +78,7 @@ class DemoSource:
     films: pd.DataFrame
     crop: Callable[[pd.Series], np.ndarray]
     detector_dir: Path | None = None
+    thresholds: dict[str, dict[int, np.ndarray]] = field(default_factory=dict)
 
 
 def models_line(source: DemoSource) -> str:
@@ -127,6 +131,7 @@ def store_source(path: str, kiosk: KioskSettings | None) -> DemoSource:
         image_size=opened.spec.image_size,
         films=films,
         crop=lambda row: cached_crops(cache_dir, (int(row["row"]),))[0][0],
+        thresholds=cached_seed_thresholds(path, str(study.name), method),
     )
 
 
@@ -227,6 +232,7 @@ def bundle_source(folder: Path) -> DemoSource:
         films=bundle.films,
         crop=lambda row: bundle_crop(str(row["file"]), bundle.image_size),
         detector_dir=bundle.detector_dir,
+        thresholds=bundle.set_thresholds,
     )
 
 

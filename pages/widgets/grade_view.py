@@ -22,7 +22,7 @@ from engine.demo_models import KneeToGrade, knee_to_grade
 from engine.films import FILM_FORMATS, decode_film
 from engine.grade_model import load_model
 from engine.vocab import GRADE_SIGNS
-from pages.present import charts
+from pages.present import charts, grade_range
 from pages.present import seed_agreement as agreement
 from pages.present.admin_tables import upload_size_problem
 from pages.present.graded_film import (
@@ -109,31 +109,49 @@ class TaskReading:
     chart: alt.Chart
     sentence: str = ""
     note: str = ""
+    range: grade_range.GradeRange | None = None
 
 
 def read_task(
-    task: str, batch: gradcam.CamBatch, crop: np.ndarray, seeds: dict[int, str]
+    task: str,
+    batch: gradcam.CamBatch,
+    crop: np.ndarray,
+    seeds: dict[int, str],
+    best: int,
+    thresholds: dict[int, np.ndarray],
 ) -> TaskReading:
     """The grade of one task: the models' consensus where several seeds' models are here,
-    else the one model's grade."""
+    else the one model's grade; with its likely range where ``thresholds`` has the seeds."""
     if len(seeds) > 1:
         probs = seed_probs(seeds, crop)
         spread = agreement.seed_spread(probs)
+        grade = agreement.consensus_grade(spread)
         return TaskReading(
-            grade=agreement.consensus_grade(spread),
+            grade=grade,
             probability=float(spread.loc[spread["chosen"], "mean"].iloc[0]),
             chart=agreement.seed_agreement_chart(
                 spread, agreement.seed_points(probs), task, height=CHART_HEIGHT
             ),
             sentence=agreement.agreement_sentence(spread, task),
             note=SEED_CHART_NOTE,
+            range=grade_range.film_range(task, grade, probs, thresholds),
         )
     grade = int(batch.predicted[0])
     return TaskReading(
         grade=grade,
         probability=float(batch.probs[0][grade]),
         chart=charts.grade_probabilities(batch.probs[0], task, height=CHART_HEIGHT),
+        range=grade_range.film_range(task, grade, {best: batch.probs[0]}, thresholds),
     )
+
+
+def show_range(reading: TaskReading, no_range: str) -> None:
+    """The likely range in words and its one-line meaning, or why there is none."""
+    if reading.range is None:
+        st.caption(no_range)
+        return
+    st.markdown(f"**{reading.range.line}**")  # task names and grade numbers only
+    st.caption(reading.range.note)
 
 
 def show_grades(
@@ -142,6 +160,7 @@ def show_grades(
     known: dict,
     seeds: dict[str, dict[int, str]],
     best: int,
+    thresholds: dict[str, dict[int, np.ndarray]] | None,
 ) -> None:
     """Every task's grade first, side by side (the page's largest text, all above the fold of
     a 1366 x 768 screen: a room reads the grades before anything else), then one row per task:
@@ -151,14 +170,22 @@ def show_grades(
         grades: The best seed's models' probabilities and maps, by task.
         seeds: task -> seed -> checkpoint of the seeds to compare (one seed: no comparison).
         best: The seed whose maps are shown.
+        thresholds: task -> seed -> grade-set thresholds; None for a film the models were
+            not calibrated on (an upload), which gets no range.
     """
     presenter = presenter_on()
+    calibrated = thresholds is not None
     readings = {
-        task: read_task(task, batch, crop, seeds.get(task, {})) for task, batch in grades.items()
+        task: read_task(
+            task, batch, crop, seeds.get(task, {}), best, (thresholds or {}).get(task, {})
+        )
+        for task, batch in grades.items()
     }
+    no_range = grade_range.NO_RANGE_CALIBRATION if calibrated else grade_range.NO_RANGE_UPLOAD
     for column, (task, reading) in zip(st.columns(len(readings)), readings.items(), strict=True):
         with column:
             show_grade(task, reading.grade, reading.probability, known)
+            show_range(reading, no_range)
     for task, reading in readings.items():
         probs_column, map_column = st.columns([3, 1])
         with probs_column:
@@ -221,7 +248,14 @@ def show_test_film(source: DemoSource) -> None:
         )
     with right, graded_safely():
         grades = {task: maps_of(ckpt, crop[None]) for task, ckpt in source.checkpoints.items()}
-        show_grades(crop, grades, known_grades(row, list(source.checkpoints)), seeds, source.seed)
+        show_grades(
+            crop,
+            grades,
+            known_grades(row, list(source.checkpoints)),
+            seeds,
+            source.seed,
+            source.thresholds,
+        )
 
 
 def upload_limit_mb() -> float:
@@ -272,7 +306,8 @@ def show_upload(source: DemoSource) -> None:
         )
         left.image(reading.crop, caption="what the models saw", width="stretch")
         with right:
-            show_grades(reading.crop, reading.grades, {}, source.seeds, source.seed)
+            # An uploaded film may come from another site or scanner: no range is claimed.
+            show_grades(reading.crop, reading.grades, {}, source.seeds, source.seed, None)
 
 
 @contextmanager

@@ -1,4 +1,5 @@
-"""The Jobs page's controls on one job: Cancel while it may still run, Resume once cancelled.
+"""The Jobs page's controls on one job: Cancel while it may still run, Resume once cancelled
+or failed (its failed runs are trained again).
 
 Both go through the role-checked verbs of `jobs.services.lab` (`cancel_job`, `resume_job`;
 ``python -m jobs cancel`` and ``resume`` do the same), so a stale button cannot act on another
@@ -43,17 +44,18 @@ def _act(verb: str, job_id: str) -> None:
 
 
 def job_action(column: Any, job: Any, account: Account) -> None:
-    """Cancel (queued or running) or Resume (cancelled) in ``column``, disabled with the
-    reason for a job another member launched; nothing for a viewer or a finished job."""
+    """Cancel (queued or running) or Resume (cancelled or failed) in ``column``, disabled
+    with the reason for a job another member launched; nothing for a viewer or a job that
+    succeeded."""
     status = str(job.status)
-    if status not in ("queued", "running", "cancelled"):
+    if status not in ("queued", "running", "cancelled", "failed"):
         return
     owner = value(job, "launched_by")
     allowed = can(account, Action.CANCEL_OWN, owner=owner)
     if not allowed and Action.CANCEL_OWN not in ACTIONS_BY_ROLE[account.role]:
         return  # a viewer cancels and resumes nothing: no button at all
     someone = owner or "someone else"
-    if status == "cancelled":
+    if status in ("cancelled", "failed"):
         column.button(
             "Resume",
             key=f"queue_resume_{job.job_id}",
@@ -61,8 +63,8 @@ def job_action(column: Any, job: Any, account: Account) -> None:
             args=("resume", job.job_id),
             icon=":material/play_circle:",
             disabled=not allowed,
-            help="Queue it again: a worker goes on from its first unfinished run and keeps "
-            "the runs it finished."
+            help="Queue it again: a worker goes on from its first unfinished run, keeps the "
+            "runs it finished and trains any failed run again."
             if allowed
             else f"Launched by {someone}: only they or an admin may resume it.",
         )

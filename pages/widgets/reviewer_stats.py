@@ -21,6 +21,8 @@ from jobs.services import study_analysis
 from pages.present import reviewer_tables as rt
 from pages.present.charts import HALF_PAGE_PX
 from pages.present.formatting import table_height
+from pages.present.report.comparisons import endpoint_sentence
+from pages.present.user_text import plain
 from pages.widgets import probability_view
 from pages.widgets.variance_view import show_variance_components
 
@@ -76,8 +78,9 @@ def pick_rope(metric: str) -> float:
             format="%.3f",
             key=rope_key(metric),
             help="The region of practical equivalence of the Bayesian correlated t-test and "
-            "TOST: the verdict reads “equivalent” when the difference lies within it with "
-            "95 % posterior probability. Set per metric.",
+            "TOST: the verdict reads “equivalent” when TOST within it gives p < 0.05 (each "
+            "posterior tail beyond it below 0.05), and “better” needs the corrected 95 % "
+            "interval wholly beyond it. Set per metric.",
         )
     )
 
@@ -174,16 +177,16 @@ def reviewer_view(
             icon=":material/info:",
         )
         return pd.DataFrame(columns=list(rt.EXPORT_COLUMNS))
+    result_line = st.empty()  # the primary endpoint's result, once it is computed
     rope = pick_rope(metric)
     primary = show_primary(path, study_id, marker, methods)
+    if not primary.empty:
+        # Escaped as plain text: the sentence names methods, which are data.
+        result_line.markdown(plain(endpoint_sentence(primary)))
     table = cached_paired(path, study_id, metric, rope, marker)
     picked = table["method_a"].isin(methods) & table["method_b"].isin(methods)
     table = table[table["task"].isin(tasks) & picked]
-    st.markdown(f"**{METRIC_LABELS[metric]}: every pair of methods, paired by seed**")
-    st.dataframe(
-        rt.paired_view(table), hide_index=True, width="stretch", height=table_height(len(table))
-    )
-    st.caption(rt.PAIRED_NOTE)
+    show_pairs(table, metric)
     show_bootstrap(table)
     n_components, design_rho = show_variance_components(
         path, study_id, marker, metric, tasks, methods
@@ -198,6 +201,42 @@ def reviewer_view(
     return rt.paired_export(table)
 
 
+def rho_help(view: pd.DataFrame) -> dict[str, Any]:
+    """Tooltips naming r (the corrected variance's ratio) on every column read on the ρ
+    scale: the page shows one scale, the other one hover away."""
+    return {c: st.column_config.Column(help=rt.RHO_HELP) for c in view.columns if "ρ" in c}
+
+
+def show_pairs(table: pd.DataFrame, metric: str) -> None:
+    """Every pair of the picked metric, verdict first: its result in one sentence, the
+    compact table (task, pair, difference with its interval, verdict, Holm p), and every
+    other column one click away."""
+    label = METRIC_LABELS[metric]
+    st.markdown(f"**{label}: every pair of methods, paired by seed**")
+    st.markdown(plain(rt.result_sentence(table, label)))  # names methods: data, escaped
+    compact = rt.compact_view(table)
+    st.dataframe(
+        compact,
+        hide_index=True,
+        width="stretch",
+        height=table_height(len(table)),
+        column_config=rho_help(compact),
+    )
+    with st.expander(
+        "Every other column: p across ρ, Wilcoxon, Bayesian probabilities, TOST, effect "
+        "sizes and a reading per row"
+    ):
+        details = rt.details_view(table)
+        st.dataframe(
+            details,
+            hide_index=True,
+            width="stretch",
+            height=table_height(len(table)),
+            column_config=rho_help(details),
+        )
+    st.caption(rt.PAIRED_NOTE)
+
+
 def show_primary(path: str, study_id: str, marker: Marker, methods: set[str]) -> pd.DataFrame:
     """The declared primary endpoint, first and labelled primary; returns its rows."""
     primary = cached_primary(path, study_id, rope_of(paired.PRIMARY_METRIC), marker)
@@ -205,16 +244,21 @@ def show_primary(path: str, study_id: str, marker: Marker, methods: set[str]) ->
     if primary.empty:
         st.info("The primary endpoint needs nominal and a soft method.", icon=":material/info:")
         return primary
+    view = rt.primary_view(primary)
+    height = table_height(len(primary))
+    first = view.iloc[:, : rt.PRIMARY_COMPACT]
     st.dataframe(
-        rt.primary_view(primary),
-        hide_index=True,
-        width="stretch",
-        height=table_height(len(primary)),
+        first, hide_index=True, width="stretch", height=height, column_config=rho_help(first)
     )
+    with st.expander("The primary endpoint's other columns: p across ρ, Wilcoxon, Bayesian"):
+        rest = view.iloc[:, [0, 1, *range(rt.PRIMARY_COMPACT, view.shape[1])]]
+        st.dataframe(
+            rest, hide_index=True, width="stretch", height=height, column_config=rho_help(rest)
+        )
     st.caption(
         "Negative = the soft method's AMAE is lower than nominal's. Declared before looking; "
         "every other row on this tab is exploratory. Whether a row is significant depends on "
-        "the assumed ρ: see p across r and the break-even r; the verdict uses the AMAE ROPE."
+        "the assumed ρ: see p across ρ and the break-even ρ; the verdict uses the AMAE ROPE."
     )
     return primary
 

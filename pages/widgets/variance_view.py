@@ -53,12 +53,11 @@ def show_variance_components(
     if table.empty:
         return 0, None
     st.markdown(f"{METRIC_LABELS[metric]}: where each pair's difference varies")
-    st.dataframe(
-        vt.components_view(table),
-        hide_index=True,
-        width="stretch",
-        height=table_height(len(table)),
-    )
+    first, rest = vt.split_view(vt.components_view(table))
+    height = table_height(len(table))
+    st.dataframe(first, hide_index=True, width="stretch", height=height)
+    with st.expander("The components and the other intervals (factorial, per split)"):
+        st.dataframe(rest, hide_index=True, width="stretch", height=height)
     st.caption(vt.INTERVALS_NOTE)
     rho = table["rho_design"].median()
     return 2 * len(table), None if pd.isna(rho) else float(rho)

@@ -42,25 +42,39 @@ def test_reference_statistics_show_the_corrected_p_beside_the_wilcoxon(reference
     assert "**Primary endpoint**" in markdown
     shown = [d.value for d in at.dataframe]
     corrected = "p (corrected, NB ρ = 0.30)"
+    # The verdict first: a compact table, every other column in the table under it.
+    compact = next(f for f in shown if "Endpoint" in f.columns and "A − B" in f.columns)
+    assert list(compact.columns[:6]) == [
+        "Task",
+        "A − B",
+        "Seeds",
+        "Mean A − B [95 % CI, corrected, NB ρ = 0.30]",
+        "Verdict (ROPE ± 0.01)",
+        "p corrected (Holm)",
+    ]
+    assert _row(compact, "KL", "Nominal − Binomial")["Endpoint"] == "primary"
+    assert "Result on AMAE:" in texts(at, "markdown")
+    assert "Result: none of the 8 primary comparisons is significant" in texts(at, "markdown")
     paired = next(f for f in shown if corrected in f.columns and "A − B" in f.columns)
     kl = _row(paired, "KL", "Nominal − Binomial")
-    assert kl["Endpoint"] == "primary"
     assert float(kl[corrected]) == pytest.approx(0.16, abs=0.01)
-    # The strip: p at r = 0, 0.1, 0.2 and the assumed 0.43; break-even r = 0.18.
-    assert kl["p at r = 0 · 0.1 · 0.2 · assumed"] == "< 0.001 · 0.0175 · 0.0582 · 0.162 (r 0.43)"
-    assert kl["Break-even r (p = 0.05)"] == "0.18 (ρ 0.15)"
+    # The strip, on one scale: p at ρ = 0, 0.09, 0.17 and the assumed 0.30;
+    # break-even ρ = 0.15 (r = 0.18, in the tooltip and the CSV).
+    assert kl["p at ρ = 0 · 0.09 · 0.17 · assumed"] == "< 0.001 · 0.0175 · 0.0582 · 0.162 (ρ 0.30)"
+    assert kl["Break-even ρ (p = 0.05)"] == "0.15"
     assert kl["p Wilcoxon (exact)"] in {"< 0.001"}  # 0.0005 on 20 seeds
-    low, high = (float(v) for v in kl["95 % CI (corrected, NB ρ = 0.30)"].strip("[]").split(","))
+    cell = _row(compact, "KL", "Nominal − Binomial")["Mean A − B [95 % CI, corrected, NB ρ = 0.30]"]
+    low, high = (float(v) for v in cell.split(" ", 1)[1].strip("[]").split(","))
     assert low < 0 < high  # the corrected interval includes 0
     assert "Bootstrap CI" not in paired.columns  # the bootstrap left the paired table
-    assert kl["Verdict (ROPE ± 0.01)"] == "inconclusive"
+    assert _row(compact, "KL", "Nominal − Binomial")["Verdict (ROPE ± 0.01)"] == "inconclusive"
     assert float(kl["Effect size dz"]) > 0 and float(kl["Rank-biserial r"]) > 0
     # Human headers only: the shared mapping, no column names of the stats table.
     assert not any("_" in c for c in paired.columns) and "d_z" not in paired.columns
     assert "on most seeds (Wilcoxon" in kl["Reading"] and "ρ = 0.30" in kl["Reading"]
     assert "new patients" not in paired.to_string()
     # Every other metric's rows are exploratory; the paper's analysis is one click away.
-    assert (paired[paired["Task"] == "KL"]["Endpoint"] != "").all()
+    assert (compact[compact["Task"] == "KL"]["Endpoint"] != "").all()
     expanders = [e.label for e in at.get("expander")]
     assert any("as in the paper" in label for label in expanders)
     assert any(label.startswith("Film-sampling bootstrap") for label in expanders)
@@ -92,7 +106,8 @@ def test_the_rope_on_the_page_moves_the_verdicts(reference_home, monkeypatch):
     at.number_input(key="compare_rope_qwk").set_value(0.2).run()
     assert not at.exception
     paired = next(d.value for d in at.dataframe if "Verdict (ROPE ± 0.2)" in d.value.columns)
-    assert (paired["Verdict (ROPE ± 0.2)"] == "equivalent").any()
+    # QWK is exploratory: its verdicts say so in the column.
+    assert (paired["Verdict (ROPE ± 0.2)"] == "equivalent (exploratory)").any()
 
 
 def test_reference_statistics_csv_carries_the_paired_columns(reference_home, monkeypatch):
@@ -156,7 +171,10 @@ def test_two_seed_study_says_its_rows_are_a_sketch(tmp_path, monkeypatch):
     at = run_page(tmp_path, monkeypatch, tab="Statistics")
     assert "Two seeds: the corrected test has 1 degree of freedom" in texts(at, "info")
     paired = next(d.value for d in at.dataframe if "Reading" in d.value.columns)
-    assert (paired["Seeds"] == "2").all()
+    assert paired["Reading"].str.startswith("No verdict: not estimable: fewer than 3").all()
+    compact = next(d.value for d in at.dataframe if "Endpoint" in d.value.columns)
+    assert (compact["Seeds"] == "2").all()
+    assert compact["Verdict (ROPE ± 0.01)"].str.startswith("not estimable").all()
     assert "None" not in paired.to_string() and "± –" not in paired.to_string()
 
 
@@ -166,14 +184,14 @@ def test_synthetic_study_shows_primary_paired_designs_and_the_papers_view(tmp_pa
     shown = [d.value for d in at.dataframe]
     primary = next(f for f in shown if "Soft method − Nominal" in f.columns)
     assert len(primary) == 4  # binomial and beta vs nominal, on both tasks
-    paired = next(f for f in shown if "Reading" in f.columns)
+    paired = next(f for f in shown if "Endpoint" in f.columns and "A − B" in f.columns)
     assert list(paired["Endpoint"][:4]) == ["primary"] * 4
     assert set(paired["Endpoint"][4:]) == {"exploratory"}
     assert "Seed-blocked ANOVA" in texts(at, "markdown")
     assert "Shapiro–Wilk" in texts(at, "markdown")  # the paper's tests are still there
     at.selectbox(key="compare_stats_metric").set_value("qwk").run()
     assert not at.exception
-    paired = next(d.value for d in at.dataframe if "Reading" in d.value.columns)
+    paired = next(d.value for d in at.dataframe if "Endpoint" in d.value.columns)
     assert set(paired["Endpoint"]) == {"exploratory"}  # QWK is not the primary endpoint
     at.number_input(key="compare_power_effect").set_value(0.5).run()
     assert not at.exception

@@ -104,15 +104,17 @@ def test_paired_frame_sets_the_corrected_test_beside_the_wilcoxon():
     assert first["Metric"] == "AMAE ↓"
     assert first["95 % CI (corrected, NB ρ = 0.30)"] == "[-0.0290, 0.1590]"
     assert (first["p (corrected, NB ρ = 0.30)"], first["p Wilcoxon (Holm)"]) == ("0.162", "0.0043")
-    assert first["p at r = 0 · 0.1 · 0.2 · assumed"] == "< 0.001 · 0.0175 · 0.0582 · 0.162 (r 0.43)"
-    assert first["Break-even r (p = 0.05)"] == "0.18 (ρ 0.15)"
+    assert (
+        first["p at ρ = 0 · 0.09 · 0.17 · assumed"] == "< 0.001 · 0.0175 · 0.0582 · 0.162 (ρ 0.30)"
+    )
+    assert first["Break-even ρ (p = 0.05)"] == "0.15"
     assert first["Verdict (ROPE ± 0.01)"] == "inconclusive"
     assert "on most seeds (Wilcoxon" in first["Reading"] and "ρ = 0.30" in first["Reading"]
     assert "new patients" not in frame.to_string()
     assert frame.iloc[1]["Reading"] == "Too few seeds to test."
     assert (
         frame.iloc[1]["Verdict (ROPE ± 0.01)"] == ""
-        and frame.iloc[1]["Break-even r (p = 0.05)"] == ""
+        and frame.iloc[1]["Break-even ρ (p = 0.05)"] == ""
     )
     assert it.paired_frame(PAIRED, metric_label={"amae": "A"}).iloc[0]["Metric"] == "A"
 
@@ -295,3 +297,16 @@ def test_truth_readings_of_many_methods_without_evidence_share_one_sentence():
         "CPPD: no evidence that any of Binomial, Beta, Triangular, Exponential, Geometric "
     )
     assert "not evidence of no difference" in grouped
+
+
+def test_paired_frame_opens_with_the_verdict_and_says_why_none_is_estimable():
+    no_spread = PAIRED.iloc[[0]].assign(
+        p_corrected=np.nan, verdict="not estimable: no spread across seeds", p_corrected_holm=np.nan
+    )
+    frame = it.paired_frame(pd.concat([PAIRED.iloc[[0]].assign(p_corrected_holm=0.64), no_spread]))
+    columns = list(frame.columns)
+    assert columns.index("Verdict (ROPE ± 0.01)") == columns.index("p corrected (Holm)") - 1
+    assert columns.index("Verdict (ROPE ± 0.01)") < columns.index("p (corrected, NB ρ = 0.30)")
+    second = frame.iloc[1]
+    assert second["Verdict (ROPE ± 0.01)"] == "not estimable: no spread across seeds"
+    assert second["Reading"].startswith("No verdict: not estimable: no spread across seeds")

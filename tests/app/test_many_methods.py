@@ -68,7 +68,14 @@ def test_compare_and_the_study_card_name_the_method_this_checkout_does_not_know(
 
 @pytest.mark.parametrize(
     "tab",
-    ["Distributions over seeds", "Confusion matrices", "Statistics", "Probabilities", "Robustness"],
+    [
+        "Distributions over seeds",
+        "Confusion matrices",
+        "Statistics",
+        "Probabilities",
+        "Robustness",
+        "Grade sets",
+    ],
 )
 def test_every_compare_tab_draws_with_fifteen_methods(many, monkeypatch, tab):
     home, _ = many
@@ -167,3 +174,20 @@ def test_the_reports_cd_readings_name_methods_by_their_labels(many):
     home, study_id = many
     html = "".join(report.critical_difference_section([study_id], home / "softgrade.duckdb"))
     assert "CDW-CE" in html and "cdw_ce" not in html
+
+
+def test_the_reports_pairs_stay_short_with_many_methods(many):
+    """15 methods give 105 pairs per task: the body holds each method against Nominal (14 per
+    task), the appendix one square table per metric and task, and no sentence per pair."""
+    home, study_id = many
+    store = home / "softgrade.duckdb"
+    body = "".join(report.paired_section([study_id], store))
+    appendix = "".join(report.appendix_section([study_id], store))
+    endpoint = re.search(r"<table.*?</table>", body, re.DOTALL)
+    assert endpoint is not None and endpoint.group(0).count("<tr>") == 2 * 14  # body rows
+    assert body.count("<li>") <= 2 * 14 + 2  # at most a reading per body row, then a summary
+    assert "The other 182 pairs of methods are in the appendix table" in body
+    matrices = re.findall(r"<table.*?</table>", appendix, re.DOTALL)
+    assert len(matrices) == 3  # AMAE on KL and CPPD, the KLD
+    assert all(m.count("<tr>") == 14 for m in matrices)  # 14 methods besides Nominal
+    assert "<li>" not in appendix

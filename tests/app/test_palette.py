@@ -11,18 +11,21 @@ import pytest
 
 from engine.analysis import explorer
 from engine.analysis import probability_metrics as pm
-from engine.methods import method_names, paper_methods
+from engine.methods import PLUGIN_VARIABLE, method_names, paper_methods
 from pages.present import charts, science_charts
 from pages.present.palette import (
+    BUILTIN_COLOUR_INDEX,
     METHOD_COLOURS,
     PALETTE,
     TOL_MUTED,
+    TOL_VIBRANT_RED,
     colour_at,
     method_colours,
     method_dashes,
     method_scale,
 )
 from pages.present.tables import method_title
+from tests.helpers.method_plugins import LAB_METHOD_SOURCE, write_method_package
 
 METHOD_FIELDS = {"method", "Method", "Line"}
 
@@ -154,17 +157,44 @@ def test_a_registered_method_keeps_its_colour_whatever_else_is_shown():
         assert method_colours([name, "imported_00", "nominal"])[name] == METHOD_COLOURS[name]
 
 
-def test_the_registered_methods_take_the_palette_in_registry_order():
+def test_the_built_in_methods_have_fixed_colours_the_papers_five_first():
     assert list(METHOD_COLOURS) == list(method_names())
-    assert list(METHOD_COLOURS.values()) == list(PALETTE[: len(METHOD_COLOURS)])
-    assert METHOD_COLOURS[method_names()[0]] == TOL_MUTED[0]
+    for name in paper_methods():
+        assert METHOD_COLOURS[name] == PALETTE[BUILTIN_COLOUR_INDEX[name]]
+    assert [METHOD_COLOURS[m] for m in paper_methods()] == list(TOL_MUTED[:5])
+    assert METHOD_COLOURS["corn"] == TOL_VIBRANT_RED
 
 
-def test_unknown_names_take_colours_after_the_registered_ones_in_order():
+def test_adding_a_method_recolours_no_built_in_one(tmp_path, monkeypatch):
+    before = method_colours(list(method_names()))
+    package = f"labpkg_palette_{tmp_path.name}"
+    write_method_package(tmp_path, package, {"mce_wk": LAB_METHOD_SOURCE})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv(PLUGIN_VARIABLE, package)
+    names = list(method_names())
+    assert len(names) > len(before), "the plug-in package added a method"
+    after = method_colours(names)
+    assert {m: after[m] for m in before} == before
+    assert len(set(after.values())) == len(after)
+
+
+def _distance(a: str, b: str) -> float:
+    rgb = [[int(c[i : i + 2], 16) for i in (1, 3, 5)] for c in (a, b)]
+    return sum((x - y) ** 2 for x, y in zip(*rgb, strict=True)) ** 0.5
+
+
+def test_no_two_built_in_methods_have_near_identical_colours():
+    colours = list(METHOD_COLOURS.items())
+    for i, (a, colour_a) in enumerate(colours):
+        for b, colour_b in colours[i + 1 :]:
+            assert _distance(colour_a, colour_b) > 40, (a, colour_a, b, colour_b)
+
+
+def test_unknown_names_take_colours_no_built_in_method_holds_in_order():
     colours = method_colours(["zeta_loss", "alpha_loss", "beta"])
-    first_spare = colour_at(len(method_names()))
+    first_spare = colour_at(len(BUILTIN_COLOUR_INDEX))
     assert colours["alpha_loss"] == first_spare  # sorted by name among the unknown
-    assert colours["zeta_loss"] == colour_at(len(method_names()) + 1)
+    assert colours["zeta_loss"] == colour_at(len(BUILTIN_COLOUR_INDEX) + 1)
     assert colours["beta"] == METHOD_COLOURS["beta"]
     assert set(colours.values()).isdisjoint(set(METHOD_COLOURS.values()) - {colours["beta"]})
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -97,7 +98,7 @@ def test_markdown_names_the_design_the_tables_and_the_recommendation():
     assert f"Recommended interval: **{card['recommended_label']}**" in text
     # Seeds correlated 0.3 and the corrected variance's r = 0.43: the naive t is short.
     coverage = rt.coverage_frame(summary).set_index("Interval")
-    naive = float(coverage.loc["naive paired t", "Nominal − Binomial"].split(" ± ")[0])
+    naive = float(coverage.loc["naive paired t", "Nominal − Binomial"].split(" [")[0])
     assert naive < 0.9
 
 
@@ -196,7 +197,7 @@ def test_the_shipped_referee_recommends_an_interval_that_covered_at_least_95_per
     assert shipped is not None and shipped.card["datasets_done"] >= 10
     coverage = rt.coverage_frame(shipped.summary)
     label = shipped.card["recommended_label"]
-    share = float(coverage.set_index("Interval").iloc[:, 0][label].split(" ± ")[0])
+    share = float(coverage.set_index("Interval").iloc[:, 0][label].split(" [")[0])
     assert share >= 0.93, (label, share)  # 95 % within two Monte-Carlo standard errors
 
 
@@ -204,3 +205,13 @@ def test_with_no_result_anywhere_the_tab_says_how_to_make_one(tmp_path, monkeypa
     monkeypatch.setattr(referee_files, "SHIPPED_REFEREE", "no-such-folder")
     assert referee_files.latest_referee(tmp_path) is None
     assert NONE_YET.startswith("No referee result")
+
+
+def test_the_shipped_draws_are_marked_as_shared_and_full_coverage_has_an_interval():
+    shipped = referee_files.shipped_referee()
+    assert shipped is not None
+    assert rt.SHARED_INITS_NOTE in rt.design_line(shipped.card)
+    text = rt.referee_markdown(shipped.summary, shipped.card)
+    assert not re.search(r"± 0\.00(?!\d)", text)
+    assert re.search(r"\| 0\.\d\d \[0\.\d\d, [01]\.\d\d\] \|", text)  # Wilson's interval
+    assert "0 by construction" not in text

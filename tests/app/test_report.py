@@ -53,17 +53,40 @@ def test_the_report_fetches_nothing_and_draws_charts_as_inline_svg(html):
 
 def test_the_report_reads_the_paired_comparisons_primary_endpoint_first(html):
     paired = html[html.index('id="paired"') : html.index('id="critical-difference"')]
-    assert paired.index("Primary endpoint") < paired.index("Every pair of methods")
+    assert paired.index("Primary endpoint") < paired.index("Each method against Nominal")
     assert "on most seeds (Wilcoxon" in paired or "Neither the corrected t-test" in paired
     assert "Rank-biserial r" in paired and "Effect size dz" in paired
     assert "new patients" not in paired
-    for column in ("ρ assumed", "p at r = 0 · 0.1 · 0.2 · assumed", "Break-even r", "P(A better)"):
+    for column in ("ρ assumed", "p at ρ = 0 · 0.09 · 0.17 · assumed", "Break-even ρ"):
         assert column in paired
-    assert "P(equivalent)" in paired and "Verdict" in paired and "TOST p" in paired
+    assert "P(soft better)" in paired and "P(equivalent)" in paired and "TOST p" in paired
     assert "hypothesis tests: only the" in paired and "confirmatory family" in paired
     # The bootstrap leaves the paired tables for its own, labelled one after them.
     boot = paired.index("Film-sampling bootstrap 95 % interval")
-    assert boot > paired.index("Every pair of methods") and "95 % CI (bootstrap)" not in paired
+    assert boot > paired.index("Each method against") and "95 % CI (bootstrap)" not in paired
+
+
+def test_the_primary_endpoint_table_opens_with_the_verdict_and_splits_the_rest_off(html):
+    paired = html[html.index('id="paired"') : html.index('id="critical-difference"')]
+    first = re.search(r"<table.*?</table>", paired[paired.index("Primary endpoint") :], re.DOTALL)
+    headers = [unescape(h) for h in re.findall(r"<th>(.*?)</th>", first.group(0))]
+    assert headers[-3:] == ["Verdict", "p corrected (Holm)", "Significant after Holm"]
+    assert "TOST p" not in headers and "p Wilcoxon (exact)" not in headers
+    # Three seeds: the verdict is a verdict, not "not estimable".
+    assert "not estimable" not in first.group(0)
+
+
+def test_pairs_not_against_the_reference_go_to_an_appendix_table_without_sentences(html):
+    paired = unescape(html[html.index('id="paired"') : html.index('id="critical-difference"')])
+    assert "The other 2 pairs of methods are in the appendix table" in paired
+    assert "Binomial's AMAE" not in paired and "separates Binomial and Beta" not in paired
+    appendix = unescape(html[html.index('id="appendix"') :])
+    assert "AMAE, KL: every other pair (exploratory)" in appendix
+    cells = table_cells(appendix)
+    assert "Binomial" in cells and "Beta" in cells and "Reading" not in cells
+    # One square table per metric and task: row A, column B reads A − B and the verdict.
+    assert any(re.fullmatch(r"[+-]\d\.\d{3} (▲|▼|≈|·|n/e)", c) for c in cells)
+    assert "Nominal" not in cells  # the reference method's pairs are in the body
 
 
 def test_the_methods_paragraph_names_protocol_search_space_splits_and_software(html):
@@ -89,8 +112,12 @@ def test_an_unknown_study_or_none_is_refused_in_one_line(synthetic):
 def test_the_kl_cppd_section_decomposes_the_kld_and_compares_it_between_methods(html):
     section = html[html.index('id="kl-cppd"') : html.index('id="curves"')]
     assert "chain-rule decomposition" in section and "KL marginal" in section
-    assert "KLD compared between methods" in section
-    assert re.search(r"<li>KL × CPPD: [^<]*KLD", section)  # each pair read in words
+    assert "KLD of each method against Nominal, paired by seed" in section
+    assert re.search(r"<li>KL × CPPD: [^<]*KLD", section)  # each body pair read in words
+    assert "The other pair of methods is in the appendix table." in section
+    assert "KLD, KL × CPPD: every other pair (exploratory)" in unescape(
+        html[html.index('id="appendix"') :]
+    )
 
 
 def test_the_command_line_refuses_an_output_it_cannot_write_in_one_line(tmp_path, capsys):
@@ -160,3 +187,19 @@ def test_the_reliability_diagram_says_it_pools_the_seeds(html):
     section = unescape(html[html.index('id="reliability"') : html.index('id="kl-cppd"')])
     assert "Films, 3 seeds pooled" in section  # the size legend
     assert "a film counts once per seed that tested it" in section
+
+
+def test_the_report_gives_grade_sets_per_method(html):
+    sets = html[html.index('id="grade-sets"') : html.index('id="kl-cppd"')]
+    assert "Mean set size" in sets and "Ordinal APS (Lu 2022)" in sets
+    assert "reach 90%" in sets and "<svg" in sets
+
+
+def test_a_two_seed_report_gives_no_verdict_and_says_why(tmp_path):
+    store = tmp_path / "softgrade.duckdb"
+    init_schema(store)
+    study = write_synthetic_study(store, n_seeds=2, n_patients=20)
+    paired = unescape("".join(report.paired_section([study], store)))
+    assert "not estimable: fewer than 3 seeds (2)" in paired
+    verdicts = [c for c in table_cells(paired) if re.fullmatch(r"\w+ better( \(.*\))?", c)]
+    assert verdicts == []  # no "X better" cell from two seeds

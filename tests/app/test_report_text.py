@@ -216,3 +216,25 @@ def test_the_store_selects_runs_by_the_declared_selection_rule(tmp_path):
     for _, group in runs.groupby(["task", "method", "seed"]):
         ranked = group.sort_values([column, "config_index"])
         assert ranked["selected"].tolist() == [True] + [False] * (len(group) - 1)
+
+
+def test_the_appendix_matrix_reads_each_pair_from_both_sides():
+    table = pd.DataFrame(
+        {
+            "task": ["KL"] * 3,
+            "method_a": ["binomial", "binomial", "beta"],
+            "method_b": ["beta", "triangular", "triangular"],
+            "mean_diff": [-0.02, 0.001, 0.03],
+            "verdict": [
+                "binomial better (exploratory)",
+                "equivalent (exploratory)",
+                "inconclusive",
+            ],
+        }
+    )
+    matrix = report.verdict_matrix(table).set_index("A \\ B")
+    assert matrix.loc["Binomial", "Beta"] == "-0.020 ▲"
+    assert matrix.loc["Beta", "Binomial"] == "+0.020 ▼"
+    assert matrix.loc["Triangular", "Binomial"] == "-0.001 ≈"
+    assert matrix.loc["Beta", "Triangular"] == "+0.030 ·"
+    assert matrix.loc["Beta", "Beta"] == ""

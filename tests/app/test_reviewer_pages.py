@@ -51,7 +51,7 @@ def test_relationship_page_decomposes_the_kld_and_tests_it_corrected(home, monke
     assert "of films against" in markdown
     paired = frame_with_column(at, "p Wilcoxon (exact)")
     assert len(paired) == 3  # three pairs of methods
-    assert {"p Wilcoxon (Holm)", "Effect size dz", "Break-even r (p = 0.05)"} <= set(paired.columns)
+    assert {"p Wilcoxon (Holm)", "Effect size dz", "Break-even ρ (p = 0.05)"} <= set(paired.columns)
     # The corrected test is named for the correlation it assumes.
     assert any(c.startswith("95 % CI (corrected, NB ρ = ") for c in paired.columns)
     assert any(c.startswith("Verdict (ROPE ± ") for c in paired.columns)

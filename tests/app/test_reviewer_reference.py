@@ -47,7 +47,7 @@ def test_kl_cppd_page_shows_nominal_kld_is_mostly_its_kl_marginal(reference_home
     assert row["p Wilcoxon (Holm)"] == "< 0.001"
     # Consistent over seeds, not significant at the assumed ρ; significant below r ≈ 0.1.
     assert float(row["p (corrected, NB ρ = 0.30)"]) > 0.05
-    assert row["Break-even r (p = 0.05)"].startswith("0.")
+    assert row["Break-even ρ (p = 0.05)"].startswith("0.")
 
 
 def test_probabilities_show_the_ece_floor_and_temperatures(reference_home, monkeypatch):

@@ -56,16 +56,69 @@ def test_paired_view_puts_primary_rows_first_with_titled_pairs_and_readings(tabl
     assert view.loc[0, "A − B"] == "Nominal − Binomial"
     kl = table[(table["task"] == "KL") & (table["method_b"] == "binomial")].iloc[0]
     row = view[(view["Task"] == "KL") & (view["A − B"] == "Nominal − Binomial")].iloc[0]
-    assert row["Mean A − B"] == f"{kl['mean_diff']:.3f}"
-    assert row["95 % CI (corrected, NB ρ = 0.23)"] == rt.interval_text(kl["ci_low"], kl["ci_high"])
+    interval = rt.interval_text(kl["ci_low"], kl["ci_high"])
+    assert row["Mean A − B [95 % CI, corrected, NB ρ = 0.23]"] == (
+        f"{kl['mean_diff']:.3f} {interval}"
+    )
     assert "Bootstrap CI" not in view.columns
     assert "Nominal" in row["Reading"] and "nominal's" not in row["Reading"]
     assert row["Verdict (ROPE ± 0.01)"] in {"Binomial better", "Nominal better"} | {
         "equivalent",
         "inconclusive",
     }
-    assert row["p at r = 0 · 0.1 · 0.2 · assumed"].endswith("(r 0.30)")
+    assert row["p at ρ = 0 · 0.09 · 0.17 · assumed"].endswith("(ρ 0.23)")
     assert "None" not in view.to_string() and "new patients" not in view.to_string()
+
+
+def test_the_compact_view_puts_the_verdict_and_holm_p_right_after_the_interval(table):
+    compact = rt.compact_view(table)
+    assert list(compact.columns) == [
+        "Task",
+        "A − B",
+        "Seeds",
+        "Mean A − B [95 % CI, corrected, NB ρ = 0.23]",
+        "Verdict (ROPE ± 0.01)",
+        "p corrected (Holm)",
+        "Endpoint",
+    ]
+    details = rt.details_view(table)
+    assert list(details.columns[:2]) == ["Task", "A − B"]
+    assert {"TOST p", "Reading", "Effect size dz", "p Wilcoxon (exact)"} <= set(details.columns)
+    assert "Verdict (ROPE ± 0.01)" not in details.columns
+
+
+def test_the_primary_view_opens_with_its_verdict_and_holm_p(table):
+    view = rt.primary_view(paired.primary_endpoint(table))
+    first = list(view.columns[: rt.PRIMARY_COMPACT])
+    assert first[-2:] == ["Verdict (ROPE ± 0.01)", "p (Holm over the family)"]
+
+
+def test_an_exploratory_verdict_keeps_its_label_with_the_method_titled():
+    assert rt.verdict_text("binomial better (exploratory)") == "Binomial better (exploratory)"
+    assert rt.verdict_text("binomial better") == "Binomial better"
+    assert rt.verdict_text("not estimable: fewer than 3 seeds (2)").startswith("not estimable")
+
+
+def test_the_result_sentence_counts_every_verdict():
+    table = pd.DataFrame(
+        {
+            "task": ["KL", "KL", "CPPD", "CPPD"],
+            "method_a": ["nominal", "nominal", "beta", "nominal"],
+            "method_b": ["binomial", "beta", "binomial", "beta"],
+            "verdict": [
+                "binomial better",
+                "equivalent",
+                "inconclusive",
+                "not estimable: no spread across seeds",
+            ],
+        }
+    )
+    text = rt.result_sentence(table, "AMAE")
+    assert text == (
+        "Result on AMAE: 1 of 4 pairs name a better method (KL: Binomial better than "
+        "Nominal), 1 are equivalent within the ROPE, 1 inconclusive and 1 not estimable "
+        "(too few seeds or no spread)."
+    )
 
 
 def test_paired_views_share_one_set_of_human_headers(table):
@@ -178,11 +231,15 @@ def test_power_view_gives_seeds_per_rho_or_the_ceiling_that_rho_imposes(table):
     assert len(view) == len(table)
     assert "Power now" not in view.columns
     at_zero, at_assumed = view["Seeds at ρ = 0"], view["Seeds at ρ = 0.3"]
-    assert at_zero.str.fullmatch(r"\d+ \((\d+|not reachable) at the upper sd\)").all()
+    assert at_zero.str.fullmatch(r"\d+ \((\d+|more than 500) at the upper sd\)").all()
     assert at_assumed.str.startswith("not reachable: at most").any()
     tiny = rt.power_view(power.power_table(table, effect=0.001))
     assert tiny["Seeds at ρ = 0.1"].str.startswith("not reachable").all()
     assert "consequence of the assumed ρ" in rt.POWER_NOTE
+    # At ρ = 0 power has no ceiling: a tiny effect needs more seeds than the planner counts,
+    # which is not "not reachable: at most 100 % power".
+    assert tiny["Seeds at ρ = 0"].str.startswith("more than 500 seeds").all()
+    assert not tiny.apply(lambda c: c.str.contains("at most 100")).any().any()
 
 
 def test_bootstrap_view_is_apart_and_labelled(table):
@@ -225,3 +282,5 @@ def test_seeds_plan_text_gives_seeds_and_gpu_hours_or_the_ceiling_of_the_assumed
     assert "follows from the assumed ρ" in unreachable
     assert "A larger dataset is needed" not in unreachable
     assert "effect other than 0" in rt.seeds_plan_text(None, None, math.nan, 0.3)
+    beyond = rt.seeds_plan_text(None, 2.5, 1.0, 0.0)  # no ceiling, but past the planner
+    assert "more than 500 seeds" in beyond and "100%" not in beyond

@@ -393,7 +393,7 @@ def test_parameter_strip_draws_stopped_runs_as_crosses_left_out_of_the_mean():
     assert (layers[3]["mark"]["shape"], layers[3]["mark"]["angle"]) == ("cross", 45)  # an ×
     assert layers[3]["transform"] == [{"filter": "datum.pruned"}]
     for trained_only in (layers[0], layers[2]):  # the dots and the mean tick
-        assert trained_only["transform"] == [{"filter": "!datum.pruned"}]
+        assert trained_only["transform"] == [{"filter": "!datum.pruned && !datum.diverged"}]
     assert "stopped by the pruner" in spec["title"]["subtitle"]
     data = _datasets(spec)[spec["data"]["name"]]
     assert set(data.loc[data["pruned"], "stopped"]) == {"yes"}
@@ -413,3 +413,26 @@ def test_configuration_strip_ranks_a_configuration_the_pruner_always_stopped_las
     stopped_key = search.loc[search["config_index"] == 2, "config_key"].iloc[0]
     assert order[-1] == stopped_key  # despite its 0.05, the best AMAE drawn
     assert _mark(spec["layer"][2]) == "point" and spec["layer"][2]["mark"]["shape"] == "cross"
+
+
+def _diverged_search() -> pd.DataFrame:
+    """`_search` where every seed's config 1 diverged, its last finite AMAE the best."""
+    search = _search()
+    search["diverged_epoch"] = np.where(search["config_index"] == 1, 4.0, np.nan)
+    search.loc[search["config_index"] == 1, "val_amae"] = 0.01
+    search.loc[search["config_index"] == 1, "selected"] = False
+    return search
+
+
+def test_runs_that_diverged_are_drawn_as_triangles_and_left_out_of_the_mean():
+    search = _diverged_search().assign(diverged=lambda f: f["diverged_epoch"].notna())
+    effects = explorer.parameter_effects(search)
+    spec = charts.parameter_strip(effects, "eta").to_dict()
+    layers = spec["spec"]["layer"]
+    assert _marks(layers) == ["circle", "point", "tick", "point"]
+    assert layers[3]["mark"]["shape"] == "triangle-down"
+    assert layers[3]["transform"] == [{"filter": "datum.diverged"}]
+    assert "diverged, its loss went non-finite" in spec["title"]["subtitle"]
+    strip = charts.configuration_strip(search).to_dict()
+    diverged_key = search.loc[search["config_index"] == 1, "config_key"].iloc[0]
+    assert strip["layer"][0]["encoding"]["x"]["sort"][-1] == diverged_key

@@ -20,6 +20,7 @@ PAGES = {
     "pages/data.py": "Data",
     "pages/explorer.py": "Search & learning curves",
     "pages/review.py": "Review crops",
+    "pages/second_reader.py": "Second reader",
     "pages/accounts.py": "Accounts",
     "pages/audit.py": "Audit log",
 }

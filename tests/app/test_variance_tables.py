@@ -29,8 +29,22 @@ def test_components_view_has_human_headers_and_text_cells():
     row = view.iloc[0]
     assert row["A − B"] == "Nominal − Beta" and row["Splits × inits"] == "4 × 2"
     assert row["Share split / init / residual"].count("%") == 3
-    assert row["95 % CI design-corrected"].startswith("[")
+    assert row["95 % CI design-corrected (new patients)"].startswith("[")
     assert not any("_" in c for c in view.columns)
+
+
+def test_the_interval_to_trust_comes_first_and_the_rest_splits_off():
+    first, rest = vt.split_view(vt.components_view(_table()))
+    assert list(first.columns) == [
+        "Task",
+        "A − B",
+        "Splits × inits",
+        "Mean A − B",
+        "95 % CI design-corrected (new patients)",
+        "p design-corrected",
+    ]
+    assert list(rest.columns[:2]) == ["Task", "A − B"]
+    assert {"95 % CI factorial", "σ² split"} <= set(rest.columns)
 
 
 def test_design_line_names_the_design_and_where_the_variance_comes_from():

@@ -84,6 +84,18 @@ def test_a_run_the_pruner_stopped_ranks_after_every_run_that_trained_on():
     assert seed0.set_index("config_index")["pruned"].to_dict() == {0: False, 1: False, 2: True}
 
 
+def test_a_run_that_diverged_ranks_after_every_run_that_stayed_finite():
+    runs = _runs()
+    best = runs.index[(runs["method"] == "triangular") & (runs["seed"] == 1)][0]
+    runs["diverged_epoch"] = np.nan
+    runs.loc[best, "diverged_epoch"] = 3
+    table = explorer.search_table(runs).set_index("run_id")
+    assert table.loc[runs.loc[best, "run_id"], "diverged"]
+    seed1 = table[(table["method"] == "triangular") & (table["seed"] == 1)]
+    assert seed1["rank"].max() == seed1.loc[runs.loc[best, "run_id"], "rank"]
+    assert not explorer.search_table(_runs())["diverged"].any()
+
+
 def test_search_overview_summarises_each_search():
     overview = explorer.search_overview(explorer.search_table(_runs()))
     row = overview.set_index(["method", "seed"]).loc[("triangular", 1)]

@@ -44,8 +44,20 @@ def test_the_twin_trains_its_method_on_the_same_split_with_other_streams():
     twin = design.train_config(design.twin, 3, params)
     original = design.train_config(BASE, 3, params)
     assert twin.method == original.method == BASE
-    assert twin.seed == 3 + TWIN_SEED_OFFSET and original.seed == 3
+    assert original.seed == design.train_seed(BASE, 3)
+    assert twin.seed == original.seed + TWIN_SEED_OFFSET
     assert twin.lr == original.lr and dict(twin.hparams) == dict(original.hparams)
+
+
+def test_every_dataset_draws_its_own_initialisations_reproducibly():
+    design = _design(datasets=40)
+    streams = [design.train_seed(BASE, 0, k) for k in range(40)]
+    assert len(set(streams)) == 40  # no init shared across datasets: independent replicates
+    assert streams == [design.train_seed(BASE, 0, k) for k in range(40)]
+    assert design.train_seed(BASE, 0, 0) != design.train_seed(BASE, 1, 0)
+    run = design.train_config(BASE, 0, fixed_config(BASE), dataset=7)
+    assert run.seed == run.init_seed == streams[7]
+    assert all(0 <= s < 2**31 - TWIN_SEED_OFFSET for s in streams)
 
 
 def test_independent_seeds_draw_split_and_streams_from_one_seed():
@@ -70,8 +82,12 @@ def test_a_factorial_design_trains_every_split_from_the_same_inits():
     params = design.configs(BASE, 1)[0]
     run = design.train_config(BASE, 1, params, split_seed=2)
     twin = design.train_config(design.twin, 1, params, split_seed=2)
-    assert (run.split_seed, run.init_seed) == (2, 1)
-    assert (twin.split_seed, twin.init_seed) == (2, 1 + TWIN_SEED_OFFSET)
+    streams = design.train_seed(BASE, 1)
+    assert (run.split_seed, run.init_seed) == (2, streams)
+    assert (twin.split_seed, twin.init_seed) == (2, streams + TWIN_SEED_OFFSET)
+    # The same init on every split of a dataset (the crossed design), another on the next.
+    assert design.train_config(BASE, 1, params, split_seed=0).init_seed == streams
+    assert design.train_config(BASE, 1, params, split_seed=2, dataset=1).init_seed != streams
 
 
 def test_fixed_configuration_is_each_hyper_parameter_mid_grid():
@@ -83,9 +99,12 @@ def test_fixed_configuration_is_each_hyper_parameter_mid_grid():
 
 
 def test_a_search_budget_draws_the_studys_configurations():
-    design = _design(budget=2)
+    design = _design(budget=2, datasets=6)
     assert len(design.configs(SOFT, 5)) == 2
-    assert design.configs(design.twin, 5) == design.configs(BASE, 5)
+    # Each dataset (and the twin) searches its own sample, as a new study would.
+    draws = {tuple(p.as_dict().items()) for k in range(6) for p in design.configs(SOFT, 5, k)}
+    assert len(draws) > 2
+    assert design.configs(SOFT, 5, 3) == design.configs(SOFT, 5, 3)
     assert "2 sampled configurations" in design.selection()
     assert "fixed" in _design().selection()
 

@@ -302,9 +302,11 @@ def test_every_path_takes_the_same_steps_over_the_same_films(path):
 
 
 @pytest.mark.slow
-def test_a_diverging_configuration_ends_as_a_run_instead_of_failing(images, labels, monkeypatch):
+def test_a_diverging_configuration_ends_as_a_diverged_run_instead_of_failing(
+    images, labels, monkeypatch
+):
     """A loss that turns NaN (CDW-CE at a high learning rate did, on a 14-method study): the
-    run keeps its first epoch, gives finite probabilities, and loses the search."""
+    run stops at that epoch, says so, and gives finite (no-information) probabilities."""
     import engine.train as train
 
     real = train.make_loss
@@ -320,10 +322,37 @@ def test_a_diverging_configuration_ends_as_a_run_instead_of_failing(images, labe
 
     monkeypatch.setattr(train, "make_loss", exploding)
     result = fit(_config(max_epochs=3, patience=2), _split(images, labels))
-    assert result.best_epoch == 1 and result.epochs_run == 3
+    assert result.diverged_epoch == 1 and result.epochs_run == 1
+    assert result.best_epoch == 0, "no epoch stayed finite"
     for probs in (result.val_probs, result.test_probs):
         assert np.isfinite(probs).all()
         np.testing.assert_allclose(probs.sum(axis=1), 1.0, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_a_run_that_diverges_later_keeps_its_best_finite_epoch(images, labels, monkeypatch):
+    import engine.train as train
+
+    real = train.make_loss
+    calls = {"n": 0}
+
+    def late_nan(method, num_classes, params):
+        loss = real(method, num_classes, params)
+
+        class LateNan(torch.nn.Module):
+            def forward(self, outputs, grades):
+                calls["n"] += 1
+                value = loss(outputs, grades)
+                # Epochs 1-2 finite (2 training batches + 1 evaluation each), then NaN.
+                return value * float("nan") if calls["n"] > 6 else value
+
+        return LateNan()
+
+    monkeypatch.setattr(train, "make_loss", late_nan)
+    result = fit(_config(max_epochs=5, patience=5), _split(images, labels))
+    assert result.diverged_epoch == 3 and result.epochs_run == 3
+    assert result.best_epoch in (1, 2)
+    assert np.isfinite(result.test_probs).all()
 
 
 @pytest.mark.slow

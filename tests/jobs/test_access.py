@@ -23,6 +23,7 @@ def test_each_role_sees_its_pages_and_each_higher_role_sees_more():
         "launch",
         "queue",
         "review",
+        "second_reader",
     }
     assert set(access.pages_for(ADMIN)) - set(access.pages_for(MEMBER)) == {"accounts", "audit"}
 

@@ -164,3 +164,38 @@ def test_a_reader_that_stops_early_gets_no_traceback(tmp_path):
     err = child.stderr.read().decode()
     assert child.wait(timeout=120) == 0
     assert "Traceback" not in err
+
+
+def test_methods_says_how_each_predicts_and_whether_its_target_peaks_at_the_grade(capsys):
+    records = {r["name"]: r for r in json.loads(_run(capsys, "methods", "--json"))}
+    assert records["corn"]["prediction_rule"] == "median"
+    assert all(r["prediction_rule"] == "mode" for n, r in records.items() if n != "corn")
+    for name, record in records.items():
+        has_matrix = registry()[name].target_matrix is not None
+        assert record["grade_is_target_mode"] is (True if has_matrix else None), name
+    text = _run(capsys, "methods")
+    assert "predicts: the median grade" in text
+    assert "the true grade is the single most likely grade of its target" in text
+
+
+def test_a_target_whose_peak_is_not_the_grade_is_said_so():
+    import numpy as np
+
+    from engine.methods import TARGET_DISTRIBUTION, Method
+    from engine.methods.base import LEARNING_RATE
+    from jobs.cli.catalogue_command import grade_is_target_mode
+
+    def shifted(classes, params):  # every row peaks one grade above (the last wraps)
+        return np.roll(np.eye(classes) * 0.7 + 0.3 / classes, 1, axis=1)
+
+    method = Method(
+        name="shifted",
+        label="Shifted",
+        family=TARGET_DISTRIBUTION,
+        description="x",
+        hyperparameters=(LEARNING_RATE,),
+        source="a test",
+        loss=lambda classes, params: None,  # type: ignore[arg-type,return-value]
+        target_matrix=shifted,
+    )
+    assert grade_is_target_mode(method) is False

@@ -98,6 +98,8 @@ def test_the_demo_bundle_opened_in_a_fresh_folder_shows_a_grade(bundles, monkeyp
         assert [m.label for m in at.metric] == ["KL grade", "CPPD grade"]
         assert all(m.value.split()[0] in ("KL", "CPPD") for m in at.metric)
         assert "Annotated:" in _markdown(at)
+        # the bundle carries each model's grade-set thresholds: the kiosk gives the range
+        assert bundle.set_thresholds and "likely" in _markdown(at) and "at 90 %" in _markdown(at)
         assert not at.selectbox  # no study or method picker: the bundle fixes them
         assert not at.sidebar.children or not any(at.sidebar.children.values())
         assert not (home / "softgrade.duckdb").exists()  # no lab store needed

@@ -206,8 +206,6 @@ def test_resume_queues_a_cancelled_job_again_and_refuses_any_other(store, capsys
     assert "queued again" in capsys.readouterr().out
     assert store_jobs.get_job(job_id, path=store).status == "queued"
     assert main(["resume", job_id]) == 2
-    assert "is queued, not cancelled: only a cancelled job can be resumed" in (
-        capsys.readouterr().err
-    )
+    assert "is queued: only a cancelled or failed job can be resumed" in (capsys.readouterr().err)
     assert main(["resume", "job-nope"]) == 2
     assert "no job 'job-nope'" in capsys.readouterr().err

@@ -88,8 +88,12 @@ def test_the_command_writes_the_coverage_and_type_one_tables(tiny_referee):
         (1, 1),
     }
     assert (draws.groupby(["dataset", "split_seed"])["n_test"].nunique() == 1).all()
-    twin = draws[draws["method"] == f"{BASE}_twin"]
-    assert (twin["train_seed"] == twin["init_seed"] + TWIN_SEED_OFFSET).all()
+    twin = draws[draws["method"] == f"{BASE}_twin"].set_index(["dataset", "seed"])
+    base = draws[draws["method"] == BASE].set_index(["dataset", "seed"])
+    assert (twin["train_seed"] == base["train_seed"] + TWIN_SEED_OFFSET).all()
+    # Each dataset draws its own initialisations: no stream is shared across datasets.
+    assert base.groupby("init_seed")["train_seed"].nunique().eq(2).all()
+    assert card["init_draws"] == "per dataset"
     boot = pd.read_csv(out / referee_files.BOOTSTRAP_FILE)
     assert set(boot["dataset"]) == {0, 1}
 
@@ -189,3 +193,39 @@ def test_a_count_below_its_least_is_refused_by_the_parser(home, capsys):
         main(["calibrate-inference", "-o", str(home / "o"), "--datasets", "1"])
     assert stop.value.code == 2
     assert "--datasets: 1 must be >= 2" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_tiny_referee_of_the_studys_search_draws_configurations_per_dataset(tmp_path):
+    """`--budget 2`: each method's model selected on validation from 2 sampled
+    configurations, drawn afresh per dataset (and for the twin), through the real trainer."""
+    out = tmp_path / "out"
+    threads = torch.get_num_threads()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SOFTGRADE_HOME", str(tmp_path / "home"))
+        patch.setattr("sys.argv", ["softgrade", "calibrate-inference"])
+        with contextlib.redirect_stdout(io.StringIO()):
+            status = main(
+                ["calibrate-inference", "-o", str(out), "--budget", "2", "--seeds", "3",
+                 "--datasets", "2", "--epochs", "1", "--image-size", "16", "--n-images", "40",
+                 "--fresh-test", "40", "--bootstrap", "0", "--render-workers", "1"]
+            )  # fmt: skip
+    torch.set_num_threads(threads)
+    assert status == 0
+    card = json.loads((out / referee_files.CARD_FILE).read_text())
+    assert card["budget"] == 2 and "2 sampled configurations" in card["selection"]
+    assert card["init_draws"] == "per dataset"
+    draws = pd.read_csv(out / referee_files.DRAWS_FILE)
+    assert len(draws) == 2 * 3 * 3 and set(draws["config_index"]) <= {0, 1}
+    # The same seed's streams differ between the datasets: independent replicates.
+    base = draws[draws["method"] == BASE]
+    assert base.groupby("seed")["train_seed"].nunique().eq(2).all()
+    summary = pd.read_csv(out / referee_files.SUMMARY_FILE)
+    truth = summary[(summary["section"] == referee.TRUTH) & summary["null"]]
+    assert truth["mc_se"].notna().all() and (truth["mc_se"] > 0).all()  # estimated, not 0
+    tests = summary[summary["section"] == referee.TEST]
+    assert "verdict_equivalent" in set(tests["procedure"])
+    covered = summary[(summary["section"] == referee.COVERAGE) & (summary["n_datasets"] > 0)]
+    assert (covered["low"] <= covered["value"]).all() and (
+        covered["value"] <= covered["high"]
+    ).all()

@@ -8,7 +8,6 @@ import pytest
 from engine.config import StudySpec
 from engine.study import plan_runs
 from jobs.services.run_costs import (
-    EAGER_GPU_COST,
     CostModel,
     cost_model,
     family_of,
@@ -48,7 +47,7 @@ def test_longest_expected_runs_go_first_within_each_seed():
     spec = StudySpec.from_dict(tiny_study(methods=["nominal", "cdw_ce"], seeds=[0, 1]))
     plan = plan_runs(spec, "s", "cuda")
     n_train = {(t, s): {"KL": 20, "CPPD": 30}[t] for t in spec.tasks for s in spec.seeds}
-    cost = expected_cost(n_train, on_gpu=True, model=None)
+    cost = expected_cost(n_train, model=None)
 
     order = longest_first(plan, cost)
 
@@ -56,14 +55,9 @@ def test_longest_expected_runs_go_first_within_each_seed():
     for seed in spec.seeds:
         costs = [cost(r) for r in order if r.seed == seed]
         assert costs == sorted(costs, reverse=True)
-    # CPPD trains on more images; cdw_ce has no target matrix, so a GPU trains it eagerly
+    # CPPD trains on more images; every method trains on captured graphs, at one speed
     first_seed = [(r.task, r.method) for r in order if r.seed == 0]
-    assert first_seed == [
-        ("CPPD", "cdw_ce"),
-        ("KL", "cdw_ce"),
-        ("CPPD", "nominal"),
-        ("KL", "nominal"),
-    ]
+    assert [task for task, _ in first_seed] == ["CPPD", "CPPD", "KL", "KL"]
 
 
 def test_a_measured_model_orders_by_what_runs_cost_on_that_device():
@@ -77,7 +71,7 @@ def test_a_measured_model_orders_by_what_runs_cost_on_that_device():
         unit={("KL", family_of("nominal")): 1e-3, ("CPPD", family_of("nominal")): 1e-3},
         epochs={("KL", family_of("nominal"), 2): 2.0, ("CPPD", family_of("nominal"), 2): 1.0},
     )
-    order = longest_first(plan, expected_cost(n_train, on_gpu=True, model=model))
+    order = longest_first(plan, expected_cost(n_train, model=model))
     assert [r.task for r in order] == ["KL", "KL", "CPPD", "CPPD"]
 
 
@@ -109,7 +103,7 @@ def test_the_model_scales_the_measured_share_of_the_card_by_images_and_epochs():
     assert model.run_seconds("KL", "nominal", 1000, 100) == pytest.approx(
         per_image_epoch * 1000 * 50
     )
-    # a task not measured borrows its family's cost; the eager family costs more
+    # a task not measured borrows its family's cost (cdw_ce's family was measured slower)
     assert model.run_seconds("CPPD", "cdw_ce", 1000, 100, all_epochs=True) > model.run_seconds(
         "CPPD", "nominal", 1000, 100, all_epochs=True
     )
@@ -153,9 +147,7 @@ def _synthetic_job(n_finished: int) -> tuple[pd.DataFrame, pd.DataFrame, float, 
     spec = StudySpec.from_dict(tiny_study(methods=list(METHODS), seeds=[0, 1], max_epochs=10))
     plan = plan_runs(spec, "s", "cpu")
     planned = planned_runs(spec.to_dict(), "s").assign(n_train=lambda f: f["task"].map(n_train))
-    cost = expected_cost(
-        {(r.task, r.seed): n_train[r.task] for r in plan}, on_gpu=False, model=None
-    )
+    cost = expected_cost({(r.task, r.seed): n_train[r.task] for r in plan}, model=None)
     order = longest_first(plan, cost)
     epochs = {run.run_id: 8 + i % 3 for i, run in enumerate(order)}  # early stopping
     wall = {run.run_id: 0.01 * n_train[run.task] * epochs[run.run_id] for run in order}
@@ -242,14 +234,14 @@ def test_time_left_shares_the_runs_left_over_the_devices_and_skips_unmeasured_ru
             ("b", "CPPD", "beta", 0, 50, 1000.0),
             ("c", "KL", "nominal", 1, 50, 500.0),
             ("d", "CPPD", "beta", 1, 50, float("nan")),  # its split not stored yet
-            ("e", "CPPD", "cdw_ce", 1, 50, 1000.0),  # eager on a GPU: EAGER_GPU_COST
+            ("e", "CPPD", "cdw_ce", 1, 50, 1000.0),
         ],
         columns=["run_id", "task", "method", "split_seed", "max_epochs", "n_train"],
     )
     left = time_left(runs, planned, parallel=2)
     assert left is not None and left.device_name == GPU and left.measured_runs == 1
-    # c: 10 s; d: CPPD's 1000 images, 20 s; e: 20 s × EAGER_GPU_COST; over 2 GPUs
-    assert left.seconds == pytest.approx((10 + 20 + 20 * EAGER_GPU_COST) / 2)
+    # c: 10 s; d: CPPD's 1000 images, 20 s; e: 20 s (every method at one speed); 2 GPUs
+    assert left.seconds == pytest.approx((10 + 20 + 20) / 2)
     assert time_left(runs.iloc[1:], planned, parallel=1) is None
 
 

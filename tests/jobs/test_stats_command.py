@@ -4,6 +4,7 @@ clear line for a study that is not there."""
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from engine.analysis import paired
 from store.db import init_schema
@@ -98,3 +99,30 @@ def test_stats_components_on_independent_seeds_says_why_in_one_sentence(tmp_path
     assert refused.returncode == 2 and "--components writes .csv or .parquet" in refused.stderr
     plain = run_jobs_cli(tmp_path, "stats", study, "--bootstrap", "0")
     assert "factorial seeds design" not in plain.stdout  # the hint is for factorial studies
+
+
+@pytest.mark.slow
+def test_stats_footer_names_this_study_s_families_and_prints_the_verdict_first(tmp_path):
+    store = tmp_path / "softgrade.duckdb"
+    init_schema(store)
+    study = write_synthetic_study(store, n_seeds=3, n_patients=20, methods=("beta", "binomial"))
+    done = run_jobs_cli(tmp_path, "stats", study, "--metric", "AMAE", "--bootstrap", "0")
+    assert done.returncode == 0, done.stderr
+    assert "family of 8" not in done.stdout
+    assert "no primary-endpoint comparison" in done.stdout
+    assert "2 families: 2 of 1 comparisons" in done.stdout
+    header = next(line for line in done.stdout.splitlines() if "verdict" in line)
+    assert header.index("verdict") < header.index("p_corrected ")
+    assert header.index("p_corrected_holm") < header.index("p_wilcoxon")
+
+
+@pytest.mark.slow
+def test_stats_gives_no_verdict_from_two_seeds_and_says_why(tmp_path):
+    store = tmp_path / "softgrade.duckdb"
+    init_schema(store)
+    study = write_synthetic_study(store, n_seeds=2, n_patients=20)
+    out = tmp_path / "paired.csv"
+    done = run_jobs_cli(tmp_path, "stats", study, "-o", str(out), "--bootstrap", "0")
+    assert done.returncode == 0, done.stderr
+    table = pd.read_csv(out, comment="#")
+    assert (table["verdict"] == "not estimable: fewer than 3 seeds (2)").all()

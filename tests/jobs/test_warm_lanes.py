@@ -21,21 +21,21 @@ from tests.helpers.studies import tiny_study
 from tests.helpers.workers import run_collecting_done
 
 
-def test_one_config_per_task_and_graphed_head_in_first_needed_order():
+def test_one_config_per_task_and_head_in_first_needed_order():
     methods = ["cdw_ce", "nominal", "beta", "clm"]
     spec = StudySpec.from_dict(tiny_study(methods=methods, seeds=[0, 1]))
     plan = plan_runs(spec, "s", "cuda")
 
     chosen = warm_configs(reversed(plan))
 
-    # cdw_ce and clm train without a target matrix (no graphs, nothing to compile); nominal
-    # and beta share the softmax head, so each task needs one trainer, the first one needed.
-    first_graphed = {}
+    # Every method trains on captured graphs, so every trainer is compiled ahead: cdw_ce,
+    # nominal and beta share the softmax head (one trainer per task), clm has its own.
+    first = {}
     for run in reversed(plan):
-        if run.method in {"nominal", "beta"}:
-            first_graphed.setdefault(run.task, run.config)
-    assert [c.task for c in chosen] == list(first_graphed)
-    assert list(chosen) == list(first_graphed.values())
+        head = "clm" if run.method == "clm" else "softmax"
+        first.setdefault((run.task, head), run.config)
+    assert list(chosen) == list(first.values())
+    assert len(chosen) == 2 * len(spec.tasks)
 
 
 def test_the_switch_turns_warming_off(monkeypatch: pytest.MonkeyPatch):

@@ -104,13 +104,18 @@ def test_a_cancelled_job_resumes_as_queued_and_a_worker_claims_it_again(store):
     assert jobs.update_progress(job_id, worker_id="w2", path=store) is False  # no stale cancel
 
 
-def test_only_a_cancelled_job_resumes(store):
+def test_only_a_cancelled_or_failed_job_resumes(store):
     job_id = jobs.enqueue_job({"name": "q"}, path=store)
     for step in ("queued", "running", "succeeded"):
         if step == "running":
             jobs.claim_next_job("w", path=store)
         elif step == "succeeded":
             jobs.finish_job(job_id, jobs.JobStatus.SUCCEEDED, path=store)
-        with pytest.raises(StoreError, match=f"is {step}, not cancelled"):
+        with pytest.raises(StoreError, match=f"is {step}: only a cancelled or failed job"):
             jobs.resume_job(job_id, path=store)
         assert jobs.get_job(job_id, path=store).status == step
+    failed = jobs.enqueue_job({"name": "f"}, path=store)
+    jobs.claim_next_job("w", path=store)
+    jobs.fail_job(failed, "2 of 4 runs failed", path=store)
+    assert jobs.resume_job(failed, path=store) == "queued"
+    assert jobs.get_job(failed, path=store).status == "queued"

@@ -174,7 +174,8 @@ def test_version_2_store_accepts_new_methods_after_upgrade_with_every_row_kept(t
     assert _version(old) == str(SCHEMA_VERSION)
     # Every row kept, each gaining version 5's pruned flag as False (trained fully) and its
     # split_seed and init_seed as NULL ("the seed drew it").
-    assert _rows(old, "runs") == [(*row, False, None, None) for row in runs_before]
+    # ... and version 6's diverged_epoch as NULL (it never diverged).
+    assert _rows(old, "runs") == [(*row, False, None, None, None) for row in runs_before]
     assert _rows(old, "predictions") == predictions_before
     with connect(old) as con:
         con.execute(
@@ -326,7 +327,7 @@ def test_version_4_store_opens_unchanged_and_reads_split_and_init_as_the_seed(tm
     assert _version(old) == str(SCHEMA_VERSION)
     after = {table: _rows(old, table) for table in tables}
     # Every row kept; the runs gain two columns, NULL: "the seed drew it".
-    assert after["runs"] == [(*row, False, None, None) for row in before["runs"]]
+    assert after["runs"] == [(*row, False, None, None, None) for row in before["runs"]]
     assert {t: after[t] for t in tables[1:]} == {t: before[t] for t in tables[1:]}
     factors = store_runs.seed_factors("s4", path=old)
     assert factors.to_dict("records") == [

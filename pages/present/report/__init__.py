@@ -10,7 +10,8 @@ rendered to inline SVG (`pages.present.report_html.chart_svg`). The file fetches
 
 The sections live in this package's modules, one concept each: `common` (constants, the
 error, helpers), `studies`, `caveats`, `intervals` (Table 4), `comparisons` (paired tests and
-the primary endpoint), `figures`, `methods_text` and `latex`; this module assembles them and
+the primary endpoint), `figures`, `grade_sets` (conformal grade sets), `methods_text` and
+`latex`; this module assembles them and
 re-exports the names callers use.
 """
 
@@ -46,6 +47,7 @@ from pages.present.report.comparisons import (
     BOOTSTRAP_SHOWN,
     ENDPOINT_TESTS,
     PAIRED_SHOWN,
+    appendix_section,
     bootstrap_frame,
     endpoint_frame,
     endpoint_result,
@@ -55,6 +57,7 @@ from pages.present.report.comparisons import (
     paired_section,
     primary_endpoint,
     tests_line,
+    verdict_matrix,
 )
 from pages.present.report.figures import (
     critical_difference_section,
@@ -65,6 +68,7 @@ from pages.present.report.figures import (
     ranks_reading,
     reliability_section,
 )
+from pages.present.report.grade_sets import grade_sets_section
 from pages.present.report.intervals import (
     clip_interval,
     clipped_sentence,
@@ -103,6 +107,7 @@ __all__ = [
     "budget_caveat",
     "build_report",
     "caveats",
+    "appendix_section",
     "caveats_section",
     "check_output",
     "check_studies",
@@ -119,6 +124,7 @@ __all__ = [
     "endpoint_result",
     "endpoint_sentence",
     "file_name",
+    "grade_sets_section",
     "imported_caveats",
     "kl_cppd_section",
     "methods_section",
@@ -141,6 +147,7 @@ __all__ = [
     "table4_section",
     "tests_line",
     "truth_caveat",
+    "verdict_matrix",
     "write_latex",
     "write_report",
 ]
@@ -153,9 +160,11 @@ _BUILDERS: dict[str, Callable[[Sequence[str], Path], list[str]]] = {
     "critical-difference": critical_difference_section,
     "distributions": distributions_section,
     "reliability": reliability_section,
+    "grade-sets": grade_sets_section,
     "kl-cppd": kl_cppd_section,
     "curves": curves_section,
     "methods": methods_section,
+    "appendix": appendix_section,
 }
 
 

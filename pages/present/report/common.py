@@ -34,9 +34,11 @@ SECTIONS: dict[str, str] = {
     "critical-difference": "Critical-difference diagram",
     "distributions": "Distributions over seeds",
     "reliability": "Reliability diagram",
+    "grade-sets": "Grade sets: conformal coverage and set size at 90 %",
     "kl-cppd": "KL × CPPD table, residuals and Kullback–Leibler divergence (KLD)",
     "curves": "Learning curves of the selected runs",
     "methods": "Methods",
+    "appendix": "Appendix: every other pair of methods",
 }
 #: Card fields that say what trained a study (its own worker's, or a bundle's).
 TRAINING_CARD_FIELDS = (

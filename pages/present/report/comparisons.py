@@ -21,7 +21,10 @@ from pages.present.inference_tables import effect_text, interval_text, p_text
 from pages.present.report.common import ALPHA, PRIMARY, count_of, per_study
 from pages.present.reviewer_tables import PAIRED_HEADERS
 
-#: The paired rows' columns, in order (headers: `reviewer_tables.PAIRED_HEADERS`).
+#: The paired rows' columns, in order (headers: `reviewer_tables.PAIRED_HEADERS`): the
+#: verdict first (`engine.analysis.paired.VERDICT_FIRST_COLUMNS`), so the report prints the
+#: first :data:`COMPACT_PAIRED` as one table and the rest, keyed by task and pair, as a
+#: second: each fits the page (a 20-column table did not, and print cut it).
 PAIRED_SHOWN: tuple[str, ...] = (
     "task",
     "method_a",
@@ -29,25 +32,25 @@ PAIRED_SHOWN: tuple[str, ...] = (
     "n_seeds",
     "mean_diff",
     "ci",
+    "verdict",
+    "p_corrected_holm",
     "p_corrected",
     "rho_assumed",
     "p_strip",
     "r_break_even",
-    "p_corrected_holm",
-    "p_wilcoxon",
-    "p_wilcoxon_holm",
-    "d_z",
-    "rank_biserial",
+    *reviewer_tables.SEED_TEST_KEYS,
     "p_bayes_a_better",
     "p_bayes_equivalent",
     "p_bayes_b_better",
     "p_tost",
-    "verdict",
 )
+COMPACT_PAIRED: int = PAIRED_SHOWN.index("p_corrected_holm") + 1
+#: The keys that name a row in the second table (task and pair).
+ROW_KEYS: tuple[str, ...] = ("task", "method_a", "method_b")
 #: The primary endpoint's test columns before its Bayesian ones (the rest of its table names
 #: the soft method and Nominal in A's and B's place).
 ENDPOINT_TESTS: tuple[str, ...] = PAIRED_SHOWN[
-    PAIRED_SHOWN.index("ci") : PAIRED_SHOWN.index("rank_biserial") + 1
+    PAIRED_SHOWN.index("p_corrected") : PAIRED_SHOWN.index("rank_biserial") + 1
 ]
 #: The film-sampling bootstrap's own table, apart from the paired rows.
 BOOTSTRAP_SHOWN: tuple[str, ...] = (
@@ -72,40 +75,181 @@ def paired_section(study_ids: Sequence[str], store: Path) -> list[str]:
         if table.empty:
             return [rh.paragraph("No two methods have selected runs yet.", note=True)]
         endpoint = paired.primary_endpoint(table)
+        body = reference_rows(table)
         return [
             rh.paragraph(tests_line(table, endpoint), note=True),
             rh.heading(f"Primary endpoint ({paired.PRIMARY_FAMILY})", 4),
             rh.paragraph(endpoint_sentence(endpoint)),
-            rh.table_html(endpoint_frame(endpoint)),
-            rh.heading(f"Every pair of methods, {metric} (exploratory: Holm within each task)", 4),
-            rh.table_html(paired_frame(table)),
-            rh.bullets(paired_readings(table)),
+            *split_tables(endpoint_frame(endpoint), ENDPOINT_COMPACT, 2),
+            *reference_parts(table, body, metric),
             rh.heading(
                 "Film-sampling bootstrap (seeds taken as independent; not an interval for the "
                 "comparison)",
                 4,
             ),
-            rh.table_html(bootstrap_frame(table)),
-            *variance_tables.report_parts(study_id, store, PRIMARY),
+            rh.table_html(bootstrap_frame(body)),
+            *variance_tables.report_parts(study_id, store, PRIMARY, pairs=pair_keys(body)),
         ]
 
     notes = (
         f"Corrected CI: {paired.MEAN_CI_KIND}; it assumes the between-seed correlation ρ "
         "shown (ρ assumed), which one dataset cannot measure, so each p is also given at "
-        "r = ρ/(1 − ρ) = 0, 0.1 and 0.2 with the break-even r where it crosses 0.05. Wilcoxon: "
+        "ρ = 0, 0.09 and 0.17 (the variance's r = ρ/(1 − ρ) = 0, 0.1, 0.2) with the "
+        "break-even ρ where it crosses 0.05. Wilcoxon: "
         "exact signed-rank over seeds (ties and zeros included), Holm-adjusted over the task's "
         "pairs; the reading compares it unadjusted with the unadjusted corrected p. "
         '"Consistent over seeds" (Wilcoxon) and "different by the corrected test" are '
-        "different claims; each row's reading says which holds. Verdict: the Bayesian "
-        "correlated t-test (Corani & Benavoli 2015) on the corrected variance, "
-        f"ROPE ± {paired.DEFAULT_ROPE:g} {metric}: better or equivalent at posterior "
-        f"probability {paired.BAYES_THRESHOLD:g}, else inconclusive; TOST p is the "
-        "equivalence test within the ROPE. Effect size dz: the mean difference over its "
+        "different claims; each row's reading says which holds. "
+        f"{paired.VERDICT_RULE} ROPE ± {paired.DEFAULT_ROPE:g} {metric}. "
+        "Effect size dz: the mean difference over its "
         "standard deviation across seeds; rank-biserial r: the matched-pairs rank-biserial "
         f"correlation. Film-sampling bootstrap: {paired.BOOTSTRAP_CI_KIND}. The Compare page's "
         "Statistics tab and its exports give the same comparisons for every other metric."
     )
     return [*per_study(study_ids, store, part), rh.paragraph(notes, note=True)]
+
+
+def reference_method(table: pd.DataFrame) -> str:
+    """The method every other is compared with in the report's body: Nominal when the study
+    has it (the primary endpoint's baseline), else its first method."""
+    methods = list(dict.fromkeys([*table["method_a"], *table["method_b"]]))
+    return paired.BASELINE if paired.BASELINE in methods else str(methods[0])
+
+
+def reference_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the report's body: each method against the reference method (the other
+    pairs go to the appendix table, :func:`appendix_rows`)."""
+    if table.empty:
+        return table
+    reference = reference_method(table)
+    return table[(table["method_a"] == reference) | (table["method_b"] == reference)]
+
+
+def appendix_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """Every pair not against the reference method."""
+    if table.empty:
+        return table
+    return table.drop(reference_rows(table).index)
+
+
+def pair_keys(table: pd.DataFrame) -> set[tuple[str, str, str]]:
+    """``(task, method_a, method_b)`` of each row."""
+    return {(str(r.task), str(r.method_a), str(r.method_b)) for r in table.itertuples()}
+
+
+def reference_parts(table: pd.DataFrame, body: pd.DataFrame, metric: str) -> list[str]:
+    """Each method against the reference method, verdict first, with a reading per row, and
+    a line saying where the other pairs are. With Nominal on the primary metric these are
+    the primary endpoint's rows, so only their readings are added."""
+    reference = tables.method_title(reference_method(table)) if len(table) else ""
+    others = len(table) - len(body)
+    where = (
+        f"{others_text(others)} in the appendix table at the end of the report (verdict, "
+        "difference and Holm p only; every column in Compare → Statistics and "
+        "`softgrade stats`)."
+        if others
+        else ""
+    )
+    primary_only = set(body["family"]) == {paired.PRIMARY_FAMILY} if len(body) else True
+    heading = rh.heading(
+        f"Each method against {reference}, {metric}"
+        + ("" if primary_only else " (exploratory: Holm within each task)"),
+        4,
+    )
+    tables_part = [] if primary_only else split_tables(paired_frame(body), COMPACT_PAIRED, 3)
+    parts = [heading, *tables_part, rh.bullets(paired_readings(body))]
+    return [*parts, rh.paragraph(where, note=True)] if where else parts
+
+
+def others_text(others: int) -> str:
+    """``"The other 2 pairs of methods are"`` / ``"The other pair of methods is"``."""
+    return (
+        "The other pair of methods is"
+        if others == 1
+        else f"The other {others} pairs of methods are"
+    )
+
+
+#: At most this many columns after a split table's row name: few enough that no cell wraps
+#: at the page's width (a wrapped row is two or three lines tall).
+REST_COLUMNS = 6
+
+
+def split_tables(frame: pd.DataFrame, compact: int, keys: int) -> list[str]:
+    """A wide frame as tables that each fit the page: its first ``compact`` columns (the
+    verdict's), then its first ``keys`` columns (the row's name) with the rest, at most
+    :data:`REST_COLUMNS` more each."""
+    if frame.empty:
+        return [rh.table_html(frame)]
+    rest = list(range(compact, frame.shape[1]))
+    chunks = [rest[i : i + REST_COLUMNS] for i in range(0, len(rest), REST_COLUMNS)]
+    return [rh.table_html(frame.iloc[:, :compact])] + [
+        rh.table_html(frame.iloc[:, [*range(keys), *chunk]]) for chunk in chunks
+    ]
+
+
+def appendix_section(study_ids: Sequence[str], store: Path) -> list[str]:
+    """Every pair not against the reference method, on the primary metric and on the KLD,
+    as one verdict-first table each (no sentence per pair)."""
+
+    def part(study_id: str, store: Path) -> list[str]:
+        primary = study_analysis.paired_table(study_id, metrics=(PRIMARY,), n_boot=0, path=store)
+        kld = study_analysis.kld_paired_table(study_id, path=store)
+        out = []
+        for label, table in ((METRIC_LABELS[PRIMARY], primary), ("KLD", kld)):
+            rest = appendix_rows(table)
+            for task, part in rest.groupby("task", sort=False):
+                out += [
+                    rh.heading(f"{label}, {task}: every other pair (exploratory)", 4),
+                    rh.table_html(verdict_matrix(part)),
+                ]
+        if not out:
+            return [rh.paragraph("Every pair is in the body of the report.", note=True)]
+        return [rh.paragraph(appendix_note(), note=True), *out]
+
+    return per_study(study_ids, store, part)
+
+
+#: The appendix matrix's mark of each verdict, read from the row method's side.
+ROW_BETTER, COLUMN_BETTER, SAME, UNDECIDED, NO_VERDICT = "▲", "▼", "≈", "·", "n/e"
+
+
+def appendix_note() -> str:
+    """What the appendix tables hold and how to read them."""
+    return (
+        "Pairs not against the reference method, one table per metric and task: the cell of "
+        "row A and column B is the mean difference A − B over seeds and the verdict, "
+        f"{ROW_BETTER} A better, {COLUMN_BETTER} B better, {SAME} equivalent, {UNDECIDED} "
+        f"inconclusive, {NO_VERDICT} not estimable (too few seeds or no spread). Every pair "
+        "here is exploratory, its “better” Holm-controlled within its task and metric; its "
+        "interval and p are in Compare → Statistics and `softgrade stats`. "
+        f"{paired.VERDICT_RULE}"
+    )
+
+
+def verdict_matrix(table: pd.DataFrame) -> pd.DataFrame:
+    """One task's pairs as a square table, methods in their order: the cell of row A and
+    column B reads the mean difference A − B and the verdict's mark (:data:`ROW_BETTER` ...);
+    a pair not in ``table`` (the body's) is blank. 14 methods take 14 rows, not 91."""
+    methods = list(dict.fromkeys([*table["method_a"], *table["method_b"]]))
+    titles = [tables.method_title(m) for m in methods]
+    cells = pd.DataFrame("", index=titles, columns=titles)
+    for r in table.itertuples():
+        said = str(r.verdict)
+        winner = paired.better_method(said)
+        a, b = tables.method_title(r.method_a), tables.method_title(r.method_b)
+        cells.loc[a, b] = f"{r.mean_diff:+.3f} {_mark(said, winner, r.method_a)}"
+        cells.loc[b, a] = f"{-r.mean_diff:+.3f} {_mark(said, winner, r.method_b)}"
+    return cells.rename_axis("A \\ B").reset_index()
+
+
+def _mark(said: str, winner: str | None, row_method: str) -> str:
+    """The verdict's mark from the row method's side."""
+    if winner is not None:
+        return ROW_BETTER if winner == row_method else COLUMN_BETTER
+    if said.startswith(paired.EQUIVALENT):
+        return SAME
+    return NO_VERDICT if said.startswith(paired.NOT_ESTIMABLE) else UNDECIDED
 
 
 def endpoint_result(endpoint: pd.DataFrame) -> str:
@@ -182,15 +326,22 @@ def endpoint_frame(endpoint: pd.DataFrame) -> pd.DataFrame:
             "Soft method": endpoint["method"].map(tables.method_title),
             h["n_seeds"]: endpoint["n_seeds"].astype(int),
             "Mean soft − nominal": [f"{v:.4f}" for v in endpoint["mean_diff"]],
+            h["ci"]: shown["ci"],
+            h["verdict"]: shown["verdict"],
+            h["p_corrected_holm"]: shown["p_corrected_holm"],
+            "Significant after Holm": ["yes" if v else "no" for v in endpoint["significant"]],
             **{h[k]: shown[k] for k in ENDPOINT_TESTS if k in shown},
             "P(soft better)": _numbers(endpoint, "p_bayes_soft_better"),
             h["p_bayes_equivalent"]: _numbers(endpoint, "p_bayes_equivalent"),
             "P(Nominal better)": _numbers(endpoint, "p_bayes_baseline_better"),
             h["p_tost"]: shown.get("p_tost", [""] * len(endpoint)),
-            h["verdict"]: shown["verdict"],
-            "Significant after Holm": ["yes" if v else "no" for v in endpoint["significant"]],
         }
     )
+
+
+#: The endpoint frame's verdict-first columns: task, method, seeds, mean, interval, verdict,
+#: Holm p and whether it is significant after Holm.
+ENDPOINT_COMPACT = 8
 
 
 def paired_frame(table: pd.DataFrame) -> pd.DataFrame:
@@ -254,12 +405,40 @@ def _numbers(table: pd.DataFrame, column: str) -> list[str]:
     return [effect_text(v) for v in table[column]]
 
 
+#: Up to this many body rows each get a reading; past it only the rows with something to
+#: say do, and the silent rest share one sentence per task (a 14-method study has 26).
+MAX_READINGS = 8
+
+
 def paired_readings(table: pd.DataFrame) -> list[str]:
-    """Each paired row's reading (`engine.analysis.paired.reading`), named by its task."""
+    """Each paired row's reading (`engine.analysis.paired.reading`), named by its task; with
+    more than :data:`MAX_READINGS` rows, the rows where neither test separates the pair and
+    the verdict is inconclusive are counted in one sentence per task instead."""
     rows = table.to_dict("records")
     for r in rows:
         r["method_a"], r["method_b"] = (tables.method_title(r[k]) for k in ("method_a", "method_b"))
-    return [f"{r['task']}: {paired.reading(r)}" for r in rows]
+    if len(rows) <= MAX_READINGS:
+        return [f"{r['task']}: {paired.reading(r)}" for r in rows]
+    said = [f"{r['task']}: {paired.reading(r)}" for r in rows if not _silent(r)]
+    silent: dict[str, list[str]] = {}
+    for r in rows:
+        if _silent(r):
+            silent.setdefault(str(r["task"]), []).append(f"{r['method_a']} − {r['method_b']}")
+    return said + [
+        f"{task}: neither the corrected test nor the Wilcoxon separates the other "
+        f"{len(pairs)} pairs ({', '.join(pairs)}) and their verdicts are inconclusive: no "
+        "evidence of a difference, which is not evidence of none."
+        for task, pairs in silent.items()
+    ]
+
+
+def _silent(row: dict[str, Any]) -> bool:
+    """A row with nothing to say: no test separates it and its verdict is inconclusive."""
+    return (
+        str(row.get("verdict")) == paired.INCONCLUSIVE
+        and not float(row.get("p_corrected", 1.0)) < ALPHA
+        and not float(row.get("p_wilcoxon", 1.0)) < ALPHA
+    )
 
 
 def _intervals(table: pd.DataFrame, low: str, high: str) -> list[str]:

@@ -28,10 +28,15 @@ from pages.present import report_html as rh
 from pages.present.inference_tables import p_text
 from pages.present.report.common import PRIMARY, per_study
 from pages.present.report.comparisons import (
+    COMPACT_PAIRED,
     endpoint_result,
+    others_text,
     paired_frame,
     paired_readings,
     primary_endpoint,
+    reference_method,
+    reference_rows,
+    split_tables,
 )
 from store import runs as store_runs
 from store import studies as store_studies
@@ -229,11 +234,15 @@ def _kl_cppd_part(study_id: str, store: Path) -> list[str]:
     ]
     kld_pairs = study_analysis.kld_paired_table(study_id, path=store)
     if not kld_pairs.empty:
+        body = reference_rows(kld_pairs)
+        reference = tables.method_title(reference_method(kld_pairs))
         out += [
-            rh.heading("KLD compared between methods, paired by seed", 4),
-            rh.table_html(paired_frame(kld_pairs)),
-            rh.bullets(paired_readings(kld_pairs)),
+            rh.heading(f"KLD of each method against {reference}, paired by seed", 4),
+            *split_tables(paired_frame(body), COMPACT_PAIRED, 3),
+            rh.bullets(paired_readings(body)),
         ]
+        if others := len(kld_pairs) - len(body):
+            out.append(rh.paragraph(f"{others_text(others)} in the appendix table.", note=True))
     return out
 
 

@@ -159,9 +159,31 @@ def test_truth_of_a_dataset_is_the_mean_of_the_other_datasets_fresh_differences(
     assert truth.loc[(REAL.name, 0), "truth"] == pytest.approx(28.0 / 6)
     means = np.array([10.0, 2.0, 2.0])
     assert truth.loc[(REAL.name, 2), "truth_se"] == pytest.approx(means.std(ddof=1) / 3**0.5)
-    # A null pair's truth is 0 by construction, whatever its fresh films say.
-    assert truth.loc[(NULL.name, 0), "truth_loo"] == 0.0
-    assert truth.loc[(NULL.name, 0), "fresh_mean"] == pytest.approx(28.0 / 6)
+    # A null pair's truth is estimated like a real pair's, not assumed 0.
+    assert truth.loc[(NULL.name, 0), "truth_loo"] == pytest.approx(2.0)
+    assert truth.loc[(NULL.name, 0), "truth"] == pytest.approx(28.0 / 6)
+    assert truth.loc[(NULL.name, 0), "truth_se"] == pytest.approx(means.std(ddof=1) / 3**0.5)
+
+
+def test_wilson_interval_is_not_a_point_at_full_coverage():
+    low, high = referee.wilson_interval(1.0, 24)
+    assert high == 1.0 and 0.85 < low < 0.87  # 24 of 24 is compatible with 0.95
+    low, high = referee.wilson_interval(0.0, 24)
+    assert low == 0.0 and 0.13 < high < 0.15
+    # Against the score interval by hand at 0.5 of 100 (centre 0.5).
+    z = 1.959963984540054
+    half = z * math.sqrt(0.25 / 100 + z * z / 40000) / (1 + z * z / 100)
+    assert referee.wilson_interval(0.5, 100) == pytest.approx((0.5 - half, 0.5 + half))
+    assert all(math.isnan(v) for v in referee.wilson_interval(0.5, 0))
+
+
+def test_clustered_draws_count_as_fewer_than_they_are():
+    # 40 datasets × 3 pairs; a clustered SE twice the binomial one counts as a quarter.
+    share, n = 0.9, 120
+    se = 2 * math.sqrt(share * (1 - share) / n)
+    assert referee.effective_draws(share, se, 40, n) == pytest.approx(40.0)
+    assert referee.effective_draws(share, se / 2, 40, n) == pytest.approx(120.0)
+    assert referee.effective_draws(1.0, 0.0, 40, n) == 40.0
 
 
 def _draws() -> pd.DataFrame:
