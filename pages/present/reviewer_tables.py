@@ -397,6 +397,12 @@ def bootstrap_view(table: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
 PRIMARY_COMPACT = 7
 
 
+#: The primary endpoint's pair and Bayesian headers: every method against Nominal, a soft-label
+#: method or not (issue 39: "Soft method − Nominal" headed CORN, CLM, EMD and QWK loss too).
+PRIMARY_PAIR_HEADER = "Method − Nominal"
+PRIMARY_BAYES_HEADER = "P(method better) · P(equivalent) · P(Nominal better)"
+
+
 def primary_view(primary: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
     """The declared primary endpoint (`paired.primary_endpoint`: soft − nominal AMAE, both
     tasks, one Holm family) as text: the corrected test named for its ρ and shown across r,
@@ -404,7 +410,7 @@ def primary_view(primary: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
     h = paired_headers(primary)
     columns = [
         h["task"],
-        "Soft method − Nominal",
+        PRIMARY_PAIR_HEADER,
         h["n_seeds"],
         "AMAE difference",
         h["ci"],
@@ -415,7 +421,7 @@ def primary_view(primary: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
         h["p_strip"],
         h["r_break_even"],
         h["p_wilcoxon"],
-        "P(soft better) · P(equivalent) · P(Nominal better)",
+        PRIMARY_BAYES_HEADER,
     ]
     rows = []
     for row in primary.to_dict("records"):

@@ -182,7 +182,7 @@ def test_synthetic_study_shows_primary_paired_designs_and_the_papers_view(tmp_pa
     finished_synthetic_store(tmp_path, 4, n_patients=20)
     at = run_page(tmp_path, monkeypatch, tab="Statistics")
     shown = [d.value for d in at.dataframe]
-    primary = next(f for f in shown if "Soft method − Nominal" in f.columns)
+    primary = next(f for f in shown if "Method − Nominal" in f.columns)
     assert len(primary) == 4  # binomial and beta vs nominal, on both tasks
     paired = next(f for f in shown if "Endpoint" in f.columns and "A − B" in f.columns)
     assert list(paired["Endpoint"][:4]) == ["primary"] * 4

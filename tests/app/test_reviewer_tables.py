@@ -164,7 +164,7 @@ def test_row_reading_compares_like_with_like_and_names_rho():
 def test_primary_view_gives_a_verdict_per_row(table):
     view = rt.primary_view(paired.primary_endpoint(table))
     assert len(view) == 4
-    assert set(view["Soft method − Nominal"]) == {"Binomial", "Beta"}
+    assert set(view["Method − Nominal"]) == {"Binomial", "Beta"}
     assert set(view["Corrected test (α = 0.05, Holm)"]) <= {
         "lower AMAE",
         "higher AMAE",
@@ -172,7 +172,7 @@ def test_primary_view_gives_a_verdict_per_row(table):
     }
     assert "Verdict (ROPE ± 0.01)" in view.columns
     assert (
-        view["P(soft better) · P(equivalent) · P(Nominal better)"]
+        view["P(method better) · P(equivalent) · P(Nominal better)"]
         .str.fullmatch(r"\d\.\d\d · \d\.\d\d · \d\.\d\d")
         .all()
     )
