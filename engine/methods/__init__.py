@@ -23,6 +23,7 @@ from engine.methods.base import (
 )
 from engine.methods.heads import MODE, get_head, predict_grades
 from engine.methods.registry import (
+    BUILT_IN_ORDER,
     PLUGIN_VARIABLE,
     UnknownMethodError,
     get_method,
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from torch import nn
 
 __all__ = [
+    "BUILT_IN_ORDER",
     "FAMILIES",
     "FAMILY_DESCRIPTIONS",
     "OUTPUT_LAYER",

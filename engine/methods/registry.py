@@ -18,6 +18,25 @@ from types import MappingProxyType, ModuleType
 from engine.methods.base import FAMILIES, HyperParameter, Method
 
 PLUGIN_VARIABLE = "SOFTGRADE_METHOD_PACKAGES"
+#: The built-in methods, each at a position that never changes whatever is added later (the
+#: paper's five first): what gives a method the same colour on every page for good
+#: (`pages.present.palette`). A new built-in method is appended here.
+BUILT_IN_ORDER: tuple[str, ...] = (
+    "nominal",
+    "binomial",
+    "beta",
+    "triangular",
+    "exponential",
+    "geometric",
+    "poisson",
+    "sord",
+    "cdw_ce",
+    "emd",
+    "qwk",
+    "binomial_layer",
+    "clm",
+    "corn",
+)
 # Modules of this package that are machinery, not methods.
 _MACHINERY = frozenset({"base", "registry", "heads", "targets"})
 

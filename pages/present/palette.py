@@ -40,7 +40,7 @@ from collections.abc import Sequence
 
 import altair as alt
 
-from engine.methods import method_label, method_names, order_methods
+from engine.methods import BUILT_IN_ORDER, method_label, method_names, order_methods
 from engine.vocab import LABEL_SEPARATOR
 from pages.present.tables import method_title
 
@@ -73,27 +73,7 @@ TOL_VIBRANT_RED = "#CC3311"
 PALETTE: tuple[str, ...] = TOL_MUTED + TOL_LIGHT[:4] + (TOL_VIBRANT_RED,) + TOL_LIGHT[4:]
 #: Each built-in method's palette index, for good: the paper's five first (in the paper's
 #: order), then the others. A method not here takes the first indices none of these holds.
-BUILTIN_COLOUR_INDEX: dict[str, int] = {
-    name: index
-    for index, name in enumerate(
-        (
-            "nominal",
-            "binomial",
-            "beta",
-            "triangular",
-            "exponential",
-            "geometric",
-            "poisson",
-            "sord",
-            "cdw_ce",
-            "emd",
-            "qwk",
-            "binomial_layer",
-            "clm",
-            "corn",
-        )
-    )
-}
+BUILTIN_COLOUR_INDEX: dict[str, int] = {name: i for i, name in enumerate(BUILT_IN_ORDER)}
 #: One dash per block of the palette (muted, light, then each further round), for lines.
 DASHES: tuple[tuple[int, ...], ...] = ((1, 0), (6, 3), (2, 2), (8, 3, 2, 3))
 

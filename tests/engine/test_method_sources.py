@@ -167,3 +167,12 @@ def test_the_clm_and_binomial_layers_equal_dlordinals(classes):
     features = _logits(50, 8)
     torch.testing.assert_close(ours_b(features), theirs_b(features), rtol=1e-5, atol=1e-6)
     assert math.isclose(float(ours_b(features).sum(dim=1).mean()), 1.0, rel_tol=1e-5)
+
+
+def test_every_built_in_method_has_a_fixed_place_and_every_place_a_method():
+    from engine.methods import BUILT_IN_ORDER
+    from engine.methods.registry import _registry
+
+    built_in = set(_registry("").keys())  # no plug-in packages
+    assert set(BUILT_IN_ORDER) == built_in and len(BUILT_IN_ORDER) == len(built_in)
+    assert BUILT_IN_ORDER[:5] == tuple(m for m in registry() if get_method(m).in_paper)
