@@ -301,6 +301,13 @@ TRAINING_FIELDS = (
 )
 
 
+DEVICE_LABELS: dict[str, str] = {
+    "auto": "auto (GPU if the worker has one)",
+    "cpu": "cpu",
+    "cuda": "cuda (GPU)",
+}
+
+
 def whole_numbers(fields: tuple[WholeNumber, ...], columns: int) -> dict[str, int]:
     """Draw ``fields`` in a row of ``columns`` columns; each field's value by name."""
     row = st.columns(columns)
@@ -361,11 +368,7 @@ def training_inputs() -> dict[str, Any]:
         DEVICES,
         key="launch_device",
         persist_state="session",
-        format_func={
-            "auto": "auto (GPU if the worker has one)",
-            "cpu": "cpu",
-            "cuda": "cuda (GPU)",
-        }.get,
+        format_func=DEVICE_LABELS.__getitem__,
     )
     return {"seeds": seeds, **numbers, "device": device, **search_inputs(numbers["budget"])}
 
