@@ -94,6 +94,7 @@ def test_a_worker_that_waited_for_work_logs_no_start_up(tmp_path):
     assert not [m for m in messages if m.startswith("first result")], messages
 
 
+@pytest.mark.slow  # starts a process (tests/helpers/tier_guard.py)
 def test_the_worker_process_imports_no_training_code():
     # The slots train; the worker only plans, hands out RunTasks and writes the store.
     # torchvision and torch's compiler (1-4 s of imports) in the worker would delay its
