@@ -107,7 +107,7 @@ def test_the_worker_process_imports_no_training_code():
         "import sys\nimport jobs.cli.main, jobs.worker.factory, jobs.worker.runner\n"
         f"print(sorted(m for m in {training!r} if m in sys.modules))"
     )
-    repo = Path(__file__).resolve().parents[2]
+    repo = Path(__file__).resolve().parents[3]
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, check=True
     )

@@ -20,7 +20,7 @@ from jobs.cli.up_command import (
     refuse_unusable_address,
 )
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 class AppThatAnswers:

@@ -18,7 +18,7 @@ from jobs.services.import_warmup import (
 )
 from jobs.services.serve_app import _entrypoint
 
-APP = Path(__file__).parents[2] / "app.py"
+APP = Path(__file__).parents[3] / "app.py"
 
 
 def test_a_page_files_imports_are_listed_with_its_widget_submodules(tmp_path):

@@ -20,7 +20,7 @@ from jobs.services import study_analysis
 from store.db import connect, default_store_path, init_schema
 from tests.helpers.synthetic_study import write_synthetic_study
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ERRORS = {"nominal": 0.60, "corn": 0.50}
 
 
