@@ -7,7 +7,7 @@
 # SOURCE: a Ray wheel (.whl) or a site-packages folder holding ray/ and ray-*.dist-info/.
 # OUT:    the archive; unpack it into a folder on PYTHONPATH (tar -xJf OUT -C /tmp/site).
 # STAGE:  where the slim tree is built and left (default: a temporary folder, removed), e.g.
-#         to put it first on PYTHONPATH and run tests/jobs/test_ray_executor.py against it.
+#         to put it first on PYTHONPATH and run tests/jobs/worker/test_ray_executor.py against it.
 #
 # What stays is what a local `ray.init(include_dashboard=False)` starts (GCS server, raylet,
 # the dashboard agent in its minimal mode, the runtime-env agent with its bundled aiohttp,
@@ -16,7 +16,7 @@
 # The native programs lose their symbol tables (strip): they run the same, only a crash's
 # stack trace shows addresses instead of names. Ray 2.60.0's cp312 wheel (79 MB) gives a
 # 16.3 MB archive (96.8 MB unpacked). Checked by building the same tree from a Python 3.11
-# install and running tests/jobs/test_ray_executor.py with it first on PYTHONPATH.
+# install and running tests/jobs/worker/test_ray_executor.py with it first on PYTHONPATH.
 set -euo pipefail
 
 [ $# -ge 2 ] || { echo "usage: $0 SOURCE(.whl or site-packages) OUT.tar.xz [STAGE]" >&2; exit 2; }

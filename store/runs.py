@@ -170,7 +170,7 @@ def record_run(run: RunRecord, *, path: Path | str | None = None) -> None:
         _pause_inside_write_for_tests()
 
 
-# The kill-storm test (tests/jobs/test_kill_storm.py) names a file here to SIGKILL a worker
+# The kill-storm test (tests/jobs/worker/test_kill_storm.py) names a file here to SIGKILL a worker
 # inside a run's write; unset everywhere else.
 PAUSE_IN_RECORD_ENV = "SOFTGRADE_TEST_PAUSE_IN_RECORD"
 

@@ -4,11 +4,15 @@ Tiers: a test that trains a model or starts a process is marked ``slow``; every 
 tests/e2e/ is marked ``e2e`` here (it drives a browser against `jobs up`), and so is slow.
 A test that asks for the trained ``finished_study`` is marked ``slow`` here, so the fast
 tier (``pytest -m "not slow and not e2e"``) never trains: its stores are written straight
-through store/ (tests/helpers/) or imported from the shipped reference bundle.
+through store/ (tests/helpers/) or imported from the shipped reference bundle. The
+definition is enforced, not only stated: a test not marked ``slow`` that starts a process
+(a browser included) or trains a model fails (`_fast_tier_guard`, tests/helpers/tier_guard.py),
+and a test measured over ~2 s of CPU is listed in tests/slow_by_cost.txt and marked slow.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,20 +24,54 @@ import torchvision
 from engine.config import DatasetSpec
 from store.db import init_schema
 from tests.helpers.studies import TINY_PHANTOM, FinishedStudy, tiny_study
+from tests.helpers.tier_guard import guard_fast_test
+
+# Under pytest-xdist (-n N) the workers share the machine's cores: one intra-op thread each,
+# rather than N processes each starting a thread per core whose idle OpenMP threads spin
+# between operations, costing CPU time and stalling the other worker.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    torch.set_num_threads(1)
 
 E2E_DIR = Path(__file__).resolve().parent / "e2e"
 TRAINING_FIXTURES = frozenset({"finished_study"})
+# Tests measured over ~2 s of CPU (bench/fast_tier.py --write-slow-list): slow by cost.
+SLOW_BY_COST = Path(__file__).resolve().parent / "slow_by_cost.txt"
+
+
+def _slow_by_cost() -> frozenset[str]:
+    if not SLOW_BY_COST.exists():
+        return frozenset()
+    lines = SLOW_BY_COST.read_text().splitlines()
+    return frozenset(line.rpartition(" ")[0] for line in lines if line and line[0] != "#")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark browser tests ``e2e`` and ``slow`` by folder, and tests on a trained study
-    ``slow`` by the fixture they ask for."""
+    """Mark browser tests ``e2e`` and ``slow`` by folder, tests on a trained study ``slow``
+    by the fixture they ask for, and tests measured over the fast tier's CPU limit ``slow``
+    by the list the bench writes."""
+    slow_by_cost = _slow_by_cost()
     for item in items:
+        if item.nodeid in slow_by_cost:
+            item.add_marker(pytest.mark.slow)
         if E2E_DIR in item.path.parents:
             item.add_marker(pytest.mark.e2e)
             item.add_marker(pytest.mark.slow)
         elif TRAINING_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(autouse=True)
+def _fast_tier_guard(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    """Fail a fast-tier test (not marked ``slow``) that starts a process or trains a model."""
+    if request.node.get_closest_marker("slow") is not None:
+        yield
+        return
+    with guard_fast_test(monkeypatch) as violations:
+        yield
+    if violations.on_threads:
+        pytest.fail("\n".join(violations.on_threads), pytrace=False)
 
 
 @pytest.fixture

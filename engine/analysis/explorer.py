@@ -47,6 +47,8 @@ CURVE_LABELS: dict[str, str] = {
     "val_amae": "Validation AMAE",
 }
 SEARCH_KEYS: list[str] = ["study_id", "task", "method", "seed"]
+#: What names a run in every frame of this module: its study, id, search and configuration.
+RUN_KEYS: tuple[str, ...] = ("study_id", "run_id", "task", "method", "seed", "config_index")
 OVERLAYS: tuple[str, ...] = ("method", "seed")
 
 
@@ -72,12 +74,7 @@ def search_table(runs: pd.DataFrame) -> pd.DataFrame:
         (paper's order), seed, config index.
     """
     columns = [
-        "study_id",
-        "run_id",
-        "task",
-        "method",
-        "seed",
-        "config_index",
+        *RUN_KEYS,
         *SEARCH_PARAMS,
         "config_key",
         "val_amae",
@@ -194,12 +191,7 @@ def parameter_effects(search: pd.DataFrame, params: Sequence[str] = SEARCH_PARAM
         selected, pruned; a method without a parameter (nominal has no η) has no row for it.
     """
     keys = [
-        "study_id",
-        "run_id",
-        "task",
-        "method",
-        "seed",
-        "config_index",
+        *RUN_KEYS,
         "config_key",
         "val_amae",
         "rank",
@@ -293,17 +285,7 @@ def learning_curves(epochs: pd.DataFrame) -> pd.DataFrame:
         and ``best`` (True at the run's best epoch, the one whose weights were kept);
         points with no value are left out.
     """
-    keys = [
-        "study_id",
-        "run_id",
-        "task",
-        "method",
-        "seed",
-        "config_index",
-        "selected",
-        "best_epoch",
-        "epoch",
-    ]
+    keys = [*RUN_KEYS, "selected", "best_epoch", "epoch"]
     if epochs.empty:
         return pd.DataFrame(columns=[*keys, "series", "value", "best"])
     long = epochs.melt(

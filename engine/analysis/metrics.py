@@ -2,7 +2,9 @@
 
 Every metric SoftGrade reports is one `Metric` record in :data:`REGISTRY` (name, label,
 direction, range, what it is computed from, the function, one sentence of meaning), looked up
-by name with `get_metric`, whose error lists the valid names. The study's primary metric
+by name with `get_metric`, whose error lists the valid names. A lab adds its own metric as a
+module defining ``METRIC`` in a package named in ``SOFTGRADE_METRIC_PACKAGES`` (the record
+type is in `engine.analysis.metric_base`). The study's primary metric
 (:data:`PRIMARY_METRIC`) and the metric a search selects runs by (:data:`SELECTION_METRIC`)
 are declared here once; no other module spells a metric's name (docs/add-a-metric.md).
 `METRICS`, `LOWER_IS_BETTER`, `METRIC_LABELS` and the ``PROBABILITY_*`` views are derived
@@ -44,14 +46,26 @@ Conventions (shown in the UI next to the numbers):
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
+from engine import plugins
 from engine.analysis import probability_scores as ps
+
+# The record and its vocabulary live beneath the registry (a plug-in imports them while the
+# registry reads it); callers keep importing them from here.
+from engine.analysis.metric_base import (
+    DIRECTIONS,  # noqa: F401 (re-exported)
+    FROM_CONFUSION,
+    FROM_PROBABILITIES,
+    HIGHER,
+    KINDS,
+    LOWER,
+    Metric,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -59,15 +73,11 @@ logger = logging.getLogger(__name__)
 # The registry: one `Metric` record per metric (docs/add-a-metric.md)
 # --------------------------------------------------------------------------------------------
 
-#: Which end of a metric's range is the better one.
-HIGHER = "higher"
-LOWER = "lower"
-DIRECTIONS: tuple[str, ...] = (HIGHER, LOWER)
-#: What a metric is computed from: the stored confusion counts (the predicted grade only) or
-#: the stored probabilities (the whole predicted distribution).
-FROM_CONFUSION = "confusion counts"
-FROM_PROBABILITIES = "probabilities"
-KINDS: tuple[str, ...] = (FROM_CONFUSION, FROM_PROBABILITIES)
+#: Names importable packages (comma-separated) whose modules each define ``METRIC``: a lab's
+#: metrics, added without touching this checkout (as ``SOFTGRADE_METHOD_PACKAGES`` adds
+#: methods). Read once, when this module is first imported; processes started by the CLI or
+#: the worker inherit the variable and so see the same metrics.
+PLUGIN_VARIABLE = "SOFTGRADE_METRIC_PACKAGES"
 
 # The metrics' names: their keys in every table, CSV and URL. Other modules use these
 # constants (or PRIMARY_METRIC / SELECTION_METRIC) rather than spelling a name.
@@ -86,68 +96,6 @@ WITHIN1 = "within1"
 
 class UnknownMetricError(ValueError):
     """A metric name the registry does not know; the message lists the valid ones."""
-
-
-@dataclass(frozen=True)
-class Metric:
-    """One metric of a run's test predictions.
-
-    Attributes:
-        name: Its key everywhere (tables, CSV columns, URLs, ``--metric``): lower case.
-        label: What a person reads (``"AMAE"``).
-        direction: `HIGHER` or `LOWER`: which end of the range is better.
-        range: ``(low, high)`` every value lies in (``nan`` aside: see the module docstring).
-        kind: `FROM_CONFUSION` (``function`` takes ``(R, J, J)`` confusion counts) or
-            `FROM_PROBABILITIES` (``function`` takes a `ProbabilityBatch`).
-        function: Computes the metric of every run at once, returning ``(R,)`` values.
-        meaning: One plain sentence for a page, the CLI or a report to show beside it.
-        scales_with_grades: True when ``range`` is in grade steps, so its bounds are
-            multiplied by ``J - 1`` (MAE lies in ``0 .. J-1``).
-    """
-
-    name: str
-    label: str
-    direction: str
-    range: tuple[float, float]
-    kind: str
-    # Its input depends on ``kind`` (a union of the two callables could not be called).
-    function: Callable[[Any], np.ndarray]
-    meaning: str
-    scales_with_grades: bool = False
-
-    def __post_init__(self) -> None:
-        if not self.name or not all(c.islower() or c.isdigit() or c == "_" for c in self.name):
-            raise ValueError(f"metric name {self.name!r}: use lower-case letters, digits and _")
-        if self.direction not in DIRECTIONS:
-            raise ValueError(f"metric {self.name!r}: {self.direction=}; allowed: {DIRECTIONS}")
-        if self.kind not in KINDS:
-            raise ValueError(f"metric {self.name!r}: {self.kind=}; allowed: {KINDS}")
-        low, high = self.range
-        if not low < high:
-            raise ValueError(f"metric {self.name!r}: range {self.range} must be (low, high)")
-
-    @property
-    def lower_is_better(self) -> bool:
-        """True when the lowest value is the best."""
-        return self.direction == LOWER
-
-    def bounds(self, n_classes: int) -> tuple[float, float]:
-        """``(low, high)`` for a task of ``n_classes`` grades."""
-        scale = n_classes - 1 if self.scales_with_grades else 1
-        return self.range[0] * scale, self.range[1] * scale
-
-    def best(self, n_classes: int) -> float:
-        """The best value a run can reach (every film right, all mass on the true grade)."""
-        low, high = self.bounds(n_classes)
-        return low if self.lower_is_better else high
-
-    @property
-    def range_text(self) -> str:
-        """The range as a reader reads it: ``"0 to 1"``, ``"0 to J − 1"``."""
-        low, high = (f"{v:g}" for v in self.range)
-        if self.scales_with_grades:
-            high = "J − 1" if high == "1" else f"{high} (J − 1)"
-        return f"{low} to {high}"
 
 
 # --------------------------------------------------------------------------------------------
@@ -344,10 +292,25 @@ _METRICS: tuple[Metric, ...] = (
     ),
 )
 
-#: Every metric by name, the paper's six first (in the paper's equation order).
-REGISTRY: Mapping[str, Metric] = MappingProxyType({m.name: m for m in _METRICS})
-if len(REGISTRY) != len(_METRICS):
-    raise ValueError("two metrics share a name")
+
+def _with_plugins(built_in: tuple[Metric, ...]) -> Mapping[str, Metric]:
+    """The built-in metrics, then those of the packages named in `PLUGIN_VARIABLE`."""
+    found: dict[str, Metric] = {}
+    plugged = plugins.discover_records(
+        plugins.plugin_package_names(PLUGIN_VARIABLE), "METRIC", Metric
+    )
+    for source, metric in [("engine.analysis.metrics", m) for m in built_in] + plugged:
+        if metric.name in found:
+            raise ValueError(f"metric {metric.name!r} is defined twice (again in {source})")
+        found[metric.name] = metric
+    if plugged:
+        logger.debug("metrics added by plug-in: %s", ", ".join(m.name for _, m in plugged))
+    return MappingProxyType(found)
+
+
+#: Every metric by name: the paper's six first (in the paper's equation order), then the
+#: probability metrics, then any plug-in's.
+REGISTRY: Mapping[str, Metric] = _with_plugins(_METRICS)
 
 #: The study's primary endpoint: the one metric its confirmatory comparison is about.
 PRIMARY_METRIC: str = AMAE

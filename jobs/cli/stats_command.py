@@ -34,6 +34,7 @@ import pandas as pd
 
 from engine.analysis import paired
 from engine.analysis.metrics import METRIC_LABELS, METRICS
+from engine.analysis.variance_components import COMPONENT_COLUMNS
 from jobs.cli.arg_types import add_force_arg
 from jobs.services import study_analysis
 from jobs.services.csv_safe import escape_csv_cells
@@ -147,25 +148,31 @@ def _verdict_notes(table: pd.DataFrame) -> list[str]:
     return notes
 
 
+#: The columns of `engine.analysis.variance_components.COMPONENT_COLUMNS` that `stats
+#: --components` leaves to its CSV; it prints the others, in the engine's order.
+COMPONENT_CSV_ONLY: frozenset[str] = frozenset(
+    {
+        "n_cells",
+        "share_init",
+        "share_residual",
+        "estimator",
+        "p_factorial",
+        "df_factorial",
+        "ci_split_means_low",
+        "ci_split_means_high",
+        "p_split_means",
+        "df_design",
+        "test_train_ratio",
+    }
+)
+# A column renamed in the engine would otherwise start printing unnoticed.
+if not COMPONENT_CSV_ONLY.issubset(COMPONENT_COLUMNS):
+    raise ValueError(
+        f"not component columns: {sorted(COMPONENT_CSV_ONLY - set(COMPONENT_COLUMNS))}"
+    )
 #: The columns `stats --components` prints (the CSV has every one).
-COMPONENT_PRINTED: tuple[str, ...] = (
-    "task",
-    "metric",
-    "method_a",
-    "method_b",
-    "n_splits",
-    "n_inits",
-    "mean_diff",
-    "var_split",
-    "var_init",
-    "var_residual",
-    "share_split",
-    "ci_factorial_low",
-    "ci_factorial_high",
-    "ci_design_low",
-    "ci_design_high",
-    "p_design",
-    "rho_design",
+COMPONENT_PRINTED: tuple[str, ...] = tuple(
+    c for c in COMPONENT_COLUMNS if c not in COMPONENT_CSV_ONLY
 )
 
 

@@ -341,14 +341,21 @@ TRUTH_NOTE = (
 )
 
 
+def _task_method_metric(table: pd.DataFrame) -> dict[str, pd.Series]:
+    """The first three columns of a per-(task, method, metric) table, as a person reads them."""
+    return {
+        "Task": table["task"],
+        "Method": table["method"].map(method_title),
+        "Metric": table["metric"].map(metric_header),
+    }
+
+
 def truth_frame(table: pd.DataFrame) -> pd.DataFrame:
     """`engine.analysis.truth.recorded_vs_true` as a table to read."""
     table = _in_paper_order(table)
     return pd.DataFrame(
         {
-            "Task": table["task"],
-            "Method": table["method"].map(method_title),
-            "Metric": table["metric"].map(metric_header),
+            **_task_method_metric(table),
             "Seeds": table["n_seeds"].astype(int),
             "Recorded": table["mean_recorded"].round(4),
             "True": table["mean_true"].round(4),
@@ -455,9 +462,7 @@ def budget_table_frame(table: pd.DataFrame) -> pd.DataFrame:
     table = _in_paper_order(table)
     return pd.DataFrame(
         {
-            "Task": table["task"],
-            "Method": table["method"].map(method_title),
-            "Metric": table["metric"].map(metric_header),
+            **_task_method_metric(table),
             "Configurations": table["configs"].astype(int),
             "As selected": table["mean_study"].round(4),
             "At matched budget": table["mean_matched"].round(4),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -225,37 +226,113 @@ def registered_inputs(row: Any, path: Path) -> dict[str, Any]:
     return {"kind": reviewed.spec.kind, **reviewed.spec.params}
 
 
+@dataclass(frozen=True)
+class WholeNumber:
+    """One whole-number setting of the study form: its widget (``launch_<name>``, kept for the
+    session), label, help and step, and the column of its row it sits in."""
+
+    name: str
+    label: str
+    help: str | None = None
+    step: int = 1
+    column: int = 0
+
+    @property
+    def key(self) -> str:
+        return f"launch_{self.name}"
+
+
+# The form's number inputs, declared once each; `whole_numbers` draws them.
+PHANTOM_FIELDS = (
+    WholeNumber("n_images", "Films", "Films in the phantom; every film has a CPPD grade."),
+    WholeNumber(
+        "n_joint",
+        "KL-graded films",
+        "How many of those films also have a KL grade; the KL task trains on these only.",
+        column=1,
+    ),
+    WholeNumber(
+        "phantom_seed",
+        "Phantom seed",
+        "The same seed and sizes always draw the same films.",
+        column=2,
+    ),
+)
+INDEPENDENT_FIELDS = (
+    WholeNumber(
+        "seeds",
+        "Number of seeds",
+        "Repetitions with different data splits and initialisations (seeds 0, 1, …). "
+        "The paper uses 20; statistics need several.",
+    ),
+)
+FACTORIAL_FIELDS = (
+    WholeNumber(
+        "splits", "Splits", "Train/validation/test splits of the films (split seeds 0, 1, …)."
+    ),
+    WholeNumber(
+        "inits",
+        "Inits per split",
+        "Initialisations (weights, batch order and search sample) each split is "
+        "trained from; the same init seeds on every split.",
+        column=1,
+    ),
+)
+TRAINING_FIELDS = (
+    WholeNumber(
+        "budget",
+        "Search budget",
+        "Hyper-parameter configurations tried per task, method and seed (at most 15, as in "
+        "the paper; nominal has only 3). The one with the best validation AMAE is kept.",
+        column=1,
+    ),
+    WholeNumber("max_epochs", "Max epochs", "Upper limit of training epochs per run."),
+    WholeNumber(
+        "patience",
+        "Patience (epochs)",
+        "Stop a run early after this many epochs without a lower validation loss.",
+        column=1,
+    ),
+    WholeNumber(
+        "image_size",
+        "Image size (px)",
+        "Side of the square knee crop fed to the network (224 in the paper).",
+        step=16,
+    ),
+    WholeNumber("batch_size", "Batch size", column=1),
+)
+
+
+DEVICE_LABELS: dict[str, str] = {
+    "auto": "auto (GPU if the worker has one)",
+    "cpu": "cpu",
+    "cuda": "cuda (GPU)",
+}
+
+
+def whole_numbers(fields: tuple[WholeNumber, ...], columns: int) -> dict[str, int]:
+    """Draw ``fields`` in a row of ``columns`` columns; each field's value by name."""
+    row = st.columns(columns)
+    return {
+        f.name: int(
+            row[f.column].number_input(
+                f.label, step=f.step, key=f.key, persist_state="session", help=f.help
+            )
+        )
+        for f in fields
+    }
+
+
 def phantom_inputs() -> tuple[dict[str, Any], dict[str, int]]:
     """The phantom's size and seed; its dataset mapping and images per task."""
-    c1, c2, c3 = st.columns(3)
-    n_images = c1.number_input(
-        "Films",
-        step=1,
-        key="launch_n_images",
-        persist_state="session",
-        help="Films in the phantom; every film has a CPPD grade.",
-    )
-    n_joint = c2.number_input(
-        "KL-graded films",
-        step=1,
-        key="launch_n_joint",
-        persist_state="session",
-        help="How many of those films also have a KL grade; the KL task trains on these only.",
-    )
-    phantom_seed = c3.number_input(
-        "Phantom seed",
-        step=1,
-        key="launch_phantom_seed",
-        persist_state="session",
-        help="The same seed and sizes always draw the same films.",
-    )
+    size = whole_numbers(PHANTOM_FIELDS, 3)
     dataset = {
         "kind": PHANTOM,
-        "n_images": int(n_images),
-        "n_joint": int(n_joint),
-        "seed": int(phantom_seed),
+        "n_images": size["n_images"],
+        "n_joint": size["n_joint"],
+        "seed": size["phantom_seed"],
     }
-    return dataset, {"KL": int(n_joint), "CPPD": int(n_images)}
+    return dataset, {"KL": size["n_joint"], "CPPD": size["n_images"]}
 
 
 def seeds_inputs() -> int | dict[str, int]:
@@ -275,93 +352,28 @@ def seeds_inputs() -> int | dict[str, int]:
         "initialisation, so the Statistics tab can separate the variance the data make "
         "from the variance the training makes (at least 2 of each).",
     )
-    c1, c2 = st.columns(2)
     if design == INDEPENDENT:
-        seeds = c1.number_input(
-            "Number of seeds",
-            step=1,
-            key="launch_seeds",
-            persist_state="session",
-            help="Repetitions with different data splits and initialisations (seeds 0, 1, …). "
-            "The paper uses 20; statistics need several.",
-        )
-        return int(seeds)
-    splits = c1.number_input(
-        "Splits",
-        step=1,
-        key="launch_splits",
-        persist_state="session",
-        help="Train/validation/test splits of the films (split seeds 0, 1, …).",
+        return whole_numbers(INDEPENDENT_FIELDS, 2)["seeds"]
+    design_size = whole_numbers(FACTORIAL_FIELDS, 2)
+    st.caption(
+        f"{design_size['splits'] * design_size['inits']} seeds: every split trained from "
+        "every init."
     )
-    inits = c2.number_input(
-        "Inits per split",
-        step=1,
-        key="launch_inits",
-        persist_state="session",
-        help="Initialisations (weights, batch order and search sample) each split is "
-        "trained from; the same init seeds on every split.",
-    )
-    st.caption(f"{int(splits) * int(inits)} seeds: every split trained from every init.")
-    return {"splits": int(splits), "inits": int(inits)}
+    return design_size
 
 
 def training_inputs() -> dict[str, Any]:
     """Seeds, search budget, epochs, patience, image and batch size, and device."""
     seeds = seeds_inputs()
-    c1, c2 = st.columns(2)
-    budget = c2.number_input(
-        "Search budget",
-        step=1,
-        key="launch_budget",
-        persist_state="session",
-        help="Hyper-parameter configurations tried per task, method and seed (at most 15, "
-        "as in the paper; nominal has only 3). The one with the best validation AMAE is kept.",
-    )
-    max_epochs = c1.number_input(
-        "Max epochs",
-        step=1,
-        key="launch_max_epochs",
-        persist_state="session",
-        help="Upper limit of training epochs per run.",
-    )
-    patience = c2.number_input(
-        "Patience (epochs)",
-        step=1,
-        key="launch_patience",
-        persist_state="session",
-        help="Stop a run early after this many epochs without a lower validation loss.",
-    )
-    image_size = c1.number_input(
-        "Image size (px)",
-        step=16,
-        key="launch_image_size",
-        persist_state="session",
-        help="Side of the square knee crop fed to the network (224 in the paper).",
-    )
-    batch_size = c2.number_input(
-        "Batch size", step=1, key="launch_batch_size", persist_state="session"
-    )
+    numbers = whole_numbers(TRAINING_FIELDS, 2)
     device = st.selectbox(
         "Device",
         DEVICES,
         key="launch_device",
         persist_state="session",
-        format_func={
-            "auto": "auto (GPU if the worker has one)",
-            "cpu": "cpu",
-            "cuda": "cuda (GPU)",
-        }.get,
+        format_func=DEVICE_LABELS.__getitem__,
     )
-    return {
-        "seeds": seeds,
-        "budget": int(budget),
-        "max_epochs": int(max_epochs),
-        "patience": int(patience),
-        "image_size": int(image_size),
-        "batch_size": int(batch_size),
-        "device": device,
-        **search_inputs(int(budget)),
-    }
+    return {"seeds": seeds, **numbers, "device": device, **search_inputs(numbers["budget"])}
 
 
 def search_inputs(budget: int) -> dict[str, Any]:

@@ -306,12 +306,11 @@ def remember_shown_studies(studies: pd.DataFrame, chosen: Iterable[str], *, key:
     st.session_state[_SHOWN_PREFIX + key] = {s: str(names.get(s, s)) for s in chosen}
 
 
-def pick_study(
-    path: str, *, key: str, empty_hint: str, dependent_keys: tuple[str, ...], card: bool = True
-) -> pd.Series:
-    """A single-study picker (newest finished first); stops when no study has results.
-
-    ``card=False`` leaves the study card out (Grade a film shows it to presenters only)."""
+def _pickable_studies(
+    path: str, *, key: str, empty_hint: str, dependent_keys: tuple[str, ...]
+) -> tuple[pd.DataFrame, dict[str, str]]:
+    """The preamble of both study pickers: the studies with results (stops the page when there
+    are none), a note on linked studies that vanished, and each study's label by id."""
     studies = studies_with_results(
         path,
         empty_hint,
@@ -320,7 +319,18 @@ def pick_study(
         link_key=key,
     )
     explain_vanished_studies(path, studies, key=key, dependent_keys=dependent_keys)
-    labels = picker_labels(studies)
+    return studies, picker_labels(studies)
+
+
+def pick_study(
+    path: str, *, key: str, empty_hint: str, dependent_keys: tuple[str, ...], card: bool = True
+) -> pd.Series:
+    """A single-study picker (newest finished first); stops when no study has results.
+
+    ``card=False`` leaves the study card out (Grade a film shows it to presenters only)."""
+    studies, labels = _pickable_studies(
+        path, key=key, empty_hint=empty_hint, dependent_keys=dependent_keys
+    )
     ids = list(labels)
     initial = {"index": ids.index(compare.default_study_id(studies))}
     if requested := _requested(key, ids):
@@ -354,15 +364,9 @@ def pick_studies(
     dataset than the first picked are left out with a warning (their seeds test other
     images). Returns the picked studies' rows.
     """
-    studies = studies_with_results(
-        path,
-        empty_hint,
-        archived_key=f"{key}_archived",
-        reset_keys=(key, _SHOWN_PREFIX + key, *dependent_keys),  # hiding archived: no note
-        link_key=key,
+    studies, labels = _pickable_studies(
+        path, key=key, empty_hint=empty_hint, dependent_keys=dependent_keys
     )
-    explain_vanished_studies(path, studies, key=key, dependent_keys=dependent_keys)
-    labels = picker_labels(studies)
     initial = {"default": [compare.default_study_id(studies)]}
     if requested := _requested(key, labels):
         forget(*dependent_keys)

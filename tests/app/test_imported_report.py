@@ -11,7 +11,7 @@ from jobs.services.study_analysis import UNSIZED_NOTE
 from pages.present.report import build_report
 from store.db import default_store_path
 from tests.helpers.pages import make_store
-from tests.jobs.test_results_io import imported_study, per_seed_rows
+from tests.jobs.services.test_results_io import imported_study, per_seed_rows
 
 SELECTION = "selected run (the configuration with the lowest validation AMAE"
 

@@ -5,7 +5,7 @@ shown by name, and a file without split sizes says which intervals it cannot giv
 from __future__ import annotations
 
 from tests.helpers.pages import run_page, texts
-from tests.jobs.test_results_io import imported_study, per_seed_rows
+from tests.jobs.services.test_results_io import imported_study, per_seed_rows
 
 
 def test_compare_page_shows_imported_per_seed_metrics_with_their_methods(

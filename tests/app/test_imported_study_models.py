@@ -7,7 +7,7 @@ import pytest
 
 from pages.present.imported_text import NO_MODELS_HERE
 from tests.helpers.pages import images, run_page, texts
-from tests.jobs.test_results_io import imported_study, per_seed_rows
+from tests.jobs.services.test_results_io import imported_study, per_seed_rows
 
 
 @pytest.mark.parametrize("page", ["../../pages/attention.py", "../../pages/demo.py"])

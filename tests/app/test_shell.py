@@ -138,6 +138,7 @@ def test_only_the_registered_page_scripts_live_directly_in_pages():
     assert files == {page.stem for page in access.PAGES}
 
 
+@pytest.mark.slow  # starts a process (tests/helpers/tier_guard.py)
 def test_presentation_helpers_load_without_streamlit():
     # pages/present is the presentation that needs no server; a fresh interpreter imports
     # every module of it and must not have loaded streamlit along the way.
@@ -153,6 +154,7 @@ def test_presentation_helpers_load_without_streamlit():
     assert done.stdout.strip() == "False", done.stderr
 
 
+@pytest.mark.slow  # starts a process (tests/helpers/tier_guard.py)
 def test_the_shell_every_page_runs_loads_no_statistics_libraries():
     # Every page and every new browser session runs app.py's imports and the sidebar; scipy's
     # statistics and baycomp (pulled in by engine.analysis.paired) cost ~0.5 s idle and 1.7 s

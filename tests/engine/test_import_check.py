@@ -158,6 +158,7 @@ def test_bad_cells_are_each_named_with_what_is_allowed(tmp_path):
     assert list(report.films["image"]) == ["k4.png"]
 
 
+@pytest.mark.slow  # starts a process (tests/helpers/tier_guard.py)
 def test_decoding_in_two_processes_finds_what_one_finds(faulty, faulty_report):
     seen = []
     report = check_import(faulty.folder, workers=2, progress=lambda *a: seen.append(a))

@@ -135,6 +135,7 @@ def test_a_dicom_bomb_in_an_imported_folder_is_named_too_large(tmp_path):
     assert list(report.films["image"]) == ["good.png"]
 
 
+@pytest.mark.slow  # starts a process (tests/helpers/tier_guard.py)
 def test_a_fifo_and_a_link_to_dev_zero_in_a_folder_are_named_and_the_check_ends(tmp_path):
     folder = tmp_path / "grades"
     (folder / "1").mkdir(parents=True)

@@ -292,6 +292,7 @@ def _read_cache(path: Path) -> dict[str, bytes]:
     return {name: (path / name).read_bytes() for name in ("images.npy", "masks.npy", "meta.csv")}
 
 
+@pytest.mark.slow  # starts a process (tests/helpers/tier_guard.py)
 def test_same_seed_gives_identical_cache(tmp_path):
     a = build_phantom_cache(TINY, 48, tmp_path / "a", workers=1)
     b = build_phantom_cache(TINY, 48, tmp_path / "b", workers=2)  # spawned workers

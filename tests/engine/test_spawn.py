@@ -11,6 +11,7 @@ import pytest
 from engine.spawn import spawn_pool
 
 
+@pytest.mark.slow  # starts a process (tests/helpers/tier_guard.py)
 def test_a_pool_started_while_main_is_a_page_script_does_not_run_that_script(tmp_path, monkeypatch):
     marker = tmp_path / "ran.txt"
     page = tmp_path / "page.py"

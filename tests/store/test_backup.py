@@ -34,6 +34,7 @@ def _pairs(path: Path) -> int:
         return con.execute("SELECT count(*) FROM job_logs WHERE job_id = 'pair'").fetchone()[0]
 
 
+@pytest.mark.slow  # starts a process (tests/helpers/tier_guard.py)
 def test_backup_while_a_writer_runs_is_a_consistent_copy(store, tmp_path):
     ctx = mp.get_context("spawn")
     started, stop = ctx.Event(), ctx.Event()

@@ -61,6 +61,7 @@ def _hold_lock(path: str, ready, release) -> None:
     con.close()
 
 
+@pytest.mark.slow  # starts a process (tests/helpers/tier_guard.py)
 def test_connect_retries_while_another_process_holds_the_file(store):
     ctx = mp.get_context("spawn")
     ready, release = ctx.Event(), ctx.Event()
@@ -195,6 +196,7 @@ def _other_process_opens_for_writing(store: Path) -> str:
     return result.stdout.strip()
 
 
+@pytest.mark.slow  # starts a process (tests/helpers/tier_guard.py)
 def test_another_thread_opening_the_store_keeps_this_process_s_write_lock(store):
     # Closing any descriptor of a file drops every POSIX lock the process holds on it, and
     # DuckDB locks the store that way: a header read by a second thread must not let another

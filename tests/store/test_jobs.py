@@ -24,6 +24,7 @@ def _claim(args: tuple[str, str]) -> str | None:
     return None if job is None else job.job_id
 
 
+@pytest.mark.slow  # starts a process (tests/helpers/tier_guard.py)
 def test_claim_next_job_is_atomic_across_processes(store):
     job_id = jobs.enqueue_job({"name": "a"}, path=store)
     ctx = mp.get_context("spawn")

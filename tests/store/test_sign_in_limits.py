@@ -100,6 +100,7 @@ threads = [threading.Thread(target=attempt) for _ in range(4)]
 """
 
 
+@pytest.mark.slow  # starts a process (tests/helpers/tier_guard.py)
 def test_tries_from_several_processes_at_once_check_at_most_5_passwords(store):
     import time
 

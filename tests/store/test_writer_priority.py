@@ -6,6 +6,8 @@ import multiprocessing as mp
 import os
 import time
 
+import pytest
+
 from store.db import LOCK_STATS, RetryPolicy, connect, writer_waiting_marker
 
 
@@ -21,6 +23,7 @@ def _read_forever(path: str, ready, stop) -> None:
             time.sleep(0.03)
 
 
+@pytest.mark.slow  # starts a process (tests/helpers/tier_guard.py)
 def test_writer_is_not_starved_by_overlapping_readers(store):
     ctx = mp.get_context("spawn")
     stop = ctx.Event()

@@ -7,8 +7,9 @@ import pandas as pd
 import pytest
 
 from engine.analysis import paired
+from engine.analysis.metrics import METRICS
 from store.db import init_schema
-from tests.helpers.studies import run_jobs_cli
+from tests.helpers.cli import run_cli
 from tests.helpers.synthetic_study import write_synthetic_study
 
 
@@ -21,7 +22,7 @@ def _home_with_study(tmp_path):
 def test_stats_writes_one_row_per_task_pair_metric_under_the_study_card(tmp_path):
     _, study = _home_with_study(tmp_path)
     out = tmp_path / "paired.csv"
-    done = run_jobs_cli(tmp_path, "stats", study, "-o", str(out), "--bootstrap", "50")
+    done = run_cli(tmp_path, "stats", study, "-o", str(out), "--bootstrap", "50")
     assert done.returncode == 0, done.stderr
     text = out.read_text()
     assert text.startswith("# study: synthetic\n")
@@ -33,7 +34,7 @@ def test_stats_writes_one_row_per_task_pair_metric_under_the_study_card(tmp_path
         "p_bayes_b_better", "verdict",
     ):  # fmt: skip
         assert column in paired.PAIRED_COLUMNS
-    assert len(table) == 2 * 3 * 6  # tasks × pairs of 3 methods × metrics
+    assert len(table) == 2 * 3 * len(METRICS)  # tasks × pairs of 3 methods × metrics
     assert {"boot_ci_low", "boot_ci_high", "family", "p_corrected_holm"} <= set(table.columns)
     assert {"p_r0", "p_r0.1", "p_r0.2", "rope", "p_tost"} <= set(table.columns)
     assert (table["rope"] == paired.DEFAULT_ROPE).all()
@@ -42,7 +43,7 @@ def test_stats_writes_one_row_per_task_pair_metric_under_the_study_card(tmp_path
 def test_stats_takes_a_rope_per_metric_and_refuses_a_bad_one_in_one_line(tmp_path):
     _, study = _home_with_study(tmp_path)
     out = tmp_path / "paired.csv"
-    done = run_jobs_cli(
+    done = run_cli(
         tmp_path, "stats", study, "-o", str(out), "--bootstrap", "0", "--rope", "0.02",
         "--rope", "QWK=0.3",
     )  # fmt: skip
@@ -51,14 +52,14 @@ def test_stats_takes_a_rope_per_metric_and_refuses_a_bad_one_in_one_line(tmp_pat
     assert set(table.loc[table["metric"] == "qwk", "rope"]) == {0.3}
     assert set(table.loc[table["metric"] == "amae", "rope"]) == {0.02}
     for bad in ("F1=0.1", "-0.1", "wide"):
-        refused = run_jobs_cli(tmp_path, "stats", study, "--rope", bad)
+        refused = run_cli(tmp_path, "stats", study, "--rope", bad)
         assert refused.returncode == 2 and refused.stderr.count("\n") == 1
         assert "--rope" in refused.stderr and "Traceback" not in refused.stderr
 
 
 def test_stats_prints_one_metric_given_in_capitals(tmp_path):
     _, study = _home_with_study(tmp_path)
-    done = run_jobs_cli(tmp_path, "stats", study, "--metric", "AMAE", "--bootstrap", "0")
+    done = run_cli(tmp_path, "stats", study, "--metric", "AMAE", "--bootstrap", "0")
     assert done.returncode == 0, done.stderr
     lines = [line for line in done.stdout.splitlines() if " amae " in line]
     assert len(lines) == 2 * 3
@@ -68,7 +69,7 @@ def test_stats_prints_one_metric_given_in_capitals(tmp_path):
 
 def test_stats_on_an_unknown_study_names_it_and_how_to_list_studies(tmp_path):
     _home_with_study(tmp_path)
-    done = run_jobs_cli(tmp_path, "stats", "study-missing")
+    done = run_cli(tmp_path, "stats", "study-missing")
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1
     assert "study-missing" in done.stderr and "stats --list" in done.stderr
@@ -77,27 +78,27 @@ def test_stats_on_an_unknown_study_names_it_and_how_to_list_studies(tmp_path):
 
 def test_stats_refuses_an_unknown_metric_and_a_non_csv_output(tmp_path):
     _, study = _home_with_study(tmp_path)
-    bad_metric = run_jobs_cli(tmp_path, "stats", study, "--metric", "F1")
+    bad_metric = run_cli(tmp_path, "stats", study, "--metric", "F1")
     assert bad_metric.returncode == 2 and "AMAE" in bad_metric.stderr
-    bad_out = run_jobs_cli(tmp_path, "stats", study, "-o", str(tmp_path / "x.xlsx"))
+    bad_out = run_cli(tmp_path, "stats", study, "-o", str(tmp_path / "x.xlsx"))
     assert bad_out.returncode == 2 and ".csv" in bad_out.stderr
 
 
 def test_stats_list_shows_the_study(tmp_path):
     _, study = _home_with_study(tmp_path)
-    done = run_jobs_cli(tmp_path, "stats", "--list")
+    done = run_cli(tmp_path, "stats", "--list")
     assert done.returncode == 0 and study in done.stdout
 
 
 def test_stats_components_on_independent_seeds_says_why_in_one_sentence(tmp_path):
     _, study = _home_with_study(tmp_path)
-    done = run_jobs_cli(tmp_path, "stats", study, "--components")
+    done = run_cli(tmp_path, "stats", study, "--components")
     assert done.returncode == 0, done.stderr
     assert "cannot separate the variance the data make" in done.stdout
     assert "seeds: {splits: 10, inits: 2}" in done.stdout
-    refused = run_jobs_cli(tmp_path, "stats", study, "--components", "-o", "c.tex")
+    refused = run_cli(tmp_path, "stats", study, "--components", "-o", "c.tex")
     assert refused.returncode == 2 and "--components writes .csv or .parquet" in refused.stderr
-    plain = run_jobs_cli(tmp_path, "stats", study, "--bootstrap", "0")
+    plain = run_cli(tmp_path, "stats", study, "--bootstrap", "0")
     assert "factorial seeds design" not in plain.stdout  # the hint is for factorial studies
 
 

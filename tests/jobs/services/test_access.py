@@ -212,7 +212,7 @@ def test_each_role_lands_on_a_page_its_menu_lists(role, landing):
 def test_the_role_table_in_docs_security_lists_each_roles_pages():
     """docs/security.md's "role | pages | may" table names exactly the pages each role's
     menu lists (`jobs.services.access.PAGES`), each row adding to the row above."""
-    text = (Path(__file__).parents[2] / "docs" / "security.md").read_text(encoding="utf-8")
+    text = (Path(__file__).parents[3] / "docs" / "security.md").read_text(encoding="utf-8")
     rows = {
         cells[0]: cells[1]
         for line in text.splitlines()

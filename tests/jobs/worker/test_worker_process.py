@@ -23,7 +23,7 @@ from tests.helpers.workers import (
     wait_while_the_job_progresses,
 )
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 pytestmark = pytest.mark.slow
 
 

@@ -94,6 +94,7 @@ def test_a_worker_that_waited_for_work_logs_no_start_up(tmp_path):
     assert not [m for m in messages if m.startswith("first result")], messages
 
 
+@pytest.mark.slow  # starts a process (tests/helpers/tier_guard.py)
 def test_the_worker_process_imports_no_training_code():
     # The slots train; the worker only plans, hands out RunTasks and writes the store.
     # torchvision and torch's compiler (1-4 s of imports) in the worker would delay its
@@ -106,7 +107,7 @@ def test_the_worker_process_imports_no_training_code():
         "import sys\nimport jobs.cli.main, jobs.worker.factory, jobs.worker.runner\n"
         f"print(sorted(m for m in {training!r} if m in sys.modules))"
     )
-    repo = Path(__file__).resolve().parents[2]
+    repo = Path(__file__).resolve().parents[3]
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, check=True
     )

@@ -19,7 +19,7 @@ from store.db import init_schema
 from store.studies import ENVIRONMENT_FIELDS
 from tests.helpers.studies import tiny_study
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def test_code_version_of_a_git_checkout_is_its_commit_and_dirty_flag():

@@ -20,7 +20,7 @@ from jobs.cli.up_command import (
     refuse_unusable_address,
 )
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 class AppThatAnswers:
@@ -104,6 +104,7 @@ def test_app_answers_is_false_while_nothing_listens():
     assert not app_answers("127.0.0.1", port)
 
 
+@pytest.mark.slow  # starts a process (tests/helpers/tier_guard.py)
 def test_the_command_line_starts_without_the_report_or_the_referee_statistics():
     # `up` and the worker it starts are `python -m jobs ...`: every command's parser is built
     # first, and the report (altair, statsmodels) and the referee (scipy.stats, baycomp) cost

@@ -105,6 +105,7 @@ def test_a_study_naming_an_unknown_method_is_refused_naming_the_valid_ones(
     assert not (home / "softgrade.duckdb").exists()  # refused before anything is written
 
 
+@pytest.mark.slow  # starts a process (tests/helpers/tier_guard.py)
 def test_a_method_from_a_plugin_package_is_listed(tmp_path):
     package = tmp_path / "lab_methods"
     package.mkdir()
@@ -150,6 +151,7 @@ def test_a_method_from_a_plugin_package_is_listed(tmp_path):
     assert set(method_names()) < set(listed)
 
 
+@pytest.mark.slow  # starts a process (tests/helpers/tier_guard.py)
 def test_a_reader_that_stops_early_gets_no_traceback(tmp_path):
     # The reading end closes before the command writes, as `softgrade methods | head -1`.
     child = subprocess.Popen(

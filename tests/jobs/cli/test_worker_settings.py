@@ -60,7 +60,7 @@ def test_a_run_the_machine_cannot_train_leaves_no_queued_job(home, capsys, monke
     from store import jobs as store_jobs
     from store.db import default_store_path
 
-    quick = Path(__file__).resolve().parents[2] / "studies" / "quick.yaml"
+    quick = Path(__file__).resolve().parents[3] / "studies" / "quick.yaml"
     study = home / "on-a-gpu.yaml"
     study.write_text(quick.read_text().replace("device: cpu", "device: cuda"))
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # as on a CPU machine

@@ -10,7 +10,8 @@ from engine.pruning import PRUNERS
 from jobs.cli.main import build_parser
 from store import jobs as store_jobs
 from store import studies as store_studies
-from tests.helpers.studies import run_jobs_cli, tiny_study
+from tests.helpers.cli import run_cli
+from tests.helpers.studies import tiny_study
 
 
 def _study_file(home, **overrides):
@@ -28,7 +29,7 @@ def _submitted(home):
 
 
 def test_submit_with_pruner_records_a_pruned_search_on_the_study(tmp_path):
-    done = run_jobs_cli(tmp_path, "submit", str(_study_file(tmp_path)), "--pruner", "asha")
+    done = run_cli(tmp_path, "submit", str(_study_file(tmp_path)), "--pruner", "asha")
     assert done.returncode == 0, done.stderr
     spec, card = _submitted(tmp_path)
     assert spec["search"] == {"pruner": "asha"}
@@ -37,7 +38,7 @@ def test_submit_with_pruner_records_a_pruned_search_on_the_study(tmp_path):
 
 def test_the_pruner_flag_overrides_the_files_pruner_and_keeps_its_other_settings(tmp_path):
     study = _study_file(tmp_path, search={"pruner": "median", "min_epochs": 2})
-    done = run_jobs_cli(tmp_path, "submit", str(study), "--pruner", "hyperband")
+    done = run_cli(tmp_path, "submit", str(study), "--pruner", "hyperband")
     assert done.returncode == 0, done.stderr
     spec, card = _submitted(tmp_path)
     assert spec["search"] == {"pruner": "hyperband", "min_epochs": 2}
@@ -46,7 +47,7 @@ def test_the_pruner_flag_overrides_the_files_pruner_and_keeps_its_other_settings
 
 def test_pruner_none_submits_the_full_search_of_a_pruned_file(tmp_path):
     study = _study_file(tmp_path, search={"pruner": "asha"})
-    done = run_jobs_cli(tmp_path, "submit", str(study), "--pruner", "none")
+    done = run_cli(tmp_path, "submit", str(study), "--pruner", "none")
     assert done.returncode == 0, done.stderr
     spec, card = _submitted(tmp_path)
     # The full search is stored as before pruning existed: no search key, no card line.
@@ -62,7 +63,7 @@ def test_run_takes_the_same_pruner_option():
 def test_a_bad_pruner_is_one_message_listing_the_allowed_pruners(tmp_path):
     study = str(_study_file(tmp_path))
     for command in ("submit", "run"):
-        done = run_jobs_cli(tmp_path, command, study, "--pruner", "optuna")
+        done = run_cli(tmp_path, command, study, "--pruner", "optuna")
         assert done.returncode == 2
         assert "--pruner: invalid choice: 'optuna'" in done.stderr
         assert all(name in done.stderr for name in PRUNERS)

@@ -11,7 +11,7 @@ from store import runs as store_runs
 from store.db import init_schema
 from tests.helpers.synthetic_study import write_synthetic_study
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _bench():

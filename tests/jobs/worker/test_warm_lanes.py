@@ -64,6 +64,7 @@ def test_warming_on_cpu_builds_each_trainer_once_and_compiles_nothing():
         assert state.trainer(config).warm_up(config) is False
 
 
+@pytest.mark.slow  # trains a model (tests/helpers/tier_guard.py)
 def test_a_lane_warms_every_task_after_its_first_run_not_before(tmp_path: Path):
     store = tmp_path / "softgrade.duckdb"
     init_schema(store)
@@ -80,6 +81,7 @@ def test_a_lane_warms_every_task_after_its_first_run_not_before(tmp_path: Path):
     assert warm_seconds[2:] == [0.0, 0.0]
 
 
+@pytest.mark.slow  # trains a model (tests/helpers/tier_guard.py)
 def test_a_lanes_first_run_says_when_it_first_trained(tmp_path: Path):
     store = tmp_path / "softgrade.duckdb"
     init_schema(store)

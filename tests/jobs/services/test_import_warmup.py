@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from jobs.services.import_warmup import (
     declares_component,
     page_modules,
@@ -16,7 +18,7 @@ from jobs.services.import_warmup import (
 )
 from jobs.services.serve_app import _entrypoint
 
-APP = Path(__file__).parents[2] / "app.py"
+APP = Path(__file__).parents[3] / "app.py"
 
 
 def test_a_page_files_imports_are_listed_with_its_widget_submodules(tmp_path):
@@ -45,6 +47,7 @@ def test_the_shell_comes_first_then_the_landing_page_then_the_others():
     assert kiosk.index("pages.widgets.grade_view") < kiosk.index("pages.widgets.launch_form")
 
 
+@pytest.mark.slow  # a fresh interpreter: what it has imported is the point
 def test_the_warm_up_imports_what_launch_needs_once_the_runtime_exists():
     # In a fresh interpreter: nothing is imported while the runtime is missing, and the
     # statistics libraries Launch's widgets pull in are imported once it exists.

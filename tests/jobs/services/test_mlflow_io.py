@@ -20,7 +20,7 @@ from jobs.services import study_analysis
 from store.db import connect, default_store_path, init_schema
 from tests.helpers.synthetic_study import write_synthetic_study
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ERRORS = {"nominal": 0.60, "corn": 0.50}
 
 
@@ -222,6 +222,7 @@ def test_two_runs_of_one_seed_are_refused_naming_both_runs(home, tmp_path, mlflo
     assert f"MLflow run {ids[1]} repeats MLflow run {ids[0]}" in err, err
 
 
+@pytest.mark.slow  # starts a process (tests/helpers/tier_guard.py)
 def test_without_mlflow_the_command_names_the_extra_to_install(tmp_path):
     """A fresh interpreter in which ``import mlflow`` fails, as where the extra is absent."""
     code = (

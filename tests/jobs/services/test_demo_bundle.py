@@ -28,7 +28,7 @@ from store import users as store_users
 from tests.helpers.films import phantom_film, png_bytes, write_film_folder
 from tests.helpers.studies import tiny_study
 
-APP = Path(__file__).parents[2] / "app.py"
+APP = Path(__file__).parents[3] / "app.py"
 
 
 @pytest.fixture(scope="module")
