@@ -562,7 +562,7 @@ def merge_bundles(
             "card": merged_card(a, b),
         }
         out = Path(out)
-        _write_bundle(out, meta, Path(tmp))
+        _write_bundle(out, meta, Path(tmp), force=False)
     return out
 
 

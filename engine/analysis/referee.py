@@ -242,8 +242,9 @@ def coverage(
                 if per_dataset.size > 1
                 else math.nan
             )
-            n_eff = effective_draws(row["coverage"], row["mc_se"], per_dataset.size, len(real))
-            row["ci_low"], row["ci_high"] = wilson_interval(row["coverage"], n_eff, level=level)
+            coverage, mc_se = float(row["coverage"]), float(row["mc_se"])  # type: ignore[arg-type]
+            n_eff = effective_draws(coverage, mc_se, per_dataset.size, len(real))
+            row["ci_low"], row["ci_high"] = wilson_interval(coverage, n_eff, level=level)
             rows.append(row)
     return pd.DataFrame(rows, columns=COVERAGE_COLUMNS)
 

@@ -119,6 +119,12 @@ def cmd_calibrate_sets(args: argparse.Namespace) -> int:
     return 0
 
 
+def _tasks(card: dict[str, object]) -> dict[str, dict[str, object]]:
+    """The card's per-task entries (what `cmd` put under ``tasks``)."""
+    tasks = card.get("tasks")
+    return tasks if isinstance(tasks, dict) else {}
+
+
 def sets_markdown(summary: pd.DataFrame, card: dict[str, object]) -> str:
     """The referee's table as markdown, under one line saying what was run."""
     from pages.present.referee_tables import markdown_table
@@ -128,7 +134,7 @@ def sets_markdown(summary: pd.DataFrame, card: dict[str, object]) -> str:
     head = (
         f"Grade sets refereed on fresh phantom films ({card['created_at']}): target "
         f"{card['coverage']}, {card['seeds']} seeds per dataset, datasets per task "
-        + ", ".join(f"{t} {v['datasets_done']}" for t, v in card["tasks"].items())  # type: ignore[union-attr]
+        + ", ".join(f"{t} {v['datasets_done']}" for t, v in _tasks(card).items())
         + ". coverage: mean over datasets of the share of fresh films whose recorded grade is "
         "in its set; mc_low/mc_high: 95 % Monte-Carlo interval over datasets.\n\n"
     )

@@ -193,9 +193,9 @@ def scrubbed(text: str, uri: str) -> str:
     """``text`` (an MLflow or HTTP library message) without the URI's user name or password:
     MLflow's own messages quote the URL it was given, credentials included."""
     parts = urlsplit(uri)
-    secrets = {parts.password, parts.username} - {None, ""}
-    for secret in sorted(secrets, key=len, reverse=True):  # type: ignore[arg-type]
-        for form in {secret, unquote(secret), quote(secret, safe="")}:  # type: ignore[arg-type]
+    secrets = {s for s in (parts.password, parts.username) if s}
+    for secret in sorted(secrets, key=len, reverse=True):
+        for form in {secret, unquote(secret), quote(secret, safe="")}:
             text = text.replace(form, "***")
     return text
 

@@ -21,8 +21,9 @@ every slot (issue 39). The cache root and the key's folder (and its ``inductor``
 ``triton`` folders) are used only when they are real folders, not links, owned by the
 running user with mode 0700 (`trust_problem`). One of this user's that others could only
 read is closed to 0700; one that others could write (e.g. world-writable) may hold someone
-else's files: it is removed and made again, empty and private, with a warning. One owned by another user, or a link, is refused with
-one warning line, and the slot compiles with torch's own cache folders instead.
+else's files: it is removed and made again, empty and private, with a warning. One owned by
+another user, or a link, is refused with one warning line, and the slot compiles with torch's
+own cache folders instead.
 """
 
 from __future__ import annotations

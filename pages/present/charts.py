@@ -24,6 +24,7 @@ shows (its data and encodings) without a browser. Every heatmap of the app lives
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import altair as alt
 import numpy as np
@@ -399,7 +400,7 @@ def residual_heatmap(
 KIOSK_AXIS_FONT_PX = 13
 
 
-def kiosk_axis(**settings: object) -> alt.Axis:
+def kiosk_axis(**settings: Any) -> alt.Axis:
     """An axis whose labels and title a clinician reads from a step back."""
     return alt.Axis(labelFontSize=KIOSK_AXIS_FONT_PX, titleFontSize=KIOSK_AXIS_FONT_PX, **settings)
 

@@ -12,7 +12,7 @@ from pages.present.formatting import is_missing
 
 def eta_seconds(elapsed_s: float | None, runs_done: int, runs_total: int | None) -> float | None:
     """Remaining time of a job, ``elapsed / runs_done * runs_left``; None before any run ends."""
-    if is_missing(elapsed_s) or not runs_total or runs_done <= 0:
+    if elapsed_s is None or is_missing(elapsed_s) or not runs_total or runs_done <= 0:
         return None
     return max(0.0, elapsed_s / runs_done * (runs_total - runs_done))
 

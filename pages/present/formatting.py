@@ -15,7 +15,7 @@ def is_missing(value: object) -> bool:
 
 def format_duration(seconds: float | None) -> str:
     """``"42 s"``, ``"3 min 05 s"``, ``"2 h 07 min"``; an em dash when unknown."""
-    if is_missing(seconds):
+    if seconds is None or is_missing(seconds):
         return "—"
     seconds = max(0, round(seconds))
     if seconds < 60:

@@ -46,7 +46,7 @@ def sets_frame(summary: pd.DataFrame) -> pd.DataFrame:
     return out.rename(columns={**COLUMNS, **{g: f"Grade {g[10:]}" for g in grades}})
 
 
-def coverage_size_chart(summary: pd.DataFrame, target: float) -> alt.LayerChart:
+def coverage_size_chart(summary: pd.DataFrame, target: float) -> alt.FacetChart:
     """Mean set size (x) against coverage (y) per method and score, one panel per task, with
     the target as a rule: good methods sit on or above the rule and far left."""
     data = summary.assign(

@@ -52,8 +52,8 @@ def test_study_label_marks_only_the_bundled_reference():
 
 def test_loading_the_reference_says_so_and_picks_it(tmp_path, monkeypatch):
     """Issue 39: loading gave no confirmation and the picker kept the study it had."""
-    from pages.widgets.pickers import REFERENCE_LOADED
     from pages.present.tables import reference_study_id
+    from pages.widgets.pickers import REFERENCE_LOADED
 
     make_store(tmp_path, name="our study")
     at = run_page(tmp_path, monkeypatch)

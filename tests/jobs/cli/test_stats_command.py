@@ -107,7 +107,7 @@ def test_stats_footer_names_this_study_s_families_and_prints_the_verdict_first(t
     store = tmp_path / "softgrade.duckdb"
     init_schema(store)
     study = write_synthetic_study(store, n_seeds=3, n_patients=20, methods=("beta", "binomial"))
-    done = run_jobs_cli(tmp_path, "stats", study, "--metric", "AMAE", "--bootstrap", "0")
+    done = run_cli(tmp_path, "stats", study, "--metric", "AMAE", "--bootstrap", "0")
     assert done.returncode == 0, done.stderr
     assert "family of 8" not in done.stdout
     assert "no primary-endpoint comparison" in done.stdout
@@ -123,7 +123,7 @@ def test_stats_gives_no_verdict_from_two_seeds_and_says_why(tmp_path):
     init_schema(store)
     study = write_synthetic_study(store, n_seeds=2, n_patients=20)
     out = tmp_path / "paired.csv"
-    done = run_jobs_cli(tmp_path, "stats", study, "-o", str(out), "--bootstrap", "0")
+    done = run_cli(tmp_path, "stats", study, "-o", str(out), "--bootstrap", "0")
     assert done.returncode == 0, done.stderr
     table = pd.read_csv(out, comment="#")
     assert (table["verdict"] == "not estimable: fewer than 3 seeds (2)").all()
