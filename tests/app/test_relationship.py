@@ -31,8 +31,8 @@ def test_relationship_page_scores_every_method_of_a_trained_study(finished_study
 
 def test_relationship_page_widgets(finished_study, monkeypatch):
     at = run_page(finished_study.home, monkeypatch, PAGE)
-    at.selectbox(key="rel_eps").set_value(1e-4).run()
-    assert "ε = 0.0001" in texts(at, "caption")
+    at.selectbox(key="rel_eps").set_value(1e-3).run()
+    assert "ε = 0.001" in texts(at, "caption")
     at.radio(key="rel_units").set_value("points").run()
     at.selectbox(key="rel_method").set_value("triangular").run()
     at.selectbox(key="rel_correction").set_value("none").run()

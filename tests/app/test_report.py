@@ -125,7 +125,7 @@ def test_the_command_line_refuses_an_output_it_cannot_write_in_one_line(tmp_path
     for output, words in (
         (tmp_path / "r.pdf", "writes an .html file"),
         (tmp_path / "none" / "r.html", "no folder"),
-        (tmp_path / "taken.html", "cannot be written"),
+        (tmp_path / "taken.html", "is a folder; name a file in it"),
     ):
         assert cli_main(["report", "study-any", "-o", str(output)]) == report.BAD_INPUT
         err = capsys.readouterr().err

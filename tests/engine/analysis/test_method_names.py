@@ -9,7 +9,7 @@ import re
 import pytest
 
 from engine.analysis.results_file import ResultsFileError, check_results
-from tests.jobs.test_results_io import _films
+from tests.jobs.services.test_results_io import _films
 
 
 @pytest.mark.parametrize(

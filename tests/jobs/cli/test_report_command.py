@@ -48,7 +48,7 @@ def test_report_refuses_an_output_it_cannot_write(home_with_study):
     _refused(run_jobs_cli(home, "report", study, "-o", str(home / "none" / "r.html")), "no folder")
     _refused(run_jobs_cli(home, "report", study, "-o", str(home / "r.pdf")), ".html")
     (home / "taken.html").mkdir()  # a folder where the file should go
-    _refused(run_jobs_cli(home, "report", study, "-o", str(home / "taken.html")), "cannot be")
+    _refused(run_jobs_cli(home, "report", study, "-o", str(home / "taken.html")), "is a folder")
 
 
 def test_report_on_a_damaged_store_says_so_in_one_line(tmp_path):

@@ -34,7 +34,7 @@ def test_up_hands_its_threads_and_retries_to_the_worker_it_starts():
     [
         (["--threads-per-slot", "0"], "0 must be from 1 to 512"),
         (["--threads-per-slot", "two"], "'two' is not a whole number"),
-        (["--max-retries", "-1"], "-1 must be >= 0"),
+        (["--max-retries", "-1"], "-1 must be from 0 to 10"),
         (["--processes-per-gpu", "0"], "0 must be from 1 to 32"),
         (["--slots-per-gpu", "99999"], "99999 must be from 0 to 32"),
         (["--slots-per-gpu", "-1"], "-1 must be from 0 to 32"),

@@ -236,7 +236,8 @@ def test_export_demo_cli_writes_a_bundle_and_refuses_a_seed_without_weights(
     assert main(["export-demo", finished_study.study_id, "--seed", "1", "-o", str(out)]) == 0
     assert "seed 1, 12 test films" in capsys.readouterr().out
     assert json.loads(zipfile.ZipFile(out).read("manifest.json"))["seeds"] == [1]
-    assert main(["export-demo", finished_study.study_id, "--seed", "9", "-o", str(out)]) == 2
+    other = tmp_path / "d9.zip"  # a new file: the refusal is the seed's, not the output's
+    assert main(["export-demo", finished_study.study_id, "--seed", "9", "-o", str(other)]) == 2
     err = capsys.readouterr().err
     assert "seed 9 of" in err and "seeds that have: 0, 1, 2" in err
     assert demo_bundle.DEMO_BUNDLE_VERSION == 2

@@ -13,7 +13,7 @@ from jobs.services.demo_bundle import export_demo
 from store.db import connect, default_store_path, init_schema
 from store.outputs import OutputRefused
 from tests.helpers.synthetic_study import write_synthetic_study
-from tests.jobs.test_results_io import imported_study, per_seed_rows
+from tests.jobs.services.test_results_io import imported_study, per_seed_rows
 
 
 @pytest.fixture

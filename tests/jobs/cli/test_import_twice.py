@@ -8,7 +8,7 @@ import shutil
 
 from jobs.cli.main import main
 from store.db import connect, default_store_path
-from tests.jobs.test_results_io import imported_study, per_seed_rows
+from tests.jobs.services.test_results_io import imported_study, per_seed_rows
 
 
 def _studies() -> int:

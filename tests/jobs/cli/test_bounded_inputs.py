@@ -15,7 +15,7 @@ from engine.analysis import results_file
 from engine.analysis.results_file import ResultsFileError, read_results
 from jobs.cli.main import main
 from store.db import connect, default_store_path, init_schema
-from tests.jobs.test_results_io import per_seed_rows
+from tests.jobs.services.test_results_io import per_seed_rows
 
 
 def _studies() -> int:
