@@ -27,6 +27,9 @@ DRAWS_FILE = "referee_draws.csv"
 BOOTSTRAP_FILE = "referee_bootstrap.csv"
 MARKDOWN_FILE = "referee.md"
 CARD_FILE = "referee.json"
+#: The design a folder was trained with, written before its training (so the parts of one
+#: design can be joined: `jobs.services.referee_parts`); not part of a recorded result.
+DESIGN_FILE = "referee_design.json"
 #: The files of one result; the card is written last, so a folder with it is complete.
 REFEREE_FILES: tuple[str, ...] = (
     SUMMARY_FILE,
