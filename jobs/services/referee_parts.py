@@ -108,10 +108,13 @@ def read_parts(folders: list[Path]) -> RefereeParts:
     folders = [Path(f) for f in folders]
     if len(set(map(str, folders))) != len(folders):
         raise ValueError("--combine: a folder is named twice")
-    designs, draws, boots, parts = [], [], [], []
+    designs: list[tuple[Path, dict[str, Any]]] = []
+    draws: list[tuple[Path, pd.DataFrame]] = []
+    boots: list[pd.DataFrame] = []
+    parts: list[Part] = []
     for folder in folders:
-        design, part_draws, part_boot, card = _read_part(folder)
-        designs.append((folder, design))
+        settings, part_draws, part_boot, card = _read_part(folder)
+        designs.append((folder, settings))
         draws.append((folder, part_draws))
         boots.append(part_boot)
         parts.append(Part(folder, card, _datasets_in(part_draws)))
@@ -174,7 +177,7 @@ def _one_design(designs: list[tuple[Path, dict[str, Any]]]) -> RefereeDesign:
                     f"--combine: {first_folder} and {folder} are different designs: {key} is "
                     f"{str(first.get(key))[:80]} against {str(design.get(key))[:80]}"
                 )
-    settings = {k: tuple(v) if isinstance(v, list) else v for k, v in first.items()}
+    settings: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in first.items()}
     settings |= {
         "first_dataset": min(int(d["first_dataset"]) for _, d in designs),
         "datasets": max(int(d["datasets"]) for _, d in designs),

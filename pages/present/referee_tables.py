@@ -278,6 +278,20 @@ def _count(n: object, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
+def disagreement_line(cards: list[Mapping[str, Any]]) -> str | None:
+    """When the tasks' results recommend different intervals, say so (a reader of one task's
+    block would otherwise take its pick as general); None when they agree."""
+    picks = {str(c.get("task")): c.get("recommended_label") for c in cards}
+    if len(set(picks.values())) < 2:
+        return None
+    named = "; ".join(f"{task}: {label or 'none'}" for task, label in picks.items())
+    return (
+        f"The tasks' results recommend different intervals ({named}), so no one pick holds "
+        "for every task. The verdicts on this tab use the corrected t; docs/statistics.md "
+        '("The phantom referee") says why.'
+    )
+
+
 def recommendation_line(card: Mapping[str, Any]) -> str:
     """Which interval the table supports, and why."""
     label = card.get("recommended_label")
