@@ -33,6 +33,7 @@ trainers (`recover_unreadable_cache`, `jobs.worker.slots`).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -221,7 +222,13 @@ def recover_unreadable_cache(exc: BaseException, seen_generation: int) -> str | 
         if _emptied[0] != seen_generation:
             return f"compile cache {folder} was emptied by another lane"
         _emptied[0] += 1
-        shutil.rmtree(folder, ignore_errors=True)
+        # Renamed aside first, then removed: one rename wins among slot processes sharing the
+        # folder, and a process still reading the old files keeps them until it closes them.
+        aside = folder.with_name(f"{folder.name}.unreadable-{os.getpid()}-{time.time_ns()}")
+        with contextlib.suppress(FileNotFoundError):
+            folder.rename(aside)
+        shutil.rmtree(aside, ignore_errors=True)
+        folder.parent.mkdir(parents=True, exist_ok=True)
         for private in (folder, folder / "inductor", folder / "triton"):
             refused = _private_folder(private)
             if refused:  # cannot happen for a folder this process just made; say so if it does
@@ -268,9 +275,12 @@ def _private_folder(folder: Path) -> str | None:
     """Make ``folder`` (0700) or check the one there; None when it may be used, else why
     not. This user's folder others could write is removed and made again, empty."""
     if not folder.exists() and not folder.is_symlink():
-        folder.mkdir(mode=0o700)
-        os.chmod(folder, 0o700)  # whatever the umask
-        return None
+        try:
+            folder.mkdir(mode=0o700)
+            os.chmod(folder, 0o700)  # whatever the umask
+            return None
+        except FileExistsError:  # another slot process made it just now: check theirs
+            pass
     problem = trust_problem(folder)
     if problem is None:
         return None
