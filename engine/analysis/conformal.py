@@ -12,11 +12,18 @@ Scores (:data:`SCORES`), each an ``(N, J)`` matrix, lower = more conforming:
 
 * ``lac``: ``1 − p_y`` (least ambiguous classifier, Sadinle et al. 2019). Nominal: its sets
   need not be ranges of grades.
-* ``aps``: the probability mass of grades at least as likely as ``y`` (adaptive prediction
-  sets, Romano et al. 2020, without the randomisation). Nominal.
+* ``aps``: the probability mass of grades more likely than ``y`` plus half of ``p_y``
+  (adaptive prediction sets, Romano et al. 2020, with its randomised share ``u · p_y`` of the
+  own grade fixed at ``u = ½``, so sets are reproducible). Nominal.
 * ``ordinal``: Lu et al. 2022's ordinal APS: from the most likely grade, grow a range by the
-  more likely neighbour at each step; ``y``'s score is the mass of the first range holding
-  it. Sets are ranges of grades.
+  more likely neighbour at each step; ``y``'s score is the mass of the range before ``y``
+  joins plus half of ``p_y`` (the same fixed ``u = ½``). Sets are ranges of grades.
+
+Why half the own mass, not all of it (the form without randomisation): with the whole
+``p_y`` counted, a model sure of the right grade scores every calibration film 1, the
+threshold becomes 1, and every grade, whose score is then also 1, is in every set: the
+surest model got the widest sets. With half, the sure model's own grade scores ½ and every
+other grade 1, so its sets are single grades. Any fixed score keeps the coverage guarantee.
 * ``cumulative``: ``max(P(grade < y), P(grade > y))``, the larger tail beyond ``y`` of the
   predicted cumulative distribution. Its sets ``{y: P(< y) ≤ q, P(> y) ≤ q}`` are ranges
   centred on the predicted median (the central-interval idea behind the RPS-based scores
@@ -66,22 +73,28 @@ def lac_scores(probs: np.ndarray) -> np.ndarray:
     return 1.0 - probs
 
 
+#: The share of a grade's own probability its APS-type score counts (APS's randomised ``u``,
+#: fixed): ½, so a sure model's sets are single grades (see the module's docstring).
+OWN_SHARE = 0.5
+
+
 def aps_scores(probs: np.ndarray) -> np.ndarray:
-    """Mass of the grades strictly more likely than ``y``, plus ``p_y``."""
+    """Mass of the grades strictly more likely than ``y``, plus :data:`OWN_SHARE` of ``p_y``."""
     above = probs[:, None, :] > probs[:, :, None]  # [i, y, k]: p_k > p_y
-    return (above * probs[:, None, :]).sum(axis=2) + probs
+    return (above * probs[:, None, :]).sum(axis=2) + OWN_SHARE * probs
 
 
 def ordinal_scores(probs: np.ndarray) -> np.ndarray:
-    """Lu et al. 2022: the mass of the first greedily grown range around the mode holding
-    ``y`` (the more likely neighbour joins first; the lower one on a tie)."""
+    """Lu et al. 2022: the mass of the greedily grown range around the mode before ``y``
+    joins it, plus :data:`OWN_SHARE` of ``p_y`` (the more likely neighbour joins first; the
+    lower one on a tie)."""
     n, j = probs.shape
     rows = np.arange(n)
     lo = probs.argmax(axis=1)
     hi = lo.copy()
     mass = probs[rows, lo].copy()
     out = np.empty_like(probs)
-    out[rows, lo] = mass
+    out[rows, lo] = OWN_SHARE * mass
     for _ in range(j - 1):
         left = np.where(lo > 0, probs[rows, np.maximum(lo - 1, 0)], -np.inf)
         right = np.where(hi < j - 1, probs[rows, np.minimum(hi + 1, j - 1)], -np.inf)
@@ -89,8 +102,8 @@ def ordinal_scores(probs: np.ndarray) -> np.ndarray:
         lo = np.where(go_left, lo - 1, lo)
         hi = np.where(go_left, hi, hi + 1)
         added = np.where(go_left, lo, hi)
+        out[rows, added] = mass + OWN_SHARE * probs[rows, added]
         mass = mass + probs[rows, added]
-        out[rows, added] = mass
     return out
 
 
