@@ -74,11 +74,14 @@ def cmd_stats(args: argparse.Namespace) -> int:
         names = ", ".join(m.upper() for m in STATS_METRICS)
         print(f"error: unknown metric {args.metric!r}; choose one of {names}", file=sys.stderr)
         return BAD_INPUT
-    calibrated = study_analysis.has_calibration_films(args.study_id, path=path)
-    if metric in CALIBRATED_METRICS and not calibrated:
+    available = {
+        name: study_analysis.calibrated_available(args.study_id, name, path=path)
+        for name in CALIBRATED_METRICS
+    }
+    if metric in CALIBRATED_METRICS and not available[metric]:
         print(f"error: {_not_available(metric, args.study_id)}", file=sys.stderr)
         return BAD_INPUT
-    chosen = (metric,) if metric else METRICS + (CALIBRATED_METRICS if calibrated else ())
+    chosen = (metric,) if metric else METRICS + tuple(m for m in available if available[m])
     ropes = _ropes(args.rope or [], metric)
     if isinstance(ropes, str):
         print(f"error: {ropes}", file=sys.stderr)
@@ -109,7 +112,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         )
         return 0
     unsized = study_analysis.unsized_tasks(args.study_id, path=path)
-    skipped = [] if metric or calibrated else list(CALIBRATED_METRICS)
+    skipped = [] if metric else [m for m in available if not available[m]]
     if args.output:
         write_table(
             table, Path(args.output), export_cards(str(path), [args.study_id]), force=args.force

@@ -87,6 +87,15 @@ def has_calibration_films(study_id: str, *, path: StorePath = None) -> bool:
     return store_analysis.selected_runs_with_films(study_id, "val", path=path) > 0
 
 
+def calibrated_available(study_id: str, metric: str, *, path: StorePath = None) -> bool:
+    """Whether the study has values of the calibrated ``metric``: runs with validation films
+    to compute it from, or per-seed values of it an imported results file gave."""
+    if has_calibration_films(study_id, path=path):
+        return True
+    given = store_results.seed_metric_values([study_id], path=path)
+    return bool(len(given)) and metric in set(given["metric"])
+
+
 def calibrated_per_run(
     study_ids: list[str], *, metrics: tuple[str, ...] = CALIBRATED_METRICS, path: StorePath = None
 ) -> pd.DataFrame:
@@ -107,9 +116,14 @@ def with_calibrated(
     if not wanted or scores.empty or "run_id" not in scores:
         return scores
     values = calibrated_per_run(study_ids, metrics=wanted, path=path)
-    return scores.drop(columns=[m for m in wanted if m in scores]).merge(
+    scores = scores.reset_index(drop=True)
+    given = scores[[m for m in wanted if m in scores]]  # per-seed values a file gave
+    joined = scores.drop(columns=list(given.columns)).merge(
         values[["run_id", *wanted]], on="run_id", how="left"
     )
+    for name in given.columns:
+        joined[name] = joined[name].fillna(given[name])
+    return joined
 
 
 def ratios(study_id: str, *, path: StorePath = None) -> dict[str, float]:

@@ -8,7 +8,14 @@ import pandas as pd
 import pytest
 
 from engine.analysis import conformal
-from engine.analysis.metrics import CALIBRATED_METRICS, METRICS, SET_SIZE, get_metric
+from engine.analysis.metrics import (
+    AMAE,
+    CALIBRATED_METRICS,
+    METRICS,
+    SET_SIZE,
+    compute_metrics,
+    get_metric,
+)
 from jobs.services import study_analysis
 from store import runs as store_runs
 from store.db import connect, init_schema
@@ -106,3 +113,54 @@ def test_a_study_without_validation_predictions_says_so_in_one_line(study, tmp_p
     assert plain.returncode == 0, plain.stderr
     assert f" {SET_SIZE} " not in plain.stdout.split("\n\n", 1)[0]
     assert plain.stdout.count("not available") == 1
+
+
+def _per_film_file(path, rng: np.random.Generator) -> pd.DataFrame:
+    """Per-film KL predictions from another tool: 2 methods × 3 seeds, 30 validation and 30
+    test films each; "sharp" puts more mass on the recorded grade than "blunt"."""
+    rows = []
+    for method, peak in (("sharp", 6.0), ("blunt", 1.5)):
+        for seed in range(3):
+            for i in range(60):
+                grade = int(rng.integers(0, 5))
+                probs = rng.dirichlet(np.ones(5))
+                probs[grade] += peak * rng.random()
+                probs /= probs.sum()
+                rows.append(
+                    {"task": "KL", "method": method, "seed": seed, "film": f"s{seed}f{i}",
+                     "grade": grade, "split": "val" if i < 30 else "test",
+                     **{f"p{g}": probs[g] for g in range(5)}}
+                )  # fmt: skip
+    frame = pd.DataFrame(rows)
+    frame.to_csv(path, index=False)
+    return frame
+
+
+def test_an_imported_study_with_validation_films_gets_its_set_size(tmp_path):
+    files = _per_film_file(tmp_path / "other.csv", np.random.default_rng(3))
+    done = run_cli(tmp_path, "import-results", str(tmp_path / "other.csv"))
+    assert done.returncode == 0, done.stderr
+    study_id = done.stdout.split("(", 1)[1].split(")", 1)[0]
+    out = tmp_path / "set_size.csv"
+    stats = run_cli(tmp_path, "stats", study_id, "--metric", SET_SIZE, "-o", str(out))
+    assert stats.returncode == 0, stats.stderr
+    (row,) = pd.read_csv(out, comment="#").itertuples()
+    # Brute force on the file's own rows: calibrate on a seed's val films, size its test sets.
+    size = {}
+    for (method, seed), part in files.groupby(["method", "seed"]):
+        probs = part[[f"p{g}" for g in range(5)]].to_numpy()
+        val = (part["split"] == "val").to_numpy()
+        score = conformal.SET_SIZE_SCORE
+        limits = conformal.calibrate(
+            probs[val], part["grade"].to_numpy()[val], score=score, coverage=0.9
+        )
+        size[method, seed] = conformal.predict_sets(probs[~val], limits, score=score).sum(1).mean()
+    a, b = row.method_a, row.method_b
+    expected = np.mean([size[a, s] - size[b, s] for s in range(3)])
+    assert row.mean_diff == pytest.approx(expected, abs=1e-6)  # stored as float32
+    # The validation films calibrate only: the grade metrics are the test films'.
+    scores = study_analysis.per_run(study_id, path=tmp_path / "softgrade.duckdb")
+    sharp = scores[(scores["method"] == "sharp") & (scores["seed"] == 0)][AMAE].iloc[0]
+    part = files[(files["method"] == "sharp") & (files["seed"] == 0) & (files["split"] == "test")]
+    probs = part[[f"p{g}" for g in range(5)]].to_numpy()
+    assert sharp == pytest.approx(compute_metrics(part["grade"], probs, 5)[AMAE])
