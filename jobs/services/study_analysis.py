@@ -115,11 +115,18 @@ def with_calibrated(
     wanted = tuple(m for m in metrics if m in CALIBRATED_METRICS)
     if not wanted or scores.empty or "run_id" not in scores:
         return scores
-    values = calibrated_per_run(study_ids, metrics=wanted, path=path)
+    return join_calibrated(scores, calibrated_per_run(study_ids, metrics=wanted, path=path), wanted)
+
+
+def join_calibrated(
+    scores: pd.DataFrame, values: pd.DataFrame, metrics: tuple[str, ...]
+) -> pd.DataFrame:
+    """``scores`` with the calibrated ``metrics`` of ``values`` (`calibrated_per_run`)
+    joined by run; where a run has none, the per-seed value an imported file gave stays."""
     scores = scores.reset_index(drop=True)
-    given = scores[[m for m in wanted if m in scores]]  # per-seed values a file gave
+    given = scores[[m for m in metrics if m in scores]]
     joined = scores.drop(columns=list(given.columns)).merge(
-        values[["run_id", *wanted]], on="run_id", how="left"
+        values[["run_id", *metrics]], on="run_id", how="left"
     )
     for name in given.columns:
         joined[name] = joined[name].fillna(given[name])

@@ -203,8 +203,8 @@ def with_metric(per_run: pd.DataFrame, metric: str, path: str) -> pd.DataFrame |
     if metric not in CALIBRATED_METRICS:
         return per_run
     studies = tuple(dict.fromkeys(per_run["study_id"].astype(str)))
-    values = cached_calibrated(path, studies, len(per_run))[["run_id", metric]]
-    joined = per_run.drop(columns=[metric], errors="ignore").merge(values, on="run_id", how="left")
+    values = cached_calibrated(path, studies, len(per_run))
+    joined = study_analysis.join_calibrated(per_run, values, (metric,))
     if joined[metric].notna().any():
         return joined
     st.info(f"{METRIC_LABELS[metric]} is not available here: {study_analysis.NO_CALIBRATION_NOTE}.")
