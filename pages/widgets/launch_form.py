@@ -38,7 +38,7 @@ from pages.present.study_form import (
     read_folder_labels,
 )
 from pages.widgets.import_form import import_dataset
-from pages.widgets.label_version_view import older_versions, pick_label_version
+from pages.widgets.label_version_view import older_versions, pick_label_version, versions_of
 from pages.widgets.reads import cached_datasets, cached_jobs, clear_job_caches, load_preset
 from pages.widgets.sign_in import client_address, current_account
 from store.db import StoreError
@@ -191,7 +191,12 @@ def dataset_inputs(
         if option == FOLDER:
             return "Import a folder of films (check it, then register its good films)"
         row = registered[option]
-        return f"{row.spec_key} · {row.n_images} images ({row.n_kl} KL, {row.n_cppd} CPPD grades)"
+        versions = len(versions_of(row, path))
+        several = f" · {versions} label versions" if versions > 1 else ""
+        return (
+            f"{row.spec_key} · {row.n_images} images ({row.n_kl} KL, {row.n_cppd} CPPD "
+            f"grades){several}"
+        )
 
     choice = st.selectbox(
         "Dataset",

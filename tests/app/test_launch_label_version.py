@@ -35,7 +35,10 @@ def test_the_latest_label_version_is_chosen_and_queued(path):
     v1, v2 = _two_versions(path)
     at = AppTest.from_file(str(PAGE), default_timeout=120).run()
     options = at.selectbox(key="launch_dataset").options
-    assert not any(v1.dataset_id in o for o in options)  # the folder once, by its latest
+    # The folder once (options read as their labels: the dataset's key names its folder).
+    folder = str(path.parent / "films")
+    (shown,) = [o for o in options if f"path={folder}" in o]
+    assert shown.endswith("· 2 label versions") and v2.labels_csv in shown
     at.selectbox(key="launch_dataset").set_value(v2.dataset_id).run()
     picker = at.selectbox(key=f"launch_label_version_{v2.dataset_id}")
     assert picker.value == 2 and picker.options == [v1.describe(), v2.describe()]
