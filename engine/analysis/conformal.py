@@ -49,7 +49,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from engine.analysis import probability_metrics as pm
+# The arithmetic beneath the metric registry (not probability_metrics, which reads the
+# registry): the registry's set-size metric is computed here.
+from engine.analysis.probability_scores import CalibratedBatch, task_arrays
 
 DEFAULT_COVERAGE = 0.9
 RUN_KEYS = ("task", "method", "seed")
@@ -233,6 +235,29 @@ def predict_sets(
     return inside
 
 
+#: The set-size metric's coverage and score (`engine.analysis.metrics`' ``set_size``): one
+#: threshold, so methods are compared at one marginal coverage. The cumulative score: its
+#: sets are ranges, and a model sure of the right grade gets one grade; the ordinal APS
+#: (not randomised) gives such a model every grade, its neighbours' zero mass tying with
+#: the threshold, so it would rank a perfect model worst.
+SET_SIZE_COVERAGE = DEFAULT_COVERAGE
+SET_SIZE_SCORE = "cumulative"
+
+
+def mean_set_size(batch: CalibratedBatch) -> np.ndarray:
+    """``(R,)`` each run's mean test set size at `SET_SIZE_COVERAGE` with `SET_SIZE_SCORE`,
+    calibrated on its own validation films; ``nan`` for a run without validation or test
+    films."""
+    sizes = np.full(batch.n_runs, np.nan)
+    for run in range(batch.n_runs):
+        cal_probs, cal_y, probs, _ = batch.run_films(run)
+        if cal_y.size == 0 or probs.shape[0] == 0:
+            continue
+        limits = calibrate(cal_probs, cal_y, score=SET_SIZE_SCORE, coverage=SET_SIZE_COVERAGE)
+        sizes[run] = predict_sets(probs, limits, score=SET_SIZE_SCORE).sum(axis=1).mean()
+    return sizes
+
+
 def set_bounds(sets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The lowest and highest grade of each (non-empty) set: its range's ends."""
     lo = sets.argmax(axis=1)
@@ -298,8 +323,8 @@ def run_sets(
         if cal is None or cal.empty:
             continue
         task = str(films["task"].iloc[0])
-        cal_probs, cal_y = pm.task_arrays(cal, task)
-        test_probs, test_y = pm.task_arrays(films, task)
+        cal_probs, cal_y = task_arrays(cal, task)
+        test_probs, test_y = task_arrays(films, task)
         keys = {k: films[k].iloc[0] for k in RUN_KEYS}
         for name in scores:
             limits = calibrate(cal_probs, cal_y, score=name, coverage=coverage, per_grade=per_grade)

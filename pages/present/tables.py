@@ -101,10 +101,11 @@ def metric_header(metric: str) -> str:
 def metric_bounds(metric: str) -> tuple[float, float]:
     """The values a test metric can take, from its registry range: errors (MAE, AMAE, MMAE)
     are never negative (their top, J − 1, depends on the task, so it is left open), Cohen's
-    kappa (QWK) lies in [−1, 1], the shares (MS, BA) in [0, 1]."""
+    kappa (QWK) lies in [−1, 1], the shares (MS, BA) in [0, 1], a set size from 1 grade up
+    (its top, J, depends on the task too)."""
     record = get_metric(metric)
     low, high = record.range
-    return (low, math.inf) if record.scales_with_grades else (low, high)
+    return (low, math.inf) if record.scales_with_grades or record.counts_grades else (low, high)
 
 
 REFERENCE_MARK = "Bundled reference · "
