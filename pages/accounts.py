@@ -51,6 +51,12 @@ def act(verb: str, call: Callable[..., Any], *args: Any) -> bool:
     return True
 
 
+def act_on_click(verb: str, call: Callable[..., Any], *args: Any) -> None:
+    """`act` as a button's callback (Streamlit wants one that returns nothing; the page says
+    how it went)."""
+    act(verb, call, *args)
+
+
 def add_account(first: bool) -> None:
     """Form callback: check the form, then add the account."""
     state = st.session_state
@@ -95,7 +101,7 @@ def show_changes(names: list[str], roles: dict[str, str], disabled: dict[str, bo
     role_column.button(
         "Set role",
         key="accounts_set_role",
-        on_click=act,
+        on_click=act_on_click,
         args=(f"make {name} {role}", lab.set_account_role, name, role),
         disabled=role == roles[name],
     )
@@ -103,7 +109,7 @@ def show_changes(names: list[str], roles: dict[str, str], disabled: dict[str, bo
     state_column.button(
         "Enable" if is_disabled else "Disable",
         key="accounts_toggle_disabled",
-        on_click=act,
+        on_click=act_on_click,
         args=(
             f"{'enable' if is_disabled else 'disable'} {name}",
             lab.set_account_disabled,
@@ -116,7 +122,7 @@ def show_changes(names: list[str], roles: dict[str, str], disabled: dict[str, bo
     remove_column.button(
         "Remove",
         key="accounts_remove",
-        on_click=act,
+        on_click=act_on_click,
         args=(f"remove {name}", lab.remove_account, name),
         disabled=not sure,
         help="Studies they launched keep their name.",

@@ -63,7 +63,7 @@ def study_inputs(path: Path) -> tuple[dict[str, Any], str, dict[str, int], str |
         tasks = st.multiselect(
             "Tasks",
             list(TASK_CLASSES),
-            format_func=TASK_LABELS.get,
+            format_func=TASK_LABELS.__getitem__,
             key="launch_tasks",
             persist_state="session",
             help="KL: Kellgren–Lawrence osteoarthritis grade 0–4. CPPD: calcium pyrophosphate "

@@ -6,7 +6,7 @@ reloading the page (or losing what you scrolled to).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import streamlit as st
 
@@ -38,7 +38,9 @@ from store.db import StoreError
 REFRESH_S = 2.0
 # Session key: the result page a Results button asked to open (see `ask_to_open`).
 OPEN_PAGE_KEY = "queue_open_page"
-STATUS_BADGES = {
+# st.badge takes one of Streamlit's named colours.
+BadgeColour = Literal["gray", "blue", "green", "red", "orange"]
+STATUS_BADGES: dict[str, tuple[str, BadgeColour, str | None]] = {
     "queued": ("queued", "gray", ":material/schedule:"),
     "running": ("running", "blue", ":material/sync:"),
     "succeeded": ("succeeded", "green", ":material/check_circle:"),

@@ -262,7 +262,7 @@ def served_host(env: Mapping[str, str] | None = None) -> str:
     return env.get(SERVED_HOST_ENV) or "127.0.0.1"
 
 
-def served_beyond_loopback(env: dict[str, str] | None = None) -> bool:
+def served_beyond_loopback(env: Mapping[str, str] | None = None) -> bool:
     """Whether people on other machines can reach the app."""
     return not is_loopback(served_host(env))
 

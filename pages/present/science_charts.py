@@ -29,7 +29,7 @@ import pandas as pd
 
 from engine.analysis import explorer
 from engine.methods import method_sort_key, order_methods
-from pages.present.charts import LEVEL_LABEL_METHODS, method_legend
+from pages.present.charts import LEVEL_LABEL_METHODS, Scheme, method_legend
 from pages.present.palette import method_dash_scale, method_scale
 from pages.present.tables import method_title, param_label
 
@@ -37,7 +37,7 @@ DIAGONAL_COLOUR = "#888888"
 BAR_COLOUR = "#222222"
 LIVE_COLOUR = "#d62728"
 SELECTED_STROKE = "#111111"
-SCHEME = "tableau10"
+SCHEME: Scheme = "tableau10"
 SERIES_TITLES: dict[str, str] = {
     "train_loss": "Training loss",
     "val_loss": "Validation loss",
@@ -364,7 +364,7 @@ def critical_difference_diagram(
     if np.isfinite(cd):
         layers += _cd_bar(cd, frame, x_scale, y)
     height = int(40 * (1.1 - bottom)) + 20
-    return alt.layer(*layers).properties(
+    return alt.LayerChart(layer=layers).properties(
         title=alt.TitleParams(title, subtitle="Mean rank over seeds (1 = best)"),
         width=frame.width,
         height=height,
@@ -447,7 +447,7 @@ def configuration_strip(
     if data["diverged"].any():
         layers.append(diverged_marks(base).encode(color=colour, tooltip=tooltip))
         subtitle += f" · {DIVERGED_KEY}"
-    return alt.layer(*layers).properties(
+    return alt.LayerChart(layer=layers).properties(
         title=alt.TitleParams(title, subtitle=subtitle),
         height=height,
         width=max(45 * len(order), 220),
@@ -730,7 +730,7 @@ def relative_losses(curves: pd.DataFrame) -> pd.DataFrame:
     return curves.assign(shown=shown, relative=usable)
 
 
-def line_scheme(titles: Sequence[str]) -> str:
+def line_scheme(titles: Sequence[str]) -> Scheme:
     """A colour scheme with a distinct colour for every line: ``tableau20`` past ten lines
     (20 seeds drew with 10 colours, each twice)."""
     return SCHEME if len(titles) <= 10 else "tableau20"

@@ -72,7 +72,7 @@ def cached_results(
 @st.cache_data(max_entries=32, show_spinner=False)
 def pooled_tests(
     scores: pd.DataFrame, descending: bool
-) -> tuple[stats.TestResult, stats.TestResult]:
+) -> tuple[stats.TestResult, stats.TukeyResult]:
     """Two-way ANOVA and Tukey's HSD over both tasks (Tukey's studentised range costs
     ~0.25 s: computed once per input)."""
     return stats.two_way_anova(scores), stats.tukey_hsd(scores, descending=descending)

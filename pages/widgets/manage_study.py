@@ -200,7 +200,7 @@ def manage_study_section(account: Account, path: Path) -> None:
             return
         labels = picker_labels(studies)
         keep_pick_valid(list(labels))
-        study_id = st.selectbox("Study", list(labels), format_func=labels.get, key=PICK_KEY)
+        study_id = st.selectbox("Study", list(labels), format_func=labels.__getitem__, key=PICK_KEY)
         try:
             study = store_studies.get_study(study_id, path=path)
         except StoreError as exc:

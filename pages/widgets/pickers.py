@@ -478,7 +478,7 @@ REFERENCE_BUTTON = "Load the reference study (20 seeds of the paper protocol on 
 
 
 def offer_reference_study(path: str) -> None:
-    """The bundled reference study (``examples/reference-study.zip``) in one click, for
+    """The bundled reference study (``store/examples/reference-study.zip``) in one click, for
     whoever may import (members and admins; a viewer is told who can), while the store does
     not hold it: up front on a store with no study results, else folded away under the
     picker, so a lab that ran its own study first can still read it beside the reference.
@@ -530,6 +530,7 @@ def reference_offer(path: str, *, first: bool) -> None:
         cached_studies.clear()
         # Say it was loaded and show it (issue 39: no confirmation, and the picker kept the
         # study it had): the pickers take it as the Jobs page's links ask for a study.
-        request_study(reference_study_id())
+        if (loaded := reference_study_id()) is not None:
+            request_study(loaded)
         st.session_state[REFERENCE_LOADED_KEY] = REFERENCE_LOADED
         st.rerun()

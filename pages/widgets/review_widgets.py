@@ -157,7 +157,8 @@ def film_with_clicks(row: Any, film: np.ndarray) -> None:
     """The film with its boxes; two clicks on it set the box's corners."""
     take_click(film)
     clicks = st.session_state.get("review_clicks", [])
-    typed = tuple(int(st.session_state[k]) for k in BOX_KEYS)
+    x0, y0, x1, y1 = (int(st.session_state[k]) for k in BOX_KEYS)
+    typed = (x0, y0, x1, y1)
     shown = draw_boxes(
         film,
         [(detected_box(row), DETECTED), (reviewed_box(row), REVIEWED), (typed, CANDIDATE)],

@@ -244,6 +244,8 @@ def _secrets_section(name: str) -> dict[str, Any] | None:
         section = st.secrets.get(name)
     except Exception:
         return None
+    if section is None:
+        return None
     return section.to_dict() if hasattr(section, "to_dict") else section
 
 
