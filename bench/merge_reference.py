@@ -1,7 +1,7 @@
 """Merge two parts of the reference study into one bundle (seeds run in separate sessions).
 
-    .venv/bin/python bench/merge_reference.py examples/reference-study.zip PART.zip \
-        --out examples/reference-study.zip
+    .venv/bin/python bench/merge_reference.py store/examples/reference-study.zip PART.zip \
+        --out store/examples/reference-study.zip
 
 The parts must be the same protocol on the same dataset with no seed in both
 (`store.bundle.merge_bundles` says every reason when they are not). The merged bundle keeps

@@ -18,7 +18,7 @@ A bundle is a zip of Parquet files and a ``card.json``:
 A bundle is read only after its zip passes `STUDY_ZIP_LIMITS` (`store.zip_limits`: no zip
 bomb) and its card has the fields import needs; each table must match its hash.
 
-The bundled reference study (``examples/reference-study.zip``) is such a file. Importing is
+The bundled reference study (``store/examples/reference-study.zip``) is such a file. Importing is
 idempotent: a study already in the store is left as it is. Nothing stored is changed: where
 the store already holds the same dataset with other labels or other splits for these seeds,
 the study comes in on a dataset of its own (``... · imported splits``).
@@ -51,8 +51,8 @@ from store.zip_limits import (
 
 BUNDLE_VERSION = 1
 #: The reference study shipped with SoftGrade (paper protocol on the phantom, 20 seeds).
-# Installed with the package (examples/); a wheel installs files unzipped, so this is a path.
-REFERENCE_STUDY = Path(str(resources.files("examples").joinpath("reference-study.zip")))
+# Installed with the package (store/examples/); a wheel installs files unzipped, so this is a path.
+REFERENCE_STUDY = Path(str(resources.files("store.examples").joinpath("reference-study.zip")))
 
 #: What a study bundle may hold, checked from its directory before anything is unpacked (the
 #: reference study's 20 seeds take 3 MiB; a lab study of 10,000 films some hundred MiB).

@@ -112,7 +112,7 @@ REFERENCE_MARK = "Bundled reference · "
 
 @functools.cache
 def reference_study_id() -> str | None:
-    """The study id of the bundled reference study (examples/reference-study.zip), or None
+    """The study id of the bundled reference study (store/examples/reference-study.zip), or None
     when the bundle is missing or unreadable (read once per process)."""
     try:
         return str(read_card(REFERENCE_STUDY)["study"]["study_id"])

@@ -50,7 +50,7 @@ LAST_KEY = "launch_last"
 
 
 def apply_preset(name: str) -> None:
-    """Fill the form from ``studies/<name>.yaml`` (a button callback)."""
+    """Fill the form from ``engine/studies/<name>.yaml`` (a button callback)."""
     try:
         st.session_state.update(preset_values(load_preset(name)))
     except SpecError as exc:
@@ -156,7 +156,7 @@ def preset_buttons() -> None:
                 on_click=apply_preset,
                 args=(name,),
                 icon=":material/tune:",
-                help=f"Fill the form from studies/{name}.yaml",
+                help=f"Fill the form from engine/studies/{name}.yaml",
             )
             st.caption(hint)
             if gpu := preset_time(name):

@@ -115,7 +115,7 @@ def maps_of(checkpoint: str, images: np.ndarray) -> gradcam.CamBatch:
 # Training a study that can grade films, in plain words (the Launch page's "Quick look").
 TRAIN_ONE = (
     "To grade films, train a study: on the Launch page pick the preset “Quick look” (a few "
-    "minutes on a CPU), or run `python -m jobs run studies/quick.yaml`."
+    "minutes on a CPU), or run `python -m jobs run engine/studies/quick.yaml`."
 )
 
 

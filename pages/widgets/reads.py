@@ -24,8 +24,8 @@ from store import runs as store_runs
 from store import studies as store_studies
 from store.db import StoreError, default_store_path, init_schema_once
 
-# The Launch presets, installed with the package (studies/).
-STUDIES_DIR = Path(str(resources.files("studies")))
+# The Launch presets, installed with the package (engine/studies/).
+STUDIES_DIR = Path(str(resources.files("engine.studies")))
 
 
 def store_path() -> Path:
@@ -88,7 +88,7 @@ def cached_dataset_labels(path: str, dataset_id: str) -> pd.DataFrame:
 
 @st.cache_data(ttl=60, show_spinner=False)
 def load_preset(name: str) -> dict[str, Any]:
-    """The validated study of ``studies/<name>.yaml`` as a mapping (``StudySpec.to_dict``).
+    """The validated study of ``engine/studies/<name>.yaml`` as a mapping (``StudySpec.to_dict``).
 
     Raises:
         SpecError: The preset file is missing or invalid.
