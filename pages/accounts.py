@@ -13,6 +13,7 @@ import streamlit as st
 
 from jobs.services import lab
 from jobs.services.access import LOCAL_ACCOUNT, AccessDenied
+from jobs.services.page_store import PASSWORD_RULE, Role, StoreError
 from pages.present.admin_tables import (
     accounts_table,
     lab_accounts_table,
@@ -23,8 +24,6 @@ from pages.present.user_text import plain, said
 from pages.widgets.reads import store_path
 from pages.widgets.shell import page_title, run_inside_shell
 from pages.widgets.sign_in import current_account, oidc_configured, oidc_role_mapping, require_page
-from store.db import StoreError
-from store.users import PASSWORD_RULE, Role
 
 MESSAGE_KEY = "accounts_message"
 ROLES = [r.value for r in Role]

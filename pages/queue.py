@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 import streamlit as st
 
+from jobs.services.page_store import StoreError
 from pages.present.job_view import (
     ended_caption,
     progress,
@@ -33,7 +34,6 @@ from pages.widgets.reads import (
 from pages.widgets.shell import link_to_page, page_title, run_inside_shell
 from pages.widgets.sign_in import require_page
 from pages.widgets.workers import NO_WORKER_HOW, NO_WORKER_TITLE, alive_workers
-from store.db import StoreError
 
 REFRESH_S = 2.0
 # Session key: the result page a Results button asked to open (see `ask_to_open`).

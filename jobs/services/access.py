@@ -27,7 +27,12 @@ from typing import Any
 
 from store.audit import LOCAL_ACTOR
 from store.db import softgrade_home
+
+# NAME_PATTERN and password_problem, the account rules the Accounts page checks a new account
+# against before asking: the store's own, passed on (``X as X``) so that both say the same.
+from store.users import NAME_PATTERN as NAME_PATTERN
 from store.users import Account, Role
+from store.users import password_problem as password_problem
 
 # The address `python -m jobs up` serves on, set by it for the app's process.
 SERVED_HOST_ENV = "SOFTGRADE_SERVED_HOST"

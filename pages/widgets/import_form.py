@@ -19,6 +19,7 @@ from engine.config import SpecError
 from engine.films import ImportSourceError, check_import
 from jobs.services import lab
 from jobs.services.importer import ImportRefused, import_detector
+from jobs.services.page_store import StoreError
 from jobs.services.review import reviewed_spec
 from pages.present.import_view import (
     LAYOUT_LABELS,
@@ -38,7 +39,6 @@ from pages.present.import_view import (
 from pages.present.user_text import plain, said
 from pages.widgets.reads import cached_datasets
 from pages.widgets.sign_in import current_account
-from store.db import StoreError
 
 #: Session state of the import: the request checked, its report, and what was registered.
 IMPORT_KEY = "launch_import"

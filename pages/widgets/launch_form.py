@@ -18,6 +18,7 @@ from engine.analysis.paired import BASELINE
 from engine.config import SpecError, StudySpec
 from jobs.services import lab
 from jobs.services.access import AccessDenied
+from jobs.services.page_store import StoreError
 from jobs.services.review import REVIEW_PARAM, reviewed_spec
 from pages.present.study_form import (
     DEVICES,
@@ -40,7 +41,6 @@ from pages.present.study_form import (
 from pages.widgets.import_form import import_dataset
 from pages.widgets.reads import cached_datasets, cached_jobs, clear_job_caches, load_preset
 from pages.widgets.sign_in import client_address, current_account
-from store.db import StoreError
 
 FORM_ID_KEY = "launch_form_id"
 LAST_KEY = "launch_last"
