@@ -7,9 +7,9 @@ from the process start to its first finished run (a row in ``runs``); then stops
 first pays the phantom, the imports and the compile; the second should find the phantom and
 the compiled steps on disk. Goal: the second <= 30 s on a GPU.
 
-    python bench/compile_cache.py                      # studies/paper.yaml, seed 0, a GPU
+    python bench/compile_cache.py                      # engine/studies/paper.yaml, seed 0, a GPU
     python bench/compile_cache.py --no-cache           # before: each study compiles afresh
-    python bench/compile_cache.py --study studies/quick.yaml --home /tmp/cc   # CPU, tiny
+    python bench/compile_cache.py --study engine/studies/quick.yaml --home /tmp/cc   # CPU, tiny
 
 ``--no-cache`` sets SOFTGRADE_COMPILE_CACHE=off and gives each process an empty inductor
 and Triton folder of its own, as a fresh machine would have.
@@ -195,7 +195,7 @@ def cache_lines(log_path: Path) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--study", default="studies/paper.yaml", help="the base study file")
+    parser.add_argument("--study", default="engine/studies/paper.yaml", help="the base study file")
     parser.add_argument("--home", default=None, help="SOFTGRADE_HOME (default: a new temp dir)")
     parser.add_argument("--max-epochs", type=int, default=None, help="cap the runs' epochs")
     parser.add_argument("--no-cache", action="store_true", help="before: no compile cache")

@@ -315,7 +315,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("submit", cmd_submit, "queue a study file for the worker"),
     ):
         p = sub.add_parser(name, help=help_text)
-        p.add_argument("study", help="study YAML file, e.g. studies/quick.yaml")
+        p.add_argument("study", help="study YAML file, e.g. engine/studies/quick.yaml")
         p.add_argument(
             "--seeds",
             type=_seeds_option,

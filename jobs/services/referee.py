@@ -151,10 +151,10 @@ def latest_referee(home: Path | None = None) -> RefereeRecord | None:
 
 
 def shipped_referees() -> list[RefereeRecord]:
-    """The referee results shipped in the ``examples`` package (a folder per task), each card
-    marked ``shipped``; tasks in `engine.vocab.TASKS` order."""
+    """The referee results shipped in the ``store.examples`` package (a folder per task),
+    each card marked ``shipped``; tasks in `engine.vocab.TASKS` order."""
     records = []
-    with resources.as_file(resources.files("examples").joinpath(SHIPPED_REFEREE)) as root:
+    with resources.as_file(resources.files("store.examples").joinpath(SHIPPED_REFEREE)) as root:
         for task in TASKS:
             try:
                 record = read_referee(Path(root) / task)

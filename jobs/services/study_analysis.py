@@ -8,7 +8,7 @@ returns; none formats anything.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -66,11 +66,29 @@ class _Ratios(dict):
 def per_run(study_id: str, *, path: StorePath = None) -> pd.DataFrame:
     """The six test metrics of each selected run (`engine.analysis.compare.per_run_metrics`);
     for results imported as per-seed metrics, the values the file gave."""
-    scores = compare.per_run_metrics(store_runs.confusion_counts([study_id], path=path))
-    imported = seed_metrics_wide(store_results.seed_metric_values([study_id], path=path))
+    return counts_and_scores([study_id], path=path)[1]
+
+
+def counts_and_scores(
+    study_ids: Sequence[str],
+    *,
+    labels: Mapping[str, str] | None = None,
+    path: StorePath = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The selected runs' confusion counts of several studies, and each run's test metrics
+    (`per_run`'s, the per-seed values of imported results joined). ``labels`` (study id ->
+    name) tells apart a method run in more than one of them
+    (`engine.analysis.compare.label_methods`), as Compare shows them."""
+    counts = store_runs.confusion_counts(list(study_ids), path=path)
+    if labels is not None:
+        counts = compare.label_methods(counts, labels)
+    scores = compare.per_run_metrics(counts)
+    imported = seed_metrics_wide(store_results.seed_metric_values(list(study_ids), path=path))
     if imported.empty:
-        return scores
-    return imported if scores.empty else pd.concat([scores, imported], ignore_index=True)
+        return counts, scores
+    if labels is not None:
+        imported = compare.label_methods(imported, labels)
+    return counts, imported if scores.empty else pd.concat([scores, imported], ignore_index=True)
 
 
 #: Why a study has no calibrated metric (set size): what the command line and pages say.

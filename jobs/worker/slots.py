@@ -356,11 +356,13 @@ def slot_main(
                 execute_run(
                     state,
                     task,
-                    emit=lambda msg, slot=slot: outbox.put({**msg, "slot": slot}),
+                    emit=lambda msg: outbox.put({**msg, "slot": slot}),
                     should_stop=lambda: cancel.is_set() or orphaned(),
                 )
 
-    lane_tasks = {first_slot + k: queue.Queue() for k in range(lanes)}
+    lane_tasks: dict[int, queue.Queue[RunTask | None]] = {
+        first_slot + k: queue.Queue() for k in range(lanes)
+    }
     workers = [
         threading.Thread(target=lane_loop, args=(slot, q), name=f"lane-{slot}", daemon=True)
         for slot, q in lane_tasks.items()

@@ -51,7 +51,7 @@ def _share(row: Mapping[str, Any]) -> str:
     low, high = row.get("low"), row.get("high")
     if _missing(low) or _missing(high):
         low, high = referee.wilson_interval(value, float(row.get("n_datasets") or 0))
-    if _missing(low) or _missing(high):
+    if low is None or high is None or _missing(low) or _missing(high):
         return f"{value:.2f}"
     return f"{value:.2f} [{float(low):.2f}, {float(high):.2f}]"
 

@@ -19,7 +19,6 @@ from engine.analysis.metrics import (
     STATS_METRICS,
 )
 from engine.analysis.paired import BASELINE
-from engine.analysis.results_file import seed_metrics_wide
 from engine.methods import order_methods
 from jobs.services import study_analysis
 from jobs.services.csv_safe import escape_csv_cells
@@ -35,8 +34,6 @@ from pages.widgets import (
     stat_tests,
     view_state,
 )
-from store import results as store_results
-from store import runs as store_runs
 
 ABSENT_CLASSES_NOTE = (
     "A grade absent from a test set is left out of that run's per-class metrics (AMAE, "
@@ -63,22 +60,16 @@ def cached_results(
     path: str, study_ids: tuple[str, ...], names: tuple[str, ...]
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Confusion counts and per-run metrics of the selected runs (methods labelled); the
-    per-seed values of results imported as metrics (`store.results`) join the metrics."""
+    per-seed values of results imported as metrics join the metrics
+    (`jobs.services.study_analysis.counts_and_scores`, which the report and stats use too)."""
     labels = dict(zip(study_ids, names, strict=True))
-    counts = store_runs.confusion_counts(list(study_ids), path=path)
-    counts = compare.label_methods(counts, labels)
-    per_run = compare.per_run_metrics(counts)
-    imported = seed_metrics_wide(store_results.seed_metric_values(list(study_ids), path=path))
-    if imported.empty:
-        return counts, per_run
-    imported = compare.label_methods(imported, labels)
-    return counts, imported if per_run.empty else pd.concat([per_run, imported], ignore_index=True)
+    return study_analysis.counts_and_scores(study_ids, labels=labels, path=path)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def pooled_tests(
     scores: pd.DataFrame, descending: bool
-) -> tuple[stats.TestResult, stats.TestResult]:
+) -> tuple[stats.TestResult, stats.TukeyResult]:
     """Two-way ANOVA and Tukey's HSD over both tasks (Tukey's studentised range costs
     ~0.25 s: computed once per input)."""
     return stats.two_way_anova(scores), stats.tukey_hsd(scores, descending=descending)

@@ -18,6 +18,7 @@ from engine.analysis.paired import BASELINE
 from engine.config import SpecError, StudySpec
 from jobs.services import lab
 from jobs.services.access import AccessDenied
+from jobs.services.page_store import StoreError
 from jobs.services.review import REVIEW_PARAM, reviewed_spec
 from pages.present.study_form import (
     DEVICES,
@@ -41,7 +42,6 @@ from pages.widgets.import_form import import_dataset
 from pages.widgets.label_version_view import older_versions, pick_label_version, versions_of
 from pages.widgets.reads import cached_datasets, cached_jobs, clear_job_caches, load_preset
 from pages.widgets.sign_in import client_address, current_account
-from store.db import StoreError
 
 FORM_ID_KEY = "launch_form_id"
 LAST_KEY = "launch_last"
@@ -51,7 +51,7 @@ LAST_KEY = "launch_last"
 
 
 def apply_preset(name: str) -> None:
-    """Fill the form from ``studies/<name>.yaml`` (a button callback)."""
+    """Fill the form from ``engine/studies/<name>.yaml`` (a button callback)."""
     try:
         st.session_state.update(preset_values(load_preset(name)))
     except SpecError as exc:
@@ -157,7 +157,7 @@ def preset_buttons() -> None:
                 on_click=apply_preset,
                 args=(name,),
                 icon=":material/tune:",
-                help=f"Fill the form from studies/{name}.yaml",
+                help=f"Fill the form from engine/studies/{name}.yaml",
             )
             st.caption(hint)
             if gpu := preset_time(name):

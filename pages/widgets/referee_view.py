@@ -16,10 +16,10 @@ import streamlit as st
 from engine.methods import is_registered
 from engine.referee.design import TWIN_SUFFIX
 from jobs.services import referee as referee_files
+from jobs.services.page_store import data_home_of
 from pages.present import referee_tables as rt
 from pages.present.formatting import table_height
 from pages.present.user_text import plain
-from store.db import data_home_of
 
 TITLE = "What the referee measured"
 NONE_YET = (
