@@ -175,6 +175,13 @@ def reliability_diagram(
 # width, and a label past the plot's edge is cut off where the chart sits in a column (the
 # Statistics tab showed "(3.70) N"). The advance is above what 12 px sans-serif measures in
 # Chromium here (5.2-6.0 px a character, digits the widest), so a label never reaches the edge.
+#: What became of a run of a search (`with_stopped`'s columns), in every tooltip that shows
+#: one run: selected by its seed, stopped by the pruner, or gone non-finite.
+RUN_FATE_TOOLTIPS: tuple[alt.Tooltip, ...] = (
+    alt.Tooltip("selected:N", title="Selected"),
+    alt.Tooltip("stopped:N", title="Stopped by the pruner"),
+    alt.Tooltip("went_non_finite:N", title="Diverged"),
+)
 CD_WIDTH_PX = 420  # fits one of two columns beside the sidebar at 1366 px (445 px)
 CD_LABEL_FONT_PX = 12
 CD_CHAR_PX = 6.5
@@ -423,9 +430,7 @@ def configuration_strip(
         alt.Tooltip("rank:Q", title="Rank in its search"),
         alt.Tooltip("epochs_run:Q", title="Epochs run"),
         alt.Tooltip("best_epoch:Q", title="Best epoch"),
-        alt.Tooltip("selected:N", title="Selected"),
-        alt.Tooltip("stopped:N", title="Stopped by the pruner"),
-        alt.Tooltip("went_non_finite:N", title="Diverged"),
+        *RUN_FATE_TOOLTIPS,
     ]
     x = alt.X("config_key:N", sort=order, title="Configuration", axis=alt.Axis(labelAngle=-35))
     base = alt.Chart(data).encode(
@@ -535,9 +540,7 @@ def parameter_strip(
         alt.Tooltip("seed:Q", title="Seed"),
         alt.Tooltip("config_key:N", title="Configuration"),
         alt.Tooltip("val_amae:Q", title="Validation AMAE", format=".4f"),
-        alt.Tooltip("selected:N", title="Selected"),
-        alt.Tooltip("stopped:N", title="Stopped by the pruner"),
-        alt.Tooltip("went_non_finite:N", title="Diverged"),
+        *RUN_FATE_TOOLTIPS,
     ]
     base = alt.Chart().encode(x=x, xOffset=alt.XOffset("seed_label:N"), y=y)
     colour = _method_colour(methods, legend=False)
