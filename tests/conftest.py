@@ -8,6 +8,11 @@ through store/ (tests/helpers/) or imported from the shipped reference bundle. T
 definition is enforced, not only stated: a test not marked ``slow`` that starts a process
 (a browser included) or trains a model fails (`_fast_tier_guard`, tests/helpers/tier_guard.py),
 and a test measured over ~2 s of CPU is listed in tests/slow_by_cost.txt and marked slow.
+
+What nearly every test would pay again is paid once per test process: Streamlit's scan for
+installed components (each new AppTest), the empty store `init_schema` sets up (copied per
+test), and argon2's default cost (tests hash passwords cheaply unless marked
+``real_password_hash``); bench/RESULTS.md has what each saved.
 """
 
 from __future__ import annotations
