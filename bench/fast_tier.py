@@ -144,6 +144,7 @@ def run_tier(workers: int, extra: list[str]) -> dict[str, Any]:
         "over_limit": [t for t in tests if t["cpu_s"] > LIMIT_S],
         "failed": sorted(t["test"] for t in tests if t.get("outcome") == "failed"),
         "slowest": tests[:50],
+        "per_test": tests,  # every test's CPU, slowest first (for --json)
         "tail": done.stdout[-3000:] if done.returncode else "",
     }
 

@@ -30,6 +30,7 @@ from pages.present.study_form import (
     study_size,
 )
 from pages.present.user_text import plain, said
+from pages.widgets.inputs import labelled_choice
 from pages.widgets.launch_form import (
     LAST_KEY,
     dataset_inputs,
@@ -60,12 +61,11 @@ def study_inputs(path: Path) -> tuple[dict[str, Any], str, dict[str, int], str |
     with left:
         name = st.text_input("Study name", key="launch_name", persist_state="session")
         choice, dataset, images_per_task, blocker = dataset_inputs(registered, path, report_area)
-        tasks = st.multiselect(
+        tasks = labelled_choice(
+            st.multiselect,
             "Tasks",
-            list(TASK_CLASSES),
-            format_func=TASK_LABELS.__getitem__,
-            key="launch_tasks",
-            persist_state="session",
+            {task: TASK_LABELS[task] for task in TASK_CLASSES},
+            "launch_tasks",
             help="KL: Kellgren–Lawrence osteoarthritis grade 0–4. CPPD: calcium pyrophosphate "
             "deposition (chondrocalcinosis) grade 0–3. Each task trains its own models; with "
             "both, the KL × CPPD page compares their predictions on the same films.",

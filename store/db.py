@@ -287,16 +287,24 @@ def _last_table_block(con: duckdb.DuckDBPyConnection) -> tuple[str, int] | None:
     tables = con.execute(
         "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()"
     ).fetchall()
-    last = None
-    for (table,) in tables:
+    if not tables:
+        return None
+    # One statement for every table, not one per table: a store opened after it grew is
+    # checked again, and the ~30 statements cost more than the blocks they read. Ties go
+    # to the first table listed.
+    parts = []
+    for position, (table,) in enumerate(tables):
         quoted = table.replace("'", "''")
-        # fetchall: a result left half-read (fetchone) blocks the caller's next con.sql().
-        ((block,),) = con.execute(
-            f"SELECT max(block_id) FROM pragma_storage_info('{quoted}')"
-        ).fetchall()
-        if block is not None and (last is None or block > last[1]):
-            last = (table, int(block))
-    return last
+        parts.append(
+            f"SELECT {position} AS position, '{quoted}' AS name, max(block_id) AS block "
+            f"FROM pragma_storage_info('{quoted}')"
+        )
+    # fetchall: a result left half-read (fetchone) blocks the caller's next con.sql().
+    rows = con.execute(
+        f"SELECT name, block FROM ({' UNION ALL '.join(parts)}) WHERE block IS NOT NULL "
+        "ORDER BY block DESC, position LIMIT 1"
+    ).fetchall()
+    return (rows[0][0], int(rows[0][1])) if rows else None
 
 
 @contextmanager

@@ -24,8 +24,9 @@ from store.db import StoreError, connect
 
 
 @dataclass(frozen=True)
-class RunRecord:
-    """A finished run as the worker hands it to the store."""
+class RunIdentity:
+    """Which run a record is about: its slot in a study's plan (shared by a finished run and
+    a failed one, which the store keeps in two tables with these same first columns)."""
 
     run_id: str
     study_id: str
@@ -35,6 +36,26 @@ class RunRecord:
     seed: int
     config_index: int
     config: dict[str, Any]
+
+    def identity_values(self) -> list[Any]:
+        """The values of the first eight columns of ``runs`` and ``failed_runs`` (run_id to
+        config, the config as JSON text), in that order."""
+        return [
+            self.run_id,
+            self.study_id,
+            self.job_id,
+            self.task,
+            self.method,
+            self.seed,
+            self.config_index,
+            json.dumps(self.config),
+        ]
+
+
+@dataclass(frozen=True)
+class RunRecord(RunIdentity):
+    """A finished run as the worker hands it to the store."""
+
     best_epoch: int
     epochs_run: int
     val_amae: float
@@ -56,17 +77,9 @@ class RunRecord:
 
 
 @dataclass(frozen=True)
-class FailedRun:
+class FailedRun(RunIdentity):
     """A run whose slot raised: what it was and the error, for `record_failed_run`."""
 
-    run_id: str
-    study_id: str
-    job_id: str | None
-    task: str
-    method: str
-    seed: int
-    config_index: int
-    config: dict[str, Any]
     error_line: str
     traceback: str
 
@@ -80,18 +93,7 @@ def record_failed_run(run: FailedRun, *, path: Path | str | None = None) -> None
                 config_index, config, error_line, traceback)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
-            [
-                run.run_id,
-                run.study_id,
-                run.job_id,
-                run.task,
-                run.method,
-                run.seed,
-                run.config_index,
-                json.dumps(run.config),
-                run.error_line,
-                run.traceback,
-            ],
+            [*run.identity_values(), run.error_line, run.traceback],
         )
 
 
@@ -127,14 +129,7 @@ def record_run(run: RunRecord, *, path: Path | str | None = None) -> None:
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'succeeded', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [
-                    run.run_id,
-                    run.study_id,
-                    run.job_id,
-                    run.task,
-                    run.method,
-                    run.seed,
-                    run.config_index,
-                    json.dumps(run.config),
+                    *run.identity_values(),
                     run.best_epoch,
                     run.epochs_run,
                     run.val_amae,

@@ -370,6 +370,44 @@ def study_environments(study_id: str, *, path: Path | str | None = None) -> pd.D
         ).df()
 
 
+def _latest_job(
+    con: duckdb.DuckDBPyConnection, study_id: str, columns: str
+) -> tuple[Any, ...] | None:
+    """The ``columns`` (a constant list of the jobs table's columns) of the study's most
+    recent job; None when it has none."""
+    return con.execute(
+        f"SELECT {columns} FROM jobs WHERE study_id = ? ORDER BY created_at DESC LIMIT 1",
+        [study_id],
+    ).fetchone()
+
+
+@dataclass(frozen=True)
+class StudyClock:
+    """When and where a study's runs trained, for an exported bundle's card."""
+
+    #: The latest job's (started_at, finished_at, status); None when the study has no job.
+    job: tuple[Any, ...] | None
+    first_run_at: datetime | None
+    last_run_at: datetime | None
+    run_seconds: float | None
+    runs: int
+    devices: list[str | None]
+
+
+def study_clock(study_id: str, *, path: Path | str | None = None) -> StudyClock:
+    """The study's latest job's times and status and its stored runs' span, seconds, count
+    and devices."""
+    with connect(path, read_only=True) as con:
+        job = _latest_job(con, study_id, "started_at, finished_at, status")
+        runs = con.execute(
+            "SELECT min(created_at), max(created_at), sum(duration_s), count(*), "
+            "list(DISTINCT device) FROM runs WHERE study_id = ?",
+            [study_id],
+        ).fetchone()
+    assert runs is not None  # an aggregate without GROUP BY always returns one row
+    return StudyClock(job, runs[0], runs[1], runs[2], int(runs[3]), list(runs[4] or []))
+
+
 def study_card(study_id: str, *, path: Path | str | None = None) -> dict[str, str]:
     """What a study is and where it came from, as label -> one-line text, in reading order.
 
@@ -384,11 +422,7 @@ def study_card(study_id: str, *, path: Path | str | None = None) -> dict[str, st
     """
     with connect(path, read_only=True) as con:
         study = _read_study(con, study_id)
-        job = con.execute(
-            "SELECT job_id, status, runs_done, runs_total FROM jobs WHERE study_id = ? "
-            "ORDER BY created_at DESC LIMIT 1",
-            [study_id],
-        ).fetchone()
+        job = _latest_job(con, study_id, "job_id, status, runs_done, runs_total")
         dataset = con.execute(
             "SELECT spec_key, n_images FROM datasets WHERE dataset_id = ?", [study.dataset_id]
         ).fetchone()

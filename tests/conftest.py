@@ -8,10 +8,16 @@ through store/ (tests/helpers/) or imported from the shipped reference bundle. T
 definition is enforced, not only stated: a test not marked ``slow`` that starts a process
 (a browser included) or trains a model fails (`_fast_tier_guard`, tests/helpers/tier_guard.py),
 and a test measured over ~2 s of CPU is listed in tests/slow_by_cost.txt and marked slow.
+
+What nearly every test would pay again is paid once per test process: Streamlit's scan for
+installed components (each new AppTest), the empty store `init_schema` sets up (copied per
+test), and argon2's default cost (tests hash passwords cheaply unless marked
+``real_password_hash``); bench/RESULTS.md has what each saved.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Iterator
@@ -20,9 +26,12 @@ from pathlib import Path
 import pytest
 import torch
 import torchvision
+from argon2 import PasswordHasher
 
 from engine.config import DatasetSpec
+from store import users as store_users
 from store.db import init_schema
+from tests.helpers.stores import fresh_store_at
 from tests.helpers.studies import TINY_PHANTOM, FinishedStudy, tiny_study
 from tests.helpers.tier_guard import guard_fast_test
 
@@ -31,6 +40,25 @@ from tests.helpers.tier_guard import guard_fast_test
 # between operations, costing CPU time and stalling the other worker.
 if os.environ.get("PYTEST_XDIST_WORKER"):
     torch.set_num_threads(1)
+
+
+def _scan_component_manifests_once() -> None:
+    """Keep the answer of Streamlit's scan for installed components for the session.
+
+    Every new `AppTest` scans the metadata of every installed distribution for Streamlit
+    components (``scan_component_manifests``): about 0.2 s of CPU each, in a suite of
+    hundreds of AppTests. The packages installed do not change while the tests run, so the
+    first scan's answer stands for the rest (the components are still registered per AppTest).
+    """
+    from streamlit.components.v2 import manifest_scanner
+
+    manifest_scanner.scan_component_manifests = functools.cache(  # type: ignore[assignment]
+        manifest_scanner.scan_component_manifests
+    )
+
+
+_scan_component_manifests_once()
+
 
 E2E_DIR = Path(__file__).resolve().parent / "e2e"
 TRAINING_FIXTURES = frozenset({"finished_study"})
@@ -74,6 +102,22 @@ def _fast_tier_guard(
         pytest.fail("\n".join(violations.on_threads), pytrace=False)
 
 
+#: Argon2id at the cheapest parameters the library takes: what most tests need of a password
+#: hash is that it is argon2id and verifies, and the library's defaults (64 MiB, 3 passes, 4
+#: lanes) cost ~0.2 s of CPU a hash or check, which sign-in, account and role tests pay
+#: several times each. `store.users` keeps its defaults; a test marked ``real_password_hash``
+#: runs with them (tests/store/test_users.py checks the defaults and the upgrade from these).
+CHEAP_HASHER = PasswordHasher(time_cost=1, memory_cost=8, parallelism=1)
+
+
+@pytest.fixture(autouse=True)
+def _cheap_password_hashes(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hash passwords with :data:`CHEAP_HASHER` unless the test is marked
+    ``real_password_hash``."""
+    if request.node.get_closest_marker("real_password_hash") is None:
+        monkeypatch.setattr(store_users, "_HASHER", CHEAP_HASHER)
+
+
 @pytest.fixture
 def images() -> torch.Tensor:
     """Eight random grey 32x32 uint8 images (N, 1, 32, 32)."""
@@ -108,12 +152,21 @@ def _main_module_restored() -> Iterator[None]:
         sys.modules["__main__"] = saved
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Path:
-    """A fresh store file with the current schema."""
-    path = tmp_path / "test.duckdb"
+@pytest.fixture(scope="session")
+def empty_store_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store file just set up by `init_schema` (once per test process), for
+    :func:`fresh_store_at` to copy: setting one up costs ~0.1 s of CPU and a thousand tests
+    start from one."""
+    path = tmp_path_factory.mktemp("template") / "empty.duckdb"
     init_schema(path)
+    assert not path.with_name(path.name + ".wal").exists()  # closed, so all in the one file
     return path
+
+
+@pytest.fixture
+def store(tmp_path: Path, empty_store_template: Path) -> Path:
+    """A fresh store file with the current schema."""
+    return fresh_store_at(tmp_path / "test.duckdb", empty_store_template)
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ relationship when its predicted table's MI is close to the truth's.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -112,6 +113,19 @@ def summarise(parts: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
+#: How far (a share of the truth's) the predicted tables' mutual information may stray and
+#: still read as tying CPPD to KL as strongly as the truth does.
+MI_TOLERANCE: float = 0.25
+
+
+def dependence_vs_truth(mi_pred: float, mi_true: float) -> Literal["as", "more", "less"]:
+    """Whether the predicted grades tie CPPD to KL as strongly as the truth (within
+    :data:`MI_TOLERANCE`), more or less: the word each reading of the KLD parts builds on."""
+    if abs(mi_pred - mi_true) <= MI_TOLERANCE * mi_true:
+        return "as"
+    return "more" if mi_pred > mi_true else "less"
+
+
 def reading(row: dict[str, object]) -> str:
     """Which part drives a method's KLD, and whether it reproduces the dependence."""
     method = row["method"]
@@ -129,11 +143,8 @@ def reading(row: dict[str, object]) -> str:
             f"({kld - marginal:.3g} nats): given the KL grade, its CPPD grades are distributed "
             "unlike the truth's"
         )
-    if abs(mi_pred - mi_true) <= 0.25 * mi_true:
-        how = "as dependent as"
-    elif mi_pred > mi_true:
-        how = "more dependent than"
-    else:
-        how = "less dependent than"
+    how = {"as": "as dependent as", "more": "more dependent than", "less": "less dependent than"}[
+        dependence_vs_truth(mi_pred, mi_true)
+    ]
     tail = f"its predicted grades are {how} the truth's (MI {mi_pred:.3f} vs {mi_true:.3f} nats)"
     return f"{head}; {tail}."

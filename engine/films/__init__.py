@@ -114,6 +114,7 @@ from engine.films.progress import (
     PHASE_UNITS,
     READING_ROWS,
     RowsProgress,
+    amount_done,
 )
 from engine.films.reading import MAX_FILM_BYTES, FilmRefused, film_path_refusal, read_capped
 from engine.films.rows import (
@@ -166,6 +167,7 @@ __all__ = [
     "PARSING_CSV",
     "PHASE_UNITS",
     "BYTES",
+    "amount_done",
     "RowKnees",
     "RowsProgress",
     "best_knee",

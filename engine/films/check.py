@@ -37,7 +37,7 @@ import pandas as pd
 
 from engine.detect import CLASSICAL_DETECTOR, DetectorInfo, detector_note
 from engine.films.inspection import FilmCheck, Progress, inspect_files
-from engine.films.labels import GIVEN_SPLIT, LABEL_BOX_COLUMNS
+from engine.films.labels import GIVEN_SPLIT, LABEL_BOX_COLUMNS, write_named_by_content
 from engine.films.layouts import GRADE_COLUMNS, Listing, read_listing, resolve_dicom
 from engine.films.progress import RowsProgress
 from engine.films.rows import find_problems
@@ -226,11 +226,4 @@ def write_clean_labels(report: ImportReport, out_root: Path) -> Path:
     """
     text = clean_labels(report).to_csv(index=False)
     digest = hashlib.sha1(f"{report.root}\n{text}".encode()).hexdigest()[:12]
-    folder = Path(out_root) / digest
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "labels.csv"
-    if not path.is_file() or path.read_text() != text:
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(text)
-        tmp.replace(path)
-    return path
+    return write_named_by_content(Path(out_root) / digest / "labels.csv", text)

@@ -369,8 +369,17 @@ def write_review_csv(reviews: pd.DataFrame, out_root: Path) -> Path:
         table[column] = table[column].astype("Int64")
     text = table.to_csv(index=False)
     folder = Path(out_root) / hashlib.sha1(text.encode()).hexdigest()[:12]
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "review.csv"
+    return write_named_by_content(folder / "review.csv", text)
+
+
+def write_named_by_content(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path`` (whose folder is named by that text's hash) and return it.
+
+    A file already holding the text is left untouched (importing the same films again writes
+    nothing); otherwise it is written whole to a temporary file and renamed, so a reader
+    never sees half a file.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
     if not path.is_file() or path.read_text() != text:
         tmp = path.with_suffix(".tmp")
         tmp.write_text(text)

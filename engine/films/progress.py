@@ -36,6 +36,17 @@ PHASE_UNITS: Mapping[str, str] = {PARSING_CSV: BYTES, READING_ROWS: ROWS, CHECKI
 PARSE_PROGRESS_FROM = 1_000_000
 
 
+def amount_done(phase: str, done: int, total: int, *, of: str = "/", grouped: bool = False) -> str:
+    """How far a phase has come in its unit (`PHASE_UNITS`): "1.2/3.7 MB" while the CSV is
+    parsed, "40000/100000 rows" after; ``of`` joins the two ("1.2 of 3.7 MB") and ``grouped``
+    writes thousands apart ("40,000 of 100,000 rows"), for a page rather than a log."""
+    if PHASE_UNITS.get(phase) == BYTES:
+        return f"{done / 1e6:.1f}{of}{total / 1e6:.1f} MB"
+    if grouped:
+        return f"{done:,}{of}{total:,} rows"
+    return f"{done}{of}{total} rows"
+
+
 class RowTicker:
     """Counts rows through ``passes`` loops over ``total`` rows and calls ``progress`` every
     `EVERY_ROWS` rows, with the rows done so far (all passes averaged), and once with every

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
+from typing import TypedDict
 
 from jobs.worker.settings import DEFAULT_MAX_RETRIES, DEFAULT_THREADS_PER_SLOT
 from store.outputs import FORCE_HELP
@@ -45,6 +46,14 @@ def whole_from(least: int, most: int | None = None) -> Callable[[str], int]:
     return parse
 
 
+def add_whole_arg(
+    p: argparse.ArgumentParser, flag: str, bounds: tuple[int, int], default: int, help: str
+) -> None:
+    """An option taking a whole number within ``bounds`` (both included): a value outside
+    them is refused by argparse with one line naming the allowed range."""
+    p.add_argument(flag, type=whole_from(*bounds), default=default, help=help)
+
+
 def seconds_between(least: float, most: float) -> Callable[[str], float]:
     """An argparse ``type``: a number of seconds from ``least`` to ``most``."""
 
@@ -70,42 +79,61 @@ def add_force_arg(p: argparse.ArgumentParser) -> None:
     )
 
 
+class SlotSettings(TypedDict):
+    """`jobs.worker.factory.make_worker`'s slot keywords."""
+
+    slots_per_gpu: int
+    processes_per_gpu: int
+    cpu_slots: int
+    threads_per_slot: int
+
+
+def slot_settings(args: argparse.Namespace) -> SlotSettings:
+    """The slot options `add_executor_args` added, as `jobs.worker.factory.make_worker`'s
+    keywords."""
+    return SlotSettings(
+        slots_per_gpu=args.slots_per_gpu,
+        processes_per_gpu=args.processes_per_gpu,
+        cpu_slots=args.cpu_slots,
+        threads_per_slot=args.threads_per_slot,
+    )
+
+
 def add_executor_args(p: argparse.ArgumentParser, *, with_device: bool) -> None:
     """The executor and slot options (``--device``, ``--address``, ``--max-retries`` too
     when ``with_device``)."""
     p.add_argument("--executor", choices=("local", "inline", "ray"), default="local")
-    p.add_argument(
+    add_whole_arg(
+        p,
         "--slots-per-gpu",
-        type=whole_from(0, FLAG_MAX_SLOTS_PER_GPU),
-        default=0,
-        help="runs trained at once on each GPU (0: chosen from free GPU memory)",
+        (0, FLAG_MAX_SLOTS_PER_GPU),
+        0,
+        "runs trained at once on each GPU (0: chosen from free GPU memory)",
     )
-    p.add_argument(
+    add_whole_arg(
+        p,
         "--processes-per-gpu",
-        type=whole_from(1, FLAG_MAX_PROCESSES_PER_GPU),
-        default=1,
-        help="slot processes per GPU; its slots are CUDA streams of these processes",
+        (1, FLAG_MAX_PROCESSES_PER_GPU),
+        1,
+        "slot processes per GPU; its slots are CUDA streams of these processes",
     )
-    p.add_argument(
-        "--cpu-slots",
-        type=whole_from(1, FLAG_MAX_CPU_SLOTS),
-        default=1,
-        help="slot processes when no GPU",
-    )
-    p.add_argument(
+    add_whole_arg(p, "--cpu-slots", (1, FLAG_MAX_CPU_SLOTS), 1, "slot processes when no GPU")
+    add_whole_arg(
+        p,
         "--threads-per-slot",
-        type=whole_from(1, FLAG_MAX_THREADS_PER_SLOT),
-        default=DEFAULT_THREADS_PER_SLOT,
-        help="torch CPU threads of each CPU slot, on every executor (CPU results depend on it; "
+        (1, FLAG_MAX_THREADS_PER_SLOT),
+        DEFAULT_THREADS_PER_SLOT,
+        "torch CPU threads of each CPU slot, on every executor (CPU results depend on it; "
         "the study card records it)",
     )
     if with_device:
         p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
         p.add_argument("--address", default=None, help="Ray cluster address (--executor ray)")
-        p.add_argument(
+        add_whole_arg(
+            p,
             "--max-retries",
-            type=whole_from(0, FLAG_MAX_RETRIES),
-            default=DEFAULT_MAX_RETRIES,
-            help="--executor ray: how often a run whose actor died (lost node, out of memory) "
-            "is retried on a fresh actor before the job fails",
+            (0, FLAG_MAX_RETRIES),
+            DEFAULT_MAX_RETRIES,
+            "--executor ray: how often a run whose actor died (lost node, out of memory) is "
+            "retried on a fresh actor before the job fails",
         )

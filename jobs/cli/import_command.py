@@ -88,28 +88,25 @@ class ProgressLine:
 
     def __call__(self, done: int, total: int, rate: float) -> None:
         """Show (done, total, films per second), throttled; always the last one."""
-        now = time.monotonic()
-        final = done == total
-        if not final and now - self.last < (0.2 if self.tty else self.every_s):
-            return
-        self.last = now
-        self._show(f"checked {done}/{total} films ({rate:.0f} films/s)", final)
+        if self._due(done, total):
+            self._show(f"checked {done}/{total} films ({rate:.0f} films/s)", done == total)
 
     def rows(self, phase: str, done: int, total: int) -> None:
         """Show (phase, done, in all) as a labels CSV is parsed (in MB), read and checked
         (in rows; `engine.films.RowsProgress`), throttled the same way; always the last one."""
-        from engine.films import BYTES, PHASE_UNITS
+        from engine.films import amount_done
 
+        if self._due(done, total):
+            self._show(f"{phase}: {amount_done(phase, done, total)}", done == total)
+
+    def _due(self, done: int, total: int) -> bool:
+        """Whether to show this step: the last always, others once per interval (a terminal
+        line is rewritten in place, so it may move more often than a log gets lines)."""
         now = time.monotonic()
-        final = done == total
-        if not final and now - self.last < (0.2 if self.tty else self.every_s):
-            return
+        if done != total and now - self.last < (0.2 if self.tty else self.every_s):
+            return False
         self.last = now
-        if PHASE_UNITS.get(phase) == BYTES:
-            amount = f"{done / 1e6:.1f}/{total / 1e6:.1f} MB"
-        else:
-            amount = f"{done}/{total} rows"
-        self._show(f"{phase}: {amount}", final)
+        return True
 
     def end(self) -> None:
         """End a terminal line left open by a step that was not the last (an error came)."""

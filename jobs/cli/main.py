@@ -74,7 +74,7 @@ from jobs.cli import (
     stats_command,
     up_command,
 )
-from jobs.cli.arg_types import add_executor_args, seconds_between
+from jobs.cli.arg_types import add_executor_args, seconds_between, slot_settings
 from jobs.cli.cli_logging import log_file, route_logs
 from jobs.cli.cli_store import open_store
 from jobs.services import demo_bundle, label_choice
@@ -113,10 +113,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     worker = make_worker(
         executor=args.executor,
         device=spec.device,
-        slots_per_gpu=args.slots_per_gpu,
-        processes_per_gpu=args.processes_per_gpu,
-        cpu_slots=args.cpu_slots,
-        threads_per_slot=args.threads_per_slot,
+        **slot_settings(args),
         address=None,
     )
     try:
@@ -276,10 +273,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     worker = make_worker(
         executor=args.executor,
         device=args.device,
-        slots_per_gpu=args.slots_per_gpu,
-        processes_per_gpu=args.processes_per_gpu,
-        cpu_slots=args.cpu_slots,
-        threads_per_slot=args.threads_per_slot,
+        **slot_settings(args),
         address=args.address,
         max_retries=args.max_retries,
         options=WorkerOptions(beat_s=args.beat_s, stale_after_s=args.stale_after_s),

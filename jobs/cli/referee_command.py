@@ -54,6 +54,7 @@ from engine.referee.design import FIXED, INIT_DRAWS, RefereeDesign
 from engine.seeds import SeedDesignError, seeds_from_text
 from engine.vocab import TASKS
 from jobs.cli.arg_types import whole_from
+from jobs.cli.referee_setup import prepare_referee_run
 
 # The referee's statistics (`engine.analysis.referee`: scipy, statsmodels, baycomp; ~1 s) are
 # imported in the functions that use them: every command line, `up` and `worker` (and each
@@ -79,20 +80,13 @@ def cmd_calibrate_inference(args: argparse.Namespace) -> int:
         design = _design(args)
     except (SpecError, ValueError) as exc:
         return _bad(str(exc))
-    import torch  # here, not at the top: the CLI's other commands should not pay for it
-
-    from engine.grade_model import resolve_device
-    from engine.referee.runs import default_render_workers, run_referee
+    from engine.referee.runs import run_referee
 
     try:
-        resolve_device(design.device)
+        workers = prepare_referee_run(design.device, args.threads, out, args.render_workers)
     except ValueError as exc:
         return _bad(str(exc))
-    if design.device == "cpu":
-        torch.set_num_threads(args.threads)
-    out.mkdir(parents=True, exist_ok=True)
     _write_design(design, out)
-    workers = args.render_workers or default_render_workers()
     print(_plan(design, workers), flush=True)
     started = datetime.now(UTC)
     with tempfile.TemporaryDirectory(prefix="softgrade-referee-", dir=args.cache_dir) as work:

@@ -32,6 +32,7 @@ from engine.methods import paper_methods
 from engine.referee.design import RefereeDesign
 from engine.vocab import TASKS
 from jobs.cli.arg_types import whole_from
+from jobs.cli.referee_setup import prepare_referee_run
 
 BAD_INPUT = 2
 DRAWS_FILE, SUMMARY_FILE, MARKDOWN_FILE, CARD_FILE = (
@@ -57,20 +58,12 @@ def cmd_calibrate_sets(args: argparse.Namespace) -> int:
         designs = [_design(args, task) for task in tasks]
     except (SpecError, ValueError) as exc:
         return _bad(str(exc))
-    import torch  # here: the CLI's other commands should not pay for it
-
-    from engine.grade_model import resolve_device
-    from engine.referee.runs import default_render_workers
     from engine.referee.sets import run_sets_referee
 
     try:
-        resolve_device(args.device)
+        workers = prepare_referee_run(args.device, args.threads, out, args.render_workers)
     except ValueError as exc:
         return _bad(str(exc))
-    if args.device == "cpu":
-        torch.set_num_threads(args.threads)
-    out.mkdir(parents=True, exist_ok=True)
-    workers = args.render_workers or default_render_workers()
     started = datetime.now(UTC)
     done: list[pd.DataFrame] = []
     card: dict[str, object] = {"created_at": started.strftime("%Y-%m-%d %H:%M UTC"), "tasks": {}}

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from jobs.cli.arg_types import add_executor_args, whole_from
+from jobs.cli.arg_types import add_executor_args, add_whole_arg, whole_from
 from jobs.cli.cli_store import open_store
 from jobs.services.access import BEHIND_PROXY, SERVED_HOST_ENV, refuse_unprotected_host
 from store import jobs as store_jobs
@@ -294,11 +294,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "address (sign-in limits, audit log) is the one the proxy appends to X-Forwarded-For "
         "(SOFTGRADE_PROXY_HOPS=N when N proxies append to it)",
     )
-    p.add_argument(
-        "--max-upload-mb",
-        type=whole_from(1, MAX_UPLOAD_MB),
-        default=64,
-        help="largest film Grade a film accepts (MB)",
+    add_whole_arg(
+        p, "--max-upload-mb", (1, MAX_UPLOAD_MB), 64, "largest film Grade a film accepts (MB)"
     )
     p.add_argument(
         "--kiosk",

@@ -27,8 +27,9 @@ from engine.films import escaped
 from engine.vocab import run_id
 from store import results as store_results
 from store.bundle import export_study
-from store.db import StoreError, connect
+from store.db import StoreError
 from store.runs import list_studies, run_group_counts
+from store.studies import study_clock
 
 #: The marker an imported study carries on its card and in the report.
 NO_PROVENANCE = "imported: no training provenance"
@@ -235,23 +236,13 @@ def study_card(store: Path, study_id: str, command: str) -> dict[str, Any]:
             card["cuda"] = torch.version.cuda
     except ImportError:  # pragma: no cover - torch is a requirement
         pass
-    with connect(store, read_only=True) as con:
-        job = con.execute(
-            "SELECT started_at, finished_at, status FROM jobs WHERE study_id = ? "
-            "ORDER BY created_at DESC LIMIT 1",
-            [study_id],
-        ).fetchone()
-        runs = con.execute(
-            "SELECT min(created_at), max(created_at), sum(duration_s), count(*), "
-            "list(DISTINCT device) FROM runs WHERE study_id = ?",
-            [study_id],
-        ).fetchone()
-    assert runs is not None  # an aggregate without GROUP BY always returns one row
+    clock = study_clock(study_id, path=store)
+    job = clock.job
     if job is not None:
         card["job"] = {"started_at": str(job[0]), "finished_at": str(job[1]), "status": job[2]}
-        if job[0] is not None and runs[1] is not None:
-            card["wall_s_to_last_run"] = round((runs[1] - job[0]).total_seconds(), 1)
-    card["runs_stored"] = int(runs[3])
-    card["run_seconds_total"] = round(float(runs[2] or 0.0), 1)
-    card["devices"] = sorted(d for d in (runs[4] or []) if d is not None)
+        if job[0] is not None and clock.last_run_at is not None:
+            card["wall_s_to_last_run"] = round((clock.last_run_at - job[0]).total_seconds(), 1)
+    card["runs_stored"] = clock.runs
+    card["run_seconds_total"] = round(float(clock.run_seconds or 0.0), 1)
+    card["devices"] = sorted(d for d in clock.devices if d is not None)
     return card

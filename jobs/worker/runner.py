@@ -373,14 +373,7 @@ class Worker:
         line = msg.get("error_line") or last_line(msg["traceback"])
         store_runs.record_failed_run(
             store_runs.FailedRun(
-                run_id=run.run_id,
-                study_id=state.job.study_id,
-                job_id=state.job.job_id,
-                task=run.task,
-                method=run.method,
-                seed=run.seed,
-                config_index=run.config_index,
-                config=run.config.to_dict(),
+                **_run_identity(state, run),
                 error_line=line,
                 traceback=msg["traceback"],
             ),
@@ -401,16 +394,9 @@ class Worker:
         run = self._plan[msg["run_id"]]
         store_runs.record_run(
             store_runs.RunRecord(
-                run_id=run.run_id,
-                study_id=state.job.study_id,
-                job_id=state.job.job_id,
-                task=run.task,
-                method=run.method,
-                seed=run.seed,
+                **_run_identity(state, run),
                 split_seed=run.split_seed,
                 init_seed=run.init_seed,
-                config_index=run.config_index,
-                config=run.config.to_dict(),
                 best_epoch=msg["best_epoch"],
                 epochs_run=msg["epochs_run"],
                 val_amae=msg["val_amae"],
@@ -588,6 +574,21 @@ def last_line(traceback_text: str) -> str:
     """The last non-blank line of a traceback: the exception and its message."""
     lines = [line.strip() for line in traceback_text.strip().splitlines() if line.strip()]
     return lines[-1][:300] if lines else "unknown error"
+
+
+def _run_identity(state: _JobState, run: PlannedRun) -> dict[str, Any]:
+    """The fields of `store_runs.RunIdentity` for a planned run of this job, as keywords for
+    the finished-run and the failed-run records alike."""
+    return {
+        "run_id": run.run_id,
+        "study_id": state.job.study_id,
+        "job_id": state.job.job_id,
+        "task": run.task,
+        "method": run.method,
+        "seed": run.seed,
+        "config_index": run.config_index,
+        "config": run.config.to_dict(),
+    }
 
 
 def _prediction_frame(msg: Message) -> pd.DataFrame:

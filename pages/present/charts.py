@@ -292,11 +292,7 @@ def confusion_heatmap(
         ),
         tooltip=tooltip,
     )
-    text = base.mark_text(fontSize=13).encode(
-        text="text:N",
-        color=alt.condition("datum.dark", alt.value("white"), alt.value("#222222")),
-        tooltip=tooltip,
-    )
+    text = _cell_numbers(base, tooltip)
     # Sizes as a step per grade: Streamlit's theme shrinks a fixed width on discrete axes.
     return (rect + text).properties(title=title, width=alt.Step(54), height=alt.Step(44))
 
@@ -333,11 +329,7 @@ def contingency_heatmap(
         ),
         tooltip=tooltip,
     )
-    text = base.mark_text(fontSize=13).encode(
-        text="text:N",
-        color=alt.condition("datum.dark", alt.value("white"), alt.value("#222222")),
-        tooltip=tooltip,
-    )
+    text = _cell_numbers(base, tooltip)
     return (rect + text).properties(title=title, width=alt.Step(52), height=alt.Step(40))
 
 
@@ -560,6 +552,16 @@ def kld_parts_bars(data: pd.DataFrame, *, title: str = "KLD by the chain rule") 
 # --------------------------------------------------------------------------------------------
 # Helpers
 # --------------------------------------------------------------------------------------------
+
+
+def _cell_numbers(base: alt.Chart, tooltip: list[alt.Tooltip]) -> alt.Chart:
+    """A grid heatmap's numbers over its cells (column ``text``), white on the dark cells
+    (column ``dark``) so they stay legible."""
+    return base.mark_text(fontSize=13).encode(
+        text="text:N",
+        color=alt.condition("datum.dark", alt.value("white"), alt.value("#222222")),
+        tooltip=tooltip,
+    )
 
 
 def _grid_base(data: pd.DataFrame) -> alt.Chart:

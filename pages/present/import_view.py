@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from engine.films import BYTES, KNEE_LOW_CONFIDENCE, PHASE_UNITS, ImportReport, escaped
+from engine.films import KNEE_LOW_CONFIDENCE, ImportReport, amount_done, escaped
 from jobs.services.access import confine_import_path, data_roots
 from jobs.services.csv_safe import escape_csv_cells
 from jobs.services.provenance import card_comments
@@ -270,10 +270,7 @@ class ProgressThrottle:
         if done < total and now - self.last < self.every_s:
             return
         self.last = now
-        if PHASE_UNITS.get(phase) == BYTES:
-            amount = f"{done / 1e6:.1f} of {total / 1e6:.1f} MB"
-        else:
-            amount = f"{done:,} of {total:,} rows"
+        amount = amount_done(phase, done, total, of=" of ", grouped=True)
         self.show(done / max(total, 1), f"{phase[:1].upper()}{phase[1:]}: {amount}")
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from engine.analysis import paired
+from engine.analysis import kld_parts, paired
 from engine.analysis.compare import task_order
 from engine.analysis.metrics import ECE, LOWER_IS_BETTER, METRIC_LABELS
 from engine.methods import method_sort_key
@@ -127,12 +127,11 @@ def kld_part_reading(part: Mapping[str, Any], mean_table: Any, mean_truth: Any) 
             f"marginal adds {marginal:.3f} ({gap})"
         )
     mi_pred, mi_true = float(part["mi_pred"]), float(part["mi_true"])
-    if abs(mi_pred - mi_true) <= 0.25 * mi_true:
-        how = "about as strongly as"
-    elif mi_pred > mi_true:
-        how = "more strongly than"
-    else:
-        how = "less strongly than"
+    how = {
+        "as": "about as strongly as",
+        "more": "more strongly than",
+        "less": "less strongly than",
+    }[kld_parts.dependence_vs_truth(mi_pred, mi_true)]
     return (
         f"{head}. Its predicted tables tie CPPD to KL {how} the truth does "
         f"(MI {mi_pred:.3f} vs {mi_true:.3f} nats)."

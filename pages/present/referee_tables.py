@@ -9,7 +9,7 @@ writes :func:`referee_markdown`; the Statistics tab shows the same frames. No st
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -79,6 +79,10 @@ def _pairs(rows: pd.DataFrame) -> list[str]:
     return [p for p in real if p != referee.REAL_PAIRS] + pooled + null
 
 
+#: The interval table's last number column: how wide an interval is, on the real pairs.
+MEAN_WIDTH = "Mean width (real pairs)"
+
+
 def coverage_frame(summary: pd.DataFrame) -> pd.DataFrame:
     """One row per interval: its coverage ± Monte-Carlo SE per pair (the null pair's true
     difference is 0), and its mean width over the real pairs.
@@ -94,20 +98,17 @@ def coverage_frame(summary: pd.DataFrame) -> pd.DataFrame:
         + pair_title(pair)
         for pair in pairs
     }
-    out = []
-    for key, label, needs in _procedures(rows, referee.INTERVALS):
-        part = rows[rows["procedure"] == key]
-        record: dict[str, object] = {"Interval": label}
-        if _not_run(part):
-            out.append(_not_run_record(record, part, titles, needs))
-            continue
-        record |= _shares(part, titles)
-        real = part[~part["null"].astype(bool)]
-        pooled = real[real["pair"] == referee.REAL_PAIRS]
-        width = (pooled if not pooled.empty else real)["mean_width"]
-        record["Mean width (real pairs)"] = _number(float(width.mean()) if len(width) else math.nan)
-        out.append(record)
-    return _with_reasons(pd.DataFrame(out), "Mean width (real pairs)")
+    out = _procedure_records(rows, referee.INTERVALS, "Interval", titles, _mean_width)
+    return _with_reasons(pd.DataFrame(out), MEAN_WIDTH)
+
+
+def _mean_width(part: pd.DataFrame) -> dict[str, object]:
+    """An interval's mean width over the real pairs pooled (each real pair's when the result
+    has no pooled row)."""
+    real = part[~part["null"].astype(bool)]
+    pooled = real[real["pair"] == referee.REAL_PAIRS]
+    width = (pooled if not pooled.empty else real)["mean_width"]
+    return {MEAN_WIDTH: _number(float(width.mean()) if len(width) else math.nan)}
 
 
 def tests_frame(summary: pd.DataFrame) -> pd.DataFrame:
@@ -118,15 +119,30 @@ def tests_frame(summary: pd.DataFrame) -> pd.DataFrame:
     pairs = _pairs(rows)
     first = rows.drop_duplicates("pair").set_index("pair")
     titles = {pair: f"{first.loc[pair, 'measure']}, {pair_title(pair)}" for pair in pairs}
+    out = _procedure_records(rows, referee.TESTS, "Test", titles)
+    return _with_reasons(pd.DataFrame(out), None)
+
+
+def _procedure_records(
+    rows: pd.DataFrame,
+    procedures: Sequence[referee.IntervalRule] | Sequence[referee.TestRule],
+    first: str,
+    titles: dict[str, str],
+    more: Callable[[pd.DataFrame], dict[str, object]] | None = None,
+) -> list[dict[str, object]]:
+    """One record per procedure, in its order: its label under ``first``, then each pair's
+    share (``titles`` name the pairs) and ``more``'s cells; a procedure the result holds no
+    number for says so in every cell, with what it needs."""
     out = []
-    for key, label, needs in _procedures(rows, referee.TESTS):
+    for key, label, needs in _procedures(rows, procedures):
         part = rows[rows["procedure"] == key]
-        record: dict[str, object] = {"Test": label}
+        record: dict[str, object] = {first: label}
         if _not_run(part):
             out.append(_not_run_record(record, part, titles, needs))
             continue
-        out.append(record | _shares(part, titles))
-    return _with_reasons(pd.DataFrame(out), None)
+        record |= _shares(part, titles)
+        out.append(record | (more(part) if more else {}))
+    return out
 
 
 def _not_run_record(

@@ -168,6 +168,15 @@ def reliability_diagram(
 # --------------------------------------------------------------------------------------------
 
 
+#: What became of a run of a search (`with_stopped`'s columns), in every tooltip that shows
+#: one run: selected by its seed, stopped by the pruner, or gone non-finite.
+RUN_FATE_TOOLTIPS: tuple[alt.Tooltip, ...] = (
+    alt.Tooltip("selected:N", title="Selected"),
+    alt.Tooltip("stopped:N", title="Stopped by the pruner"),
+    alt.Tooltip("went_non_finite:N", title="Diverged"),
+)
+
+
 def configuration_strip(
     search: pd.DataFrame, *, title: str = "", height: int = 300
 ) -> alt.LayerChart:
@@ -195,9 +204,7 @@ def configuration_strip(
         alt.Tooltip("rank:Q", title="Rank in its search"),
         alt.Tooltip("epochs_run:Q", title="Epochs run"),
         alt.Tooltip("best_epoch:Q", title="Best epoch"),
-        alt.Tooltip("selected:N", title="Selected"),
-        alt.Tooltip("stopped:N", title="Stopped by the pruner"),
-        alt.Tooltip("went_non_finite:N", title="Diverged"),
+        *RUN_FATE_TOOLTIPS,
     ]
     x = alt.X("config_key:N", sort=order, title="Configuration", axis=alt.Axis(labelAngle=-35))
     base = alt.Chart(data).encode(
@@ -307,9 +314,7 @@ def parameter_strip(
         alt.Tooltip("seed:Q", title="Seed"),
         alt.Tooltip("config_key:N", title="Configuration"),
         alt.Tooltip("val_amae:Q", title="Validation AMAE", format=".4f"),
-        alt.Tooltip("selected:N", title="Selected"),
-        alt.Tooltip("stopped:N", title="Stopped by the pruner"),
-        alt.Tooltip("went_non_finite:N", title="Diverged"),
+        *RUN_FATE_TOOLTIPS,
     ]
     base = alt.Chart().encode(x=x, xOffset=alt.XOffset("seed_label:N"), y=y)
     colour = _method_colour(methods, legend=False)

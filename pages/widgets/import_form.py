@@ -37,6 +37,7 @@ from pages.present.import_view import (
     resolve_import_path,
 )
 from pages.present.user_text import plain, said
+from pages.widgets.inputs import labelled_choice
 from pages.widgets.reads import cached_datasets
 from pages.widgets.sign_in import current_account
 
@@ -127,21 +128,14 @@ def import_inputs() -> ImportRequest:
         "sop_instance_uid instead. Grade folders need no CSV.",
     )
     c1, c2 = st.columns(2)
-    layout = c1.selectbox(
-        "Layout",
-        list(LAYOUT_LABELS),
-        format_func=LAYOUT_LABELS.__getitem__,
-        key="launch_import_layout",
-        persist_state="session",
-    )
+    layout = labelled_choice(c1.selectbox, "Layout", LAYOUT_LABELS, "launch_import_layout")
     layout_split = "ignore"
     if layout in ("auto", "grade_folders"):
-        layout_split = c2.selectbox(
+        layout_split = labelled_choice(
+            c2.selectbox,
             "Grade folders' own train/val/test split",
-            list(SPLIT_LABELS),
-            format_func=SPLIT_LABELS.__getitem__,
-            key="launch_import_split",
-            persist_state="session",
+            SPLIT_LABELS,
+            "launch_import_split",
             help="Only for grade folders under train/val/test.",
         )
     st.caption(planned_detector_text(import_detector()))

@@ -39,6 +39,7 @@ from pages.present.study_form import (
     read_folder_labels,
 )
 from pages.widgets.import_form import import_dataset
+from pages.widgets.inputs import labelled_choice
 from pages.widgets.label_version_view import older_versions, pick_label_version, versions_of
 from pages.widgets.reads import cached_datasets, cached_jobs, clear_job_caches, load_preset
 from pages.widgets.sign_in import client_address, current_account
@@ -346,12 +347,11 @@ def seeds_inputs() -> int | dict[str, int]:
     """How the seeds draw the study's randomness: independent seeds (a count), or a
     factorial design of splits × inits (`engine.seeds`); the value of the study's
     ``seeds``."""
-    design = st.radio(
+    design = labelled_choice(
+        st.radio,
         "Seeds",
-        list(SEED_DESIGNS),
-        format_func=SEED_DESIGNS.get,
-        key="launch_seed_design",
-        persist_state="session",
+        SEED_DESIGNS,
+        "launch_seed_design",
         horizontal=True,
         on_change=_carry_seed_count,
         help="Independent: each seed draws a new split and a new initialisation together "

@@ -24,6 +24,7 @@ from pages.present.endpoint_text import endpoint_sentence
 from pages.present.formatting import table_height
 from pages.present.user_text import plain
 from pages.widgets import chart_cache
+from pages.widgets.tables import show_table
 from pages.widgets.variance_view import show_variance_components
 
 BOOTSTRAP_REPLICATES = study_analysis.DEFAULT_BOOTSTRAP
@@ -215,25 +216,13 @@ def show_pairs(table: pd.DataFrame, metric: str) -> None:
     st.markdown(f"**{label}: every pair of methods, paired by seed**")
     st.markdown(plain(rt.result_sentence(table, label)))  # names methods: data, escaped
     compact = rt.compact_view(table)
-    st.dataframe(
-        compact,
-        hide_index=True,
-        width="stretch",
-        height=table_height(len(table)),
-        column_config=rho_help(compact),
-    )
+    show_table(compact, rows=len(table), column_config=rho_help(compact))
     with st.expander(
         "Every other column: p across ρ, Wilcoxon, Bayesian probabilities, TOST, effect "
         "sizes and a reading per row"
     ):
         details = rt.details_view(table)
-        st.dataframe(
-            details,
-            hide_index=True,
-            width="stretch",
-            height=table_height(len(table)),
-            column_config=rho_help(details),
-        )
+        show_table(details, rows=len(table), column_config=rho_help(details))
     st.caption(rt.PAIRED_NOTE)
 
 
@@ -356,9 +345,7 @@ def show_power(table: pd.DataFrame, metric: str, design_rho: float | None = None
     plan = power.power_table(table, effect=chosen, design_rho=design_rho)
     if plan.empty:
         return
-    st.dataframe(
-        rt.power_view(plan), hide_index=True, width="stretch", height=table_height(len(plan))
-    )
+    show_table(rt.power_view(plan), rows=len(plan))
     st.caption(rt.POWER_NOTE.format(target="80 %"))
 
 

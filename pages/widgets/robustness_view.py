@@ -35,10 +35,10 @@ from engine.vocab import LABEL_SEPARATOR
 from jobs.services import study_analysis
 from jobs.services.page_store import list_runs, runs_lacking_test_predictions, split_sizes
 from pages.present import budget_curves, exports, inference_tables, stat_tables
-from pages.present.formatting import table_height
 from pages.present.user_text import plain, said
 from pages.widgets import reads
 from pages.widgets.downloads import download_row
+from pages.widgets.tables import show_table
 
 TAB = "Robustness"
 # Keeps a per-study table's rows of the picked tasks and methods (given its method columns).
@@ -145,12 +145,7 @@ def truth_section(path: str, study_id: str, metric: str, keep: Keep) -> pd.DataF
     for line in inference_tables.truth_readings(table, metric):
         st.markdown(f"- {line}")
     shown = inference_tables.truth_frame(table[table["metric"] == metric])
-    st.dataframe(
-        shown.drop(columns=["Metric"]),
-        hide_index=True,
-        width="stretch",
-        height=table_height(len(shown)),
-    )
+    show_table(shown.drop(columns=["Metric"]), width="stretch")
     st.caption(inference_tables.TRUTH_NOTE)
     return table
 
@@ -167,12 +162,7 @@ def budget_section(path: str, study_id: str, metric: str, keep: Keep) -> dict[st
         return exported
     table, pairs = keep(matched.table), keep(matched.paired, "method_a", "method_b")
     shown = inference_tables.budget_table_frame(table[table["metric"] == metric])
-    st.dataframe(
-        shown.drop(columns=["Metric"]),
-        hide_index=True,
-        width="content",
-        height=table_height(len(shown)),
-    )
+    show_table(shown.drop(columns=["Metric"]), width="content")
     st.markdown(
         inference_tables.budget_draws_sentence(matched.draws, matched.budget, grid=matched.grid)
     )
@@ -215,6 +205,6 @@ def expected_best_section(path: str, study_id: str, keep: Keep) -> dict[str, pd.
         coverage = keep(coverage)
         st.markdown(plain(budget_curves.coverage_sentence(grid, BASELINE)))
         shown = budget_curves.coverage_frame(coverage, grid)
-        st.dataframe(shown, hide_index=True, width="content", height=table_height(len(shown)))
+        show_table(shown, width="content")
         exported["coverage matched"] = coverage
     return exported

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +14,16 @@ from store import runs as store_runs
 from store import studies
 from store.datasets import register_dataset, save_splits, set_study_dataset
 from store.db import connect
+
+
+def fresh_store_at(path: Path, template: Path) -> Path:
+    """A fresh store with the current schema at ``path``: a copy of ``template``, a store
+    `init_schema` just set up (what it writes does not depend on the file's name), private
+    as `store.db.connect` makes a store it creates."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(template, path)
+    os.chmod(path, 0o600)
+    return path
 
 
 def rows_of(store: Path, study_id: str) -> dict[str, int]:

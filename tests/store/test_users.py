@@ -7,6 +7,7 @@ from datetime import date, timedelta
 import duckdb
 import pandas as pd
 import pytest
+from argon2 import PasswordHasher
 
 from store import sign_in as store_sign_in
 from store import users
@@ -27,11 +28,31 @@ def test_added_account_verifies_with_its_password_only(store):
     assert users.verify_password("nobody", PASSWORD, path=store) is None
 
 
-def test_password_is_stored_only_as_an_argon2id_hash(store):
-    users.add_user("alice", "viewer", PASSWORD, path=store)
+def _stored_hash(store) -> str:
     with connect(store, read_only=True) as con:
-        (hashed,) = con.execute("SELECT password_hash FROM users").fetchone()
+        return con.execute("SELECT password_hash FROM users").fetchone()[0]
+
+
+@pytest.mark.real_password_hash
+def test_password_is_stored_only_as_an_argon2id_hash_at_the_librarys_default_cost(store):
+    users.add_user("alice", "viewer", PASSWORD, path=store)
+    hashed = _stored_hash(store)
     assert hashed.startswith("$argon2id$") and PASSWORD not in hashed
+    defaults = PasswordHasher()
+    params = f"m={defaults.memory_cost},t={defaults.time_cost},p={defaults.parallelism}$"
+    assert params in hashed
+
+
+def test_a_hash_made_at_a_lower_cost_is_upgraded_when_its_password_is_given(store, monkeypatch):
+    users.add_user("alice", "viewer", PASSWORD, path=store)  # the tests' cheap hash
+    cheap = _stored_hash(store)
+    monkeypatch.setattr(users, "_HASHER", PasswordHasher())  # the store's own default
+    assert users.verify_password("alice", "wrong password", path=store) is None
+    assert _stored_hash(store) == cheap  # a wrong password changes nothing
+    assert users.verify_password("alice", PASSWORD, path=store) is not None
+    upgraded = _stored_hash(store)
+    assert upgraded != cheap and not PasswordHasher().check_needs_rehash(upgraded)
+    assert users.verify_password("alice", PASSWORD, path=store) is not None
 
 
 @pytest.mark.parametrize(
