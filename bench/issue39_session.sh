@@ -8,7 +8,8 @@
 #          (bench/calibrate_sets.sh) for KL and for CPPD, rerun after the APS-type scores
 #          came to count half the own grade (issue 41), 7.5 minutes each.
 #
-#   OUT=$OUT bash bench/issue39_session.sh
+#   OUT=$OUT bash bench/issue39_session.sh            # two GPUs
+#   OUT=$OUT SECOND_GPU=0 SETS=0 bash bench/issue39_session.sh   # one GPU: the checks only
 #
 # Writes under $OUT (small files only, so all come back): gpu_check.txt,
 # gpu_check_report.md, cache_check.txt, cache_check.json, cache_study2.log, sets.tgz.
@@ -16,6 +17,8 @@ set -u
 OUT=${OUT:-/tmp/i39}
 WORK=${WORK:-/tmp/i39work}
 SITE=${SITE:-/tmp/site}
+SECOND_GPU=${SECOND_GPU:-1}  # the GPU of the cache check and the sets referee
+SETS=${SETS:-1}              # 0: no sets referee (one GPU: the GPU check's time comes first)
 mkdir -p "$OUT" "$WORK"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
   --target "$SITE" .whl/*.whl || { echo "wheels did not install"; exit 1; }
@@ -28,10 +31,11 @@ export PYTHONPATH="$PWD:$SITE" PYTHONUNBUFFERED=1 YOLO_OFFLINE=1
 ) &
 check=$!
 for task in KL CPPD; do
-  CUDA_VISIBLE_DEVICES=1 OMP_NUM_THREADS=4 bash bench/calibrate_sets.sh "$WORK/sets-$task" \
+  [ "$SETS" = 1 ] || break
+  CUDA_VISIBLE_DEVICES="$SECOND_GPU" OMP_NUM_THREADS=4 bash bench/calibrate_sets.sh "$WORK/sets-$task" \
     --task "$task" --max-minutes 7.5 --render-workers 4 > "$WORK/sets-$task.log" 2>&1 &
 done
-CUDA_VISIBLE_DEVICES=1 python3 bench/compile_cache.py --study bench/compile_cache_check.yaml \
+CUDA_VISIBLE_DEVICES="$SECOND_GPU" python3 bench/compile_cache.py --study bench/compile_cache_check.yaml \
   --home "$WORK/cc" --corrupt --timeout-s 240 --json "$OUT/cache_check.json" \
   > "$OUT/cache_check.txt" 2>&1
 echo "compile-cache check exit $?" >> "$OUT/cache_check.txt"
