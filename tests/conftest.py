@@ -49,8 +49,13 @@ def _scan_component_manifests_once() -> None:
     components (``scan_component_manifests``): about 0.2 s of CPU each, in a suite of
     hundreds of AppTests. The packages installed do not change while the tests run, so the
     first scan's answer stands for the rest (the components are still registered per AppTest).
+    A machine without Streamlit (the lent GPU, which runs only `pytest -m gpu`) has nothing to
+    keep.
     """
-    from streamlit.components.v2 import manifest_scanner
+    try:
+        from streamlit.components.v2 import manifest_scanner
+    except ImportError:
+        return
 
     manifest_scanner.scan_component_manifests = functools.cache(  # type: ignore[assignment]
         manifest_scanner.scan_component_manifests
