@@ -29,11 +29,18 @@ th, td { border: 1px solid #ddd; padding: 2px 6px; text-align: right;
          overflow-wrap: break-word; }
 th { background: #f3f3f3; } td:first-child, th:first-child { text-align: left; }
 .card td { text-align: left; } .note { color: #555; font-size: 0.9em; }
+/* Tables of many rows are set smaller with their cells kept whole, so a row is one line
+   (a 14-method study's fit the page); in print a compact table may wrap again, never cut.
+   A verdict matrix's cell (a number and its mark) stays whole in print too. */
+table.compact, table.matrix { font-size: 0.8em; }
+.compact td, .matrix td { white-space: nowrap; }
 .row { display: flex; flex-wrap: wrap; gap: 0 1.5em; }
 .figure { overflow-x: auto; margin: 0.5em 0 1em; } .methods { background: #f8f8f8;
           padding: 0.8em 1em; border-left: 3px solid #999; }
 @media print { h2 { page-break-before: auto; } .figure { page-break-inside: avoid; }
                body { max-width: none; margin: 0; } table { font-size: 0.78em; }
+               table.compact, table.matrix { font-size: 0.72em; }
+               .compact td { white-space: normal; }
                tr { page-break-inside: avoid; } }
 @page { size: landscape; margin: 10mm; }
 """
@@ -47,13 +54,16 @@ def chart_svg(chart: alt.TopLevelMixin | alt.Chart) -> str:
     return f'<div class="figure">{_NAMESPACES.sub("", svg, count=2)}</div>'
 
 
-def table_html(frame: pd.DataFrame, *, digits: int = 3) -> str:
-    """A frame as an HTML table, numbers to ``digits`` significant places, text escaped."""
+def table_html(frame: pd.DataFrame, *, digits: int = 3, css_class: str = "") -> str:
+    """A frame as an HTML table, numbers to ``digits`` significant places, text escaped;
+    ``css_class`` one of :data:`STYLE`'s table classes (``compact``: set smaller;
+    ``matrix``: smaller, cells kept whole)."""
     if frame.empty:
         return paragraph("Nothing to show.", note=True)
     return frame.to_html(
         index=False,
         border=0,
+        classes=css_class or None,
         na_rep="–",
         float_format=lambda v: f"{v:.{digits}g}",
         escape=True,

@@ -14,7 +14,7 @@ from engine.analysis.metrics import METRIC_LABELS
 from jobs.services import study_analysis
 from pages.present import report_html as rh
 from pages.present import tables
-from pages.present.report.common import per_study
+from pages.present.report.common import per_study, table_of_rows
 
 
 def table4_section(study_ids: Sequence[str], store: Path) -> list[str]:
@@ -22,7 +22,7 @@ def table4_section(study_ids: Sequence[str], store: Path) -> list[str]:
 
     def part(study_id: str, store: Path) -> list[str]:
         intervals = study_analysis.mean_intervals(study_id, path=store)
-        out = [rh.table_html(table4_frame(intervals))]
+        out = [table_of_rows(table4_frame(intervals))]
         if clipped := clipped_sentence(intervals):
             out.append(rh.paragraph(clipped, note=True))
         return out
