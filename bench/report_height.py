@@ -1,7 +1,8 @@
 """How tall the study report is with many methods: build a synthetic study of every
 registered method (14), write its report and measure it in Chromium.
 
-    python bench/report_height.py [--seeds 6] [--width 1400] [--keep report.html]
+    python bench/report_height.py [--seeds 6] [--width 1400] [--pdf] [--keep report.html]
+    python bench/report_height.py --reference       # the bundled 20-seed study, 5 methods
 
 The study is `tests.helpers.synthetic_study` (no training: 40 patients, one configuration a
 method, every seed finished), the one the many-method report tests use. The report is built
@@ -25,6 +26,8 @@ sys.path.insert(0, str(ROOT))
 
 from engine.methods import method_names  # noqa: E402
 from pages.present.report import build_report  # noqa: E402
+from store.bundle import REFERENCE_STUDY, import_study  # noqa: E402
+from store.db import init_schema  # noqa: E402
 from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 from tests.helpers.pages import finished_synthetic_store  # noqa: E402
 
@@ -41,9 +44,15 @@ MEASURE_JS = """() => ({
 PRINT_WIDTH_PX = 980
 
 
-def report_of_many_methods(home: Path, n_seeds: int) -> Path:
-    """Write the report of a finished 14-method synthetic study; return its path."""
-    study = finished_synthetic_store(home, n_seeds=n_seeds, n_patients=40, methods=method_names())
+def report_of(home: Path, n_seeds: int, reference: bool) -> Path:
+    """Write the report of a finished 14-method synthetic study (or of the bundled 20-seed
+    reference study, 5 methods); return its path."""
+    if reference:
+        init_schema(home / "softgrade.duckdb")
+        study = import_study(REFERENCE_STUDY, path=home / "softgrade.duckdb").study_id
+    else:
+        methods = method_names()
+        study = finished_synthetic_store(home, n_seeds=n_seeds, n_patients=40, methods=methods)
     out = home / "report.html"
     out.write_text(build_report([study], path=home / "softgrade.duckdb"), encoding="utf-8")
     return out
@@ -82,17 +91,21 @@ def main() -> None:
     parser.add_argument("--width", type=int, default=1400, help="browser window width, px")
     parser.add_argument("--pdf", action="store_true", help="also print it and count pages")
     parser.add_argument("--keep", type=Path, help="copy the report's HTML here")
+    parser.add_argument(
+        "--reference", action="store_true", help="the bundled reference study (5 methods)"
+    )
     args = parser.parse_args()
     if CHROMIUM is None:
         sys.exit("error: no Chromium here (apt-get install chromium)")
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
-        report = report_of_many_methods(home, args.seeds)
+        report = report_of(home, args.seeds, args.reference)
         pdf = home / "report.pdf" if args.pdf else None
         figures = measure(report, args.width, pdf)
         if args.keep is not None:
             args.keep.write_text(report.read_text(encoding="utf-8"), encoding="utf-8")
-        print(f"{len(method_names())} methods, {args.seeds} seeds, window {args.width} px")
+        what = "reference study" if args.reference else f"{len(method_names())} methods"
+        print(f"{what}, {'20' if args.reference else args.seeds} seeds, window {args.width} px")
         print(f"report height: {figures['page']:,} px")
         for section, height in sorted(figures["sections"], key=lambda s: -s[1]):
             print(f"  {section:<22} {height:>7,} px")

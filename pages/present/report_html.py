@@ -32,17 +32,17 @@ th { background: #f3f3f3; } td:first-child, th:first-child { text-align: left; }
 /* Tables of many rows are set smaller with their cells kept whole, so a row is one line
    (a 14-method study's fit the page); a matrix's method name may wrap. In print, smaller
    still, a compact cell may wrap again rather than be cut (a 14-method matrix measured
-   933 of 980 px at this size), and a chart wider than the page is scaled to it. */
+   933 of 980 px at this size). A chart wider than the page is scaled to it (viewBox). */
 table.compact, table.matrix { font-size: 0.8em; }
 .compact td, .matrix td { white-space: nowrap; } .matrix td:first-child { white-space: normal; }
 .row { display: flex; flex-wrap: wrap; gap: 0 1.5em; }
 .figure { overflow-x: auto; margin: 0.5em 0 1em; } .methods { background: #f8f8f8;
           padding: 0.8em 1em; border-left: 3px solid #999; }
+svg.marks { max-width: 100%; height: auto; }
 @media print { h2 { page-break-before: auto; } .figure { page-break-inside: avoid; }
                body { max-width: none; margin: 0; } table { font-size: 0.78em; }
                table.compact, table.matrix { font-size: 0.68em; }
                .compact td { white-space: normal; }
-               svg.marks { max-width: 100%; height: auto; }
                tr { page-break-inside: avoid; } }
 @page { size: landscape; margin: 10mm; }
 """
