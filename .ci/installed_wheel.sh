@@ -28,4 +28,6 @@ PY
 "$sg" report "$study" -o "$work/report.html"
 test -s "$work/stats.csv" && test -s "$work/report.html"
 "$work/venv/bin/python" -c "import importlib.util as u; assert u.find_spec('ultralytics') is None"
+# The presets and the reference study ship inside engine/ and store/, not as top-level names.
+"$work/venv/bin/python" -c "import importlib.util as u; assert not u.find_spec('studies') and not u.find_spec('examples')"
 echo "installed wheel: help, users add, import-study, stats and report all ran outside the checkout"

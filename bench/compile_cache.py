@@ -7,12 +7,17 @@ from the process start to its first finished run (a row in ``runs``); then stops
 first pays the phantom, the imports and the compile; the second should find the phantom and
 the compiled steps on disk. Goal: the second <= 30 s on a GPU.
 
-    python bench/compile_cache.py                      # studies/paper.yaml, seed 0, a GPU
+    python bench/compile_cache.py                      # engine/studies/paper.yaml, seed 0, a GPU
     python bench/compile_cache.py --no-cache           # before: each study compiles afresh
-    python bench/compile_cache.py --study studies/quick.yaml --home /tmp/cc   # CPU, tiny
+    python bench/compile_cache.py --study engine/studies/quick.yaml --home /tmp/cc   # CPU, tiny
 
 ``--no-cache`` sets SOFTGRADE_COMPILE_CACHE=off and gives each process an empty inductor
 and Triton folder of its own, as a fresh machine would have.
+
+``--corrupt`` (issue 39) overwrites every file the first study left in the compile cache with
+garbage of the same size before the second study starts, as a disk fault or a half-written
+entry would: the second study must still finish its runs (compiling afresh), and the lines its
+log says about the cache are printed.
 """
 
 from __future__ import annotations
@@ -169,14 +174,39 @@ def stop(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
+def corrupt_compile_cache(root: Path) -> int:
+    """Overwrite every file under the compile cache ``root`` with bytes of the same length
+    that no loader can read; return how many files were spoilt."""
+    spoilt = 0
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and not path.is_symlink() and not path.name.startswith("."):
+            size = path.stat().st_size
+            path.write_bytes((b"\x00corrupt\xff" * (size // 9 + 2))[: max(size, 9)])
+            spoilt += 1
+    return spoilt
+
+
+def cache_lines(log_path: Path) -> list[str]:
+    """The log's lines about the compile cache, torch's cache loaders and their failures."""
+    needles = ("compile cache", "cache", "Traceback", "Error", "WARNING")
+    lines = log_path.read_text(errors="replace").splitlines()
+    return [line[:240] for line in lines if any(n in line for n in needles)][:40]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--study", default="studies/paper.yaml", help="the base study file")
+    parser.add_argument("--study", default="engine/studies/paper.yaml", help="the base study file")
     parser.add_argument("--home", default=None, help="SOFTGRADE_HOME (default: a new temp dir)")
     parser.add_argument("--max-epochs", type=int, default=None, help="cap the runs' epochs")
     parser.add_argument("--no-cache", action="store_true", help="before: no compile cache")
     parser.add_argument("--timeout-s", type=float, default=540.0, help="per study")
     parser.add_argument("--json", default=None, help="also write the results here")
+    parser.add_argument(
+        "--corrupt",
+        action="store_true",
+        help="spoil every compile-cache file between the two studies (the second must "
+        "still finish)",
+    )
     parser.add_argument(
         "run_args", nargs="*", help="after --: passed to `jobs run` (e.g. --slots-per-gpu 4)"
     )
@@ -185,6 +215,9 @@ def main() -> None:
     home.mkdir(parents=True, exist_ok=True)
     results = []
     for index in (1, 2):
+        if index == 2 and args.corrupt:
+            spoilt = corrupt_compile_cache(home / CACHE_FOLDER)
+            print(f"spoilt {spoilt} compile-cache files before study 2", flush=True)
         study = study_file(ROOT / args.study, home, index, args.max_epochs)
         result = time_one_study(
             index,
@@ -197,6 +230,9 @@ def main() -> None:
         caches = list_compile_caches(home / CACHE_FOLDER)
         result["compile_cache"] = [f"{c.name} ({c.size_bytes / 2**20:.1f} MiB)" for c in caches]
         results.append(result)
+        if args.corrupt and index == 2:
+            result["cache_lines"] = cache_lines(Path(result["log"]))
+            print("study 2's log on the cache:", *result["cache_lines"], sep="\n  ", flush=True)
         print(f"study {index} start-up: {json.dumps(result['milestones_s'])}", flush=True)
         print(
             f"study {index}: first finished run after {result['to_first_run_s']:.1f} s "

@@ -2,7 +2,7 @@
 study ran: on the lent GPU machine at the end of the reference study).
 
     python bench/export_reference.py --out $OUT/reference-study.zip \
-        --command "python -m jobs run studies/paper.yaml"
+        --command "python -m jobs run engine/studies/paper.yaml"
 
 Complete seeds are those whose every (task, method) search is stored in full; a study cut
 short keeps them and drops the seed in progress. The bundle is named as the bundled

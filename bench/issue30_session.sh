@@ -16,7 +16,7 @@
 # 2026-11-28 session lost its one-GPU run at 118 of 270 runs that way.
 #
 # start (each job from a copy of the checkout in $WORK/repo, so later calls may change it):
-#   GPU 0: studies/paper.yaml seeds 0,1,2, the full search (bench/pruned_search.py --only
+#   GPU 0: engine/studies/paper.yaml seeds 0,1,2, the full search (bench/pruned_search.py --only
 #          full): the 3-seed whole-protocol clock, the one-GPU baseline and the full arm of
 #          the pruned-vs-full agreement;
 #   GPU 1: the same seeds with the ASHA-pruned search (--only pruned);
@@ -48,11 +48,11 @@ now() { date +%s.%N; }
 start() {
   fresh_copy_and_sampler || exit 1
   now > "$WORK/launch-full"
-  CUDA_VISIBLE_DEVICES=0 setsid $PY bench/pruned_search.py studies/paper.yaml --seeds 0,1,2 \
+  CUDA_VISIBLE_DEVICES=0 setsid $PY bench/pruned_search.py engine/studies/paper.yaml --seeds 0,1,2 \
     --pruner asha --only full --out "$WORK/full" > "$WORK/full.log" 2>&1 &
   echo $! > "$WORK/full.pid"
   now > "$WORK/launch-pruned"
-  CUDA_VISIBLE_DEVICES=1 setsid $PY bench/pruned_search.py studies/paper.yaml --seeds 0,1,2 \
+  CUDA_VISIBLE_DEVICES=1 setsid $PY bench/pruned_search.py engine/studies/paper.yaml --seeds 0,1,2 \
     --pruner asha --only pruned --out "$WORK/pruned" > "$WORK/pruned.log" 2>&1 &
   echo $! > "$WORK/pruned.pid"
   CUDA_VISIBLE_DEVICES=2 setsid $PY bench/compile_cache.py --no-cache --home "$WORK/cc-nocache" \
@@ -65,7 +65,7 @@ start() {
     now > "$WORK/launch-nowarm"
     SOFTGRADE_WARM_TASKS=off SOFTGRADE_HOME="$WORK/nowarm" \
       SOFTGRADE_DB="$WORK/nowarm/softgrade.duckdb" \
-      $PY -m jobs run studies/paper.yaml --seeds 1 > "$WORK/nowarm.log" 2>&1
+      $PY -m jobs run engine/studies/paper.yaml --seeds 1 > "$WORK/nowarm.log" 2>&1
     now > "$WORK/nowarm-done"
   ) < /dev/null > /dev/null 2>&1 &
   disown -a
@@ -105,7 +105,7 @@ finish() {
   [ -f "$WORK/nowarm/softgrade.duckdb" ] && clock nowarm "$WORK/nowarm/softgrade.duckdb" 3 launch-nowarm
   if [ -d "$WORK/pruned" ] && ! alive full && ! alive pruned; then  # start, not one
     (cd "$WORK/repo" && PYTHONPATH="$SITE:$WORK/repo" $PY bench/pruned_search.py \
-      studies/paper.yaml --seeds 0,1,2 --pruner asha --only pruned --out "$WORK/pruned" \
+      engine/studies/paper.yaml --seeds 0,1,2 --pruner asha --only pruned --out "$WORK/pruned" \
       --full-out "$WORK/full" >> "$WORK/pruned.log" 2>&1)
   fi
   collect
@@ -119,7 +119,7 @@ scale() {
   mkdir -p "$WORK/scale"
   now > "$WORK/launch-scale"
   SOFTGRADE_HOME="$WORK/scale" SOFTGRADE_DB="$WORK/scale/softgrade.duckdb" \
-    timeout "${1:-560}" $PY -m jobs run studies/paper.yaml --seeds "${2:-4}" > "$WORK/scale.log" 2>&1
+    timeout "${1:-560}" $PY -m jobs run engine/studies/paper.yaml --seeds "${2:-4}" > "$WORK/scale.log" 2>&1
   local samples="$WORK/gpu.csv"; [ -f "$WORK/gpu.csv.scale" ] && samples="$WORK/gpu.csv.scale"
   (PYTHONPATH="$SITE:$WORK/repo" $PY bench/protocol_clock.py --store "$WORK/scale/softgrade.duckdb" \
     --samples "$samples" --gpus 0,1,2,3 --launched "$(cat "$WORK/launch-scale")" \
@@ -140,7 +140,7 @@ both() {  # both [LIMIT_S]: the full search, then the ASHA-pruned one, of seeds 
   # the whole protocol and the pruned-vs-full agreement of three seeds, in the background.
   fresh_copy_and_sampler || exit 1
   now > "$WORK/launch-both"
-  setsid timeout "${1:-1100}" $PY bench/pruned_search.py studies/paper.yaml --seeds 0,1,2 \
+  setsid timeout "${1:-1100}" $PY bench/pruned_search.py engine/studies/paper.yaml --seeds 0,1,2 \
     --pruner asha --out "$WORK/both" > "$WORK/both.log" 2>&1 < /dev/null &
   echo $! > "$WORK/both.pid"
   sleep 5
@@ -151,7 +151,7 @@ both() {  # both [LIMIT_S]: the full search, then the ASHA-pruned one, of seeds 
 one() {  # the 3-seed whole-protocol clock on one GPU (GPU 0), nothing else on the machine
   fresh_copy_and_sampler || exit 1
   now > "$WORK/launch-full"
-  CUDA_VISIBLE_DEVICES=0 setsid $PY bench/pruned_search.py studies/paper.yaml --seeds 0,1,2 \
+  CUDA_VISIBLE_DEVICES=0 setsid $PY bench/pruned_search.py engine/studies/paper.yaml --seeds 0,1,2 \
     --pruner asha --only full --out "$WORK/full" > "$WORK/full.log" 2>&1 < /dev/null &
   echo $! > "$WORK/full.pid"
   echo "started at $(date -u)"
@@ -190,7 +190,7 @@ ray() {  # ray [LIMIT_S] [SEEDS]: the scale run on the Ray executor (one node, e
   rm -rf "$WORK/ray" && mkdir -p "$WORK/ray"
   now > "$WORK/launch-ray"
   SOFTGRADE_HOME="$WORK/ray" SOFTGRADE_DB="$WORK/ray/softgrade.duckdb" \
-    timeout "${1:-520}" $PY -m jobs run studies/paper.yaml --seeds "${2:-4}" --executor ray \
+    timeout "${1:-520}" $PY -m jobs run engine/studies/paper.yaml --seeds "${2:-4}" --executor ray \
     --slots-per-gpu "$k" --processes-per-gpu "${RAY_PROCESSES_PER_GPU:-1}" > "$WORK/ray.log" 2>&1
   echo "jobs run exited $? at $(date -u)" >> "$WORK/ray.log"
   local samples; samples=$(cat "$WORK/sampler.file" 2>/dev/null || echo "$WORK/gpu.csv")

@@ -4,7 +4,7 @@
 #   GPU 0:     bench/gpu_check.sh (every part);
 #   GPU 1:     bench/methods_throughput.py (item 2: each method's training images/s at 224 px,
 #              batch 128), alone on its card;
-#   GPUs 2-3:  one seed of studies/ordinal-survey.yaml through the local worker (lanes, the
+#   GPUs 2-3:  one seed of engine/studies/ordinal-survey.yaml through the local worker (lanes, the
 #              slots per GPU it picks), every GPU sampled by bench/gpu_sampler.py; then
 #              bench/protocol_clock.py: first result, the seed's wall, idle GPU seconds.
 #
@@ -25,7 +25,7 @@ setsid python3 bench/gpu_sampler.py "$OUT/samples.csv" > "$WORK/sampler.log" 2>&
 sampler=$!
 launched=$(date +%s.%N)
 CUDA_VISIBLE_DEVICES=2,3 SOFTGRADE_HOME="$WORK/survey" timeout "$LIMIT_S" \
-  python3 -m jobs run studies/ordinal-survey.yaml --seeds 1 > "$OUT/survey.log" 2>&1 &
+  python3 -m jobs run engine/studies/ordinal-survey.yaml --seeds 1 > "$OUT/survey.log" 2>&1 &
 survey=$!
 (
   CUDA_VISIBLE_DEVICES=0 GPU_CHECK_NO_INSTALL=1 OUT="$WORK/check" bash bench/gpu_check.sh \

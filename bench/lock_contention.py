@@ -5,7 +5,7 @@ store the way the open Jobs page does (jobs, workers and the job's log every sec
 another process). Prints the time from submit to the first visible progress and the lock
 retries seen by the reader and by the worker.
 
-    python bench/lock_contention.py [studies/quick.yaml]
+    python bench/lock_contention.py [engine/studies/quick.yaml]
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def main() -> None:
-    study = Path(sys.argv[1] if len(sys.argv) > 1 else REPO / "studies" / "quick.yaml")
+    study = Path(sys.argv[1] if len(sys.argv) > 1 else REPO / "engine" / "studies" / "quick.yaml")
     home = Path(tempfile.mkdtemp(prefix="sg-locks-"))
     store = home / "softgrade.duckdb"
     init_schema(store)

@@ -1,10 +1,10 @@
 """Merge two parts of the reference study into one bundle (seeds run in separate sessions).
 
-    .venv/bin/python bench/merge_reference.py examples/reference-study.zip PART.zip \
-        --out examples/reference-study.zip
+    .venv/bin/python bench/merge_reference.py store/examples/reference-study.zip PART.zip \
+        --out store/examples/reference-study.zip
 
 The parts must be the same protocol on the same dataset with no seed in both
-(`store.bundle.merge_bundles` says every reason when they are not). The merged bundle keeps
+(`store.bundle_merge.merge_bundles` says every reason when they are not). The merged bundle keeps
 the first part's study id, is named as the bundled reference with its seed count, and its
 card keeps each part's GPUs, date and command under that part's seeds.
 """
@@ -16,7 +16,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from store.bundle import merge_bundles, read_card
+from store.bundle import read_card
+from store.bundle_merge import merge_bundles
 from store.db import StoreError
 
 REFERENCE_NAME = "Reference: paper protocol on the phantom ({n} seeds)"

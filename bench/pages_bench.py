@@ -6,7 +6,7 @@ Usage:
     .venv/bin/python bench/pages_bench.py --generate-only  # just build the store
     .venv/bin/python bench/pages_bench.py --reference  # Compare → Probabilities, reference study
 
-``--reference`` imports ``examples/reference-study.zip`` (20 seeds × 2 tasks × 5 methods, the
+``--reference`` imports ``store/examples/reference-study.zip`` (20 seeds × 2 tasks × 5 methods, the
 paper protocol on the phantom) into a fresh temporary store, as ``python -m jobs import-study``
 does, and times the Compare page's Probabilities tab there: the page with the tab closed (it
 is computed only when opened), opening it cold and warm, its widgets, the read TTL and a

@@ -1,6 +1,6 @@
 """A pruned search against the full one on the same seeds: cost and agreement.
 
-    python bench/pruned_search.py studies/paper.yaml --seeds 0,1,2 --pruner asha \\
+    python bench/pruned_search.py engine/studies/paper.yaml --seeds 0,1,2 --pruner asha \\
         --out /tmp/pruned-bench [--slots-per-gpu 4] [--processes-per-gpu 1]
 
 Trains the study twice into one store under ``--out`` (same dataset, splits and worker, so
@@ -57,7 +57,7 @@ DECISIONS = ("verdict", "p_corrected_holm", "p_wilcoxon_holm")
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("study", type=Path, help="study YAML, e.g. studies/paper.yaml")
+    p.add_argument("study", type=Path, help="study YAML, e.g. engine/studies/paper.yaml")
     p.add_argument("--seeds", required=True, help="comma-separated seeds, e.g. 0,1,2")
     p.add_argument("--pruner", required=True, choices=[k for k in PRUNERS if k != NO_PRUNER])
     p.add_argument("--out", type=Path, required=True, help="output folder (store, report)")

@@ -1,7 +1,7 @@
 """What the bundled reference study shows, computed from the bundle with the engine's own
 functions (engine.analysis: compare, stats, relationship), as the pages compute it.
 
-    python bench/reference_analysis.py [examples/reference-study.zip]
+    python bench/reference_analysis.py [store/examples/reference-study.zip]
 
 The bundle is imported into a temporary store first, so the numbers come from the same
 store reads the Compare and KL x CPPD pages use.

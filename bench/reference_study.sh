@@ -1,5 +1,5 @@
 #!/bin/bash
-# The bundled reference study (examples/reference-study.zip) as it was run on a lent GPU
+# The bundled reference study (store/examples/reference-study.zip) as it was run on a lent GPU
 # machine, in calls of at most 10 minutes while the machine stays warm:
 #
 #   bash bench/reference_study.sh start [SECONDS]    # worker in the background, then wait
@@ -7,7 +7,7 @@
 #   bash bench/reference_study.sh wait [SECONDS]     # until the study ends (at most SECONDS)
 #   bash bench/reference_study.sh finish OUT_DIR     # cancel, keep complete seeds, export
 #
-# The study is studies/paper.yaml (20 seeds, both tasks, five methods, budget 15, 224 px), or
+# The study is engine/studies/paper.yaml (20 seeds, both tasks, five methods, budget 15, 224 px), or
 # STUDY_FILE=... for a spec with some of its seeds (e.g. `seeds: [13, 14, ...]`, to add seeds
 # in a later session);
 # runs go seed by seed over every slot of every GPU, so a study stopped early keeps its
@@ -17,7 +17,7 @@ set -u
 HOME_DIR=${SOFTGRADE_HOME:-/tmp/sg}
 export SOFTGRADE_HOME=$HOME_DIR PYTHONUNBUFFERED=1
 mkdir -p "$HOME_DIR"
-STUDY_FILE=${STUDY_FILE:-studies/paper.yaml}
+STUDY_FILE=${STUDY_FILE:-engine/studies/paper.yaml}
 COMMAND="python -m jobs run $STUDY_FILE (4 slots per GPU as lanes; GPUs ${CUDA_VISIBLE_DEVICES:-all})"
 
 progress() {

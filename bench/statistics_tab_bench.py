@@ -4,7 +4,7 @@ the shipped 20-seed reference study.
 Usage:
     .venv/bin/python bench/statistics_tab_bench.py
 
-Imports ``examples/reference-study.zip`` into a fresh temporary store and runs the Compare
+Imports ``store/examples/reference-study.zip`` into a fresh temporary store and runs the Compare
 page with the Statistics tab open through Streamlit's AppTest (server-side script time, no
 browser): the first run (empty caches: the paired table, its hierarchical bootstrap of 1,000
 replicates, the designs), 5 warm reruns, a change of metric (a new bootstrap), 5 warm reruns

@@ -1,7 +1,7 @@
 """Time the reviewer-grade statistics (issue 21) on the bundled reference study and print the
 numbers they give.
 
-    python bench/stats_bench.py [examples/reference-study.zip] [--repeat 3]
+    python bench/stats_bench.py [store/examples/reference-study.zip] [--repeat 3]
 
 The bundle is imported into a temporary store; each step runs once to warm up (imports,
 DuckDB caches) and is then timed ``--repeat`` times (best shown). Target: the full paired

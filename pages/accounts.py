@@ -13,6 +13,7 @@ import streamlit as st
 
 from jobs.services import lab
 from jobs.services.access import LOCAL_ACCOUNT, AccessDenied
+from jobs.services.page_store import PASSWORD_RULE, Role, StoreError
 from pages.present.admin_tables import (
     accounts_table,
     lab_accounts_table,
@@ -23,8 +24,6 @@ from pages.present.user_text import plain, said
 from pages.widgets.reads import store_path
 from pages.widgets.shell import page_title, run_inside_shell
 from pages.widgets.sign_in import current_account, oidc_configured, oidc_role_mapping, require_page
-from store.db import StoreError
-from store.users import PASSWORD_RULE, Role
 
 MESSAGE_KEY = "accounts_message"
 ROLES = [r.value for r in Role]
@@ -49,6 +48,12 @@ def act(verb: str, call: Callable[..., Any], *args: Any) -> bool:
         return False
     say("success", f"Done: {verb}.")
     return True
+
+
+def act_on_click(verb: str, call: Callable[..., Any], *args: Any) -> None:
+    """`act` as a button's callback (Streamlit wants one that returns nothing; the page says
+    how it went)."""
+    act(verb, call, *args)
 
 
 def add_account(first: bool) -> None:
@@ -95,7 +100,7 @@ def show_changes(names: list[str], roles: dict[str, str], disabled: dict[str, bo
     role_column.button(
         "Set role",
         key="accounts_set_role",
-        on_click=act,
+        on_click=act_on_click,
         args=(f"make {name} {role}", lab.set_account_role, name, role),
         disabled=role == roles[name],
     )
@@ -103,7 +108,7 @@ def show_changes(names: list[str], roles: dict[str, str], disabled: dict[str, bo
     state_column.button(
         "Enable" if is_disabled else "Disable",
         key="accounts_toggle_disabled",
-        on_click=act,
+        on_click=act_on_click,
         args=(
             f"{'enable' if is_disabled else 'disable'} {name}",
             lab.set_account_disabled,
@@ -116,7 +121,7 @@ def show_changes(names: list[str], roles: dict[str, str], disabled: dict[str, bo
     remove_column.button(
         "Remove",
         key="accounts_remove",
-        on_click=act,
+        on_click=act_on_click,
         args=(f"remove {name}", lab.remove_account, name),
         disabled=not sure,
         help="Studies they launched keep their name.",

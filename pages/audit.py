@@ -6,13 +6,12 @@ from __future__ import annotations
 import streamlit as st
 
 from jobs.services import lab
+from jobs.services.page_store import AUDIT_ACTIONS, StoreError, audit_actors
 from pages.present.admin_tables import audit_csv, audit_table
 from pages.present.user_text import said
 from pages.widgets.reads import cached_studies, store_path
 from pages.widgets.shell import page_title, run_inside_shell
 from pages.widgets.sign_in import require_page
-from store.audit import AUDIT_ACTIONS, audit_actors
-from store.db import StoreError
 
 ANY = "(anyone)"
 

@@ -75,7 +75,7 @@ with tab_table:
     views.table_tab(per_run, cards, path)
 with tab_dist:
     views.pruned_note(pruned)
-    views.distributions_tab(per_run, tasks)
+    views.distributions_tab(per_run, tasks, path)
 with tab_cm:
     views.pruned_note(pruned)
     views.confusion_tab(counts, per_run, tasks)

@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from engine.vocab import GRADE_SIGNS
+from jobs.services.page_store import StoreError
 from jobs.services.review import base_dataset_id
 from pages.present.data_view import dataset_settings, grade_counts, joint_table
 from pages.present.user_text import plain, said
@@ -23,7 +24,6 @@ from pages.widgets.data_sections import (
 from pages.widgets.reads import cached_dataset_labels, cached_datasets, store_path
 from pages.widgets.shell import page_title, run_inside_shell
 from pages.widgets.sign_in import require_page
-from store.db import StoreError
 
 KL_SIGNS = GRADE_SIGNS["KL"]
 CPPD_SIGNS = GRADE_SIGNS["CPPD"]

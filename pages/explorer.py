@@ -14,6 +14,7 @@ import streamlit as st
 
 from engine.analysis import explorer
 from engine.methods import order_methods
+from jobs.services.page_store import StoreError, list_runs, study_epoch_metrics
 from pages.present import explorer_views as views
 from pages.present import science_charts as charts
 from pages.present.formatting import table_height
@@ -24,8 +25,6 @@ from pages.widgets.pickers import forget, pick_study
 from pages.widgets.reads import cached_jobs, cached_studies, store_path
 from pages.widgets.shell import page_title, run_inside_shell
 from pages.widgets.sign_in import require_page
-from store import runs as store_runs
-from store.db import StoreError
 
 LIVE_TTL_S = 5  # store reads: short, so a running study's new runs show within seconds
 LIVE_REFRESH_S = 10  # how often a running study's sections re-read while the page is open
@@ -39,13 +38,13 @@ OVERLAY_LABELS = {"method": "Every method, one seed", "seed": "Every seed, one m
 @st.cache_data(ttl=LIVE_TTL_S, show_spinner="Reading the searches…")
 def cached_search(path: str, study_id: str) -> pd.DataFrame:
     """Every stored run of the study, hyper-parameters as columns (`explorer.search_table`)."""
-    return explorer.search_table(store_runs.list_runs([study_id], path=path))
+    return explorer.search_table(list_runs([study_id], path=path))
 
 
 @st.cache_data(ttl=LIVE_TTL_S, show_spinner="Reading learning curves…")
 def cached_curves(path: str, study_id: str) -> pd.DataFrame:
     """Per-epoch curves of the study's selected runs (`explorer.learning_curves`)."""
-    epochs = store_runs.study_epoch_metrics([study_id], selected_only=True, path=path)
+    epochs = study_epoch_metrics([study_id], selected_only=True, path=path)
     return explorer.learning_curves(epochs)
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import streamlit as st
 
 from engine.config import TASK_CLASSES, SpecError, StudySpec
+from jobs.services.page_store import StoreError
 from pages.present.study_form import (
     FOLDER,
     TASK_LABELS,
@@ -47,7 +48,6 @@ from pages.widgets.seed_planner import how_many_seeds
 from pages.widgets.shell import link_to_page, page_title, run_inside_shell
 from pages.widgets.sign_in import require_page
 from pages.widgets.workers import NO_WORKER_HOW, warn_if_no_worker, worker_has_gpu
-from store.db import StoreError
 
 
 def study_inputs(path: Path) -> tuple[dict[str, Any], str, dict[str, int], str | None]:
@@ -63,7 +63,7 @@ def study_inputs(path: Path) -> tuple[dict[str, Any], str, dict[str, int], str |
         tasks = st.multiselect(
             "Tasks",
             list(TASK_CLASSES),
-            format_func=TASK_LABELS.get,
+            format_func=TASK_LABELS.__getitem__,
             key="launch_tasks",
             persist_state="session",
             help="KL: Kellgren–Lawrence osteoarthritis grade 0–4. CPPD: calcium pyrophosphate "

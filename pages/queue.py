@@ -6,10 +6,11 @@ reloading the page (or losing what you scrolled to).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import streamlit as st
 
+from jobs.services.page_store import StoreError
 from pages.present.job_view import (
     ended_caption,
     progress,
@@ -33,12 +34,13 @@ from pages.widgets.reads import (
 from pages.widgets.shell import link_to_page, page_title, run_inside_shell
 from pages.widgets.sign_in import require_page
 from pages.widgets.workers import NO_WORKER_HOW, NO_WORKER_TITLE, alive_workers
-from store.db import StoreError
 
 REFRESH_S = 2.0
 # Session key: the result page a Results button asked to open (see `ask_to_open`).
 OPEN_PAGE_KEY = "queue_open_page"
-STATUS_BADGES = {
+# st.badge takes one of Streamlit's named colours.
+BadgeColour = Literal["gray", "blue", "green", "red", "orange"]
+STATUS_BADGES: dict[str, tuple[str, BadgeColour, str | None]] = {
     "queued": ("queued", "gray", ":material/schedule:"),
     "running": ("running", "blue", ":material/sync:"),
     "succeeded": ("succeeded", "green", ":material/check_circle:"),

@@ -18,6 +18,7 @@ import streamlit as st
 from engine.analysis import compare, kld_parts, relationship
 from engine.methods import order_methods
 from jobs.services.csv_safe import escape_csv_cells
+from jobs.services.page_store import joint_predictions
 from pages.present import exports, stat_tables, tables
 from pages.present.formatting import table_height
 from pages.present.user_text import said
@@ -29,7 +30,6 @@ from pages.widgets.relationship_views import (
     kld_parts_section,
     residuals_section,
 )
-from store import runs as store_runs
 
 # The ε the picker offers are the ε the sensitivity table scores (issue 39: the picker
 # offered 1e-6, 1e-4, 1e-2 above a table at 1e-3, 1e-6, 1e-9); 1e-6 first, the default.
@@ -41,7 +41,7 @@ def cached_joint(
     path: str, study_ids: tuple[str, ...], names: tuple[str, ...]
 ) -> tuple[pd.DataFrame]:
     """KL and CPPD predictions of the jointly graded test images (methods labelled)."""
-    joint = store_runs.joint_predictions(list(study_ids), path=path)
+    joint = joint_predictions(list(study_ids), path=path)
     return (compare.label_methods(joint, dict(zip(study_ids, names, strict=True))),)
 
 

@@ -14,6 +14,15 @@ import pandas as pd
 import streamlit as st
 
 from engine.datasets import PreparedDataset
+from jobs.services.page_store import (
+    Account,
+    StoreError,
+    crop_reviews,
+    import_problems,
+    latest_import,
+    list_imports,
+    softgrade_home,
+)
 from jobs.services.review import REVIEW_PARAM
 from pages.present.import_view import ProgressThrottle
 from pages.present.review_view import REVIEW_PX, prepare_review_crops, review_counts, review_table
@@ -23,10 +32,6 @@ from pages.widgets.reads import cached_datasets, store_path
 from pages.widgets.review_widgets import filters, show_film, show_grid, show_retrain
 from pages.widgets.shell import page_title, run_inside_shell
 from pages.widgets.sign_in import require_page
-from store.db import StoreError, softgrade_home
-from store.imports import import_problems, latest_import, list_imports
-from store.reviews import crop_reviews
-from store.users import Account
 
 
 def pick_dataset(path: Path) -> tuple[str, dict[str, Any]] | None:

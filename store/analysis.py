@@ -137,6 +137,23 @@ def all_run_test_counts(study_id: str, *, path: Path | str | None = None) -> pd.
         ).df()
 
 
+def selected_runs_with_films(study_id: str, split: str, *, path: Path | str | None = None) -> int:
+    """Selected runs of a study with at least one stored prediction on ``split`` ('val':
+    the validation films a conformal set calibrates on; results imported as per-seed metrics
+    have none)."""
+    with connect(path, read_only=True) as con:
+        count = one_value(
+            con,
+            """
+            SELECT count(*) FROM runs r
+            WHERE r.study_id = ? AND r.selected AND EXISTS (
+                SELECT 1 FROM predictions p WHERE p.run_id = r.run_id AND p.split = ?)
+            """,
+            [study_id, split],
+        )
+    return int(count)
+
+
 def runs_lacking_test_predictions(study_id: str, *, path: Path | str | None = None) -> int:
     """Succeeded runs of a study with no stored test prediction (e.g. the unselected runs of
     a study imported from a bundle)."""

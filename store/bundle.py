@@ -18,7 +18,7 @@ A bundle is a zip of Parquet files and a ``card.json``:
 A bundle is read only after its zip passes `STUDY_ZIP_LIMITS` (`store.zip_limits`: no zip
 bomb) and its card has the fields import needs; each table must match its hash.
 
-The bundled reference study (``examples/reference-study.zip``) is such a file. Importing is
+The bundled reference study (``store/examples/reference-study.zip``) is such a file. Importing is
 idempotent: a study already in the store is left as it is. Nothing stored is changed: where
 the store already holds the same dataset with other labels or other splits for these seeds,
 the study comes in on a dataset of its own (``... · imported splits``).
@@ -35,9 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import pandas as pd
 
-from engine.vocab import run_id, seed_ranges
 from store.datasets import dataset_id_for
 from store.db import StoreError, connect, one_row, one_value
 from store.outputs import atomic_output, check_output
@@ -51,8 +49,8 @@ from store.zip_limits import (
 
 BUNDLE_VERSION = 1
 #: The reference study shipped with SoftGrade (paper protocol on the phantom, 20 seeds).
-# Installed with the package (examples/); a wheel installs files unzipped, so this is a path.
-REFERENCE_STUDY = Path(str(resources.files("examples").joinpath("reference-study.zip")))
+# Installed with the package (store/examples/); a wheel installs files unzipped, so this is a path.
+REFERENCE_STUDY = Path(str(resources.files("store.examples").joinpath("reference-study.zip")))
 
 #: What a study bundle may hold, checked from its directory before anything is unpacked (the
 #: reference study's 20 seeds take 3 MiB; a lab study of 10,000 films some hundred MiB).
@@ -60,7 +58,7 @@ STUDY_ZIP_LIMITS = ZipLimits(
     max_entries=32, max_entry_bytes=2**30, max_total_bytes=2 * 2**30, max_ratio=100
 )
 
-_TABLES = (
+TABLES = (
     "runs",
     "predictions",
     "epochs",
@@ -171,22 +169,20 @@ def export_study(
                 "rows": counts,
                 "card": card or {},
             }
-            _write_bundle(out, meta, Path(tmp), force)
+            write_bundle(out, meta, Path(tmp), force)
     return out
 
 
-def _write_bundle(out: Path, meta: dict[str, Any], folder: Path, force: bool) -> None:
+def write_bundle(out: Path, meta: dict[str, Any], folder: Path, force: bool) -> None:
     """Zip ``card.json`` (``meta``) and each table's Parquet file from ``folder`` to ``out``."""
     # Each table's hash: importing checks them (bundles written before this carry none).
-    meta = meta | {
-        "sha256": {f"{t}.parquet": file_sha256(folder / f"{t}.parquet") for t in _TABLES}
-    }
+    meta = meta | {"sha256": {f"{t}.parquet": file_sha256(folder / f"{t}.parquet") for t in TABLES}}
     with (
         atomic_output(out, force=force) as partial,
         zipfile.ZipFile(partial, "w", zipfile.ZIP_STORED) as zf,
     ):
         zf.writestr("card.json", json.dumps(meta, indent=2, default=str))
-        for table in _TABLES:
+        for table in TABLES:
             zf.write(folder / f"{table}.parquet", f"{table}.parquet")
 
 
@@ -259,7 +255,7 @@ def read_card(bundle: Path | str) -> dict[str, Any]:
         with zipfile.ZipFile(bundle) as zf:
             check_zip_limits(zf, STUDY_ZIP_LIMITS, str(bundle))
             names = set(zf.namelist())
-            missing = sorted({"card.json", *(f"{t}.parquet" for t in _TABLES)} - names)
+            missing = sorted({"card.json", *(f"{t}.parquet" for t in TABLES)} - names)
             if missing:
                 raise StoreError(
                     f"{bundle} is not a SoftGrade study bundle: it lacks {', '.join(missing)}"
@@ -341,7 +337,7 @@ def import_study(bundle: Path | str, *, path: Path | str | None = None) -> Impor
                 con, "SELECT name FROM studies WHERE study_id = ?", [study["study_id"]]
             )
             return ImportedStudy(study["study_id"], name, False, int(runs), seeds)
-        parts = _extract(bundle, Path(tmp) / "tables")
+        parts = extract_tables(bundle, Path(tmp) / "tables")
         try:
             dataset_id = _dataset_for(con, meta, parts)
             _insert_splits(con, dataset_id, parts)
@@ -519,54 +515,7 @@ def imported_card(study_id: str, *, path: Path | str | None = None) -> dict[str,
     return json.loads(row[0]) if row else None
 
 
-def merge_bundles(
-    base: Path | str, extra: Path | str, out: Path | str, *, name: str | None = None
-) -> Path:
-    """Write one bundle holding the seeds of two bundles of the same protocol.
-
-    For a study run in parts (the reference study's seeds 0-12 in one session, 13-19 in a
-    later one): the two must share the dataset (same films, grades and dataset key) and the
-    study spec in everything but its seeds, and hold no seed twice. The merged study keeps
-    ``base``'s id; ``extra``'s runs are renamed into it (`engine.vocab.run_id`), its
-    predictions and epochs with them. Card fields that differ between the parts become one
-    entry per part, keyed by its seeds (`engine.vocab.seed_ranges`: ``{"seeds 0–12": ...,
-    "seeds 13–19": ...}``; the shipped reference bundle, merged before that helper was used
-    here, spells them with a hyphen).
-
-    Raises:
-        StoreError: Either file is not a readable bundle, or the two cannot be merged (every
-            reason at once).
-    """
-    a, b = read_card(base), read_card(extra)
-    seeds = sorted({*a["seeds"], *b["seeds"]})
-    with tempfile.TemporaryDirectory() as tmp:
-        parts_a = _extract(base, Path(tmp) / "a")
-        parts_b = _extract(extra, Path(tmp) / "b")
-        con = duckdb.connect()
-        try:
-            problems = _merge_problems(a, b) + _dataset_differences(con, parts_a, parts_b)
-            if problems:
-                raise StoreError(
-                    f"{Path(base).name} and {Path(extra).name} cannot be merged: "
-                    + "; ".join(problems)
-                )
-            counts = _merge_tables(con, a["study"]["study_id"], parts_a, parts_b, Path(tmp))
-        finally:
-            con.close()
-        spec = {**a["study"]["spec"], "seeds": seeds}
-        meta = {
-            **a,
-            "study": {**a["study"], "name": name or a["study"]["name"], "spec": spec},
-            "seeds": seeds,
-            "rows": counts,
-            "card": merged_card(a, b),
-        }
-        out = Path(out)
-        _write_bundle(out, meta, Path(tmp), force=False)
-    return out
-
-
-def _extract(bundle: Path | str, folder: Path) -> dict[str, str]:
+def extract_tables(bundle: Path | str, folder: Path) -> dict[str, str]:
     """A bundle's tables unpacked into ``folder``: table -> Parquet file.
 
     The zip's limits are checked first and each table against the hash its card lists (a
@@ -576,7 +525,7 @@ def _extract(bundle: Path | str, folder: Path) -> dict[str, str]:
         StoreError: Past a limit, or a table differs from its hash.
     """
     folder.mkdir(parents=True)
-    members = [f"{t}.parquet" for t in _TABLES]
+    members = [f"{t}.parquet" for t in TABLES]
     with zipfile.ZipFile(bundle) as zf:
         try:
             check_zip_limits(zf, STUDY_ZIP_LIMITS, str(bundle))
@@ -590,113 +539,4 @@ def _extract(bundle: Path | str, folder: Path) -> dict[str, str]:
                 "does not match the hash in its card.json"
             )
         zf.extractall(folder, members=members)
-    return {t: str(folder / f"{t}.parquet") for t in _TABLES}
-
-
-def _merge_problems(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
-    """Why two bundles' cards cannot be merged (empty when they can)."""
-    problems = []
-    if a["bundle_version"] != b["bundle_version"]:
-        problems.append(f"bundle versions differ ({a['bundle_version']} and {b['bundle_version']})")
-    if a["dataset"]["spec_key"] != b["dataset"]["spec_key"]:
-        problems.append(
-            f"they ran on other datasets ({a['dataset']['spec_key']!r} and "
-            f"{b['dataset']['spec_key']!r})"
-        )
-    spec_a, spec_b = a["study"]["spec"], b["study"]["spec"]
-    differ = sorted(
-        key for key in {*spec_a, *spec_b} - {"seeds", "name"} if spec_a.get(key) != spec_b.get(key)
-    )
-    if differ:
-        problems.append(f"their protocols differ in {', '.join(differ)}")
-    both = sorted({*a["seeds"]} & {*b["seeds"]})
-    if both:
-        problems.append(f"seed(s) {', '.join(map(str, both))} are in both")
-    return problems
-
-
-def _dataset_differences(
-    con: duckdb.DuckDBPyConnection, parts_a: dict[str, str], parts_b: dict[str, str]
-) -> list[str]:
-    """Tables of the dataset (films, grades) that are not the same in both bundles."""
-    problems = []
-    for table in ("images", "labels"):
-        differ = one_value(
-            con,
-            """
-            SELECT count(*) FROM (
-                (SELECT * FROM read_parquet($a) EXCEPT SELECT * FROM read_parquet($b))
-                UNION ALL
-                (SELECT * FROM read_parquet($b) EXCEPT SELECT * FROM read_parquet($a)))
-            """,
-            {"a": parts_a[table], "b": parts_b[table]},
-        )
-        if differ:
-            problems.append(f"their dataset's {table} differ in {differ} row(s)")
-    return problems
-
-
-def _merge_tables(
-    con: duckdb.DuckDBPyConnection,
-    study_id: str,
-    parts_a: dict[str, str],
-    parts_b: dict[str, str],
-    folder: Path,
-) -> dict[str, int]:
-    """Write each merged table to ``folder/<table>.parquet``; returns row counts."""
-    keys = con.execute(
-        "SELECT run_id, task, method, seed, config_index FROM read_parquet(?)", [parts_b["runs"]]
-    ).fetchall()
-    renamed = pd.DataFrame(
-        [
-            (old, run_id(study_id, task, method, seed, config))
-            for old, task, method, seed, config in keys
-        ],
-        columns=["old_id", "new_id"],
-    )
-    con.register("renamed", renamed)
-    ordering = {
-        "runs": "task, method, seed, config_index",
-        "predictions": "run_id, split, image_id",
-        "epochs": "run_id, epoch",
-        "splits": "seed, image_id",
-        "split_rules": "seed",
-    }
-    counts = {}
-    for table in _TABLES:
-        files = {"a": parts_a[table], "b": parts_b[table]}
-        if table in ("images", "labels"):  # the same in both (checked)
-            query = "SELECT * FROM read_parquet($a)"
-            del files["b"]
-        elif table in ("runs", "predictions", "epochs"):
-            query = (
-                "SELECT * FROM read_parquet($a) UNION ALL "
-                "SELECT t.* REPLACE (r.new_id AS run_id) FROM read_parquet($b) t "
-                f"JOIN renamed r ON t.run_id = r.old_id ORDER BY {ordering[table]}"
-            )
-        else:
-            query = (
-                "SELECT * FROM read_parquet($a) UNION ALL "
-                f"SELECT * FROM read_parquet($b) ORDER BY {ordering[table]}"
-            )
-        target = folder / f"{table}.parquet"
-        con.execute(f"COPY ({query}) TO '{target}' (FORMAT parquet, COMPRESSION zstd)", files)
-        counts[table] = int(one_value(con, "SELECT count(*) FROM read_parquet(?)", [str(target)]))
-    return counts
-
-
-def merged_card(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    """Two bundles' study cards as one: a field both share stays; one that differs holds
-    each part's value under its seeds; the complete seeds are the union."""
-    card_a, card_b = a.get("card") or {}, b.get("card") or {}
-    label_a, label_b = seed_ranges(a["seeds"]), seed_ranges(b["seeds"])
-    card: dict[str, Any] = {}
-    for key in [*card_a, *(k for k in card_b if k not in card_a)]:
-        value_a, value_b = card_a.get(key), card_b.get(key)
-        card[key] = value_a if value_a == value_b else {label_a: value_a, label_b: value_b}
-    seeds = sorted({*a["seeds"], *b["seeds"]})
-    card["seeds_complete"] = seeds
-    if "seeds_planned" in card:
-        planned = [card_a.get("seeds_planned") or 0, card_b.get("seeds_planned") or 0]
-        card["seeds_planned"] = max(*planned, len(seeds))
-    return card
+    return {t: str(folder / f"{t}.parquet") for t in TABLES}

@@ -36,7 +36,7 @@ _PARTS = {
                CAST(NULL AS VARCHAR) AS weights_init, CAST($now AS TIMESTAMP) AS created_at
         FROM frame""",
     "predictions": """
-        SELECT run_id, film AS image_id, 'test' AS split, CAST(grade AS TINYINT) AS y_true,
+        SELECT run_id, film AS image_id, split, CAST(grade AS TINYINT) AS y_true,
                CAST(y_pred AS TINYINT) AS y_pred, CAST(probs AS FLOAT[]) AS probs
         FROM frame""",
     "epochs": """
@@ -82,7 +82,8 @@ def store_results(
         name: its name.
         spec: its spec (tasks, methods, seeds, ``imported_results``: where it came from).
         runs: ``run_id, task, method, seed``: one selected run each.
-        predictions: ``run_id, film, grade, y_pred, probs`` test predictions (may be empty).
+        predictions: ``run_id, film, split, grade, y_pred, probs``: test films, and the
+            validation films a file gave (``split`` 'val'); may be empty.
         metrics: ``task, method, seed, metric, value`` (may be empty).
         sizes: ``task, seed, n_train, n_test`` (may be empty).
         by: who imported it (the audit log's actor).

@@ -24,6 +24,7 @@ import pandas as pd
 
 from store.audit import LOCAL_ACTOR, record_in
 from store.db import StoreError, connect, data_home_of, default_store_path, one_value
+from store.label_versions import version_named, versions_in
 
 log = logging.getLogger(__name__)
 
@@ -407,6 +408,7 @@ def study_card(study_id: str, *, path: Path | str | None = None) -> dict[str, st
         ).fetchall()
         pruned_runs = _pruned_counts(con, [study_id]).get(study_id, (0, 0))
         trouble = _run_trouble(con, study_id)
+        labels = label_version_text(con, study.spec)
     card = {"study": study.name, "study id": study.study_id}
     if study.tags:
         card["tags"] = ", ".join(study.tags)
@@ -427,6 +429,8 @@ def study_card(study_id: str, *, path: Path | str | None = None) -> dict[str, st
         card["launched from"] = study.launched_from
     if dataset:
         card["dataset"] = f"{study.dataset_id} ({dataset[0]}, {dataset[1]} images)"
+    if labels:
+        card["label version"] = labels
     if envs:
         card.update(_environment_card(dict(zip(ENVIRONMENT_FIELDS, envs[-1], strict=True))))
         others = {e[0] for e in envs[:-1]} - {envs[-1][0]}
@@ -447,6 +451,22 @@ def study_card(study_id: str, *, path: Path | str | None = None) -> dict[str, st
     if inits:
         card["weights init"] = weights_init_text(inits, study.spec.get("weights_path"))
     return card
+
+
+def label_version_text(con: duckdb.DuckDBPyConnection, spec: dict[str, Any]) -> str | None:
+    """Which label version of its folder a study trains on, in one line
+    (`store.label_versions`); None for a dataset without a labels CSV (the phantom, a
+    grade-folder layout prepared without an import)."""
+    dataset = spec.get("dataset")
+    if not isinstance(dataset, dict) or dataset.get("kind") != "folder":
+        return None
+    labels = dataset.get("labels_csv")
+    if not labels:
+        return None
+    found = version_named(versions_in(con, str(dataset.get("path", ""))), str(labels))
+    if found is None:
+        return f"{Path(str(labels)).name} (not one of this store's imported label versions)"
+    return found.describe()
 
 
 # How each `runs.weights_init` value reads on the card (the paper starts from ImageNet).

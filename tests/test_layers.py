@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -98,6 +99,7 @@ def imports_of(name: str, path: Path, known: set[str]) -> list[Import]:
     return found
 
 
+@cache  # read once per test process: every test below walks the same tree (none mutates it)
 def project_imports() -> dict[str, list[Import]]:
     """Each project module's imports (of anything: the project's modules and libraries)."""
     files = project_files()
@@ -149,6 +151,89 @@ def test_presentation_helpers_import_no_streamlit() -> None:
         if _top(imp.module) == "streamlit" or imp.module.startswith("pages.widgets")
     ]
     assert not bad, "pages/present/ draws nothing:\n" + "\n".join(bad)
+
+
+# pages/ reads the store through page-side services (jobs/services/, the door for plain
+# reads being jobs.services.page_store): a page script, widget or app.py that imports store/
+# itself fails here.
+def test_page_scripts_and_widgets_import_no_store() -> None:
+    bad = [
+        _where(imp)
+        for name, imps in project_imports().items()
+        if (_top(name) == "pages" and not name.startswith("pages.present")) or name == "app"
+        for imp in imps
+        if _top(imp.module) == "store"
+    ]
+    assert not bad, "pages read the store through jobs/services, never store/:\n" + "\n".join(bad)
+
+
+# Presentation formats what it is given. Not yet so (issue 40 leaves it for the report's own
+# change): the study report's package gathers its numbers itself (store reads, and the
+# services that read), and `imported_text` names imported studies for its methods paragraph.
+# Listed so that no other presentation module starts reading, and each entry must go once it
+# reads nothing (the second assertion).
+PRESENT_STILL_READING = ("pages.present.report", "pages.present.imported_text")
+# The services that read the store for the pages: presentation gets what they return from
+# its caller instead.
+READING_SERVICES = ("jobs.services.page_store", "jobs.services.study_analysis")
+
+
+def test_presentation_reads_no_store_but_the_listed_report_modules() -> None:
+    reading = {
+        name
+        for name, imps in project_imports().items()
+        if name.startswith("pages.present")
+        for imp in imps
+        if _top(imp.module) == "store" or imp.module.startswith(READING_SERVICES)
+    }
+    assert not {n for n in reading if not n.startswith(PRESENT_STILL_READING)}, (
+        f"pages/present/ formats what it is given: {sorted(reading)}"
+    )
+    done = [d for d in PRESENT_STILL_READING if not any(n.startswith(d) for n in reading)]
+    assert not done, f"read nothing now, take them off PRESENT_STILL_READING: {done}"
+
+
+# The Statistics tab once reached its sentences and tables by climbing into the report
+# (a widget importing a report section, a table module the report's HTML and the statistics'
+# reads): the report now sits on top, read only by its button and the command line.
+REPORT_READERS = ("pages.present.report", "pages.widgets.report_button", "jobs.cli")
+
+
+def test_only_the_report_button_and_the_command_line_import_the_report() -> None:
+    bad = [
+        _where(imp)
+        for name, imps in project_imports().items()
+        if not name.startswith(REPORT_READERS)
+        for imp in imps
+        if imp.module.startswith("pages.present.report")  # report_html too
+    ]
+    assert not bad, "the report sits on top of the pages' helpers:\n" + "\n".join(bad)
+
+
+def test_no_page_side_service_starts_the_command_line() -> None:
+    """A page-side service sits below the command line: it neither imports jobs.cli nor runs
+    ``python -m jobs`` as a child process (the detector training did until issue 40)."""
+    spawned = [
+        str(path.relative_to(ROOT))
+        for path in sorted((ROOT / "jobs" / "services").rglob("*.py"))
+        if _runs_jobs_module(ast.parse(path.read_text()))
+    ]
+    assert not spawned, f"page-side services start the CLI: {spawned}"
+
+
+def _runs_jobs_module(tree: ast.AST) -> bool:
+    """Whether a list or tuple literal anywhere in ``tree`` holds "-m" followed by "jobs"."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.List, ast.Tuple)):
+            words = [e.value if isinstance(e, ast.Constant) else None for e in node.elts]
+            if any(a == "-m" and b == "jobs" for a, b in zip(words, words[1:], strict=False)):
+                return True
+    return False
+
+
+def test_a_spawned_cli_is_recognised() -> None:
+    assert _runs_jobs_module(ast.parse('cmd = [sys.executable, "-m", "jobs", "detector"]'))
+    assert not _runs_jobs_module(ast.parse('cmd = [sys.executable, "-m", "streamlit"]'))
 
 
 def import_graph() -> dict[str, set[str]]:
@@ -276,6 +361,9 @@ def test_jobs_rooms_import_only_what_their_role_allows() -> None:
                     bad.append(_where(imp))
             # The pages use the lab services only: never the command line or the worker.
             if room in {"pages", "app"} and target in {"jobs.cli", "jobs.worker.factory"}:
+                bad.append(_where(imp))
+            # The services sit below the command line ("jobs" above is the package itself).
+            if room == "jobs.services" and target == "jobs.cli":
                 bad.append(_where(imp))
     assert not bad, "jobs/ rooms cross their roles:\n" + "\n".join(bad)
 

@@ -12,11 +12,18 @@ Scores (:data:`SCORES`), each an ``(N, J)`` matrix, lower = more conforming:
 
 * ``lac``: ``1 − p_y`` (least ambiguous classifier, Sadinle et al. 2019). Nominal: its sets
   need not be ranges of grades.
-* ``aps``: the probability mass of grades at least as likely as ``y`` (adaptive prediction
-  sets, Romano et al. 2020, without the randomisation). Nominal.
+* ``aps``: the probability mass of grades more likely than ``y`` plus half of ``p_y``
+  (adaptive prediction sets, Romano et al. 2020, with its randomised share ``u · p_y`` of the
+  own grade fixed at ``u = ½``, so sets are reproducible). Nominal.
 * ``ordinal``: Lu et al. 2022's ordinal APS: from the most likely grade, grow a range by the
-  more likely neighbour at each step; ``y``'s score is the mass of the first range holding
-  it. Sets are ranges of grades.
+  more likely neighbour at each step; ``y``'s score is the mass of the range before ``y``
+  joins plus half of ``p_y`` (the same fixed ``u = ½``). Sets are ranges of grades.
+
+Why half the own mass, not all of it (the form without randomisation): with the whole
+``p_y`` counted, a model sure of the right grade scores every calibration film 1, the
+threshold becomes 1, and every grade, whose score is then also 1, is in every set: the
+surest model got the widest sets. With half, the sure model's own grade scores ½ and every
+other grade 1, so its sets are single grades. Any fixed score keeps the coverage guarantee.
 * ``cumulative``: ``max(P(grade < y), P(grade > y))``, the larger tail beyond ``y`` of the
   predicted cumulative distribution. Its sets ``{y: P(< y) ≤ q, P(> y) ≤ q}`` are ranges
   centred on the predicted median (the central-interval idea behind the RPS-based scores
@@ -42,7 +49,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from engine.analysis import probability_metrics as pm
+# The arithmetic beneath the metric registry (not probability_metrics, which reads the
+# registry): the registry's set-size metric is computed here.
+from engine.analysis.probability_scores import CalibratedBatch, task_arrays
 
 DEFAULT_COVERAGE = 0.9
 RUN_KEYS = ("task", "method", "seed")
@@ -66,22 +75,28 @@ def lac_scores(probs: np.ndarray) -> np.ndarray:
     return 1.0 - probs
 
 
+#: The share of a grade's own probability its APS-type score counts (APS's randomised ``u``,
+#: fixed): ½, so a sure model's sets are single grades (see the module's docstring).
+OWN_SHARE = 0.5
+
+
 def aps_scores(probs: np.ndarray) -> np.ndarray:
-    """Mass of the grades strictly more likely than ``y``, plus ``p_y``."""
+    """Mass of the grades strictly more likely than ``y``, plus :data:`OWN_SHARE` of ``p_y``."""
     above = probs[:, None, :] > probs[:, :, None]  # [i, y, k]: p_k > p_y
-    return (above * probs[:, None, :]).sum(axis=2) + probs
+    return (above * probs[:, None, :]).sum(axis=2) + OWN_SHARE * probs
 
 
 def ordinal_scores(probs: np.ndarray) -> np.ndarray:
-    """Lu et al. 2022: the mass of the first greedily grown range around the mode holding
-    ``y`` (the more likely neighbour joins first; the lower one on a tie)."""
+    """Lu et al. 2022: the mass of the greedily grown range around the mode before ``y``
+    joins it, plus :data:`OWN_SHARE` of ``p_y`` (the more likely neighbour joins first; the
+    lower one on a tie)."""
     n, j = probs.shape
     rows = np.arange(n)
     lo = probs.argmax(axis=1)
     hi = lo.copy()
     mass = probs[rows, lo].copy()
     out = np.empty_like(probs)
-    out[rows, lo] = mass
+    out[rows, lo] = OWN_SHARE * mass
     for _ in range(j - 1):
         left = np.where(lo > 0, probs[rows, np.maximum(lo - 1, 0)], -np.inf)
         right = np.where(hi < j - 1, probs[rows, np.minimum(hi + 1, j - 1)], -np.inf)
@@ -89,8 +104,8 @@ def ordinal_scores(probs: np.ndarray) -> np.ndarray:
         lo = np.where(go_left, lo - 1, lo)
         hi = np.where(go_left, hi, hi + 1)
         added = np.where(go_left, lo, hi)
+        out[rows, added] = mass + OWN_SHARE * probs[rows, added]
         mass = mass + probs[rows, added]
-        out[rows, added] = mass
     return out
 
 
@@ -220,6 +235,29 @@ def predict_sets(
     return inside
 
 
+#: The set-size metric's coverage and score (`engine.analysis.metrics`' ``set_size``): one
+#: threshold, so methods are compared at one marginal coverage. The cumulative score: its
+#: sets are ranges, and a model sure of the right grade gets one grade; the ordinal APS
+#: (not randomised) gives such a model every grade, its neighbours' zero mass tying with
+#: the threshold, so it would rank a perfect model worst.
+SET_SIZE_COVERAGE = DEFAULT_COVERAGE
+SET_SIZE_SCORE = "cumulative"
+
+
+def mean_set_size(batch: CalibratedBatch) -> np.ndarray:
+    """``(R,)`` each run's mean test set size at `SET_SIZE_COVERAGE` with `SET_SIZE_SCORE`,
+    calibrated on its own validation films; ``nan`` for a run without validation or test
+    films."""
+    sizes = np.full(batch.n_runs, np.nan)
+    for run in range(batch.n_runs):
+        cal_probs, cal_y, probs, _ = batch.run_films(run)
+        if cal_y.size == 0 or probs.shape[0] == 0:
+            continue
+        limits = calibrate(cal_probs, cal_y, score=SET_SIZE_SCORE, coverage=SET_SIZE_COVERAGE)
+        sizes[run] = predict_sets(probs, limits, score=SET_SIZE_SCORE).sum(axis=1).mean()
+    return sizes
+
+
 def set_bounds(sets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The lowest and highest grade of each (non-empty) set: its range's ends."""
     lo = sets.argmax(axis=1)
@@ -285,8 +323,8 @@ def run_sets(
         if cal is None or cal.empty:
             continue
         task = str(films["task"].iloc[0])
-        cal_probs, cal_y = pm.task_arrays(cal, task)
-        test_probs, test_y = pm.task_arrays(films, task)
+        cal_probs, cal_y = task_arrays(cal, task)
+        test_probs, test_y = task_arrays(films, task)
         keys = {k: films[k].iloc[0] for k in RUN_KEYS}
         for name in scores:
             limits = calibrate(cal_probs, cal_y, score=name, coverage=coverage, per_grade=per_grade)

@@ -53,12 +53,14 @@ from typing import Any
 import numpy as np
 
 from engine import plugins
+from engine.analysis import conformal
 from engine.analysis import probability_scores as ps
 
 # The record and its vocabulary live beneath the registry (a plug-in imports them while the
 # registry reads it); callers keep importing them from here.
 from engine.analysis.metric_base import (
     DIRECTIONS,  # noqa: F401 (re-exported)
+    FROM_CALIBRATION,
     FROM_CONFUSION,
     FROM_PROBABILITIES,
     HIGHER,
@@ -92,6 +94,7 @@ ECE = "ece"
 ECE_CUM = "ece_cum"
 UNIMODAL = "unimodal"
 WITHIN1 = "within1"
+SET_SIZE = "set_size"
 
 
 class UnknownMetricError(ValueError):
@@ -290,6 +293,24 @@ _METRICS: tuple[Metric, ...] = (
         "Share of films whose predicted grade is at most one grade from the recorded one. "
         "Higher is better.",
     ),
+    # The metrics calibrated on each run's validation films (a study without per-film
+    # validation predictions has none of them).
+    Metric(
+        SET_SIZE,
+        f"Set size at {round(conformal.SET_SIZE_COVERAGE * 100)} %",
+        LOWER,
+        (1.0, 5.0),
+        FROM_CALIBRATION,
+        conformal.mean_set_size,
+        f"Mean number of grades in a test film's conformal grade set at "
+        f"{round(conformal.SET_SIZE_COVERAGE * 100)} % coverage (the "
+        f"{conformal.SET_SIZE_SCORE} score, one threshold from the run's own validation "
+        "films; docs/conformal.md): at that coverage, a sharper model gives fewer grades. "
+        "Lower is better. The coverage is nominal, of the recorded grade; `softgrade sets "
+        f"--score {conformal.SET_SIZE_SCORE}` and Compare → Grade sets give the coverage "
+        "each run reached. Needs each run's per-film validation predictions.",
+        counts_grades=True,
+    ),
 )
 
 
@@ -309,7 +330,7 @@ def _with_plugins(built_in: tuple[Metric, ...]) -> Mapping[str, Metric]:
 
 
 #: Every metric by name: the paper's six first (in the paper's equation order), then the
-#: probability metrics, then any plug-in's.
+#: probability metrics, then the calibrated ones (set size), then any plug-in's.
 REGISTRY: Mapping[str, Metric] = _with_plugins(_METRICS)
 
 #: The study's primary endpoint: the one metric its confirmatory comparison is about.
@@ -348,8 +369,13 @@ def lower_is_better(name: str) -> bool:
 
 # Derived views kept for the callers that read them (pages, stats, report).
 METRICS: tuple[str, ...] = metric_names(FROM_CONFUSION)
-LOWER_IS_BETTER: frozenset[str] = frozenset(m for m in METRICS if lower_is_better(m))
-METRIC_LABELS: dict[str, str] = {m: REGISTRY[m].label for m in METRICS}
+#: The metrics calibrated on each run's validation films and scored on its test films.
+CALIBRATED_METRICS: tuple[str, ...] = metric_names(FROM_CALIBRATION)
+#: What the paired statistics compare per (task, method, seed) (`softgrade stats`, Compare →
+#: Statistics): the grade metrics, then the calibrated ones.
+STATS_METRICS: tuple[str, ...] = METRICS + CALIBRATED_METRICS
+LOWER_IS_BETTER: frozenset[str] = frozenset(m for m in STATS_METRICS if lower_is_better(m))
+METRIC_LABELS: dict[str, str] = {m: REGISTRY[m].label for m in STATS_METRICS}
 PROBABILITY_METRICS: tuple[str, ...] = metric_names(FROM_PROBABILITIES)
 PROBABILITY_LOWER_IS_BETTER: frozenset[str] = frozenset(
     m for m in PROBABILITY_METRICS if lower_is_better(m)

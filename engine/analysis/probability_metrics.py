@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -54,11 +55,14 @@ from engine.analysis.metrics import (
 from engine.analysis.probability_scores import (
     N_BINS,
     UNIMODAL_TOLERANCE,
+    CalibratedBatch,
     ProbabilityBatch,
     bin_index,
     exceedance,
     is_unimodal,
+    probability_columns,
     rps_per_film,
+    task_arrays,
 )
 from engine.vocab import TASK_CLASSES
 
@@ -79,6 +83,7 @@ __all__ = [
     "exceedance",
     "expected_calibration_error",
     "is_unimodal",
+    "per_run_calibrated_metrics",
     "per_run_probability_metrics",
     "probability_columns",
     "probability_summary",
@@ -91,28 +96,6 @@ RUN_KEYS: tuple[str, ...] = ("study_id", "run_id", "task", "method", "seed")
 # Columns of a probability frame that vary per film (the rest are constant within a run).
 _ROW_COLUMNS = frozenset({"image_id", "y_true", "y_pred"})
 TOP_LABEL = "top label"
-
-
-def probability_columns(frame: pd.DataFrame) -> list[str]:
-    """The ``p0``, ``p1``, ... columns of a probability frame, in grade order."""
-    columns = [c for c in frame.columns if c[:1] == "p" and c[1:].isdigit()]
-    return sorted(columns, key=lambda c: int(c[1:]))
-
-
-def task_arrays(frame: pd.DataFrame, task: str) -> tuple[np.ndarray, np.ndarray]:
-    """The ``(N, J)`` probabilities and ``(N,)`` true grades of one task's rows.
-
-    Raises:
-        ValueError: a row lacks a probability of one of the task's grades.
-    """
-    n_grades = TASK_CLASSES[task]
-    columns = probability_columns(frame)[:n_grades]
-    if len(columns) < n_grades:
-        raise ValueError(f"{task} needs columns p0..p{n_grades - 1}; got {columns}")
-    probs = frame[columns].to_numpy(dtype=np.float64)
-    if np.isnan(probs).any():
-        raise ValueError(f"some {task} rows lack a probability for one of grades 0..{n_grades - 1}")
-    return probs, frame["y_true"].to_numpy(dtype=np.int64)
 
 
 # --------------------------------------------------------------------------------------------
@@ -164,6 +147,53 @@ def _run_metrics(
     batch = ProbabilityBatch(probs, y_true, run_index, n_runs, n_bins, tolerance)
     values = {name: metrics.get_metric(name).function(batch) for name in PROBABILITY_METRICS}
     return {"n_films": batch.n_films.astype(np.int64), **values}
+
+
+def per_run_calibrated_metrics(
+    val: pd.DataFrame, test: pd.DataFrame, *, names: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """One row per run with the metrics calibrated on its validation films and scored on its
+    test films (:data:`engine.analysis.metrics.CALIBRATED_METRICS`, or ``names`` of them).
+
+    Args:
+        val: the runs' validation films, as :func:`per_run_probability_metrics` reads.
+        test: their test films, the same columns.
+        names: which calibrated metrics (default: every one).
+
+    Returns:
+        The run columns of ``test``, ``n_cal`` (validation films) and one column per
+        metric; a run without validation films has ``n_cal`` 0 and ``nan`` values. Runs with
+        validation films only are left out (nothing to score).
+    """
+    names = tuple(metrics.CALIBRATED_METRICS if names is None else names)
+    run_columns = [c for c in test.columns if c not in _ROW_COLUMNS and not _is_prob(c)]
+    if test.empty:
+        return pd.DataFrame(columns=[*run_columns, "n_cal", *names])
+    parts = []
+    for task, rows in test.groupby("task", sort=True):
+        run_index, run_ids = pd.factorize(rows["run_id"])
+        first = np.unique(run_index, return_index=True)[1]
+        runs = rows.iloc[first][run_columns].reset_index(drop=True)
+        cal = val[val["run_id"].isin(run_ids)] if len(val) else val
+        cal_index = pd.Index(run_ids).get_indexer(cal["run_id"]) if len(cal) else []
+        batch = CalibratedBatch(
+            _films(cal, str(task), cal_index, len(run_ids)),
+            _films(rows, str(task), run_index, len(run_ids)),
+        )
+        values = {name: metrics.get_metric(name).function(batch) for name in names}
+        n_cal = batch.calibration.n_films.astype(np.int64)
+        parts.append(runs.assign(n_cal=n_cal, **values))
+    return pd.concat(parts, ignore_index=True)
+
+
+def _films(frame: pd.DataFrame, task: str, run_index: Any, n_runs: int) -> ProbabilityBatch:
+    """One task's films of ``n_runs`` runs as a batch; none (a run set without validation
+    films) as an empty one."""
+    if frame.empty:
+        none = np.empty(0, dtype=np.int64)
+        return ProbabilityBatch(np.empty((0, TASK_CLASSES[task])), none, none, n_runs)
+    probs, y_true = task_arrays(frame, task)
+    return ProbabilityBatch(probs, y_true, np.asarray(run_index, dtype=np.int64), n_runs)
 
 
 # --------------------------------------------------------------------------------------------

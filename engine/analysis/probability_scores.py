@@ -17,9 +17,39 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
+
+from engine.vocab import TASK_CLASSES
 
 N_BINS = 10
 UNIMODAL_TOLERANCE = 1e-6
+
+
+# --------------------------------------------------------------------------------------------
+# A stored probability frame as arrays
+# --------------------------------------------------------------------------------------------
+
+
+def probability_columns(frame: pd.DataFrame) -> list[str]:
+    """The ``p0``, ``p1``, ... columns of a probability frame, in grade order."""
+    columns = [c for c in frame.columns if c[:1] == "p" and c[1:].isdigit()]
+    return sorted(columns, key=lambda c: int(c[1:]))
+
+
+def task_arrays(frame: pd.DataFrame, task: str) -> tuple[np.ndarray, np.ndarray]:
+    """The ``(N, J)`` probabilities and ``(N,)`` true grades of one task's rows.
+
+    Raises:
+        ValueError: a row lacks a probability of one of the task's grades.
+    """
+    n_grades = TASK_CLASSES[task]
+    columns = probability_columns(frame)[:n_grades]
+    if len(columns) < n_grades:
+        raise ValueError(f"{task} needs columns p0..p{n_grades - 1}; got {columns}")
+    probs = frame[columns].to_numpy(dtype=np.float64)
+    if np.isnan(probs).any():
+        raise ValueError(f"some {task} rows lack a probability for one of grades 0..{n_grades - 1}")
+    return probs, frame["y_true"].to_numpy(dtype=np.int64)
 
 
 # --------------------------------------------------------------------------------------------
@@ -117,6 +147,46 @@ class ProbabilityBatch:
         gap = hits - np.bincount(cell, weights=predicted, minlength=size)
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.abs(gap).reshape(self.n_runs, self.n_bins).sum(axis=1) / self.n_films
+
+
+@dataclass(frozen=True)
+class CalibratedBatch:
+    """The films of many runs of one task, each run's validation films beside its test
+    films: the input of a metric that calibrates on the first and scores the second (a
+    `engine.analysis.metric_base.FROM_CALIBRATION` metric, e.g. the conformal set size).
+
+    Attributes:
+        calibration: each run's validation films (``run_index`` as in ``test``).
+        test: each run's test films; ``n_runs`` is the same in both.
+    """
+
+    calibration: ProbabilityBatch
+    test: ProbabilityBatch
+
+    def __post_init__(self) -> None:
+        if self.calibration.n_runs != self.test.n_runs:
+            raise ValueError(
+                f"calibration has {self.calibration.n_runs} runs and test {self.test.n_runs}"
+            )
+
+    @classmethod
+    def one_run(
+        cls, cal_probs: np.ndarray, cal_y: np.ndarray, probs: np.ndarray, y_true: np.ndarray
+    ) -> CalibratedBatch:
+        """One run's validation and test films."""
+        calibration = ProbabilityBatch.one_run(cal_probs, cal_y)
+        return cls(calibration, ProbabilityBatch.one_run(probs, y_true))
+
+    @property
+    def n_runs(self) -> int:
+        """Runs ``R``."""
+        return self.test.n_runs
+
+    def run_films(self, run: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Run ``run``'s validation probabilities and grades, then its test ones."""
+        cal, test = self.calibration, self.test
+        mine, theirs = cal.run_index == run, test.run_index == run
+        return cal.probs[mine], cal.y_true[mine], test.probs[theirs], test.y_true[theirs]
 
 
 def ranked_probability_score(batch: ProbabilityBatch) -> np.ndarray:

@@ -40,6 +40,11 @@ KEY_COLUMNS: tuple[str, ...] = ("task", "method", "seed")
 METRIC_COLUMNS: tuple[str, ...] = (*KEY_COLUMNS, "metric", "value")
 PREDICTION_COLUMNS: tuple[str, ...] = (*KEY_COLUMNS, "film", "grade")
 SIZE_COLUMNS: tuple[str, ...] = ("n_train", "n_test")
+#: Optional in per-film predictions: which split a film was predicted on. Test films are
+#: scored; validation films only calibrate (the conformal grade sets and the set size).
+SPLIT_COLUMN = "split"
+TEST_SPLIT = "test"
+SPLITS: tuple[str, ...] = (TEST_SPLIT, "val")
 #: How far a film's probabilities may sum from 1 (float32 rounding of a softmax).
 PROBABILITY_TOLERANCE = 1e-3
 #: Longest method name the store holds (runs.method's CHECK).
@@ -70,7 +75,7 @@ class ResultsFile:
         runs: one row per (task, method, seed): the selected model of that search.
         metrics: ``task, method, seed, metric, value`` (per-seed metrics; empty otherwise),
             metric names lower case as the registry spells them.
-        predictions: ``task, method, seed, film, grade, y_pred, probs`` (per-film
+        predictions: ``task, method, seed, film, grade, split, y_pred, probs`` (per-film
             predictions; empty otherwise); ``probs`` a list of the grades' probabilities,
             ``y_pred`` the most probable grade.
         sizes: ``task, seed, n_train, n_test`` for the seeds the file gives them (may be
@@ -196,16 +201,24 @@ def check_results(
             {"task": task, "method": method, "seed": seed, "metric": metric, "value": value}
         )
         _no_repeats(long, [*KEY_COLUMNS, "metric"], where)
-        predictions = pd.DataFrame(columns=[*PREDICTION_COLUMNS, "y_pred", "probs"])
+        predictions = pd.DataFrame(columns=[*PREDICTION_COLUMNS, "split", "y_pred", "probs"])
         runs = long[list(KEY_COLUMNS)]
     else:
         film = cells.text("film", _film_problem)
         grade = cells.grade("grade", task)
         probs = _probabilities(frame, probabilities, task, cells, where)
+        split = (
+            cells.text(SPLIT_COLUMN, _split_problem).str.strip().str.lower()
+            if SPLIT_COLUMN in frame.columns
+            else pd.Series(TEST_SPLIT, index=frame.index)
+        )
         predictions = pd.DataFrame(
             {"task": task, "method": method, "seed": seed, "film": film, "grade": grade}
         )
+        # A film is in one split of a seed: never both a validation and a test film.
         _no_repeats(predictions, [*KEY_COLUMNS, "film"], where)
+        predictions["split"] = split
+        _tested(predictions, where)
         predictions["y_pred"] = [int(np.argmax(p)) for p in probs]
         predictions["probs"] = probs
         long = pd.DataFrame(columns=list(METRIC_COLUMNS))
@@ -259,7 +272,7 @@ def _allowed(kind: str) -> str:
     top = max(TASK_CLASSES.values()) - 1
     return (
         f"per-film predictions have the columns {', '.join(PREDICTION_COLUMNS)}, p0..p{top} "
-        f"(one per grade of the task) (optional: {', '.join(SIZE_COLUMNS)})"
+        f"(one per grade of the task) (optional: {', '.join(SIZE_COLUMNS)}, {SPLIT_COLUMN})"
     )
 
 
@@ -272,6 +285,8 @@ def _check_columns(frame: pd.DataFrame, kind: str, probabilities: list[str]) -> 
         twice = next(c for c in frame.columns if list(frame.columns).count(c) > 1)
         raise ResultsFileError(f"column {twice!r} appears twice; {_allowed(kind)}")
     known = {*required, *SIZE_COLUMNS, *probabilities}
+    if kind == PREDICTIONS_FORMAT:
+        known.add(SPLIT_COLUMN)
     unknown = [c for c in frame.columns if c not in known]
     if unknown:
         raise ResultsFileError(f"column {unknown[0]!r} is not allowed; {_allowed(kind)}")
@@ -345,6 +360,27 @@ def _metric_problem(value: str) -> str | None:
     if value.lower() in REGISTRY:
         return None
     return f"the metric is one of {', '.join(REGISTRY)} (`softgrade metrics` describes each)"
+
+
+def _split_problem(value: str) -> str | None:
+    if value.strip().lower() in SPLITS:
+        return None
+    return (
+        f"the split is {' or '.join(SPLITS)} (validation films calibrate the grade sets; "
+        "only test films are scored)"
+    )
+
+
+def _tested(predictions: pd.DataFrame, where: Places) -> None:
+    """Every (task, method, seed) with validation films has test films too."""
+    tested = predictions[predictions["split"] == TEST_SPLIT].groupby(list(KEY_COLUMNS)).size()
+    for key, part in predictions.groupby(list(KEY_COLUMNS), sort=False):
+        if key not in tested.index:
+            task, method, seed = key
+            raise ResultsFileError(
+                f"{where(int(part.index[0]))}: {task}, method {method!r}, seed {seed} has "
+                "validation films but no test film; its results are its test films"
+            )
 
 
 def _film_problem(value: str) -> str | None:

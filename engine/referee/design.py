@@ -75,6 +75,10 @@ class RefereeDesign:
         null_method: the method trained twice, under its name and its twin's.
         task: the task trained.
         datasets: ``K``, independent phantom datasets (at most this many: see ``max_minutes``).
+        first_dataset: the first dataset this process trains (0: all of them); datasets
+            ``first_dataset .. K-1`` are trained, so several processes or machines can each
+            train a part of one design (same data seed, same fresh test set) and
+            ``calibrate-inference --combine`` joins the parts as one result.
         seeds: ``S`` seeds per dataset; with ``inits`` ≥ 2, ``S`` split seeds.
         inits: ``I``, init seeds each split is trained from; 1 (the default): independent
             seeds, each drawing its split and its training streams, as before; ≥ 2: a
@@ -99,6 +103,7 @@ class RefereeDesign:
     null_method: str
     task: str
     datasets: int = 3
+    first_dataset: int = 0
     seeds: int = 3
     inits: int = 1
     n_images: int = 80
@@ -125,6 +130,11 @@ class RefereeDesign:
             )
         check_task(self.task)
         _at_least("datasets", self.datasets, 2)
+        _at_least("first_dataset", self.first_dataset, 0)
+        if self.first_dataset >= self.datasets:
+            raise ValueError(
+                f"first_dataset: {self.first_dataset} must be below datasets ({self.datasets})"
+            )
         _at_least("seeds", self.seeds, 2)
         _at_least("inits", self.inits, 1)
         _at_least("n_images", self.n_images, MIN_FILMS)
@@ -144,6 +154,11 @@ class RefereeDesign:
         check_device(self.device)
         if self.max_minutes is not None and not self.max_minutes > 0:
             raise ValueError(f"max_minutes: {self.max_minutes} must be > 0")
+
+    @property
+    def dataset_range(self) -> range:
+        """The datasets this process trains: ``first_dataset .. datasets - 1``."""
+        return range(self.first_dataset, self.datasets)
 
     @property
     def twin(self) -> str:
@@ -287,7 +302,7 @@ class RefereeDesign:
     def runs(self) -> int:
         """Training runs the whole design takes."""
         per_seed = sum(len(self.configs(m, 0)) for m in self.trained)
-        return self.datasets * self.n_cells * per_seed
+        return len(self.dataset_range) * self.n_cells * per_seed
 
 
 def _at_least(name: str, value: object, least: int) -> None:

@@ -136,14 +136,14 @@ def run_referee(
     trainers: dict[str, Trainer] = {}
     rows: list[dict[str, object]] = []
     boots: list[pd.DataFrame] = []
-    specs = [design.dataset_spec(k) for k in range(design.datasets)]
+    specs = [design.dataset_spec(k) for k in design.dataset_range]
     caches = dataset_caches(specs, design.image_size, workdir, workers=workers)
     per_dataset: list[float] = []
     try:
-        for k in range(design.datasets):
+        for done, k in enumerate(design.dataset_range):
             if _out_of_time(design, started, per_dataset):
                 result.stopped_early = True
-                log.info("referee: time limit reached after %d datasets", k)
+                log.info("referee: time limit reached after %d datasets", done)
                 break
             t0 = time.perf_counter()
             prepared = open_prepared(next(caches))
@@ -164,12 +164,16 @@ def run_referee(
                         films.append(_films(design.task, method, seed, patients, data, chosen))
             boots.append(_bootstrap(design, k, pd.concat(films, ignore_index=True)))
             per_dataset.append(time.perf_counter() - t0)
-            result.datasets_done = k + 1
+            result.datasets_done = done + 1
             result.draws = pd.DataFrame(rows)
             result.boot = pd.concat(boots, ignore_index=True)
             result.wall_s = time.perf_counter() - started
             log.info(
-                "referee: dataset %d of %d done in %.1f s", k + 1, design.datasets, per_dataset[-1]
+                "referee: dataset %d (%d of %d) done in %.1f s",
+                k,
+                done + 1,
+                len(design.dataset_range),
+                per_dataset[-1],
             )
             if on_dataset is not None:
                 on_dataset(result)

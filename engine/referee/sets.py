@@ -96,11 +96,11 @@ def run_sets_referee(
     )
     trainers: dict[str, Trainer] = {}
     rows: list[dict[str, object]] = []
-    specs = [design.dataset_spec(k) for k in range(design.datasets)]
+    specs = [design.dataset_spec(k) for k in design.dataset_range]
     caches = dataset_caches(specs, design.image_size, Path(workdir), workers=workers)
     per_dataset: list[float] = []
     try:
-        for k in range(design.datasets):
+        for done, k in enumerate(design.dataset_range):
             if (
                 design.max_minutes
                 and per_dataset
@@ -109,7 +109,7 @@ def run_sets_referee(
                     > design.max_minutes * 60
                 )
             ):
-                log.info("sets referee: time limit reached after %d datasets", k)
+                log.info("sets referee: time limit reached after %d datasets", done)
                 break
             t0 = time.perf_counter()
             prepared = open_prepared(next(caches))
@@ -120,9 +120,11 @@ def run_sets_referee(
                 for seed, init_seed in cells:
                     for method in design.methods:
                         trainer = _trainer(trainers, design, device, method)
-                        params = design.configs(method, init_seed)[0]
+                        # Each dataset draws its own initialisations (dataset=k), so the
+                        # datasets are independent replicates, as in the inference referee.
+                        params = design.configs(method, init_seed, k)[0]
                         config = design.train_config(
-                            method, init_seed, params, split_seed=split_seed
+                            method, init_seed, params, split_seed=split_seed, dataset=k
                         )
                         fitted = trainer.fit(config, data)
                         fresh_probs = trainer.score(x_fresh_dev, y_fresh_dev)
@@ -145,7 +147,7 @@ def run_sets_referee(
                             )
                         )
             per_dataset.append(time.perf_counter() - t0)
-            result.datasets_done = k + 1
+            result.datasets_done = done + 1
             result.draws = pd.DataFrame(rows)
             result.wall_s = time.perf_counter() - started
             log.info(

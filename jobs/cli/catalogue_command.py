@@ -140,6 +140,7 @@ def metric_record(metric: metric_registry.Metric) -> dict[str, Any]:
         "direction": metric.direction,
         "range": list(metric.range),
         "range_in_grade_steps": metric.scales_with_grades,
+        "range_up_to_grades": metric.counts_grades,
         "range_text": metric.range_text,
         "kind": metric.kind,
         "meaning": metric.meaning,
@@ -156,6 +157,8 @@ def metrics_text() -> str:
         "confusion counts)",
         metric_registry.FROM_PROBABILITIES: "Metrics of the predicted distribution (from the "
         "stored probabilities)",
+        metric_registry.FROM_CALIBRATION: "Metrics calibrated on each run's validation films "
+        "(a conformal set on its test films; `softgrade stats` compares them)",
     }
     for kind in metric_registry.KINDS:
         lines.append(f"{titles[kind]}:")

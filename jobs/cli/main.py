@@ -77,7 +77,7 @@ from jobs.cli import (
 from jobs.cli.arg_types import add_executor_args, seconds_between
 from jobs.cli.cli_logging import log_file, route_logs
 from jobs.cli.cli_store import open_store
-from jobs.services import demo_bundle
+from jobs.services import demo_bundle, label_choice
 from jobs.services.detector import add_commands as add_detector_commands
 from store import jobs as store_jobs
 from store.db import StoreError, default_store_path, softgrade_home
@@ -87,8 +87,10 @@ log = logging.getLogger("jobs")
 
 def _study_of(args: argparse.Namespace) -> StudySpec:
     """The study file, its seeds and pruner replaced by ``--seeds`` and ``--pruner`` when
-    given."""
-    return StudySpec.from_file(Path(args.study), seeds=args.seeds, pruner=args.pruner)
+    given, its dataset's ``label_version`` (if it names one) resolved to that version's
+    labels (`jobs.services.label_choice`)."""
+    spec = StudySpec.from_file(Path(args.study), seeds=args.seeds, pruner=args.pruner)
+    return label_choice.with_label_version(spec, path=default_store_path())
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
@@ -313,7 +315,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("submit", cmd_submit, "queue a study file for the worker"),
     ):
         p = sub.add_parser(name, help=help_text)
-        p.add_argument("study", help="study YAML file, e.g. studies/quick.yaml")
+        p.add_argument("study", help="study YAML file, e.g. engine/studies/quick.yaml")
         p.add_argument(
             "--seeds",
             type=_seeds_option,

@@ -21,8 +21,15 @@ interrupted run keeps what it finished, ``referee.md`` (the tables) and
 ``referee.json`` (the card: sizes, device, wall time, date, the recommended interval); then
 records a copy under ``SOFTGRADE_HOME/referee/`` for the Statistics tab (not with
 ``--no-record``). ``--record DIR`` records a result made elsewhere (a GPU machine's) without
-training. ``python -m jobs.cli.referee_command ...`` runs the command alone, without the
-store's duckdb, for a GPU machine that lacks it. Defaults are tiny, for
+training.
+
+One design can be trained in parts, by several processes or machines: ``--first-dataset A
+--datasets B`` trains datasets ``A .. B-1`` only (the same data seed, so the same datasets and
+the same fresh test set as one whole run), and ``--combine DIR DIR ... -o OUT`` joins the
+parts' folders into one result, refusing parts of different designs or overlapping datasets.
+
+``python -m jobs.cli.referee_command ...`` runs the command alone, without the store's
+duckdb, for a GPU machine that lacks it. Defaults are tiny, for
 a CPU; bench/calibrate_inference.sh has the GPU run.
 """
 
@@ -66,6 +73,8 @@ def cmd_calibrate_inference(args: argparse.Namespace) -> int:
     out = Path(args.output)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         return _bad(f"-o {out}: must be a new or empty folder, so no earlier result is lost")
+    if args.combine:
+        return _combine([Path(f) for f in args.combine], out, no_record=args.no_record)
     try:
         design = _design(args)
     except (SpecError, ValueError) as exc:
@@ -74,8 +83,6 @@ def cmd_calibrate_inference(args: argparse.Namespace) -> int:
 
     from engine.grade_model import resolve_device
     from engine.referee.runs import default_render_workers, run_referee
-    from jobs.services import referee as referee_files
-    from pages.present.referee_tables import referee_markdown
 
     try:
         resolve_device(design.device)
@@ -84,6 +91,7 @@ def cmd_calibrate_inference(args: argparse.Namespace) -> int:
     if design.device == "cpu":
         torch.set_num_threads(args.threads)
     out.mkdir(parents=True, exist_ok=True)
+    _write_design(design, out)
     workers = args.render_workers or default_render_workers()
     print(_plan(design, workers), flush=True)
     started = datetime.now(UTC)
@@ -102,13 +110,62 @@ def cmd_calibrate_inference(args: argparse.Namespace) -> int:
     _save_draws(result.draws, result.boot, out)
     summary, card = summarise(design, result, started, argv=sys.argv)
     write_result(out, summary, card)
+    return _announce(out, summary, card, no_record=args.no_record)
+
+
+def _announce(out: Path, summary: pd.DataFrame, card: dict[str, Any], *, no_record: bool) -> int:
+    """Print the tables, then record the folder for the Statistics tab (unless told not to)."""
+    from jobs.services import referee as referee_files
+    from pages.present.referee_tables import referee_markdown
+
     print(referee_markdown(summary, card))
-    if args.no_record:
+    if no_record:
         print(f"written to {out}; record it for the Statistics tab with --record {out}")
         return 0
     recorded = referee_files.record_referee(out)
     print(f"written to {out}; recorded for the Statistics tab in {recorded}")
     return 0
+
+
+def _write_design(design: RefereeDesign, out: Path) -> None:
+    """The design, written before the training, so ``--combine`` can join the part even when
+    its process was stopped before its card."""
+    from jobs.services.referee import DESIGN_FILE
+
+    (out / DESIGN_FILE).write_text(json.dumps(asdict(design), indent=2))
+
+
+def _combine(folders: list[Path], out: Path, *, no_record: bool) -> int:
+    """Join the folders of one design's parts (``--first-dataset``) into one result in ``out``."""
+    from engine.referee.runs import RefereeResult
+    from jobs.services.referee_parts import RefereeParts, read_parts
+
+    try:
+        parts: RefereeParts = read_parts(folders)
+    except ValueError as exc:
+        return _bad(str(exc))
+    if parts.datasets_done < 2:
+        return _bad(
+            f"the parts hold {parts.datasets_done} finished dataset(s); the referee needs 2 or more"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    design = parts.design
+    result = RefereeResult(
+        draws=parts.draws,
+        boot=parts.boot,
+        datasets_done=parts.datasets_done,
+        stopped_early=parts.datasets_done < design.datasets,
+        device=parts.device,
+        wall_s=parts.wall_s,
+        render_wait_s=parts.render_wait_s,
+        fresh_films=parts.fresh_films,
+    )
+    _write_design(design, out)
+    _save_draws(result.draws, result.boot, out)
+    summary, card = summarise(design, result, parts.started, argv=sys.argv)
+    card["parts"] = parts.describe()
+    write_result(out, summary, card)
+    return _announce(out, summary, card, no_record=no_record)
 
 
 def summarise(
@@ -134,7 +191,7 @@ def summarise(
         "device": result.device,
         "wall_s": round(result.wall_s, 1),
         "render_wait_s": round(result.render_wait_s, 1),
-        "datasets_asked": design.datasets,
+        "datasets_asked": len(design.dataset_range),
         "datasets_done": result.datasets_done,
         "stopped_early": result.stopped_early,
         "seeds": design.seeds,
@@ -212,6 +269,7 @@ def _design(args: argparse.Namespace) -> RefereeDesign:
         null_method=args.null_method or (methods[0] if methods else ""),
         task=args.task,
         datasets=args.datasets,
+        first_dataset=args.first_dataset,
         seeds=args.seeds[0],
         inits=args.seeds[1],
         n_images=args.n_images,
@@ -291,6 +349,22 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("-o", "--output", default=None, help="a new or empty folder for the tables")
     p.add_argument("--datasets", type=whole_from(2), default=3, help="K phantom datasets (>= 2)")
+    p.add_argument(
+        "--first-dataset",
+        type=whole_from(0),
+        default=0,
+        metavar="A",
+        help="train datasets A .. K-1 only: one part of the design, for several processes or "
+        "machines (join the parts with --combine)",
+    )
+    p.add_argument(
+        "--combine",
+        nargs="+",
+        default=None,
+        metavar="DIR",
+        help="only join the folders of one design's parts (made with --first-dataset) into "
+        "-o, without training",
+    )
     p.add_argument(
         "--seeds",
         type=referee_seeds,

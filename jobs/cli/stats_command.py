@@ -33,7 +33,13 @@ from pathlib import Path, PurePath
 import pandas as pd
 
 from engine.analysis import paired
-from engine.analysis.metrics import METRIC_LABELS, METRICS
+from engine.analysis.metrics import (
+    CALIBRATED_METRICS,
+    METRIC_LABELS,
+    METRICS,
+    STATS_METRICS,
+    get_metric,
+)
 from engine.analysis.variance_components import COMPONENT_COLUMNS
 from jobs.cli.arg_types import add_force_arg
 from jobs.services import study_analysis
@@ -64,10 +70,18 @@ def cmd_stats(args: argparse.Namespace) -> int:
         print(f"error: no study {args.study_id!r} in {path}; {_LIST_HINT}", file=sys.stderr)
         return BAD_INPUT
     metric = args.metric.lower() if args.metric else None
-    if metric is not None and metric not in METRICS:
-        names = ", ".join(m.upper() for m in METRICS)
+    if metric is not None and metric not in STATS_METRICS:
+        names = ", ".join(m.upper() for m in STATS_METRICS)
         print(f"error: unknown metric {args.metric!r}; choose one of {names}", file=sys.stderr)
         return BAD_INPUT
+    available = {
+        name: study_analysis.calibrated_available(args.study_id, name, path=path)
+        for name in CALIBRATED_METRICS
+    }
+    if metric in CALIBRATED_METRICS and not available[metric]:
+        print(f"error: {_not_available(metric, args.study_id)}", file=sys.stderr)
+        return BAD_INPUT
+    chosen = (metric,) if metric else METRICS + tuple(m for m in available if available[m])
     ropes = _ropes(args.rope or [], metric)
     if isinstance(ropes, str):
         print(f"error: {ropes}", file=sys.stderr)
@@ -84,10 +98,10 @@ def cmd_stats(args: argparse.Namespace) -> int:
         print(f"error: {refused}", file=sys.stderr)
         return BAD_INPUT
     if args.components:
-        return _components(args, metric, path)
+        return _components(args, chosen, path)
     table = study_analysis.paired_table(
         args.study_id,
-        metrics=(metric,) if metric else METRICS,
+        metrics=chosen,
         n_boot=args.bootstrap,
         ropes=ropes,
         path=path,
@@ -98,6 +112,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         )
         return 0
     unsized = study_analysis.unsized_tasks(args.study_id, path=path)
+    skipped = [] if metric else [m for m in available if not available[m]]
     if args.output:
         write_table(
             table, Path(args.output), export_cards(str(path), [args.study_id]), force=args.force
@@ -105,12 +120,18 @@ def cmd_stats(args: argparse.Namespace) -> int:
         print(f"{len(table)} rows written to {args.output}")
         if unsized:
             print(f"note: no split sizes for {', '.join(unsized)}: {study_analysis.UNSIZED_NOTE}")
+        for name in skipped:
+            print(f"note: {_not_available(name, args.study_id)}")
         return 0
     print(_verdict_first(table).to_string(index=False, float_format=_number))
     if notes := _verdict_notes(table):
         print("\nWhere a verdict and its p seem to disagree:\n" + "\n".join(notes))
     if unsized:
         print(f"\nnote: no split sizes for {', '.join(unsized)}: {study_analysis.UNSIZED_NOTE}.")
+    for name in skipped:
+        print(f"\nnote: {_not_available(name, args.study_id)}.")
+    if any(name in CALIBRATED_METRICS for name in chosen):
+        print(f"\n{_calibrated_note()}")
     print(
         f"\nci_low/ci_high: {paired.MEAN_CI_KIND.replace('mean ±', 'difference ±')}; it "
         "assumes the between-seed correlation rho_assumed, which one dataset cannot measure: "
@@ -127,6 +148,23 @@ def cmd_stats(args: argparse.Namespace) -> int:
             "each difference's variance into split, init and residual."
         )
     return 0
+
+
+def _not_available(metric: str, study_id: str) -> str:
+    """One line: a calibrated metric cannot be given for this study, and why."""
+    return (
+        f"{METRIC_LABELS[metric]} ({metric}) is not available for study {study_id!r}: "
+        f"{study_analysis.NO_CALIBRATION_NOTE}"
+    )
+
+
+def _calibrated_note() -> str:
+    """What the calibrated rows are, said under the table (their coverage included)."""
+    return " ".join(
+        f"{METRIC_LABELS[name]} ({name}): {get_metric(name).meaning} Its rows have no film "
+        "bootstrap (boot_ci blank)."
+        for name in CALIBRATED_METRICS
+    )
 
 
 def _verdict_first(table: pd.DataFrame) -> pd.DataFrame:
@@ -176,7 +214,7 @@ COMPONENT_PRINTED: tuple[str, ...] = tuple(
 )
 
 
-def _components(args: argparse.Namespace, metric: str | None, path: Path) -> int:
+def _components(args: argparse.Namespace, chosen: tuple[str, ...], path: Path) -> int:
     """``stats --components``: the variance components of a factorial study."""
     if args.output and PurePath(args.output).suffix.lower() == ".tex":
         print(
@@ -187,9 +225,7 @@ def _components(args: argparse.Namespace, metric: str | None, path: Path) -> int
     if not study_analysis.is_factorial(args.study_id, path=path):
         print(variance_tables.plain(variance_tables.NOT_FACTORIAL_NOTE))
         return 0
-    table = study_analysis.components_table(
-        args.study_id, metrics=(metric,) if metric else METRICS, path=path
-    )
+    table = study_analysis.components_table(args.study_id, metrics=chosen, path=path)
     if table.empty:
         print(f"study {args.study_id!r} has no pair with 2 finished splits and 2 inits yet")
         return 0
@@ -260,9 +296,9 @@ def _ropes(given: list[str], metric: str | None) -> dict[str, float] | str:
     ropes: dict[str, float] = {}
     for item in given:
         name, _, value = item.rpartition("=")
-        names = [name.lower()] if name else ([metric] if metric else list(METRICS))
-        if name and name.lower() not in METRICS:
-            allowed = ", ".join(m.upper() for m in METRICS)
+        names = [name.lower()] if name else ([metric] if metric else list(STATS_METRICS))
+        if name and name.lower() not in STATS_METRICS:
+            allowed = ", ".join(m.upper() for m in STATS_METRICS)
             return f"--rope {item!r}: unknown metric {name!r}; choose one of {allowed}"
         try:
             width = float(value)
@@ -295,7 +331,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "stats", help="paired comparisons of a study's methods (corrected t, Wilcoxon, effects)"
     )
     p.add_argument("study_id", nargs="?", help="the study (--list shows them)")
-    p.add_argument("--metric", default=None, help="one metric, e.g. AMAE (default: all six)")
+    p.add_argument(
+        "--metric",
+        default=None,
+        help="one metric, e.g. AMAE or SET_SIZE (default: the six grade metrics, and the set "
+        "size where the study has validation predictions; `softgrade metrics` lists them)",
+    )
     p.add_argument(
         "-o",
         "--output",

@@ -27,7 +27,12 @@ from typing import Any
 
 from store.audit import LOCAL_ACTOR
 from store.db import softgrade_home
+
+# NAME_PATTERN and password_problem, the account rules the Accounts page checks a new account
+# against before asking: the store's own, passed on (``X as X``) so that both say the same.
+from store.users import NAME_PATTERN as NAME_PATTERN
 from store.users import Account, Role
+from store.users import password_problem as password_problem
 
 # The address `python -m jobs up` serves on, set by it for the app's process.
 SERVED_HOST_ENV = "SOFTGRADE_SERVED_HOST"
@@ -262,7 +267,7 @@ def served_host(env: Mapping[str, str] | None = None) -> str:
     return env.get(SERVED_HOST_ENV) or "127.0.0.1"
 
 
-def served_beyond_loopback(env: dict[str, str] | None = None) -> bool:
+def served_beyond_loopback(env: Mapping[str, str] | None = None) -> bool:
     """Whether people on other machines can reach the app."""
     return not is_loopback(served_host(env))
 

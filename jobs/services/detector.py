@@ -5,11 +5,11 @@ training the Review crops page starts.
   seed, their true boxes) and/or ``--dataset NAME_OR_ID`` (an imported folder's films whose
   every knee has a box set in crop review), trained with `engine.detect.train_detector` into
   ``$SOFTGRADE_HOME/detectors/<key>/`` (keyed by films, boxes and settings: the same input
-  reuses the stored detector). Progress is printed per epoch; ``--status FILE`` also keeps
-  it in a JSON file, which is how the page follows a training it started.
+  reuses the stored detector). Progress is printed per epoch.
 - ``detector list``: the trained detectors, newest first.
-- The page's button and the status file it follows are `jobs.services.detector_background` and
-  `jobs.services.detector_status`.
+- The page's button trains in the app's process (`jobs.services.detector_background`) through
+  `train_with_status`, as the command does, keeping the status file
+  (`jobs.services.detector_status`) the page follows.
 
 Boxes given in a dataset's labels CSV are not read here yet: only crop review's boxes.
 """
@@ -129,6 +129,12 @@ class ReviewedFilms:
         )
 
 
+def _box(values: np.ndarray) -> Box:
+    """One stored box row (x0, y0, x1, y1) as whole pixels."""
+    x0, y0, x1, y1 = (int(v) for v in values)
+    return x0, y0, x1, y1
+
+
 def reviewed_films(dataset_id: str, *, store_path: Path | None = None) -> ReviewedFilms:
     """The films of ``dataset_id`` a detector can be trained on: those whose every knee has
     a reviewed box, then those whose labels CSV gives every knee's box (a reviewed box
@@ -143,7 +149,7 @@ def reviewed_films(dataset_id: str, *, store_path: Path | None = None) -> Review
             partial += 1
             continue
         paths.append(Path(str(film_path)))
-        film_boxes = [tuple(int(v) for v in b) for b in rows[["x0", "y0", "x1", "y1"]].values]
+        film_boxes = [_box(b) for b in rows[["x0", "y0", "x1", "y1"]].values]
         boxes.append(sorted(film_boxes))
     skip = reviewed_sources | excluded_films(dataset_id, path=store_path)
     from_labels = [
@@ -354,18 +360,86 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--image-size", type=int, default=PAGE_IMAGE_SIZE, help="px, a multiple of 32")
     p.add_argument("--epochs", type=int, default=PAGE_EPOCHS)
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
-    p.add_argument("--status", type=Path, default=None, help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_train)
     verbs.add_parser("list", help="list the trained detectors").set_defaults(func=cmd_list)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
     """Train a detector, printing each epoch and the result (exit 2 on bad input)."""
-    start = time.perf_counter()
-    started_at = utc_now()
-    keeper = StatusKeeper(args.status, start)
+    keeper = StatusKeeper(None, time.perf_counter())  # the command keeps no status file
     try:
-        record = _train_from_args(args, keeper, start)
+        check_settings(args.image_size, args.epochs)
+        device = training_device(args.device)
+        data = _training_set_from_args(args)
+        train_with_status(
+            data,
+            keeper,
+            lambda line: print(line, flush=True),
+            image_size=args.image_size,
+            epochs=args.epochs,
+            device=device,
+        )
+    except Exception as exc:
+        keeper.update(state="failed", message=str(exc))
+        raise
+    return 0
+
+
+def _training_set_from_args(args: argparse.Namespace) -> TrainingSet:
+    store = None
+    dataset_id = None
+    if args.dataset is not None:
+        store = default_store_path()
+        if not store.exists():
+            raise ValueError(f"no store at {store}: import a folder of films first")
+        init_schema(store)
+        dataset_id = find_dataset(args.dataset, store_path=store)
+    if args.phantom > 0:
+        print(f"drawing {args.phantom} phantom film(s) of seed {args.phantom_seed}", flush=True)
+    return training_set(
+        phantom=args.phantom,
+        phantom_seed=args.phantom_seed,
+        film_size=tuple(args.film_size),
+        bilateral=args.bilateral,
+        dataset_id=dataset_id,
+        store_path=store,
+    )
+
+
+def train_with_status(
+    data: TrainingSet,
+    keeper: StatusKeeper,
+    say: Callable[[str], None],
+    *,
+    image_size: int,
+    epochs: int,
+    device: str,
+    home: Path | None = None,
+) -> Any:
+    """Train on ``data``, saying each epoch and the result (a line each) and keeping the
+    status file up to date; the `engine.detect.DetectorRecord`. The command line and the
+    Review page's background training both train through here.
+
+    Raises:
+        Exception: whatever the training raised, after the status says it failed.
+    """
+    started_at = utc_now()
+    start = keeper.start
+    say(
+        f"training a knee detector on {len(data.films)} films ({data.trained_on}) at "
+        f"{image_size} px for {epochs} epochs on {device}"
+    )
+    keeper.update(n_films=len(data.films))
+
+    def progress(epoch: int, epochs: int, losses: dict[str, float]) -> None:
+        shown = ", ".join(f"{k} {v:.3f}" for k, v in losses.items())
+        say(f"epoch {epoch}/{epochs}: {shown} ({time.perf_counter() - start:.0f} s)")
+        keeper.update(epoch=epoch, losses=losses)
+
+    try:
+        record = train(
+            data, image_size=image_size, epochs=epochs, device=device, home=home, progress=progress
+        )
     except Exception as exc:
         keeper.update(state="failed", message=str(exc))
         raise
@@ -373,7 +447,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     reused = record.created_at < started_at  # both ISO 8601 UTC: text order is time order
     verb = "already trained on this input; reused" if reused else "trained"
     folder = Path(record.path).parent
-    print(
+    say(
         f"detector {record.key} {verb}: held-out mean IoU {held['mean_iou']:.3f}, "
         f"mAP50 {held['map50']:.3f} on {record.n_held_out} held-out film(s) of "
         f"{record.n_films}; stored in {folder}"
@@ -386,49 +460,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         n_films=record.n_films,
         message=f"detector {record.key} {verb}, stored in {folder}",
     )
-    return 0
-
-
-def _train_from_args(args: argparse.Namespace, keeper: StatusKeeper, start: float) -> Any:
-    check_settings(args.image_size, args.epochs)
-    device = training_device(args.device)
-    store = None
-    dataset_id = None
-    if args.dataset is not None:
-        store = default_store_path()
-        if not store.exists():
-            raise ValueError(f"no store at {store}: import a folder of films first")
-        init_schema(store)
-        dataset_id = find_dataset(args.dataset, store_path=store)
-    if args.phantom > 0:
-        print(f"drawing {args.phantom} phantom film(s) of seed {args.phantom_seed}", flush=True)
-    data = training_set(
-        phantom=args.phantom,
-        phantom_seed=args.phantom_seed,
-        film_size=tuple(args.film_size),
-        bilateral=args.bilateral,
-        dataset_id=dataset_id,
-        store_path=store,
-    )
-    print(
-        f"training a knee detector on {len(data.films)} films ({data.trained_on}) at "
-        f"{args.image_size} px for {args.epochs} epochs on {device}",
-        flush=True,
-    )
-    keeper.update(n_films=len(data.films))
-
-    def progress(epoch: int, epochs: int, losses: dict[str, float]) -> None:
-        shown = ", ".join(f"{k} {v:.3f}" for k, v in losses.items())
-        print(f"epoch {epoch}/{epochs}: {shown} ({time.perf_counter() - start:.0f} s)", flush=True)
-        keeper.update(epoch=epoch, losses=losses)
-
-    return train(
-        data,
-        image_size=args.image_size,
-        epochs=args.epochs,
-        device=device,
-        progress=progress,
-    )
+    return record
 
 
 def cmd_list(args: argparse.Namespace) -> int:

@@ -1,10 +1,13 @@
 """The Review crops page's "Train a detector" button: one background training at a time.
 
 `start_training` checks the role, refuses a second training while one runs (one at a time
-per ``SOFTGRADE_HOME``: the app's machine may have one CPU to give it), and starts
-``python -m jobs detector train --dataset ID --status ...`` as a process of its own session
-(it outlives the page's script run and the browser tab), its output in
-``detectors/training.log``; `jobs.services.detector_status.read_status` is what the page shows.
+per ``SOFTGRADE_HOME``: the app's machine may have one CPU to give it), and trains in a
+thread of the app's own process (it outlives the page's script run and the browser tab, as
+`jobs.services.import_warmup`'s thread does), through the same
+`jobs.services.detector.train_with_status` as ``softgrade detector train``: a page-side
+service never starts the command line. Its output goes to ``detectors/training.log``;
+`jobs.services.detector_status.read_status` is what the page shows. The status names the
+app's process, so a training cut short by the app stopping reads as failed.
 """
 
 from __future__ import annotations
@@ -12,10 +15,10 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import subprocess
-import sys
+import threading
+import time
+import traceback
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 from jobs.services.access import Action, require
@@ -26,23 +29,24 @@ from jobs.services.detector import (
     TrainingRefused,
     check_settings,
     reviewed_films,
+    train_with_status,
     training_device,
+    training_set,
 )
 from jobs.services.detector_status import (
+    StatusKeeper,
     TrainingStatus,
     detectors_dir,
     log_file,
     read_status,
     status_file,
-    track_training_process,
     utc_now,
     write_status,
 )
-from store.db import STORE_ENV, STORE_FILE_NAME, default_store_path, softgrade_home
+from store.db import STORE_FILE_NAME, default_store_path, softgrade_home
 from store.users import Account
 
 _LOCK_FILE = ".training.lock"
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @contextlib.contextmanager
@@ -92,8 +96,7 @@ def start_training(
         if why:
             raise TooFewFilms(why)
         status_path = status_file(home)
-        # Written before the process exists (with this process's id, which is alive), so
-        # the training can never find the file missing or older than itself.
+        # Written before the thread starts, so the training never finds the file missing.
         status = TrainingStatus(
             state="running",
             dataset_id=dataset_id,
@@ -105,13 +108,12 @@ def start_training(
             device=device,
         )
         write_status(status_path, status)
-        try:
-            child = _spawn_training(dataset_id, image_size, epochs, device, home, store)
-        except OSError as exc:
-            write_status(status_path, replace(status, state="failed", message=str(exc)))
-            raise ValueError(f"the training process could not be started: {exc}") from exc
-        status = replace(status, pid=child.pid)
-        write_status(status_path, status)
+        threading.Thread(
+            target=_train_in_background,
+            args=(status_path, dataset_id, image_size, epochs, device, home, store),
+            name="detector-training",
+            daemon=True,  # the app's shutdown does not wait for it; the status then says failed
+        ).start()
     from store import audit
 
     audit.record(
@@ -124,47 +126,29 @@ def start_training(
     return status
 
 
-def _spawn_training(
-    dataset_id: str, image_size: int, epochs: int, device: str, home: Path, store: Path
-) -> subprocess.Popen:
-    """``python -m jobs detector train --dataset ID ... --status`` in a session of its own
-    (it outlives the page's script run and a stopped app), its output in the log file."""
-    command = [
-        sys.executable,
-        "-m",
-        "jobs",
-        "detector",
-        "train",
-        "--dataset",
-        dataset_id,
-        "--image-size",
-        str(image_size),
-        "--epochs",
-        str(epochs),
-        "--device",
-        device,
-        "--status",
-        str(status_file(home)),
-    ]
+def _train_in_background(
+    status_path: Path,
+    dataset_id: str,
+    image_size: int,
+    epochs: int,
+    device: str,
+    home: Path,
+    store: Path,
+) -> None:
+    """The training thread: the dataset's films trained into ``detectors/``, each epoch and
+    the end in the status file and the log; any failure ends as a 'failed' status (with its
+    traceback in the log), never as an exception in the app."""
+    keeper = StatusKeeper(status_path, time.perf_counter())
     with open(log_file(home), "w") as log:
-        child = subprocess.Popen(
-            command,
-            cwd=REPO_ROOT,
-            env=_training_env(home, store),
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    track_training_process(child)
-    return child
 
+        def say(line: str) -> None:
+            print(line, file=log, flush=True)
 
-def _training_env(home: Path, store: Path) -> dict[str, str]:
-    """The training process's environment: this data folder and this store."""
-    return {
-        **os.environ,
-        "SOFTGRADE_HOME": str(home),
-        STORE_ENV: str(store),
-        "PYTHONUNBUFFERED": "1",
-    }
+        try:
+            data = training_set(dataset_id=dataset_id, store_path=store)
+            train_with_status(
+                data, keeper, say, image_size=image_size, epochs=epochs, device=device, home=home
+            )
+        except Exception as exc:
+            log.write(traceback.format_exc())
+            keeper.update(state="failed", message=str(exc))

@@ -1,8 +1,9 @@
 """The detector training's status file, ``detectors/training.json``, and its log.
 
-Both sides of it: the training process writes it each epoch and at the end (`StatusKeeper`);
-the Review crops page reads it (`read_status`) to show epoch x of y, the result or the
-failure, and reads a 'running' status whose process is gone as failed.
+Both sides of it: the training (a thread of the app's process) writes it each epoch and at
+the end (`StatusKeeper`); the Review crops page reads it (`read_status`) to show epoch x of
+y, the result or the failure, and reads a 'running' status whose process is gone (the app
+stopped mid-training) as failed.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import subprocess
 import time
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
@@ -88,20 +88,7 @@ def write_status(path: Path, status: TrainingStatus) -> None:
     os.replace(partial, path)
 
 
-# Training processes this process started, so that finished ones are reaped (a zombie would
-# look alive to `os.kill(pid, 0)`).
-_CHILDREN: dict[int, subprocess.Popen] = {}
-
-
-def track_training_process(child: subprocess.Popen) -> None:
-    """Remember a training process this process started, so `read_status` reaps it."""
-    _CHILDREN[child.pid] = child
-
-
 def _alive(pid: int) -> bool:
-    child = _CHILDREN.get(pid)
-    if child is not None:
-        return child.poll() is None
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -85,7 +85,7 @@ def register_import(
 
 
 def load_reference_study(account: Account, *, path: Path | str | None = None) -> ImportedStudy:
-    """Load the bundled reference study (``examples/reference-study.zip``) as ``account``:
+    """Load the bundled reference study (``store/examples/reference-study.zip``) as ``account``:
     it adds a study to the store, as importing does, so members and admins may, viewers not.
     A load that adds it leaves an ``import`` audit line under the person's name.
 

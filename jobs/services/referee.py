@@ -21,12 +21,16 @@ from typing import Any
 import pandas as pd
 
 from engine.analysis import referee
+from engine.vocab import TASKS
 
 SUMMARY_FILE = "referee.csv"
 DRAWS_FILE = "referee_draws.csv"
 BOOTSTRAP_FILE = "referee_bootstrap.csv"
 MARKDOWN_FILE = "referee.md"
 CARD_FILE = "referee.json"
+#: The design a folder was trained with, written before its training (so the parts of one
+#: design can be joined: `jobs.services.referee_parts`); not part of a recorded result.
+DESIGN_FILE = "referee_design.json"
 #: The files of one result; the card is written last, so a folder with it is complete.
 REFEREE_FILES: tuple[str, ...] = (
     SUMMARY_FILE,
@@ -37,8 +41,9 @@ REFEREE_FILES: tuple[str, ...] = (
 )
 #: Under ``SOFTGRADE_HOME``.
 REFEREE_DIR = "referee"
-#: The referee result measured for the release (an H200, 40 datasets; bench/RESULTS.md),
-#: shipped inside the package so a fresh install shows it until a lab records its own.
+#: The referee results measured for the release (H200s, 40 datasets a task; bench/RESULTS.md),
+#: one folder per task, shipped inside the package so a fresh install shows them until a lab
+#: records its own.
 SHIPPED_REFEREE = "referee"
 
 
@@ -111,27 +116,55 @@ def record_referee(folder: Path, home: Path | None = None) -> Path:
     return target
 
 
-def latest_referee(home: Path | None = None) -> RefereeRecord | None:
-    """The newest complete referee result under :func:`referee_home`, else the one shipped
-    with SoftGrade (its card says ``shipped``); None when neither can be read. A folder that
-    cannot be read is passed over for the next newest."""
+def recorded_referees(home: Path | None = None) -> list[RefereeRecord]:
+    """Every complete referee result recorded under :func:`referee_home`, newest first; a
+    folder that cannot be read is passed over."""
     root = referee_home(home)
     folders = sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+    records = []
     for folder in reversed(folders):
         try:
-            return read_referee(folder)
+            records.append(read_referee(folder))
         except ValueError:
             continue
-    return shipped_referee()
+    return records
 
 
-def shipped_referee() -> RefereeRecord | None:
-    """The referee result shipped in the ``examples`` package, its card marked ``shipped``."""
-    with resources.as_file(resources.files("examples").joinpath(SHIPPED_REFEREE)) as folder:
-        try:
-            record = read_referee(Path(folder))
-        except ValueError:
-            return None
-    return RefereeRecord(
-        summary=record.summary, card={**record.card, "shipped": True}, folder=record.folder
-    )
+def latest_referees(home: Path | None = None) -> list[RefereeRecord]:
+    """Per task, the newest recorded result, else the one shipped with SoftGrade for that
+    task (its card says ``shipped``); tasks in `engine.vocab.TASKS` order, then any other."""
+    newest: dict[str, RefereeRecord] = {}
+    for record in [*recorded_referees(home), *shipped_referees()]:
+        newest.setdefault(str(record.card.get("task", "")), record)
+    order = {task: i for i, task in enumerate(TASKS)}
+    return sorted(newest.values(), key=lambda r: order.get(str(r.card.get("task")), len(order)))
+
+
+def latest_referee(home: Path | None = None) -> RefereeRecord | None:
+    """The newest complete referee result recorded under :func:`referee_home`, else the first
+    one shipped with SoftGrade; None when neither can be read."""
+    recorded = recorded_referees(home)
+    if recorded:
+        return recorded[0]
+    shipped = shipped_referees()
+    return shipped[0] if shipped else None
+
+
+def shipped_referees() -> list[RefereeRecord]:
+    """The referee results shipped in the ``store.examples`` package (a folder per task),
+    each card marked ``shipped``; tasks in `engine.vocab.TASKS` order."""
+    records = []
+    with resources.as_file(resources.files("store.examples").joinpath(SHIPPED_REFEREE)) as root:
+        for task in TASKS:
+            try:
+                record = read_referee(Path(root) / task)
+            except ValueError:
+                continue
+            card = {**record.card, "shipped": True}
+            records.append(RefereeRecord(summary=record.summary, card=card, folder=record.folder))
+    return records
+
+
+def shipped_referee(task: str = TASKS[0]) -> RefereeRecord | None:
+    """The shipped referee result of ``task``, or None."""
+    return next((r for r in shipped_referees() if r.card.get("task") == task), None)

@@ -137,7 +137,7 @@ def store_imported(
         name=name,
         spec=spec,
         runs=runs[["run_id", *keys]],
-        predictions=predictions[["run_id", "film", "grade", "y_pred", "probs"]],
+        predictions=predictions[["run_id", "film", "split", "grade", "y_pred", "probs"]],
         metrics=results.metrics,
         sizes=results.sizes,
         by=by,

@@ -4,7 +4,8 @@ second reading recorded on a lab member's behalf, and the readings as a labels C
 The readings never change the dataset's labels. For an imported folder dataset they export
 as its labels CSV with the read grades replaced, which `softgrade import FOLDER --labels
 FILE` (or the Launch page's import) registers as a new dataset: a new label version, with
-its own id, cache and splits, while studies of the first keep theirs. A phantom dataset has
+its own id, cache and splits, while studies of the first keep theirs. A study picks its
+version (`jobs.services.label_choice`) and its card says which. A phantom dataset has
 no film files to import, so its readings export as a plain table.
 """
 
@@ -105,7 +106,9 @@ def readings_export(dataset_id: str, *, path: StorePath = None) -> ReadingsExpor
             "labels_second_reading.csv",
             f"The dataset's labels with {len(second_look.latest_readings(readings))} read "
             f"grades replaced (the newest reading of each). Import it as a new label version: "
-            f"softgrade import {root} --labels labels_second_reading.csv",
+            f"softgrade import {root} --labels labels_second_reading.csv; then pick that "
+            f"version on the Launch page, or name it in a study file (dataset: {{kind: "
+            f"folder, path: {root}, label_version: latest}}).",
             True,
         )
     table = readings[["image_id", "task", "grade", "recorded", "reader", "note", "read_at"]]

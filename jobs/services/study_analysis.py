@@ -8,7 +8,7 @@ returns; none formats anything.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -28,6 +28,7 @@ from engine.analysis import (
     variance_components,
 )
 from engine.analysis.metrics import (
+    CALIBRATED_METRICS,
     METRICS,
     SELECTION_COLUMN,
     SELECTION_METRIC,
@@ -65,11 +66,89 @@ class _Ratios(dict):
 def per_run(study_id: str, *, path: StorePath = None) -> pd.DataFrame:
     """The six test metrics of each selected run (`engine.analysis.compare.per_run_metrics`);
     for results imported as per-seed metrics, the values the file gave."""
-    scores = compare.per_run_metrics(store_runs.confusion_counts([study_id], path=path))
-    imported = seed_metrics_wide(store_results.seed_metric_values([study_id], path=path))
+    return counts_and_scores([study_id], path=path)[1]
+
+
+def counts_and_scores(
+    study_ids: Sequence[str],
+    *,
+    labels: Mapping[str, str] | None = None,
+    path: StorePath = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The selected runs' confusion counts of several studies, and each run's test metrics
+    (`per_run`'s, the per-seed values of imported results joined). ``labels`` (study id ->
+    name) tells apart a method run in more than one of them
+    (`engine.analysis.compare.label_methods`), as Compare shows them."""
+    counts = store_runs.confusion_counts(list(study_ids), path=path)
+    if labels is not None:
+        counts = compare.label_methods(counts, labels)
+    scores = compare.per_run_metrics(counts)
+    imported = seed_metrics_wide(store_results.seed_metric_values(list(study_ids), path=path))
     if imported.empty:
+        return counts, scores
+    if labels is not None:
+        imported = compare.label_methods(imported, labels)
+    return counts, imported if scores.empty else pd.concat([scores, imported], ignore_index=True)
+
+
+#: Why a study has no calibrated metric (set size): what the command line and pages say.
+NO_CALIBRATION_NOTE = (
+    "it is calibrated on each run's per-film validation predictions, and this study has none "
+    "(results imported as per-seed metrics, or per-film results without validation films); "
+    "import per-film predictions of the validation split to get it"
+)
+
+
+def has_calibration_films(study_id: str, *, path: StorePath = None) -> bool:
+    """Whether any selected run of the study has per-film validation predictions (what a
+    calibrated metric such as the conformal set size needs)."""
+    return store_analysis.selected_runs_with_films(study_id, "val", path=path) > 0
+
+
+def calibrated_available(study_id: str, metric: str, *, path: StorePath = None) -> bool:
+    """Whether the study has values of the calibrated ``metric``: runs with validation films
+    to compute it from, or per-seed values of it an imported results file gave."""
+    if has_calibration_films(study_id, path=path):
+        return True
+    given = store_results.seed_metric_values([study_id], path=path)
+    return bool(len(given)) and metric in set(given["metric"])
+
+
+def calibrated_per_run(
+    study_ids: list[str], *, metrics: tuple[str, ...] = CALIBRATED_METRICS, path: StorePath = None
+) -> pd.DataFrame:
+    """`engine.analysis.probability_metrics.per_run_calibrated_metrics` of the selected runs:
+    each run's validation films calibrate, its test films are scored (run columns,
+    ``n_cal`` and one column per metric; ``nan`` where a run has no validation films)."""
+    val = store_runs.selected_probabilities(study_ids, split="val", path=path)
+    test = store_runs.selected_probabilities(study_ids, split="test", path=path)
+    return probability_metrics.per_run_calibrated_metrics(val, test, names=metrics)
+
+
+def with_calibrated(
+    scores: pd.DataFrame, study_ids: list[str], metrics: tuple[str, ...], *, path: StorePath = None
+) -> pd.DataFrame:
+    """``scores`` (per-run metrics with ``run_id``) with the calibrated ``metrics`` among
+    ``metrics`` joined by run; unchanged when none is asked for."""
+    wanted = tuple(m for m in metrics if m in CALIBRATED_METRICS)
+    if not wanted or scores.empty or "run_id" not in scores:
         return scores
-    return imported if scores.empty else pd.concat([scores, imported], ignore_index=True)
+    return join_calibrated(scores, calibrated_per_run(study_ids, metrics=wanted, path=path), wanted)
+
+
+def join_calibrated(
+    scores: pd.DataFrame, values: pd.DataFrame, metrics: tuple[str, ...]
+) -> pd.DataFrame:
+    """``scores`` with the calibrated ``metrics`` of ``values`` (`calibrated_per_run`)
+    joined by run; where a run has none, the per-seed value an imported file gave stays."""
+    scores = scores.reset_index(drop=True)
+    given = scores[[m for m in metrics if m in scores]]
+    joined = scores.drop(columns=list(given.columns)).merge(
+        values[["run_id", *metrics]], on="run_id", how="left"
+    )
+    for name in given.columns:
+        joined[name] = joined[name].fillna(given[name])
+    return joined
 
 
 def ratios(study_id: str, *, path: StorePath = None) -> dict[str, float]:
@@ -99,16 +178,23 @@ def paired_table(
     """`engine.analysis.paired.paired_table` of the selected runs (``ropes``: metric ->
     region of practical equivalence, default `paired.DEFAULT_ROPE`), with the hierarchical
     bootstrap interval (``boot_ci_low``, ``boot_ci_high``, ``within_seed_sd``) when
-    ``n_boot`` > 0; empty (with the paired columns) when no run is selected yet."""
-    scores = per_run(study_id, path=path)
+    ``n_boot`` > 0; empty (with the paired columns) when no run is selected yet.
+
+    A calibrated metric (`CALIBRATED_METRICS`: the set size) is computed from each run's
+    validation and test films (`with_calibrated`); its rows have no film bootstrap (a
+    resample would have to recalibrate), so their ``boot_*`` columns are blank."""
+    scores = with_calibrated(per_run(study_id, path=path), [study_id], metrics, path=path)
     if scores.empty:
         return pd.DataFrame(columns=[*paired.PAIRED_COLUMNS, *paired.EXTRA_COLUMNS])
     table = paired.paired_table(scores, ratios(study_id, path=path), metrics=metrics, ropes=ropes)
-    films = store_analysis.selected_test_films([study_id], path=path) if n_boot > 0 else None
-    if films is not None and films.empty:  # per-seed metrics imported: no films to resample
+    resampled = tuple(m for m in metrics if m not in CALIBRATED_METRICS)
+    wanted = n_boot > 0 and bool(resampled)
+    films = store_analysis.selected_test_films([study_id], path=path) if wanted else None
+    if n_boot > 0 and (films is None or films.empty):
+        # Per-seed metrics imported (no films to resample), or calibrated metrics only.
         table = table.assign(boot_ci_low=math.nan, boot_ci_high=math.nan, within_seed_sd=math.nan)
     elif films is not None:
-        boot = paired.hierarchical_bootstrap(films, metrics=metrics, n_boot=n_boot)
+        boot = paired.hierarchical_bootstrap(films, metrics=resampled, n_boot=n_boot)
         keys = ["task", "metric", "method_a", "method_b"]
         extra = ["boot_ci_low", "boot_ci_high", "within_seed_sd"]
         table = table.merge(boot[[*keys, *extra]], on=keys, how="left")
@@ -129,7 +215,8 @@ def components_table(
     factors = store_runs.seed_factors(study_id, path=path)
     if not variance_components.is_factorial(factors):
         return pd.DataFrame(columns=list(variance_components.COMPONENT_COLUMNS))
-    cells = variance_components.cell_frame(per_run(study_id, path=path), factors)
+    scores = with_calibrated(per_run(study_id, path=path), [study_id], metrics, path=path)
+    cells = variance_components.cell_frame(scores, factors)
     return variance_components.components_table(cells, ratios(study_id, path=path), metrics=metrics)
 
 
@@ -164,10 +251,15 @@ def kld_paired_table(study_id: str, *, path: StorePath = None) -> pd.DataFrame:
     )
 
 
-def mean_intervals(study_id: str, *, path: StorePath = None) -> pd.DataFrame:
-    """Table 4's means with their corrected interval (`paired.mean_intervals`); a metric no
-    seed has a value of (one an imported per-seed file left out) has no row."""
-    table = paired.mean_intervals(per_run(study_id, path=path), ratios(study_id, path=path))
+def mean_intervals(
+    study_id: str, *, metrics: tuple[str, ...] = METRICS, path: StorePath = None
+) -> pd.DataFrame:
+    """Table 4's means with their corrected interval (`paired.mean_intervals`) of
+    ``metrics`` (a calibrated one joined by `with_calibrated`); a metric no seed has a value
+    of (one an imported per-seed file left out, a set size without validation films) has no
+    row."""
+    scores = with_calibrated(per_run(study_id, path=path), [study_id], metrics, path=path)
+    table = paired.mean_intervals(scores, ratios(study_id, path=path), metrics=metrics)
     return table[table["n_seeds"] > 0].reset_index(drop=True) if len(table) else table
 
 

@@ -24,10 +24,16 @@ read is closed to 0700; one that others could write (e.g. world-writable) may ho
 else's files: it is removed and made again, empty and private, with a warning. One owned by
 another user, or a link, is refused with one warning line, and the slot compiles with torch's
 own cache folders instead.
+
+An entry that cannot be read (a disk fault, a half-written file) makes inductor raise instead
+of compiling afresh (measured on an H200: every run of the study failed). A run whose compile
+fails that way empties the cache, says so in the log, and is trained once more from new
+trainers (`recover_unreadable_cache`, `jobs.worker.slots`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -36,6 +42,7 @@ import shutil
 import stat
 import threading
 import time
+import traceback
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -65,6 +72,9 @@ _STAMP = "last-used"
 
 _lock = threading.Lock()
 _configured: dict[str, str] = {}  # this process's choice: {"root": ..., "folder": ...}
+_emptied = [0]  # times this process emptied its cache after an unreadable entry
+#: Where a compile failure's frames live: inductor's and Triton's code.
+_COMPILER_FRAMES = (f"torch{os.sep}_inductor{os.sep}", f"{os.sep}triton{os.sep}")
 
 
 @dataclass(frozen=True)
@@ -176,6 +186,73 @@ def use_compile_cache(root: Path, device: torch.device) -> Path | None:
         return folder
 
 
+def cache_generation() -> int:
+    """How many times this process has emptied its compile cache (read before a compile, so
+    a lane whose compile failed knows whether a sibling already emptied it)."""
+    return _emptied[0]
+
+
+def compile_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` (or one it was raised from) came out of the compiler: dynamo's backend
+    failure, or a frame of inductor's or Triton's code (their cache loaders among them)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if type(seen).__name__ == "BackendCompilerFailed":
+            return True
+        frames = traceback.extract_tb(seen.__traceback__)
+        if any(marker in f.filename for f in frames for marker in _COMPILER_FRAMES):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def recover_unreadable_cache(exc: BaseException, seen_generation: int) -> str | None:
+    """After a failed compile, make the compile cache this process uses empty again.
+
+    Inductor raises on an entry it cannot read (a disk fault, a half-written file: e.g.
+    ``UnicodeDecodeError`` from its pad-mm cache, measured on an H200, bench/RESULTS.md)
+    instead of compiling afresh. Returns why the run may be tried once more (the cache was
+    emptied now, or by a sibling lane since ``seen_generation``), or None: no cache in use,
+    or ``exc`` did not come out of the compiler.
+    """
+    if not _configured or not compile_failure(exc):
+        return None
+    with _lock:
+        folder = Path(_configured["folder"])
+        if _emptied[0] != seen_generation:
+            return f"compile cache {folder} was emptied by another lane"
+        _emptied[0] += 1
+        # Renamed aside first, then removed: one rename wins among slot processes sharing the
+        # folder, and a process still reading the old files keeps them until it closes them.
+        aside = folder.with_name(f"{folder.name}.unreadable-{os.getpid()}-{time.time_ns()}")
+        with contextlib.suppress(FileNotFoundError):
+            folder.rename(aside)
+        shutil.rmtree(aside, ignore_errors=True)
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        for private in (folder, folder / "inductor", folder / "triton"):
+            refused = _private_folder(private)
+            if refused:  # cannot happen for a folder this process just made; say so if it does
+                return f"compile cache {folder} unreadable and not made again: {refused}"
+        (folder / _STAMP).touch()
+        return (
+            f"compile cache {folder} could not be read ({_root_cause(exc)}); emptied, "
+            "compiling afresh"
+        )
+
+
+def _root_cause(exc: BaseException) -> str:
+    """The first error of ``exc``'s chain in one short line (dynamo's own message only says
+    which backend raised)."""
+    seen = exc
+    while True:
+        inner = getattr(seen, "inner_exception", None) or seen.__cause__ or seen.__context__
+        if not isinstance(inner, BaseException) or inner is seen:
+            break
+        seen = inner
+    lines = str(seen).strip().splitlines()
+    return f"{type(seen).__name__}: {lines[0][:160]}" if lines else type(seen).__name__
+
+
 def trust_problem(folder: Path) -> str | None:
     """Why ``folder`` may not hold code this process imports, or None: it must be a real
     folder (not a link), owned by the running user, with mode 0700."""
@@ -198,9 +275,12 @@ def _private_folder(folder: Path) -> str | None:
     """Make ``folder`` (0700) or check the one there; None when it may be used, else why
     not. This user's folder others could write is removed and made again, empty."""
     if not folder.exists() and not folder.is_symlink():
-        folder.mkdir(mode=0o700)
-        os.chmod(folder, 0o700)  # whatever the umask
-        return None
+        try:
+            folder.mkdir(mode=0o700)
+            os.chmod(folder, 0o700)  # whatever the umask
+            return None
+        except FileExistsError:  # another slot process made it just now: check theirs
+            pass
     problem = trust_problem(folder)
     if problem is None:
         return None

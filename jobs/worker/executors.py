@@ -21,13 +21,16 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from engine.spawn import main_module_hidden
 from jobs.worker.settings import DEFAULT_THREADS_PER_SLOT, check_threads_per_slot
 from jobs.worker.tasks import Message, RunTask
+
+if TYPE_CHECKING:
+    from multiprocessing.synchronize import Event as EventType
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +88,9 @@ class Executor(ABC):
     name: str = "local"
     #: torch's CPU threads in each CPU slot (recorded on the study card).
     threads_per_slot: int = DEFAULT_THREADS_PER_SLOT
+    #: Set to ask every run in flight to stop: a thread's event, or a process context's for
+    #: slots in processes of their own (each executor makes the one its slots can see).
+    cancel: threading.Event | EventType
 
     @property
     @abstractmethod

@@ -384,7 +384,9 @@ class RayExecutor(Executor):
         # Actor k hosts slots first_slot[k] .. first_slot[k] + lanes - 1.
         self._first_slot = [sum(self._actor_lanes[:k]) for k in range(len(self._actor_lanes))]
         self._slot_actor = [k for k, n in enumerate(self._actor_lanes) for _ in range(n)]
-        self._actor_cls = ray.remote(concurrency_groups={"control": 1})(actor_class)
+        # ray.remote accepts concurrency_groups for an actor class; its typed overloads omit it.
+        as_actor = ray.remote(concurrency_groups={"control": 1})  # type: ignore[call-overload]
+        self._actor_cls = as_actor(actor_class)
         self._actor_options = {
             "max_restarts": 0,  # this executor replaces dead actors itself, to retry the run
             "max_task_retries": 0,
@@ -392,7 +394,9 @@ class RayExecutor(Executor):
             "runtime_env": {"env_vars": actor_env_vars()},
             **per_actor,
         }
-        self._mailbox = _Mailbox.options(
+        # @ray.remote makes _Mailbox an ActorClass (which has .options); ray's stubs type the
+        # decorated class as the class itself.
+        self._mailbox = _Mailbox.options(  # type: ignore[attr-defined]
             # Keep the mailbox on the worker's node: it lives and dies with the worker.
             scheduling_strategy=NodeAffinitySchedulingStrategy(
                 node_id=ray.get_runtime_context().get_node_id(), soft=True
@@ -527,7 +531,7 @@ class RayExecutor(Executor):
     def _start(self, task: RunTask, slot: int, attempt: int) -> None:
         k = self._slot_actor[slot]
         actor = self._actors[k]
-        ref = actor.run.remote(task, self._generation, slot - self._first_slot[k])
+        ref: ray.ObjectRef = actor.run.remote(task, self._generation, slot - self._first_slot[k])
         self._flights[task.run_id] = _Flight(task, slot, actor, ref, attempt)
         self._slot_run[slot] = task.run_id
 

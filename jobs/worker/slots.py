@@ -34,7 +34,11 @@ from engine.config import TrainConfig
 from engine.datasets import TaskSplit, open_prepared, task_split
 from engine.methods import get_method
 from engine.train import RunCancelled, Trainer, resolve_device, save_checkpoint
-from jobs.worker.compile_cache import use_compile_cache
+from jobs.worker.compile_cache import (
+    cache_generation,
+    recover_unreadable_cache,
+    use_compile_cache,
+)
 from jobs.worker.lane_group import LaneGroup
 from jobs.worker.pruning import SearchTrial
 from jobs.worker.tasks import Emit, RunTask, device_name
@@ -92,18 +96,26 @@ class SlotState:
         """A trainer for the config's task; one per (task, weights, path, head, image size)
         kept alive, also between studies (a worker's slots outlive its jobs, and another
         image size needs graphs and a compile of its own)."""
-        fast = self.device.type == "cuda" if config.fast is None else config.fast
-        head = get_method(config.method).head
-        key = (config.task, config.weights_path, fast, head, config.image_size)
+        key = self._trainer_key(config)
         if key not in self.trainers:
             self.trainers[key] = Trainer(
                 num_classes=config.num_classes,
                 device=self.device,
-                fast=fast,
+                fast=key[2],
                 weights_path=config.weights_path,
-                head=head,
+                head=key[3],
             )
         return self.trainers[key]
+
+    def forget_trainers(self) -> None:
+        """Drop this lane's trainers (a compile failed: the one of this run, or one compiled
+        ahead), so the next run builds and compiles them anew."""
+        self.trainers.clear()
+
+    def _trainer_key(self, config: TrainConfig) -> tuple[str, str | None, bool, str, int]:
+        fast = self.device.type == "cuda" if config.fast is None else config.fast
+        head = get_method(config.method).head
+        return (config.task, config.weights_path, fast, head, config.image_size)
 
 
 def execute_run(
@@ -114,17 +126,14 @@ def execute_run(
     received = time.perf_counter()
     received_at = time.time()  # wall clock, for the worker's start-up line
     first_epoch: list[float] = []  # seconds from receipt to the end of the first epoch
+    n_train = 0
     try:
         if task.compile_cache:  # before the first compile of this process
             use_compile_cache(Path(task.compile_cache), state.device)
         state.runs_started += 1
         warms_ahead = _warms_ahead(state, task)
+        trial = SearchTrial(task.pruning) if task.pruning is not None else None
         with _compiling_first(state, warms_ahead) as compiled:
-            warm_s = _warm_before_run(state, task, warms_ahead)
-            data = state.task_data(task)
-            n_train = len(data.y_train)
-            trainer = state.trainer(task.config)
-            trial = SearchTrial(task.pruning) if task.pruning is not None else None
 
             def on_epoch_end(stats: Any) -> None:
                 compiled()  # this run's steps are compiled once an epoch has run
@@ -132,13 +141,21 @@ def execute_run(
                     first_epoch.append(time.perf_counter() - received)
                 emit({**base, "kind": "epoch", "n_train": n_train, **asdict(stats)})
 
-            result = trainer.fit(
-                task.config,
-                data,
-                on_epoch_end=on_epoch_end,
-                should_stop=should_stop,
-                should_prune=trial.should_prune if trial is not None else None,
-            )
+            def attempt() -> tuple[float, TaskSplit, Any]:
+                nonlocal n_train
+                warm_s = _warm_before_run(state, task, warms_ahead)
+                data = state.task_data(task)
+                n_train = len(data.y_train)
+                result = state.trainer(task.config).fit(
+                    task.config,
+                    data,
+                    on_epoch_end=on_epoch_end,
+                    should_stop=should_stop,
+                    should_prune=trial.should_prune if trial is not None else None,
+                )
+                return warm_s, data, result
+
+            warm_s, data, result = _again_if_cache_unreadable(state, task, attempt, first_epoch)
         if trial is not None:
             trial.finish(pruned=result.pruned, value=result.val_amae)
         # A pruned run is never selected, so its weights are never wanted.
@@ -223,6 +240,30 @@ def error_line(exc: BaseException) -> str:
     message = str(exc).strip().splitlines()
     line = f"{type(exc).__name__}: {message[0]}" if message else type(exc).__name__
     return line if len(line) <= 300 else line[:299] + "…"
+
+
+def _again_if_cache_unreadable(
+    state: SlotState,
+    task: RunTask,
+    attempt: Callable[[], tuple[float, TaskSplit, Any]],
+    first_epoch: list[float],
+) -> tuple[float, TaskSplit, Any]:
+    """Run ``attempt``; when it fails compiling from an unreadable compile cache (a disk fault,
+    a half-written entry: inductor raises rather than compiling afresh), empty the cache,
+    say so, and run it once more from a new trainer. A run that had ended an epoch is not
+    repeated (its epochs are stored), nor one that failed otherwise."""
+    generation = cache_generation()
+    try:
+        return attempt()
+    except RunCancelled:
+        raise
+    except Exception as exc:
+        why = None if first_epoch else recover_unreadable_cache(exc, generation)
+        if why is None:
+            raise
+        log.warning("run %s: %s; training it again", task.run_id, why)
+        state.forget_trainers()
+        return attempt()
 
 
 def _warms_ahead(state: SlotState, task: RunTask) -> bool:
@@ -315,11 +356,13 @@ def slot_main(
                 execute_run(
                     state,
                     task,
-                    emit=lambda msg, slot=slot: outbox.put({**msg, "slot": slot}),
+                    emit=lambda msg: outbox.put({**msg, "slot": slot}),
                     should_stop=lambda: cancel.is_set() or orphaned(),
                 )
 
-    lane_tasks = {first_slot + k: queue.Queue() for k in range(lanes)}
+    lane_tasks: dict[int, queue.Queue[RunTask | None]] = {
+        first_slot + k: queue.Queue() for k in range(lanes)
+    }
     workers = [
         threading.Thread(target=lane_loop, args=(slot, q), name=f"lane-{slot}", daemon=True)
         for slot, q in lane_tasks.items()

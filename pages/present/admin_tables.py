@@ -8,9 +8,8 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from jobs.services.access import oidc_account
+from jobs.services.access import NAME_PATTERN, Role, oidc_account, password_problem
 from jobs.services.csv_safe import escape_csv_cells
-from store.users import NAME_PATTERN, Role, password_problem
 
 ACCOUNT_COLUMNS = {
     "name": "Name",

@@ -25,7 +25,7 @@ shows (its data and encodings) without a browser. Every heatmap of the app lives
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import altair as alt
 import numpy as np
@@ -34,6 +34,10 @@ import pandas as pd
 from engine.methods import order_methods
 from pages.present.palette import method_dash_scale, method_scale
 from pages.present.tables import method_title
+
+# The Vega colour schemes these charts name: altair types `scheme` as a Literal of Vega's
+# scheme names, so a scheme passed around as a value carries this narrower type.
+Scheme = Literal["blues", "greens", "purples", "redblue", "tableau10", "tableau20"]
 
 #: One of two side-by-side columns of the main area at 1400 px (sidebar open), in pixels: a
 #: chart wider than this goes on a row of its own.
@@ -299,7 +303,7 @@ def confusion_heatmap(
 
 
 def contingency_heatmap(
-    frame: pd.DataFrame, *, title: str = "", decimals: int = 0, scheme: str = "greens"
+    frame: pd.DataFrame, *, title: str = "", decimals: int = 0, scheme: Scheme = "greens"
 ) -> alt.LayerChart:
     """A KL × CPPD table as a heatmap with its counts (paper Fig. 2, right).
 
@@ -678,7 +682,7 @@ def _summary_tooltip() -> list[alt.Tooltip]:
     ]
 
 
-def _jitter(seed: object) -> float:
+def _jitter(seed: int | str) -> float:
     """A small fixed horizontal offset per seed, so equal values do not hide each other.
 
     A golden-ratio sequence over the seed number: deterministic across processes (``hash``

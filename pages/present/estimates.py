@@ -23,7 +23,7 @@ def eta_seconds(elapsed_s: float | None, runs_done: int, runs_total: int | None)
 # an H200 with 4 lanes and the fast stem ran ~15,800 training images/s including every run's
 # set-up and validation, ~6.3e-5 s per image at 224 px, scaling with pixel count (floored for
 # the fixed per-batch cost of small images).
-# CPU: `studies/quick.yaml` on an idle 2-core machine took ~7 ms per image
+# CPU: `engine/studies/quick.yaml` on an idle 2-core machine took ~7 ms per image
 # and epoch at 32 px; ~7 ms up to 64 px, growing like (size / 64) ** 1.5 above that.
 _S_PER_IMAGE = {"cpu": 0.007, "cuda": 6.3e-5}
 _REFERENCE_PX = {"cpu": 64, "cuda": 224}

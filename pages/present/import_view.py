@@ -246,7 +246,7 @@ class ProgressThrottle:
     ``every_s`` (and always the last), so a page is not sent an update per film."""
 
     def __init__(
-        self, show: Callable[[float, str], None], every_s: float = 0.25, verb: str = "Checked"
+        self, show: Callable[[float, str], object], every_s: float = 0.25, verb: str = "Checked"
     ) -> None:
         self.show = show
         self.every_s = every_s

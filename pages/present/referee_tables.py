@@ -51,7 +51,7 @@ def _share(row: Mapping[str, Any]) -> str:
     low, high = row.get("low"), row.get("high")
     if _missing(low) or _missing(high):
         low, high = referee.wilson_interval(value, float(row.get("n_datasets") or 0))
-    if _missing(low) or _missing(high):
+    if low is None or high is None or _missing(low) or _missing(high):
         return f"{value:.2f}"
     return f"{value:.2f} [{float(low):.2f}, {float(high):.2f}]"
 
@@ -276,6 +276,20 @@ SHIPPED_NOTE = (
 
 def _count(n: object, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def disagreement_line(cards: list[Mapping[str, Any]]) -> str | None:
+    """When the tasks' results recommend different intervals, say so (a reader of one task's
+    block would otherwise take its pick as general); None when they agree."""
+    picks = {str(c.get("task")): c.get("recommended_label") for c in cards}
+    if len(set(picks.values())) < 2:
+        return None
+    named = "; ".join(f"{task}: {label or 'none'}" for task, label in picks.items())
+    return (
+        f"The tasks' results recommend different intervals ({named}), so no one pick holds "
+        "for every task. The verdicts on this tab use the corrected t; docs/statistics.md "
+        '("The phantom referee") says why.'
+    )
 
 
 def recommendation_line(card: Mapping[str, Any]) -> str:

@@ -25,7 +25,7 @@ CHOSEN_COLOUR = "#1f4e79"
 OTHER_COLOUR = "#9ecae1"
 
 
-def seed_spread(probs: Mapping[int, Sequence[float]]) -> pd.DataFrame:
+def seed_spread(probs: Mapping[int, Sequence[float] | np.ndarray]) -> pd.DataFrame:
     """P(grade) summarised over seeds, one row per grade.
 
     Args:
@@ -81,7 +81,7 @@ def agreement_sentence(spread: pd.DataFrame, task: str) -> str:
     return "; ".join(parts) + "."
 
 
-def seed_points(probs: Mapping[int, Sequence[float]]) -> pd.DataFrame:
+def seed_points(probs: Mapping[int, Sequence[float] | np.ndarray]) -> pd.DataFrame:
     """Long form of the seeds' probabilities: ``seed``, ``grade``, ``p``."""
     return pd.DataFrame(
         [
@@ -136,4 +136,4 @@ def seed_agreement_chart(
             ],
         )
     )
-    return alt.layer(bars, whiskers, dots).properties(height=height, width="container")
+    return alt.LayerChart(layer=[bars, whiskers, dots]).properties(height=height, width="container")

@@ -30,7 +30,7 @@ from pages.present.tables import (
 )
 
 if TYPE_CHECKING:
-    from engine.analysis.stats import TestResult
+    from engine.analysis.stats import TestResult, TukeyResult
 
 
 # --------------------------------------------------------------------------------------------
@@ -43,7 +43,7 @@ def method_test_tables(
     kruskal: TestResult,
     wilcoxon: TestResult,
     anova: TestResult,
-    tukey: TestResult,
+    tukey: TukeyResult,
 ) -> dict[str, pd.DataFrame]:
     """The Statistics tab's tables for export, by name, from its `stats.TestResult`s."""
     return {

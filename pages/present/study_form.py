@@ -244,7 +244,7 @@ def check_study(
             are checked too (a registered dataset was checked when it was first prepared).
         read_folder: Reads the folder's labels (the page passes a cached reader).
     """
-    dataset = raw.get("dataset")
+    dataset = raw.get("dataset") or {}
     if importing:
         for field, what in (("path", "the folder of films"), ("labels_csv", "the labels CSV")):
             if not str(dataset.get(field) or "").strip():

@@ -18,7 +18,6 @@ Conventions, shown next to the numbers in the UI:
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -45,8 +44,6 @@ from engine.analysis.metrics import (
 from engine.methods import hyperparameters, is_registered, method_label, order_methods
 from jobs.services.csv_safe import escape_csv_cells
 from pages.present.user_text import plain
-from store.bundle import REFERENCE_STUDY, read_card
-from store.db import StoreError
 
 # Column order of the paper's Table 4 (declared with the metrics, in their registry).
 TABLE4_METRICS: tuple[str, ...] = PAPER_TABLE_ORDER
@@ -101,32 +98,23 @@ def metric_header(metric: str) -> str:
 def metric_bounds(metric: str) -> tuple[float, float]:
     """The values a test metric can take, from its registry range: errors (MAE, AMAE, MMAE)
     are never negative (their top, J − 1, depends on the task, so it is left open), Cohen's
-    kappa (QWK) lies in [−1, 1], the shares (MS, BA) in [0, 1]."""
+    kappa (QWK) lies in [−1, 1], the shares (MS, BA) in [0, 1], a set size from 1 grade up
+    (its top, J, depends on the task too)."""
     record = get_metric(metric)
     low, high = record.range
-    return (low, math.inf) if record.scales_with_grades else (low, high)
+    return (low, math.inf) if record.scales_with_grades or record.counts_grades else (low, high)
 
 
 REFERENCE_MARK = "Bundled reference · "
 
 
-@functools.cache
-def reference_study_id() -> str | None:
-    """The study id of the bundled reference study (examples/reference-study.zip), or None
-    when the bundle is missing or unreadable (read once per process)."""
-    try:
-        return str(read_card(REFERENCE_STUDY)["study"]["study_id"])
-    except (StoreError, KeyError, OSError):
-        return None
-
-
-def study_label(row: Mapping[str, Any]) -> str:
+def study_label(row: Mapping[str, Any], reference_id: str | None = None) -> str:
     """How a study reads in a picker: name, status, seeds and date; the bundled reference
-    study is marked as such wherever it is listed."""
+    study (``reference_id``, which the caller reads) is marked as such wherever it is listed."""
     spec = row["spec"] if isinstance(row["spec"], Mapping) else json.loads(row["spec"] or "{}")
     seeds = len(spec.get("seeds", []))
     created = pd.Timestamp(row["created_at"]).strftime("%Y-%m-%d %H:%M")
-    mark = REFERENCE_MARK if row.get("study_id") == reference_study_id() else ""
+    mark = REFERENCE_MARK if reference_id and row.get("study_id") == reference_id else ""
     return f"{mark}{row['name']} · {row['status']} · {seeds} seed{'s' * (seeds != 1)} · {created}"
 
 

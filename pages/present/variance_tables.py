@@ -9,13 +9,11 @@ cannot separate the parts and how to ask for a factorial study.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from engine.analysis import variance_components as vc
-from jobs.services import study_analysis
 from pages.present.reviewer_tables import interval_text, number_text, p_text, pair_text
 from pages.present.tables import is_missing_value
 
@@ -142,31 +140,6 @@ def design_line(table: pd.DataFrame) -> str:
 def components_export(table: pd.DataFrame) -> pd.DataFrame:
     """The numeric components table for CSV and Parquet (its columns as computed)."""
     return table[list(vc.COMPONENT_COLUMNS)]
-
-
-def report_parts(
-    study_id: str, store: Path, metric: str, *, pairs: set[tuple[str, str, str]] | None = None
-) -> list[str]:
-    """The report's variance-components part of one study (HTML pieces): the table (of
-    ``pairs``, ``(task, method_a, method_b)``, when given) and what each interval assumes
-    for a factorial study, else the one sentence why there is none."""
-    from pages.present import report_html as rh
-
-    heading = rh.heading(SECTION_TITLE, 4)
-    if not study_analysis.is_factorial(study_id, path=store):
-        return [heading, rh.paragraph(plain(NOT_FACTORIAL_NOTE), note=True)]
-    table = study_analysis.components_table(study_id, metrics=(metric,), path=store)
-    if pairs is not None:  # the report's body shows each method against the reference only
-        keys = zip(table["task"], table["method_a"], table["method_b"], strict=True)
-        table = table[[key in pairs for key in keys]]
-    first, rest = split_view(components_view(table))
-    return [
-        heading,
-        rh.paragraph(design_line(table)),
-        rh.table_html(first),
-        rh.table_html(rest),
-        rh.paragraph(plain(INTERVALS_NOTE), note=True),
-    ]
 
 
 def split_view(view: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -12,10 +12,15 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from engine.analysis import compare, metrics, stats
-from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS, METRICS
+from engine.analysis.metrics import (
+    CALIBRATED_METRICS,
+    LOWER_IS_BETTER,
+    METRIC_LABELS,
+    STATS_METRICS,
+)
 from engine.analysis.paired import BASELINE
-from engine.analysis.results_file import seed_metrics_wide
 from engine.methods import order_methods
+from jobs.services import study_analysis
 from jobs.services.csv_safe import escape_csv_cells
 from pages.present import charts, exports, reviewer_tables, stat_tables, tables
 from pages.present.user_text import said
@@ -29,8 +34,6 @@ from pages.widgets import (
     stat_tests,
     view_state,
 )
-from store import results as store_results
-from store import runs as store_runs
 
 ABSENT_CLASSES_NOTE = (
     "A grade absent from a test set is left out of that run's per-class metrics (AMAE, "
@@ -57,22 +60,16 @@ def cached_results(
     path: str, study_ids: tuple[str, ...], names: tuple[str, ...]
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Confusion counts and per-run metrics of the selected runs (methods labelled); the
-    per-seed values of results imported as metrics (`store.results`) join the metrics."""
+    per-seed values of results imported as metrics join the metrics
+    (`jobs.services.study_analysis.counts_and_scores`, which the report and stats use too)."""
     labels = dict(zip(study_ids, names, strict=True))
-    counts = store_runs.confusion_counts(list(study_ids), path=path)
-    counts = compare.label_methods(counts, labels)
-    per_run = compare.per_run_metrics(counts)
-    imported = seed_metrics_wide(store_results.seed_metric_values(list(study_ids), path=path))
-    if imported.empty:
-        return counts, per_run
-    imported = compare.label_methods(imported, labels)
-    return counts, imported if per_run.empty else pd.concat([per_run, imported], ignore_index=True)
+    return study_analysis.counts_and_scores(study_ids, labels=labels, path=path)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def pooled_tests(
     scores: pd.DataFrame, descending: bool
-) -> tuple[stats.TestResult, stats.TestResult]:
+) -> tuple[stats.TestResult, stats.TukeyResult]:
     """Two-way ANOVA and Tukey's HSD over both tasks (Tukey's studentised range costs
     ~0.25 s: computed once per input)."""
     return stats.two_way_anova(scores), stats.tukey_hsd(scores, descending=descending)
@@ -171,22 +168,48 @@ def table_tab(per_run: pd.DataFrame, cards: tuple[exports.Card, ...], path: str 
 
 
 def pick_metric(key: str, container: DeltaGenerator | None = None) -> str:
-    """A metric picker that opens on the primary metric, in ``container`` (default: the page)."""
+    """A metric picker that opens on the primary metric, in ``container`` (default: the
+    page): the grade metrics, then the calibrated ones (the set size)."""
     return view_state.linked(
         (container or st).selectbox,
         "Metric",
-        list(METRICS),
+        list(STATS_METRICS),
         key=key,
         what="metric",
-        initial={"index": list(METRICS).index(metrics.PRIMARY_METRIC)},
+        initial={"index": list(STATS_METRICS).index(metrics.PRIMARY_METRIC)},
         format_func=tables.metric_name,
     )
 
 
-def distributions_tab(per_run: pd.DataFrame, tasks: list[str]) -> None:
+@st.cache_data(ttl=reads.RESULTS_TTL_S, show_spinner="Calibrating each run's grade sets…")
+def cached_calibrated(path: str, study_ids: tuple[str, ...], n_runs: int) -> pd.DataFrame:
+    """Each selected run's calibrated metrics (`study_analysis.calibrated_per_run`); read
+    again when the number of runs shown changes (``n_runs``: a seed finished)."""
+    return study_analysis.calibrated_per_run(list(study_ids), path=path)
+
+
+def with_metric(per_run: pd.DataFrame, metric: str, path: str) -> pd.DataFrame | None:
+    """``per_run`` with ``metric``'s values: itself for a grade metric, a calibrated one
+    joined by run; None, having said why on the page, when no run has a value."""
+    if metric not in CALIBRATED_METRICS:
+        return per_run
+    studies = tuple(dict.fromkeys(per_run["study_id"].astype(str)))
+    values = cached_calibrated(path, studies, len(per_run))
+    joined = study_analysis.join_calibrated(per_run, values, (metric,))
+    if joined[metric].notna().any():
+        return joined
+    st.info(f"{METRIC_LABELS[metric]} is not available here: {study_analysis.NO_CALIBRATION_NOTE}.")
+    return None
+
+
+def distributions_tab(per_run: pd.DataFrame, tasks: list[str], path: str) -> None:
     """Fig. 5: one violin-and-box chart per task of the picked metric over seeds; side by
     side for a few methods, one per row for many (each violin keeps its width)."""
     metric = pick_metric("compare_metric")
+    found = with_metric(per_run, metric, path)
+    if found is None:
+        return
+    per_run = found
     many = per_run["method"].nunique() > charts.LEVEL_LABEL_METHODS
     places = [st.container() for _ in tasks] if many else st.columns(len(tasks))
     for column, task in zip(places, compare.task_order(tasks), strict=True):
@@ -268,6 +291,12 @@ def statistics_tab(
     per-task tests one click away ("as in the paper"), and downloads of both headed by the
     study ``cards``."""
     metric = pick_metric("compare_stats_metric", st.columns(3)[0])
+    found = with_metric(per_run, metric, path)
+    if found is None:
+        return
+    per_run = found
+    if metric in CALIBRATED_METRICS:
+        st.caption(metrics.get_metric(metric).meaning)
     paired_rows = reviewer_stats.reviewer_view(path, per_run, progress, tasks, metric)
     with st.expander(
         "Statistics as in the paper (Kruskal–Wallis, OLS ANOVA, Tukey, Wilcoxon within a task)"

@@ -12,14 +12,18 @@ import streamlit as st
 
 from engine import phantom
 from engine.detect import crop_and_resize, yolo_available
+from jobs.services.page_store import (
+    ImportSummary,
+    StoreError,
+    crop_reviews,
+    import_problems,
+    latest_import,
+    split_rules,
+)
 from pages.present.data_view import MASK_COLOURS, overlay_mask, pick_examples, split_rule_note
 from pages.present.import_view import detector_text, left_out_films, report_csv, summary_counts
 from pages.present.user_text import code, plain, said
 from pages.widgets.import_form import show_problems
-from store.datasets import split_rules
-from store.db import StoreError
-from store.imports import ImportSummary, import_problems, latest_import
-from store.reviews import crop_reviews
 
 LAYER_NAMES = {
     "joint_space": "joint space",

@@ -106,7 +106,7 @@ class TaskReading:
 
     grade: int
     probability: float
-    chart: alt.Chart
+    chart: alt.Chart | alt.LayerChart
     sentence: str = ""
     note: str = ""
     range: grade_range.GradeRange | None = None
@@ -221,13 +221,12 @@ def show_test_film(source: DemoSource) -> None:
     if test.empty:
         st.info(f"Seed {source.seed} kept no film for testing.")
         st.stop()
-    linked = view_state.apply_link("demo_film", range(1, len(test) + 1), what="test film")
+    view_state.apply_link("demo_film", range(1, len(test) + 1), what="test film")
     number = st.number_input(
         f"Test film (1 to {len(test)})",
         min_value=1,
         max_value=len(test),
-        key="demo_film",
-        **({} if linked else {"value": 1}),
+        key="demo_film",  # starts at min_value (1) unless a link set it
         help=f"The {len(test)} films kept aside for testing: the models never trained on them.",
     )
     view_state.keep_in_link("demo_film", int(number))

@@ -19,6 +19,7 @@ from engine.config import SpecError
 from engine.films import ImportSourceError, check_import
 from jobs.services import lab
 from jobs.services.importer import ImportRefused, import_detector
+from jobs.services.page_store import StoreError
 from jobs.services.review import reviewed_spec
 from pages.present.import_view import (
     LAYOUT_LABELS,
@@ -38,7 +39,6 @@ from pages.present.import_view import (
 from pages.present.user_text import plain, said
 from pages.widgets.reads import cached_datasets
 from pages.widgets.sign_in import current_account
-from store.db import StoreError
 
 #: Session state of the import: the request checked, its report, and what was registered.
 IMPORT_KEY = "launch_import"
@@ -96,7 +96,7 @@ def import_dataset(
     with report_area:
         if state is not None and not current:
             st.info("The folder or its settings changed since the last check: check it again.")
-        if current:
+        if current and state is not None:
             st.markdown("**Import report**")
             show_report(state)
             if state.get("report") is not None and not state.get("registered"):
@@ -130,7 +130,7 @@ def import_inputs() -> ImportRequest:
     layout = c1.selectbox(
         "Layout",
         list(LAYOUT_LABELS),
-        format_func=LAYOUT_LABELS.get,
+        format_func=LAYOUT_LABELS.__getitem__,
         key="launch_import_layout",
         persist_state="session",
     )
@@ -139,7 +139,7 @@ def import_inputs() -> ImportRequest:
         layout_split = c2.selectbox(
             "Grade folders' own train/val/test split",
             list(SPLIT_LABELS),
-            format_func=SPLIT_LABELS.get,
+            format_func=SPLIT_LABELS.__getitem__,
             key="launch_import_split",
             persist_state="session",
             help="Only for grade folders under train/val/test.",

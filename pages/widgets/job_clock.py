@@ -11,6 +11,13 @@ import streamlit as st
 
 from engine.config import SpecError
 from jobs.services.gpu_probe import read_gpus
+from jobs.services.page_store import (
+    StoreError,
+    get_study,
+    live_device_rates,
+    study_run_costs,
+    train_image_counts,
+)
 from jobs.services.run_costs import TimeLeft, time_left, with_train_images
 from pages.present.gpu_view import (
     NO_GPU_TEXT,
@@ -22,33 +29,30 @@ from pages.present.gpu_view import (
 from pages.present.job_view import parallel_units, planned_runs, value
 from pages.widgets.reads import store_path
 from pages.widgets.workers import alive_workers
-from store import costs as store_costs
-from store import studies as store_studies
-from store.db import StoreError
 
 
 @st.cache_data(ttl=2, show_spinner=False)
 def cached_device_rates(path: str) -> pd.DataFrame:
     """Live training images/s per worker device."""
-    return store_costs.live_device_rates(path=path)
+    return live_device_rates(path=path)
 
 
 @st.cache_data(ttl=5, show_spinner=False)
 def cached_study_run_costs(path: str, study_id: str) -> pd.DataFrame:
     """A study's stored runs with their measured costs."""
-    return store_costs.study_run_costs(study_id, path=path)
+    return study_run_costs(study_id, path=path)
 
 
 @st.cache_data(ttl=300, show_spinner=False)
 def cached_planned_runs(path: str, study_id: str) -> pd.DataFrame:
     """A study's planned runs (its spec does not change)."""
-    return planned_runs(store_studies.get_study(study_id, path=path).spec, study_id)
+    return planned_runs(get_study(study_id, path=path).spec, study_id)
 
 
 @st.cache_data(ttl=60, show_spinner=False)
 def cached_train_image_counts(path: str, study_id: str) -> pd.DataFrame:
     """A study's training images per (split seed, task), once its splits are stored."""
-    return store_costs.train_image_counts(study_id, path=path)
+    return train_image_counts(study_id, path=path)
 
 
 def job_parallel(job: Any) -> int:

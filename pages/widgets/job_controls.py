@@ -16,11 +16,10 @@ import streamlit as st
 
 from jobs.services import lab
 from jobs.services.access import ACTIONS_BY_ROLE, AccessDenied, Action, can
+from jobs.services.page_store import Account, StoreError
 from pages.present.job_view import cancel_text, resume_text, value
 from pages.widgets.reads import clear_job_caches, store_path
 from pages.widgets.sign_in import current_account
-from store.db import StoreError
-from store.users import Account
 
 MESSAGE_KEY = "queue_message"  # (kind, text) the Jobs page shows once after a click
 

@@ -18,6 +18,7 @@ from engine.analysis.paired import BASELINE
 from engine.config import SpecError, StudySpec
 from jobs.services import lab
 from jobs.services.access import AccessDenied
+from jobs.services.page_store import StoreError
 from jobs.services.review import REVIEW_PARAM, reviewed_spec
 from pages.present.study_form import (
     DEVICES,
@@ -38,9 +39,9 @@ from pages.present.study_form import (
     read_folder_labels,
 )
 from pages.widgets.import_form import import_dataset
+from pages.widgets.label_version_view import older_versions, pick_label_version, versions_of
 from pages.widgets.reads import cached_datasets, cached_jobs, clear_job_caches, load_preset
 from pages.widgets.sign_in import client_address, current_account
-from store.db import StoreError
 
 FORM_ID_KEY = "launch_form_id"
 LAST_KEY = "launch_last"
@@ -50,7 +51,7 @@ LAST_KEY = "launch_last"
 
 
 def apply_preset(name: str) -> None:
-    """Fill the form from ``studies/<name>.yaml`` (a button callback)."""
+    """Fill the form from ``engine/studies/<name>.yaml`` (a button callback)."""
     try:
         st.session_state.update(preset_values(load_preset(name)))
     except SpecError as exc:
@@ -156,7 +157,7 @@ def preset_buttons() -> None:
                 on_click=apply_preset,
                 args=(name,),
                 icon=":material/tune:",
-                help=f"Fill the form from studies/{name}.yaml",
+                help=f"Fill the form from engine/studies/{name}.yaml",
             )
             st.caption(hint)
             if gpu := preset_time(name):
@@ -182,6 +183,7 @@ def dataset_inputs(
     registered = {
         k: row for k, row in registered.items() if REVIEW_PARAM not in json.loads(row.params)
     }
+    older = older_versions(registered, path)  # picked below their folder's latest version
 
     def label(option: str) -> str:
         if option == PHANTOM:
@@ -189,11 +191,16 @@ def dataset_inputs(
         if option == FOLDER:
             return "Import a folder of films (check it, then register its good films)"
         row = registered[option]
-        return f"{row.spec_key} · {row.n_images} images ({row.n_kl} KL, {row.n_cppd} CPPD grades)"
+        versions = len(versions_of(row, path))
+        several = f" · {versions} label versions" if versions > 1 else ""
+        return (
+            f"{row.spec_key} · {row.n_images} images ({row.n_kl} KL, {row.n_cppd} CPPD "
+            f"grades){several}"
+        )
 
     choice = st.selectbox(
         "Dataset",
-        [PHANTOM, FOLDER, *registered],
+        [PHANTOM, FOLDER, *(k for k in registered if k not in older)],
         format_func=label,
         key="launch_dataset",
         persist_state="session",
@@ -205,7 +212,7 @@ def dataset_inputs(
         return choice, dataset, images, None
     if choice == FOLDER:
         return choice, *import_dataset(path, report_area)
-    row = registered[choice]
+    row = pick_label_version(registered[choice], registered, path)
     images = {"KL": int(row.n_kl), "CPPD": int(row.n_cppd)}
     return choice, registered_inputs(row, path), images, None
 

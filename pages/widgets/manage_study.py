@@ -16,14 +16,11 @@ import streamlit as st
 
 from jobs.services import lab
 from jobs.services.access import AccessDenied, Action, can
+from jobs.services.page_store import Account, StoreError, Study, get_study
 from pages.present.user_text import plain, said
 from pages.widgets.pickers import cached_study_card, forget, picker_labels
 from pages.widgets.reads import cached_studies, clear_job_caches, store_path
 from pages.widgets.sign_in import current_account
-from store import studies as store_studies
-from store.db import StoreError
-from store.studies import Study
-from store.users import Account
 
 PICK_KEY = "manage_study"
 MESSAGE_KEY = "manage_message"
@@ -200,9 +197,9 @@ def manage_study_section(account: Account, path: Path) -> None:
             return
         labels = picker_labels(studies)
         keep_pick_valid(list(labels))
-        study_id = st.selectbox("Study", list(labels), format_func=labels.get, key=PICK_KEY)
+        study_id = st.selectbox("Study", list(labels), format_func=labels.__getitem__, key=PICK_KEY)
         try:
-            study = store_studies.get_study(study_id, path=path)
+            study = get_study(study_id, path=path)
         except StoreError as exc:
             st.warning(f"This study cannot be read right now: {said(exc)}")
             return

@@ -16,13 +16,11 @@ from engine.config import SpecError, StudySpec
 from engine.datasets import cache_dir_for, load_masks, open_prepared
 from engine.demo_models import checkpoint_probabilities
 from engine.grade_model import load_model
+from jobs.services.page_store import StoreError, list_runs, load_splits, softgrade_home
 from pages.present.imported_text import NO_MODELS_HERE, is_imported_results
 from pages.present.tables import method_title
 from pages.present.user_text import plain, said
 from pages.widgets.reads import RESULTS_TTL_S, cached_studies
-from store import runs as store_runs
-from store.datasets import load_splits
-from store.db import StoreError, softgrade_home
 
 HEAT_HELP = (
     "Colours show Grad-CAM heat: red where the film pushed the model hardest towards the grade "
@@ -43,7 +41,7 @@ def heat_help(block: str, image_size: int) -> str:
 @st.cache_data(ttl=RESULTS_TTL_S, show_spinner=False)
 def cached_selected_runs(path: str, study_id: str) -> pd.DataFrame:
     """The selected run of every (task, method, seed) of one study."""
-    return store_runs.list_runs([study_id], selected_only=True, path=path)
+    return list_runs([study_id], selected_only=True, path=path)
 
 
 @st.cache_data(ttl=RESULTS_TTL_S, show_spinner=False)
@@ -115,7 +113,7 @@ def maps_of(checkpoint: str, images: np.ndarray) -> gradcam.CamBatch:
 # Training a study that can grade films, in plain words (the Launch page's "Quick look").
 TRAIN_ONE = (
     "To grade films, train a study: on the Launch page pick the preset “Quick look” (a few "
-    "minutes on a CPU), or run `python -m jobs run studies/quick.yaml`."
+    "minutes on a CPU), or run `python -m jobs run engine/studies/quick.yaml`."
 )
 
 

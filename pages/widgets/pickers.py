@@ -12,12 +12,18 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from engine.analysis import compare
+from jobs.services.page_store import (
+    StoreError,
+    get_study,
+    imported_card,
+    reference_study_id,
+    study_card,
+)
 from pages.present import exports
 from pages.present.job_view import page_shows
 from pages.present.tables import (
     method_title,
     progress_message,
-    reference_study_id,
     study_label,
     unknown_methods,
     unknown_methods_note,
@@ -31,9 +37,6 @@ from pages.widgets.reads import (
     cached_studies,
     cached_study_methods,
 )
-from store import studies as store_studies
-from store.bundle import imported_card
-from store.db import StoreError
 
 
 def forget(*keys: str) -> None:
@@ -194,10 +197,8 @@ def cached_study_card(path: str, study_id: str) -> tuple[dict[str, str], str]:
     """A study's card (`store.studies.study_card`) and its markdown notes; an imported
     study's card also says where and how it was run (its bundle's card, `pages.present.exports`)."""
     return (
-        exports.export_card(
-            store_studies.study_card(study_id, path=path), imported_card(study_id, path=path)
-        ),
-        store_studies.get_study(study_id, path=path).notes or "",
+        exports.export_card(study_card(study_id, path=path), imported_card(study_id, path=path)),
+        get_study(study_id, path=path).notes or "",
     )
 
 
@@ -240,8 +241,9 @@ def note_unknown_methods(path: str, study_ids: Iterable[str]) -> None:
 
 def picker_labels(studies: pd.DataFrame) -> dict[str, str]:
     """Study id -> the pickers' label; archived studies say so."""
+    reference = reference_study_id()
     return {
-        row["study_id"]: study_label(row)
+        row["study_id"]: study_label(row, reference)
         + (" · archived" if pd.notna(row.get("archived_at")) else "")
         for _, row in studies.iterrows()
     }
@@ -478,7 +480,7 @@ REFERENCE_BUTTON = "Load the reference study (20 seeds of the paper protocol on 
 
 
 def offer_reference_study(path: str) -> None:
-    """The bundled reference study (``examples/reference-study.zip``) in one click, for
+    """The bundled reference study (``store/examples/reference-study.zip``) in one click, for
     whoever may import (members and admins; a viewer is told who can), while the store does
     not hold it: up front on a store with no study results, else folded away under the
     picker, so a lab that ran its own study first can still read it beside the reference.
@@ -490,7 +492,7 @@ def offer_reference_study(path: str) -> None:
         studies = cached_studies(path, include_archived=True)
     except StoreError:
         return  # studies_with_results says why the store cannot be read
-    from store.bundle import REFERENCE_STUDY
+    from jobs.services.page_store import REFERENCE_STUDY
 
     if not REFERENCE_STUDY.is_file() or reference_study_id() in set(studies["study_id"]):
         return
@@ -530,6 +532,7 @@ def reference_offer(path: str, *, first: bool) -> None:
         cached_studies.clear()
         # Say it was loaded and show it (issue 39: no confirmation, and the picker kept the
         # study it had): the pickers take it as the Jobs page's links ask for a study.
-        request_study(reference_study_id())
+        if (loaded := reference_study_id()) is not None:
+            request_study(loaded)
         st.session_state[REFERENCE_LOADED_KEY] = REFERENCE_LOADED
         st.rerun()

@@ -16,7 +16,6 @@ costs a cache lookup, not a rescoring.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import pandas as pd
@@ -24,13 +23,13 @@ import streamlit as st
 
 from engine.analysis import calibration, compare, paired
 from engine.analysis import probability_metrics as pm
-from engine.analysis.ranking import BLOCKING_SENTENCE, CriticalDifference, critical_difference
+from engine.analysis.ranking import BLOCKING_SENTENCE
+from jobs.services.page_store import selected_probabilities
 from pages.present import exports, inference_tables, science_charts, stat_tables, tables
 from pages.present.formatting import table_height
 from pages.present.user_text import plain, said
-from pages.widgets import reads, stat_tests, view_state
+from pages.widgets import chart_cache, reads, stat_tests, view_state
 from pages.widgets.downloads import download_row
-from store import runs as store_runs
 
 
 @st.cache_data(ttl=reads.RESULTS_TTL_S, show_spinner="Reading probabilities…")
@@ -38,7 +37,7 @@ def cached_probabilities(
     path: str, study_ids: tuple[str, ...], names: tuple[str, ...]
 ) -> pd.DataFrame:
     """Per-film probabilities of the selected test runs (methods labelled)."""
-    frame = store_runs.selected_probabilities(list(study_ids), path=path)
+    frame = selected_probabilities(list(study_ids), path=path)
     return compare.label_methods(frame, dict(zip(study_ids, names, strict=True)))
 
 
@@ -48,7 +47,7 @@ def cached_val_probabilities(
 ) -> pd.DataFrame:
     """Per-film probabilities of the selected runs' validation films (methods labelled): what
     each run's temperature is fitted on."""
-    frame = store_runs.selected_probabilities(list(study_ids), split="val", path=path)
+    frame = selected_probabilities(list(study_ids), split="val", path=path)
     return compare.label_methods(frame, dict(zip(study_ids, names, strict=True)))
 
 
@@ -80,21 +79,6 @@ def reliability_spec(frame: pd.DataFrame, task: str) -> dict[str, Any]:
     ~50 ms: built once per input)."""
     reliability = pm.reliability_table(frame[frame["task"] == task])
     return science_charts.reliability_diagram(reliability, title=task).to_dict()
-
-
-@st.cache_data(max_entries=32, show_spinner="Ranking the methods…")
-def ranked(
-    scores: pd.DataFrame, lower_is_better: bool
-) -> tuple[CriticalDifference, dict[str, Any] | None]:
-    """Friedman test, post-hoc ranks and the CD diagram's spec (None when nothing is tested).
-
-    Cached: the first ranking imports scikit-posthocs (matplotlib, seaborn; ~0.5-2 s).
-    """
-    cd = critical_difference(scores, lower_is_better=lower_is_better)
-    if not math.isfinite(cd.cd):  # too few methods or complete seeds to test
-        return cd, None
-    spec = science_charts.critical_difference_diagram(cd.table, cd.groups, cd.cd).to_dict()
-    return cd, spec
 
 
 def probabilities_tab(
@@ -130,7 +114,7 @@ def probabilities_tab(
     st.vega_lite_chart(reliability_spec(frame, task), width="content")
     st.caption(inference_tables.POOLING_NOTE)
     st.subheader(f"Critical-difference diagram: {pm.PROBABILITY_LABELS[metric]} on {task}")
-    cd, spec = ranked(scores, metric in pm.PROBABILITY_LOWER_IS_BETTER)
+    cd, spec = chart_cache.ranked(scores, metric in pm.PROBABILITY_LOWER_IS_BETTER)
     st.markdown(cd.reading)
     if spec is not None:
         st.vega_lite_chart(spec, width="stretch")

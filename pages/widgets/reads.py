@@ -15,17 +15,25 @@ import pandas as pd
 import streamlit as st
 
 from engine.config import StudySpec
+from jobs.services.page_store import (
+    StoreError,
+    dataset_labels,
+    default_store_path,
+    init_schema_once,
+    job_log,
+    list_datasets,
+    list_jobs,
+    list_studies,
+    pruned_run_counts,
+    run_costs,
+    run_group_counts,
+    split_sizes,
+    study_methods,
+)
 from pages.present.user_text import said
-from store import analysis as store_analysis
-from store import costs as store_costs
-from store import datasets as store_datasets
-from store import jobs as store_jobs
-from store import runs as store_runs
-from store import studies as store_studies
-from store.db import StoreError, default_store_path, init_schema_once
 
-# The Launch presets, installed with the package (studies/).
-STUDIES_DIR = Path(str(resources.files("studies")))
+# The Launch presets, installed with the package (engine/studies/).
+STUDIES_DIR = Path(str(resources.files("engine.studies")))
 
 
 def store_path() -> Path:
@@ -55,13 +63,13 @@ def store_unusable(exc: StoreError) -> NoReturn:
 @st.cache_data(ttl=2, show_spinner=False)
 def cached_jobs(path: str) -> pd.DataFrame:
     """Every job with its progress, newest first."""
-    return store_jobs.list_jobs(path=path)
+    return list_jobs(path=path)
 
 
 @st.cache_data(ttl=2, show_spinner=False)
 def cached_job_log(path: str, job_id: str) -> pd.DataFrame:
     """A job's log lines, oldest first."""
-    return store_jobs.job_log(job_id, path=path)
+    return job_log(job_id, path=path)
 
 
 @st.cache_data(ttl=60, show_spinner=False)
@@ -69,7 +77,7 @@ def cached_run_costs(path: str) -> pd.DataFrame:
     """Measured run costs per device (`store.costs.run_costs`); empty when unreadable, so an
     estimate falls back to its rough guess rather than failing the page."""
     try:
-        return store_costs.run_costs(path=path)
+        return run_costs(path=path)
     except StoreError:
         return pd.DataFrame()
 
@@ -77,18 +85,18 @@ def cached_run_costs(path: str) -> pd.DataFrame:
 @st.cache_data(ttl=10, show_spinner=False)
 def cached_datasets(path: str) -> pd.DataFrame:
     """Registered datasets with their image and label counts."""
-    return store_datasets.list_datasets(path=path)
+    return list_datasets(path=path)
 
 
 @st.cache_data(ttl=30, show_spinner=False)
 def cached_dataset_labels(path: str, dataset_id: str) -> pd.DataFrame:
     """One row per image of a dataset with its KL and CPPD grades."""
-    return store_datasets.dataset_labels(dataset_id, path=path)
+    return dataset_labels(dataset_id, path=path)
 
 
 @st.cache_data(ttl=60, show_spinner=False)
 def load_preset(name: str) -> dict[str, Any]:
-    """The validated study of ``studies/<name>.yaml`` as a mapping (``StudySpec.to_dict``).
+    """The validated study of ``engine/studies/<name>.yaml`` as a mapping (``StudySpec.to_dict``).
 
     Raises:
         SpecError: The preset file is missing or invalid.
@@ -100,7 +108,7 @@ def load_preset(name: str) -> dict[str, Any]:
 def cached_imported_card(path: str, study_id: str) -> dict[str, Any] | None:
     """The card a study imported from a bundle came with (`store.bundle.imported_card`);
     None for a study run here or when the store cannot be read now."""
-    from store.bundle import imported_card
+    from jobs.services.page_store import imported_card
 
     try:
         return imported_card(study_id, path=path)
@@ -120,13 +128,13 @@ RESULTS_TTL_S = 10  # a running study adds seeds; result pages re-read at most t
 @st.cache_data(ttl=RESULTS_TTL_S, show_spinner=False)
 def cached_studies(path: str, include_archived: bool = False) -> pd.DataFrame:
     """Every study (archived ones only if asked) with its status and run counts."""
-    return store_runs.list_studies(include_archived=include_archived, path=path)
+    return list_studies(include_archived=include_archived, path=path)
 
 
 @st.cache_data(ttl=RESULTS_TTL_S, show_spinner=False)
 def cached_group_counts(path: str, study_ids: tuple[str, ...]) -> pd.DataFrame:
     """Stored runs per (study, task, method, seed)."""
-    return store_runs.run_group_counts(list(study_ids), path=path)
+    return run_group_counts(list(study_ids), path=path)
 
 
 @st.cache_data(ttl=RESULTS_TTL_S, show_spinner=False)
@@ -137,17 +145,17 @@ def cached_test_train_ratios(path: str, study_ids: tuple[str, ...]) -> dict[str,
     # on a loaded machine), and every page imports this module through its sidebar.
     from engine.analysis import paired
 
-    sizes = [store_analysis.split_sizes(study_id, path=path) for study_id in study_ids]
+    sizes = [split_sizes(study_id, path=path) for study_id in study_ids]
     return paired.test_train_ratios(pd.concat(sizes, ignore_index=True))
 
 
 @st.cache_data(ttl=RESULTS_TTL_S, show_spinner=False)
 def cached_study_methods(path: str, study_ids: tuple[str, ...]) -> list[str]:
     """The distinct methods of the studies' stored runs (`store.runs.study_methods`)."""
-    return store_runs.study_methods(list(study_ids), path=path)
+    return study_methods(list(study_ids), path=path)
 
 
 @st.cache_data(ttl=RESULTS_TTL_S, show_spinner=False)
 def cached_pruned_counts(path: str, study_ids: tuple[str, ...]) -> dict[str, tuple[int, int]]:
     """Study id -> (runs its pruned search stopped, runs stored), as on its study card."""
-    return store_studies.pruned_run_counts(study_ids, path=path)
+    return pruned_run_counts(study_ids, path=path)

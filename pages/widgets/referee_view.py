@@ -16,10 +16,10 @@ import streamlit as st
 from engine.methods import is_registered
 from engine.referee.design import TWIN_SUFFIX
 from jobs.services import referee as referee_files
+from jobs.services.page_store import data_home_of
 from pages.present import referee_tables as rt
 from pages.present.formatting import table_height
 from pages.present.user_text import plain
-from store.db import data_home_of
 
 TITLE = "What the referee measured"
 NONE_YET = (
@@ -32,10 +32,10 @@ NONE_YET = (
 
 
 @st.cache_data(ttl=30, show_spinner=False)
-def cached_latest(home: str) -> tuple[pd.DataFrame, dict[str, Any]] | None:
-    """The newest recorded referee result under ``home`` (summary, card), or None."""
-    record = referee_files.latest_referee(Path(home))
-    return None if record is None else (record.summary, record.card)
+def cached_latest(home: str) -> list[tuple[pd.DataFrame, dict[str, Any]]]:
+    """Per task, the newest referee result recorded under ``home``, else the shipped one
+    (summary, card); empty when there is none."""
+    return [(r.summary, r.card) for r in referee_files.latest_referees(Path(home))]
 
 
 def card_as_text(value: Any) -> Any:
@@ -57,24 +57,35 @@ def _pair_as_text(pair: object) -> str:
 
 
 def referee_section(path: str) -> None:
-    """An expander with the latest referee table, or how to make one."""
+    """An expander with the latest referee tables (one block per task, since what the
+    referee measures differs between tasks), or how to make one."""
     with st.expander(TITLE):
         latest = cached_latest(str(data_home_of(path)))
-        if latest is None:
+        if not latest:
             st.caption(NONE_YET)
             return
-        summary, card = latest
-        # A result is a file (`calibrate-inference --record DIR` takes one made anywhere): its
-        # card's texts and its pairs' method names reach markdown as text (issue 39).
-        card = card_as_text(card)
-        truth = summary.assign(pair=summary["pair"].map(_pair_as_text))
-        st.markdown(rt.recommendation_line(card))
-        st.caption(rt.design_line(card))
-        st.caption(f"True expected difference on the fresh films: {rt.truth_line(truth)}.")
-        for heading, frame in (
-            ("Coverage of the true difference (± Monte-Carlo SE)", rt.coverage_frame(summary)),
-            ("Type-I error on the null pair, power on the real pairs", rt.tests_frame(summary)),
-            ("Between-seed correlation, realised and assumed", rt.correlation_frame(summary)),
-        ):
-            st.markdown(f"**{heading}**")
-            st.dataframe(frame, hide_index=True, height=table_height(len(frame)))
+        differ = rt.disagreement_line([card_as_text(card) for _, card in latest])
+        if differ:
+            st.caption(differ)
+        for summary, card in latest:
+            if len(latest) > 1:
+                st.markdown(f"##### {plain(str(card.get('task', '')))}")
+            _one_result(summary, card)
+
+
+def _one_result(summary: pd.DataFrame, card: Mapping[str, Any]) -> None:
+    """One referee result: its recommendation, design, truth and three tables."""
+    # A result is a file (`calibrate-inference --record DIR` takes one made anywhere): its
+    # card's texts and its pairs' method names reach markdown as text (issue 39).
+    card = card_as_text(card)
+    truth = summary.assign(pair=summary["pair"].map(_pair_as_text))
+    st.markdown(rt.recommendation_line(card))
+    st.caption(rt.design_line(card))
+    st.caption(f"True expected difference on the fresh films: {rt.truth_line(truth)}.")
+    for heading, frame in (
+        ("Coverage of the true difference (± Monte-Carlo SE)", rt.coverage_frame(summary)),
+        ("Type-I error on the null pair, power on the real pairs", rt.tests_frame(summary)),
+        ("Between-seed correlation, realised and assumed", rt.correlation_frame(summary)),
+    ):
+        st.markdown(f"**{heading}**")
+        st.dataframe(frame, hide_index=True, height=table_height(len(frame)))

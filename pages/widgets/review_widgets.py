@@ -23,6 +23,7 @@ from jobs.services.access import Action, actor_name, can
 from jobs.services.detector import PAGE_EPOCHS, PAGE_IMAGE_SIZE, ReviewedFilms, reviewed_films
 from jobs.services.detector_background import start_training
 from jobs.services.detector_status import TrainingStatus, read_status
+from jobs.services.page_store import Account, StoreError, clear_review, record_review
 from pages.present.review_view import (
     CANDIDATE,
     DETECTED,
@@ -44,9 +45,6 @@ from pages.present.review_view import (
 from pages.present.user_text import plain, said
 from pages.widgets.shell import link_to_page
 from pages.widgets.sign_in import current_account
-from store.db import StoreError
-from store.reviews import clear_review, record_review
-from store.users import Account
 
 BOX_KEYS = ("review_x0", "review_y0", "review_x1", "review_y1")
 PREVIEW_PX = 192
@@ -157,7 +155,8 @@ def film_with_clicks(row: Any, film: np.ndarray) -> None:
     """The film with its boxes; two clicks on it set the box's corners."""
     take_click(film)
     clicks = st.session_state.get("review_clicks", [])
-    typed = tuple(int(st.session_state[k]) for k in BOX_KEYS)
+    x0, y0, x1, y1 = (int(st.session_state[k]) for k in BOX_KEYS)
+    typed = (x0, y0, x1, y1)
     shown = draw_boxes(
         film,
         [(detected_box(row), DETECTED), (reviewed_box(row), REVIEWED), (typed, CANDIDATE)],

@@ -20,10 +20,10 @@ from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS, METRICS
 from jobs.services import study_analysis
 from pages.present import reviewer_tables as rt
 from pages.present.charts import HALF_PAGE_PX
+from pages.present.endpoint_text import endpoint_sentence
 from pages.present.formatting import table_height
-from pages.present.report.comparisons import endpoint_sentence
 from pages.present.user_text import plain
-from pages.widgets import probability_view
+from pages.widgets import chart_cache
 from pages.widgets.variance_view import show_variance_components
 
 BOOTSTRAP_REPLICATES = study_analysis.DEFAULT_BOOTSTRAP
@@ -326,7 +326,7 @@ def show_cd_diagram(rows: pd.DataFrame, tasks: list[str], metric: str) -> int:
     ranked = {}
     for task in compare.task_order(tasks):
         scores = compare.score_frame(rows, metric, [task])[["method", "seed", "value"]]
-        ranked[task] = (scores, probability_view.ranked(scores, metric in LOWER_IS_BETTER)[1])
+        ranked[task] = (scores, chart_cache.ranked(scores, metric in LOWER_IS_BETTER)[1])
     widest = max((spec["width"] for _, spec in ranked.values() if spec), default=0)
     places = st.columns(len(ranked)) if widest <= HALF_PAGE_PX else [st.container() for _ in ranked]
     for column, (task, (scores, spec)) in zip(places, ranked.items(), strict=True):

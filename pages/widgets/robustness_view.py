@@ -33,13 +33,12 @@ from engine.analysis.metrics import METRIC_LABELS, METRICS, PRIMARY_METRIC, SELE
 from engine.analysis.paired import BASELINE
 from engine.vocab import LABEL_SEPARATOR
 from jobs.services import study_analysis
+from jobs.services.page_store import list_runs, runs_lacking_test_predictions, split_sizes
 from pages.present import budget_curves, exports, inference_tables, stat_tables
 from pages.present.formatting import table_height
 from pages.present.user_text import plain, said
 from pages.widgets import reads
 from pages.widgets.downloads import download_row
-from store import analysis as store_analysis
-from store import runs as store_runs
 
 TAB = "Robustness"
 # Keeps a per-study table's rows of the picked tasks and methods (given its method columns).
@@ -58,11 +57,11 @@ def cached_budget(
 ) -> tuple[dict[str, int], budget.BudgetMatched | None, str]:
     """Configurations searched per method, the budget-matched comparison (None when the
     study cannot have one) and, then, the sentence saying why."""
-    runs = store_runs.list_runs([study_id], path=path)
+    runs = list_runs([study_id], path=path)
     runs = runs[runs[SELECTION_COLUMN].notna()]  # runs that were scored in a search
     configs = budget_curves.configs_per_search(runs)
-    lacking = store_analysis.runs_lacking_test_predictions(study_id, path=path)
-    split_tasks = set(store_analysis.split_sizes(study_id, path=path)["task"])
+    lacking = runs_lacking_test_predictions(study_id, path=path)
+    split_tasks = set(split_sizes(study_id, path=path)["task"])
     if missing := sorted(set(runs["task"]) - split_tasks):
         return configs, None, inference_tables.no_splits_reason(", ".join(missing))
     if lacking:

@@ -19,14 +19,12 @@ from engine.methods import order_methods
 from engine.vocab import TASK_CLASSES, TASKS
 from jobs.services import second_reader
 from jobs.services.access import AccessDenied
+from jobs.services.page_store import Account, StoreError, list_readings, softgrade_home
 from pages.present import second_look_view as view
 from pages.present.tables import method_title
 from pages.present.user_text import plain, said
 from pages.widgets.models import cached_crops, cached_dataset, cached_selected_runs, maps_of
 from pages.widgets.reads import RESULTS_TTL_S
-from store import readings as store_readings
-from store.db import StoreError, softgrade_home
-from store.users import Account
 
 #: Said where a study names no dataset (results imported from another tool).
 NO_DATASET = (
@@ -145,7 +143,7 @@ def readings_section(path: Path, dataset_id: object) -> None:
     if pd.isna(dataset_id):
         return
     dataset_id = str(dataset_id)
-    readings = store_readings.list_readings(dataset_id, path=path)
+    readings = list_readings(dataset_id, path=path)
     st.subheader("Second readings of this dataset")
     if readings.empty:
         st.caption("None yet.")

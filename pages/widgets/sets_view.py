@@ -15,12 +15,12 @@ import streamlit as st
 from engine.analysis import conformal
 from engine.vocab import LABEL_SEPARATOR
 from jobs.services import grade_sets
+from jobs.services.page_store import StoreError
 from pages.present import exports, grade_range, sets_tables, stat_tables
 from pages.present.formatting import table_height
 from pages.present.user_text import plain
 from pages.widgets import reads
 from pages.widgets.downloads import download_row
-from store.db import StoreError
 
 log = logging.getLogger(__name__)
 

@@ -12,11 +12,10 @@ from streamlit.errors import StreamlitAPIException
 
 from jobs.services.access import Action, can
 from jobs.services.describe import format_devices
+from jobs.services.page_store import Account, StoreError
 from pages.present.user_text import code, said
 from pages.widgets.reads import cached_jobs, store_path
 from pages.widgets.workers import NO_WORKER_HOW, NO_WORKER_TITLE, alive_workers
-from store.db import StoreError
-from store.users import Account
 
 SIDEBAR_REFRESH_S = 5.0
 

@@ -20,13 +20,12 @@ from jobs.services.access import (
     pages_for,
     single_user_mode,
 )
+from jobs.services.page_store import Account, Role, StoreError
+from jobs.services.page_store import audit as store_audit
+from jobs.services.page_store import sign_in as store_sign_in
+from jobs.services.page_store import users as store_users
 from pages.present.user_text import plain, said
 from pages.widgets.reads import store_path, store_unusable
-from store import audit as store_audit
-from store import sign_in as store_sign_in
-from store import users as store_users
-from store.db import StoreError
-from store.users import Account, Role
 
 # The one thing sign-in keeps in the browser's session: the session token (never the name,
 # role or password), checked against the store on every rerun; also in a cookie (below).
@@ -243,6 +242,8 @@ def _secrets_section(name: str) -> dict[str, Any] | None:
     try:
         section = st.secrets.get(name)
     except Exception:
+        return None
+    if section is None:
         return None
     return section.to_dict() if hasattr(section, "to_dict") else section
 

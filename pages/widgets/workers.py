@@ -9,9 +9,9 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from jobs.services.page_store import StoreError
+from jobs.services.page_store import alive_workers as store_alive_workers
 from pages.present.user_text import said
-from store import jobs as store_jobs
-from store.db import StoreError
 
 WORKER_ALIVE_WITHIN_S = 30.0
 #: How often the page's 'no worker' message looks again (the reads are cached for 3 s).
@@ -28,7 +28,7 @@ NO_WORKER_HOW = (
 @st.cache_data(ttl=3, show_spinner=False)
 def cached_alive_workers(path: str) -> pd.DataFrame:
     """The workers that beat recently."""
-    return store_jobs.alive_workers(alive_within_s=WORKER_ALIVE_WITHIN_S, path=path)
+    return store_alive_workers(alive_within_s=WORKER_ALIVE_WITHIN_S, path=path)
 
 
 def alive_workers(path: Path) -> pd.DataFrame:

@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from engine.analysis import compare, ranking
 from engine.methods import method_names
-from pages.present import charts, report, science_charts, tables
+from pages.present import cd_diagram, charts, report, tables
 from pages.present.palette import method_colours
 from tests.helpers.pages import TIMEOUT_S, finished_synthetic_store, texts
 from tests.helpers.reports import table_frame
@@ -143,15 +143,15 @@ def test_the_violin_chart_names_every_method_on_slanted_labels():
 def test_the_cd_diagram_leaves_room_for_its_longest_label():
     scores = _scores()
     cd = ranking.critical_difference(scores, lower_is_better=True)
-    labels, _, frame = science_charts.critical_difference_layout(cd.table, cd.groups)
+    labels, _, frame = cd_diagram.critical_difference_layout(cd.table, cd.groups)
     assert set(labels["Method"]) == set(_titles())
     k = len(cd.table)
     px_per_rank = frame.width / (frame.high - frame.low)
     room = {"left": (1 - frame.low) * px_per_rank, "right": (frame.high - k) * px_per_rank}
     for side, rows in labels.groupby("side"):
         longest = max(len(text) for text in rows["text"])
-        assert room[side] >= science_charts.CD_ELBOW_PX + science_charts.CD_CHAR_PX * longest
-    assert frame.width > science_charts.CD_WIDTH_PX  # grew past the default to fit them
+        assert room[side] >= cd_diagram.CD_ELBOW_PX + cd_diagram.CD_CHAR_PX * longest
+    assert frame.width > cd_diagram.CD_WIDTH_PX  # grew past the default to fit them
 
 
 def test_a_line_chart_of_many_methods_lists_them_all_under_the_chart():

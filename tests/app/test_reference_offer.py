@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from jobs.services.page_store import reference_study_id
 from pages.present import tables
 from store.audit import read_audit
 from store.bundle import REFERENCE_STUDY, read_card
@@ -45,14 +46,14 @@ def test_a_store_with_its_own_study_still_offers_the_reference_beside_it(tmp_pat
 def test_study_label_marks_only_the_bundled_reference():
     row = {"name": "x", "status": "succeeded", "spec": {"seeds": [0]}}
     row["created_at"] = "2025-01-01"
-    reference = {**row, "study_id": tables.reference_study_id()}
-    assert tables.study_label(reference).startswith(tables.REFERENCE_MARK)
-    assert not tables.study_label({**row, "study_id": "study-other"}).startswith("Bundled")
+    reference = {**row, "study_id": reference_study_id()}
+    assert tables.study_label(reference, reference_study_id()).startswith(tables.REFERENCE_MARK)
+    other = {**row, "study_id": "study-other"}
+    assert not tables.study_label(other, reference_study_id()).startswith("Bundled")
 
 
 def test_loading_the_reference_says_so_and_picks_it(tmp_path, monkeypatch):
     """Issue 39: loading gave no confirmation and the picker kept the study it had."""
-    from pages.present.tables import reference_study_id
     from pages.widgets.pickers import REFERENCE_LOADED
 
     make_store(tmp_path, name="our study")

@@ -49,7 +49,7 @@ def test_relationship_page_shows_the_imported_study(imported, monkeypatch):
 
 
 def test_the_bundled_reference_study_opens_on_both_pages(tmp_path, monkeypatch):
-    """The shipped examples/reference-study.zip imports into an empty store and opens on
+    """The shipped store/examples/reference-study.zip imports into an empty store and opens on
     Compare and KL × CPPD, labelled as the reference, with all of its seeds."""
     from store.bundle import REFERENCE_STUDY, read_card
 

@@ -12,7 +12,7 @@ import pytest
 from engine.analysis import explorer, ranking
 from engine.analysis import probability_metrics as pm
 from engine.analysis.expected_max import expected_best_table
-from pages.present import budget_curves
+from pages.present import budget_curves, cd_diagram
 from pages.present import science_charts as charts
 
 METHODS = ["nominal", "binomial", "beta", "triangular", "exponential"]
@@ -98,7 +98,7 @@ def _cd_result(seed: int = 0) -> ranking.CriticalDifference:
 
 def test_cd_diagram_places_each_method_at_its_mean_rank_and_draws_the_groups_and_cd():
     result = _cd_result()
-    spec = charts.critical_difference_diagram(
+    spec = cd_diagram.critical_difference_diagram(
         result.table, result.groups, result.cd, title="AMAE"
     ).to_dict()
     layers = spec["layer"]
@@ -128,7 +128,7 @@ def test_cd_layout_labels_the_better_half_left_and_stacks_overlapping_bars():
             "high": [2.0, 3.1, 3.7],
         }
     )
-    labels, bars, _ = charts.critical_difference_layout(ranks, groups)
+    labels, bars, _ = cd_diagram.critical_difference_layout(ranks, groups)
     assert labels.set_index("method")["side"].to_dict() == {
         "a": "left",
         "b": "left",
@@ -171,7 +171,7 @@ def _label_extents(spec: dict) -> list[tuple[str, float, float]]:
 @pytest.mark.parametrize("width", [300, 420, 720])
 def test_cd_labels_lie_inside_the_chart_with_room_to_spare(width):
     groups = pd.DataFrame({"methods": [("a",)], "low": [2.35], "high": [3.95]})
-    spec = charts.critical_difference_diagram(LONG_RANKS, groups, 1.36, width=width).to_dict()
+    spec = cd_diagram.critical_difference_diagram(LONG_RANKS, groups, 1.36, width=width).to_dict()
     extents = _label_extents(spec)
     assert len(extents) == 5
     assert {text for text, *_ in extents} >= {"Triangular (1.05)", "(4.75) Nominal"}
@@ -190,7 +190,7 @@ def test_cd_diagram_renders_no_wider_than_it_says():
         (LONG_RANKS, result.groups.iloc[:0], 4.6),
         (result.table, result.groups, result.cd),
     ):
-        spec = charts.critical_difference_diagram(ranks, groups, cd).to_dict()
+        spec = cd_diagram.critical_difference_diagram(ranks, groups, cd).to_dict()
         svg = vl_convert.vegalite_to_svg(spec)
         rendered = float(re.search(r'<svg[^>]* width="([\d.]+)"', svg).group(1))
         assert rendered <= spec["width"] + 10, (rendered, spec["width"])
@@ -199,7 +199,7 @@ def test_cd_diagram_renders_no_wider_than_it_says():
 def test_cd_diagram_without_a_cd_or_groups_still_draws_the_ranks():
     ranks = pd.DataFrame({"method": ["a", "b"], "mean_rank": [1.25, 1.75]})
     empty = pd.DataFrame(columns=["group", "methods", "low", "high"])
-    spec = charts.critical_difference_diagram(ranks, empty, float("nan")).to_dict()
+    spec = cd_diagram.critical_difference_diagram(ranks, empty, float("nan")).to_dict()
     texts = [layer for layer in spec["layer"] if _mark(layer) == "text"]
     assert len(texts) == 3  # tick labels and the two label sides
     assert "CD =" not in json.dumps(spec)

@@ -103,7 +103,7 @@ def test_rough_time_names_the_study_device(device, parts):
     assert all(part in text for part in parts)
 
 
-STUDIES = Path(__file__).parents[2] / "studies"
+STUDIES = Path(__file__).parents[2] / "engine" / "studies"
 
 
 def test_methods_fill_one_picker_per_family_and_read_back_in_registry_order():

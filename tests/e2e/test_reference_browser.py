@@ -2,7 +2,7 @@
 
 ``python -m jobs up`` serves a fresh, empty SOFTGRADE_HOME (the fixtures of
 ``test_browser.py``). Headless Chromium, driven by Playwright, opens Compare methods, which
-has nothing to show and offers the bundled reference study (``examples/reference-study.zip``);
+has nothing to show and offers the bundled reference study (``store/examples/reference-study.zip``);
 one click loads it, and the page shows its metrics table (every method, all its seeds), its
 distribution charts and its statistics, with the study labelled as the bundled reference in
 the picker; the search explorer lists it with the same label. Any Streamlit exception box or
@@ -33,7 +33,7 @@ playwright_api = pytest.importorskip(
     "playwright.sync_api", reason="playwright is not installed (requirements-dev.txt)"
 )
 
-# The reference study ships in the repo (examples/): its absence is a failure, not a skip.
+# The reference study ships in the repo (store/examples/): its absence is a failure, not a skip.
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="no Chromium here: apt-get install chromium (.ci/run does)"
 )

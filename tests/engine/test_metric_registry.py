@@ -15,6 +15,7 @@ too (tests/engine/test_metric_plugins.py does).
 from __future__ import annotations
 
 import ast
+import math
 import sys
 import tokenize
 from collections.abc import Callable
@@ -24,8 +25,9 @@ import numpy as np
 import pytest
 from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score, mean_absolute_error
 
-from engine.analysis import metrics, paired
+from engine.analysis import conformal, metrics, paired
 from engine.analysis.metrics import (
+    FROM_CALIBRATION,
     FROM_CONFUSION,
     FROM_PROBABILITIES,
     HIGHER,
@@ -35,7 +37,7 @@ from engine.analysis.metrics import (
     UnknownMetricError,
     get_metric,
 )
-from engine.analysis.probability_scores import N_BINS, ProbabilityBatch
+from engine.analysis.probability_scores import N_BINS, CalibratedBatch, ProbabilityBatch
 from store.db import connect
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -129,6 +131,37 @@ PROBABILITY_ORACLES: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
 }
 
 
+def _tail_score(film: np.ndarray, grade: int) -> float:
+    """The cumulative score by its definition: the larger predicted mass beyond ``grade``."""
+    return max(float(sum(film[:grade])), float(sum(film[grade + 1 :])))
+
+
+def _set_size_by_hand(cal_y, cal_probs, y_true, probs) -> float:
+    """Split conformal by its written definition, one film and grade at a time: the
+    ceil((n + 1) 0.9)-th smallest validation score, every grade within it plus the best, the
+    range between them filled."""
+    assert conformal.SET_SIZE_SCORE == "cumulative"  # the score written out above
+    own = sorted(_tail_score(f, int(y)) for f, y in zip(cal_probs, cal_y, strict=True))
+    rank = math.ceil((len(own) + 1) * conformal.SET_SIZE_COVERAGE - 1e-9)
+    limit = own[rank - 1] if rank <= len(own) else math.inf
+    sizes = []
+    for film in probs:
+        scores = [_tail_score(film, g) for g in range(len(film))]
+        inside = {g for g, s in enumerate(scores) if s <= limit + 1e-9}
+        inside.add(int(np.argmin(scores)))
+        sizes.append(max(inside) - min(inside) + 1)
+    return float(np.mean(sizes))
+
+
+#: The metrics calibrated on validation films, on (calibration, test) halves of one run.
+CALIBRATED_ORACLES: dict[str, Callable[..., float]] = {metrics.SET_SIZE: _set_size_by_hand}
+
+
+def _halves(y_true: np.ndarray, probs: np.ndarray) -> tuple:
+    """A run's even films as its validation films, its odd ones as its test films."""
+    return y_true[::2], probs[::2], y_true[1::2], probs[1::2]
+
+
 def _score(metric: Metric, y_true: np.ndarray, probs: np.ndarray) -> float:
     """The registry's value of ``metric`` on one run, through its declared kind of input."""
     n_classes = probs.shape[1]
@@ -136,6 +169,10 @@ def _score(metric: Metric, y_true: np.ndarray, probs: np.ndarray) -> float:
         cm = np.zeros((1, n_classes, n_classes))
         np.add.at(cm[0], (y_true, probs.argmax(axis=1)), 1)
         return float(metric.function(cm)[0])
+    if metric.kind == FROM_CALIBRATION:
+        cal_y, cal_probs, test_y, test_probs = _halves(y_true, probs)
+        batch = CalibratedBatch.one_run(cal_probs, cal_y, test_probs, test_y)
+        return float(metric.function(batch)[0])
     return float(metric.function(ProbabilityBatch.one_run(probs, y_true))[0])
 
 
@@ -149,6 +186,8 @@ def _oracle(metric: Metric, y_true: np.ndarray, probs: np.ndarray) -> float:
         return GRADE_ORACLES[metric.name](y_true, probs.argmax(axis=1), probs.shape[1])
     if metric.name in PROBABILITY_ORACLES:
         return PROBABILITY_ORACLES[metric.name](y_true, probs)
+    if metric.name in CALIBRATED_ORACLES:
+        return CALIBRATED_ORACLES[metric.name](*_halves(y_true, probs))
     oracle = _plugin_oracle(metric)
     assert oracle is not None, metric.name
     return oracle(y_true, probs)
@@ -176,6 +215,7 @@ def test_every_registered_metric_has_an_oracle():
         for name, metric in REGISTRY.items()
         if name not in GRADE_ORACLES
         and name not in PROBABILITY_ORACLES
+        and name not in CALIBRATED_ORACLES
         and _plugin_oracle(metric) is None
     }
     assert not missing, (
@@ -201,7 +241,9 @@ def test_a_metric_agrees_with_its_oracle_and_stays_in_its_range(name, n_classes)
 @pytest.mark.parametrize("n_classes", GRADE_COUNTS)
 def test_perfect_predictions_reach_the_best_end_of_the_range(name, n_classes):
     metric = get_metric(name)
-    y_true = np.repeat(np.arange(n_classes), 4)
+    # Eight films a grade: a calibrated metric's half (12+ films) is enough for a finite
+    # 90 % threshold (9 films), below which its set is every grade whatever the model.
+    y_true = np.repeat(np.arange(n_classes), 8)
     perfect = _score(metric, y_true, _one_hot(y_true, n_classes))
     assert perfect == pytest.approx(metric.best(n_classes))
 
@@ -210,7 +252,7 @@ def test_perfect_predictions_reach_the_best_end_of_the_range(name, n_classes):
 @pytest.mark.parametrize("n_classes", GRADE_COUNTS)
 def test_worse_predictions_score_worse_in_the_declared_direction(name, n_classes):
     metric = get_metric(name)
-    y_true = np.repeat(np.arange(n_classes), 4)
+    y_true = np.repeat(np.arange(n_classes), 8)
     perfect = _score(metric, y_true, _one_hot(y_true, n_classes))
     # Every film sure of a grade far from its own: wrong, far and confident, but still one
     # peak, so it does not hurt the unimodal share.
@@ -227,6 +269,18 @@ def test_worse_predictions_score_worse_in_the_declared_direction(name, n_classes
         else:
             assert metric.direction == HIGHER
             assert value < perfect
+
+
+@pytest.mark.parametrize("n_classes", GRADE_COUNTS)
+def test_grade_counts_reach_every_grade_when_the_model_is_sure_and_wrong(n_classes):
+    # A model sure of the farthest grade: its validation films' true grades score 1, so the
+    # threshold lets every grade in and the set size is J, the declared high end.
+    y_true = np.zeros(40, dtype=np.int64)  # 20 validation films: a finite threshold
+    far = _one_hot(np.full(40, n_classes - 1), n_classes)
+    counted = [m for m in REGISTRY.values() if m.counts_grades]
+    assert counted
+    for metric in counted:
+        assert _score(metric, y_true, far) == pytest.approx(metric.bounds(n_classes)[1])
 
 
 @pytest.mark.parametrize("n_classes", GRADE_COUNTS)
@@ -253,13 +307,17 @@ def test_an_unknown_metric_name_is_an_error_listing_the_valid_names():
 def test_the_derived_views_follow_the_registry():
     confusion = [m.name for m in REGISTRY.values() if m.kind == FROM_CONFUSION]
     probability = [m.name for m in REGISTRY.values() if m.kind == FROM_PROBABILITIES]
+    calibrated = [m.name for m in REGISTRY.values() if m.kind == FROM_CALIBRATION]
     assert list(metrics.METRICS) == confusion
     assert list(metrics.PROBABILITY_METRICS) == probability
-    assert {n for n in confusion if REGISTRY[n].direction == LOWER} == metrics.LOWER_IS_BETTER
+    assert list(metrics.CALIBRATED_METRICS) == calibrated
+    assert list(metrics.STATS_METRICS) == confusion + calibrated
+    compared = confusion + calibrated
+    assert {n for n in compared if REGISTRY[n].direction == LOWER} == metrics.LOWER_IS_BETTER
     assert {
         n for n in probability if REGISTRY[n].direction == LOWER
     } == metrics.PROBABILITY_LOWER_IS_BETTER
-    assert {n: REGISTRY[n].label for n in confusion} == metrics.METRIC_LABELS
+    assert {n: REGISTRY[n].label for n in compared} == metrics.METRIC_LABELS
     assert {n: REGISTRY[n].meaning for n in probability} == metrics.PROBABILITY_NOTES
 
 

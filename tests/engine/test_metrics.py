@@ -25,6 +25,7 @@ from engine.analysis.metrics import (
     MS,
     QWK,
     REGISTRY,
+    STATS_METRICS,
     compute_metrics,
     confusion_matrices,
     metrics_from_confusion,
@@ -36,8 +37,11 @@ HAND_PRED = [0, 1, 1, 2, 3, 0, 1]
 
 
 def test_metric_names_are_consistent():
-    assert set(METRIC_LABELS) == set(METRICS)
-    assert LOWER_IS_BETTER.issubset(METRICS)
+    # The labels and directions cover what the paired statistics compare: the grade metrics
+    # and the calibrated ones (the set size).
+    assert set(METRIC_LABELS) == set(STATS_METRICS)
+    assert set(METRICS) <= set(STATS_METRICS)
+    assert LOWER_IS_BETTER.issubset(STATS_METRICS)
 
 
 def test_confusion_matrices_counts_per_run():

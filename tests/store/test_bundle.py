@@ -206,7 +206,7 @@ LATER_CARD = {"gpus": ["NVIDIA H200"] * 4, "command": "python -m jobs run seeds-
 def test_merged_parts_import_as_one_study_with_every_seed_and_both_cards(
     finished_study, bundle, later_part, tmp_path
 ):
-    from store.bundle import merge_bundles
+    from store.bundle_merge import merge_bundles
 
     part, part_store, part_study = later_part
     merged = merge_bundles(bundle, part, tmp_path / "merged.zip", name="tiny (3 seeds)")
@@ -266,7 +266,7 @@ def _doctored(bundle, out, **changes):
 
 @pytest.mark.slow
 def test_parts_that_cannot_be_merged_get_every_reason_and_no_file(bundle, tmp_path):
-    from store.bundle import merge_bundles
+    from store.bundle_merge import merge_bundles
 
     other = _doctored(
         bundle,

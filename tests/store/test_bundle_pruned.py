@@ -14,7 +14,7 @@ from store.bundle import export_study, import_study
 from store.db import connect, init_schema
 from tests.helpers.studies import FinishedStudy
 
-REFERENCE = Path(__file__).parents[2] / "examples" / "reference-study.zip"
+REFERENCE = Path(__file__).parents[2] / "store" / "examples" / "reference-study.zip"
 
 
 @pytest.fixture

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from pages.present import report_html as rh
 from pages.present.report.appendix import appendix_section
+from pages.present.endpoint_text import endpoint_result, endpoint_sentence
 from pages.present.report.caveats import (
     budget_caveat,
     caveats,
@@ -50,8 +51,6 @@ from pages.present.report.comparisons import (
     PAIRED_SHOWN,
     bootstrap_frame,
     endpoint_frame,
-    endpoint_result,
-    endpoint_sentence,
     paired_frame,
     paired_readings,
     paired_section,

@@ -18,6 +18,7 @@ from engine.phantom.spec import PhantomSpec
 from jobs.services import study_analysis
 from pages.present import inference_tables, tables
 from pages.present import report_html as rh
+from pages.present.endpoint_text import count_of, endpoint_result
 from pages.present.inference_tables import p_text
 from pages.present.report.common import (
     ALPHA,
@@ -25,11 +26,10 @@ from pages.present.report.common import (
     PHANTOM,
     PRIMARY,
     annotation_noise,
-    count_of,
     dataset_of,
     per_study,
 )
-from pages.present.report.comparisons import endpoint_result, primary_endpoint
+from pages.present.report.comparisons import primary_endpoint
 from store import analysis as store_analysis
 from store import runs as store_runs
 from store import studies as store_studies

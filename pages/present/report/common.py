@@ -111,13 +111,6 @@ def tasks_side_by_side(frame: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame
     return out.fillna("")
 
 
-def count_of(k: int, n: int) -> str:
-    """``"none of the 8"``, ``"all 8"``, ``"3 of the 8"``."""
-    if k == 0:
-        return f"none of the {n}"
-    return f"all {n}" if k == n else f"{k} of the {n}"
-
-
 def dataset_of(study_id: str, store: Path) -> tuple[str | None, dict[str, Any]]:
     """The study's dataset kind and parameters (``(None, {})`` when not recorded)."""
     dataset_id = store_studies.get_study(study_id, path=store).dataset_id

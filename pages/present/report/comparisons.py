@@ -13,12 +13,13 @@ import pandas as pd
 
 import pages.present.report.common as common
 from engine.analysis import paired
-from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS
+from engine.analysis.metrics import METRIC_LABELS
 from jobs.services import study_analysis
 from pages.present import report_html as rh
 from pages.present import reviewer_tables, tables, variance_tables
+from pages.present.endpoint_text import endpoint_sentence
 from pages.present.inference_tables import effect_text, interval_text, p_text
-from pages.present.report.common import ALPHA, PRIMARY, count_of, per_study
+from pages.present.report.common import ALPHA, PRIMARY, per_study
 from pages.present.reviewer_tables import PAIRED_HEADERS
 
 #: The paired rows' columns, in order (headers: `reviewer_tables.PAIRED_HEADERS`): the
@@ -88,7 +89,7 @@ def paired_section(study_ids: Sequence[str], store: Path) -> list[str]:
                 4,
             ),
             *bootstrap_part(body),
-            *variance_tables.report_parts(study_id, store, PRIMARY, pairs=pair_keys(body)),
+            *variance_parts(study_id, store, PRIMARY, pairs=pair_keys(body)),
         ]
 
     notes = (
@@ -293,60 +294,30 @@ def _mark(said: str, winner: str | None, row_method: str) -> str:
     return NO_VERDICT if said.startswith(paired.NOT_ESTIMABLE) else UNDECIDED
 
 
-def endpoint_result(endpoint: pd.DataFrame) -> str:
-    """The primary endpoint's result in one clause: how many comparisons are significant
-    after Holm, e.g. "none of the 8 primary comparisons is significant after Holm's
-    correction (smallest Holm-adjusted p = 1)"."""
-    n, k = len(endpoint), int(endpoint["significant"].sum())
-    if endpoint["p_corrected_holm"].isna().all():  # imported results without split sizes
-        return (
-            f"the {n} primary comparison{'s' * (n != 1)} cannot be tested: the corrected "
-            "resampled t-test needs the split sizes (n_train, n_test) these results lack"
-        )
-    verb = "is" if k in (0, 1) else "are"
-    smallest = p_text(endpoint["p_corrected_holm"].min())
-    return (
-        f"{count_of(k, n)} primary comparison{'s' * (n != 1)} {verb} significant after "
-        f"Holm's correction (corrected resampled t-test, α = {ALPHA:g}; smallest "
-        f"Holm-adjusted p = {smallest})"
-    )
-
-
-def endpoint_sentence(endpoint: pd.DataFrame) -> str:
-    """The primary endpoint's result in plain words, with the numbers."""
-    if endpoint.empty:
-        return "The primary endpoint needs selected runs of Nominal and a soft method."
-    metric = METRIC_LABELS[PRIMARY]
-    lower = PRIMARY in LOWER_IS_BETTER
-    text = f"Result: {endpoint_result(endpoint)}."
-    significant = endpoint[endpoint["significant"]]
-    if len(significant):
-        named = "; ".join(
-            f"{r.task} {tables.method_title(r.method)} {r.mean_diff:+.3f} "
-            f"{interval_text(r.ci_low, r.ci_high)}, Holm p = {p_text(r.p_corrected_holm)}"
-            for r in significant.itertuples()
-        )
-        text += f" Significant: {named}."
-    n = len(endpoint)
-    better = endpoint["mean_diff"] < 0 if lower else endpoint["mean_diff"] > 0
-    zero = int(((endpoint["ci_low"] <= 0) & (endpoint["ci_high"] >= 0)).sum())
-    word = "lower" if lower else "higher"
-    low, high = endpoint["mean_diff"].abs().min(), endpoint["mean_diff"].abs().max()
-    text += (
-        f" In {count_of(int(better.sum()), n)} comparisons the soft method's mean {metric} is "
-        f"{word} than Nominal's (by {low:.3f} to {high:.3f} over the comparisons)"
-    )
-    if endpoint["ci_low"].isna().all():  # no split sizes: no corrected interval
-        return text + "; the Wilcoxon below says how consistently, over seeds (exploratory)."
-    text += f"; {count_of(zero, n)} corrected 95 % intervals include 0."
-    if significant.empty:
-        text += (
-            f" These seeds therefore do not show, at the corrected test's assumed ρ, that any "
-            f"soft label changes {metric} (each row's verdict says whether the difference is "
-            "inconclusive or within the ROPE); a difference that is consistent over seeds "
-            "(Wilcoxon, below) is a weaker, exploratory claim."
-        )
-    return text
+def variance_parts(
+    study_id: str, store: Path, metric: str, *, pairs: set[tuple[str, str, str]] | None = None
+) -> list[str]:
+    """The report's variance-components part of one study (HTML pieces): the table (of
+    ``pairs``, ``(task, method_a, method_b)``, when given) and what each interval assumes
+    for a factorial study, else the one sentence why there is none."""
+    heading = rh.heading(variance_tables.SECTION_TITLE, 4)
+    if not study_analysis.is_factorial(study_id, path=store):
+        return [
+            heading,
+            rh.paragraph(variance_tables.plain(variance_tables.NOT_FACTORIAL_NOTE), note=True),
+        ]
+    table = study_analysis.components_table(study_id, metrics=(metric,), path=store)
+    if pairs is not None:  # the report's body shows each method against the reference only
+        keys = zip(table["task"], table["method_a"], table["method_b"], strict=True)
+        table = table[[key in pairs for key in keys]]
+    first, rest = variance_tables.split_view(variance_tables.components_view(table))
+    return [
+        heading,
+        rh.paragraph(variance_tables.design_line(table)),
+        rh.table_html(first),
+        rh.table_html(rest),
+        rh.paragraph(variance_tables.plain(variance_tables.INTERVALS_NOTE), note=True),
+    ]
 
 
 def tests_line(table: pd.DataFrame, endpoint: pd.DataFrame) -> str:

@@ -17,6 +17,7 @@ from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS
 from engine.analysis.ranking import BLOCKING_SENTENCE, CriticalDifference, critical_difference
 from jobs.services import study_analysis
 from pages.present import (
+    cd_diagram,
     charts,
     explorer_views,
     inference_tables,
@@ -25,12 +26,12 @@ from pages.present import (
     tables,
 )
 from pages.present import report_html as rh
+from pages.present.endpoint_text import endpoint_result
 from pages.present.inference_tables import p_text
 from pages.present.report.common import PRIMARY, per_study, table_of_rows
 from pages.present.report.comparisons import (
     COMPACT_PAIRED,
     MAX_READINGS,
-    endpoint_result,
     others_text,
     paired_frame,
     paired_readings,
@@ -61,7 +62,7 @@ def critical_difference_section(study_ids: Sequence[str], store: Path) -> list[s
             out += [rh.paragraph(text) for text in readings if text not in said]
             said.update(readings[1:])
             if math.isfinite(cd.cd):
-                diagram = science_charts.critical_difference_diagram(cd.table, cd.groups, cd.cd)
+                diagram = cd_diagram.critical_difference_diagram(cd.table, cd.groups, cd.cd)
                 out.append(rh.chart_svg(diagram))
         return out
 

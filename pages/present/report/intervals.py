@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from engine.analysis import paired
-from engine.analysis.metrics import METRIC_LABELS
+from engine.analysis.metrics import CALIBRATED_METRICS, METRIC_LABELS, STATS_METRICS, get_metric
 from jobs.services import study_analysis
 from pages.present import report_html as rh
 from pages.present import tables
@@ -18,10 +18,11 @@ from pages.present.report.common import per_study, table_of_rows
 
 
 def table4_section(study_ids: Sequence[str], store: Path) -> list[str]:
-    """Table 4: mean and corrected 95 % interval per task, method and metric."""
+    """Table 4: mean and corrected 95 % interval per task, method and metric (the grade
+    metrics, then the set size where the study has validation films)."""
 
     def part(study_id: str, store: Path) -> list[str]:
-        intervals = study_analysis.mean_intervals(study_id, path=store)
+        intervals = study_analysis.mean_intervals(study_id, metrics=STATS_METRICS, path=store)
         out = [table_of_rows(table4_frame(intervals))]
         if clipped := clipped_sentence(intervals):
             out.append(rh.paragraph(clipped, note=True))
@@ -30,7 +31,9 @@ def table4_section(study_ids: Sequence[str], store: Path) -> list[str]:
     note = (
         f"{paired.MEAN_CI_KIND}. The interval is symmetric about the mean, so near a bound it "
         "can reach values the metric cannot take; such an end is shown at the bound (MS, BA "
-        "and the errors cannot be below 0, QWK not below −1, none of MS, BA and QWK above 1)."
+        "and the errors cannot be below 0, QWK not below −1, none of MS, BA and QWK above 1, "
+        "a set size not below 1). "
+        + " ".join(f"{METRIC_LABELS[m]}: {get_metric(m).meaning}" for m in CALIBRATED_METRICS)
     )
     return [*per_study(study_ids, store, part), rh.paragraph(note, note=True)]
 

@@ -21,23 +21,26 @@ def _brute_score(p: list[float], y: int, name: str) -> float:
     j = len(p)
     if name == "lac":
         return 1 - p[y]
-    if name == "aps":
-        return sum(p[k] for k in range(j) if p[k] > p[y]) + p[y]
+    if name == "aps":  # the own grade's mass counted half (APS's u fixed at 1/2)
+        return sum(p[k] for k in range(j) if p[k] > p[y]) + p[y] / 2
     if name == "cumulative":
         return max(sum(p[:y]), sum(p[y + 1 :]))
     # ordinal: grow a range from the mode, the more likely neighbour (lower on a tie) first
     lo = hi = max(range(j), key=lambda k: (p[k], -k))
-    mass = p[lo]
+    before = 0.0  # the range's mass before y joins it
     while not lo <= y <= hi:
+        before += p[lo] if lo == hi else 0.0
         left = p[lo - 1] if lo > 0 else -1.0
         right = p[hi + 1] if hi < j - 1 else -1.0
         if left >= right:
             lo -= 1
-            mass += p[lo]
+            joined = p[lo]
         else:
             hi += 1
-            mass += p[hi]
-    return mass
+            joined = p[hi]
+        if not lo <= y <= hi:
+            before += joined
+    return before + p[y] / 2
 
 
 def _brute_set(p: list[float], limits: list[float], name: str) -> list[int]:
@@ -70,6 +73,19 @@ def test_sets_match_their_brute_force_definition(name: str, per_grade: bool) -> 
     sets = conformal.predict_sets(probs, limits, score=name)
     for i, p in enumerate(probs.tolist()):
         assert np.flatnonzero(sets[i]).tolist() == _brute_set(p, limits.tolist(), name)
+
+
+@pytest.mark.parametrize("name", list(conformal.SCORES))
+@pytest.mark.parametrize("per_grade", [False, True])
+def test_a_model_sure_of_the_right_grade_gets_single_grades(name: str, per_grade: bool) -> None:
+    """A model that puts all its probability on the recorded grade is the sharpest there is:
+    its sets are that one grade (counting the own grade's whole mass, APS-type scores gave
+    it every grade: the threshold and every grade's score were both 1)."""
+    y = np.random.default_rng(5).integers(0, 5, 300)
+    sure = np.eye(5)[y]
+    limits = conformal.calibrate(sure, y, score=name, coverage=0.9, per_grade=per_grade)
+    sets = conformal.predict_sets(sure, limits, score=name)
+    assert (sets.sum(axis=1) == 1).all() and sets[np.arange(300), y].all()
 
 
 @pytest.mark.parametrize("name", ["ordinal", "cumulative"])

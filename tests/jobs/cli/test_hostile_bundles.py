@@ -241,7 +241,7 @@ def test_malformed_study_bundles_get_one_message_from_import_study(tmp_path, hom
     from store.db import default_store_path, init_schema
 
     init_schema(default_store_path())
-    reference = read_card(Path(__file__).parents[3] / "examples" / "reference-study.zip")
+    reference = read_card(Path(__file__).parents[3] / "store" / "examples" / "reference-study.zip")
     cases = {
         _study_zip(tmp_path / "nojson.zip", b"{not json"): "card.json is not readable JSON",
         _study_zip(
@@ -260,7 +260,7 @@ def test_malformed_study_bundles_get_one_message_from_import_study(tmp_path, hom
 def test_a_study_bundle_table_that_differs_from_its_card_hash_is_refused(tmp_path, store):
     from store.bundle import import_study
 
-    reference = Path(__file__).parents[3] / "examples" / "reference-study.zip"
+    reference = Path(__file__).parents[3] / "store" / "examples" / "reference-study.zip"
     changed = tmp_path / "changed.zip"
     with zipfile.ZipFile(reference) as zin, zipfile.ZipFile(changed, "w") as zout:
         card = json.loads(zin.read("card.json"))

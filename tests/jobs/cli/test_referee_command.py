@@ -48,7 +48,8 @@ def tiny_referee(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, 
 @pytest.mark.slow
 def test_the_command_writes_the_coverage_and_type_one_tables(tiny_referee):
     out, _, printed = tiny_referee
-    assert sorted(p.name for p in out.iterdir()) == sorted(referee_files.REFEREE_FILES)
+    written = sorted(p.name for p in out.iterdir())
+    assert written == sorted((*referee_files.REFEREE_FILES, referee_files.DESIGN_FILE))
     summary = pd.read_csv(out / referee_files.SUMMARY_FILE)
     coverage = summary[summary["section"] == referee.COVERAGE]
     assert set(coverage["procedure"]) == {rule.key for rule in referee.INTERVALS}
@@ -229,3 +230,96 @@ def test_a_tiny_referee_of_the_studys_search_draws_configurations_per_dataset(tm
     assert (covered["low"] <= covered["value"]).all() and (
         covered["value"] <= covered["high"]
     ).all()
+
+
+def _referee(out: Path, home: Path, *flags: str) -> int:
+    """Run calibrate-inference in this process, quietly, keeping torch's threads."""
+    threads = torch.get_num_threads()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SOFTGRADE_HOME", str(home))
+        patch.setattr("sys.argv", ["softgrade", "calibrate-inference"])
+        with contextlib.redirect_stdout(io.StringIO()):
+            status = main(["calibrate-inference", "-o", str(out), *flags])
+    torch.set_num_threads(threads)
+    return status
+
+
+PARTS = (
+    "--seeds", "2", "--epochs", "1", "--image-size", "16", "--n-images", "40",
+    "--fresh-test", "40", "--bootstrap", "20", "--render-workers", "1", "--no-record",
+)  # fmt: skip
+
+
+@pytest.mark.slow
+def test_a_design_trained_in_parts_and_combined_equals_the_whole_run(tmp_path):
+    """Datasets 0-1 in one part and 2 in another, joined by --combine: the same draws, the
+    same bootstrap intervals and the same summary as one run of all three datasets."""
+    home = tmp_path / "home"
+    assert _referee(tmp_path / "whole", home, "--datasets", "3", *PARTS) == 0
+    assert _referee(tmp_path / "a", home, "--datasets", "2", *PARTS) == 0
+    # A part of one dataset cannot be summarised alone (the referee needs 2), but it joins.
+    _referee(tmp_path / "b", home, "--first-dataset", "2", "--datasets", "3", *PARTS)
+    assert sorted(pd.read_csv(tmp_path / "b" / referee_files.DRAWS_FILE)["dataset"].unique()) == [2]
+    assert _referee(tmp_path / "joined", home, "--combine", str(tmp_path / "a"),
+                    str(tmp_path / "b"), "--no-record") == 0  # fmt: skip
+    for name in (referee_files.DRAWS_FILE, referee_files.BOOTSTRAP_FILE):
+        whole = pd.read_csv(tmp_path / "whole" / name)
+        joined = pd.read_csv(tmp_path / "joined" / name)
+        keys = ["dataset", "seed", "method"] if "seed" in whole else list(whole.columns[:3])
+        pd.testing.assert_frame_equal(
+            joined.sort_values(keys, ignore_index=True), whole.sort_values(keys, ignore_index=True)
+        )
+    card = json.loads((tmp_path / "joined" / referee_files.CARD_FILE).read_text())
+    assert card["datasets_done"] == 3 and card["datasets_asked"] == 3
+    assert [p["datasets_done"] for p in card["parts"]] == [2, 1]
+    whole_summary = pd.read_csv(tmp_path / "whole" / referee_files.SUMMARY_FILE)
+    joined_summary = pd.read_csv(tmp_path / "joined" / referee_files.SUMMARY_FILE)
+    pd.testing.assert_frame_equal(joined_summary, whole_summary)
+
+
+def _part(folder: Path, first: int, datasets: int, *, seeds: int = 2) -> Path:
+    """A part's folder as calibrate-inference leaves it: its design and one draw a dataset."""
+    from dataclasses import asdict
+
+    from engine.referee.design import RefereeDesign
+
+    folder.mkdir(parents=True)
+    design = RefereeDesign(
+        methods=(BASE, SOFT), null_method=BASE, task="KL", datasets=datasets,
+        first_dataset=first, seeds=seeds,
+    )  # fmt: skip
+    (folder / referee_files.DESIGN_FILE).write_text(json.dumps(asdict(design)))
+    draws = pd.DataFrame({"dataset": range(first, datasets), "seed": 0, "method": BASE})
+    draws.to_csv(folder / referee_files.DRAWS_FILE, index=False)
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("parts", "words"),
+    [
+        ([(0, 2, 2), (1, 3, 2)], "dataset 1 was trained in both"),
+        ([(0, 2, 2), (2, 4, 3)], "different designs: seeds is 2 against 3"),
+    ],
+)
+def test_parts_that_are_not_one_design_are_refused_naming_why(tmp_path, capsys, parts, words):
+    folders = [_part(tmp_path / f"p{i}", *spec[:2], seeds=spec[2]) for i, spec in enumerate(parts)]
+    out = tmp_path / "joined"
+    status = main(["calibrate-inference", "-o", str(out), "--combine", *map(str, folders)])
+    assert status == referee_command.BAD_INPUT
+    assert words in capsys.readouterr().err
+    assert not out.exists()  # nothing written
+
+
+def test_a_folder_that_is_not_a_part_is_refused_naming_the_missing_file(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    status = main(
+        ["calibrate-inference", "-o", str(tmp_path / "j"), "--combine", str(tmp_path / "empty")]
+    )
+    assert status == referee_command.BAD_INPUT
+    assert referee_files.DESIGN_FILE in capsys.readouterr().err
+
+
+def test_a_first_dataset_past_the_last_is_refused(home, capsys):
+    flags = ["-o", str(home / "o"), "--first-dataset", "3", "--datasets", "3"]
+    assert main(["calibrate-inference", *flags]) == referee_command.BAD_INPUT
+    assert "first_dataset: 3 must be below datasets (3)" in capsys.readouterr().err

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from engine.analysis import paired
-from engine.analysis.metrics import METRICS
+from engine.analysis.metrics import STATS_METRICS
 from store.db import init_schema
 from tests.helpers.cli import run_cli
 from tests.helpers.synthetic_study import write_synthetic_study
@@ -34,7 +34,7 @@ def test_stats_writes_one_row_per_task_pair_metric_under_the_study_card(tmp_path
         "p_bayes_b_better", "verdict",
     ):  # fmt: skip
         assert column in paired.PAIRED_COLUMNS
-    assert len(table) == 2 * 3 * len(METRICS)  # tasks × pairs of 3 methods × metrics
+    assert len(table) == 2 * 3 * len(STATS_METRICS)  # tasks × pairs of 3 methods × metrics
     assert {"boot_ci_low", "boot_ci_high", "family", "p_corrected_holm"} <= set(table.columns)
     assert {"p_r0", "p_r0.1", "p_r0.2", "rope", "p_tost"} <= set(table.columns)
     assert (table["rope"] == paired.DEFAULT_ROPE).all()

@@ -47,7 +47,7 @@ def test_up_hands_its_threads_and_retries_to_the_worker_it_starts():
 def test_bad_settings_end_with_one_line_naming_the_flag(capsys, flags, said, command):
     if command == "run" and flags[0] == "--max-retries":
         return  # a run takes no Ray options
-    study = ["studies/quick.yaml"] if command == "run" else []
+    study = ["engine/studies/quick.yaml"] if command == "run" else []
     with pytest.raises(SystemExit) as stopped:
         build_parser().parse_args([command, *study, *flags])
     assert stopped.value.code == 2
@@ -60,7 +60,7 @@ def test_a_run_the_machine_cannot_train_leaves_no_queued_job(home, capsys, monke
     from store import jobs as store_jobs
     from store.db import default_store_path
 
-    quick = Path(__file__).resolve().parents[3] / "studies" / "quick.yaml"
+    quick = Path(__file__).resolve().parents[3] / "engine" / "studies" / "quick.yaml"
     study = home / "on-a-gpu.yaml"
     study.write_text(quick.read_text().replace("device: cpu", "device: cuda"))
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # as on a CPU machine

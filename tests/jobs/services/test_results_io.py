@@ -305,3 +305,35 @@ def test_the_export_the_robustness_tab_names_ships_every_runs_test_predictions(
         assert main(["import-study", str(bundle)]) == 0
         found = store_analysis.runs_lacking_test_predictions(study, path=default_store_path())
         assert found == lacking, bundle
+
+
+def test_a_split_other_than_test_or_val_is_refused_naming_row_and_column():
+    frame = _films().assign(split="test")
+    with pytest.raises(ResultsFileError, match=r"row 3 \(line 4 of the CSV\), column 'split'"):
+        check_results(_set(frame, 2, "split", "train"))
+
+
+def test_a_search_with_validation_films_only_is_refused():
+    frame = _films().assign(split="val")
+    with pytest.raises(ResultsFileError, match="validation films but no test film"):
+        check_results(frame)
+    read = check_results(_set(frame, 0, "split", "TEST"))
+    assert list(read.predictions["split"]) == ["test"] + ["val"] * 5
+
+
+def test_set_size_values_a_per_seed_file_gives_are_compared_as_given(home, tmp_path, capsys):
+    rows = per_seed_rows()
+    given = rows[rows["metric"] == "mae"].assign(metric="set_size")
+    given["value"] = given["value"] + 1  # a set holds at least one grade
+    csv = tmp_path / "other_tool.csv"
+    pd.concat([rows, given]).to_csv(csv, index=False)
+    study = imported_study(capsys, str(csv))
+    out = tmp_path / "set_size.csv"
+    assert main(["stats", study, "--metric", "set_size", "-o", str(out)]) == 0
+    table = pd.read_csv(out, comment="#")
+    first = table.iloc[0]
+    values = given[given["task"] == first["task"]].pivot_table(
+        index="seed", columns="method", values="value"
+    )
+    expected = (values[first["method_a"]] - values[first["method_b"]]).mean()
+    assert first["mean_diff"] == pytest.approx(expected)

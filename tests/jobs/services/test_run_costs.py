@@ -136,7 +136,7 @@ METHODS = ("nominal", "binomial", "beta", "triangular", "exponential")
 
 
 def _synthetic_job(n_finished: int) -> tuple[pd.DataFrame, pd.DataFrame, float, float]:
-    """A 20-run CPU study (2 seeds × KL, CPPD × 5 methods, as `studies/quick.yaml`) whose
+    """A 20-run CPU study (2 seeds × KL, CPPD × 5 methods, as `engine/studies/quick.yaml`) whose
     KL runs train on 3× CPPD's images, handed out longest first on one slot, with the first
     ``n_finished`` runs done: (study runs, planned runs, true seconds left, the old guess).
 

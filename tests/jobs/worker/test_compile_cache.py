@@ -164,3 +164,117 @@ def test_a_cache_others_could_only_read_is_closed_and_kept(tmp_path, fresh_proce
     assert fresh_process.use_compile_cache(root, torch.device("cpu")) == folder
     assert (folder / "inductor" / "compiled.py").exists()
     assert (folder / "inductor").stat().st_mode & 0o777 == 0o700
+
+
+def _unreadable_entry_failure() -> Exception:
+    """What inductor raised on an H200 when a cache entry was spoilt (bench/RESULTS.md):
+    dynamo's backend failure around the loader's decoding error."""
+    from torch._dynamo.exc import BackendCompilerFailed
+
+    inner = UnicodeDecodeError("utf-8", b"\x00corrupt\xff", 8, 9, "invalid start byte")
+    return BackendCompilerFailed(lambda: None, inner, None)
+
+
+def test_a_compile_failure_is_told_from_other_errors():
+    from jobs.worker.compile_cache import compile_failure
+
+    assert compile_failure(_unreadable_entry_failure())
+    assert not compile_failure(ValueError("the study's own bug"))
+    try:
+        raise RuntimeError("out of memory") from ValueError("not the compiler")
+    except RuntimeError as exc:
+        assert not compile_failure(exc)
+
+
+def test_an_unreadable_cache_is_emptied_once_and_siblings_only_retry(tmp_path, fresh_process):
+    root = tmp_path / CACHE_FOLDER
+    folder = fresh_process.use_compile_cache(root, torch.device("cpu"))
+    spoilt = folder / "inductor" / "cache" / "entry.json"
+    spoilt.parent.mkdir(parents=True)
+    spoilt.write_bytes(b"\x00corrupt\xff")
+    seen = fresh_process.cache_generation()
+
+    why = fresh_process.recover_unreadable_cache(_unreadable_entry_failure(), seen)
+    assert "could not be read (UnicodeDecodeError" in why and "compiling afresh" in why
+    assert not spoilt.exists()
+    for private in (folder, folder / "inductor", folder / "triton"):
+        assert fresh_process.trust_problem(private) is None, private
+    # A sibling lane that failed on the same spoilt cache retries without emptying again
+    # (what the first lane compiled since is kept).
+    compiled = folder / "inductor" / "fresh.py"
+    compiled.write_text("x = 1")
+    again = fresh_process.recover_unreadable_cache(_unreadable_entry_failure(), seen)
+    assert "emptied by another lane" in again and compiled.exists()
+    # Any other error is the run's own: no retry, nothing removed.
+    later = fresh_process.cache_generation()
+    assert fresh_process.recover_unreadable_cache(ValueError("bug"), later) is None
+    assert compiled.exists()
+
+
+def test_without_a_compile_cache_nothing_is_retried(fresh_process):
+    assert fresh_process.recover_unreadable_cache(_unreadable_entry_failure(), 0) is None
+
+
+def _tiny_study_inline(home: Path) -> tuple[Path, str, list[dict]]:
+    """A one-method study run by a worker in this process (so a patched `Trainer.fit`
+    applies): its store, study id and the slots' done messages."""
+    from jobs.worker.executors import InlineExecutor
+    from store import runs as store_runs
+
+    store = home / "softgrade.duckdb"
+    init_schema(store)
+    spec = StudySpec.from_dict(tiny_study(methods=["nominal"], tasks=["KL"]))
+    store_jobs.enqueue_job(spec.to_dict(), path=store)
+    done = run_collecting_done(Worker(InlineExecutor("cpu"), store_path=store, home=home))
+    return store, str(store_runs.list_studies(path=store).study_id.iloc[0]), done
+
+
+def _fit_failing_once(monkeypatch, error: Exception) -> list[int]:
+    """Make the first `Trainer.fit` of this process raise ``error`` (after spoiling the
+    compile cache, as a disk fault would); the calls are counted."""
+    from engine.train import Trainer
+
+    calls: list[int] = []
+    real_fit = Trainer.fit
+
+    def fit(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            folder = Path(os.environ["TORCHINDUCTOR_CACHE_DIR"])
+            (folder / "spoilt.json").write_bytes(b"\x00corrupt\xff")
+            raise error
+        return real_fit(self, *args, **kwargs)
+
+    monkeypatch.setattr(Trainer, "fit", fit)
+    return calls
+
+
+@pytest.mark.slow  # trains a tiny study inline
+def test_a_run_whose_compile_meets_an_unreadable_cache_is_trained_again(
+    tmp_path, fresh_process, monkeypatch, caplog
+):
+    from store import runs as store_runs
+
+    calls = _fit_failing_once(monkeypatch, _unreadable_entry_failure())
+    store, study_id, done = _tiny_study_inline(tmp_path)
+    runs = store_runs.list_runs([study_id], path=store)
+    assert len(runs) == len(done) > 0  # every run stored
+    assert store_runs.failed_runs([study_id], path=store).empty
+    assert len(calls) == len(runs) + 1  # the failed compile, then every run once
+    folder = Path(done[0]["compile_cache_dir"])
+    assert not (folder / "spoilt.json").exists()
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert any("could not be read (UnicodeDecodeError" in w for w in warned), warned
+
+
+@pytest.mark.slow  # trains a tiny study inline
+def test_a_run_failing_for_its_own_reason_is_not_trained_again(
+    tmp_path, fresh_process, monkeypatch
+):
+    from store import runs as store_runs
+
+    calls = _fit_failing_once(monkeypatch, ValueError("the run's own bug"))
+    store, study_id, done = _tiny_study_inline(tmp_path)
+    failed = store_runs.failed_runs([study_id], path=store)
+    assert len(failed) == 1 and "the run's own bug" in failed["error_line"].iloc[0]
+    assert len(calls) == len(done) + 1  # the failed run was not tried again

@@ -14,6 +14,7 @@ import yaml
 
 from engine.analysis import variance_components as vc
 from pages.present import variance_tables
+from pages.present.report import comparisons
 from store import analysis as store_analysis
 from store import runs as store_runs
 from store import studies as store_studies
@@ -85,7 +86,7 @@ def test_stats_components_give_each_pairs_variance_components(factorial_home):
 def test_report_and_statistics_tab_show_the_components(factorial_home, monkeypatch):
     home, study_id = factorial_home
     store = home / "softgrade.duckdb"
-    html = "".join(variance_tables.report_parts(study_id, store, "amae"))
+    html = "".join(comparisons.variance_parts(study_id, store, "amae"))
     assert variance_tables.SECTION_TITLE in html and "3 splits × 2 inits" in html
     at = run_page(home, monkeypatch, tab="Statistics")
     assert f"**{variance_tables.SECTION_TITLE}**" in texts(at, "markdown")
