@@ -33,7 +33,7 @@ th { background: #f3f3f3; } td:first-child, th:first-child { text-align: left; }
    (a 14-method study's fit the page); a matrix's method name may wrap. In print, smaller
    still, a compact cell may wrap again rather than be cut (a 14-method matrix measured
    933 of 980 px at this size). A chart wider than the page is scaled to it (viewBox). */
-table.compact, table.matrix { font-size: 0.8em; }
+table.compact, table.matrix { font-size: 0.8em; } table.compact.dense { font-size: 0.7em; }
 .compact td, .matrix td { white-space: nowrap; } .matrix td:first-child { white-space: normal; }
 .row { display: flex; flex-wrap: wrap; gap: 0 1.5em; }
 .figure { overflow-x: auto; margin: 0.5em 0 1em; } .methods { background: #f8f8f8;
@@ -58,8 +58,8 @@ def chart_svg(chart: alt.TopLevelMixin | alt.Chart) -> str:
 
 def table_html(frame: pd.DataFrame, *, digits: int = 3, css_class: str = "") -> str:
     """A frame as an HTML table, numbers to ``digits`` significant places, text escaped;
-    ``css_class`` one of :data:`STYLE`'s table classes (``compact``: set smaller;
-    ``matrix``: smaller, cells kept whole)."""
+    ``css_class`` :data:`STYLE`'s table classes (``compact``: set smaller, cells kept whole
+    on screen; ``compact dense``: smaller still; ``matrix``: smaller, cells kept whole)."""
     if frame.empty:
         return paragraph("Nothing to show.", note=True)
     return frame.to_html(

@@ -23,8 +23,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pages.present import report_html as rh
-from pages.present.report.appendix import appendix_section
 from pages.present.endpoint_text import endpoint_result, endpoint_sentence
+from pages.present.report.appendix import appendix_section
 from pages.present.report.caveats import (
     budget_caveat,
     caveats,
