@@ -27,6 +27,7 @@ from store.datasets import dataset_labels, list_datasets, load_splits, split_rul
 from store.db import StoreError, data_home_of, default_store_path, init_schema_once, softgrade_home
 from store.imports import ImportSummary, import_problems, latest_import, list_imports
 from store.jobs import alive_workers, job_log, list_jobs
+from store.label_versions import LabelVersion, label_versions
 from store.readings import list_readings
 from store.reviews import clear_review, crop_reviews, record_review
 from store.runs import (
@@ -65,6 +66,8 @@ __all__ = [
     "init_schema_once",
     "job_log",
     "joint_predictions",
+    "LabelVersion",
+    "label_versions",
     "latest_import",
     "list_datasets",
     "list_imports",

@@ -16,9 +16,8 @@ from typing import Any
 import streamlit as st
 
 from jobs.services.label_choice import DEFAULT_CHOICE, LATEST
+from jobs.services.page_store import LabelVersion, label_versions
 from pages.widgets import reads
-from store import label_versions as store_versions
-from store.label_versions import LabelVersion
 
 CHOICE_NOTE = (
     "The latest label version is chosen unless you pick another: v1 is the folder's original "
@@ -30,7 +29,7 @@ CHOICE_NOTE = (
 @st.cache_data(ttl=reads.RESULTS_TTL_S, show_spinner=False)
 def cached_versions(path: str, folder: str) -> list[LabelVersion]:
     """The label versions of one folder (`store.label_versions.label_versions`)."""
-    return store_versions.label_versions(folder, path=path)
+    return label_versions(folder, path=path)
 
 
 def versions_of(row: Any, path: Path) -> list[LabelVersion]:
