@@ -14,6 +14,7 @@ shows (its data and encodings) without a browser. Every heatmap of the app lives
 * :func:`contingency_heatmap` — a KL × CPPD table with its counts (Fig. 2 right).
 * :func:`residual_heatmap` — predicted − true per cell on a diverging scale centred on 0,
   red for over-estimation and blue for under-estimation (Fig. 8).
+* :func:`residual_small_multiples` — every method's residuals as one figure, one legend.
 * :func:`seed_tables` — small multiples of predicted KL × CPPD tables, one per seed.
 * :func:`grade_probabilities` — one model's probability of each grade for one film.
 * :func:`kld_parts_bars` — each method's KLD stacked in its chain-rule parts.
@@ -517,6 +518,51 @@ def seed_tables(frame: pd.DataFrame, *, columns: int = 5) -> alt.FacetChart:
         alt.layer(rect, text, data=data)
         .properties(width=alt.Step(26), height=alt.Step(22))
         .facet(facet=alt.Facet("seed:O", title="Seed"), columns=columns)
+    )
+
+
+def residual_small_multiples(
+    frame: pd.DataFrame, *, limit: float | None = None, columns: int = 7
+) -> alt.FacetChart:
+    """Every method's residual table (:func:`residual_heatmap`'s scale) as one small-multiple
+    figure with one colour legend: 14 methods take two rows, not four of separate charts.
+
+    Args:
+        frame: columns ``method``, ``KL``, ``CPPD``, ``value`` (predicted − true images).
+        limit: the colour scale's ``±limit``; defaults to the largest absolute residual.
+        columns: panels per row.
+    """
+    values = frame["value"].astype(float)
+    top = float(limit if limit is not None else np.nanmax(np.abs(values)) if len(values) else 0)
+    top = top if top > 0 else 1.0
+    methods = order_methods(frame["method"])
+    data = frame.assign(
+        Method=frame["method"].map(method_title),
+        text=[f"{v:+.1f}" for v in values],
+        strong=np.abs(values) > 0.6 * top,
+    )
+    base = alt.Chart().encode(
+        x=alt.X("CPPD:O", title="CPPD", axis=alt.Axis(labelAngle=0)),
+        y=alt.Y("KL:O", title="KL"),
+    )
+    rect = base.mark_rect(stroke="white").encode(
+        color=alt.Color(
+            "value:Q",
+            title="Pred − true (images)",
+            scale=alt.Scale(scheme="redblue", reverse=True, domain=[-top, top], domainMid=0),
+            legend=alt.Legend(orient="bottom", direction="horizontal", gradientLength=180),
+        ),
+        tooltip=["Method:N", "KL:O", "CPPD:O", alt.Tooltip("value:Q", format="+.2f")],
+    )
+    text = base.mark_text(fontSize=9).encode(
+        text="text:N",
+        color=alt.condition("datum.strong", alt.value("white"), alt.value("#222222")),
+    )
+    order = [method_title(m) for m in methods]
+    return (
+        alt.layer(rect, text, data=data)
+        .properties(width=alt.Step(26), height=alt.Step(22))
+        .facet(facet=alt.Facet("Method:N", title=None, sort=order), columns=columns)
     )
 
 

@@ -127,15 +127,55 @@ def kld_part_reading(part: Mapping[str, Any], mean_table: Any, mean_truth: Any) 
             f"marginal adds {marginal:.3f} ({gap})"
         )
     mi_pred, mi_true = float(part["mi_pred"]), float(part["mi_true"])
-    how = {
+    return (
+        f"{head}. Its predicted tables tie CPPD to KL {_tie_strength(part)} the truth does "
+        f"(MI {mi_pred:.3f} vs {mi_true:.3f} nats)."
+    )
+
+
+def _tie_strength(part: Mapping[str, Any]) -> str:
+    """How strongly a method's predicted tables tie CPPD to KL against the truth, in words
+    (`kld_parts.dependence_vs_truth`'s rule)."""
+    return {
         "as": "about as strongly as",
         "more": "more strongly than",
         "less": "less strongly than",
-    }[kld_parts.dependence_vs_truth(mi_pred, mi_true)]
-    return (
-        f"{head}. Its predicted tables tie CPPD to KL {how} the truth does "
-        f"(MI {mi_pred:.3f} vs {mi_true:.3f} nats)."
+    }[kld_parts.dependence_vs_truth(float(part["mi_pred"]), float(part["mi_true"]))]
+
+
+def kld_parts_grouped(parts: pd.DataFrame) -> list[str]:
+    """The chain-rule readings of many methods in a few sentences: the methods whose KLD is
+    mostly their KL marginal, those whose KLD is mostly the CPPD-given-KL part, and how
+    strongly each group's predicted tables tie CPPD to KL (the numbers are the table's)."""
+    rows = parts.to_dict("records")
+    mostly_marginal = [r for r in rows if float(r["kl_marginal"]) >= float(r["cppd_given_kl"])]
+    groups = (
+        (
+            mostly_marginal,
+            "its KL marginal (they predict the KL grades in other shares than they occur)",
+        ),
+        (
+            [r for r in rows if r not in mostly_marginal],
+            "the CPPD-given-KL part (given the "
+            "KL grade, their CPPD grades are spread unlike the truth's)",
+        ),
     )
+    out = [
+        f"{len(members)} of {len(rows)} methods have a KLD that is mostly {what}: "
+        f"{_named(members)}."
+        for members, what in groups
+        if members
+    ]
+    by_tie: dict[str, list[Mapping[str, Any]]] = {}
+    for r in rows:
+        by_tie.setdefault(_tie_strength(r), []).append(r)
+    ties = "; ".join(f"{how} the truth does: {_named(members)}" for how, members in by_tie.items())
+    return [*out, f"The predicted tables tie CPPD to KL {ties}."]
+
+
+def _named(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The methods of ``rows`` by their titles, comma-separated."""
+    return ", ".join(method_title(str(r["method"])) for r in rows)
 
 
 # --------------------------------------------------------------------------------------------

@@ -29,11 +29,20 @@ th, td { border: 1px solid #ddd; padding: 2px 6px; text-align: right;
          overflow-wrap: break-word; }
 th { background: #f3f3f3; } td:first-child, th:first-child { text-align: left; }
 .card td { text-align: left; } .note { color: #555; font-size: 0.9em; }
+/* Tables of many rows are set smaller with their cells kept whole, so a row is one line
+   (a 14-method study's fit the page); a matrix's method name may wrap. In print, smaller
+   still, a compact cell may wrap again rather than be cut (a 14-method matrix measured
+   933 of 980 px at this size). A chart wider than the page is scaled to it (viewBox). */
+table.compact, table.matrix { font-size: 0.8em; } table.compact.dense { font-size: 0.7em; }
+.compact td, .matrix td { white-space: nowrap; } .matrix td:first-child { white-space: normal; }
 .row { display: flex; flex-wrap: wrap; gap: 0 1.5em; }
 .figure { overflow-x: auto; margin: 0.5em 0 1em; } .methods { background: #f8f8f8;
           padding: 0.8em 1em; border-left: 3px solid #999; }
+svg.marks { max-width: 100%; height: auto; }
 @media print { h2 { page-break-before: auto; } .figure { page-break-inside: avoid; }
                body { max-width: none; margin: 0; } table { font-size: 0.78em; }
+               table.compact, table.matrix { font-size: 0.68em; }
+               .compact td { white-space: normal; }
                tr { page-break-inside: avoid; } }
 @page { size: landscape; margin: 10mm; }
 """
@@ -47,13 +56,16 @@ def chart_svg(chart: alt.TopLevelMixin | alt.Chart) -> str:
     return f'<div class="figure">{_NAMESPACES.sub("", svg, count=2)}</div>'
 
 
-def table_html(frame: pd.DataFrame, *, digits: int = 3) -> str:
-    """A frame as an HTML table, numbers to ``digits`` significant places, text escaped."""
+def table_html(frame: pd.DataFrame, *, digits: int = 3, css_class: str = "") -> str:
+    """A frame as an HTML table, numbers to ``digits`` significant places, text escaped;
+    ``css_class`` :data:`STYLE`'s table classes (``compact``: set smaller, cells kept whole
+    on screen; ``compact dense``: smaller still; ``matrix``: smaller, cells kept whole)."""
     if frame.empty:
         return paragraph("Nothing to show.", note=True)
     return frame.to_html(
         index=False,
         border=0,
+        classes=css_class or None,
         na_rep="–",
         float_format=lambda v: f"{v:.{digits}g}",
         escape=True,

@@ -75,6 +75,8 @@ def reliability_diagram(
     title: str = "",
     size: int = 220,
     pooled_seeds: int | None = None,
+    columns: int = 3,
+    clickable: bool = True,
 ) -> alt.ConcatChart:
     """Reliability diagram(s) of one task.
 
@@ -87,6 +89,9 @@ def reliability_diagram(
         size: width and height of one panel in pixels.
         pooled_seeds: how many seeds' test films each method's bins pool, said in the size
             legend and the subtitle (a bin's count can then exceed the study's films).
+        columns: panels per row.
+        clickable: with many methods, the legend picks methods to follow (a page); False
+            for a static figure (the report's SVG), which neither offers nor says so.
 
     Returns:
         Panels side by side; in each, the diagonal (perfect calibration) and, per method,
@@ -100,29 +105,30 @@ def reliability_diagram(
         if len(data)
         else []
     )
-    films, subtitle = "Films", "On the dashed diagonal, predicted probabilities match what happens"
+    # The subtitle's parts are lines of their own: a title is not wrapped, and one line ran
+    # past a row of small panels (the report's) and was cut.
+    films = "Films"
+    subtitle = ["On the dashed diagonal, predicted probabilities match what happens"]
     if pooled_seeds is not None:
         films = f"Films, {pooled_seeds} seeds pooled"
-        subtitle += (
-            f" · each method's test films of its {pooled_seeds} seeds pooled: a film counts "
+        subtitle.append(
+            f"Each method's test films of its {pooled_seeds} seeds pooled: a film counts "
             "once per seed that tested it"
         )
     diagonal = pd.DataFrame({"x": [0.0, 1.0], "y": [0.0, 1.0]})
     axis_scale = alt.Scale(domain=[0, 1], nice=False)
     # Many methods' lines cross into a tangle (issue 39, 14 methods): a click on the legend
     # picks methods to follow, and the others fade.
-    many = len(methods) > LEVEL_LABEL_METHODS
+    many = clickable and len(methods) > LEVEL_LABEL_METHODS
     picked = alt.selection_point(fields=["Method"], bind="legend", name="reliability_pick")
     faded = alt.condition(picked, alt.value(1.0), alt.value(0.12)) if many else alt.Undefined
     if many:
-        subtitle += " · click methods in the legend to follow them (shift-click for several)"
+        subtitle.append("To follow methods, click methods in the legend (shift-click for several)")
     panels = []
     for event in events:
         rows = data[data["event"] == event]
         x_title = (
-            "Predicted probability of the top grade"
-            if rows["threshold"].iloc[0] < 0
-            else (f"Predicted P({event})")
+            "Predicted P(top grade)" if rows["threshold"].iloc[0] < 0 else (f"Predicted P({event})")
         )
         y_title = "Share correct" if rows["threshold"].iloc[0] < 0 else f"Observed share {event}"
         base = alt.Chart(rows).encode(
@@ -158,7 +164,7 @@ def reliability_diagram(
         )
     if many and panels:
         panels[0] = panels[0].add_params(picked)
-    return alt.concat(*panels, columns=3).properties(
+    return alt.concat(*panels, columns=columns).properties(
         title=alt.TitleParams(title, subtitle=subtitle)
     )
 

@@ -6,10 +6,15 @@ Input: `engine.analysis.conformal.method_summary` of `jobs.services.grade_sets.s
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 import altair as alt
 import pandas as pd
 
 from engine.analysis import conformal
+from engine.analysis.compare import task_order
+from engine.methods import method_sort_key
 from pages.present.palette import method_scale
 from pages.present.tables import method_title
 
@@ -46,6 +51,73 @@ def sets_frame(summary: pd.DataFrame) -> pd.DataFrame:
     out["method"] = out["method"].map(method_title)
     out["score"] = out["score"].map(lambda s: conformal.SCORES[s].label)
     return out.rename(columns={**COLUMNS, **{g: f"Grade {g[10:]}" for g in grades}})
+
+
+def sets_by_method(summary: pd.DataFrame) -> pd.DataFrame:
+    """The report's body table: one row per method, one column per task and score reading
+    ``coverage / mean set size`` (the long :func:`sets_frame` has a row per task and score:
+    112 rows for 14 methods; the report's appendix folds the rest of it into
+    :func:`set_shapes_by_method`)."""
+    long = _by_method(summary, "", lambda r: f"{r['coverage']:.3f} / {r['mean_size']:.2f}")
+    wide = long.pivot(index="Method", columns="Task").swaplevel(axis=1)
+    tasks = list(dict.fromkeys(long["Task"]))
+    scores = [c for c in long.columns if c not in ("Task", "Method", "Seeds")]
+    out = pd.DataFrame({"Method": list(dict.fromkeys(long["Method"]))})
+    out["Seeds"] = [int(long.loc[long["Method"] == m, "Seeds"].min()) for m in out["Method"]]
+    for task in tasks:
+        for score in scores:
+            column = wide[(task, score)] if (task, score) in wide else pd.Series(dtype=str)
+            out[f"{task} · {score.removesuffix(': ')}"] = out["Method"].map(column).fillna("")
+    return out
+
+
+def set_shapes_by_method(summary: pd.DataFrame) -> pd.DataFrame:
+    """The report's appendix table: per task, method and score the share of single-grade
+    sets, the share of sets that are one range of grades, and the worst grade's coverage
+    with that grade (every grade's coverage: :func:`sets_frame`)."""
+    return _by_method(summary, "single · range · worst grade", _shape_cell)
+
+
+def _shape_cell(row: Mapping[str, Any]) -> str:
+    """``"0.13 · 1.00 · 0.875 (grade 2)"`` of one summary row (a grade no film has, NaN,
+    is not a worst grade; none is when every grade is always covered)."""
+    grades = {int(k[10:]): float(v) for k, v in row.items() if k.startswith("coverage_g")}
+    shown = {g: v for g, v in grades.items() if pd.notna(v)}
+    worst = min(shown, key=lambda g: (shown[g], g)) if shown else None
+    if worst is None:
+        tail = ""
+    elif shown[worst] >= 1:
+        tail = " · every grade 1"
+    else:
+        tail = f" · {shown[worst]:.3f} (grade {worst})"
+    return f"{row['singleton_share']:.2f} · {row['range_share']:.2f}{tail}"
+
+
+def _by_method(
+    summary: pd.DataFrame, what: str, cell: Callable[[Mapping[str, Any]], str]
+) -> pd.DataFrame:
+    """``summary`` pivoted: Task, Method, Seeds, then one column per score (in the score
+    registry's order) holding ``cell`` of that row; blank where a method lacks a score.
+    Rows by task in the paper's order, then methods in the registry's order."""
+    scores = [s for s in conformal.SCORES if s in set(summary["score"])]
+    tasks = task_order(summary["task"])
+    rows = []
+    order = sorted(
+        summary.groupby(["task", "method"], sort=False).groups,
+        key=lambda key: (tasks.index(str(key[0])), method_sort_key(str(key[1]))),
+    )
+    for task, method in order:
+        group = summary[(summary["task"] == task) & (summary["method"] == method)]
+        by_score = {str(r["score"]): cell(r) for r in group.to_dict("records")}
+        rows.append(
+            {
+                "Task": task,
+                "Method": method_title(str(method)),
+                "Seeds": int(group["n_seeds"].min()),
+                **{f"{conformal.SCORES[s].label}: {what}": by_score.get(s, "") for s in scores},
+            }
+        )
+    return pd.DataFrame(rows)
 
 
 def coverage_size_chart(summary: pd.DataFrame, target: float) -> alt.FacetChart:

@@ -5,6 +5,7 @@ that must stay readable at that count (violin labels, CD diagram label room)."""
 from __future__ import annotations
 
 import re
+from html import unescape
 from pathlib import Path
 
 import pandas as pd
@@ -16,6 +17,7 @@ from engine.methods import method_names
 from pages.present import cd_diagram, charts, report, tables
 from pages.present.palette import method_colours
 from tests.helpers.pages import TIMEOUT_S, finished_synthetic_store, texts
+from tests.helpers.reports import table_frame
 
 UNKNOWN = "imported_loss"  # a method no registry here knows (results imported from elsewhere)
 PAGES = Path(__file__).parents[2] / "pages"
@@ -187,7 +189,60 @@ def test_the_reports_pairs_stay_short_with_many_methods(many):
     assert endpoint is not None and endpoint.group(0).count("<tr>") == 2 * 14  # body rows
     assert body.count("<li>") <= 2 * 14 + 2  # at most a reading per body row, then a summary
     assert "The other 182 pairs of methods are in the appendix table" in body
-    matrices = re.findall(r"<table.*?</table>", appendix, re.DOTALL)
+    pairs = appendix[: appendix.index(report.SHAPES_HEADING.replace("'", "&#x27;"))]
+    matrices = re.findall(r"<table.*?</table>", pairs, re.DOTALL)
     assert len(matrices) == 3  # AMAE on KL and CPPD, the KLD
     assert all(m.count("<tr>") == 14 for m in matrices)  # 14 methods besides Nominal
     assert "<li>" not in appendix
+
+
+def _matrices(appendix: str) -> dict[str, pd.DataFrame]:
+    """The appendix's verdict matrices by their heading, each indexed by its row method."""
+    found = re.findall(r"<h4>(.*?)</h4>\s*(<table.*?</table>)", appendix, re.DOTALL)
+    return {
+        unescape(title): table_frame(table).set_index("A \\ B")
+        for title, table in found
+        if "every other pair" in title
+    }
+
+
+def test_every_pair_not_against_nominal_is_in_the_appendix_and_in_no_body_sentence(many):
+    """The 15-method report's structure: the 2 × 14 pairs against Nominal in the body's
+    tables, every other pair of the 105 per task in both cells of its appendix matrix, and no
+    body sentence that names such a pair (readings are grouped, a few per task)."""
+    home, study_id = many
+    store = home / "softgrade.duckdb"
+    body = unescape("".join(report.paired_section([study_id], store)))
+    matrices = _matrices("".join(report.appendix_section([study_id], store)))
+    titles = _titles()
+    others = [t for t in titles if t != "Nominal"]
+    for task in ("KL", "CPPD"):
+        matrix = matrices[f"AMAE, {task}: every other pair (exploratory)"]
+        assert sorted(matrix.index) == sorted(others)
+        for i, a in enumerate(others):
+            for b in others[i + 1 :]:  # both sides of every pair read a difference and mark
+                assert re.fullmatch(r"[+-]\d\.\d{3} \S+", matrix.loc[a, b]), (task, a, b)
+                assert re.fullmatch(r"[+-]\d\.\d{3} \S+", matrix.loc[b, a]), (task, a, b)
+    readings = re.findall(r"<li>(.*?)</li>", body, re.DOTALL)
+    assert len(readings) <= 2 * 4 + 2  # a few grouped findings per task, not one per pair
+    for i, a in enumerate(others):
+        for b in others[i + 1 :]:
+            assert not any(f"{a} − {b}" in r or f"{b} − {a}" in r for r in readings)
+
+
+def test_a_many_method_report_folds_its_long_tables(many):
+    """Grade sets one row per method (both tasks side by side), the KLD's two tables one,
+    the residuals one figure, and the paired tests' detail one compact table per family."""
+    home, study_id = many
+    store = home / "softgrade.duckdb"
+    sets = "".join(report.grade_sets_section([study_id], store))
+    first = table_frame(re.search(r"<table.*?</table>", sets, re.DOTALL).group(0))
+    assert len(first) == 15 and {"KL · LAC (1 − p)", "CPPD · LAC (1 − p)"} <= set(first)
+    assert report.SHAPES_HEADING in unescape(sets)  # the body names what the appendix holds
+    kl_cppd = "".join(report.kl_cppd_section([study_id], store))
+    assert kl_cppd.count("<svg") == 2  # the true table and one figure of 15 residual panels
+    paired = "".join(report.paired_section([study_id], store))
+    compact = re.findall(r'<table[^>]*class="[^"]*compact', paired)
+    assert len(compact) >= 3  # verdict table, its merged detail, the bootstrap
+    merged = ("dz · rank-biserial r", "P(soft better · equivalent · Nominal better)")
+    assert all(f"<th>{header}</th>" in unescape(paired) for header in merged)

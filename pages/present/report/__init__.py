@@ -10,9 +10,9 @@ rendered to inline SVG (`pages.present.report_html.chart_svg`). The file fetches
 
 The sections live in this package's modules, one concept each: `common` (constants, the
 error, helpers), `studies`, `caveats`, `intervals` (Table 4), `comparisons` (paired tests and
-the primary endpoint), `figures`, `grade_sets` (conformal grade sets), `methods_text` and
-`latex`; this module assembles them and
-re-exports the names callers use.
+the primary endpoint), `figures`, `grade_sets` (conformal grade sets), `methods_text`,
+`appendix` (what the body names but does not spell out) and `latex`; this module assembles
+them and re-exports the names callers use.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from pathlib import Path
 
 from pages.present import report_html as rh
 from pages.present.endpoint_text import endpoint_result, endpoint_sentence
+from pages.present.report.appendix import appendix_section
 from pages.present.report.caveats import (
     budget_caveat,
     caveats,
@@ -48,7 +49,6 @@ from pages.present.report.comparisons import (
     BOOTSTRAP_SHOWN,
     ENDPOINT_TESTS,
     PAIRED_SHOWN,
-    appendix_section,
     bootstrap_frame,
     endpoint_frame,
     paired_frame,
@@ -67,7 +67,7 @@ from pages.present.report.figures import (
     ranks_reading,
     reliability_section,
 )
-from pages.present.report.grade_sets import grade_sets_section
+from pages.present.report.grade_sets import SHAPES_HEADING, grade_sets_section, set_shapes_part
 from pages.present.report.intervals import (
     clip_interval,
     clipped_sentence,
@@ -101,6 +101,7 @@ __all__ = [
     "PHANTOM",
     "PRIMARY",
     "SECTIONS",
+    "SHAPES_HEADING",
     "ReportInputError",
     "bootstrap_frame",
     "budget_caveat",
@@ -136,6 +137,7 @@ __all__ = [
     "protocol_text",
     "ranks_reading",
     "reliability_section",
+    "set_shapes_part",
     "report_latex",
     "run_count_notes",
     "software_text",

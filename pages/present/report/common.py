@@ -8,6 +8,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from engine.analysis import budget, paired
 from engine.phantom.spec import PhantomSpec
 from jobs.services import study_analysis
@@ -38,8 +40,11 @@ SECTIONS: dict[str, str] = {
     "kl-cppd": "KL × CPPD table, residuals and Kullback–Leibler divergence (KLD)",
     "curves": "Learning curves of the selected runs",
     "methods": "Methods",
-    "appendix": "Appendix: every other pair of methods",
+    "appendix": "Appendix: every other pair of methods, and the detail tables",
 }
+#: Past this many rows a table or a list of readings is "long" (a 14-method study's body
+#: has 26 pairs): its table is set compact, one line a row, and its readings are grouped.
+MANY_ROWS = 8
 #: Card fields that say what trained a study (its own worker's, or a bundle's).
 TRAINING_CARD_FIELDS = (
     "code",
@@ -84,6 +89,26 @@ def per_study(
             out.append(rh.heading(f"{name} ({study_id})"))  # names need not be unique
         out.extend(part(study_id, store))
     return out
+
+
+def table_of_rows(frame: pd.DataFrame, *, digits: int = 3) -> str:
+    """``frame`` as a report table, set compact (one line a row) when it is long."""
+    style = "compact" if len(frame) > MANY_ROWS else ""
+    return rh.table_html(frame, digits=digits, css_class=style)
+
+
+def tasks_side_by_side(frame: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    """A table with a ``Task`` column as one row per ``keys`` (in their first order) and the
+    other columns once per task, headed ``"KL · column"``: half the rows of a long table
+    whose columns are narrow (a cell a task lacks is blank)."""
+    tasks = list(dict.fromkeys(frame["Task"]))
+    values = [c for c in frame.columns if c != "Task" and c not in keys]
+    out = frame[list(keys)].drop_duplicates().reset_index(drop=True)
+    for task in tasks:
+        part = frame[frame["Task"] == task][[*keys, *values]]
+        part = part.rename(columns={c: f"{task} · {c}" for c in values})
+        out = out.merge(part, on=list(keys), how="left")
+    return out.fillna("")
 
 
 def dataset_of(study_id: str, store: Path) -> tuple[str | None, dict[str, Any]]:

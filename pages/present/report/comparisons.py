@@ -88,7 +88,7 @@ def paired_section(study_ids: Sequence[str], store: Path) -> list[str]:
                 "comparison)",
                 4,
             ),
-            rh.table_html(bootstrap_frame(body)),
+            *bootstrap_part(body),
             *variance_parts(study_id, store, PRIMARY, pairs=pair_keys(body)),
         ]
 
@@ -179,36 +179,77 @@ REST_COLUMNS = 6
 def split_tables(frame: pd.DataFrame, compact: int, keys: int) -> list[str]:
     """A wide frame as tables that each fit the page: its first ``compact`` columns (the
     verdict's), then its first ``keys`` columns (the row's name) with the rest, at most
-    :data:`REST_COLUMNS` more each."""
+    :data:`REST_COLUMNS` more each. Past :data:`MAX_READINGS` rows the rest is merged first
+    (:func:`merged_columns`) and set smaller, so it is one table of one-line rows."""
     if frame.empty:
         return [rh.table_html(frame)]
+    many = len(frame) > MAX_READINGS
+    if many:
+        frame = merged_columns(frame)
+    style = "compact" if many else ""
     rest = list(range(compact, frame.shape[1]))
     chunks = [rest[i : i + REST_COLUMNS] for i in range(0, len(rest), REST_COLUMNS)]
-    return [rh.table_html(frame.iloc[:, :compact])] + [
-        rh.table_html(frame.iloc[:, [*range(keys), *chunk]]) for chunk in chunks
+    return [rh.table_html(frame.iloc[:, :compact], css_class=style)] + [
+        rh.table_html(frame.iloc[:, [*range(keys), *chunk]], css_class=style) for chunk in chunks
     ]
 
 
-def appendix_section(study_ids: Sequence[str], store: Path) -> list[str]:
-    """Every pair not against the reference method, on the primary metric and on the KLD,
-    as one verdict-first table each (no sentence per pair)."""
+#: Columns that :func:`merged_columns` shows as one (their cells joined by " · "), by the
+#: header of the first; the corrected p and its ρ are the last entry of the p strip.
+MERGED: tuple[tuple[str, ...], ...] = (
+    (PAIRED_HEADERS["p_wilcoxon"], PAIRED_HEADERS["p_wilcoxon_holm"]),
+    (PAIRED_HEADERS["d_z"], PAIRED_HEADERS["rank_biserial"]),
+    (
+        PAIRED_HEADERS["p_bayes_a_better"],
+        PAIRED_HEADERS["p_bayes_equivalent"],
+        PAIRED_HEADERS["p_bayes_b_better"],
+    ),
+    ("P(soft better)", PAIRED_HEADERS["p_bayes_equivalent"], "P(Nominal better)"),
+)
+IN_THE_STRIP: tuple[str, ...] = (PAIRED_HEADERS["p_corrected"], PAIRED_HEADERS["rho_assumed"])
 
-    def part(study_id: str, store: Path) -> list[str]:
-        primary = study_analysis.paired_table(study_id, metrics=(PRIMARY,), n_boot=0, path=store)
-        kld = study_analysis.kld_paired_table(study_id, path=store)
-        out = []
-        for label, table in ((METRIC_LABELS[PRIMARY], primary), ("KLD", kld)):
-            rest = appendix_rows(table)
-            for task, part in rest.groupby("task", sort=False):
-                out += [
-                    rh.heading(f"{label}, {task}: every other pair (exploratory)", 4),
-                    rh.table_html(verdict_matrix(part)),
-                ]
-        if not out:
-            return [rh.paragraph("Every pair is in the body of the report.", note=True)]
-        return [rh.paragraph(appendix_note(), note=True), *out]
 
-    return per_study(study_ids, store, part)
+#: The merged columns' short headers (the section's note says what each test is).
+MERGED_HEADERS: dict[str, str] = {
+    PAIRED_HEADERS["p_wilcoxon"]: "p Wilcoxon (exact · Holm)",
+    PAIRED_HEADERS["d_z"]: "dz · rank-biserial r",
+    PAIRED_HEADERS["p_bayes_a_better"]: "P(A better · equivalent · B better)",
+    "P(soft better)": "P(soft better · equivalent · Nominal better)",
+}
+
+
+def merged_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` (the report's paired or endpoint columns, as text) with each group of
+    :data:`MERGED` as one column (cells joined by " · ", :data:`MERGED_HEADERS`), the corrected p
+    and ρ assumed left to the p strip that repeats them (when it is there): 14 columns of
+    detail become 6, each row one line."""
+    out = frame.copy()
+    if PAIRED_HEADERS["p_strip"] in out:
+        out = out.drop(columns=[c for c in IN_THE_STRIP if c in out])
+    for group in MERGED:
+        if all(c in out for c in group):
+            joined = out[list(group)].astype(str).agg(" · ".join, axis=1)
+            at = out.columns.get_loc(group[0])
+            out = out.drop(columns=list(group))
+            out.insert(int(at), MERGED_HEADERS[group[0]], joined)
+    return out
+
+
+def pair_matrices_part(study_id: str, store: Path) -> list[str]:
+    """The appendix's pairs: every pair not against the reference method, on the primary
+    metric and on the KLD, as one square verdict table per metric and task (no sentence per
+    pair), after the note that says how to read them; nothing when the body has them all."""
+    primary = study_analysis.paired_table(study_id, metrics=(PRIMARY,), n_boot=0, path=store)
+    kld = study_analysis.kld_paired_table(study_id, path=store)
+    out = []
+    for label, table in ((METRIC_LABELS[PRIMARY], primary), ("KLD", kld)):
+        rest = appendix_rows(table)
+        for task, part in rest.groupby("task", sort=False):
+            out += [
+                rh.heading(f"{label}, {task}: every other pair (exploratory)", 4),
+                rh.table_html(verdict_matrix(part), css_class="matrix"),
+            ]
+    return [rh.paragraph(appendix_note(), note=True), *out] if out else []
 
 
 #: The appendix matrix's mark of each verdict, read from the row method's side.
@@ -332,6 +373,16 @@ def bootstrap_frame(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({PAIRED_HEADERS[k]: shown[k] for k in BOOTSTRAP_SHOWN if k in shown})
 
 
+def bootstrap_part(body: pd.DataFrame) -> list[str]:
+    """The film-sampling bootstrap table of the body's pairs; past
+    :data:`common.MANY_ROWS` rows with the tasks side by side (its columns are narrow)."""
+    frame = bootstrap_frame(body)
+    if len(frame) > common.MANY_ROWS and PAIRED_HEADERS["task"] in frame:
+        keys = [PAIRED_HEADERS["method_a"], PAIRED_HEADERS["method_b"]]
+        frame = common.tasks_side_by_side(frame, keys)
+    return [common.table_of_rows(frame)]
+
+
 def _paired_cells(table: pd.DataFrame) -> dict[str, list[Any]]:
     """Every paired column the table has, as the text of its cells (key: the column's key in
     `reviewer_tables.PAIRED_HEADERS`)."""
@@ -376,40 +427,76 @@ def _numbers(table: pd.DataFrame, column: str) -> list[str]:
     return [effect_text(v) for v in table[column]]
 
 
-#: Up to this many body rows each get a reading; past it only the rows with something to
-#: say do, and the silent rest share one sentence per task (a 14-method study has 26).
-MAX_READINGS = 8
+#: Up to this many body rows each get a reading; past it only the rows with a claim or a
+#: verdict to explain do, and the rest share one sentence per task and finding (a 14-method
+#: study has 26 body rows: a sentence each made the report thousands of pixels taller).
+MAX_READINGS = common.MANY_ROWS
+
+#: What the tests say of a pair's two methods in a grouped reading (the rows not spelled out
+#: one by one), keyed by (Wilcoxon separates, corrected test separates), both unadjusted.
+FINDINGS: dict[tuple[bool, bool], str] = {
+    (True, False): (
+        "differ on most seeds (Wilcoxon, seeds taken as independent) but not by the corrected "
+        "t-test at its assumed ρ, and the verdict is inconclusive"
+    ),
+    (False, False): (
+        "are separated by neither the corrected test nor the Wilcoxon, and the verdict is "
+        "inconclusive: no evidence of a difference, which is not evidence of none"
+    ),
+    (True, True): (
+        "differ on most seeds (Wilcoxon) and by the corrected t-test, both p unadjusted, but "
+        "not after Holm over the family (Holm p in the table), so the verdict stays "
+        "inconclusive"
+    ),
+    (False, True): (
+        "differ by the corrected t-test (unadjusted), not on most seeds (Wilcoxon) nor after "
+        "Holm over the family (Holm p in the table), so the verdict stays inconclusive"
+    ),
+}
 
 
 def paired_readings(table: pd.DataFrame) -> list[str]:
     """Each paired row's reading (`engine.analysis.paired.reading`), named by its task; with
-    more than :data:`MAX_READINGS` rows, the rows where neither test separates the pair and
-    the verdict is inconclusive are counted in one sentence per task instead."""
+    more than :data:`MAX_READINGS` rows, the inconclusive rows that Holm does not separate
+    are grouped instead, one sentence per task and finding (:data:`FINDINGS`) naming every
+    pair (the table above has each one's numbers)."""
     rows = table.to_dict("records")
     for r in rows:
         r["method_a"], r["method_b"] = (tables.method_title(r[k]) for k in ("method_a", "method_b"))
     if len(rows) <= MAX_READINGS:
         return [f"{r['task']}: {paired.reading(r)}" for r in rows]
-    said = [f"{r['task']}: {paired.reading(r)}" for r in rows if not _silent(r)]
-    silent: dict[str, list[str]] = {}
+    said = [f"{r['task']}: {paired.reading(r)}" for r in rows if _finding(r) is None]
+    grouped: dict[tuple[str, tuple[bool, bool]], list[str]] = {}
     for r in rows:
-        if _silent(r):
-            silent.setdefault(str(r["task"]), []).append(f"{r['method_a']} − {r['method_b']}")
+        if (finding := _finding(r)) is not None:
+            grouped.setdefault((str(r["task"]), finding), []).append(_pair_text(r))
     return said + [
-        f"{task}: neither the corrected test nor the Wilcoxon separates the other "
-        f"{len(pairs)} pairs ({', '.join(pairs)}) and their verdicts are inconclusive: no "
-        "evidence of a difference, which is not evidence of none."
-        for task, pairs in silent.items()
+        f"{task}: in {len(pairs)} pair{'s' * (len(pairs) != 1)} ({'; '.join(pairs)}) the two "
+        f"methods {FINDINGS[finding]}."
+        for (task, finding), pairs in grouped.items()
     ]
 
 
-def _silent(row: dict[str, Any]) -> bool:
-    """A row with nothing to say: no test separates it and its verdict is inconclusive."""
-    return (
-        str(row.get("verdict")) == paired.INCONCLUSIVE
-        and not float(row.get("p_corrected", 1.0)) < ALPHA
-        and not float(row.get("p_wilcoxon", 1.0)) < ALPHA
-    )
+def _finding(row: dict[str, Any]) -> tuple[bool, bool] | None:
+    """The row's key in :data:`FINDINGS` (does the Wilcoxon, does the corrected test
+    separate it, unadjusted), or None for a row that keeps its own reading: a verdict other
+    than inconclusive, or an inconclusive one whose Holm-adjusted corrected p is below α
+    (its interval reaches into the ROPE: the reading says so)."""
+    if str(row.get("verdict")) != paired.INCONCLUSIVE:
+        return None
+    holm = row.get("p_corrected_holm")
+    holm_p = None if holm is None or tables.is_missing_value(holm) else float(holm)
+    if holm_p is not None and holm_p < ALPHA:
+        return None
+    corrected = float(row.get("p_corrected", 1.0)) < ALPHA
+    if corrected and holm_p is None:
+        return None  # no Holm p to show why the verdict holds back
+    return float(row.get("p_wilcoxon", 1.0)) < ALPHA, corrected
+
+
+def _pair_text(row: dict[str, Any]) -> str:
+    """``"Nominal − Beta"``: a grouped row's pair (its numbers are in the table above)."""
+    return f"{row['method_a']} − {row['method_b']}"
 
 
 def _intervals(table: pd.DataFrame, low: str, high: str) -> list[str]:

@@ -28,9 +28,10 @@ from pages.present import (
 from pages.present import report_html as rh
 from pages.present.endpoint_text import endpoint_result
 from pages.present.inference_tables import p_text
-from pages.present.report.common import PRIMARY, per_study
+from pages.present.report.common import PRIMARY, per_study, table_of_rows
 from pages.present.report.comparisons import (
     COMPACT_PAIRED,
+    MAX_READINGS,
     others_text,
     paired_frame,
     paired_readings,
@@ -50,12 +51,16 @@ def critical_difference_section(study_ids: Sequence[str], store: Path) -> list[s
     def part(study_id: str, store: Path) -> list[str]:
         per_run = study_analysis.per_run(study_id, path=store)
         endpoint = primary_endpoint(study_id, store)
-        out = []
+        out: list[str] = []
+        said: set[str] = set()
         for task in compare.task_order(per_run["task"]):
             scores = compare.score_frame(per_run, PRIMARY, [task])
             cd = critical_difference(scores, lower_is_better=PRIMARY in LOWER_IS_BETTER)
             out += [rh.heading(f"{METRIC_LABELS[PRIMARY]} on {task}", 4)]
-            out += [rh.paragraph(text) for text in ranks_reading(cd, endpoint)]
+            # The caution after the result often reads the same for both tasks: said once.
+            readings = ranks_reading(cd, endpoint)
+            out += [rh.paragraph(text) for text in readings if text not in said]
+            said.update(readings[1:])
             if math.isfinite(cd.cd):
                 diagram = cd_diagram.critical_difference_diagram(cd.table, cd.groups, cd.cd)
                 out.append(rh.chart_svg(diagram))
@@ -80,9 +85,7 @@ def ranks_reading(cd: CriticalDifference, endpoint: pd.DataFrame) -> list[str]:
     if cd.p >= cd.alpha:
         lead += f" The mean ranks do not differ ({test})."
     else:
-        groups = [
-            ", ".join(tables.method_title(m) for m in members) for members in cd.groups["methods"]
-        ]
+        groups = [_group_text(members) for members in cd.groups["methods"]]
         lead += f" The mean ranks are not all equal ({test})."
         if groups:
             lead += (
@@ -109,8 +112,24 @@ def ranks_reading(cd: CriticalDifference, endpoint: pd.DataFrame) -> list[str]:
     return [lead, caution]
 
 
+#: A group of more methods than this is named by its ends in the reading; the diagram's bar
+#: below joins every member (14 methods made a group's list four lines long).
+GROUP_NAMED = 4
+
+
+def _group_text(members: Sequence[str]) -> str:
+    """A group of methods the Nemenyi test cannot tell apart, best mean rank first: every
+    title, or past :data:`GROUP_NAMED` the first and last with the count."""
+    titles = [tables.method_title(m) for m in members]
+    if len(titles) <= GROUP_NAMED:
+        return ", ".join(titles)
+    return f"{titles[0]} … {titles[-1]} ({len(titles)} methods, joined by one bar below)"
+
+
 #: Width of the violins' plot area in the report (its page is 1100 px, axis title aside).
 VIOLINS_PX = 940
+#: Their height: lower than the pages' 320 px, since the report stacks the two tasks.
+VIOLINS_HEIGHT_PX = 240
 
 
 def distributions_section(study_ids: Sequence[str], store: Path) -> list[str]:
@@ -127,12 +146,17 @@ def distributions_section(study_ids: Sequence[str], store: Path) -> list[str]:
                     value_title=tables.metric_name(PRIMARY),
                     title=task,
                     slot_width=slot,
+                    height=VIOLINS_HEIGHT_PX,
                 )
             )
             for task in compare.task_order(per_run["task"])
         ]
 
     return per_study(study_ids, store, part)
+
+
+#: One reliability panel's side in the report: five panels and the legends fit its page.
+RELIABILITY_PX = 120
 
 
 def reliability_section(study_ids: Sequence[str], store: Path) -> list[str]:
@@ -146,11 +170,14 @@ def reliability_section(study_ids: Sequence[str], store: Path) -> list[str]:
         out = []
         for task in compare.task_order(frame["task"]):
             rows = frame[frame["task"] == task]
+            # Every panel of a task on one row (KL has five), small enough to fit the page.
             diagram = science_charts.reliability_diagram(
                 pm.reliability_table(rows),
                 title=task,
-                size=180,
+                size=RELIABILITY_PX,
                 pooled_seeds=rows["seed"].nunique(),
+                columns=5,
+                clickable=False,
             )
             out.append(rh.chart_svg(diagram))
         out.append(rh.paragraph(pooling_sentence(frame), note=True))
@@ -195,42 +222,43 @@ def _kl_cppd_part(study_id: str, store: Path) -> list[str]:
                 compare.grid_frame(truth), decimals=1, title="True table (mean count per seed)"
             )
         ),
-        rh.table_html(stat_tables.relationship_summary_shown(summary), digits=4),
+    ]
+    parts = kld_parts.summarise(kld_parts.decompose(results))
+    out += [
+        rh.heading("The KLD, the cell-count MAE and the KLD's chain-rule decomposition", 4),
+        table_of_rows(kld_table(summary, parts), digits=4),
         rh.paragraph(stat_tables.RELATIONSHIP_NOTE, note=True),
+        rh.paragraph(inference_tables.KLD_PARTS_NOTE, note=True),
     ]
     residuals = {r.method: r.mean_table - r.mean_truth for r in summary.itertuples()}
     limit = max((float(np.abs(t).max()) for t in residuals.values()), default=1.0)
-    heatmaps = []
-    for row in summary.itertuples():
-        subtitle = f"KLD {tables.mean_std_text(row.kld_mean, row.kld_std, 3)}"
-        heat = charts.residual_heatmap(
-            compare.grid_frame(residuals[row.method]),
-            title=tables.method_title(row.method),
-            subtitle=subtitle,
-            limit=limit,
-        )
-        heatmaps.append(rh.chart_svg(heat))
-    out.append(rh.row(heatmaps))
-    parts = kld_parts.summarise(kld_parts.decompose(results))
+    frames = [compare.grid_frame(t).assign(method=m) for m, t in residuals.items()]
+    # One figure of small multiples with one legend: a chart per method took four rows.
+    out.append(rh.chart_svg(charts.residual_small_multiples(pd.concat(frames), limit=limit)))
     tables_of = summary.set_index("method")
-    readings = [
-        inference_tables.kld_part_reading(
-            row,
-            tables_of.loc[row["method"], "mean_table"],
-            tables_of.loc[row["method"], "mean_truth"],
-        )
-        for row in parts.to_dict("records")
-    ]
+    readings = (
+        [
+            inference_tables.kld_part_reading(
+                row,
+                tables_of.loc[row["method"], "mean_table"],
+                tables_of.loc[row["method"], "mean_truth"],
+            )
+            for row in parts.to_dict("records")
+        ]
+        if len(parts) <= MAX_READINGS
+        else [
+            *inference_tables.kld_parts_grouped(parts),
+            "Each method's own reading, with the KL grade it mispredicts most, is on the "
+            "KL × CPPD page.",
+        ]
+    )
     out += [
         rh.paragraph(
             "Residual = mean predicted − mean true table over seeds (red: predicted more often "
-            "than it occurs). KLD = Kullback–Leibler divergence D_KL(true ‖ predicted) in "
-            "nats, per seed, mean ± sd.",
+            "than it occurs), one panel per method on one colour scale; each method's KLD is "
+            "in the table above.",
             note=True,
         ),
-        rh.heading("The KLD's chain-rule decomposition", 4),
-        rh.table_html(inference_tables.kld_parts_frame(parts), digits=3),
-        rh.paragraph(inference_tables.KLD_PARTS_NOTE, note=True),
         rh.bullets(readings),
     ]
     kld_pairs = study_analysis.kld_paired_table(study_id, path=store)
@@ -245,6 +273,16 @@ def _kl_cppd_part(study_id: str, store: Path) -> list[str]:
         if others := len(kld_pairs) - len(body):
             out.append(rh.paragraph(f"{others_text(others)} in the appendix table.", note=True))
     return out
+
+
+def kld_table(summary: pd.DataFrame, parts: pd.DataFrame) -> pd.DataFrame:
+    """Each method's KLD and cell-count MAE (`stat_tables.relationship_summary_shown`) with
+    the KLD's chain-rule parts (`inference_tables.kld_parts_frame`) in one table: one row a
+    method, where two tables of the same rows took twice the height. The parts' own KLD
+    column is the summary's mean KLD again, so it is not repeated."""
+    shown = stat_tables.relationship_summary_shown(summary)
+    chain = inference_tables.kld_parts_frame(parts).drop(columns=["Seeds", "KLD"])
+    return shown.merge(chain, on="Method", how="left")
 
 
 def curves_section(study_ids: Sequence[str], store: Path) -> list[str]:

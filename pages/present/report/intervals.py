@@ -14,7 +14,7 @@ from engine.analysis.metrics import CALIBRATED_METRICS, METRIC_LABELS, STATS_MET
 from jobs.services import study_analysis
 from pages.present import report_html as rh
 from pages.present import tables
-from pages.present.report.common import per_study
+from pages.present.report.common import MANY_ROWS, per_study
 
 
 def table4_section(study_ids: Sequence[str], store: Path) -> list[str]:
@@ -23,7 +23,7 @@ def table4_section(study_ids: Sequence[str], store: Path) -> list[str]:
 
     def part(study_id: str, store: Path) -> list[str]:
         intervals = study_analysis.mean_intervals(study_id, metrics=STATS_METRICS, path=store)
-        out = [rh.table_html(table4_frame(intervals))]
+        out = table4_tables(table4_frame(intervals))
         if clipped := clipped_sentence(intervals):
             out.append(rh.paragraph(clipped, note=True))
         return out
@@ -36,6 +36,15 @@ def table4_section(study_ids: Sequence[str], store: Path) -> list[str]:
         + " ".join(f"{METRIC_LABELS[m]}: {get_metric(m).meaning}" for m in CALIBRATED_METRICS)
     )
     return [*per_study(study_ids, store, part), rh.paragraph(note, note=True)]
+
+
+def table4_tables(frame: pd.DataFrame) -> list[str]:
+    """Table 4 as one table; past `common.MANY_ROWS` rows compact and denser still, so that
+    every row of seven intervals stays one line on the page (two tables of four metrics
+    measured taller; in print its cells may wrap, never be cut)."""
+    if len(frame) <= MANY_ROWS:
+        return [rh.table_html(frame)]
+    return [rh.table_html(frame, css_class="compact dense")]
 
 
 def clip_interval(metric: str, low: float, high: float) -> tuple[float, float]:
