@@ -212,7 +212,7 @@ def show_pairs(table: pd.DataFrame, metric: str) -> None:
     compact table (task, pair, difference with its interval, verdict, Holm p), and every
     other column one click away."""
     label = METRIC_LABELS[metric]
-    st.markdown(f"**{label}: every pair of methods, paired by seed**")
+    st.markdown(rt.pairs_heading(label))
     st.markdown(plain(rt.result_sentence(table, label)))  # names methods: data, escaped
     compact = rt.compact_view(table)
     st.dataframe(
@@ -256,7 +256,8 @@ def show_primary(path: str, study_id: str, marker: Marker, methods: set[str]) ->
             rest, hide_index=True, width="stretch", height=height, column_config=rho_help(rest)
         )
     st.caption(
-        "Negative = the soft method's AMAE is lower than nominal's. Declared before looking; "
+        "Negative = the method's AMAE is lower than Nominal's (the pairs below read A − B "
+        "the same way). Declared before looking; "
         "every other row on this tab is exploratory. Whether a row is significant depends on "
         "the assumed ρ: see p across ρ and the break-even ρ; the verdict uses the AMAE ROPE."
     )
