@@ -140,8 +140,8 @@ def test_reference_statistics_csv_carries_the_paired_columns(reference_home, mon
     ):  # fmt: skip
         assert column in paired.columns
     row = paired[
-        (paired["task"] == "KL") & (paired["method_a"] == "nominal")
-        & (paired["method_b"] == "binomial")
+        (paired["task"] == "KL") & (paired["method_a"] == "binomial")
+        & (paired["method_b"] == "nominal")
     ].iloc[0]  # fmt: skip
     assert row["p_corrected"] == pytest.approx(0.16, abs=0.01)
     assert row["p_wilcoxon"] == pytest.approx(0.0005, abs=0.0003)
@@ -149,7 +149,7 @@ def test_reference_statistics_csv_carries_the_paired_columns(reference_home, mon
     expected = study_analysis.paired_table(
         study_id, metrics=("amae",), n_boot=0, path=reference_home / "softgrade.duckdb"
     )
-    expected = expected[(expected["task"] == "KL") & (expected["method_b"] == "binomial")]
+    expected = expected[(expected["task"] == "KL") & (expected["method_a"] == "binomial")]
     assert row["mean_diff"] == pytest.approx(float(expected["mean_diff"].iloc[0]))
     assert {"wilcoxon", "anova"} <= set(csv["table"])  # the paper's tables follow
 
