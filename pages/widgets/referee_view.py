@@ -19,6 +19,7 @@ from jobs.services import referee as referee_files
 from pages.present import referee_tables as rt
 from pages.present.formatting import table_height
 from pages.present.user_text import plain
+from pages.widgets.frames import show_table
 from store.db import data_home_of
 
 TITLE = "What the referee measured"
@@ -77,4 +78,4 @@ def referee_section(path: str) -> None:
             ("Between-seed correlation, realised and assumed", rt.correlation_frame(summary)),
         ):
             st.markdown(f"**{heading}**")
-            st.dataframe(frame, hide_index=True, height=table_height(len(frame)))
+            show_table(frame, hide_index=True, height=table_height(len(frame)))

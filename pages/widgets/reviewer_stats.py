@@ -24,6 +24,7 @@ from pages.present.formatting import table_height
 from pages.present.report.comparisons import endpoint_sentence
 from pages.present.user_text import plain
 from pages.widgets import probability_view
+from pages.widgets.frames import show_table
 from pages.widgets.variance_view import show_variance_components
 
 BOOTSTRAP_REPLICATES = study_analysis.DEFAULT_BOOTSTRAP
@@ -215,7 +216,7 @@ def show_pairs(table: pd.DataFrame, metric: str) -> None:
     st.markdown(rt.pairs_heading(label))
     st.markdown(plain(rt.result_sentence(table, label)))  # names methods: data, escaped
     compact = rt.compact_view(table)
-    st.dataframe(
+    show_table(
         compact,
         hide_index=True,
         width="stretch",
@@ -227,7 +228,7 @@ def show_pairs(table: pd.DataFrame, metric: str) -> None:
         "sizes and a reading per row"
     ):
         details = rt.details_view(table)
-        st.dataframe(
+        show_table(
             details,
             hide_index=True,
             width="stretch",
@@ -247,12 +248,12 @@ def show_primary(path: str, study_id: str, marker: Marker, methods: set[str]) ->
     view = rt.primary_view(primary)
     height = table_height(len(primary))
     first = view.iloc[:, : rt.PRIMARY_COMPACT]
-    st.dataframe(
+    show_table(
         first, hide_index=True, width="stretch", height=height, column_config=rho_help(first)
     )
     with st.expander("The primary endpoint's other columns: p across ρ, Wilcoxon, Bayesian"):
         rest = view.iloc[:, [0, 1, *range(rt.PRIMARY_COMPACT, view.shape[1])]]
-        st.dataframe(
+        show_table(
             rest, hide_index=True, width="stretch", height=height, column_config=rho_help(rest)
         )
     st.caption(
@@ -271,7 +272,7 @@ def show_bootstrap(table: pd.DataFrame) -> None:
     if view.empty:
         return
     with st.expander("Film-sampling bootstrap: how much the test films alone move each pair"):
-        st.dataframe(view, hide_index=True, width="stretch")
+        show_table(view, hide_index=True, width="stretch")
         st.caption(rt.BOOTSTRAP_NOTE)
 
 
@@ -282,7 +283,7 @@ def show_designs(rows: pd.DataFrame, tasks: list[str], metric: str) -> int:
     scores = compare.score_frame(rows, metric)
     blocked, ols, friedman = blocked_designs(scores, rows, metric)
     st.markdown("**Do the methods differ at all? (Friedman, seeds as blocks)**")
-    st.dataframe(rt.friedman_view(friedman), hide_index=True, width="content")
+    show_table(rt.friedman_view(friedman), hide_index=True, width="content")
     st.caption(rt.FRIEDMAN_NOTE)
     left, right = st.columns(2)
     left.markdown("**Seed-blocked ANOVA per task** (repeated measures, Greenhouse–Geisser)")
@@ -357,7 +358,7 @@ def show_power(table: pd.DataFrame, metric: str, design_rho: float | None = None
     plan = power.power_table(table, effect=chosen, design_rho=design_rho)
     if plan.empty:
         return
-    st.dataframe(
+    show_table(
         rt.power_view(plan), hide_index=True, width="stretch", height=table_height(len(plan))
     )
     st.caption(rt.POWER_NOTE.format(target="80 %"))
@@ -373,6 +374,6 @@ def table4_intervals(path: str, per_run: pd.DataFrame, metrics: list[str]) -> pd
         st.info("The study's split sizes are not stored: no interval can be computed.")
         return pd.DataFrame()
     intervals = paired.mean_intervals(per_run, ratios, metrics=metrics)
-    st.dataframe(rt.mean_ci_table(intervals, metrics), hide_index=True, width="stretch")
+    show_table(rt.mean_ci_table(intervals, metrics), hide_index=True, width="stretch")
     st.caption(rt.mean_ci_note(intervals))
     return intervals

@@ -38,6 +38,7 @@ from pages.present.formatting import table_height
 from pages.present.user_text import plain, said
 from pages.widgets import reads
 from pages.widgets.downloads import download_row
+from pages.widgets.frames import show_table
 from store import analysis as store_analysis
 from store import runs as store_runs
 
@@ -168,7 +169,7 @@ def truth_section(path: str, study_id: str, metric: str, keep: Keep) -> pd.DataF
     for line in inference_tables.truth_readings(table, metric):
         st.markdown(f"- {line}")
     shown = inference_tables.truth_frame(table[table["metric"] == metric])
-    st.dataframe(
+    show_table(
         shown.drop(columns=["Metric"]),
         hide_index=True,
         width="stretch",
@@ -194,7 +195,7 @@ def budget_section(
     shown = inference_tables.budget_table_frame(table[table["metric"] == metric])
     if matched.grid:
         say_off_grid(path, study_id, methods)
-    st.dataframe(
+    show_table(
         shown.drop(columns=["Metric"]),
         hide_index=True,
         width="content",
@@ -208,7 +209,7 @@ def budget_section(
     if paired_shown.empty:
         st.info("Paired tests need at least two of the picked methods.")
         return {**exported, "budget table": table}
-    st.dataframe(paired_shown.drop(columns=["Metric"]), hide_index=True, width="stretch")
+    show_table(paired_shown.drop(columns=["Metric"]), hide_index=True, width="stretch")
     st.caption(
         f"Each paired value is a run's expected score at a budget of {matched.budget} "
         f"configurations (averaged over {matched.n_draws} random draws). "
@@ -245,6 +246,6 @@ def expected_best_section(
         st.markdown(plain(budget_curves.coverage_sentence(grid, BASELINE)))
         say_off_grid(path, study_id, methods)
         shown = budget_curves.coverage_frame(coverage, grid)
-        st.dataframe(shown, hide_index=True, width="content", height=table_height(len(shown)))
+        show_table(shown, hide_index=True, width="content", height=table_height(len(shown)))
         exported["coverage matched"] = coverage
     return exported
