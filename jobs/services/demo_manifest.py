@@ -180,6 +180,15 @@ def _film_problems(films: object, seeds: list[int]) -> list[str]:
     return problems
 
 
+#: What reading a damaged crop may raise (a truncated PNG's decoder adds the last three).
+CROP_ERRORS: tuple[type[Exception], ...] = (
+    *UNREADABLE_IMAGE_ERRORS,
+    ValueError,
+    SyntaxError,
+    EOFError,
+)
+
+
 def crop_problem(source: str | IO[bytes], size: int) -> str:
     """What is wrong with a bundled film's crop ('' when nothing): it must be a grey PNG of
     ``size`` x ``size`` px that decodes. The header is read first; pixels are decoded only
@@ -197,7 +206,7 @@ def crop_problem(source: str | IO[bytes], size: int) -> str:
             image.load()
     except Image.DecompressionBombError as exc:
         return f"too many pixels to decode ({exc})"
-    except (*UNREADABLE_IMAGE_ERRORS, ValueError, SyntaxError, EOFError) as exc:
+    except CROP_ERRORS as exc:
         return f"not a PNG image SoftGrade can read ({exc})"
     return ""
 
