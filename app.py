@@ -25,7 +25,9 @@ from jobs.services.serve_app import redact_session_ids
 from pages.widgets.shell import finish_sidebar, forget_sidebar, render_sidebar
 from pages.widgets.sign_in import (
     SIGNED_OUT_KEY,
+    cookie_pending,
     current_account,
+    finish_sign_in,
     keep_cookie_in_step,
     render_account,
     sign_in_form,
@@ -143,8 +145,14 @@ if account is None:
 # Signed in: the sidebar opens again (as Streamlit's "auto" does: open on a wide screen,
 # shut on a phone), else it stayed shut from the sign-in form and hid the menu and sign-out.
 st.set_page_config(initial_sidebar_state="auto")
+if cookie_pending():
+    # Just signed in: "Signed in as" waits for the cookie (`finish_sign_in`: written, then the
+    # same address opened again), so no other address opened meanwhile finds none.
+    st.navigation(menu_for(pages_for(account), landing_page(account)), position="hidden")
+    finish_sign_in()
+    st.stop()
 navigation = st.navigation(menu_for(pages_for(account), landing_page(account)))
-keep_cookie_in_step()  # sign-in's cookie written
+keep_cookie_in_step()  # a cookie still to clear or to write (e.g. the known client's)
 render_account(account)
 render_sidebar(account)  # its worker and queue status follows the page's heading
 navigation.run()

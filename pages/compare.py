@@ -64,7 +64,8 @@ views.describe_selection(per_run, methods)
 cards = downloads.cached_cards(path, tuple(picked["study_id"]))  # heading every download
 report_button(path, tuple(picked["study_id"]))  # the studies' report as one HTML file
 
-link_slot = st.container()  # "Copy link to this view", filled once every picker wrote the URL
+link_slot = view_state.link_slot()  # "Copy link to this view": this run's pickers now,
+view_state.share_link(link_slot)  # while the tabs draw; again once they wrote theirs
 # Tabs that track which one is open, so the Probabilities tab is computed only when shown;
 # the open tab is in the URL (``?compare_tab=Statistics``).
 tab_table, tab_dist, tab_cm, tab_stats, tab_prob, tab_robust, tab_sets = view_state.linked_tabs(

@@ -206,8 +206,9 @@ if is_running:
         icon=":material/sync:",
     )
 choice = pick_search(picked_search)
-link_slot = st.container()  # filled last, once the sections below wrote their choices
+link_slot = view_state.link_slot()
+view_state.share_link(link_slot)  # this run's choices now, while the sections below draw
 live_every = LIVE_REFRESH_S if is_running else None
 st.fragment(render_search, run_every=live_every)(store, picked, *choice)
 st.fragment(render_curves, run_every=live_every)(store, picked, *choice)
-view_state.share_link(link_slot)
+view_state.share_link(link_slot)  # again, with the overlay the curves section picked

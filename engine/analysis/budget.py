@@ -43,6 +43,7 @@ import pandas as pd
 
 from engine.analysis import paired
 from engine.analysis.metrics import METRICS, SELECTION_COLUMN, SELECTION_METRIC, get_metric
+from engine.methods import order_methods
 
 GROUP = ["task", "method", "seed"]
 N_DRAWS = 200
@@ -164,6 +165,21 @@ def nominal_grid(
     if values.empty:
         raise BudgetUnavailable(f"no {baseline} runs with a {parameter} to take the grid from")
     return tuple(sorted(set(values)))
+
+
+def off_grid_methods(
+    runs: pd.DataFrame, grid: Sequence[float], parameter: str = GRID_PARAMETER
+) -> list[str]:
+    """The methods (display order) none of whose runs tried a value of ``grid``: matching by
+    coverage has nothing to select among for them, so they are left out of every
+    coverage-matched table. At a search budget of 1 each seed draws its own rate, and a
+    method whose draws all missed the baseline's rates is such a method (issue 39: CLM was
+    left out of the Robustness tab without a word)."""
+    if runs.empty or not grid:
+        return []
+    on_grid = grid_values(runs, parameter).isin(list(grid)).to_numpy()
+    covered = runs.loc[on_grid, "method"].astype(str).unique()
+    return order_methods(m for m in runs["method"].astype(str).unique() if m not in covered)
 
 
 def coverage_selections(

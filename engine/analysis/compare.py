@@ -22,6 +22,7 @@ Conventions:
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 from collections.abc import Iterable, Mapping, Sequence
@@ -501,6 +502,22 @@ def score_frame(
         )
     )
     return out.iloc[order].reset_index(drop=True)
+
+
+#: The one sign convention of every paired difference (issue 39: the pairs table read
+#: "Nominal − Binomial" under a primary endpoint that read "Binomial − Nominal").
+PAIR_ORDER_RULE = (
+    "each pair reads A − B with B the method listed first in the paper's order "
+    "(Nominal first), as the primary endpoint reads method − Nominal"
+)
+
+
+def method_pairs(methods: Sequence[str]) -> list[tuple[str, str]]:
+    """Every pair ``(a, b)`` of ``methods`` (in the paper's order) with ``b`` the earlier
+    one, so a difference ``a − b`` always subtracts the method listed first: every pair with
+    the reference method Nominal reads "method − Nominal", the primary endpoint's direction.
+    One rule for every paired table (:data:`PAIR_ORDER_RULE`)."""
+    return [(later, earlier) for earlier, later in itertools.combinations(methods, 2)]
 
 
 def best_method(

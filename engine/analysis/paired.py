@@ -42,7 +42,6 @@ other row is exploratory, Holm-adjusted within its task and metric.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Mapping, Sequence
 from types import SimpleNamespace
@@ -360,7 +359,7 @@ def _pairs_of(
     wide = scores.pivot_table(index="seed", columns="method", values="value", aggfunc="first")
     methods = [m for m in pd.unique(scores["method"]) if m in wide.columns]
     rows = []
-    for a, b in itertools.combinations(methods, 2):
+    for a, b in compare.method_pairs(methods):
         diffs = (wide[a] - wide[b]).dropna().to_numpy()
         test = corrected_resampled_t(diffs, ratio, level=level)
         sd = test.sd

@@ -6,7 +6,6 @@ no interval for the comparison.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 
 import numpy as np
@@ -58,7 +57,7 @@ def hierarchical_bootstrap(
         values, within = _bootstrap_task(part, str(task), methods, metrics, n_boot, rng)
         tail = (1 - level) / 2
         for metric in metrics:
-            for a, b in itertools.combinations(methods, 2):
+            for a, b in compare.method_pairs(methods):
                 diff = values[metric][a] - values[metric][b]  # (B, S)
                 replicate = np.nanmean(diff, axis=1)
                 low, high = np.nanquantile(replicate, [tail, 1 - tail])

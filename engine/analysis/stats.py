@@ -214,8 +214,8 @@ def wilcoxon_pairwise(
 
     Returns:
         One row per tested pair with columns ``method_a``, ``method_b``, ``n_seeds``,
-        ``median_diff`` (a − b), ``statistic``, ``p``, ``p_adj``, ``correction``,
-        ``significant``.
+        ``median_diff`` (a − b, ``b`` the method listed first), ``statistic``, ``p``,
+        ``p_adj``, ``correction``, ``significant``.
 
     Raises:
         ValueError: for an unknown correction or a repeated (method, seed).
@@ -243,7 +243,9 @@ def wilcoxon_pairwise(
     wide = data.pivot(index="seed", columns="method", values="value")
     methods = list(pd.unique(data["method"]))
     rows, too_few, weak = [], [], []
-    for method_a, method_b in itertools.combinations(methods, 2):
+    # b the earlier method: one sign convention with the paired table (a − b, the reference
+    # method Nominal subtracted; `engine.analysis.compare.method_pairs`).
+    for method_b, method_a in itertools.combinations(methods, 2):
         paired = wide[[method_a, method_b]].dropna()
         n = len(paired)
         if n < 2:

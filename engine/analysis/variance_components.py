@@ -46,7 +46,6 @@ seeds planner (`engine.analysis.power`, ``design_rho``) plans with.
 
 from __future__ import annotations
 
-import itertools
 import math
 import warnings
 from collections.abc import Mapping, Sequence
@@ -404,7 +403,7 @@ def _pair_rows(
     wide = scores.pivot_table(index="seed", columns="method", values="value", aggfunc="first")
     methods = [m for m in pd.unique(scores["method"]) if m in wide.columns]
     rows = []
-    for a, b in itertools.combinations(methods, 2):
+    for a, b in compare.method_pairs(methods):
         diffs = (wide[a] - wide[b]).dropna()
         frame = pd.DataFrame(
             {

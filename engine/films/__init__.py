@@ -31,6 +31,7 @@ from engine.films.decode import (
     MAX_FILM_PIXELS,
     MAX_PIXEL_BYTES,
     MIN_FILM_SIDE,
+    UNREADABLE_IMAGE_ERRORS,
     DecodedFilm,
     DicomTags,
     decode_bytes,
@@ -123,6 +124,7 @@ from engine.films.rows import (
 )
 
 __all__ = [
+    "UNREADABLE_IMAGE_ERRORS",
     "DEFAULT_LABELS",
     "FILM_COLUMNS",
     "FILM_FORMATS",

@@ -356,6 +356,17 @@ def read_film_and_laterality(path: Path) -> tuple[np.ndarray, str]:
     return decoded.film, decoded.tags.laterality
 
 
+#: What opening an unreadable image may raise. ultralytics, once imported in the process (the
+#: YOLO knee detector), wraps PIL's ``Image.open`` and, on an image PIL cannot identify,
+#: imports the optional ``pi_heif`` to try HEIF; where that is not installed its
+#: ModuleNotFoundError replaces PIL's UnidentifiedImageError (a traceback on the kiosk).
+UNREADABLE_IMAGE_ERRORS: tuple[type[Exception], ...] = (
+    UnidentifiedImageError,
+    OSError,
+    ImportError,
+)
+
+
 def pillow_film(data: bytes, name: str) -> DecodedFilm:
     """A PNG, JPEG or TIFF film, checked before its pixels are decoded.
 
@@ -371,7 +382,7 @@ def pillow_film(data: bytes, name: str) -> DecodedFilm:
         image = Image.open(io.BytesIO(data))
     except Image.DecompressionBombError as exc:
         raise _refuse("too_large", name, f"too many pixels to decode ({exc})") from exc
-    except (UnidentifiedImageError, OSError) as exc:
+    except UNREADABLE_IMAGE_ERRORS as exc:
         text = _looks_like_text(data)
         what = "a text file" if text else "no image SoftGrade can read"
         raise FilmRefused(

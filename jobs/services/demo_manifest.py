@@ -38,12 +38,18 @@ import math
 from collections.abc import Iterable
 from typing import IO, Any
 
-from PIL import Image, UnidentifiedImageError
+from PIL import Image
 
 from engine.analysis.conformal import SCORES
 from engine.config import IMAGE_SIZES
 from engine.detect.registry import DetectorRecord, detector_size_problem
-from engine.films import GRADE_RANGES, MAX_FILM_PIXELS, hidden_characters, parse_grade
+from engine.films import (
+    GRADE_RANGES,
+    MAX_FILM_PIXELS,
+    UNREADABLE_IMAGE_ERRORS,
+    hidden_characters,
+    parse_grade,
+)
 from engine.methods import is_registered, method_names
 from engine.vocab import TASK_INFO, TASKS
 
@@ -174,6 +180,15 @@ def _film_problems(films: object, seeds: list[int]) -> list[str]:
     return problems
 
 
+#: What reading a damaged crop may raise (a truncated PNG's decoder adds the last three).
+CROP_ERRORS: tuple[type[Exception], ...] = (
+    *UNREADABLE_IMAGE_ERRORS,
+    ValueError,
+    SyntaxError,
+    EOFError,
+)
+
+
 def crop_problem(source: str | IO[bytes], size: int) -> str:
     """What is wrong with a bundled film's crop ('' when nothing): it must be a grey PNG of
     ``size`` x ``size`` px that decodes. The header is read first; pixels are decoded only
@@ -191,7 +206,7 @@ def crop_problem(source: str | IO[bytes], size: int) -> str:
             image.load()
     except Image.DecompressionBombError as exc:
         return f"too many pixels to decode ({exc})"
-    except (UnidentifiedImageError, OSError, ValueError, SyntaxError, EOFError) as exc:
+    except CROP_ERRORS as exc:
         return f"not a PNG image SoftGrade can read ({exc})"
     return ""
 

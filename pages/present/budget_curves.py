@@ -177,6 +177,21 @@ def coverage_sentence(grid: Sequence[float], baseline: str) -> str:
     )
 
 
+def off_grid_sentence(methods: Sequence[str], grid: Sequence[float], baseline: str) -> str:
+    """Which methods a coverage-matched table leaves out and why (``""`` when none is)."""
+    if not methods:
+        return ""
+    rates = ", ".join(f"{r:g}" for r in grid)
+    names = ", ".join(method_title(m) for m in methods)
+    return (
+        f"Left out here: {names}. None of {'its' if len(methods) == 1 else 'their'} "
+        f"searches tried a learning rate of {method_title(baseline)}'s grid ({rates}), so "
+        "there is nothing to re-select at matched coverage. With a small search budget each "
+        "seed draws its own rate; a larger budget covers the grid. The expected-best curve "
+        "above compares every method."
+    )
+
+
 def configs_per_search(runs: pd.DataFrame) -> dict[str, int]:
     """Configurations each method searched per task and seed (the most any of its searches
     tried), from its scored runs (``method``, ``task``, ``seed``, ``config_index``).

@@ -289,7 +289,7 @@ def confusion_heatmap(
             "value:Q",
             title="Share of row" if normalised else "Images",
             scale=alt.Scale(scheme="blues", domain=[0, top if top > 0 else 1]),
-            legend=alt.Legend(format=".0%" if normalised else "d"),
+            legend=value_legend(format=".0%" if normalised else "d"),
         ),
         tooltip=tooltip,
     )
@@ -326,7 +326,7 @@ def contingency_heatmap(
             "value:Q",
             title="Images",
             scale=alt.Scale(scheme=scheme, domainMin=0),
-            legend=alt.Legend(orient="bottom", direction="horizontal", gradientLength=180),
+            legend=value_legend(orient="bottom", direction="horizontal"),
         ),
         tooltip=tooltip,
     )
@@ -377,7 +377,7 @@ def residual_heatmap(
             scale=alt.Scale(
                 scheme="redblue", reverse=True, domain=[-top * scale, top * scale], domainMid=0
             ),
-            legend=alt.Legend(orient="bottom", direction="horizontal", gradientLength=180),
+            legend=value_legend(orient="bottom", direction="horizontal"),
         ),
         tooltip=tooltip,
     )
@@ -474,6 +474,15 @@ def stress_lift(
     )
     one = alt.Chart(pd.DataFrame({"y": [1.0]})).mark_rule(strokeDash=[4, 4]).encode(y="y:Q")
     return (lines + one).properties(title=title, height=height, width="container")
+
+
+def value_legend(**settings: Any) -> alt.Legend:
+    """The legend of a colour scale over numbers (a heatmap's): a few swatches of colour with
+    their values, not a gradient bar. Vega's SVG gradient is filled through
+    ``url(<page address>#gradient)``, an address taken when the chart is drawn; once the app
+    writes a picker's value into the address bar, that reference points at another page and
+    the bar goes blank (issue 39). Swatches are filled with plain colours."""
+    return alt.Legend(type="symbol", symbolType="square", symbolSize=150, **settings)
 
 
 def method_legend(n_methods: int, *, title: str | None = "Method") -> alt.Legend:

@@ -220,10 +220,12 @@ def search_sentence(
     if chosen.empty:
         return text + " None is selected yet."
     best = chosen.iloc[0]
+    epochs = int(best["epochs_run"])
+    # The configuration's text comes from the store (an import's too): escaped as a name.
     text += (
-        f" Configuration **{int(best['config_index'])}** ({best['config_key']}) has the lowest "
-        f"validation AMAE, **{best['val_amae']:.4f}**, and is the selected model: it trained "
-        f"{int(best['epochs_run'])} epochs and keeps the weights of epoch "
+        f" Configuration **{int(best['config_index'])}** ({plain(best['config_key'])}) has the "
+        f"lowest validation AMAE, **{best['val_amae']:.4f}**, and is the selected model: it "
+        f"trained {epochs} epoch{'s' * (epochs != 1)} and keeps the weights of epoch "
         f"{int(best['best_epoch'])}."
     )
     if running and of:

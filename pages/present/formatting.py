@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal
 
 from engine.vocab import parse_run_id
 
@@ -47,6 +47,30 @@ def run_label(run_id: str | None) -> str:
 #: 14-method study fits); a longer one (every pair of methods) scrolls in a box this tall.
 ALL_ROWS_UP_TO = 32
 SCROLLING_TABLE_PX = 560
+
+
+#: Pixels per character of a table cell's text (Source Sans at 14 px, a little generous) and
+#: the cell's padding, for :func:`text_column_widths`; and the widest a column is made.
+CELL_CHAR_PX = 7.6
+CELL_PADDING_PX = 28
+WIDEST_COLUMN_PX = 480
+
+
+def text_column_widths(frame: Any) -> dict[str, int]:
+    """Each text column's width in pixels, wide enough for its longest cell and its header.
+
+    ``st.dataframe`` sizes a column from the rows it samples, so a long method name further
+    down ("Binomial layer − Nominal" in row 11) was cut at the column's edge (issue 39:
+    "Binomial laye…"). Past :data:`WIDEST_COLUMN_PX` a column is left to the table."""
+    widths: dict[str, int] = {}
+    for column in frame.columns:
+        if frame[column].dtype.kind not in "OSUT" and str(frame[column].dtype) != "str":
+            continue
+        longest = max([len(str(column)), *(len(str(v)) for v in frame[column].tolist())])
+        px = math.ceil(longest * CELL_CHAR_PX) + CELL_PADDING_PX
+        if px <= WIDEST_COLUMN_PX:
+            widths[str(column)] = px
+    return widths
 
 
 def table_height(n_rows: int) -> int | Literal["content"]:

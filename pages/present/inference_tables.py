@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from engine.analysis import kld_parts, paired
-from engine.analysis.compare import task_order
+from engine.analysis.compare import PAIR_ORDER_RULE, task_order
 from engine.analysis.metrics import ECE, LOWER_IS_BETTER, METRIC_LABELS
 from engine.methods import method_sort_key
 from pages.present import reviewer_tables as rt
@@ -183,15 +183,15 @@ def _named(rows: Sequence[Mapping[str, Any]]) -> str:
 # --------------------------------------------------------------------------------------------
 
 PAIRED_NOTE = (
-    "Difference = A − B over the seeds both have. The corrected resampled t-test (Nadeau & "
-    "Bengio 2003) counts that every seed resamples the same films by assuming a between-seed "
-    "correlation ρ = n_test/n, which one dataset cannot measure: its p and interval answer "
-    "“would it hold for new patients?” at that ρ, and its p is also shown at ρ = 0, 0.09, "
-    "0.17 with the break-even ρ where it crosses 0.05. The exact Wilcoxon (Holm within the "
-    "metric) treats the seeds as independent and answers “is A better on most seeds?” — "
-    f"consistent over seeds, a weaker claim. {paired.VERDICT_RULE} "
-    "Effect size dz = mean / sd of the differences; "
-    "rank-biserial r = the matched-pairs rank-biserial correlation."
+    f"Difference = A − B over the seeds both have: {PAIR_ORDER_RULE}. The corrected resampled "
+    "t-test (Nadeau & Bengio 2003) counts that every seed resamples the same films by assuming "
+    "a between-seed correlation ρ = n_test/n, which one dataset cannot measure: its p and "
+    "interval answer “would it hold for new patients?” at that ρ, and its p is also shown at ρ "
+    "= 0, 0.09, 0.17 with the break-even ρ where it crosses 0.05. The exact Wilcoxon (Holm "
+    "within the metric) treats the seeds as independent and answers “is A better on most "
+    f"seeds?” — consistent over seeds, a weaker claim. {paired.VERDICT_RULE} Effect size dz = "
+    "mean / sd of the differences; rank-biserial r = the matched-pairs rank-biserial "
+    "correlation."
 )
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from engine.analysis import designs, paired, power
+from engine.analysis.compare import PAIR_ORDER_RULE
 from pages.present.stat_tables import frame_latex
 from pages.present.tables import is_missing_value, method_title, metric_header
 
@@ -86,6 +87,15 @@ RHO_HELP = (
 )
 
 
+def pairs_heading(metric_label: str) -> str:
+    """The pairs table's heading with its sign convention (issue 39: the table read the other
+    way round from the primary endpoint above it): one rule for every table on the tab."""
+    return (
+        f"**{metric_label}: every pair of methods, paired by seed** — {PAIR_ORDER_RULE}, "
+        f"so a negative difference means A's {metric_label} is lower"
+    )
+
+
 def paired_headers(table: pd.DataFrame) -> dict[str, str]:
     """:data:`PAIRED_HEADERS` for one table: the corrected interval and p named for the ρ
     they assume (:func:`rho_label`), the verdict for its ROPE (:func:`rope_text`)."""
@@ -100,17 +110,16 @@ def paired_headers(table: pd.DataFrame) -> dict[str, str]:
 
 
 PAIRED_NOTE = (
-    "Each row is method A − method B over the seeds both ran. **Corrected** is the corrected "
-    "resampled t-test (Nadeau & Bengio 2003): it assumes the seeds' differences correlate by "
-    "ρ = n_test/n of the study's own splits, a number one "
-    "dataset cannot measure, since the same seed draws the split, the weights and the batch "
-    "order (Bengio & Grandvalet 2004). So each corrected p is shown across ρ (0, 0.09, 0.17 "
-    "and the assumed ρ) with the **break-even ρ** where it crosses 0.05: a difference "
-    "significant only below the assumed ρ rests on that assumption. **Wilcoxon** (exact, "
-    "ties and zeros included) answers “is A better on most seeds?”, taking seeds as independent. "
-    f"{paired.VERDICT_RULE} Effect size dz = mean / sd of the differences; "
-    "rank-biserial r = the matched-pairs rank-biserial correlation. What each test assumes: "
-    "docs/statistics.md."
+    f"Each row is method A − method B over the seeds both ran: {PAIR_ORDER_RULE}. **Corrected** "
+    "is the corrected resampled t-test (Nadeau & Bengio 2003): it assumes the seeds' "
+    "differences correlate by ρ = n_test/n of the study's own splits, a number one dataset "
+    "cannot measure, since the same seed draws the split, the weights and the batch order "
+    "(Bengio & Grandvalet 2004). So each corrected p is shown across ρ (0, 0.09, 0.17 and the "
+    "assumed ρ) with the **break-even ρ** where it crosses 0.05: a difference significant only "
+    "below the assumed ρ rests on that assumption. **Wilcoxon** (exact, ties and zeros "
+    "included) answers “is A better on most seeds?”, taking seeds as independent. "
+    f"{paired.VERDICT_RULE} Effect size dz = mean / sd of the differences; rank-biserial r = the"
+    " matched-pairs rank-biserial correlation. What each test assumes: docs/statistics.md."
 )
 BOOTSTRAP_NOTE = (
     "The film-sampling bootstrap resamples seeds, then patients within each seed's test set, "

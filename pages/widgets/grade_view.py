@@ -205,6 +205,10 @@ def show_grades(
     st.caption(heat_help(first.block, crop.shape[-1]) if presenter else PLAIN_HEAT_HELP)
 
 
+#: The test film's number box: wide enough for its label, not the page's width.
+TEST_FILM_BOX_PX = 260
+
+
 def film_caption(row: pd.Series, number: int, total: int) -> str:
     """The crop's caption: which test film, in words a visitor reads (issue 39: the kiosk
     said "film ph00018 (knee crop)"); the film's id for the presenter. The id is data (a
@@ -222,8 +226,10 @@ def show_test_film(source: DemoSource) -> None:
         st.info(f"Seed {source.seed} kept no film for testing.")
         st.stop()
     view_state.apply_link("demo_film", range(1, len(test) + 1), what="test film")
+    # A box as wide as the page for a number up to a few hundred read as a text field.
     number = st.number_input(
         f"Test film (1 to {len(test)})",
+        width=TEST_FILM_BOX_PX,
         min_value=1,
         max_value=len(test),
         key="demo_film",  # starts at min_value (1) unless a link set it

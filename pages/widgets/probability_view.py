@@ -30,6 +30,7 @@ from pages.present.formatting import table_height
 from pages.present.user_text import plain, said
 from pages.widgets import chart_cache, reads, stat_tests, view_state
 from pages.widgets.downloads import download_row
+from pages.widgets.tables import show_table
 
 
 @st.cache_data(ttl=reads.RESULTS_TTL_S, show_spinner="Reading probabilities…")
@@ -169,7 +170,7 @@ def calibration_section(
     CSV headed by the study ``cards``."""
     st.subheader("Calibration with its uncertainty", divider="gray")
     unc = ece_with_floor(frame)
-    st.dataframe(
+    show_table(
         inference_tables.calibration_frame(unc),
         hide_index=True,
         width="content",
@@ -186,7 +187,7 @@ def calibration_section(
         )
         return
     per_run = temperatures(val, frame)
-    st.dataframe(inference_tables.temperature_frame(per_run), hide_index=True, width="content")
+    show_table(inference_tables.temperature_frame(per_run), hide_index=True, width="content")
     st.caption(inference_tables.TEMPERATURE_NOTE)
     csv = stat_tables.tables_csv({"ece_with_floor": unc, "temperature_per_run": per_run})
     download_row(
@@ -220,5 +221,5 @@ def corrected_section(
         st.info("Paired tests need at least two methods.")
         return
     shown = inference_tables.paired_frame(table, metric_label=pm.PROBABILITY_LABELS)
-    st.dataframe(shown.drop(columns=["Task"]), hide_index=True, width="stretch")
+    show_table(shown.drop(columns=["Task"]), hide_index=True, width="stretch")
     st.caption(inference_tables.PAIRED_NOTE)

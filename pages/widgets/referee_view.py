@@ -18,8 +18,8 @@ from engine.referee.design import TWIN_SUFFIX
 from jobs.services import referee as referee_files
 from jobs.services.page_store import data_home_of
 from pages.present import referee_tables as rt
-from pages.present.formatting import table_height
 from pages.present.user_text import plain
+from pages.widgets.tables import show_table
 
 TITLE = "What the referee measured"
 NONE_YET = (
@@ -88,4 +88,4 @@ def _one_result(summary: pd.DataFrame, card: Mapping[str, Any]) -> None:
         ("Between-seed correlation, realised and assumed", rt.correlation_frame(summary)),
     ):
         st.markdown(f"**{heading}**")
-        st.dataframe(frame, hide_index=True, height=table_height(len(frame)))
+        show_table(frame)

@@ -15,6 +15,7 @@ from pages.present import inference_tables, stat_tables, tables
 from pages.present.formatting import table_height
 from pages.present.user_text import plain
 from pages.widgets import chart_cache, pickers, view_state
+from pages.widgets.tables import show_table
 
 RESIDUAL_UNITS = {"images": "images per cell", "points": "percentage points of the table"}
 
@@ -52,7 +53,7 @@ def residuals_section(summary: pd.DataFrame, eps: float, per_row: int = 3) -> No
     )
     shown = stat_tables.relationship_summary_frame(summary)
     labels = stat_tables.RELATIONSHIP_HEADERS
-    st.dataframe(
+    show_table(
         # A missing std (one seed) is an empty cell, not Streamlit's "None".
         shown.assign(
             method=shown["method"].map(tables.method_title),
@@ -139,6 +140,6 @@ def kld_paired_section(
         st.info("Paired tests need at least two methods.")
         return table
     shown = inference_tables.paired_frame(table, metric_label={"kld": "KLD ↓"})
-    st.dataframe(shown.drop(columns=["Task", "Metric"]), hide_index=True, width="stretch")
+    show_table(shown.drop(columns=["Task", "Metric"]), hide_index=True, width="stretch")
     st.caption(inference_tables.PAIRED_NOTE)
     return table

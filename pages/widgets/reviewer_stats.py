@@ -213,7 +213,7 @@ def show_pairs(table: pd.DataFrame, metric: str) -> None:
     compact table (task, pair, difference with its interval, verdict, Holm p), and every
     other column one click away."""
     label = METRIC_LABELS[metric]
-    st.markdown(f"**{label}: every pair of methods, paired by seed**")
+    st.markdown(rt.pairs_heading(label))
     st.markdown(plain(rt.result_sentence(table, label)))  # names methods: data, escaped
     compact = rt.compact_view(table)
     show_table(compact, rows=len(table), column_config=rho_help(compact))
@@ -236,16 +236,17 @@ def show_primary(path: str, study_id: str, marker: Marker, methods: set[str]) ->
     view = rt.primary_view(primary)
     height = table_height(len(primary))
     first = view.iloc[:, : rt.PRIMARY_COMPACT]
-    st.dataframe(
+    show_table(
         first, hide_index=True, width="stretch", height=height, column_config=rho_help(first)
     )
     with st.expander("The primary endpoint's other columns: p across ρ, Wilcoxon, Bayesian"):
         rest = view.iloc[:, [0, 1, *range(rt.PRIMARY_COMPACT, view.shape[1])]]
-        st.dataframe(
+        show_table(
             rest, hide_index=True, width="stretch", height=height, column_config=rho_help(rest)
         )
     st.caption(
-        "Negative = the soft method's AMAE is lower than nominal's. Declared before looking; "
+        "Negative = the method's AMAE is lower than Nominal's (the pairs below read A − B "
+        "the same way). Declared before looking; "
         "every other row on this tab is exploratory. Whether a row is significant depends on "
         "the assumed ρ: see p across ρ and the break-even ρ; the verdict uses the AMAE ROPE."
     )
@@ -259,7 +260,7 @@ def show_bootstrap(table: pd.DataFrame) -> None:
     if view.empty:
         return
     with st.expander("Film-sampling bootstrap: how much the test films alone move each pair"):
-        st.dataframe(view, hide_index=True, width="stretch")
+        show_table(view, hide_index=True, width="stretch")
         st.caption(rt.BOOTSTRAP_NOTE)
 
 
@@ -270,7 +271,7 @@ def show_designs(rows: pd.DataFrame, tasks: list[str], metric: str) -> int:
     scores = compare.score_frame(rows, metric)
     blocked, ols, friedman = blocked_designs(scores, rows, metric)
     st.markdown("**Do the methods differ at all? (Friedman, seeds as blocks)**")
-    st.dataframe(rt.friedman_view(friedman), hide_index=True, width="content")
+    show_table(rt.friedman_view(friedman), hide_index=True, width="content")
     st.caption(rt.FRIEDMAN_NOTE)
     left, right = st.columns(2)
     left.markdown("**Seed-blocked ANOVA per task** (repeated measures, Greenhouse–Geisser)")
@@ -359,6 +360,6 @@ def table4_intervals(path: str, per_run: pd.DataFrame, metrics: list[str]) -> pd
         st.info("The study's split sizes are not stored: no interval can be computed.")
         return pd.DataFrame()
     intervals = paired.mean_intervals(per_run, ratios, metrics=metrics)
-    st.dataframe(rt.mean_ci_table(intervals, metrics), hide_index=True, width="stretch")
+    show_table(rt.mean_ci_table(intervals, metrics), hide_index=True, width="stretch")
     st.caption(rt.mean_ci_note(intervals))
     return intervals

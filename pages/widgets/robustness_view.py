@@ -89,6 +89,27 @@ def cached_expected_best(
     return table, n_scored, len(runs), coverage, grid
 
 
+@st.cache_data(ttl=reads.RESULTS_TTL_S, show_spinner=False)
+def cached_off_grid(path: str, study_id: str) -> tuple[tuple[str, ...], tuple[float, ...]]:
+    """The methods a coverage-matched table leaves out (no run at a rate of Nominal's grid)
+    and that grid; ``((), ())`` when there is no grid to match."""
+    runs = study_analysis.searched_runs(study_id, path=path)
+    runs = runs[runs[SELECTION_COLUMN].notna()]
+    try:
+        grid = budget.nominal_grid(runs)
+    except budget.BudgetUnavailable:
+        return (), ()
+    return tuple(budget.off_grid_methods(runs, grid)), grid
+
+
+def say_off_grid(path: str, study_id: str, methods: set[str]) -> None:
+    """One line naming the picked methods a coverage-matched table leaves out, and why."""
+    left_out, grid = cached_off_grid(path, study_id)
+    picked = [m for m in left_out if m in methods]
+    if line := budget_curves.off_grid_sentence(picked, grid, BASELINE):
+        st.info(plain(line), icon=":material/info:")  # names methods: data, escaped
+
+
 def robustness_tab(
     path: str,
     picked: pd.DataFrame,
@@ -116,7 +137,8 @@ def robustness_tab(
             st.header(plain(row.name), divider="gray")
         keep = _picked_rows(tasks, bases)
         exported[f"truth {row.study_id}"] = truth_section(path, row.study_id, metric, keep)
-        for name, frame in budget_section(path, row.study_id, metric, keep).items():
+        sections = budget_section(path, row.study_id, metric, keep, bases)
+        for name, frame in sections.items():
             exported[f"{name} {row.study_id}"] = frame
     csv = stat_tables.tables_csv(exported)
     download_row([("Tables as CSV", csv, "softgrade_robustness.csv", "robust_download_csv")], cards)
@@ -150,10 +172,12 @@ def truth_section(path: str, study_id: str, metric: str, keep: Keep) -> pd.DataF
     return table
 
 
-def budget_section(path: str, study_id: str, metric: str, keep: Keep) -> dict[str, pd.DataFrame]:
+def budget_section(
+    path: str, study_id: str, metric: str, keep: Keep, methods: set[str]
+) -> dict[str, pd.DataFrame]:
     """The budget sentence, then Table 4 and the paired tests at nominal's budget (or why
     not); returns the picked rows of both tables."""
-    exported = expected_best_section(path, study_id, keep)
+    exported = expected_best_section(path, study_id, keep, methods)
     st.subheader("Budget-matched comparison", divider="gray")
     configs, matched, why_not = cached_budget(path, study_id)
     st.markdown(plain(inference_tables.search_budget_sentence(configs)))  # names methods
@@ -162,6 +186,8 @@ def budget_section(path: str, study_id: str, metric: str, keep: Keep) -> dict[st
         return exported
     table, pairs = keep(matched.table), keep(matched.paired, "method_a", "method_b")
     shown = inference_tables.budget_table_frame(table[table["metric"] == metric])
+    if matched.grid:
+        say_off_grid(path, study_id, methods)
     show_table(shown.drop(columns=["Metric"]), width="content")
     st.markdown(
         inference_tables.budget_draws_sentence(matched.draws, matched.budget, grid=matched.grid)
@@ -171,7 +197,7 @@ def budget_section(path: str, study_id: str, metric: str, keep: Keep) -> dict[st
     if paired_shown.empty:
         st.info("Paired tests need at least two of the picked methods.")
         return {**exported, "budget table": table}
-    st.dataframe(paired_shown.drop(columns=["Metric"]), hide_index=True, width="stretch")
+    show_table(paired_shown.drop(columns=["Metric"]), hide_index=True, width="stretch")
     st.caption(
         f"Each paired value is a run's expected score at a budget of {matched.budget} "
         f"configurations (averaged over {matched.n_draws} random draws). "
@@ -180,7 +206,9 @@ def budget_section(path: str, study_id: str, metric: str, keep: Keep) -> dict[st
     return {**exported, "budget table": table, "budget paired": pairs}
 
 
-def expected_best_section(path: str, study_id: str, keep: Keep) -> dict[str, pd.DataFrame]:
+def expected_best_section(
+    path: str, study_id: str, keep: Keep, methods: set[str]
+) -> dict[str, pd.DataFrame]:
     """Expected best validation AMAE by configurations tried, and at matched coverage of the
     learning-rate grid (or what cannot be shown without the runs' validation scores)."""
     st.subheader("Budgets compared fairly", divider="gray")
@@ -204,6 +232,7 @@ def expected_best_section(path: str, study_id: str, keep: Keep) -> dict[str, pd.
     if coverage is not None:
         coverage = keep(coverage)
         st.markdown(plain(budget_curves.coverage_sentence(grid, BASELINE)))
+        say_off_grid(path, study_id, methods)
         shown = budget_curves.coverage_frame(coverage, grid)
         show_table(shown, width="content")
         exported["coverage matched"] = coverage

@@ -21,6 +21,7 @@ from pages.present.formatting import table_height
 from pages.present.user_text import plain
 from pages.widgets import reads
 from pages.widgets.downloads import download_row
+from pages.widgets.tables import show_table
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +95,7 @@ def sets_tab(
         summary = conformal.method_summary(per_run)
         st.markdown(plain(sets_tables.coverage_sentence(summary, coverage)))  # names are data
         shown = sets_tables.sets_frame(summary)
-        st.dataframe(shown, hide_index=True, height=table_height(len(shown)))
+        show_table(shown, hide_index=True, height=table_height(len(shown)))
         st.altair_chart(sets_tables.coverage_size_chart(summary, coverage))
         exported[f"sets {row.study_id}"] = per_run.drop(columns="run_id")
     if exported:

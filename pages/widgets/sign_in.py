@@ -205,8 +205,37 @@ def _secure_origin() -> bool:
         return False
 
 
-def keep_cookie_in_step() -> None:
-    """Write or clear the sign-in cookie in the browser when sign-in or sign-out asked to.
+def cookie_pending() -> bool:
+    """Whether sign-in has just issued a token that the browser's cookie does not hold yet."""
+    return COOKIE_TO_WRITE_KEY in st.session_state
+
+
+#: Said while the cookie is written and the page opens again with it.
+SIGNING_IN = "Signing in…"
+#: Said under it, for a browser that refuses the cookie (the page would then stay).
+COOKIE_REFUSED_NOTE = (
+    "If this stays, the browser refused SoftGrade's sign-in cookie: allow cookies for this "
+    "address, then sign in again."
+)
+
+
+def finish_sign_in() -> None:
+    """Sign-in's last step: write the cookie, then open the same address again with it.
+
+    Issue 39: the page said "Signed in as" 0.3-0.4 s before the browser held the cookie,
+    and opening another address in that gap found no cookie and showed the sign-in form.
+    Now nothing says "signed in" until the cookie is there: this run shows only
+    :data:`SIGNING_IN`; its script sets the cookie and, once the browser holds it, reloads the
+    page, whose new session is signed in by that cookie (query string kept, so a shared
+    view's link opens that view)."""
+    st.markdown(f"### {SIGNING_IN}")
+    st.caption(COOKIE_REFUSED_NOTE)
+    keep_cookie_in_step(reload=True)
+
+
+def keep_cookie_in_step(*, reload: bool = False) -> None:
+    """Write or clear the sign-in cookie in the browser when sign-in or sign-out asked to
+    (``reload``: then, once the browser holds the new cookie, open the page again).
 
     Streamlit offers no server-side way to set a cookie on its pages, so a one-line script
     sets it (``SameSite=Strict``, ``Secure`` over https, ``Max-Age`` the session's longest
@@ -231,6 +260,9 @@ def keep_cookie_in_step() -> None:
     # Both tokens are secrets.token_urlsafe (and a hex digest): letters, digits, '-', '_' and
     # '.' only, safe in a string.
     script = " ".join(f"document.cookie = {cookie!r};" for cookie in cookies)
+    if reload and token is not None:
+        # Reload only once the cookie is readable back: a browser refusing it stays here.
+        script += f" if (document.cookie.includes({f'{COOKIE}={token}'!r})) location.reload();"
     st.html(f"<script>{script}</script>", unsafe_allow_javascript=True)
 
 

@@ -17,6 +17,7 @@ from pages.present.stat_tables import (
 )
 from pages.present.user_text import plain
 from pages.widgets import view_state
+from pages.widgets.tables import show_table
 
 
 def show_test(
@@ -36,7 +37,7 @@ def show_test(
         st.info(shortfall or plain(result.note or result.reading), icon=":material/info:")
         return
     st.markdown(plain(result.reading))
-    st.dataframe(
+    show_table(
         format_test_table(shown), hide_index=True, width="content", height=table_height(len(shown))
     )
     if result.note:

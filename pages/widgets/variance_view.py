@@ -18,6 +18,7 @@ from engine.analysis.metrics import METRIC_LABELS
 from jobs.services import study_analysis
 from pages.present import variance_tables as vt
 from pages.present.formatting import table_height
+from pages.widgets.tables import show_table
 
 Marker = tuple[Any, ...]
 
@@ -55,9 +56,9 @@ def show_variance_components(
     st.markdown(f"{METRIC_LABELS[metric]}: where each pair's difference varies")
     first, rest = vt.split_view(vt.components_view(table))
     height = table_height(len(table))
-    st.dataframe(first, hide_index=True, width="stretch", height=height)
+    show_table(first, hide_index=True, width="stretch", height=height)
     with st.expander("The components and the other intervals (factorial, per split)"):
-        st.dataframe(rest, hide_index=True, width="stretch", height=height)
+        show_table(rest, hide_index=True, width="stretch", height=height)
     st.caption(vt.INTERVALS_NOTE)
     rho = table["rho_design"].median()
     return 2 * len(table), None if pd.isna(rho) else float(rho)

@@ -243,12 +243,23 @@ def view_url() -> str:
     return f"{base}?{query}" if query else base
 
 
-def share_link(container: Any = None) -> None:
+def link_slot() -> Any:
+    """The place of a page's "Copy link to this view" drawn before the page's sections: an
+    ``st.empty``, which each :func:`share_link` into it replaces."""
+    return st.empty()
+
+
+def share_link(slot: Any = None) -> None:
     """The "Copy link to this view" control: the view's URL with a copy button (``st.code``).
 
-    Draw it last on a page, after every picker wrote its value to the URL.
+    Draw it after every picker wrote its value to the URL; in a :func:`link_slot` drawn
+    above the page's sections, draw it twice: once right after the pickers, so the control
+    already offers this run's view while the slow sections below are drawn (issue 39: under
+    load the previous run's link stayed there until the run ended, "nominal / seed 0" for
+    "Beta / seed 3"), and once at the end, with the values of the sections' own pickers.
     """
-    with (container or st).popover("Copy link to this view", icon=":material/link:"):
+    place = slot.container() if slot is not None else st
+    with place.popover("Copy link to this view", icon=":material/link:"):
         st.code(view_url(), language=None, wrap_lines=True)
         st.caption(
             "Whoever opens it sees this view after signing in (with a role that may open "

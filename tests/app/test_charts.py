@@ -170,3 +170,43 @@ def test_stress_lift_draws_the_mean_over_knees_per_method_and_level():
     assert data.loc[("nominal", 1), "lift"] == 4.0
     assert lines["encoding"]["color"]["sort"] == ["Nominal", "Beta"]
     assert _layer_data(spec, rule)["y"].tolist() == [1.0]
+
+
+def _number_colour_legends(spec: object) -> list[dict]:
+    """Every legend of a colour encoding over numbers (``quantitative``) in a spec."""
+    found: list[dict] = []
+    if isinstance(spec, dict):
+        colour = spec.get("color")
+        if isinstance(colour, dict) and colour.get("type") == "quantitative":
+            found.append(colour.get("legend", {}))
+        for value in spec.values():
+            found.extend(_number_colour_legends(value))
+    elif isinstance(spec, list):
+        for value in spec:
+            found.extend(_number_colour_legends(value))
+    return found
+
+
+def _heatmaps() -> list:
+    cm = compare.confusion_frame(np.array([[8, 2], [1, 3]]))
+    grid = compare.grid_frame(np.arange(20).reshape(5, 4) - 8)
+    return [
+        charts.confusion_heatmap(cm, normalised=False),
+        charts.confusion_heatmap(cm, normalised=True),
+        charts.contingency_heatmap(grid),
+        charts.residual_heatmap(grid),
+    ]
+
+
+def test_heatmap_legends_are_swatches_not_a_gradient_the_address_can_blank():
+    """Issue 39: Vega fills a gradient legend through url(<page address>#id); once the app
+    rewrote the address the bar went blank. Every heatmap legend is swatches of colour."""
+    import vl_convert as vlc
+
+    for chart in _heatmaps():
+        spec = _spec(chart)
+        legends = [legend for legend in _number_colour_legends(spec) if legend is not None]
+        assert legends, "each heatmap keeps a legend"
+        assert all(legend.get("type") == "symbol" for legend in legends), legends
+    drawn = vlc.vegalite_to_svg(_heatmaps()[0].to_json())
+    assert "url(" not in drawn and "<rect" in drawn

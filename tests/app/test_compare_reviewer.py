@@ -52,23 +52,23 @@ def test_reference_statistics_show_the_corrected_p_beside_the_wilcoxon(reference
         "Verdict (ROPE ± 0.01)",
         "p corrected (Holm)",
     ]
-    assert _row(compact, "KL", "Nominal − Binomial")["Endpoint"] == "primary"
+    assert _row(compact, "KL", "Binomial − Nominal")["Endpoint"] == "primary"
     assert "Result on AMAE:" in texts(at, "markdown")
     assert "Result: none of the 8 primary comparisons is significant" in texts(at, "markdown")
     paired = next(f for f in shown if corrected in f.columns and "A − B" in f.columns)
-    kl = _row(paired, "KL", "Nominal − Binomial")
+    kl = _row(paired, "KL", "Binomial − Nominal")
     assert float(kl[corrected]) == pytest.approx(0.16, abs=0.01)
     # The issue's strip, on one scale: p at ρ = 0, 0.09, 0.17 and the assumed 0.30;
     # break-even ρ = 0.15 (r = 0.18, in the tooltip and the CSV).
     assert kl["p at ρ = 0 · 0.09 · 0.17 · assumed"] == "< 0.001 · 0.0175 · 0.0582 · 0.162 (ρ 0.30)"
     assert kl["Break-even ρ (p = 0.05)"] == "0.15"
     assert kl["p Wilcoxon (exact)"] in {"< 0.001"}  # 0.0005 on 20 seeds
-    cell = _row(compact, "KL", "Nominal − Binomial")["Mean A − B [95 % CI, corrected, NB ρ = 0.30]"]
+    cell = _row(compact, "KL", "Binomial − Nominal")["Mean A − B [95 % CI, corrected, NB ρ = 0.30]"]
     low, high = (float(v) for v in cell.split(" ", 1)[1].strip("[]").split(","))
     assert low < 0 < high  # the corrected interval includes 0
     assert "Bootstrap CI" not in paired.columns  # the bootstrap left the paired table
-    assert _row(compact, "KL", "Nominal − Binomial")["Verdict (ROPE ± 0.01)"] == "inconclusive"
-    assert float(kl["Effect size dz"]) > 0 and float(kl["Rank-biserial r"]) > 0
+    assert _row(compact, "KL", "Binomial − Nominal")["Verdict (ROPE ± 0.01)"] == "inconclusive"
+    assert float(kl["Effect size dz"]) < 0 and float(kl["Rank-biserial r"]) < 0
     # Human headers only: the shared mapping, no column names of the stats table.
     assert not any("_" in c for c in paired.columns) and "d_z" not in paired.columns
     assert "on most seeds (Wilcoxon" in kl["Reading"] and "ρ = 0.30" in kl["Reading"]
@@ -100,6 +100,23 @@ def test_reference_statistics_show_the_corrected_p_beside_the_wilcoxon(reference
     assert "None" not in paired.to_string() and "± –" not in paired.to_string()
 
 
+def test_the_pairs_table_reads_with_the_primary_endpoints_sign(reference_home, monkeypatch):
+    """Issue 39: the primary endpoint read "Binomial − Nominal" and the pairs table under it
+    "Nominal − Binomial", the opposite sign. Every pair now subtracts the method listed
+    first, so each primary row's difference is its pairs row's, and the heading says so."""
+    at = run_page(reference_home, monkeypatch, tab="Statistics")
+    shown = [d.value for d in at.dataframe]
+    primary = next(f for f in shown if "Method − Nominal" in f.columns)
+    compact = next(f for f in shown if "Endpoint" in f.columns and "A − B" in f.columns)
+    mean_ci = next(c for c in compact.columns if c.startswith("Mean A − B"))
+    assert len(primary) == 8
+    for row in primary.to_dict("records"):
+        pair = _row(compact, row["Task"], f"{row['Method − Nominal']} − Nominal")
+        assert pair[mean_ci].split(" ", 1)[0] == row["AMAE difference"]
+    assert not compact["A − B"].str.startswith("Nominal − ").any()
+    assert "as the primary endpoint reads method − Nominal" in texts(at, "markdown")
+
+
 def test_the_rope_on_the_page_moves_the_verdicts(reference_home, monkeypatch):
     at = run_page(reference_home, monkeypatch, tab="Statistics")
     at.selectbox(key="compare_stats_metric").set_value("qwk").run()
@@ -123,8 +140,8 @@ def test_reference_statistics_csv_carries_the_paired_columns(reference_home, mon
     ):  # fmt: skip
         assert column in paired.columns
     row = paired[
-        (paired["task"] == "KL") & (paired["method_a"] == "nominal")
-        & (paired["method_b"] == "binomial")
+        (paired["task"] == "KL") & (paired["method_a"] == "binomial")
+        & (paired["method_b"] == "nominal")
     ].iloc[0]  # fmt: skip
     assert row["p_corrected"] == pytest.approx(0.16, abs=0.01)
     assert row["p_wilcoxon"] == pytest.approx(0.0005, abs=0.0003)
@@ -132,7 +149,7 @@ def test_reference_statistics_csv_carries_the_paired_columns(reference_home, mon
     expected = study_analysis.paired_table(
         study_id, metrics=("amae",), n_boot=0, path=reference_home / "softgrade.duckdb"
     )
-    expected = expected[(expected["task"] == "KL") & (expected["method_b"] == "binomial")]
+    expected = expected[(expected["task"] == "KL") & (expected["method_a"] == "binomial")]
     assert row["mean_diff"] == pytest.approx(float(expected["mean_diff"].iloc[0]))
     assert {"wilcoxon", "anova"} <= set(csv["table"])  # the paper's tables follow
 

@@ -373,3 +373,23 @@ def test_a_parameter_reading_says_what_a_cross_is_on_a_pruned_search():
     effects = pd.DataFrame({"method": ["beta", "beta"], "param": "eta", "pruned": [False, True]})
     assert "a cross is a run the pruner stopped" in views.parameter_reading("eta", effects)
     assert "cross" not in views.parameter_reading("eta", effects.assign(pruned=False))
+
+
+def test_search_sentence_shows_a_stored_configuration_as_text_and_counts_epochs():
+    """A configuration's text comes from the store (an import's too): a link in it is text;
+    one epoch is "1 epoch" (issue 39's walk)."""
+    from tests.helpers.markup import live_markup
+
+    search = explorer.search_table(
+        pd.DataFrame(
+            {
+                "run_id": ["a"], "study_id": "s", "task": "KL", "method": "beta", "seed": 0,
+                "config_index": [0], "config": ['{"[x](http://evil.example)": 1}'],
+                "selected": [True], "best_epoch": [1], "epochs_run": [1], "val_amae": [0.5],
+                "duration_s": 1.0,
+            }
+        )
+    )  # fmt: skip
+    text = views.search_sentence(search)
+    assert "trained 1 epoch and" in text
+    assert not live_markup(text, emphasis=False)

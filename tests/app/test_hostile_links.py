@@ -62,6 +62,8 @@ def markdown_texts(at: AppTest) -> list[str]:
             for attribute in ("label", "help"):
                 if text := getattr(element, attribute, None):
                     found.append(str(text))
+    # A radio's options are markdown too (a method or study offered by name).
+    found += [str(option) for element in at.get("radio") for option in element.options]
     return found
 
 

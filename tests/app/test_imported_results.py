@@ -23,7 +23,7 @@ def test_compare_page_shows_imported_per_seed_metrics_with_their_methods(
     paired = [f.value for f in stats.dataframe if "A − B" in getattr(f.value, "columns", [])]
     assert paired, "the paired table is shown"
     pairs = set(paired[0]["A − B"])
-    assert {"CORN − ours", "Nominal − ours"} <= pairs, pairs
+    assert {"ours − CORN", "ours − Nominal"} <= pairs, pairs
 
 
 def test_statistics_tab_names_the_intervals_a_file_without_sizes_cannot_give(

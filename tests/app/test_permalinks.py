@@ -150,6 +150,31 @@ def test_the_copied_link_follows_a_choice_made_inside_a_live_section(tmp_path, m
     assert at.query_params["explorer_overlay"] == "seed"
 
 
+def test_the_link_offers_this_runs_choice_before_the_slow_sections_are_drawn(tmp_path, monkeypatch):
+    """Issue 39: under load the control kept the previous run's link ("seed 0" for seed 2)
+    until the whole run ended. A run stopped while the search section is drawn (as a slow
+    one is still being drawn) already offers this run's seed and method."""
+    import streamlit as st
+
+    from pages.present import explorer_views
+
+    make_store(tmp_path, methods=("nominal", "beta"))
+    at = run_page(tmp_path, monkeypatch, EXPLORER_PAGE)
+    assert copied_link(at)["explorer_seed"] == ["0"]
+
+    def still_drawing(*args: object, **kwargs: object) -> str:
+        st.stop()  # the run goes no further: what the control offers now is what it shows
+        return ""
+
+    monkeypatch.setattr(explorer_views, "search_sentence", still_drawing)
+    at.selectbox(key="explorer_method").set_value("beta").run()
+    at.selectbox(key="explorer_seed").set_value(2).run()
+    assert not at.exception
+    assert "Learning curves" not in [h.value for h in at.subheader]  # not reached
+    link = copied_link(at)
+    assert link["explorer_seed"] == ["2"] and link["explorer_method"] == ["beta"]
+
+
 def test_a_click_sent_with_an_out_of_date_url_keeps_the_new_choice(tmp_path, monkeypatch):
     """A click made before the browser had the last rerun's URL sends that older URL: the
     earlier seed in it is an echo of this session's own writing, not a link to apply."""

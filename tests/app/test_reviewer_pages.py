@@ -107,6 +107,28 @@ def test_robustness_says_why_without_unselected_test_predictions(tmp_path, monke
     assert not any("At matched budget" in d.value.columns for d in at.dataframe)
 
 
+def test_robustness_names_a_method_off_nominals_grid_and_why(tmp_path, monkeypatch):
+    """Issue 39: at budget 1, a method whose seeds drew no rate of Nominal's grid (CLM) was
+    dropped from the matched tables without a word; now one line names it and says why."""
+    store = tmp_path / "softgrade.duckdb"
+    init_schema(store)
+    write_synthetic_study(
+        store,
+        n_seeds=3,
+        n_patients=20,
+        methods=("nominal", "beta", "clm"),
+        lr_scale={"clm": 7.0},
+    )
+    finish_the_job(store)
+    at = run_page(tmp_path, monkeypatch, tab="Robustness")
+    matched = frame_with_column(at, "At matched budget")
+    assert "CLM" not in set(matched["Method"])  # nothing at Nominal's rate to select among
+    said = [line for line in texts(at, "info").split("\n") if "Left out here: CLM." in line]
+    assert said, texts(at, "info")
+    assert "learning rate of Nominal's grid (0.001)" in said[0]
+    assert "Beta" not in said[0]
+
+
 def test_robustness_on_films_without_true_grades_or_splits_says_why(tmp_path, monkeypatch):
     """A store of bare runs (no dataset: no true grade, no splits) gets one line for each
     section, no traceback."""

@@ -53,9 +53,9 @@ def test_paired_view_puts_primary_rows_first_with_titled_pairs_and_readings(tabl
     view = rt.paired_view(table)
     assert len(view) == len(table) == 6
     assert list(view["Endpoint"]) == ["primary"] * 4 + ["exploratory"] * 2
-    assert view.loc[0, "A − B"] == "Nominal − Binomial"
-    kl = table[(table["task"] == "KL") & (table["method_b"] == "binomial")].iloc[0]
-    row = view[(view["Task"] == "KL") & (view["A − B"] == "Nominal − Binomial")].iloc[0]
+    assert view.loc[0, "A − B"] == "Binomial − Nominal"
+    kl = table[(table["task"] == "KL") & (table["method_a"] == "binomial")].iloc[0]
+    row = view[(view["Task"] == "KL") & (view["A − B"] == "Binomial − Nominal")].iloc[0]
     interval = rt.interval_text(kl["ci_low"], kl["ci_high"])
     assert row["Mean A − B [95 % CI, corrected, NB ρ = 0.23]"] == (
         f"{kl['mean_diff']:.3f} {interval}"

@@ -84,7 +84,7 @@ def test_a_right_password_signs_in_and_shows_name_role_and_sign_out(path):
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30).run()
     at.text_input(key="sign_in_name").input("mo")
     at.text_input(key="sign_in_password").input(PASSWORD)
-    at.button[0].click().run()
+    at.button[0].click().run().run()  # then the page opened again with the cookie
     assert not at.exception
     assert store_users.validate_session(at.session_state[TOKEN_KEY], path=path).name == "mo"
     assert any("Signed in as **mo** (member)" in m.value for m in at.sidebar.markdown)
@@ -249,7 +249,7 @@ def _signed_in_through_the_app(name: str, role: str, path: Path) -> AppTest:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30).run()
     at.text_input(key="sign_in_name").input(name)
     at.text_input(key="sign_in_password").input(PASSWORD)
-    at.button[0].click().run()
+    at.button[0].click().run().run()  # then the page opened again with the cookie
     assert any(f"Signed in as **{name}**" in m.value for m in at.sidebar.markdown)
     return at
 

@@ -22,7 +22,7 @@ def _sign_in_through_the_form(name: str) -> AppTest:
     at.text_input(key="sign_in_password").input(PASSWORD)
     at.button[0].click().run()
     assert not at.exception
-    return at
+    return at.run()  # the page opened again once the browser holds the cookie
 
 
 def _signed_in_as(at: AppTest) -> list[str]:
@@ -31,6 +31,34 @@ def _signed_in_as(at: AppTest) -> list[str]:
 
 class Connection:
     """A stand-in for Streamlit's websocket client: only its identity matters."""
+
+
+def test_signed_in_is_said_only_once_the_cookie_is_written(path, monkeypatch):
+    """Issue 39: "Signed in as" showed 0.3-0.4 s before the cookie existed, and an address
+    opened in that gap found none. The sign-in run now shows only "Signing in…" and the
+    script that writes the cookie, then reloads once the browser holds it; the reload (a new
+    connection presenting the cookie) is signed in."""
+    store_users.add_user("ada", "admin", PASSWORD, path=path)
+    mine = Connection()
+    monkeypatch.setattr(sign_in, "current_connection", lambda: mine)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30).run()
+    at.text_input(key="sign_in_name").input("ada")
+    at.text_input(key="sign_in_password").input(PASSWORD)
+    at.button[0].click().run()
+    assert not at.exception
+    assert not _signed_in_as(at) and not at.sidebar.button  # no sign-out, no menu yet
+    assert sign_in.SIGNING_IN in [m.value for m in at.markdown][0]
+    token = at.session_state[TOKEN_KEY]
+    scripts = [str(h.proto.body) for h in at.get("html")]
+    written = f"document.cookie = 'softgrade_session={token};"
+    assert any(written in s and "location.reload()" in s for s in scripts), scripts
+    assert any(s.index(written) < s.index("location.reload()") for s in scripts if written in s)
+    # The reload: another connection, presenting the cookie the script wrote.
+    monkeypatch.setattr(sign_in, "current_connection", Connection)
+    monkeypatch.setattr(sign_in, "_cookie_token", lambda: token)
+    at.run()
+    assert _signed_in_as(at)
+    assert not any("location.reload()" in str(h.proto.body) for h in at.get("html"))
 
 
 def test_another_connection_presenting_the_session_gets_the_sign_in_form(path, monkeypatch):
@@ -94,7 +122,7 @@ def test_sign_in_gives_the_browser_a_known_client_token_that_passes_a_lockout(pa
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=30).run()
     at.text_input(key="sign_in_name").input("ada")
     at.text_input(key="sign_in_password").input(PASSWORD)
-    at.button[0].click().run()
+    at.button[0].click().run().run()
     assert _signed_in_as(at)
 
 

@@ -142,7 +142,7 @@ def test_relationship_exports_and_table7_frame():
         "Global (Kruskal–Wallis)",
         "Pairwise (Wilcoxon, unadjusted)",
     ]
-    assert table7["models"].iloc[-1] == "Beta vs. Nominal"
+    assert table7["models"].iloc[-1] == "Nominal vs. Beta"  # later − earlier of the given order
     latex = stat_tables.frame_latex(table7, caption="KLD tests", label="tab:kld")
     assert r"\label{tab:kld}" in latex and "Shapiro--Wilk" in latex
     assert latex.count(r"\\") == 1 + len(table7)

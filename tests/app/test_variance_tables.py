@@ -27,7 +27,7 @@ def test_components_view_has_human_headers_and_text_cells():
     view = vt.components_view(_table())
     assert list(view.columns) == list(vt.COMPONENT_HEADERS.values())
     row = view.iloc[0]
-    assert row["A − B"] == "Nominal − Beta" and row["Splits × inits"] == "4 × 2"
+    assert row["A − B"] == "Beta − Nominal" and row["Splits × inits"] == "4 × 2"
     assert row["Share split / init / residual"].count("%") == 3
     assert row["95 % CI design-corrected (new patients)"].startswith("[")
     assert not any("_" in c for c in view.columns)

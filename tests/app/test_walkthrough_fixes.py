@@ -3,6 +3,8 @@ and the Probabilities summary shows no leftover index column."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.helpers.pages import make_store, run_page
 
 
@@ -150,3 +152,29 @@ def test_the_kiosk_probability_charts_read_at_13_px_in_percent():
     for spec in charts:
         text = str(spec)
         assert f"'labelFontSize': {KIOSK_AXIS_FONT_PX}" in text and "'format': '.0%'" in text
+
+
+@pytest.mark.slow  # a whole Statistics tab: over 2 s of CPU
+def test_a_long_method_name_down_a_table_gets_a_column_wide_enough(tmp_path, monkeypatch):
+    """Issue 39: "Binomial layer − Nominal", below the rows st.dataframe sized its column
+    from, was cut ("Binomial laye…"). Every text column is now as wide as its longest cell."""
+    import json
+
+    from pages.present.formatting import CELL_CHAR_PX
+    from store import jobs as store_jobs
+    from store.db import init_schema
+    from tests.helpers.synthetic_study import write_synthetic_study
+
+    store = tmp_path / "softgrade.duckdb"
+    init_schema(store)
+    methods = ("nominal", "beta", "triangular", "binomial_layer")
+    write_synthetic_study(store, n_seeds=3, n_patients=20, methods=methods)
+    job = store_jobs.claim_next_job("test-worker", path=store)
+    store_jobs.finish_job(job.job_id, store_jobs.JobStatus.SUCCEEDED, path=store)
+    at = run_page(tmp_path, monkeypatch, tab="Statistics")
+    compact = next(d for d in at.dataframe if "A − B" in d.value.columns)
+    pairs = list(compact.value["A − B"])
+    longest = max(pairs, key=len)
+    assert longest == "Binomial layer − Triangular" and pairs.index(longest) > 0
+    widths = {name: c.get("width") for name, c in json.loads(compact.proto.columns).items()}
+    assert widths["A − B"] >= len(longest) * CELL_CHAR_PX

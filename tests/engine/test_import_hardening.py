@@ -524,3 +524,31 @@ def test_a_labels_csv_at_the_cap_is_checked_and_each_name_resolved_once(tmp_path
     # Each name resolved once by the listing (the check reuses it; it was twice), plus the
     # CSV itself and the layout's look at its first 20 rows.
     assert len(calls) <= 2000 + 21
+
+
+def wrap_image_open_as_ultralytics_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PIL's Image.open as ultralytics (the YOLO detector) leaves it once imported: on an
+    image PIL cannot identify it imports the optional pi_heif, here missing."""
+    from PIL import Image
+
+    real_open = Image.open
+
+    def wrapped_open(*args: object, **kwargs: object) -> object:
+        try:
+            return real_open(*args, **kwargs)
+        except Exception:
+            import pi_heif_not_installed  # noqa: F401  # as ultralytics' patch does
+
+            raise
+
+    monkeypatch.setattr(Image, "open", wrapped_open)
+
+
+def test_an_unreadable_film_is_refused_once_ultralytics_wrapped_image_open(monkeypatch):
+    """Without pi_heif the wrapped Image.open raised ModuleNotFoundError in place of PIL's
+    own error, a traceback on the kiosk's upload; the film is named and refused."""
+    from engine.films import decode_bytes
+
+    wrap_image_open_as_ultralytics_does(monkeypatch)
+    with pytest.raises(FilmRefused, match="not an image SoftGrade can read"):
+        decode_bytes(b"GIF89a" + bytes(40), "f.png")

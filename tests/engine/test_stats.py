@@ -190,7 +190,7 @@ def test_wilcoxon_one_pair_reading():
     assert not row["significant"]
     p_text = f"Holm-adjusted p = {row['p_adj']:.2g}"
     assert result.reading == (
-        f"Beta and Triangular do not differ (Wilcoxon, 20 paired seeds, {p_text})."
+        f"Triangular and Beta do not differ (Wilcoxon, 20 paired seeds, {p_text})."
     )
 
 
@@ -198,9 +198,9 @@ def test_wilcoxon_exact_p_for_consistent_improvement():
     # One method better on all 20 seeds: the exact two-sided p is 2 / 2**20 (paper Table 7).
     scores = pd.DataFrame(
         {
-            "method": ["Beta"] * 20 + ["Nominal"] * 20,
+            "method": ["Nominal"] * 20 + ["Beta"] * 20,
             "seed": list(range(20)) * 2,
-            "value": list(np.linspace(0.1, 0.2, 20)) + list(np.linspace(0.5, 0.9, 20)),
+            "value": list(np.linspace(0.5, 0.9, 20)) + list(np.linspace(0.1, 0.2, 20)),
         }
     )
     result = wilcoxon_pairwise(scores)

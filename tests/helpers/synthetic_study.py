@@ -58,8 +58,11 @@ def write_synthetic_study(
     configs: dict[str, int] | None = None,
     keep_unselected_test: bool = True,
     seed: int = 0,
+    lr_scale: dict[str, float] | None = None,
 ) -> str:
-    """Write the study and return its id (the study of a queued job, as the worker's)."""
+    """Write the study and return its id (the study of a queued job, as the worker's).
+    Configuration ``c`` of a method has learning rate ``0.001 * (c + 1)``, times the method's
+    ``lr_scale`` (1 unless named: a method off Nominal's grid)."""
     rng = np.random.default_rng(seed)
     configs = configs or {m: 1 for m in methods}
     meta = study_meta(n_patients, rng)
@@ -111,7 +114,7 @@ def write_synthetic_study(
                             method=method,
                             seed=s,
                             config_index=c,
-                            config={"lr": 0.001 * (c + 1)},
+                            config={"lr": 0.001 * (c + 1) * (lr_scale or {}).get(method, 1)},
                             best_epoch=1,
                             epochs_run=1,
                             val_amae=float(np.mean(np.abs(val["y_true"] - val["y_pred"]))),

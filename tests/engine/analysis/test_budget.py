@@ -155,3 +155,17 @@ def test_coverage_matched_budget_on_a_stored_study(store):
     c0 = per_run[per_run["config_index"] == 0].groupby(["task", "method"])["amae"].mean()
     for key, value in c0.items():
         assert table.loc[key, "mean_matched"] == pytest.approx(value)
+
+
+def test_off_grid_methods_are_those_with_no_run_at_a_rate_of_the_grid():
+    """Budget 1: CLM's seeds drew 0.007 and 0.014, none of Nominal's rates, so coverage
+    matching has nothing to select for it; Beta hit one rate of two and stays."""
+    runs = pd.DataFrame(
+        {"method": ["nominal", "nominal", "beta", "beta", "clm", "clm"],
+         "config": ['{"lr": 0.001}', '{"lr": 0.002}', '{"lr": 0.002}', '{"lr": 0.05}',
+                    '{"lr": 0.007}', '{"lr": 0.014}']}
+    )  # fmt: skip
+    grid = budget.nominal_grid(runs)
+    assert grid == (0.001, 0.002)
+    assert budget.off_grid_methods(runs, grid) == ["clm"]
+    assert budget.off_grid_methods(runs[runs["method"] != "clm"], grid) == []

@@ -114,7 +114,7 @@ def test_paired_table_declares_one_primary_family_of_eight():
     primary = table[table["family"] == paired.PRIMARY_FAMILY]
     assert len(primary) == 8
     assert set(primary["metric"]) == {"amae"}
-    assert (primary["method_a"] == "nominal").all()
+    assert (primary["method_b"] == "nominal").all()  # method − Nominal, as the endpoint reads
     holm = multipletests(primary["p_corrected"], method="holm")[1]
     assert primary["p_corrected_holm"].to_numpy() == pytest.approx(holm)
     exploratory = table[table["family"] != paired.PRIMARY_FAMILY]
@@ -226,16 +226,16 @@ def test_hierarchical_bootstrap_interval_brackets_the_mean_difference():
     films = _films()
     boot = paired.hierarchical_bootstrap(films, metrics=("amae",), n_boot=400, seed=1)
     row = boot.iloc[0]
-    assert (row["method_a"], row["method_b"]) == ("nominal", "beta")
+    assert (row["method_a"], row["method_b"]) == ("beta", "nominal")
     from engine.analysis.metrics import compute_metrics
 
-    diffs = [
-        compute_metrics(g[g.method == "nominal"].y_true, g[g.method == "nominal"].y_pred, 4)["amae"]
-        - compute_metrics(g[g.method == "beta"].y_true, g[g.method == "beta"].y_pred, 4)["amae"]
-        for _, g in films.groupby("seed")
-    ]
+    def amae(g: pd.DataFrame, method: str) -> float:
+        one = g[g.method == method]
+        return compute_metrics(one.y_true, one.y_pred, 4)["amae"]
+
+    diffs = [amae(g, "beta") - amae(g, "nominal") for _, g in films.groupby("seed")]
     assert row["boot_ci_low"] < np.mean(diffs) < row["boot_ci_high"]
-    assert row["boot_ci_low"] > 0  # nominal is built to err more
+    assert row["boot_ci_high"] < 0  # nominal is built to err more: beta − nominal < 0
     assert row["within_seed_sd"] > 0
 
 
@@ -436,12 +436,12 @@ def test_paired_table_says_not_estimable_where_seeds_give_no_spread():
         + 0.05
     )
     table = paired.paired_table(per_run, {"KL": 0.43, "CPPD": 0.43}, metrics=("amae",))
-    row = table[(table.task == "KL") & (table.method_a == "binomial") & (table.method_b == "beta")]
+    row = table[(table.task == "KL") & (table.method_a == "beta") & (table.method_b == "binomial")]
     row = row.iloc[0]
     assert row["verdict"] == f"not estimable: {paired.NO_SPREAD}"
     assert math.isnan(row["p_corrected"]) and math.isnan(row["p_tost"])
     assert math.isnan(row["p_bayes_a_better"]) and math.isnan(row["p_corrected_holm"])
-    assert row["mean_diff"] == pytest.approx(0.05)
+    assert row["mean_diff"] == pytest.approx(-0.05)  # beta − binomial: binomial is listed first
     assert paired.reading(row.to_dict()).startswith("No verdict: not estimable")
     two = paired.paired_table(_per_run(n_seeds=2), {"KL": 0.43, "CPPD": 0.43}, metrics=("amae",))
     assert (two["verdict"] == "not estimable: fewer than 3 seeds (2)").all()

@@ -415,3 +415,15 @@ def test_cli_refuses_a_kiosk_on_a_study_whose_models_are_not_here(tmp_path, monk
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "no trained" in err and "models on this machine" in err
     assert "up --demo" in err and "Traceback" not in err
+
+
+def test_a_damaged_crop_is_named_once_ultralytics_wrapped_image_open(monkeypatch):
+    """The kiosk's bundled crops: a damaged one is named, not a ModuleNotFoundError from
+    ultralytics' wrapped Image.open (tests/engine/test_import_hardening.py)."""
+    import io
+
+    from jobs.services.demo_manifest import crop_problem
+    from tests.engine.test_import_hardening import wrap_image_open_as_ultralytics_does
+
+    wrap_image_open_as_ultralytics_does(monkeypatch)
+    assert crop_problem(io.BytesIO(b"GIF89a" + bytes(40)), 32).startswith("not a PNG image")
