@@ -47,7 +47,8 @@ def test_seeds_from_an_existing_study_match_the_engine(path):
     assert at.selectbox(key="launch_power_study").value == study_id
     shown = at.dataframe[0].value
     plan = study_analysis.seeds_needed(study_id, metric="amae", effect=0.05, path=path)
-    soft = plan[(plan["method_a"] == "nominal") & (plan["rho"] == 0.0)]
+    # Each soft method against Nominal, which is listed first and so is B (A − B).
+    soft = plan[(plan["method_b"] == "nominal") & (plan["rho"] == 0.0)]
     assert len(shown) == len(soft) == 4
     assert list(shown["Seeds run"]) == [str(n) for n in soft["n_seeds"]]
     assert {"Seeds at ρ = 0", "Seeds at ρ = 0.1"} <= set(shown.columns)

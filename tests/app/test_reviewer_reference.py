@@ -43,7 +43,8 @@ def test_kl_cppd_page_shows_nominal_kld_is_mostly_its_kl_marginal(reference_home
     assert "Nominal's KLD is mostly its KL marginal" in markdown
     assert "it predicts KL 0 for 5.4 % of films against 16.1 %" in markdown
     paired = frame_with_column(at, "p (corrected, NB ρ = 0.30)")
-    row = paired[(paired["A"] == "Nominal") & (paired["B"] == "Binomial")].iloc[0]
+    # One sign rule (A − B, B the method listed first): the pair reads Binomial − Nominal.
+    row = paired[(paired["A"] == "Binomial") & (paired["B"] == "Nominal")].iloc[0]
     assert row["p Wilcoxon (Holm)"] == "< 0.001"
     # Consistent over seeds, not significant at the assumed ρ; significant below r ≈ 0.1.
     assert float(row["p (corrected, NB ρ = 0.30)"]) > 0.05

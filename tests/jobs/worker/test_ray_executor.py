@@ -142,10 +142,15 @@ def test_one_actor_hosts_two_lanes_that_train_side_by_side(ray_local, tmp_path):
     runs_n, distinct, preds, keys = _row_counts(store)
     assert runs_n == distinct == 4 and preds == keys > 0
     assert {m["slot"] for m in worker.messages if m["kind"] == "done"} == {0, 1}
-    # Side by side: some run began (its first epoch) before another run's result came back.
-    kinds = [(m["kind"], m.get("epoch")) for m in worker.messages if m["kind"] in ("epoch", "done")]
-    first_done = kinds.index(("done", None))
-    assert kinds[: first_done + 1].count(("epoch", 1)) == 2, kinds
+    # Side by side: a run on one lane was received before a run on the other lane finished
+    # (the lanes' runs overlap in time; an epoch's message could come late on a busy machine).
+    done = [m for m in worker.messages if m["kind"] == "done"]
+    spans = {
+        slot: [(m["received_at"], m["finished_at"]) for m in done if m["slot"] == slot]
+        for slot in (0, 1)
+    }
+    overlaps = [(a, b) for a in spans[0] for b in spans[1] if a[0] < b[1] and b[0] < a[1]]
+    assert overlaps, spans
 
 
 def test_an_actor_of_two_lanes_dying_is_replaced_once_and_both_runs_retried(ray_local, tmp_path):
