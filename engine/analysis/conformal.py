@@ -49,9 +49,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from engine.analysis.probability_scores import CalibratedBatch, task_arrays
+
 # The arithmetic beneath the metric registry (not probability_metrics, which reads the
 # registry): the registry's set-size metric is computed here.
-from engine.analysis.probability_scores import CalibratedBatch, task_arrays
+from engine.vocab import TASK_CLASSES
 
 DEFAULT_COVERAGE = 0.9
 RUN_KEYS = ("task", "method", "seed")
@@ -374,10 +376,15 @@ _SUMMED = ("mean_size", "singleton_share", "range_share")
 
 
 def range_words(lo: int, hi: int, task: str, coverage: float) -> str:
-    """``"likely range KL 2–3 at 90 %"`` (one grade: ``"likely KL 2 at 90 %"``)."""
+    """``"likely range KL 2–3 at 90 %"`` (one grade: ``"likely KL 2 at 90 %"``); every grade
+    of the task: ``"any grade KL 0–4 at 90 %: the models cannot narrow it"``, so a range that
+    excludes nothing is not read as a finding."""
     span = f"{task} {lo}" if lo == hi else f"{task} {lo}–{hi}"
+    at = f"at {round(coverage * 100):g} %"
+    if lo == 0 and hi == TASK_CLASSES.get(task, hi + 2) - 1:
+        return f"any grade {span} {at}: the models cannot narrow it"
     word = "likely" if lo == hi else "likely range"
-    return f"{word} {span} at {round(coverage * 100):g} %"
+    return f"{word} {span} {at}"
 
 
 def ensemble_range(

@@ -31,7 +31,9 @@ def test_a_test_film_reads_its_range_and_an_upload_gets_none(finished_study, mon
     at = run_page(finished_study.home, monkeypatch, PAGE)
     assert not at.exception
     markdown = texts(at, "markdown")
-    assert "KL" in markdown and "likely" in markdown and "at 90 %" in markdown
+    # The tiny CPU models may not narrow a grade: then the line says so, not "likely range".
+    assert "KL" in markdown and "at 90 %" in markdown
+    assert "likely" in markdown or "the models cannot narrow it" in markdown
     assert "9 in 10 films like this one" in texts(at, "caption")
 
     at.segmented_control(key="demo_source").set_value("Upload a film").run()
@@ -39,4 +41,5 @@ def test_a_test_film_reads_its_range_and_an_upload_gets_none(finished_study, mon
     at.file_uploader(key="demo_upload").upload("knee.png", film, "image/png").run()
     assert not at.exception
     assert "likely range" not in texts(at, "markdown")
+    assert "cannot narrow it" not in texts(at, "markdown")
     assert grade_range.NO_RANGE_UPLOAD in texts(at, "caption")

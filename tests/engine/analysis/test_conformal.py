@@ -201,3 +201,9 @@ def test_ensemble_range_covers_every_seed_set_and_reads_in_words() -> None:
     assert (lo, hi) == (1, 3)
     assert conformal.range_words(2, 3, "KL", 0.9) == "likely range KL 2–3 at 90 %"
     assert conformal.range_words(2, 2, "KL", 0.9) == "likely KL 2 at 90 %"
+    # Every grade is no finding: said so, not offered as a range.
+    assert conformal.range_words(0, 4, "KL", 0.9) == (
+        "any grade KL 0–4 at 90 %: the models cannot narrow it"
+    )
+    assert conformal.range_words(0, 3, "CPPD", 0.9).startswith("any grade CPPD 0–3")
+    assert conformal.range_words(0, 3, "KL", 0.9) == "likely range KL 0–3 at 90 %"

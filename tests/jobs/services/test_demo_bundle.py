@@ -99,7 +99,10 @@ def test_the_demo_bundle_opened_in_a_fresh_folder_shows_a_grade(bundles, monkeyp
         assert all(m.value.split()[0] in ("KL", "CPPD") for m in at.metric)
         assert "Annotated:" in _markdown(at)
         # the bundle carries each model's grade-set thresholds: the kiosk gives the range
-        assert bundle.set_thresholds and "likely" in _markdown(at) and "at 90 %" in _markdown(at)
+        # (a tiny CPU model may not narrow a grade: then the line says so instead)
+        shown = _markdown(at)
+        assert bundle.set_thresholds and "at 90 %" in shown
+        assert "likely" in shown or "the models cannot narrow it" in shown
         assert not at.selectbox  # no study or method picker: the bundle fixes them
         assert not at.sidebar.children or not any(at.sidebar.children.values())
         assert not (home / "softgrade.duckdb").exists()  # no lab store needed
