@@ -7,6 +7,9 @@ from typing import Any, Literal
 
 from engine.vocab import parse_run_id
 
+#: Methods a chart can name with level labels in half the page; more: slanted labels.
+LEVEL_LABEL_METHODS = 6
+
 
 def is_missing(value: object) -> bool:
     """None or a float NaN (how pandas hands a missing number to the pages)."""

@@ -26,7 +26,8 @@ import pandas as pd
 
 from engine.analysis import explorer
 from engine.methods import method_sort_key, order_methods
-from pages.present.charts import LEVEL_LABEL_METHODS, Scheme, method_legend
+from pages.present.charts import Scheme, method_legend
+from pages.present.formatting import LEVEL_LABEL_METHODS
 from pages.present.palette import method_dash_scale, method_scale
 from pages.present.tables import method_title, param_label
 

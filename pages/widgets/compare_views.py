@@ -22,7 +22,7 @@ from engine.analysis.paired import BASELINE
 from engine.methods import order_methods
 from jobs.services import study_analysis
 from jobs.services.csv_safe import escape_csv_cells
-from pages.present import charts, exports, reviewer_tables, stat_tables, tables
+from pages.present import exports, formatting, reviewer_tables, stat_tables, tables
 from pages.present.user_text import said
 from pages.widgets import (
     chart_cache,
@@ -210,7 +210,7 @@ def distributions_tab(per_run: pd.DataFrame, tasks: list[str], path: str) -> Non
     if found is None:
         return
     per_run = found
-    many = per_run["method"].nunique() > charts.LEVEL_LABEL_METHODS
+    many = per_run["method"].nunique() > formatting.LEVEL_LABEL_METHODS
     places = [st.container() for _ in tasks] if many else st.columns(len(tasks))
     for column, task in zip(places, compare.task_order(tasks), strict=True):
         scores = compare.score_frame(per_run, metric, [task])
