@@ -18,6 +18,7 @@ import streamlit as st
 from engine.analysis import compare, designs, paired, power
 from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS, METRICS
 from jobs.services import study_analysis
+from pages.present import power_tables
 from pages.present import reviewer_tables as rt
 from pages.present.charts import HALF_PAGE_PX
 from pages.present.endpoint_text import endpoint_sentence
@@ -346,8 +347,8 @@ def show_power(table: pd.DataFrame, metric: str, design_rho: float | None = None
     plan = power.power_table(table, effect=chosen, design_rho=design_rho)
     if plan.empty:
         return
-    show_table(rt.power_view(plan), rows=len(plan))
-    st.caption(rt.POWER_NOTE.format(target="80 %"))
+    show_table(power_tables.power_view(plan), rows=len(plan))
+    st.caption(power_tables.POWER_NOTE.format(target="80 %"))
 
 
 def table4_intervals(path: str, per_run: pd.DataFrame, metrics: list[str]) -> pd.DataFrame:

@@ -14,7 +14,7 @@ import streamlit as st
 
 from engine.analysis import paired, power
 from jobs.services import study_analysis
-from pages.present import reviewer_tables as rt
+from pages.present import power_tables
 from pages.present.study_form import SeedCost
 from pages.widgets import reads
 
@@ -66,8 +66,8 @@ def _from_study(path: str) -> None:
     if plan.empty:
         st.info("That study has no nominal and soft method pair with 2 seeds or more.")
         return
-    st.dataframe(rt.power_view(plan), hide_index=True)
-    st.caption(rt.POWER_NOTE.format(target="80 %"))
+    st.dataframe(power_tables.power_view(plan), hide_index=True)
+    st.caption(power_tables.POWER_NOTE.format(target="80 %"))
 
 
 def _effect_input(key: str) -> float:
@@ -97,7 +97,7 @@ def _from_typed(cost: SeedCost | None) -> None:
         seeds = power.seeds_for_power(effect, sd, ratio)
         ceiling = power.power_ceiling(effect, sd, ratio) if sd > 0 and effect else float("nan")
         hours, unit = (cost.hours, cost.unit) if cost else (None, "GPU hours")
-        lines.append(f"- {rt.seeds_plan_text(seeds, hours, ceiling, rho, unit=unit)}")
+        lines.append(f"- {power_tables.seeds_plan_text(seeds, hours, ceiling, rho, unit=unit)}")
     st.markdown("\n".join(lines))
     st.caption(
         "ρ is the correlation between seeds that resample the same films; the corrected test "

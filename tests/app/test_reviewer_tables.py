@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from engine.analysis import paired, power
+from pages.present import power_tables
 from pages.present import reviewer_tables as rt
 
 
@@ -227,15 +228,15 @@ def test_anova_view_names_columns_and_blanks_missing_cells():
 
 def test_power_view_gives_seeds_per_rho_or_the_ceiling_that_rho_imposes(table):
     plan = power.power_table(table, effect=0.02)
-    view = rt.power_view(plan)
+    view = power_tables.power_view(plan)
     assert len(view) == len(table)
     assert "Power now" not in view.columns
     at_zero, at_assumed = view["Seeds at ρ = 0"], view["Seeds at ρ = 0.3"]
     assert at_zero.str.fullmatch(r"\d+ \((\d+|more than 500) at the upper sd\)").all()
     assert at_assumed.str.startswith("not reachable: at most").any()
-    tiny = rt.power_view(power.power_table(table, effect=0.001))
+    tiny = power_tables.power_view(power.power_table(table, effect=0.001))
     assert tiny["Seeds at ρ = 0.1"].str.startswith("not reachable").all()
-    assert "consequence of the assumed ρ" in rt.POWER_NOTE
+    assert "consequence of the assumed ρ" in power_tables.POWER_NOTE
     # At ρ = 0 power has no ceiling: a tiny effect needs more seeds than the planner counts,
     # which is not "not reachable: at most 100 % power".
     assert tiny["Seeds at ρ = 0"].str.startswith("more than 500 seeds").all()
@@ -273,14 +274,14 @@ def test_paired_latex_is_a_table_with_the_corrected_p():
 
 
 def test_seeds_plan_text_gives_seeds_and_gpu_hours_or_the_ceiling_of_the_assumed_rho():
-    assert "**12 seeds**" in rt.seeds_plan_text(12, 2.5, 0.9, 0.1)
-    assert "at ρ = 0.1" in rt.seeds_plan_text(12, 2.5, 0.9, 0.1)
-    assert "about 30 GPU hours" in rt.seeds_plan_text(12, 2.5, 0.9, 0.1)
-    assert "GPU hours" not in rt.seeds_plan_text(12, None, 0.9, 0.1)
-    unreachable = rt.seeds_plan_text(None, 2.5, 0.4, 0.3)
+    assert "**12 seeds**" in power_tables.seeds_plan_text(12, 2.5, 0.9, 0.1)
+    assert "at ρ = 0.1" in power_tables.seeds_plan_text(12, 2.5, 0.9, 0.1)
+    assert "about 30 GPU hours" in power_tables.seeds_plan_text(12, 2.5, 0.9, 0.1)
+    assert "GPU hours" not in power_tables.seeds_plan_text(12, None, 0.9, 0.1)
+    unreachable = power_tables.seeds_plan_text(None, 2.5, 0.4, 0.3)
     assert "At ρ = 0.3" in unreachable and "even unlimited seeds give 40%" in unreachable
     assert "follows from the assumed ρ" in unreachable
     assert "A larger dataset is needed" not in unreachable
-    assert "effect other than 0" in rt.seeds_plan_text(None, None, math.nan, 0.3)
-    beyond = rt.seeds_plan_text(None, 2.5, 1.0, 0.0)  # no ceiling, but past the planner
+    assert "effect other than 0" in power_tables.seeds_plan_text(None, None, math.nan, 0.3)
+    beyond = power_tables.seeds_plan_text(None, 2.5, 1.0, 0.0)  # no ceiling, but past the planner
     assert "more than 500 seeds" in beyond and "100%" not in beyond

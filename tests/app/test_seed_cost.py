@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from engine.config import StudySpec
-from pages.present import reviewer_tables as rt
+from pages.present import power_tables
 from pages.present.study_form import hours_per_seed, study_size
 from tests.helpers.studies import tiny_study
 
@@ -23,5 +23,5 @@ def test_a_seed_is_priced_in_the_hours_of_the_device_the_study_asks_for(device, 
 
 
 def test_the_seed_plan_names_the_unit_it_was_given():
-    text = rt.seeds_plan_text(12, 2.5, 0.9, 0.1, unit="CPU-slot hours")
+    text = power_tables.seeds_plan_text(12, 2.5, 0.9, 0.1, unit="CPU-slot hours")
     assert "about 30 CPU-slot hours" in text and "GPU" not in text
