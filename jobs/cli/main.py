@@ -64,6 +64,7 @@ from engine.pruning import NO_PRUNER, PRUNERS
 from engine.seeds import SeedDesignError, seeds_from_text
 from jobs.cli import (
     catalogue_command,
+    demo_command,
     import_command,
     lab_commands,
     referee_command,
@@ -77,7 +78,7 @@ from jobs.cli import (
 from jobs.cli.arg_types import add_executor_args, seconds_between, slot_settings
 from jobs.cli.cli_logging import log_file, route_logs
 from jobs.cli.cli_store import open_store
-from jobs.services import demo_bundle, label_choice
+from jobs.services import label_choice
 from jobs.services.detector import add_commands as add_detector_commands
 from store import jobs as store_jobs
 from store.db import StoreError, default_store_path, softgrade_home
@@ -360,7 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_worker)
     import_command.add_commands(sub)
     up_command.add_commands(sub)
-    demo_bundle.add_commands(sub)
+    demo_command.add_commands(sub)
     lab_commands.add_commands(sub)
     stats_command.add_commands(sub)
     sets_command.add_commands(sub)
