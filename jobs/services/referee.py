@@ -140,16 +140,6 @@ def latest_referees(home: Path | None = None) -> list[RefereeRecord]:
     return sorted(newest.values(), key=lambda r: order.get(str(r.card.get("task")), len(order)))
 
 
-def latest_referee(home: Path | None = None) -> RefereeRecord | None:
-    """The newest complete referee result recorded under :func:`referee_home`, else the first
-    one shipped with SoftGrade; None when neither can be read."""
-    recorded = recorded_referees(home)
-    if recorded:
-        return recorded[0]
-    shipped = shipped_referees()
-    return shipped[0] if shipped else None
-
-
 def shipped_referees() -> list[RefereeRecord]:
     """The referee results shipped in the ``store.examples`` package (a folder per task),
     each card marked ``shipped``; tasks in `engine.vocab.TASKS` order."""
@@ -163,8 +153,3 @@ def shipped_referees() -> list[RefereeRecord]:
             card = {**record.card, "shipped": True}
             records.append(RefereeRecord(summary=record.summary, card=card, folder=record.folder))
     return records
-
-
-def shipped_referee(task: str = TASKS[0]) -> RefereeRecord | None:
-    """The shipped referee result of ``task``, or None."""
-    return next((r for r in shipped_referees() if r.card.get("task") == task), None)

@@ -119,12 +119,16 @@ def test_intervals_the_design_could_not_give_read_not_run_and_say_why():
     assert list(tests.index) == [rule.label for rule in referee.TESTS]
 
 
+def _shipped(task: str) -> referee_files.RefereeRecord:
+    """The result shipped with SoftGrade for ``task``."""
+    return next(r for r in referee_files.shipped_referees() if r.card["task"] == task)
+
+
 def test_a_result_from_before_the_new_intervals_reads_them_as_not_run():
     """A result recorded before the Wilcoxon and factorial intervals existed (its summary has
     no rows of them): its tables keep every number it has and show the new rows as not run,
     because it predates them."""
-    shipped = referee_files.shipped_referee("KL")
-    assert shipped is not None
+    shipped = _shipped("KL")
     new_keys = {"wilcoxon_hl", *(r.key for r in referee.INTERVALS if r.needs)}
     older = shipped.summary[~shipped.summary["procedure"].isin(new_keys)]
     coverage = rt.coverage_frame(older).set_index("Interval")
@@ -191,18 +195,18 @@ def test_an_unreadable_newer_folder_is_passed_over_for_the_last_complete_result(
     broken.mkdir()
     (broken / referee_files.CARD_FILE).write_text("{")
     (broken / referee_files.SUMMARY_FILE).write_text("x\n1\n")
-    latest = referee_files.latest_referee(tmp_path)
-    assert latest is not None and latest.folder != broken
+    latest = referee_files.recorded_referees(tmp_path)[0]
+    assert latest.folder != broken
     with pytest.raises(ValueError, match="cannot be read|not a referee result"):
         referee_files.read_referee(broken)
-    shipped = referee_files.latest_referee(tmp_path / "nothing")  # none recorded there
-    assert shipped is not None and shipped.card["shipped"] is True
+    shipped = referee_files.latest_referees(tmp_path / "nothing")  # none recorded there
+    assert shipped and all(r.card["shipped"] is True for r in shipped)
 
 
 @pytest.mark.parametrize("task", ["KL", "CPPD"])
 def test_the_shipped_referee_recommends_an_interval_that_covered_at_least_95_percent(task):
-    shipped = referee_files.shipped_referee(task)
-    assert shipped is not None and shipped.card["datasets_done"] >= 40
+    shipped = _shipped(task)
+    assert shipped.card["datasets_done"] >= 40
     coverage = rt.coverage_frame(shipped.summary).set_index("Interval")
     label = shipped.card["recommended_label"]
     share = float(coverage.loc[label, "all real pairs"].split(" [")[0])
@@ -222,7 +226,7 @@ def test_the_shipped_results_cover_both_tasks_and_say_they_disagree(tmp_path, mo
 
 def test_with_no_result_anywhere_the_tab_says_how_to_make_one(tmp_path, monkeypatch):
     monkeypatch.setattr(referee_files, "SHIPPED_REFEREE", "no-such-folder")
-    assert referee_files.latest_referee(tmp_path) is None
+    assert referee_files.latest_referees(tmp_path) == []
     assert NONE_YET.startswith("No referee result")
 
 

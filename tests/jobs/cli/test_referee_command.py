@@ -111,8 +111,8 @@ def test_the_command_writes_the_coverage_and_type_one_tables(tiny_referee):
 def test_the_result_is_recorded_for_the_statistics_tab(tiny_referee, monkeypatch):
     out, home, printed = tiny_referee
     monkeypatch.setenv("SOFTGRADE_HOME", str(home))
-    latest = referee_files.latest_referee(home)
-    assert latest is not None and latest.folder.parent == home / referee_files.REFEREE_DIR
+    latest = referee_files.recorded_referees(home)[0]
+    assert latest.folder.parent == home / referee_files.REFEREE_DIR
     assert str(latest.folder) in printed
     pd.testing.assert_frame_equal(latest.summary, pd.read_csv(out / referee_files.SUMMARY_FILE))
     # --record copies a result made elsewhere into a folder of its own; nothing is replaced.
