@@ -51,7 +51,7 @@ class RefereeParts:
     @property
     def datasets_done(self) -> int:
         """Datasets finished over every part."""
-        return int(self.draws["dataset"].nunique()) if len(self.draws) else 0
+        return _datasets_in(self.draws)
 
     @property
     def device(self) -> str:
