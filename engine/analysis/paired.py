@@ -87,6 +87,7 @@ from engine.analysis.paired_tests import (
     verdict,
     wilcoxon_exact_p,
 )
+from engine.analysis.table_columns import PAIRED, R_STRIP, r_column
 
 # The tests of one set of differences live in `engine.analysis.paired_tests`, the bootstrap in
 # `engine.analysis.paired_bootstrap`; callers read them here, beside the tables.
@@ -177,8 +178,6 @@ VERDICT_RULE: str = (
     f"“({EXPLORATORY})” in the verdict. Fewer than {MIN_VERDICT_SEEDS} seeds, or no spread "
     "across seeds, give “not estimable”."
 )
-#: ``r`` (the ratio in the corrected variance) at which every corrected p is also shown.
-R_STRIP: tuple[float, ...] = (0.0, 0.1, 0.2)
 #: Default region of practical equivalence: |difference| below it is "no practical
 #: difference" (0.01 AMAE, the issue's default; the same on the other 0-1 grade metrics).
 DEFAULT_ROPE: float = 0.01
@@ -188,52 +187,15 @@ ROPES: dict[str, float] = {metric: DEFAULT_ROPE for metric in METRICS}
 LOWER_BETTER: frozenset[str] = LOWER_IS_BETTER | PROBABILITY_LOWER_IS_BETTER | {"kld"}
 
 
-def r_column(r: float) -> str:
-    """The column of the corrected p at ``r`` (``p_r0``, ``p_r0.1``, ...)."""
-    return f"p_r{r:g}"
-
-
-#: The columns of `jobs stats` and of the paired table, in order (extras follow them).
-PAIRED_COLUMNS: tuple[str, ...] = (
-    "task",
-    "metric",
-    "method_a",
-    "method_b",
-    "n_seeds",
-    "mean_diff",
-    "ci_low",
-    "ci_high",
-    "p_corrected",
-    "rho_assumed",
-    "r_break_even",
-    "p_wilcoxon",
-    "p_wilcoxon_holm",
-    "d_z",
-    "rank_biserial",
-    "p_bayes_a_better",
-    "p_bayes_equivalent",
-    "p_bayes_b_better",
-    "verdict",
-)
+#: The columns of `jobs stats` and of the paired table, in order (extras follow them); every
+#: view of the table is declared once, in `engine.analysis.table_columns.PAIRED`.
+PAIRED_COLUMNS: tuple[str, ...] = PAIRED.view("computed")
 #: The columns a reader needs first, in order, on every surface that shows the paired table
 #: (the Statistics tab's compact table, the report, `softgrade stats`): what was compared,
 #: the difference with its interval, the verdict and the Holm-adjusted p; the rest of the
 #: paired columns (p across r, Wilcoxon, Bayesian probabilities, TOST, effect sizes) follow.
-VERDICT_FIRST_COLUMNS: tuple[str, ...] = (
-    *PAIRED_COLUMNS[: PAIRED_COLUMNS.index("ci_high") + 1],
-    "verdict",
-    "p_corrected_holm",
-)
-EXTRA_COLUMNS: tuple[str, ...] = (
-    "sd_diff",
-    "p_naive_t",
-    "p_corrected_holm",
-    "family",
-    "test_train_ratio",
-    *(r_column(r) for r in R_STRIP),
-    "rope",
-    "p_tost",
-)
+VERDICT_FIRST_COLUMNS: tuple[str, ...] = PAIRED.view("verdict_first")
+EXTRA_COLUMNS: tuple[str, ...] = PAIRED.view("extra")
 
 
 def test_train_ratios(split_sizes: pd.DataFrame) -> dict[str, float]:

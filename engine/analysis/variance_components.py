@@ -58,6 +58,7 @@ from scipy import stats as sps
 from engine.analysis import compare
 from engine.analysis.metrics import METRICS
 from engine.analysis.paired_tests import LEVEL, rho_of_ratio
+from engine.analysis.table_columns import COMPONENTS
 
 ANOVA = "ANOVA (balanced)"
 REML = "REML (MixedLM)"
@@ -75,37 +76,8 @@ DESIGN_KIND = (
     "patients"
 )
 
-#: The columns of :func:`components_table`, in order.
-COMPONENT_COLUMNS: tuple[str, ...] = (
-    "task",
-    "metric",
-    "method_a",
-    "method_b",
-    "n_splits",
-    "n_inits",
-    "n_cells",
-    "mean_diff",
-    "var_split",
-    "var_init",
-    "var_residual",
-    "share_split",
-    "share_init",
-    "share_residual",
-    "estimator",
-    "ci_factorial_low",
-    "ci_factorial_high",
-    "p_factorial",
-    "df_factorial",
-    "ci_split_means_low",
-    "ci_split_means_high",
-    "p_split_means",
-    "ci_design_low",
-    "ci_design_high",
-    "p_design",
-    "df_design",
-    "test_train_ratio",
-    "rho_design",
-)
+#: The columns of :func:`components_table`, in order (`table_columns.COMPONENTS`).
+COMPONENT_COLUMNS: tuple[str, ...] = COMPONENTS.view("computed")
 
 
 @dataclass(frozen=True)
