@@ -40,7 +40,7 @@ from engine.analysis.metrics import (
     STATS_METRICS,
     get_metric,
 )
-from engine.analysis.variance_components import COMPONENT_COLUMNS
+from engine.analysis.table_columns import COMPONENTS, PAIRED
 from jobs.cli.arg_types import add_force_arg
 from jobs.services import study_analysis
 from jobs.services.csv_safe import escape_csv_cells
@@ -170,8 +170,7 @@ def _calibrated_note() -> str:
 def _verdict_first(table: pd.DataFrame) -> pd.DataFrame:
     """The printed columns: the verdict and its Holm p right after the difference and its
     interval (`paired.VERDICT_FIRST_COLUMNS`), then the rest of the paired columns."""
-    first = list(paired.VERDICT_FIRST_COLUMNS)
-    return table[first + [c for c in paired.PAIRED_COLUMNS if c not in first]]
+    return table[list(PAIRED.view("printed"))]
 
 
 def _verdict_notes(table: pd.DataFrame) -> list[str]:
@@ -186,32 +185,9 @@ def _verdict_notes(table: pd.DataFrame) -> list[str]:
     return notes
 
 
-#: The columns of `engine.analysis.variance_components.COMPONENT_COLUMNS` that `stats
-#: --components` leaves to its CSV; it prints the others, in the engine's order.
-COMPONENT_CSV_ONLY: frozenset[str] = frozenset(
-    {
-        "n_cells",
-        "share_init",
-        "share_residual",
-        "estimator",
-        "p_factorial",
-        "df_factorial",
-        "ci_split_means_low",
-        "ci_split_means_high",
-        "p_split_means",
-        "df_design",
-        "test_train_ratio",
-    }
-)
-# A column renamed in the engine would otherwise start printing unnoticed.
-if not COMPONENT_CSV_ONLY.issubset(COMPONENT_COLUMNS):
-    raise ValueError(
-        f"not component columns: {sorted(COMPONENT_CSV_ONLY - set(COMPONENT_COLUMNS))}"
-    )
-#: The columns `stats --components` prints (the CSV has every one).
-COMPONENT_PRINTED: tuple[str, ...] = tuple(
-    c for c in COMPONENT_COLUMNS if c not in COMPONENT_CSV_ONLY
-)
+#: The columns `stats --components` prints, in the engine's order (the CSV has every one;
+#: `engine.analysis.table_columns.COMPONENTS` says which are left to it).
+COMPONENT_PRINTED: tuple[str, ...] = COMPONENTS.view("printed")
 
 
 def _components(args: argparse.Namespace, chosen: tuple[str, ...], path: Path) -> int:

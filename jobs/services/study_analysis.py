@@ -35,6 +35,7 @@ from engine.analysis.metrics import (
     lower_is_better,
 )
 from engine.analysis.results_file import seed_metrics_wide
+from engine.analysis.table_columns import PAIRED
 from store import analysis as store_analysis
 from store import results as store_results
 from store import runs as store_runs
@@ -195,8 +196,8 @@ def paired_table(
         table = table.assign(boot_ci_low=math.nan, boot_ci_high=math.nan, within_seed_sd=math.nan)
     elif films is not None:
         boot = paired.hierarchical_bootstrap(films, metrics=resampled, n_boot=n_boot)
-        keys = ["task", "metric", "method_a", "method_b"]
-        extra = ["boot_ci_low", "boot_ci_high", "within_seed_sd"]
+        keys = list(PAIRED.view("compared"))
+        extra = list(PAIRED.view("bootstrap_computed"))
         table = table.merge(boot[[*keys, *extra]], on=keys, how="left")
     return table
 

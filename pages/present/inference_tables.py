@@ -20,12 +20,14 @@ import pandas as pd
 from engine.analysis import kld_parts, paired
 from engine.analysis.compare import PAIR_ORDER_RULE, task_order
 from engine.analysis.metrics import ECE, LOWER_IS_BETTER, METRIC_LABELS
+from engine.analysis.table_columns import PAIRED
 from engine.methods import method_sort_key
 from pages.present import reviewer_tables as rt
 from pages.present.tables import is_missing_value, method_title, metric_header
 
 #: The paired tables' headers are `reviewer_tables.PAIRED_HEADERS`, one mapping for every page.
 CI_HEADER = rt.PAIRED_HEADERS["ci"]
+P_CORRECTED_HEADER = rt.PAIRED_HEADERS["p_corrected"]
 
 
 def p_text(value: Any) -> str:
@@ -221,8 +223,8 @@ def paired_frame(
     for r in table.to_dict("records"):
         tested = not is_missing_value(r["p_corrected"])
         unestimable = str(r.get("verdict", "")).startswith(paired.NOT_ESTIMABLE)
-        # Verdict first (`paired.VERDICT_FIRST_COLUMNS`): what was compared, the difference
-        # with its interval, the verdict and its Holm p, then the rest.
+        # Each cell's text by key; which are shown, in what order (verdict first), is the
+        # engine's `table_columns.PAIRED` view "relationship".
         cells = {
             "task": r["task"],
             "metric": labels.get(r["metric"]) or metric_header(str(r["metric"])),
@@ -242,7 +244,7 @@ def paired_frame(
             "rank_biserial": effect_text(r["rank_biserial"]),
             "reading": _paired_reading(r),
         }
-        rows.append({headers[k]: v for k, v in cells.items()})
+        rows.append({headers[k]: cells[k] for k in PAIRED.view("relationship")})
     return pd.DataFrame(rows)
 
 
@@ -254,7 +256,7 @@ def effect_text(value: Any) -> str:
 def _paired_reading(row: Mapping[str, Any]) -> str:
     if str(row.get("verdict", "")).startswith(paired.NOT_ESTIMABLE):
         return paired.reading(row)  # says why: too few seeds, or no spread
-    if any(is_missing_value(row[c]) for c in ("p_corrected", "p_wilcoxon", "mean_diff")):
+    if any(is_missing_value(row[c]) for c in PAIRED.view("reading_needs")):
         return "Too few seeds to test."
     return paired.reading(row)
 
@@ -406,7 +408,7 @@ def truth_frame(table: pd.DataFrame) -> pd.DataFrame:
                 interval_text(lo, hi, 4)
                 for lo, hi in zip(table["ci_low"], table["ci_high"], strict=True)
             ],
-            "p corrected": [p_text(v) for v in table["p_corrected"]],
+            P_CORRECTED_HEADER: [p_text(v) for v in table["p_corrected"]],
         }
     )
 

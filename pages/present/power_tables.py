@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from engine.analysis import power
+from engine.analysis.table_columns import PAIRED
 from pages.present.reviewer_tables import NOT_COMPUTED, number_text
 from pages.present.tables import is_missing_value, method_title
 
@@ -33,7 +34,7 @@ def power_view(plan: pd.DataFrame, target: float = 0.8) -> pd.DataFrame:
         return pd.DataFrame(columns=["Task", "A − B", "Seeds run", "sd (80 % upper bound)"])
     assumed = _assumed_rho(plan)
     rows = []
-    keys = ["task", "method_a", "method_b"]
+    keys = list(PAIRED.view("pair_row"))
     for _, part in plan.groupby(keys, sort=False):
         first = part.iloc[0]
         row = {

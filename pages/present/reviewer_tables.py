@@ -19,6 +19,7 @@ import pandas as pd
 
 from engine.analysis import designs, paired
 from engine.analysis.compare import PAIR_ORDER_RULE
+from engine.analysis.table_columns import ANOVA, FRIEDMAN, PAIRED
 from pages.present.stat_tables import frame_latex
 from pages.present.tables import is_missing_value, method_title, metric_header
 
@@ -30,54 +31,17 @@ EXPLORATORY = "exploratory"
 
 #: The Statistics tab's export of the paired table: `python -m jobs stats`'s columns, then the
 #: bootstrap interval and the extras, as far as the table has them.
-EXPORT_COLUMNS: tuple[str, ...] = (
-    *paired.PAIRED_COLUMNS,
-    "boot_ci_low",
-    "boot_ci_high",
-    "within_seed_sd",
-    *paired.EXTRA_COLUMNS,
-)
+EXPORT_COLUMNS: tuple[str, ...] = PAIRED.view("export")
 
 #: The paired tables' columns as a reader reads them, wherever a paired table is shown (the
 #: Statistics tab's, the KL × CPPD page's and the report's): one header per quantity, so a
-#: column reads the same on every page. ``ci`` and ``boot_ci`` are one ``[low, high]`` cell
-#: each, ``p_strip`` the corrected p across :data:`engine.analysis.paired.R_STRIP` and ``p_bayes``
-#: the three Bayesian probabilities in one cell. :func:`paired_headers` names the corrected
-#: test's assumed ρ and the verdict's ROPE in the headers of one table.
-PAIRED_HEADERS: dict[str, str] = {
-    "family": "Endpoint",
-    "task": "Task",
-    "metric": "Metric",
-    "method_a": "A",
-    "method_b": "B",
-    "pair": "A − B",
-    "n_seeds": "Seeds",
-    "mean_diff": "Mean A − B",
-    "mean_ci": "Mean A − B [95 % CI, corrected]",
-    "ci": "95 % CI (corrected)",
-    "p_corrected": "p (corrected)",
-    "rho_assumed": "ρ assumed",
-    # The assumption is read on one scale, ρ (the between-seed correlation); r = ρ/(1 − ρ),
-    # the ratio in the corrected variance, is named only in the tooltip (:data:`RHO_HELP`).
-    "p_strip": "p at ρ = "
-    + " · ".join(f"{paired.rho_of_ratio(r):.2f}".removesuffix(".00") for r in paired.R_STRIP)
-    + " · assumed",
-    "r_break_even": "Break-even ρ (p = 0.05)",
-    "p_corrected_holm": "p corrected (Holm)",
-    "p_wilcoxon": "p Wilcoxon (exact)",
-    "p_wilcoxon_holm": "p Wilcoxon (Holm)",
-    "d_z": "Effect size dz",
-    "rank_biserial": "Rank-biserial r",
-    "p_bayes": "P(A better) · P(equivalent) · P(B better)",
-    "p_bayes_a_better": "P(A better)",
-    "p_bayes_equivalent": "P(equivalent)",
-    "p_bayes_b_better": "P(B better)",
-    "p_tost": "TOST p",
-    "verdict": "Verdict",
-    "boot_ci": "Film-sampling bootstrap 95 % interval",
-    "within_seed_sd": "Within-seed sd",
-    "reading": "Reading",
-}
+#: column reads the same on every page (declared in `engine.analysis.table_columns.PAIRED`).
+#: ``ci`` and ``boot_ci`` are one ``[low, high]`` cell each, ``p_strip`` the corrected p
+#: across :data:`engine.analysis.paired.R_STRIP` on the ρ scale (r is named only in the
+#: tooltip, :data:`RHO_HELP`) and ``p_bayes`` the three Bayesian probabilities in one cell.
+#: :func:`paired_headers` names the corrected test's assumed ρ and the verdict's ROPE in the
+#: headers of one table.
+PAIRED_HEADERS: dict[str, str] = PAIRED.headers()
 
 
 #: The tooltip of the columns read on the ρ scale: r, the other scale, is named here only.
@@ -246,35 +210,14 @@ def row_reading(row: Mapping[str, Any], alpha: float = ALPHA) -> str:
 #: The verdict-first table's columns (`engine.analysis.paired.VERDICT_FIRST_COLUMNS` as a
 #: reader reads them: the pair in one cell, the difference with its interval in one): what
 #: the Statistics tab and the report show first.
-COMPACT_KEYS: tuple[str, ...] = (
-    "task",
-    "pair",
-    "n_seeds",
-    "mean_ci",
-    "verdict",
-    "p_corrected_holm",
-    "family",
-)
+COMPACT_KEYS: tuple[str, ...] = PAIRED.view("compact")
 #: The tests over seeds taken as independent and the effect sizes, in the order every paired
 #: table shows them (the Statistics tab's and the report's).
-SEED_TEST_KEYS: tuple[str, ...] = ("p_wilcoxon", "p_wilcoxon_holm", "d_z", "rank_biserial")
+SEED_TEST_KEYS: tuple[str, ...] = PAIRED.view("seed_tests")
 #: Everything else of a paired row, one click (or one table) away from the verdict.
-DETAIL_KEYS: tuple[str, ...] = (
-    "task",
-    "pair",
-    "p_corrected",
-    "p_strip",
-    "r_break_even",
-    *SEED_TEST_KEYS,
-    "p_bayes",
-    "p_tost",
-    "reading",
-)
+DETAIL_KEYS: tuple[str, ...] = PAIRED.view("details")
 #: Every column of the full paired view, in order.
-PAIRED_VIEW_KEYS: tuple[str, ...] = (
-    *COMPACT_KEYS,
-    *(k for k in DETAIL_KEYS if k not in COMPACT_KEYS),
-)
+PAIRED_VIEW_KEYS: tuple[str, ...] = PAIRED.view("full")
 
 
 def pair_text(row: Mapping[str, Any]) -> str:
@@ -385,8 +328,7 @@ def _better_clause(row: Mapping[str, Any]) -> str:
 def bootstrap_view(table: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
     """The film-sampling bootstrap interval per pair, apart from the paired table (see
     :data:`BOOTSTRAP_NOTE`); empty when the table has no bootstrap columns."""
-    h = PAIRED_HEADERS
-    columns = [h[k] for k in ("task", "pair", "mean_diff", "boot_ci", "within_seed_sd")]
+    columns = PAIRED.view_headers("bootstrap")
     if table.empty or "boot_ci_low" not in table:
         return pd.DataFrame(columns=columns)
     rows = [
@@ -487,45 +429,34 @@ def seed_shortfall(n_seeds: int) -> str | None:
 
 
 def friedman_view(friedman: pd.DataFrame) -> pd.DataFrame:
-    """Friedman per task (`designs.friedman_table`) as text; untestable rows say why."""
+    """Friedman per task (`designs.friedman_table`) as text under `table_columns.FRIEDMAN`'s
+    headers; untestable rows say why."""
+    headers = FRIEDMAN.headers()
     rows = []
     for row in friedman.to_dict("records"):
         tested = not is_missing_value(row["p"])
-        rows.append(
-            {
-                "Task": row["task"],
-                "Methods": str(int(row["n_methods"])),
-                "Seeds (blocks)": str(int(row["n_blocks"])),
-                "χ²": number_text(row["chi2"], 2) if tested else NOT_COMPUTED,
-                "p": p_text(row["p"]) if tested else "needs 3 methods and 2 seeds",
-                "Kendall's W": number_text(row["kendall_w"], 2) if tested else NOT_COMPUTED,
-            }
-        )
+        cells = {
+            "task": row["task"],
+            "n_methods": str(int(row["n_methods"])),
+            "n_blocks": str(int(row["n_blocks"])),
+            "chi2": number_text(row["chi2"], 2) if tested else NOT_COMPUTED,
+            "p": p_text(row["p"]) if tested else "needs 3 methods and 2 seeds",
+            "kendall_w": number_text(row["kendall_w"], 2) if tested else NOT_COMPUTED,
+        }
+        rows.append({headers[k]: cells[k] for k in FRIEDMAN.view("shown")})
     return pd.DataFrame(rows)
 
 
 def anova_view(table: pd.DataFrame) -> pd.DataFrame:
-    """An ANOVA table (seed-blocked or OLS, with ``partial_eta2``) as text."""
-    headers = {
-        "factor": "Factor",
-        "F": "F",
-        "num_df": "df",
-        "den_df": "df (error)",
-        "df": "df",
-        "SS": "Sum of squares",
-        "p": "p",
-        "partial_eta2": "partial η²",
-        "task": "Task",
-        "n_seeds": "Seeds",
-        "gg_epsilon": "Greenhouse–Geisser ε",
-        "p_gg": "p (Greenhouse–Geisser)",
-    }
+    """An ANOVA table (seed-blocked or OLS, with ``partial_eta2``) as text under
+    `table_columns.ANOVA`'s headers (a column it does not declare keeps its name)."""
+    headers = ANOVA.headers()
     out = pd.DataFrame(index=table.index)
     for column in table.columns:
         values = table[column]
-        if column in ("p", "p_gg"):
+        if column in ANOVA.view("p_values"):
             text = ["" if is_missing_value(v) else p_text(v) for v in values]
-        elif column in ("factor", "task", "n_seeds"):
+        elif column in ANOVA.view("as_text"):
             text = [str(v) for v in values]
         else:
             text = ["" if is_missing_value(v) else f"{float(v):.4g}" for v in values]
@@ -589,28 +520,27 @@ def paired_latex(table: pd.DataFrame, metric_label: str) -> str:
     """The paired comparisons as a booktabs LaTeX table (empty string when there are none)."""
     if table.empty:
         return ""
-    h = PAIRED_HEADERS
-    shown = pd.DataFrame(
-        {
-            h["task"]: table["task"],
-            h["method_a"]: [method_title(str(m)) for m in table["method_a"]],
-            h["method_b"]: [method_title(str(m)) for m in table["method_b"]],
-            h["n_seeds"]: table["n_seeds"].astype(int),
-            h["mean_diff"]: table["mean_diff"],
-            "CI low": table["ci_low"],
-            "CI high": table["ci_high"],
-            "p corrected": [p_text(v) for v in table["p_corrected"]],
-            h["p_wilcoxon"]: [p_text(v) for v in table["p_wilcoxon"]],
-            h["p_wilcoxon_holm"]: [p_text(v) for v in table["p_wilcoxon_holm"]],
-            h["d_z"]: table["d_z"],
-            h["rank_biserial"]: table["rank_biserial"],
-            "Break-even ρ": [
-                paired.rho_of_ratio(float(v)) if not is_missing_value(v) else math.nan
-                for v in table["r_break_even"]
-            ],
-            h["verdict"]: [verdict_text(v) for v in table["verdict"]],
-        }
-    )
+    cells = {
+        "task": table["task"],
+        "method_a": [method_title(str(m)) for m in table["method_a"]],
+        "method_b": [method_title(str(m)) for m in table["method_b"]],
+        "n_seeds": table["n_seeds"].astype(int),
+        "mean_diff": table["mean_diff"],
+        "ci_low": table["ci_low"],
+        "ci_high": table["ci_high"],
+        "p_corrected": [p_text(v) for v in table["p_corrected"]],
+        "p_wilcoxon": [p_text(v) for v in table["p_wilcoxon"]],
+        "p_wilcoxon_holm": [p_text(v) for v in table["p_wilcoxon_holm"]],
+        "d_z": table["d_z"],
+        "rank_biserial": table["rank_biserial"],
+        "r_break_even": [
+            paired.rho_of_ratio(float(v)) if not is_missing_value(v) else math.nan
+            for v in table["r_break_even"]
+        ],
+        "verdict": [verdict_text(v) for v in table["verdict"]],
+    }
+    h = PAIRED.latex_headers()
+    shown = pd.DataFrame({h[k]: cells[k] for k in PAIRED.view("latex")})
     caption = (
         f"Paired comparisons ({metric_label}): mean difference over seeds with the corrected "
         f"resampled t interval and p (Nadeau \\& Bengio 2003; {rho_label(table)}), the ρ "

@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from engine.analysis import variance_components as vc
+from engine.analysis.table_columns import COMPONENTS
 from pages.present.reviewer_tables import interval_text, number_text, p_text, pair_text
 from pages.present.tables import is_missing_value
 
@@ -44,33 +45,20 @@ INTERVALS_NOTE = (
     "need to give the design-corrected variance."
 )
 
-#: The components table's columns in order: the interval to trust for new patients (the
-#: design-corrected one) right after the difference, the components and the other
-#: intervals after it (:data:`COMPACT_COMPONENTS` of them shown first on the page).
+#: The components table's columns in order (`engine.analysis.table_columns.COMPONENTS`,
+#: view "shown"): the interval to trust for new patients (the design-corrected one) right
+#: after the difference, the components and the other intervals after it
+#: (:data:`COMPACT_COMPONENTS` of them shown first on the page).
 COMPONENT_HEADERS: dict[str, str] = {
-    "task": "Task",
-    "pair": "A − B",
-    "design": "Splits × inits",
-    "mean_diff": "Mean A − B",
-    "ci_design": "95 % CI design-corrected (new patients)",
-    "p_design": "p design-corrected",
-    "var_split": "σ² split",
-    "var_init": "σ² init",
-    "var_residual": "σ² residual",
-    "shares": "Share split / init / residual",
-    "ci_factorial": "95 % CI factorial",
-    "p_factorial": "p factorial",
-    "ci_split_means": "95 % CI per split",
-    "rho_design": "ρ (design)",
-    "estimator": "Estimator",
+    k: COMPONENTS.column(k).header for k in COMPONENTS.view("shown")
 }
 #: How many of :data:`COMPONENT_HEADERS` the page and the report show first.
-COMPACT_COMPONENTS = 6
+COMPACT_COMPONENTS = len(COMPONENTS.view("shown_first"))
 
 
 def shares_text(row: Mapping[str, Any]) -> str:
     """``"62 % / 8 % / 30 %"``, or "n/a" when the differences do not vary."""
-    shares = [row["share_split"], row["share_init"], row["share_residual"]]
+    shares = [row[k] for k in COMPONENTS.view("shares")]
     if any(is_missing_value(s) for s in shares):
         return "n/a (no variation)"
     return " / ".join(f"{100 * float(s):.0f} %" for s in shares)
@@ -121,7 +109,7 @@ def design_line(table: pd.DataFrame) -> str:
     if table.empty:
         return "No pair has 2 splits and 2 inits finished yet: the components need both."
     splits, inits = int(table["n_splits"].max()), int(table["n_inits"].max())
-    shares = table[["share_split", "share_init", "share_residual"]].median()
+    shares = table[list(COMPONENTS.view("shares"))].median()
     if shares.isna().any():
         where = ""
     else:

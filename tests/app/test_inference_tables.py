@@ -194,7 +194,7 @@ TRUTH_TABLE = pd.DataFrame(
 def test_truth_frame_leaves_nominals_comparison_blank():
     frame = it.truth_frame(TRUTH_TABLE)
     assert list(frame["Method"]) == ["Nominal", "Binomial", "Beta"]
-    assert frame.iloc[0]["Shift vs Nominal"] == "" and frame.iloc[0]["p corrected"] == ""
+    assert frame.iloc[0]["Shift vs Nominal"] == "" and frame.iloc[0]["p (corrected)"] == ""
     assert frame.iloc[1][it.CI_HEADER] == "[-0.0150, -0.0050]"
 
 

@@ -14,6 +14,7 @@ import pandas as pd
 import pages.present.report.common as common
 from engine.analysis import paired
 from engine.analysis.metrics import METRIC_LABELS
+from engine.analysis.table_columns import PAIRED
 from jobs.services import study_analysis
 from pages.present import report_html as rh
 from pages.present import reviewer_tables, tables, variance_tables
@@ -22,46 +23,19 @@ from pages.present.inference_tables import effect_text, interval_text, p_text
 from pages.present.report.common import ALPHA, PRIMARY, per_study
 from pages.present.reviewer_tables import PAIRED_HEADERS
 
-#: The paired rows' columns, in order (headers: `reviewer_tables.PAIRED_HEADERS`): the
-#: verdict first (`engine.analysis.paired.VERDICT_FIRST_COLUMNS`), so the report prints the
+#: The paired rows' columns, in order (headers: `reviewer_tables.PAIRED_HEADERS`; both declared
+#: in `engine.analysis.table_columns.PAIRED`): the verdict first, so the report prints the
 #: first :data:`COMPACT_PAIRED` as one table and the rest, keyed by task and pair, as a
 #: second: each fits the page (a 20-column table did not, and print cut it).
-PAIRED_SHOWN: tuple[str, ...] = (
-    "task",
-    "method_a",
-    "method_b",
-    "n_seeds",
-    "mean_diff",
-    "ci",
-    "verdict",
-    "p_corrected_holm",
-    "p_corrected",
-    "rho_assumed",
-    "p_strip",
-    "r_break_even",
-    *reviewer_tables.SEED_TEST_KEYS,
-    "p_bayes_a_better",
-    "p_bayes_equivalent",
-    "p_bayes_b_better",
-    "p_tost",
-)
-COMPACT_PAIRED: int = PAIRED_SHOWN.index("p_corrected_holm") + 1
+PAIRED_SHOWN: tuple[str, ...] = PAIRED.view("report")
+COMPACT_PAIRED: int = len(PAIRED.view("report_compact"))
 #: The keys that name a row in the second table (task and pair).
-ROW_KEYS: tuple[str, ...] = ("task", "method_a", "method_b")
+ROW_KEYS: tuple[str, ...] = PAIRED.view("pair_row")
 #: The primary endpoint's test columns before its Bayesian ones (the rest of its table names
 #: the soft method and Nominal in A's and B's place).
-ENDPOINT_TESTS: tuple[str, ...] = PAIRED_SHOWN[
-    PAIRED_SHOWN.index("p_corrected") : PAIRED_SHOWN.index("rank_biserial") + 1
-]
+ENDPOINT_TESTS: tuple[str, ...] = PAIRED.view("endpoint_tests")
 #: The film-sampling bootstrap's own table, apart from the paired rows.
-BOOTSTRAP_SHOWN: tuple[str, ...] = (
-    "task",
-    "method_a",
-    "method_b",
-    "mean_diff",
-    "boot_ci",
-    "within_seed_sd",
-)
+BOOTSTRAP_SHOWN: tuple[str, ...] = PAIRED.view("report_bootstrap")
 
 
 def paired_section(study_ids: Sequence[str], store: Path) -> list[str]:
@@ -409,12 +383,12 @@ def _paired_cells(table: pd.DataFrame) -> dict[str, list[Any]]:
         cells["p_strip"] = [reviewer_tables.p_strip_text(r) for r in rows]
     if "r_break_even" in table:
         cells["r_break_even"] = [reviewer_tables.break_even_text(r) for r in rows]
-    for key in ("p_corrected", "p_corrected_holm", "p_wilcoxon", "p_wilcoxon_holm", "p_tost"):
+    for key in PAIRED.view("p_values"):
         if key in table:
             cells[key] = list(table[key].map(p_text))
     for key in ("d_z", "rank_biserial"):
         cells[key] = list(table[key].map(effect_text))
-    for key in ("rho_assumed", "p_bayes_a_better", "p_bayes_equivalent", "p_bayes_b_better"):
+    for key in ("rho_assumed", *PAIRED.view("bayes")):
         if key in table:
             cells[key] = _numbers(table, key)
     return cells
