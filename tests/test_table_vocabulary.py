@@ -24,6 +24,9 @@ ROOT = Path(__file__).resolve().parents[1]
 SCANNED = ("app.py", "pages", "jobs/cli", "jobs/services")
 #: A literal naming this many of one table's keys, and nothing else, is a column list.
 MIN_KEYS = 3
+#: Keys that name a row in many tables (a study's task, method, seed): a list of these alone
+#: is not one table's vocabulary; a restated list holds at least one key besides them.
+IDENTIFIERS = frozenset({"study_id", "task", "metric", "method", "seed", "n_seeds"})
 #: Headers shorter than this ("p", "F", "A", "Task") are ordinary words, not vocabulary.
 MIN_HEADER = 8
 
@@ -49,7 +52,7 @@ def _strings(nodes: list[ast.expr | None]) -> list[str] | None:
 
 def _restated_table(keys: list[str], tables: tuple[TableVocabulary, ...]) -> str | None:
     """The table whose column list ``keys`` restates, or None."""
-    if len(keys) < MIN_KEYS:
+    if len(keys) < MIN_KEYS or set(keys) <= IDENTIFIERS:
         return None
     for table in tables:
         if set(keys) <= set(table.keys):
@@ -116,5 +119,6 @@ def test_the_scan_leaves_cells_formatted_by_key_alone() -> None:
         "cells = {'task': row['task'], 'pair': pair_text(row), 'n_seeds': str(n)}\n"
         "shown = {h[k]: cells[k] for k in PAIRED.view('compact')}\n"
         "keys = ('task', 'method')\n"
+        "probabilities = ['task', 'method', 'n_seeds', 'metric']\n"
     )
     assert restated_vocabulary(source, ALL_TABLES) == []

@@ -1,5 +1,6 @@
 """Every reviewer-statistics table's vocabulary, declared once (issue 40): the paired
-comparisons, the variance components of a factorial design, Friedman and the ANOVAs.
+comparisons, the primary endpoint, the variance components of a factorial design, Friedman
+and the ANOVAs.
 
 Each is a `TableVocabulary`: its columns (key, header, meaning) and its views, the keys each
 surface shows in order. The engine computes a table in its ``computed`` view's order; the
@@ -11,7 +12,8 @@ mappings itself.
 
 from __future__ import annotations
 
-from engine.analysis.paired_tests import rho_of_ratio
+from engine.analysis.metrics import METRIC_LABELS, PRIMARY_METRIC
+from engine.analysis.paired_tests import ALPHA, rho_of_ratio
 from engine.analysis.table_vocabulary import Column, TableVocabulary
 
 #: ``r`` (the ratio in the corrected variance) at which every corrected p is also shown.
@@ -271,9 +273,6 @@ PAIRED: TableVocabulary = TableVocabulary(
         # What a row's reading in words compares (`paired.reading`).
         "reading_needs": ("mean_diff", "p_corrected", "p_wilcoxon"),
         # The primary endpoint's tests before its Bayesian ones, in the report.
-        "endpoint_tests": _REPORT[
-            _REPORT.index("p_corrected") : _REPORT.index("rank_biserial") + 1
-        ],
         "report_bootstrap": (
             "task",
             "method_a",
@@ -299,6 +298,92 @@ PAIRED: TableVocabulary = TableVocabulary(
             *_SEED_TESTS,
             "reading",
         ),
+    },
+)
+
+# --------------------------------------------------------------------------------------------
+# The primary endpoint (`engine.analysis.paired.primary_endpoint`): every method against
+# Nominal on the primary metric; its shared columns read as the paired table's
+# --------------------------------------------------------------------------------------------
+
+_PRIMARY_LABEL = METRIC_LABELS[PRIMARY_METRIC]
+_ENDPOINT_OWN: tuple[Column, ...] = (
+    # Every method against Nominal, a soft-label method or not (issue 39: "Soft method"
+    # headed CORN, CLM, EMD and QWK loss too).
+    Column("method", "Method − Nominal", meaning="the method compared with Nominal"),
+    Column(
+        "mean_diff",
+        f"{_PRIMARY_LABEL} difference",
+        meaning=f"mean over seeds of the method's {_PRIMARY_LABEL} − Nominal's",
+    ),
+    Column(
+        "p_corrected_holm",
+        "p (Holm over the family)",
+        meaning="the corrected p, Holm over the primary family",
+    ),
+    Column(
+        "test",
+        f"Corrected test (α = {ALPHA:g}, Holm)",
+        meaning="the corrected test's finding after Holm, in words",
+    ),
+    Column("significant", "Significant after Holm", meaning="Holm p below α: yes or no"),
+    Column(
+        "p_bayes",
+        "P(method better) · P(equivalent) · P(Nominal better)",
+        meaning="the Bayesian correlated t-test's three probabilities in one cell",
+    ),
+    Column(
+        "p_bayes_soft_better",
+        "P(method better)",
+        meaning="posterior that the method is better by more than the ROPE",
+    ),
+    Column(
+        "p_bayes_baseline_better",
+        "P(Nominal better)",
+        meaning="posterior that Nominal is better by more than the ROPE",
+    ),
+)
+#: The primary endpoint's tests in the report, before its Bayesian posteriors.
+_ENDPOINT_TESTS: tuple[str, ...] = _REPORT[
+    _REPORT.index("p_corrected") : _REPORT.index("rank_biserial") + 1
+]
+#: The page's table: its first `page_compact` columns shown, the rest one click away.
+_ENDPOINT_PAGE: tuple[str, ...] = (
+    "task",
+    "method",
+    "n_seeds",
+    "mean_diff",
+    "ci",
+    "verdict",
+    "p_corrected_holm",
+    "test",
+    "p_corrected",
+    "p_strip",
+    "r_break_even",
+    "p_wilcoxon",
+    "p_bayes",
+)
+_ENDPOINT_REPORT: tuple[str, ...] = (
+    *_ENDPOINT_PAGE[: _ENDPOINT_PAGE.index("p_corrected_holm") + 1],
+    "significant",
+    *_ENDPOINT_TESTS,
+    "p_bayes_soft_better",
+    "p_bayes_equivalent",
+    "p_bayes_baseline_better",
+    "p_tost",
+)
+_OWN_KEYS = {c.key for c in _ENDPOINT_OWN}
+
+ENDPOINT: TableVocabulary = TableVocabulary(
+    "primary endpoint",
+    (*_ENDPOINT_OWN, *(c for c in _PAIRED_COLUMNS if c.key not in _OWN_KEYS)),
+    {
+        "page": _ENDPOINT_PAGE,
+        "page_compact": _ENDPOINT_PAGE[: _ENDPOINT_PAGE.index("p_corrected_holm") + 1],
+        "report": _ENDPOINT_REPORT,
+        "report_compact": _ENDPOINT_REPORT[: _ENDPOINT_REPORT.index("significant") + 1],
+        "tests": _ENDPOINT_TESTS,
+        "bayes": ("p_bayes_soft_better", "p_bayes_equivalent", "p_bayes_baseline_better"),
     },
 )
 
@@ -467,4 +552,4 @@ ANOVA: TableVocabulary = TableVocabulary(
 )
 
 #: Every table declared here, for the test that no page, report or command line restates one.
-ALL_TABLES: tuple[TableVocabulary, ...] = (PAIRED, COMPONENTS, FRIEDMAN, ANOVA)
+ALL_TABLES: tuple[TableVocabulary, ...] = (PAIRED, ENDPOINT, COMPONENTS, FRIEDMAN, ANOVA)

@@ -19,7 +19,8 @@ import pandas as pd
 
 from engine.analysis import designs, paired
 from engine.analysis.compare import PAIR_ORDER_RULE
-from engine.analysis.table_columns import ANOVA, FRIEDMAN, PAIRED
+from engine.analysis.table_columns import ANOVA, ENDPOINT, FRIEDMAN, PAIRED
+from engine.analysis.table_vocabulary import TableVocabulary
 from pages.present.stat_tables import frame_latex
 from pages.present.tables import is_missing_value, method_title, metric_header
 
@@ -61,17 +62,19 @@ def pairs_heading(metric_label: str) -> str:
     )
 
 
-def paired_headers(table: pd.DataFrame) -> dict[str, str]:
-    """:data:`PAIRED_HEADERS` for one table: the corrected interval and p named for the ρ
-    they assume (:func:`rho_label`), the verdict for its ROPE (:func:`rope_text`)."""
+def paired_headers(table: pd.DataFrame, vocabulary: TableVocabulary = PAIRED) -> dict[str, str]:
+    """The headers of ``vocabulary`` (the paired table's, or the primary endpoint's) for one
+    table: the corrected interval and p named for the ρ they assume (:func:`rho_label`), the
+    verdict for its ROPE (:func:`rope_text`)."""
     corrected = rho_label(table)
-    return {
-        **PAIRED_HEADERS,
+    headers = vocabulary.headers()
+    named = {
         "ci": f"95 % CI ({corrected})",
         "mean_ci": f"Mean A − B [95 % CI, {corrected}]",
         "p_corrected": f"p ({corrected})",
-        "verdict": f"{PAIRED_HEADERS['verdict']} ({rope_text(table)})",
+        "verdict": f"{headers['verdict']} ({rope_text(table)})",
     }
+    return {**headers, **{k: v for k, v in named.items() if k in headers}}
 
 
 PAIRED_NOTE = (
@@ -346,35 +349,16 @@ def bootstrap_view(table: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
 
 #: The primary view's verdict-first columns: task, method, seeds, difference, interval,
 #: verdict and Holm p (the rest of :func:`primary_view` is one click away on the page).
-PRIMARY_COMPACT = 7
-
-
-#: The primary endpoint's pair and Bayesian headers: every method against Nominal, a soft-label
-#: method or not (issue 39: "Soft method − Nominal" headed CORN, CLM, EMD and QWK loss too).
-PRIMARY_PAIR_HEADER = "Method − Nominal"
-PRIMARY_BAYES_HEADER = "P(method better) · P(equivalent) · P(Nominal better)"
+PRIMARY_COMPACT = len(ENDPOINT.view("page_compact"))
 
 
 def primary_view(primary: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
     """The declared primary endpoint (`paired.primary_endpoint`: soft − nominal AMAE, both
-    tasks, one Holm family) as text: the corrected test named for its ρ and shown across r,
-    the Bayesian probabilities and the verdict per row."""
-    h = paired_headers(primary)
-    columns = [
-        h["task"],
-        PRIMARY_PAIR_HEADER,
-        h["n_seeds"],
-        "AMAE difference",
-        h["ci"],
-        h["verdict"],
-        "p (Holm over the family)",
-        "Corrected test (α = 0.05, Holm)",
-        h["p_corrected"],
-        h["p_strip"],
-        h["r_break_even"],
-        h["p_wilcoxon"],
-        PRIMARY_BAYES_HEADER,
-    ]
+    tasks, one Holm family) as text under `table_columns.ENDPOINT`'s headers: the corrected
+    test named for its ρ and shown across r, the Bayesian probabilities and the verdict per
+    row."""
+    h = paired_headers(primary, ENDPOINT)
+    keys = ENDPOINT.view("page")
     rows = []
     for row in primary.to_dict("records"):
         if is_missing_value(row["p_corrected_holm"]):
@@ -383,28 +367,23 @@ def primary_view(primary: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
             test = "lower AMAE" if row["mean_diff"] < 0 else "higher AMAE"
         else:
             test = "not significant at the assumed ρ"
-        rows.append(
-            [
-                row["task"],
-                method_title(str(row["method"])),
-                str(int(row["n_seeds"])),
-                number_text(row["mean_diff"], digits),
-                interval_text(row["ci_low"], row["ci_high"], digits),
-                verdict_text(row.get("verdict")),
-                p_text(row["p_corrected_holm"]),
-                test,
-                p_text(row["p_corrected"]),
-                p_strip_text(row),
-                break_even_text(row),
-                p_text(row["p_wilcoxon"]),
-                bayes_text(
-                    row.get("p_bayes_soft_better"),
-                    row.get("p_bayes_equivalent"),
-                    row.get("p_bayes_baseline_better"),
-                ),
-            ]
-        )
-    return pd.DataFrame(rows, columns=columns)
+        cells = {
+            "task": row["task"],
+            "method": method_title(str(row["method"])),
+            "n_seeds": str(int(row["n_seeds"])),
+            "mean_diff": number_text(row["mean_diff"], digits),
+            "ci": interval_text(row["ci_low"], row["ci_high"], digits),
+            "verdict": verdict_text(row.get("verdict")),
+            "p_corrected_holm": p_text(row["p_corrected_holm"]),
+            "test": test,
+            "p_corrected": p_text(row["p_corrected"]),
+            "p_strip": p_strip_text(row),
+            "r_break_even": break_even_text(row),
+            "p_wilcoxon": p_text(row["p_wilcoxon"]),
+            "p_bayes": bayes_text(*(row.get(k) for k in ENDPOINT.view("bayes"))),
+        }
+        rows.append([cells[k] for k in keys])
+    return pd.DataFrame(rows, columns=[h[k] for k in keys])
 
 
 def paired_export(table: pd.DataFrame) -> pd.DataFrame:

@@ -244,5 +244,5 @@ def test_a_many_method_report_folds_its_long_tables(many):
     paired = "".join(report.paired_section([study_id], store))
     compact = re.findall(r'<table[^>]*class="[^"]*compact', paired)
     assert len(compact) >= 3  # verdict table, its merged detail, the bootstrap
-    merged = ("dz · rank-biserial r", "P(soft better · equivalent · Nominal better)")
+    merged = ("dz · rank-biserial r", "P(method better · equivalent · Nominal better)")
     assert all(f"<th>{header}</th>" in unescape(paired) for header in merged)

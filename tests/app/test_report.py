@@ -59,7 +59,7 @@ def test_the_report_reads_the_paired_comparisons_primary_endpoint_first(html):
     assert "new patients" not in paired
     for column in ("ρ assumed", "p at ρ = 0 · 0.09 · 0.17 · assumed", "Break-even ρ"):
         assert column in paired
-    assert "P(soft better)" in paired and "P(equivalent)" in paired and "TOST p" in paired
+    assert "P(method better)" in paired and "P(equivalent)" in paired and "TOST p" in paired
     assert "hypothesis tests: only the" in paired and "confirmatory family" in paired
     # The bootstrap leaves the paired tables for its own, labelled one after them.
     boot = paired.index("Film-sampling bootstrap 95 % interval")
@@ -70,7 +70,7 @@ def test_the_primary_endpoint_table_opens_with_the_verdict_and_splits_the_rest_o
     paired = html[html.index('id="paired"') : html.index('id="critical-difference"')]
     first = re.search(r"<table.*?</table>", paired[paired.index("Primary endpoint") :], re.DOTALL)
     headers = [unescape(h) for h in re.findall(r"<th>(.*?)</th>", first.group(0))]
-    assert headers[-3:] == ["Verdict", "p corrected (Holm)", "Significant after Holm"]
+    assert headers[-3:] == ["Verdict", "p (Holm over the family)", "Significant after Holm"]
     assert "TOST p" not in headers and "p Wilcoxon (exact)" not in headers
     # Three seeds: the verdict is a verdict, not "not estimable".
     assert "not estimable" not in first.group(0)

@@ -99,7 +99,7 @@ def test_the_endpoint_sentence_counts_and_names_the_significant_comparisons():
     assert none.startswith("Result: none of the 3 primary comparisons is significant")
     frame = report.endpoint_frame(ENDPOINT)
     assert list(frame["Significant after Holm"]) == ["yes", "no", "no"]
-    assert list(frame["Soft method"]) == ["Binomial", "Beta", "Beta"]
+    assert list(frame["Method − Nominal"]) == ["Binomial", "Beta", "Beta"]
 
 
 def test_the_rank_reading_is_exploratory_and_names_its_blocks_assumption():

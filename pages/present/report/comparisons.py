@@ -14,7 +14,7 @@ import pandas as pd
 import pages.present.report.common as common
 from engine.analysis import paired
 from engine.analysis.metrics import METRIC_LABELS
-from engine.analysis.table_columns import PAIRED
+from engine.analysis.table_columns import ENDPOINT, PAIRED
 from jobs.services import study_analysis
 from pages.present import report_html as rh
 from pages.present import reviewer_tables, tables, variance_tables
@@ -33,7 +33,7 @@ COMPACT_PAIRED: int = len(PAIRED.view("report_compact"))
 ROW_KEYS: tuple[str, ...] = PAIRED.view("pair_row")
 #: The primary endpoint's test columns before its Bayesian ones (the rest of its table names
 #: the soft method and Nominal in A's and B's place).
-ENDPOINT_TESTS: tuple[str, ...] = PAIRED.view("endpoint_tests")
+ENDPOINT_TESTS: tuple[str, ...] = ENDPOINT.view("tests")
 #: The film-sampling bootstrap's own table, apart from the paired rows.
 BOOTSTRAP_SHOWN: tuple[str, ...] = PAIRED.view("report_bootstrap")
 
@@ -178,7 +178,7 @@ MERGED: tuple[tuple[str, ...], ...] = (
         PAIRED_HEADERS["p_bayes_equivalent"],
         PAIRED_HEADERS["p_bayes_b_better"],
     ),
-    ("P(soft better)", PAIRED_HEADERS["p_bayes_equivalent"], "P(Nominal better)"),
+    tuple(ENDPOINT.column(k).header for k in ENDPOINT.view("bayes")),
 )
 IN_THE_STRIP: tuple[str, ...] = (PAIRED_HEADERS["p_corrected"], PAIRED_HEADERS["rho_assumed"])
 
@@ -188,7 +188,7 @@ MERGED_HEADERS: dict[str, str] = {
     PAIRED_HEADERS["p_wilcoxon"]: "p Wilcoxon (exact · Holm)",
     PAIRED_HEADERS["d_z"]: "dz · rank-biserial r",
     PAIRED_HEADERS["p_bayes_a_better"]: "P(A better · equivalent · B better)",
-    "P(soft better)": "P(soft better · equivalent · Nominal better)",
+    ENDPOINT.column("p_bayes_soft_better").header: "P(method better · equivalent · Nominal better)",
 }
 
 
@@ -301,33 +301,25 @@ def tests_line(table: pd.DataFrame, endpoint: pd.DataFrame) -> str:
 
 
 def endpoint_frame(endpoint: pd.DataFrame) -> pd.DataFrame:
-    """The primary endpoint's rows (soft − nominal) as a reader reads them: the paired
-    columns (`reviewer_tables.PAIRED_HEADERS`) with the soft method in A's place and
-    Nominal in B's."""
-    h = PAIRED_HEADERS
+    """The primary endpoint's rows (method − nominal) as a reader reads them, under
+    `engine.analysis.table_columns.ENDPOINT`'s headers (the paired table's where they share a
+    column, `reviewer_tables.PAIRED_HEADERS`)."""
     shown = _paired_cells(endpoint)
-    return pd.DataFrame(
-        {
-            h["task"]: endpoint["task"],
-            "Soft method": endpoint["method"].map(tables.method_title),
-            h["n_seeds"]: endpoint["n_seeds"].astype(int),
-            "Mean soft − nominal": [f"{v:.4f}" for v in endpoint["mean_diff"]],
-            h["ci"]: shown["ci"],
-            h["verdict"]: shown["verdict"],
-            h["p_corrected_holm"]: shown["p_corrected_holm"],
-            "Significant after Holm": ["yes" if v else "no" for v in endpoint["significant"]],
-            **{h[k]: shown[k] for k in ENDPOINT_TESTS if k in shown},
-            "P(soft better)": _numbers(endpoint, "p_bayes_soft_better"),
-            h["p_bayes_equivalent"]: _numbers(endpoint, "p_bayes_equivalent"),
-            "P(Nominal better)": _numbers(endpoint, "p_bayes_baseline_better"),
-            h["p_tost"]: shown.get("p_tost", [""] * len(endpoint)),
-        }
-    )
+    cells = {
+        **shown,
+        "method": list(endpoint["method"].map(tables.method_title)),
+        "mean_diff": [f"{v:.4f}" for v in endpoint["mean_diff"]],
+        "significant": ["yes" if v else "no" for v in endpoint["significant"]],
+        **{k: _numbers(endpoint, k) for k in ENDPOINT.view("bayes")},
+        "p_tost": shown.get("p_tost", [""] * len(endpoint)),
+    }
+    h = ENDPOINT.headers()
+    return pd.DataFrame({h[k]: cells[k] for k in ENDPOINT.view("report") if k in cells})
 
 
 #: The endpoint frame's verdict-first columns: task, method, seeds, mean, interval, verdict,
 #: Holm p and whether it is significant after Holm.
-ENDPOINT_COMPACT = 8
+ENDPOINT_COMPACT = len(ENDPOINT.view("report_compact"))
 
 
 def paired_frame(table: pd.DataFrame) -> pd.DataFrame:

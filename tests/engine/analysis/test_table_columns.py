@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from engine.analysis import paired, variance_components
-from engine.analysis.table_columns import ALL_TABLES, COMPONENTS, FRIEDMAN, PAIRED
+from engine.analysis.table_columns import ALL_TABLES, COMPONENTS, ENDPOINT, FRIEDMAN, PAIRED
 from engine.analysis.table_vocabulary import Column, TableVocabulary
 
 #: The views shown under their headers (the others are a frame's own columns, or keys).
@@ -20,6 +20,7 @@ HEADED_VIEWS = {
         "report_bootstrap",
         "relationship",
     ),
+    ENDPOINT.name: ("page", "page_compact", "report", "report_compact"),
     COMPONENTS.name: ("shown", "shown_first"),
     FRIEDMAN.name: ("shown",),
 }
@@ -85,3 +86,11 @@ def test_stats_prints_the_verdict_first_then_every_other_computed_column() -> No
     computed = COMPONENTS.view("computed")
     assert list(components) == [k for k in computed if k in components]
     assert "estimator" not in components and "var_split" in components
+
+
+def test_the_primary_endpoint_reads_the_paired_headers_where_it_shares_a_column() -> None:
+    for key in ("task", "n_seeds", "ci", "verdict", "p_corrected", "p_strip", "p_tost"):
+        assert ENDPOINT.column(key) == PAIRED.column(key)
+    # Every method against Nominal, a soft-label method or not (issue 39).
+    assert ENDPOINT.column("method").header == "Method − Nominal"
+    assert "soft" not in " ".join(ENDPOINT.headers().values()).lower()
