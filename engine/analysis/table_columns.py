@@ -1,6 +1,6 @@
 """Every reviewer-statistics table's vocabulary, declared once (issue 40): the paired
-comparisons, the primary endpoint, the variance components of a factorial design, Friedman
-and the ANOVAs.
+comparisons, the primary endpoint, the variance components of a factorial design, Friedman,
+the ANOVAs and the Explorer's configurations of one search.
 
 Each is a `TableVocabulary`: its columns (key, header, meaning) and its views, the keys each
 surface shows in order. The engine computes a table in its ``computed`` view's order; the
@@ -12,6 +12,7 @@ mappings itself.
 
 from __future__ import annotations
 
+from engine.analysis import explorer
 from engine.analysis.metrics import METRIC_LABELS, PRIMARY_METRIC
 from engine.analysis.paired_tests import ALPHA, rho_of_ratio
 from engine.analysis.table_vocabulary import Column, TableVocabulary
@@ -551,5 +552,50 @@ ANOVA: TableVocabulary = TableVocabulary(
     },
 )
 
+# --------------------------------------------------------------------------------------------
+# The Explorer's configurations of one search (`engine.analysis.explorer.search_table`)
+# --------------------------------------------------------------------------------------------
+
+CONFIGURATIONS: TableVocabulary = TableVocabulary(
+    "configurations of a search",
+    (
+        Column("config_index", "Configuration", meaning="the configuration's index in the grid"),
+        # One column per hyper-parameter any registered method searches, under its label.
+        *(
+            Column(name, explorer.PARAM_LABELS[name], meaning="a searched hyper-parameter")
+            for name in explorer.SEARCH_PARAMS
+        ),
+        Column(
+            "val_amae",
+            explorer.CURVE_LABELS["val_amae"],
+            meaning="validation AMAE at the best epoch: the selection rule's score",
+        ),
+        Column("rank", "Rank", meaning="1 = lowest validation AMAE in the search"),
+        Column("epochs_run", "Epochs run", meaning="epochs trained before stopping"),
+        Column("best_epoch", "Best epoch", meaning="the epoch whose weights were kept"),
+        Column("duration_s", "Training time (s)", meaning="wall-clock seconds of the run"),
+        Column("selected", "Selected", meaning="whether the run is the search's selected model"),
+    ),
+    {
+        "shown": (
+            "config_index",
+            *explorer.SEARCH_PARAMS,
+            "val_amae",
+            "rank",
+            "epochs_run",
+            "best_epoch",
+            "duration_s",
+            "selected",
+        )
+    },
+)
+
 #: Every table declared here, for the test that no page, report or command line restates one.
-ALL_TABLES: tuple[TableVocabulary, ...] = (PAIRED, ENDPOINT, COMPONENTS, FRIEDMAN, ANOVA)
+ALL_TABLES: tuple[TableVocabulary, ...] = (
+    PAIRED,
+    ENDPOINT,
+    COMPONENTS,
+    FRIEDMAN,
+    ANOVA,
+    CONFIGURATIONS,
+)

@@ -16,6 +16,7 @@ from pandas.io.formats.style import Styler
 from engine.analysis import explorer
 from engine.analysis.compare import planned_runs
 from engine.analysis.explorer import SEARCH_PARAMS, in_flight_point
+from engine.analysis.table_columns import CONFIGURATIONS
 from engine.methods import hyperparameters, is_registered, registry
 from pages.present import protocol_text
 from pages.present.science_charts import CLIPPED_MARK
@@ -126,15 +127,9 @@ NO_EPOCHS = (
     "them have only their final numbers (see the Search section)."
 )
 
+#: The configurations table's columns and headers (`engine.analysis.table_columns`).
 CONFIGURATION_COLUMNS: dict[str, str] = {
-    "config_index": "Configuration",
-    **{p: param_label(p) for p in SEARCH_PARAMS},
-    "val_amae": "Validation AMAE",
-    "rank": "Rank",
-    "epochs_run": "Epochs run",
-    "best_epoch": "Best epoch",
-    "duration_s": "Training time (s)",
-    "selected": "Selected",
+    k: CONFIGURATIONS.column(k).header for k in CONFIGURATIONS.view("shown")
 }
 
 
@@ -183,11 +178,12 @@ def stopped_by_pruner_text(epochs: int) -> str:
 
 def style_configurations(table: pd.DataFrame) -> Styler:
     """:func:`configuration_table` with the selected row highlighted and numbers rounded."""
-    formats = {"Validation AMAE": "{:.4f}", "Training time (s)": "{:.1f}"}
+    h = CONFIGURATION_COLUMNS
+    formats = {h["val_amae"]: "{:.4f}", h["duration_s"]: "{:.1f}"}
     formats.update({param_label(p): "{:g}" for p in SEARCH_PARAMS if param_label(p) in table})
 
     def highlight(row: pd.Series) -> list[str]:
-        style = SELECTED_BACKGROUND if row["Selected"] == SELECTED_MARK else ""
+        style = SELECTED_BACKGROUND if row[h["selected"]] == SELECTED_MARK else ""
         return [style] * len(row)
 
     return table.style.apply(highlight, axis=1).format(formats, na_rep="—")

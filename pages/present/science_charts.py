@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from engine.analysis import explorer
+from engine.analysis.table_columns import CONFIGURATIONS
 from engine.methods import method_sort_key, order_methods
 from pages.present.charts import Scheme, method_legend
 from pages.present.formatting import LEVEL_LABEL_METHODS
@@ -36,11 +37,11 @@ BAR_COLOUR = "#222222"
 LIVE_COLOUR = "#d62728"
 SELECTED_STROKE = "#111111"
 SCHEME: Scheme = "tableau10"
-SERIES_TITLES: dict[str, str] = {
-    "train_loss": "Training loss",
-    "val_loss": "Validation loss",
-    "val_amae": "Validation AMAE",
-}
+#: A learning curve's series as a reader reads them (`engine.analysis.explorer`, once).
+SERIES_TITLES: dict[str, str] = dict(explorer.CURVE_LABELS)
+VAL_AMAE_TITLE = SERIES_TITLES["val_amae"]
+#: A run's configuration, epochs and fate read as in the Explorer's configurations table.
+RUN_TITLES: dict[str, str] = CONFIGURATIONS.headers()
 
 
 def _method_colour(methods: Sequence[str], *, legend: bool = True) -> alt.Color:
@@ -178,7 +179,7 @@ def reliability_diagram(
 #: What became of a run of a search (`with_stopped`'s columns), in every tooltip that shows
 #: one run: selected by its seed, stopped by the pruner, or gone non-finite.
 RUN_FATE_TOOLTIPS: tuple[alt.Tooltip, ...] = (
-    alt.Tooltip("selected:N", title="Selected"),
+    alt.Tooltip("selected:N", title=RUN_TITLES["selected"]),
     alt.Tooltip("stopped:N", title="Stopped by the pruner"),
     alt.Tooltip("went_non_finite:N", title="Diverged"),
 )
@@ -205,19 +206,21 @@ def configuration_strip(
     means = trained.groupby(data["config_key"]).mean()
     order = means.sort_values(na_position="last").index.tolist()
     tooltip = [
-        alt.Tooltip("config_key:N", title="Configuration"),
+        alt.Tooltip("config_key:N", title=RUN_TITLES["config_index"]),
         alt.Tooltip("seed:Q", title="Seed"),
-        alt.Tooltip("val_amae:Q", title="Validation AMAE", format=".4f"),
+        alt.Tooltip("val_amae:Q", title=VAL_AMAE_TITLE, format=".4f"),
         alt.Tooltip("rank:Q", title="Rank in its search"),
-        alt.Tooltip("epochs_run:Q", title="Epochs run"),
-        alt.Tooltip("best_epoch:Q", title="Best epoch"),
+        alt.Tooltip("epochs_run:Q", title=RUN_TITLES["epochs_run"]),
+        alt.Tooltip("best_epoch:Q", title=RUN_TITLES["best_epoch"]),
         *RUN_FATE_TOOLTIPS,
     ]
-    x = alt.X("config_key:N", sort=order, title="Configuration", axis=alt.Axis(labelAngle=-35))
+    x = alt.X(
+        "config_key:N", sort=order, title=RUN_TITLES["config_index"], axis=alt.Axis(labelAngle=-35)
+    )
     base = alt.Chart(data).encode(
         x=x,
         xOffset=alt.XOffset("seed_label:N"),
-        y=alt.Y("val_amae:Q", title="Validation AMAE", scale=alt.Scale(zero=False)),
+        y=alt.Y("val_amae:Q", title=VAL_AMAE_TITLE, scale=alt.Scale(zero=False)),
     )
     colour = alt.Color("seed_label:N", title="Seed", legend=None)
     points = base.transform_filter(TRAINED_ON).mark_circle(size=45, opacity=0.8)
@@ -314,13 +317,13 @@ def parameter_strip(
         title=param_label(param),
         axis=alt.Axis(labelAngle=0),
     )
-    y = alt.Y("val_amae:Q", title="Validation AMAE", scale=alt.Scale(zero=False))
+    y = alt.Y("val_amae:Q", title=VAL_AMAE_TITLE, scale=alt.Scale(zero=False))
     tooltip = [
         alt.Tooltip("Method:N"),
         alt.Tooltip("value_label:N", title=param_label(param)),
         alt.Tooltip("seed:Q", title="Seed"),
-        alt.Tooltip("config_key:N", title="Configuration"),
-        alt.Tooltip("val_amae:Q", title="Validation AMAE", format=".4f"),
+        alt.Tooltip("config_key:N", title=RUN_TITLES["config_index"]),
+        alt.Tooltip("val_amae:Q", title=VAL_AMAE_TITLE, format=".4f"),
         *RUN_FATE_TOOLTIPS,
     ]
     base = alt.Chart().encode(x=x, xOffset=alt.XOffset("seed_label:N"), y=y)
@@ -432,7 +435,7 @@ def learning_curves_chart(
         alt.Tooltip("Line:N"),
         alt.Tooltip("method:N", title="Method"),
         alt.Tooltip("seed:Q", title="Seed"),
-        alt.Tooltip("config_index:Q", title="Configuration"),
+        alt.Tooltip("config_index:Q", title=RUN_TITLES["config_index"]),
         alt.Tooltip("epoch:Q", title="Epoch"),
         alt.Tooltip("value:Q", title="Value", format=".4f"),
     ]
@@ -468,7 +471,7 @@ def learning_curves_chart(
                     tooltip=[
                         alt.Tooltip("run_id:N", title="Training now"),
                         alt.Tooltip("epoch:Q", title="Epoch"),
-                        alt.Tooltip("value:Q", title="Validation AMAE", format=".4f"),
+                        alt.Tooltip("value:Q", title=VAL_AMAE_TITLE, format=".4f"),
                     ],
                 )
             )
