@@ -590,6 +590,75 @@ CONFIGURATIONS: TableVocabulary = TableVocabulary(
     },
 )
 
+# --------------------------------------------------------------------------------------------
+# The KL × CPPD summary (`engine.analysis.relationship.summarise_relationship`) and the
+# conformal grade sets per method (`engine.analysis.conformal`)
+# --------------------------------------------------------------------------------------------
+
+_SEEDS = Column("n_seeds", "Seeds", meaning="seeds the row's numbers are over")
+
+# Its LaTeX export is the paper's Table 7, under the paper's own headers.
+RELATIONSHIP: TableVocabulary = TableVocabulary(
+    "KL × CPPD summary",
+    (
+        Column("method", "Method", meaning="the method", latex="Model"),
+        _SEEDS,
+        Column(
+            "kld_mean",
+            "KLD mean (nats)",
+            meaning="D_KL(true ‖ predicted) of the table",
+            latex="KLD mean",
+        ),
+        Column("kld_std", "KLD sd", meaning="its sd over seeds", latex="KLD std"),
+        Column(
+            "mae_mean",
+            "Cell-count MAE mean",
+            meaning="mean |predicted − true| per cell",
+            latex="MAE mean",
+        ),
+        Column("mae_std", "Cell-count MAE sd", meaning="its sd over seeds", latex="MAE std"),
+    ),
+    # The page's and the report's table, and the CSV export's columns.
+    {"shown": ("method", "n_seeds", "kld_mean", "kld_std", "mae_mean", "mae_std")},
+)
+
+GRADE_SETS: TableVocabulary = TableVocabulary(
+    "conformal grade sets",
+    (
+        Column("task", "Task", meaning="the task (KL or CPPD)"),
+        Column("method", "Method", meaning="the method"),
+        Column("score", "Score", meaning="the conformal score the sets come from"),
+        _SEEDS,
+        Column("coverage", "Coverage", meaning="share of test films whose grade is in its set"),
+        Column("mean_size", "Mean set size", meaning="grades in a set, on average"),
+        Column("singleton_share", "Single grade", meaning="share of sets of one grade"),
+        Column("range_share", "Ranges", meaning="share of sets that are one unbroken range"),
+    ),
+    # The Grade sets tab's per-method table (per-grade coverage columns follow them).
+    {
+        "shown": (
+            "task",
+            "method",
+            "score",
+            "n_seeds",
+            "coverage",
+            "mean_size",
+            "singleton_share",
+            "range_share",
+        ),
+        # What `softgrade sets` prints (its CSV has every column).
+        "printed": (
+            "task",
+            "method",
+            "score",
+            "n_seeds",
+            "coverage",
+            "mean_size",
+            "singleton_share",
+        ),
+    },
+)
+
 #: Every table declared here, for the test that no page, report or command line restates one.
 ALL_TABLES: tuple[TableVocabulary, ...] = (
     PAIRED,
@@ -598,4 +667,6 @@ ALL_TABLES: tuple[TableVocabulary, ...] = (
     FRIEDMAN,
     ANOVA,
     CONFIGURATIONS,
+    RELATIONSHIP,
+    GRADE_SETS,
 )

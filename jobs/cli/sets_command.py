@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from engine.analysis import conformal
+from engine.analysis.table_columns import GRADE_SETS
 from jobs.cli.sets_referee_command import coverage_arg
 from jobs.services import grade_sets
 from jobs.services.csv_safe import escape_csv_cells
@@ -26,7 +27,8 @@ from store.db import default_store_path
 
 #: Exit status for bad input (an unknown study, score or coverage, an output it will not write).
 BAD_INPUT = 2
-PRINTED = ("task", "method", "score", "n_seeds", "coverage", "mean_size", "singleton_share")
+#: The columns it prints (`engine.analysis.table_columns.GRADE_SETS`).
+PRINTED: tuple[str, ...] = GRADE_SETS.view("printed")
 
 
 def cmd_sets(args: argparse.Namespace) -> int:

@@ -14,6 +14,7 @@ import pandas as pd
 
 from engine.analysis import conformal
 from engine.analysis.compare import task_order
+from engine.analysis.table_columns import GRADE_SETS
 from engine.methods import method_sort_key
 from pages.present.palette import method_scale
 from pages.present.tables import method_title
@@ -29,16 +30,8 @@ SETS_NOTE = (
     "(docs/conformal.md). At equal coverage, a smaller mean set is a sharper model. Nominal "
     "scores (LAC, APS) may skip a grade; the ordinal ones always give a range."
 )
-COLUMNS = {
-    "task": "Task",
-    "method": "Method",
-    "score": "Score",
-    "n_seeds": "Seeds",
-    "coverage": "Coverage",
-    "mean_size": "Mean set size",
-    "singleton_share": "Single grade",
-    "range_share": "Ranges",
-}
+#: The per-method table's columns and headers (`engine.analysis.table_columns.GRADE_SETS`).
+COLUMNS: dict[str, str] = {k: GRADE_SETS.column(k).header for k in GRADE_SETS.view("shown")}
 
 
 def sets_frame(summary: pd.DataFrame) -> pd.DataFrame:
@@ -140,9 +133,9 @@ def coverage_size_chart(summary: pd.DataFrame, target: float) -> alt.FacetChart:
             tooltip=[
                 alt.Tooltip("method_title:N", title="Method"),
                 alt.Tooltip("score_label:N", title="Score"),
-                alt.Tooltip("coverage:Q", title="Coverage", format=".3f"),
+                alt.Tooltip("coverage:Q", title=COLUMNS["coverage"], format=".3f"),
                 alt.Tooltip("mean_size:Q", title="Mean size", format=".2f"),
-                alt.Tooltip("singleton_share:Q", title="Single grade", format=".2f"),
+                alt.Tooltip("singleton_share:Q", title=COLUMNS["singleton_share"], format=".2f"),
             ],
         )
     )

@@ -20,6 +20,7 @@ from engine.analysis.compare import sort_by_method
 from engine.analysis.metrics import MAE
 from engine.analysis.probability_metrics import PROBABILITY_LABELS, PROBABILITY_METRICS
 from engine.analysis.stats import CORRECTIONS
+from engine.analysis.table_columns import RELATIONSHIP
 from jobs.services.csv_safe import escape_csv_cells
 from pages.present.tables import (
     is_missing_value,
@@ -105,14 +106,10 @@ def relationship_seed_frame(results: Sequence[Any]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-#: The KL × CPPD summary's columns as a reader reads them (the page and the report).
+#: The KL × CPPD summary's columns as a reader reads them (the page and the report), from
+#: `engine.analysis.table_columns.RELATIONSHIP`.
 RELATIONSHIP_HEADERS: dict[str, str] = {
-    "method": "Method",
-    "n_seeds": "Seeds",
-    "kld_mean": "KLD mean (nats)",
-    "kld_std": "KLD sd",
-    "mae_mean": "Cell-count MAE mean",
-    "mae_std": "Cell-count MAE sd",
+    k: RELATIONSHIP.column(k).header for k in RELATIONSHIP.view("shown")
 }
 #: What the summary's two scores are, for a caption beside it.
 RELATIONSHIP_NOTE = (
@@ -186,14 +183,7 @@ def relationship_latex(summary: pd.DataFrame, table7: pd.DataFrame, eps: float) 
             f"over seeds; $\\varepsilon = {eps:g}$).",
             label="tab:kld_summary",
             digits=4,
-            headers={
-                "method": "Model",
-                "n_seeds": "Seeds",
-                "kld_mean": "KLD mean",
-                "kld_std": "KLD std",
-                "mae_mean": "MAE mean",
-                "mae_std": "MAE std",
-            },
+            headers=RELATIONSHIP.latex_headers(),
         )
         + "\n"
         + frame_latex(
