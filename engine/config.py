@@ -8,7 +8,7 @@ which names the offending field and the allowed values in every error.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,16 +25,12 @@ from engine.methods import (
 from engine.protocol import EARLY_STOPPING
 from engine.pruning import PrunerError, SearchSpec, with_pruner
 from engine.seeds import SEEDS_ALLOWED, SeedDesign, SeedDesignError, split_and_init
+from engine.study_settings import BUDGET, MAX_BUDGET, SEED_COUNT, training_problems
 from engine.vocab import TASK_CLASSES, TASKS
-
-#: The side of the knee crops a model may train on, smallest and largest (px); a demo bundle's
-#: models are held to it too (`jobs.services.demo_bundle`).
-IMAGE_SIZES = (16, 1024)
 
 DATASET_KINDS: tuple[str, ...] = ("phantom", "folder")
 #: `TrainConfig.split_seed` / ``init_seed`` left out: the run's ``seed`` draws it too.
 SAME_AS_SEED = -1
-MAX_BUDGET = 15  # the paper samples at most 15 configurations per (task, method, seed)
 #: ``methods: all`` in a study file: every method this checkout registers, in registry order
 #: (a preset stays a survey of every method as methods are added).
 ALL_METHODS = "all"
@@ -101,10 +97,8 @@ class TrainConfig:
                 f"{unknown[0]}: not a hyper-parameter of {self.method}; it has "
                 f"{', '.join(method.parameter_names)}"
             )
-        _check_positive("max_epochs", self.max_epochs)
-        _check_positive("patience", self.patience)
-        _check_positive("batch_size", self.batch_size)
-        _check_range("image_size", self.image_size, *IMAGE_SIZES)
+        for problem in training_problems(vars(self)):  # the numbers a run has
+            raise SpecError(problem)
         if not self.lr > 0:
             raise SpecError(f"lr: {self.lr=} must be > 0")
         eta = self.hparams.get("eta")
@@ -243,17 +237,17 @@ class StudySpec:
                 f"seeds: {list(self.seeds)} are not the pairing keys of "
                 f"{self.seed_design.describe()}; write seeds: {self.seed_design.to_dict()}"
             )
+        # The budget's limit is also the largest grid among the chosen methods.
         largest = max(grid_size(m) for m in self.methods)
-        if not isinstance(self.budget, int) or not 1 <= self.budget <= min(MAX_BUDGET, largest):
+        budget = replace(BUDGET, high=min(MAX_BUDGET, largest))
+        if problem := budget.problem(self.budget):
             raise SpecError(
-                f"budget: {self.budget!r} must be a whole number from 1 to "
-                f"{min(MAX_BUDGET, largest)} (the paper samples at most {MAX_BUDGET} "
-                f"configurations; the largest grid among {', '.join(self.methods)} has {largest})"
+                f"{problem} (the paper samples at most {MAX_BUDGET} configurations; the "
+                f"largest grid among {', '.join(self.methods)} has {largest})"
             )
-        _check_positive("max_epochs", self.max_epochs)
-        _check_positive("patience", self.patience)
-        _check_range("image_size", self.image_size, *IMAGE_SIZES)
-        _check_positive("batch_size", self.batch_size)
+        # Each number against its record (`engine.study_settings`), the first problem named.
+        for problem in training_problems(vars(self)):
+            raise SpecError(problem)
         check_device(self.device)
         if not self.name.strip():
             raise SpecError("name: must not be empty")
@@ -418,8 +412,8 @@ def _parse_seeds(
     except SeedDesignError as exc:
         raise SpecError(str(exc)) from None
     if isinstance(value, int) and not isinstance(value, bool):
-        if value < 1:
-            raise SpecError(f"seeds: {value} must be >= 1; seeds takes {SEEDS_ALLOWED}")
+        if problem := SEED_COUNT.problem(value):
+            raise SpecError(f"{problem}; seeds takes {SEEDS_ALLOWED}")
         return tuple(range(value)), design
     if isinstance(value, float | bool) or value is None:
         raise SpecError(f"seeds: {value!r} is not allowed; seeds takes {SEEDS_ALLOWED}")
@@ -432,13 +426,3 @@ def _parse_seeds(
 def _check_nonempty(name: str, values: tuple[str, ...], allowed: tuple[str, ...]) -> None:
     if not values:
         raise SpecError(f"{name}: at least one is needed; allowed: {', '.join(allowed)}")
-
-
-def _check_positive(name: str, value: int) -> None:
-    if not isinstance(value, int) or value < 1:
-        raise SpecError(f"{name}: {value!r} must be a whole number >= 1")
-
-
-def _check_range(name: str, value: int, low: int, high: int) -> None:
-    if not isinstance(value, int) or not low <= value <= high:
-        raise SpecError(f"{name}: {value!r} must be a whole number from {low} to {high}")

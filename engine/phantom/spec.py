@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from engine.study_settings import PHANTOM_DEFAULTS
+
 # Independent random streams, so that e.g. changing how patients are paired never changes
 # a film's noise. Each stream is seeded with [spec.seed, stream, index].
 STREAM_LABELS = 11
@@ -41,9 +43,9 @@ class PhantomSpec:
             default 1 is calibrated to the paper's range (see DIFFICULTY_SCALE).
     """
 
-    n_images: int = 2170
-    n_joint: int = 970
-    seed: int = 0
+    n_images: int = PHANTOM_DEFAULTS["n_images"]
+    n_joint: int = PHANTOM_DEFAULTS["n_joint"]
+    seed: int = PHANTOM_DEFAULTS["seed"]
     film_size: tuple[int, int] = (384, 320)
     annotation_noise: float = 0.1
     difficulty: float = 1.0

@@ -26,11 +26,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from engine.analysis.metrics import METRICS, PRIMARY_METRIC
-from engine.config import IMAGE_SIZES, TrainConfig, check_device, check_method, check_task
+from engine.config import TrainConfig, check_device, check_method, check_task
 from engine.methods import MethodParams, get_method, sample_configs
 from engine.phantom import PhantomSpec
 from engine.protocol import EARLY_STOPPING
 from engine.seeds import SeedDesign
+from engine.study_settings import IMAGE_SIZES
 from engine.vocab import KL
 
 if TYPE_CHECKING:  # imported where used: it pulls scipy.stats, which the CLI's parser need not

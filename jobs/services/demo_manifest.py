@@ -8,7 +8,7 @@ saying ``image_size: 100000`` made each upload ask for 10 GB, an 8000 x 8000 cro
 view. So every number is held to a limit SoftGrade already keeps elsewhere (none is
 restated here):
 
-- ``image_size``: a side a study may train at (`engine.config.IMAGE_SIZES`);
+- ``image_size``: a side a study may train at (`engine.study_settings.IMAGE_SIZES`);
 - each film's crop: a grey PNG of exactly ``image_size`` x ``image_size`` px, its header
   read before its pixels (so never past the import's `engine.films.MAX_FILM_PIXELS`), and
   then decoded, so a damaged film is named before the kiosk starts;
@@ -41,7 +41,6 @@ from typing import IO, Any
 from PIL import Image
 
 from engine.analysis.conformal import SCORES
-from engine.config import IMAGE_SIZES
 from engine.detect.registry import DetectorRecord, detector_size_problem
 from engine.films import (
     GRADE_RANGES,
@@ -51,6 +50,7 @@ from engine.films import (
     parse_grade,
 )
 from engine.methods import is_registered, method_names
+from engine.study_settings import IMAGE_SIZES
 from engine.vocab import TASK_INFO, TASKS
 
 #: The grade cells of a bundled film: (its key, the grade column whose range holds it).

@@ -29,6 +29,7 @@ from engine.methods import (
 from engine.phantom import PhantomSpec
 from engine.pruning import NO_PRUNER, PRUNERS, SearchSpec
 from engine.study import plan_runs
+from engine.study_settings import FACTORIAL_SIZE, PHANTOM_DEFAULTS, PHANTOM_SIZE, TRAINING_NUMBERS
 from engine.vocab import TOP_GRADE, TRAIN_FRACTION
 from jobs.services.run_costs import CostModel, cost_model, is_gpu_name, latest_device
 from pages.present.estimates import rough_study_seconds, startup_seconds
@@ -153,19 +154,15 @@ def preset_values(study: Mapping[str, Any]) -> dict[str, Any]:
         "launch_tasks": list(study["tasks"]),
         **method_widget_values(list(study["methods"])),
         **seed_widget_values(study),
-        "launch_budget": study["budget"],
-        "launch_max_epochs": study["max_epochs"],
-        "launch_patience": study["patience"],
-        "launch_image_size": study["image_size"],
-        "launch_batch_size": study["batch_size"],
+        **{f"launch_{s.field}": study[s.key] for s in TRAINING_NUMBERS},
         "launch_device": study["device"] if study["device"] in DEVICES else "auto",
         **search_values(study),
     }
     if dataset.pop("kind", PHANTOM) == PHANTOM:
         values["launch_dataset"] = PHANTOM
-        values["launch_n_images"] = int(dataset.get("n_images", 2170))
-        values["launch_n_joint"] = int(dataset.get("n_joint", 970))
-        values["launch_phantom_seed"] = int(dataset.get("seed", 0))
+        for setting in PHANTOM_SIZE:
+            default = PHANTOM_DEFAULTS[setting.key]
+            values[f"launch_{setting.field}"] = int(dataset.get(setting.key, default))
     return values
 
 
@@ -179,7 +176,7 @@ SEED_DESIGNS: dict[str, str] = {
 #: What the splits × inits inputs start from when a study has independent seeds.
 DEFAULT_SPLITS, DEFAULT_INITS = 10, 2
 #: The fewest splits and inits a factorial design separates variances with.
-MIN_FACTORIAL = 2
+MIN_FACTORIAL = min(s.low for s in FACTORIAL_SIZE)
 
 
 def factorial_for(seeds: int) -> tuple[int, int]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,13 @@ import streamlit as st
 
 from engine.analysis.paired import BASELINE
 from engine.config import SpecError, StudySpec
+from engine.study_settings import (
+    FACTORIAL_SIZE,
+    PHANTOM_SIZE,
+    SEED_COUNT,
+    TRAINING_NUMBERS,
+    WholeSetting,
+)
 from jobs.services import lab
 from jobs.services.access import AccessDenied
 from jobs.services.page_store import StoreError
@@ -234,83 +240,6 @@ def registered_inputs(row: Any, path: Path) -> dict[str, Any]:
     return {"kind": reviewed.spec.kind, **reviewed.spec.params}
 
 
-@dataclass(frozen=True)
-class WholeNumber:
-    """One whole-number setting of the study form: its widget (``launch_<name>``, kept for the
-    session), label, help and step, and the column of its row it sits in."""
-
-    name: str
-    label: str
-    help: str | None = None
-    step: int = 1
-    column: int = 0
-
-    @property
-    def key(self) -> str:
-        return f"launch_{self.name}"
-
-
-# The form's number inputs, declared once each; `whole_numbers` draws them.
-PHANTOM_FIELDS = (
-    WholeNumber("n_images", "Films", "Films in the phantom; every film has a CPPD grade."),
-    WholeNumber(
-        "n_joint",
-        "KL-graded films",
-        "How many of those films also have a KL grade; the KL task trains on these only.",
-        column=1,
-    ),
-    WholeNumber(
-        "phantom_seed",
-        "Phantom seed",
-        "The same seed and sizes always draw the same films.",
-        column=2,
-    ),
-)
-INDEPENDENT_FIELDS = (
-    WholeNumber(
-        "seeds",
-        "Number of seeds",
-        "Repetitions with different data splits and initialisations (seeds 0, 1, …). "
-        "The paper uses 20; statistics need several.",
-    ),
-)
-FACTORIAL_FIELDS = (
-    WholeNumber(
-        "splits", "Splits", "Train/validation/test splits of the films (split seeds 0, 1, …)."
-    ),
-    WholeNumber(
-        "inits",
-        "Inits per split",
-        "Initialisations (weights, batch order and search sample) each split is "
-        "trained from; the same init seeds on every split.",
-        column=1,
-    ),
-)
-TRAINING_FIELDS = (
-    WholeNumber(
-        "budget",
-        "Search budget",
-        "Hyper-parameter configurations tried per task, method and seed (at most 15, as in "
-        "the paper; nominal has only 3). The one with the best validation AMAE is kept.",
-        column=1,
-    ),
-    WholeNumber("max_epochs", "Max epochs", "Upper limit of training epochs per run."),
-    WholeNumber(
-        "patience",
-        "Patience (epochs)",
-        "Stop a run early after this many epochs without a lower validation loss.",
-        column=1,
-    ),
-    WholeNumber(
-        "image_size",
-        "Image size (px)",
-        "Side of the square knee crop fed to the network (224 in the paper).",
-        step=16,
-    ),
-    WholeNumber("batch_size", "Batch size", column=1),
-)
-
-
 DEVICE_LABELS: dict[str, str] = {
     "auto": "auto (GPU if the worker has one)",
     "cpu": "cpu",
@@ -318,29 +247,30 @@ DEVICE_LABELS: dict[str, str] = {
 }
 
 
-def whole_numbers(fields: tuple[WholeNumber, ...], columns: int) -> dict[str, int]:
-    """Draw ``fields`` in a row of ``columns`` columns; each field's value by name."""
+def whole_numbers(settings: tuple[WholeSetting, ...], columns: int) -> dict[str, int]:
+    """One number box per setting (its label, meaning and step from `engine.study_settings`),
+    laid left to right over a row of ``columns`` columns; each value by the setting's field.
+    A box's widget is ``launch_<field>``, kept for the session."""
     row = st.columns(columns)
     return {
-        f.name: int(
-            row[f.column].number_input(
-                f.label, step=f.step, key=f.key, persist_state="session", help=f.help
+        s.field: int(
+            row[i % columns].number_input(
+                s.label,
+                step=s.step,
+                key=f"launch_{s.field}",
+                persist_state="session",
+                help=s.meaning,
             )
         )
-        for f in fields
+        for i, s in enumerate(settings)
     }
 
 
 def phantom_inputs() -> tuple[dict[str, Any], dict[str, int]]:
     """The phantom's size and seed; its dataset mapping and images per task."""
-    size = whole_numbers(PHANTOM_FIELDS, 3)
-    dataset = {
-        "kind": PHANTOM,
-        "n_images": size["n_images"],
-        "n_joint": size["n_joint"],
-        "seed": size["phantom_seed"],
-    }
-    return dataset, {"KL": size["n_joint"], "CPPD": size["n_images"]}
+    size = whole_numbers(PHANTOM_SIZE, 3)
+    numbers = {s.key: size[s.field] for s in PHANTOM_SIZE}
+    return {"kind": PHANTOM, **numbers}, {"KL": numbers["n_joint"], "CPPD": numbers["n_images"]}
 
 
 def seeds_inputs() -> int | dict[str, int]:
@@ -360,8 +290,8 @@ def seeds_inputs() -> int | dict[str, int]:
         "from the variance the training makes (at least 2 of each).",
     )
     if design == INDEPENDENT:
-        return whole_numbers(INDEPENDENT_FIELDS, 2)["seeds"]
-    design_size = whole_numbers(FACTORIAL_FIELDS, 2)
+        return whole_numbers((SEED_COUNT,), 2)[SEED_COUNT.field]
+    design_size = whole_numbers(FACTORIAL_SIZE, 2)
     st.caption(
         f"{design_size['splits'] * design_size['inits']} seeds: every split trained from "
         "every init."
@@ -372,7 +302,7 @@ def seeds_inputs() -> int | dict[str, int]:
 def training_inputs() -> dict[str, Any]:
     """Seeds, search budget, epochs, patience, image and batch size, and device."""
     seeds = seeds_inputs()
-    numbers = whole_numbers(TRAINING_FIELDS, 2)
+    numbers = whole_numbers(TRAINING_NUMBERS, 2)
     device = st.selectbox(
         "Device",
         DEVICES,

@@ -9,6 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from engine.methods import FAMILIES
+from engine.study_settings import PHANTOM_SIZE, SEED_COUNT, TRAINING_NUMBERS
 from pages.present.study_form import chosen_methods, family_key, method_widget_values
 from store import datasets as store_datasets
 from store import jobs as store_jobs
@@ -52,6 +53,11 @@ def test_first_visit_starts_from_the_quick_preset_and_counts_runs(path):
     assert not at.exception
     assert at.text_input(key="launch_name").value == "quick look"
     assert at.number_input(key="launch_seeds").value == 2
+    # one number box per whole-number setting, with its record's name and meaning
+    boxes = {box.key: box for box in at.number_input}
+    for setting in (*PHANTOM_SIZE, SEED_COUNT, *TRAINING_NUMBERS):
+        box = boxes[f"launch_{setting.field}"]
+        assert (box.label, box.help) == (setting.label, setting.meaning)
     assert "**20 runs**" in _texts(at.markdown)
     assert "Rough time" in _texts(at.caption)
     # one soft-label heatmap per chosen method
@@ -143,7 +149,7 @@ def test_queue_the_same_study_again_is_an_explicit_second_job(path):
         ("launch_methods", [], "methods: missing"),
         ("launch_tasks", [], "tasks: missing"),
         ("launch_name", "  ", "name: must not be empty"),
-        ("launch_seeds", 0, "seeds: 0 must be >= 1"),
+        ("launch_seeds", 0, "seeds: 0 must be a whole number >= 1"),
         ("launch_budget", 20, "budget: 20 must be a whole number from 1 to 15"),
         ("launch_max_epochs", 0, "max_epochs: 0 must be a whole number >= 1"),
         ("launch_patience", -1, "patience: -1 must be a whole number >= 1"),

@@ -35,7 +35,7 @@ def test_a_bad_seeds_option_is_one_line_naming_what_is_allowed(tmp_path):
         assert says in done.stderr and "Traceback" not in done.stderr
         assert "10x2" in done.stderr or "{splits: 10, inits: 2}" in done.stderr
     zero = run_cli(tmp_path, "submit", study, "--seeds", "0")
-    assert zero.returncode == 2 and "seeds: 0 must be >= 1" in zero.stderr
+    assert zero.returncode == 2 and "seeds: 0 must be a whole number >= 1" in zero.stderr
     assert (
         not (tmp_path / "softgrade.duckdb").exists()
         or store_jobs.list_jobs(path=tmp_path / "softgrade.duckdb").empty
