@@ -271,6 +271,8 @@ PAIRED: TableVocabulary = TableVocabulary(
         # The columns that are p-values, and the Bayesian test's three posteriors.
         "p_values": ("p_corrected", "p_corrected_holm", "p_wilcoxon", "p_wilcoxon_holm", "p_tost"),
         "bayes": ("p_bayes_a_better", "p_bayes_equivalent", "p_bayes_b_better"),
+        # The headers that say "corrected": a page names there the ρ the test assumed.
+        "rho_named": ("ci", "mean_ci", "p_corrected"),
         # What a row's reading in words compares (`paired.reading`).
         "reading_needs": ("mean_diff", "p_corrected", "p_wilcoxon"),
         # The primary endpoint's tests before its Bayesian ones, in the report.
@@ -384,6 +386,7 @@ ENDPOINT: TableVocabulary = TableVocabulary(
         "report": _ENDPOINT_REPORT,
         "report_compact": _ENDPOINT_REPORT[: _ENDPOINT_REPORT.index("significant") + 1],
         "tests": _ENDPOINT_TESTS,
+        "rho_named": ("ci", "p_corrected"),
         "bayes": ("p_bayes_soft_better", "p_bayes_equivalent", "p_bayes_baseline_better"),
     },
 )
@@ -659,6 +662,25 @@ GRADE_SETS: TableVocabulary = TableVocabulary(
     },
 )
 
+# --------------------------------------------------------------------------------------------
+# The paper's Table 4 layout (its LaTeX, and the probability metrics' table in that layout):
+# the row's dataset and method, then one column per metric (the metric registry's labels)
+# --------------------------------------------------------------------------------------------
+
+TABLE4: TableVocabulary = TableVocabulary(
+    "Table 4 (the paper's layout)",
+    (
+        Column("task", "Dataset", meaning="the task, as the paper names its datasets"),
+        Column("method", "Soft-labelling", meaning="the method, as the paper heads it"),
+        Column("n_seeds", "Seeds", meaning="seeds the means are over"),
+    ),
+    {
+        # Before the metrics' columns: Table 4's LaTeX, and the probability table's.
+        "rows": ("task", "method"),
+        "rows_with_seeds": ("task", "method", "n_seeds"),
+    },
+)
+
 #: Every table declared here, for the test that no page, report or command line restates one.
 ALL_TABLES: tuple[TableVocabulary, ...] = (
     PAIRED,
@@ -669,4 +691,5 @@ ALL_TABLES: tuple[TableVocabulary, ...] = (
     CONFIGURATIONS,
     RELATIONSHIP,
     GRADE_SETS,
+    TABLE4,
 )

@@ -68,13 +68,10 @@ def paired_headers(table: pd.DataFrame, vocabulary: TableVocabulary = PAIRED) ->
     verdict for its ROPE (:func:`rope_text`)."""
     corrected = rho_label(table)
     headers = vocabulary.headers()
-    named = {
-        "ci": f"95 % CI ({corrected})",
-        "mean_ci": f"Mean A − B [95 % CI, {corrected}]",
-        "p_corrected": f"p ({corrected})",
-        "verdict": f"{headers['verdict']} ({rope_text(table)})",
-    }
-    return {**headers, **{k: v for k, v in named.items() if k in headers}}
+    for key in vocabulary.view("rho_named"):
+        headers[key] = headers[key].replace("corrected", corrected)
+    headers["verdict"] = f"{headers['verdict']} ({rope_text(table)})"
+    return headers
 
 
 PAIRED_NOTE = (

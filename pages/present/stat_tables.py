@@ -20,7 +20,7 @@ from engine.analysis.compare import sort_by_method
 from engine.analysis.metrics import MAE
 from engine.analysis.probability_metrics import PROBABILITY_LABELS, PROBABILITY_METRICS
 from engine.analysis.stats import CORRECTIONS
-from engine.analysis.table_columns import RELATIONSHIP
+from engine.analysis.table_columns import RELATIONSHIP, TABLE4
 from jobs.services.csv_safe import escape_csv_cells
 from pages.present.tables import (
     is_missing_value,
@@ -466,7 +466,7 @@ def probability_latex(
         digits: decimals.
         label: ``\\label`` key.
     """
-    names = ["Dataset", "Soft-labelling", "Seeds"]
+    names = TABLE4.view_headers("rows_with_seeds")
     names += [PROBABILITY_LABELS[m] for m in PROBABILITY_METRICS]
     lines = [
         r"\begin{table*}[!htbp]",

@@ -41,6 +41,7 @@ from engine.analysis.metrics import (
     PAPER_TABLE_ORDER,
     get_metric,
 )
+from engine.analysis.table_columns import TABLE4
 from engine.methods import hyperparameters, is_registered, method_label, order_methods
 from jobs.services.csv_safe import escape_csv_cells
 from pages.present.user_text import plain
@@ -240,7 +241,7 @@ def summary_latex(
     sit under a ``\\midrule``; the paper's rows, if present, say "(paper)" and the caption
     says how the protocols differ (:data:`PAPER_PROTOCOL_NOTE`).
     """
-    header = ["Dataset", "Soft-labelling", *(METRIC_LABELS[m] for m in TABLE4_METRICS)]
+    header = [*TABLE4.view_headers("rows"), *(METRIC_LABELS[m] for m in TABLE4_METRICS)]
     if summary["row"].isin([ROW_PAPER, ROW_PAPER_AVERAGE]).any():
         caption = f"{caption} {latex_escape(PAPER_PROTOCOL_NOTE)}"
     lines = [

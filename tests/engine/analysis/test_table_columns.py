@@ -94,3 +94,9 @@ def test_the_primary_endpoint_reads_the_paired_headers_where_it_shares_a_column(
     # Every method against Nominal, a soft-label method or not (issue 39).
     assert ENDPOINT.column("method").header == "Method − Nominal"
     assert "soft" not in " ".join(ENDPOINT.headers().values()).lower()
+
+
+@pytest.mark.parametrize("table", [PAIRED, ENDPOINT], ids=lambda t: t.name)
+def test_every_header_that_names_the_assumed_rho_says_corrected(table: TableVocabulary) -> None:
+    # The pages put the assumed ρ where the header says "corrected" (`paired_headers`).
+    assert all("corrected" in h for h in table.view_headers("rho_named"))
