@@ -173,9 +173,8 @@ def test_a_line_chart_of_many_methods_lists_them_all_under_the_chart():
     assert "orient" not in few.to_dict()["layer"][0]["encoding"]["color"]["legend"]
 
 
-def test_the_reports_violins_fit_its_page_with_many_methods(many):
-    home, study_id = many
-    html = "".join(report.distributions_section([study_id], home / "softgrade.duckdb"))
+def test_the_reports_violins_fit_its_page_with_many_methods(many_inputs):
+    html = "".join(report.distributions_section(many_inputs))
     widths = [float(w) for w in re.findall(r'<svg[^>]*?\swidth="([\d.]+)', html)]
     assert len(widths) == 2 and max(widths) <= 1100  # the report's page width
 
