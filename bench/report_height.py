@@ -6,7 +6,8 @@ registered method (14), write its report and measure it in Chromium.
 
 The study is `tests.helpers.synthetic_study` (no training: 40 patients, one configuration a
 method, every seed finished), the one the many-method report tests use. The report is built
-in process (`pages.present.report.build_report`, what `jobs report` writes), opened in
+in process (`jobs.services.report_inputs` gathered, `pages.present.report.build_report`
+formatted: what `jobs report` writes), opened in
 headless Chromium (Playwright) at the given window width, and measured: the whole page's
 height (``document.documentElement.scrollHeight``) and each section's, tallest first. With
 ``--pdf`` it also prints the page to PDF as `jobs report --pdf` does, counts its pages and
@@ -25,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from engine.methods import method_names  # noqa: E402
+from jobs.services.report_inputs import gather_report_inputs  # noqa: E402
 from pages.present.report import build_report  # noqa: E402
 from store.bundle import REFERENCE_STUDY, import_study  # noqa: E402
 from store.db import init_schema  # noqa: E402
@@ -54,7 +56,8 @@ def report_of(home: Path, n_seeds: int, reference: bool) -> Path:
         methods = method_names()
         study = finished_synthetic_store(home, n_seeds=n_seeds, n_patients=40, methods=methods)
     out = home / "report.html"
-    out.write_text(build_report([study], path=home / "softgrade.duckdb"), encoding="utf-8")
+    inputs = gather_report_inputs([study], path=home / "softgrade.duckdb")
+    out.write_text(build_report(inputs), encoding="utf-8")
     return out
 
 

@@ -167,30 +167,43 @@ def test_page_scripts_and_widgets_import_no_store() -> None:
     assert not bad, "pages read the store through jobs/services, never store/:\n" + "\n".join(bad)
 
 
-# Presentation formats what it is given. Not yet so (issue 40 leaves it for the report's own
-# change): the study report's package gathers its numbers itself (store reads, and the
-# services that read), and `imported_text` names imported studies for its methods paragraph.
-# Listed so that no other presentation module starts reading, and each entry must go once it
-# reads nothing (the second assertion).
-PRESENT_STILL_READING = ("pages.present.report", "pages.present.imported_text")
-# The services that read the store for the pages: presentation gets what they return from
-# its caller instead.
-READING_SERVICES = ("jobs.services.page_store", "jobs.services.study_analysis")
+# Presentation formats what it is given (issue 40): the services that read the store (or,
+# for provenance, the checkout's git) hand their results to its caller (a page, a widget, the
+# command line), which passes them on. The study report gets them as one record
+# (`jobs.services.report_inputs` gathers a `jobs.services.report_record.ReportInputs`); the
+# cards' text is `jobs.services.card_lines`, which reads nothing.
+READING_SERVICES = (
+    "jobs.services.page_store",
+    "jobs.services.study_analysis",
+    "jobs.services.grade_sets",
+    "jobs.services.export_cards",
+    "jobs.services.provenance",
+    "jobs.services.report_inputs",
+)
 
 
-def test_presentation_reads_no_store_but_the_listed_report_modules() -> None:
-    reading = {
-        name
+def _reads(module: str) -> bool:
+    return _top(module) == "store" or any(
+        module == s or module.startswith(s + ".") for s in READING_SERVICES
+    )
+
+
+def test_presentation_imports_no_store_nor_a_reading_service() -> None:
+    bad = [
+        _where(imp)
         for name, imps in project_imports().items()
         if name.startswith("pages.present")
         for imp in imps
-        if _top(imp.module) == "store" or imp.module.startswith(READING_SERVICES)
-    }
-    assert not {n for n in reading if not n.startswith(PRESENT_STILL_READING)}, (
-        f"pages/present/ formats what it is given: {sorted(reading)}"
-    )
-    done = [d for d in PRESENT_STILL_READING if not any(n.startswith(d) for n in reading)]
-    assert not done, f"read nothing now, take them off PRESENT_STILL_READING: {done}"
+        if _reads(imp.module)
+    ]
+    assert not bad, "pages/present/ formats what it is given:\n" + "\n".join(bad)
+
+
+def test_the_reading_services_named_exist_and_a_reading_import_is_recognised() -> None:
+    missing = [s for s in READING_SERVICES if s not in project_files()]
+    assert not missing, f"READING_SERVICES names modules that do not exist: {missing}"
+    assert _reads("store.runs") and _reads("jobs.services.export_cards")
+    assert not _reads("jobs.services.card_lines") and not _reads("jobs.services.report_record")
 
 
 # The Statistics tab once reached its sentences and tables by climbing into the report

@@ -86,6 +86,15 @@ class BudgetMatched:
     uncovered: int = 0
 
 
+def searched_configurations(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series]:
+    """The runs scored in a search (those with a validation selection score; every run where
+    the column is missing) and how many configurations each method searched: the report's
+    budget caveat says the counts, and its inputs ask for the budget-matched check only where
+    they differ."""
+    searched = runs[runs[SELECTION_COLUMN].notna()] if SELECTION_COLUMN in runs else runs
+    return searched, searched.groupby("method")["config_index"].nunique()
+
+
 def check_test_scores(study_id: str, n_lacking: int, n_runs: int) -> None:
     """Raise :class:`BudgetUnavailable` when some runs have no stored test predictions.
 

@@ -56,6 +56,11 @@ from engine.analysis.probability_scores import CalibratedBatch, task_arrays
 from engine.vocab import TASK_CLASSES
 
 DEFAULT_COVERAGE = 0.9
+#: Why a run may have no sets: what the command line and the pages say then.
+NO_VALIDATION_NOTE = (
+    "grade sets need each run's validation probabilities to calibrate on; runs without them "
+    "(per-seed metrics imported without per-film predictions) have none"
+)
 RUN_KEYS = ("task", "method", "seed")
 TOLERANCE = 1e-9
 

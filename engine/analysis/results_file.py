@@ -34,6 +34,16 @@ import pandas as pd
 from engine.analysis.metrics import METRICS, REGISTRY
 from engine.vocab import TASK_CLASSES, TASKS
 
+#: What a study without split sizes (per-seed results imported without ``n_train`` and
+#: ``n_test``) cannot give, and what it still gives.
+UNSIZED_NOTE = (
+    "the corrected resampled t-test needs each seed's n_train and n_test, which the imported "
+    "file did not give: its interval (ci_low, ci_high), p_corrected and its Holm adjustment, "
+    "p at r = 0.1 and 0.2, the Bayesian probabilities, the verdict's support and TOST are "
+    "left blank (the verdict reads inconclusive); the Wilcoxon, the naive t-test, d_z and the "
+    "rank-biserial r stand. Import the file again with n_train and n_test columns to get them"
+)
+
 METRICS_FORMAT = "per-seed metrics"
 PREDICTIONS_FORMAT = "per-film predictions"
 KEY_COLUMNS: tuple[str, ...] = ("task", "method", "seed")

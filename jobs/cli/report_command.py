@@ -1,9 +1,11 @@
 """``python -m jobs report STUDY_ID [STUDY_ID ...] -o report.html [--pdf] [--latex-dir DIR]``:
 the study report (``--latex-dir``: its tables as LaTeX files too).
 
-The report is built by ``pages.present.report`` (it reuses the pages' chart and table
-builders) in this process: the command line sits above the pages' presentation helpers
-(docs/architecture.md). Exit status: 0 written, 2 bad input (one line naming what is wrong).
+Its inputs are gathered by ``jobs.services.report_inputs`` (every store read, once) and
+formatted by ``pages.present.report`` (it reuses the pages' chart and table builders) in this
+process: the command line sits above the pages' presentation helpers (docs/architecture.md).
+Writing the files is this module's (``store.outputs``: never through a link, over a file only
+with ``--force``). Exit status: 0 written, 2 bad input (one line naming what is wrong).
 
 ``--pdf`` then prints the HTML to PDF with headless Chromium (Debian's ``chromium``), the
 same offline browser the end-to-end tests drive; where none is installed it says so and
@@ -17,11 +19,14 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from jobs.cli.arg_types import add_force_arg
+from jobs.services.report_record import ReportInputError
+from store import outputs
 from store.db import StoreError
-from store.outputs import OutputRefused, atomic_output, check_output
+from store.outputs import OutputRefused, atomic_output, write_text
 
 BAD_INPUT = 2
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
@@ -63,10 +68,11 @@ def print_pdf(html: Path, pdf: Path, chromium: str, *, force: bool = False) -> b
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """Write the report (in this process), then the PDF when asked."""
+    """Write the report (in this process), then the LaTeX tables and the PDF when asked."""
     # Here, not at the top: the report pulls the statistics libraries (1-2 s), which every
     # other command (`up`, `worker` and its slot processes among them) would pay for.
-    from pages.present.report import ReportInputError, write_latex, write_report
+    from jobs.services.report_inputs import gather_report_inputs
+    from pages.present.report import build_report, report_latex
 
     chromium = find_chromium() if args.pdf else None
     if args.pdf and chromium is None:
@@ -79,17 +85,20 @@ def cmd_report(args: argparse.Namespace) -> int:
     output = Path(args.output)
     pdf = output.with_suffix(".pdf")
     try:
-        if chromium is not None:  # refused before anything is written
-            check_output(pdf, force=args.force)
-        size = write_report(args.study_ids, output, force=args.force)
+        check_html_output(output, force=args.force)  # refused before anything is read
+        if chromium is not None:
+            outputs.check_output(pdf, force=args.force)
+        inputs = gather_report_inputs(args.study_ids)
+        text = build_report(inputs)
+        write_text(output, text, force=args.force)
     except (ReportInputError, StoreError, OutputRefused, OSError) as exc:  # a damaged store
         print(f"error: {exc}", file=sys.stderr)
         return BAD_INPUT
-    print(f"report written to {output} ({size / 1e6:.1f} MB)")
+    print(f"report written to {output} ({len(text.encode('utf-8')) / 1e6:.1f} MB)")
     if args.latex_dir:
         try:
-            written = write_latex(args.study_ids, Path(args.latex_dir), force=args.force)
-        except (ReportInputError, StoreError) as exc:
+            written = write_latex(report_latex(inputs), Path(args.latex_dir), force=args.force)
+        except ReportInputError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return BAD_INPUT
         print(f"{len(written)} LaTeX tables written to {args.latex_dir}")
@@ -100,6 +109,46 @@ def cmd_report(args: argparse.Namespace) -> int:
         return 1
     print(f"PDF written to {pdf}")
     return 0
+
+
+def check_html_output(output: Path, *, force: bool = False) -> None:
+    """Raise `ReportInputError` unless ``output`` is an ``.html`` file that can be written:
+    not a link or a folder, and new unless ``force`` (`store.outputs.check_output`)."""
+    if output.suffix.lower() not in (".html", ".htm"):
+        raise ReportInputError(f"{str(output)!r}: -o writes an .html file")
+    try:
+        outputs.check_output(output, force=force)
+    except OutputRefused as exc:
+        raise ReportInputError(str(exc)) from exc
+    folder = output.parent if str(output.parent) else Path(".")
+    if not os.access(output if output.exists() else folder, os.W_OK):
+        raise ReportInputError(f"{str(output)!r} cannot be written here")
+
+
+def write_latex(texts: Mapping[str, str], folder: Path, *, force: bool = False) -> list[Path]:
+    """Write the report's LaTeX tables (file name -> text) into ``folder`` (made if
+    missing); returns the files. Each goes through `store.outputs.write_text`: none through
+    a link, none over an existing file unless ``force`` (every name is checked before the
+    first is written).
+
+    Raises:
+        ReportInputError: a folder or file that cannot be written.
+    """
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name in texts:
+            outputs.check_output(folder / name, force=force)
+        written = []
+        for name, text in texts.items():
+            write_text(folder / name, text, force=force)
+            written.append(folder / name)
+    except OutputRefused as exc:
+        raise ReportInputError(str(exc)) from exc
+    except OSError as exc:
+        raise ReportInputError(
+            f"{str(folder)!r} cannot be written ({exc.strerror or exc})"
+        ) from exc
+    return written
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:

@@ -13,15 +13,10 @@ import pandas as pd
 
 from engine.analysis import conformal
 from engine.analysis import probability_metrics as pm
+from engine.analysis.conformal import NO_VALIDATION_NOTE as NO_VALIDATION_NOTE
 from store import runs as store_runs
 
 StorePath = Path | str | None
-
-#: Why a run may have no sets: what the command line and the pages say then.
-NO_VALIDATION_NOTE = (
-    "grade sets need each run's validation probabilities to calibrate on; runs without them "
-    "(per-seed metrics imported without per-film predictions) have none"
-)
 
 
 def study_sets(

@@ -1,5 +1,6 @@
-"""Where a study trained: code version, library versions and devices of the worker, and the
-study card rendered for the terminal and as comment lines of exports.
+"""Where a study trained: code version, library versions and devices of the worker. The
+study card's text for the terminal and as comment lines of exports is
+`jobs.services.card_lines` (passed on here by name).
 
 The worker calls `worker_environment` once (it has torch loaded already) and stores it with
 each study it claims (`store.studies.record_environment`); the store itself never imports
@@ -17,6 +18,9 @@ import tomllib
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from jobs.services.card_lines import card_comments as card_comments
+from jobs.services.card_lines import card_text as card_text
 
 log = logging.getLogger(__name__)
 
@@ -148,19 +152,3 @@ def worker_environment(
         "threads_per_slot": threads_per_slot,
         "search_pruned": search_pruned,
     }
-
-
-# -- the card as text -------------------------------------------------------------------------
-
-
-def card_text(card: dict[str, str]) -> str:
-    """The card as aligned ``label  value`` lines (the terminal)."""
-    width = max((len(k) for k in card), default=0)
-    return "\n".join(f"{k:<{width}}  {v}" for k, v in card.items())
-
-
-def card_comments(card: dict[str, str], *, prefix: str = "# ") -> str:
-    """The card as comment lines ``# label: value`` heading a CSV (``prefix='% '`` for
-    LaTeX). Values are put on one line, so no field can end the comment early."""
-    lines = [f"{prefix}{k}: {' '.join(str(v).split())}" for k, v in card.items()]
-    return "\n".join(lines) + "\n"

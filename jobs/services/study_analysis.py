@@ -34,6 +34,7 @@ from engine.analysis.metrics import (
     SELECTION_METRIC,
     lower_is_better,
 )
+from engine.analysis.results_file import UNSIZED_NOTE as UNSIZED_NOTE
 from engine.analysis.results_file import seed_metrics_wide
 from engine.analysis.table_columns import PAIRED
 from store import analysis as store_analysis
@@ -43,17 +44,6 @@ from store import runs as store_runs
 DEFAULT_BOOTSTRAP = 1000
 JOINT_TASK = "KL × CPPD"
 StorePath = Path | str | None
-
-
-#: What a study without split sizes (per-seed results imported without ``n_train`` and
-#: ``n_test``) cannot give, and what it still gives.
-UNSIZED_NOTE = (
-    "the corrected resampled t-test needs each seed's n_train and n_test, which the imported "
-    "file did not give: its interval (ci_low, ci_high), p_corrected and its Holm adjustment, "
-    "p at r = 0.1 and 0.2, the Bayesian probabilities, the verdict's support and TOST are "
-    "left blank (the verdict reads inconclusive); the Wilcoxon, the naive t-test, d_z and the "
-    "rank-biserial r stand. Import the file again with n_train and n_test columns to get them"
-)
 
 
 class _Ratios(dict):

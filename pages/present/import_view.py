@@ -15,8 +15,8 @@ import pandas as pd
 
 from engine.films import KNEE_LOW_CONFIDENCE, ImportReport, amount_done, escaped
 from jobs.services.access import confine_import_path, data_roots
+from jobs.services.card_lines import card_comments
 from jobs.services.csv_safe import escape_csv_cells
-from jobs.services.provenance import card_comments
 from pages.present.user_text import code, plain
 
 #: Layout choices of the import form (``auto`` first), in words.

@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from engine import methods as method_registry
+from engine.analysis.results_file import UNSIZED_NOTE
 from engine.vocab import seed_ranges
-from jobs.services import study_analysis
-from store import studies as store_studies
 
 #: Said by the pages that show trained models (Attention, Grade a film) for such a study.
 NO_MODELS_HERE = (
@@ -31,10 +29,11 @@ def is_imported_results(spec: Mapping[str, Any] | str | None) -> bool:
     return isinstance(spec, Mapping) and isinstance(spec.get("imported_results"), Mapping)
 
 
-def protocol_paragraph(study_id: str, spec: Mapping[str, Any], store: Path) -> str:
+def protocol_paragraph(study_id: str, spec: Mapping[str, Any], unsized: Sequence[str]) -> str:
     """The report's protocol paragraph of a study of imported results: SoftGrade trained,
     searched and selected nothing; what the file holds (tasks, methods, seeds); and which
-    intervals its lack of split sizes leaves out (`study_analysis.UNSIZED_NOTE`)."""
+    intervals its lack of split sizes (``unsized``: the tasks without them,
+    `jobs.services.study_analysis.unsized_tasks`) leaves out (`UNSIZED_NOTE`)."""
     source = spec["imported_results"]
     tasks = [str(t) for t in spec.get("tasks", [])]
     methods = [method_registry.method_label(m) for m in spec.get("methods", [])]
@@ -49,42 +48,35 @@ def protocol_paragraph(study_id: str, spec: Mapping[str, Any], store: Path) -> s
         "were sampled, no run was stopped early and none was selected on validation here: each "
         "(task, method, seed) holds the one result the file gives, and nothing of the data, "
         "the model, the training, the search or the selection behind it is known. "
-        + _sizes_sentence(study_id, store)
+        + _sizes_sentence(unsized)
     )
 
 
-def _sizes_sentence(study_id: str, store: Path) -> str:
+def _sizes_sentence(unsized: Sequence[str]) -> str:
     """Which intervals the file's split sizes allow."""
-    unsized = study_analysis.unsized_tasks(study_id, path=store)
     if not unsized:
         return (
             "The file gives each seed's split sizes (n_train, n_test), so the corrected "
             "intervals and tests below use them as given."
         )
-    return (
-        f"No split sizes (n_train, n_test) for {', '.join(unsized)}: {study_analysis.UNSIZED_NOTE}."
-    )
+    return f"No split sizes (n_train, n_test) for {', '.join(unsized)}: {UNSIZED_NOTE}."
 
 
-def metrics_source(selected: str, study_ids: Sequence[str], store: Path | None) -> str:
+def metrics_source(selected: str, imported: Sequence[str], n_studies: int) -> str:
     """The statistics paragraph's first sentence: where each test metric comes from.
     ``selected`` is the sentence for studies trained here (each search's selected run); a
-    study of imported results selected nothing here, so its metrics are the file's."""
-    imported = [s for s in study_ids if store is not None and _imported(s, store)]
-    if not imported or store is None:
+    study of imported results (``imported``: their names, of ``n_studies`` studies in all)
+    selected nothing here, so its metrics are the file's."""
+    if not imported:
         return selected
     given = (
         "each (task, method, seed)'s result as the imported file gives it (SoftGrade searched, "
         "stopped and selected nothing for it)"
     )
-    if len(imported) == len(study_ids):
+    if len(imported) == n_studies:
         return f"Test metrics are {given}."
-    names = ", ".join(f"“{store_studies.get_study(s, path=store).name}”" for s in imported)
+    names = ", ".join(f"“{name}”" for name in imported)
     return f"{selected.rstrip('.')}; those of the imported results of {names} are {given}."
-
-
-def _imported(study_id: str, store: Path) -> bool:
-    return is_imported_results(store_studies.get_study(study_id, path=store).spec)
 
 
 def _count(items: Sequence[Any], noun: str) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
+from jobs.services.export_cards import export_cards
 from pages.present import exports
 from pages.widgets.reads import RESULTS_TTL_S
 
@@ -29,8 +30,8 @@ def download(container: DeltaGenerator, label: str, data: str, file_name: str, *
 
 @st.cache_data(ttl=RESULTS_TTL_S, show_spinner=False)
 def cached_cards(path: str, study_ids: tuple[str, ...]) -> tuple[exports.Card, ...]:
-    """The picked studies' cards that head every download (``exports.export_cards``)."""
-    return exports.export_cards(path, study_ids)
+    """The picked studies' cards that head every download (`jobs.services.export_cards`)."""
+    return export_cards(path, study_ids)
 
 
 def download_row(files: list[tuple[str, str, str, str]], cards: tuple[exports.Card, ...]) -> None:

@@ -1,10 +1,12 @@
-"""The Compare page's "Report" button: the picked studies' report as one HTML file
-(``pages.present.report``, the same file ``python -m jobs report`` writes)."""
+"""The Compare page's "Report" button: the picked studies' report as one HTML file, the
+same file ``python -m jobs report`` writes: its inputs gathered by
+``jobs.services.report_inputs``, formatted by ``pages.present.report``."""
 
 from __future__ import annotations
 
 import streamlit as st
 
+from jobs.services.report_inputs import gather_report_inputs
 from pages.present import report
 from pages.widgets.reads import RESULTS_TTL_S
 
@@ -19,7 +21,7 @@ REPORT_HELP = (
 @st.cache_data(ttl=RESULTS_TTL_S, max_entries=4, show_spinner=False)
 def cached_report(path: str, study_ids: tuple[str, ...]) -> str:
     """The report's HTML, built once per studies and store state (~10 s for 20 seeds)."""
-    return report.build_report(study_ids, path=path)
+    return report.build_report(gather_report_inputs(study_ids, path=path))
 
 
 def report_button(path: str, study_ids: tuple[str, ...]) -> None:

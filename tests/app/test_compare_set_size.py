@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from engine.analysis.metrics import SET_SIZE, get_metric
+from jobs.services.report_inputs import gather_report_inputs
 from pages.present import tables
 from pages.present.report import intervals
 from store.db import connect
@@ -46,10 +47,10 @@ def test_set_size_without_validation_films_is_said_not_available(home, monkeypat
 @pytest.mark.slow  # builds the report's Table 4 (its charting imports): over ~2 s of CPU
 def test_the_reports_table_4_gives_set_size_a_column_and_says_its_coverage(store):
     study = write_synthetic_study(store, n_seeds=3, n_patients=60)
-    html = "".join(intervals.table4_section([study], store))
+    html = "".join(intervals.table4_section(gather_report_inputs([study], path=store, n_boot=0)))
     assert f"<th>{tables.metric_header(SET_SIZE)}</th>" in html
     assert "90 % coverage" in html
     with connect(store) as con:
         con.execute("DELETE FROM predictions WHERE split = 'val'")
-    without = "".join(intervals.table4_section([study], store))
+    without = "".join(intervals.table4_section(gather_report_inputs([study], path=store, n_boot=0)))
     assert tables.metric_header(SET_SIZE) not in without  # no column of blanks

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from jobs.services.export_cards import export_cards
 from pages.present import exports
 from tests.helpers.pages import download_reader, make_store, run_page
 
@@ -99,7 +100,7 @@ def test_headed_puts_every_card_before_the_text_with_the_files_comment_mark():
 def test_export_cards_read_the_store_and_name_a_study_they_cannot_read(tmp_path):
     study_id = make_store(tmp_path, name="knees v2")
     store = str(tmp_path / "softgrade.duckdb")
-    card, missing = exports.export_cards(store, (study_id, "study-gone"))
+    card, missing = export_cards(store, (study_id, "study-gone"))
     assert card["study"] == "knees v2" and card["study id"] == study_id
     assert not any(label.startswith("bundle") for label in card)  # run here, not imported
     assert missing == {"study id": "study-gone"}
@@ -116,7 +117,7 @@ def test_compare_downloads_start_with_every_picked_studys_card(tmp_path, monkeyp
     assert not at.exception, [e.value for e in at.exception]
     served = downloads(at)
     assert set(served) == COMPARE_KEYS
-    cards = exports.export_cards(str(tmp_path / "softgrade.duckdb"), (first, second))
+    cards = export_cards(str(tmp_path / "softgrade.duckdb"), (first, second))
     assert [c["study"] for c in cards] == ["first", "second"]
     for key in COMPARE_KEYS:
         assert_headed_by(served[key], cards)
@@ -127,7 +128,7 @@ def test_probability_downloads_start_with_the_study_card(tmp_path, monkeypatch, 
     at = run_page(tmp_path, monkeypatch, tab="Probabilities")
     served = downloads(at)
     assert set(served) >= PROBABILITY_KEYS
-    cards = exports.export_cards(str(tmp_path / "softgrade.duckdb"), (study_id,))
+    cards = export_cards(str(tmp_path / "softgrade.duckdb"), (study_id,))
     for key in PROBABILITY_KEYS:
         assert_headed_by(served[key], cards)
 
@@ -137,7 +138,7 @@ def test_relationship_downloads_start_with_the_study_card(tmp_path, monkeypatch,
     at = run_page(tmp_path, monkeypatch, RELATIONSHIP)
     served = downloads(at)
     assert set(served) == RELATIONSHIP_KEYS
-    cards = exports.export_cards(str(tmp_path / "softgrade.duckdb"), (study_id,))
+    cards = export_cards(str(tmp_path / "softgrade.duckdb"), (study_id,))
     for key in RELATIONSHIP_KEYS:
         assert_headed_by(served[key], cards)
     # The Table 7 export follows the correction picked on the page.

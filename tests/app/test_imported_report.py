@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import re
 
+from jobs.services.report_inputs import gather_report_inputs
 from jobs.services.study_analysis import UNSIZED_NOTE
 from pages.present.report import build_report
 from store.db import default_store_path
@@ -26,7 +27,7 @@ def test_imported_results_are_described_as_imported_not_searched(home, tmp_path,
     csv = tmp_path / "no_sizes.csv"
     per_seed_rows(sizes=False).to_csv(csv, index=False)
     study = imported_study(capsys, str(csv), "--name", "other tool")
-    methods = methods_text(build_report([study], path=default_store_path()))
+    methods = methods_text(build_report(gather_report_inputs([study], path=default_store_path())))
     assert "SoftGrade trained nothing for this study" in methods
     assert "2 tasks (KL, CPPD), 3 methods (Nominal, CORN, ours) and 5 seeds (seeds 0–4)" in (
         methods
@@ -44,7 +45,8 @@ def test_a_report_of_imported_and_trained_studies_says_where_each_ones_metrics_c
     per_seed_rows().to_csv(csv, index=False)
     imported = imported_study(capsys, str(csv), "--name", "other tool")
     trained = make_store(home, name="trained here")
-    methods = methods_text(build_report([trained, imported], path=default_store_path()))
+    inputs = gather_report_inputs([trained, imported], path=default_store_path())
+    methods = methods_text(build_report(inputs))
     assert SELECTION in methods  # the trained study's runs were selected on validation
     assert "those of the imported results of “other tool” are" in methods
     assert "The file gives each seed's split sizes (n_train, n_test)" in methods

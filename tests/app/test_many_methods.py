@@ -14,6 +14,8 @@ from streamlit.testing.v1 import AppTest
 
 from engine.analysis import compare, ranking
 from engine.methods import method_names
+from jobs.services.report_inputs import gather_report_inputs
+from jobs.services.report_record import ReportInputs
 from pages.present import cd_diagram, charts, report, tables
 from pages.present.palette import method_colours
 from tests.helpers.pages import TIMEOUT_S, finished_synthetic_store, texts
@@ -29,6 +31,13 @@ def many(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     home = tmp_path_factory.mktemp("many-methods")
     methods = (*method_names(), UNKNOWN)
     return home, finished_synthetic_store(home, n_seeds=6, n_patients=40, methods=methods)
+
+
+@pytest.fixture(scope="module")
+def many_inputs(many: tuple[Path, str]) -> ReportInputs:
+    """The report's inputs of the 15-method study, gathered once for the report's tests."""
+    home, study_id = many
+    return gather_report_inputs([study_id], path=home / "softgrade.duckdb")
 
 
 def _titles() -> list[str]:
@@ -108,9 +117,8 @@ def test_the_explorer_offers_every_method(many, monkeypatch):
     assert not at.exception, [e.value for e in at.exception]
 
 
-def test_the_report_has_every_method_with_a_colour(many):
-    home, study_id = many
-    html = report.build_report([study_id], path=home / "softgrade.duckdb")
+def test_the_report_has_every_method_with_a_colour(many_inputs):
+    html = report.build_report(many_inputs)
     assert all(title.replace("&", "&amp;") in html for title in _titles())
     colours = method_colours([*method_names(), UNKNOWN])
     assert len(set(colours.values())) == len(colours)
@@ -165,26 +173,22 @@ def test_a_line_chart_of_many_methods_lists_them_all_under_the_chart():
     assert "orient" not in few.to_dict()["layer"][0]["encoding"]["color"]["legend"]
 
 
-def test_the_reports_violins_fit_its_page_with_many_methods(many):
-    home, study_id = many
-    html = "".join(report.distributions_section([study_id], home / "softgrade.duckdb"))
+def test_the_reports_violins_fit_its_page_with_many_methods(many_inputs):
+    html = "".join(report.distributions_section(many_inputs))
     widths = [float(w) for w in re.findall(r'<svg[^>]*?\swidth="([\d.]+)', html)]
     assert len(widths) == 2 and max(widths) <= 1100  # the report's page width
 
 
-def test_the_reports_cd_readings_name_methods_by_their_labels(many):
-    home, study_id = many
-    html = "".join(report.critical_difference_section([study_id], home / "softgrade.duckdb"))
+def test_the_reports_cd_readings_name_methods_by_their_labels(many_inputs):
+    html = "".join(report.critical_difference_section(many_inputs))
     assert "CDW-CE" in html and "cdw_ce" not in html
 
 
-def test_the_reports_pairs_stay_short_with_many_methods(many):
+def test_the_reports_pairs_stay_short_with_many_methods(many_inputs):
     """15 methods give 105 pairs per task: the body holds each method against Nominal (14 per
     task), the appendix one square table per metric and task, and no sentence per pair."""
-    home, study_id = many
-    store = home / "softgrade.duckdb"
-    body = "".join(report.paired_section([study_id], store))
-    appendix = "".join(report.appendix_section([study_id], store))
+    body = "".join(report.paired_section(many_inputs))
+    appendix = "".join(report.appendix_section(many_inputs))
     endpoint = re.search(r"<table.*?</table>", body, re.DOTALL)
     assert endpoint is not None and endpoint.group(0).count("<tr>") == 2 * 14  # body rows
     assert body.count("<li>") <= 2 * 14 + 2  # at most a reading per body row, then a summary
@@ -206,14 +210,12 @@ def _matrices(appendix: str) -> dict[str, pd.DataFrame]:
     }
 
 
-def test_every_pair_not_against_nominal_is_in_the_appendix_and_in_no_body_sentence(many):
+def test_every_pair_not_against_nominal_is_in_the_appendix_and_in_no_body_sentence(many_inputs):
     """The 15-method report's structure: the 2 × 14 pairs against Nominal in the body's
     tables, every other pair of the 105 per task in both cells of its appendix matrix, and no
     body sentence that names such a pair (readings are grouped, a few per task)."""
-    home, study_id = many
-    store = home / "softgrade.duckdb"
-    body = unescape("".join(report.paired_section([study_id], store)))
-    matrices = _matrices("".join(report.appendix_section([study_id], store)))
+    body = unescape("".join(report.paired_section(many_inputs)))
+    matrices = _matrices("".join(report.appendix_section(many_inputs)))
     titles = _titles()
     others = [t for t in titles if t != "Nominal"]
     for task in ("KL", "CPPD"):
@@ -230,18 +232,16 @@ def test_every_pair_not_against_nominal_is_in_the_appendix_and_in_no_body_senten
             assert not any(f"{a} − {b}" in r or f"{b} − {a}" in r for r in readings)
 
 
-def test_a_many_method_report_folds_its_long_tables(many):
+def test_a_many_method_report_folds_its_long_tables(many_inputs):
     """Grade sets one row per method (both tasks side by side), the KLD's two tables one,
     the residuals one figure, and the paired tests' detail one compact table per family."""
-    home, study_id = many
-    store = home / "softgrade.duckdb"
-    sets = "".join(report.grade_sets_section([study_id], store))
+    sets = "".join(report.grade_sets_section(many_inputs))
     first = table_frame(re.search(r"<table.*?</table>", sets, re.DOTALL).group(0))
     assert len(first) == 15 and {"KL · LAC (1 − p)", "CPPD · LAC (1 − p)"} <= set(first)
     assert report.SHAPES_HEADING in unescape(sets)  # the body names what the appendix holds
-    kl_cppd = "".join(report.kl_cppd_section([study_id], store))
+    kl_cppd = "".join(report.kl_cppd_section(many_inputs))
     assert kl_cppd.count("<svg") == 2  # the true table and one figure of 15 residual panels
-    paired = "".join(report.paired_section([study_id], store))
+    paired = "".join(report.paired_section(many_inputs))
     compact = re.findall(r'<table[^>]*class="[^"]*compact', paired)
     assert len(compact) >= 3  # verdict table, its merged detail, the bootstrap
     merged = ("dz · rank-biserial r", "P(method better · equivalent · Nominal better)")

@@ -10,6 +10,7 @@ import pytest
 
 from engine.analysis import probability_metrics as pm
 from engine.analysis.ranking import BLOCKING_SENTENCE
+from jobs.services.export_cards import export_cards
 from pages.present import exports, stat_tables
 from store import runs as store_runs
 from store.bundle import REFERENCE_STUDY, import_study, read_card
@@ -107,7 +108,7 @@ def test_probability_exports_carry_the_study_card_and_the_numbers(reference):
     frame = store_runs.selected_probabilities([study_id], path=store)
     summary = pm.probability_summary(pm.per_run_probability_metrics(frame))
 
-    cards = exports.export_cards(str(store), (study_id,))
+    cards = export_cards(str(store), (study_id,))
     csv = exports.headed(stat_tables.probability_csv(summary), cards, "p.csv")
     assert csv.startswith("# study: Reference: paper protocol on the phantom")
     # The bundled reference study's own card (where and how it was run) comes with it.

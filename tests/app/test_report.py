@@ -6,9 +6,11 @@ from __future__ import annotations
 import re
 from html import unescape
 
+import duckdb
 import pytest
 
 from jobs.cli.main import main as cli_main
+from jobs.services.report_inputs import gather_report_inputs
 from pages.present import report
 from store.db import init_schema
 from tests.helpers.reports import SNAKE_CASE, table_cells
@@ -23,16 +25,20 @@ def synthetic(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def html(synthetic, monkeypatch_module):
+def inputs(synthetic):
     store, study = synthetic
-    monkeypatch_module.setattr(report.common, "N_BOOT", 20)  # its size is not under test
-    return report.build_report([study], path=store)
+    return gather_report_inputs([study], path=store, n_boot=20)  # its size is not under test
 
 
 @pytest.fixture(scope="module")
-def monkeypatch_module():
+def html(inputs):
     with pytest.MonkeyPatch.context() as patch:
-        yield patch
+        patch.setattr(duckdb, "connect", _no_store)  # formatting reads nothing
+        return report.build_report(inputs)
+
+
+def _no_store(*args: object, **kwargs: object) -> None:
+    raise AssertionError("the report opened the store while formatting its inputs")
 
 
 def test_the_report_has_every_section_under_its_heading(html):
@@ -102,12 +108,23 @@ def test_the_report_card_and_notes_of_the_study(synthetic, html):
     assert study in studies and "No notes." in studies
 
 
+def test_the_report_formats_its_inputs_without_opening_the_store(inputs, monkeypatch):
+    """Once gathered, the record is all the report reads: every section (HTML) and the LaTeX
+    tables are built with the store's connections refused."""
+    monkeypatch.setattr(duckdb, "connect", _no_store)
+    for section in (report.studies_section, report.caveats_section, report.methods_section):
+        assert section(inputs)
+    latex = report.report_latex(inputs)
+    assert any(name.endswith("-table4.tex") for name in latex)
+    assert inputs.studies[0].name in "".join(report.studies_section(inputs))
+
+
 def test_an_unknown_study_or_none_is_refused_in_one_line(synthetic):
     store, _ = synthetic
     with pytest.raises(report.ReportInputError, match="no study 'study-nope'"):
-        report.build_report(["study-nope"], path=store)
+        gather_report_inputs(["study-nope"], path=store)
     with pytest.raises(report.ReportInputError, match="at least one study"):
-        report.build_report([], path=store)
+        gather_report_inputs([], path=store)
 
 
 def test_the_kl_cppd_section_decomposes_the_kld_and_compares_it_between_methods(html):
@@ -138,7 +155,7 @@ def test_two_studies_each_have_their_part_of_a_section_under_name_and_id(tmp_pat
     init_schema(store)
     first = write_synthetic_study(store, n_seeds=2, n_patients=20, seed=0)
     second = write_synthetic_study(store, n_seeds=2, n_patients=20, seed=1)
-    parts = report.table4_section([first, second], store)
+    parts = report.table4_section(gather_report_inputs([first, second], path=store, n_boot=0))
     headings = [p for p in parts if p.startswith("<h3>")]
     assert headings == [f"<h3>synthetic ({first})</h3>", f"<h3>synthetic ({second})</h3>"]
     assert report.file_name([first, second]) == f"softgrade_report_{first}_and_1_more.html"
@@ -196,11 +213,14 @@ def test_the_report_gives_grade_sets_per_method(html):
     assert "reach 90%" in sets and "<svg" in sets
 
 
+# Gathers the whole report's inputs of a new study (~2.3 s of CPU): over the fast tier's ~2 s.
+@pytest.mark.slow
 def test_a_two_seed_report_gives_no_verdict_and_says_why(tmp_path):
     store = tmp_path / "softgrade.duckdb"
     init_schema(store)
     study = write_synthetic_study(store, n_seeds=2, n_patients=20)
-    paired = unescape("".join(report.paired_section([study], store)))
+    inputs = gather_report_inputs([study], path=store, n_boot=20)
+    paired = unescape("".join(report.paired_section(inputs)))
     assert "not estimable: fewer than 3 seeds (2)" in paired
     verdicts = [c for c in table_cells(paired) if re.fullmatch(r"\w+ better( \(.*\))?", c)]
     assert verdicts == []  # no "X better" cell from two seeds

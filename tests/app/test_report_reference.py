@@ -9,6 +9,7 @@ from html import unescape
 
 import pytest
 
+from jobs.services.report_inputs import gather_report_inputs
 from pages.present import report
 from store.bundle import REFERENCE_STUDY, import_study
 from store.db import init_schema
@@ -20,9 +21,8 @@ def reference_html(tmp_path_factory):
     store = tmp_path_factory.mktemp("ref_report") / "ref.duckdb"
     init_schema(store)
     study = import_study(REFERENCE_STUDY, path=store).study_id
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(report.common, "N_BOOT", 50)  # the bootstrap's size is not under test
-        return unescape(report.build_report([study], path=store))
+    inputs = gather_report_inputs([study], path=store, n_boot=50)  # its size is not under test
+    return unescape(report.build_report(inputs))
 
 
 def test_no_table_of_the_reference_report_shows_a_raw_identifier(reference_html):

@@ -13,6 +13,7 @@ import pytest
 from engine import protocol
 from engine.analysis.ranking import critical_difference
 from jobs.services.export_cards import one_line
+from jobs.services.report_inputs import gather_report_inputs
 from pages.present import explorer_views, report, science_charts
 from pages.present import protocol_text as words
 from store.db import init_schema
@@ -26,11 +27,14 @@ def synthetic(tmp_path_factory):
     return store, write_synthetic_study(store, n_seeds=3, n_patients=20)
 
 
+# Gathers the whole report's inputs of a new study (~2.7 s of CPU): over the fast tier's ~2 s.
+@pytest.mark.slow
 def test_changing_the_declared_stopping_rule_changes_every_sentence_about_it(
     synthetic, monkeypatch
 ):
     store, study = synthetic
-    before = report.protocol_text(study, store)
+    (inputs,) = gather_report_inputs([study], path=store, n_boot=0).studies
+    before = report.protocol_text(inputs)
     assert "stopping once the validation loss had not improved for 40 epochs" in before
     assert "at most 100 epochs" in before
     rule = replace(
@@ -41,7 +45,7 @@ def test_changing_the_declared_stopping_rule_changes_every_sentence_about_it(
         max_epochs=9,
     )
     monkeypatch.setattr(protocol, "EARLY_STOPPING", rule)
-    after = report.protocol_text(study, store)  # the synthetic spec sets neither: defaults
+    after = report.protocol_text(inputs)  # the synthetic spec sets neither: defaults
     assert "stopping once the validation AMAE had not improved for 7 epochs" in after
     assert "at most 9 epochs" in after and "lowest validation AMAE" in after
     for note in (explorer_views.rank_note(None), explorer_views.curves_note(None)):

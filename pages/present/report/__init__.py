@@ -1,12 +1,16 @@
 """The study report: one self-contained HTML file of a study's analysis (issue 22).
 
 `python -m jobs report STUDY_ID [STUDY_ID ...] -o report.html` writes it
-(`jobs.cli.report_command` calls :func:`write_report` in process), and the Compare page's
-"Report" button calls :func:`build_report`.
+(`jobs.cli.report_command`, in process), and the Compare page's "Report" button downloads
+it. Both gather the report's inputs first (`jobs.services.report_inputs`: every store read
+and statistic, one frozen `ReportInputs` record) and hand them to :func:`build_report`, which
+formats them and reads nothing: no store, no clock, no file. Writing the file is the
+caller's (`store.outputs`, refusing to clobber a file or follow a link).
 
-Every number comes from `jobs.services.study_analysis` (one call per statistic) or the engine
-functions the pages use; every chart is a `pages.present.charts` / `science_charts` builder
-rendered to inline SVG (`pages.present.report_html.chart_svg`). The file fetches nothing.
+Every number comes from `jobs.services.study_analysis` (one call per statistic, through the
+record) or the engine functions the pages use; every chart is a `pages.present.charts` /
+`science_charts` builder rendered to inline SVG (`pages.present.report_html.chart_svg`). The
+file fetches nothing.
 
 The sections live in this package's modules, one concept each: `common` (constants, the
 error, helpers), `studies`, `caveats`, `intervals` (Table 4), `comparisons` (paired tests and
@@ -17,11 +21,9 @@ them and re-exports the names callers use.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
-from pathlib import Path
 
+from jobs.services.report_record import ReportInputs, StudyReportInputs
 from pages.present import report_html as rh
 from pages.present.endpoint_text import endpoint_result, endpoint_sentence
 from pages.present.report.appendix import appendix_section
@@ -42,8 +44,6 @@ from pages.present.report.common import (
     PRIMARY,
     SECTIONS,
     ReportInputError,
-    check_studies,
-    dataset_of,
 )
 from pages.present.report.comparisons import (
     BOOTSTRAP_SHOWN,
@@ -74,7 +74,7 @@ from pages.present.report.intervals import (
     table4_frame,
     table4_section,
 )
-from pages.present.report.latex import report_latex, write_latex
+from pages.present.report.latex import report_latex
 from pages.present.report.methods_text import (
     methods_section,
     protocol_text,
@@ -87,10 +87,6 @@ from pages.present.report.studies import (
     studies_section,
     study_card,
 )
-from store import outputs
-from store import studies as store_studies
-from store.db import default_store_path
-from store.outputs import OutputRefused, write_text
 
 __all__ = [
     "ALPHA",
@@ -103,14 +99,14 @@ __all__ = [
     "SECTIONS",
     "SHAPES_HEADING",
     "ReportInputError",
+    "ReportInputs",
+    "StudyReportInputs",
     "bootstrap_frame",
     "budget_caveat",
     "build_report",
     "caveats",
     "appendix_section",
     "caveats_section",
-    "check_output",
-    "check_studies",
     "clip_interval",
     "clipped_sentence",
     "confirmatory_caveat",
@@ -118,7 +114,6 @@ __all__ = [
     "curves_section",
     "data_caveat",
     "dataset_card_text",
-    "dataset_of",
     "distributions_section",
     "endpoint_frame",
     "endpoint_result",
@@ -149,11 +144,9 @@ __all__ = [
     "tests_line",
     "truth_caveat",
     "verdict_matrix",
-    "write_latex",
-    "write_report",
 ]
 
-_BUILDERS: dict[str, Callable[[Sequence[str], Path], list[str]]] = {
+_BUILDERS: dict[str, Callable[[ReportInputs], list[str]]] = {
     "studies": studies_section,
     "caveats": caveats_section,
     "table4": table4_section,
@@ -169,58 +162,17 @@ _BUILDERS: dict[str, Callable[[Sequence[str], Path], list[str]]] = {
 }
 
 
-def build_report(study_ids: Sequence[str], *, path: Path | str | None = None) -> str:
-    """The report of ``study_ids`` as one HTML document.
-
-    Raises:
-        ReportInputError: no study named, or a study the store does not hold.
-    """
-    store = Path(path) if path is not None else default_store_path()
-    check_studies(study_ids, store)
-    sections = [
-        rh.section(key, SECTIONS[key], build(study_ids, store)) for key, build in _BUILDERS.items()
-    ]
-    names = ", ".join(store_studies.get_study(s, path=store).name for s in study_ids)
-    stamp = f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
-    return rh.page(f"SoftGrade report: {names}", f"Written {stamp} from {store.name}.", sections)
+def build_report(inputs: ReportInputs) -> str:
+    """The report of the studies ``inputs`` holds (`jobs.services.report_inputs`) as one
+    HTML document."""
+    sections = [rh.section(key, SECTIONS[key], build(inputs)) for key, build in _BUILDERS.items()]
+    names = ", ".join(s.name for s in inputs.studies)
+    stamp = f"{inputs.written_at:%Y-%m-%d %H:%M} UTC"
+    subtitle = f"Written {stamp} from {inputs.store_name}."
+    return rh.page(f"SoftGrade report: {names}", subtitle, sections)
 
 
 def file_name(study_ids: Sequence[str]) -> str:
     """The report's download name: ``softgrade_report_<first study>[_and_N_more].html``."""
     more = f"_and_{len(study_ids) - 1}_more" if len(study_ids) > 1 else ""
     return f"softgrade_report_{study_ids[0] if study_ids else 'none'}{more}.html"
-
-
-# -- command line ----------------------------------------------------------------------------
-
-
-def write_report(
-    study_ids: Sequence[str], output: Path, *, force: bool = False, path: Path | None = None
-) -> int:
-    """Write the report through `store.outputs.atomic_output` (never through a link; over a
-    file only with ``force``); return its size in bytes.
-
-    Raises:
-        ReportInputError: bad studies, or an output that is not a writable ``.html`` file.
-    """
-    check_output(output, force=force)
-    text = build_report(study_ids, path=path)
-    try:
-        write_text(output, text, force=force)
-    except OutputRefused as exc:
-        raise ReportInputError(str(exc)) from exc
-    return len(text.encode("utf-8"))
-
-
-def check_output(output: Path, *, force: bool = False) -> None:
-    """Raise `ReportInputError` unless ``output`` is an ``.html`` file that can be written:
-    not a link or a folder, and new unless ``force`` (`store.outputs.check_output`)."""
-    if output.suffix.lower() not in (".html", ".htm"):
-        raise ReportInputError(f"{str(output)!r}: -o writes an .html file")
-    try:
-        outputs.check_output(output, force=force)
-    except OutputRefused as exc:
-        raise ReportInputError(str(exc)) from exc
-    folder = output.parent if str(output.parent) else Path(".")
-    if not os.access(output if output.exists() else folder, os.W_OK):
-        raise ReportInputError(f"{str(output)!r} cannot be written here")

@@ -4,59 +4,52 @@ noise, robustness, which comparisons are confirmatory).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
 
 from engine.analysis import budget, paired
 from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS
-from engine.analysis.results_file import PREDICTIONS_FORMAT
+from engine.analysis.results_file import PREDICTIONS_FORMAT, UNSIZED_NOTE
 from engine.methods import order_methods
 from engine.phantom.spec import PhantomSpec
-from jobs.services import study_analysis
+from jobs.services.report_record import ReportInputs, StudyReportInputs
 from pages.present import inference_tables, tables
 from pages.present import report_html as rh
 from pages.present.endpoint_text import count_of, endpoint_result
 from pages.present.inference_tables import p_text
 from pages.present.report.common import (
     ALPHA,
-    N_DRAWS,
     PHANTOM,
     PRIMARY,
     annotation_noise,
-    dataset_of,
     per_study,
 )
 from pages.present.report.comparisons import primary_endpoint
-from store import analysis as store_analysis
-from store import runs as store_runs
-from store import studies as store_studies
 
 
-def caveats_section(study_ids: Sequence[str], store: Path) -> list[str]:
+def caveats_section(inputs: ReportInputs) -> list[str]:
     """What limits every number below: the data, the search budgets, the labels' noise, the
     robustness checks, and which comparisons are confirmatory."""
-    return per_study(study_ids, store, lambda s, st: [rh.bullets(caveats(s, st))])
+    return per_study(inputs, lambda study: [rh.bullets(caveats(study))])
 
 
-def caveats(study_id: str, store: Path) -> list[str]:
+def caveats(study: StudyReportInputs) -> list[str]:
     """The study's caveats, one plain paragraph each."""
-    kind, params = dataset_of(study_id, store)
-    spec = store_studies.get_study(study_id, path=store).spec
-    if isinstance(spec.get("imported_results"), Mapping):
-        return imported_caveats(study_id, spec["imported_results"], store)
-    out = [data_caveat(kind, params)]
-    runs = store_runs.list_runs([study_id], path=store)
-    out.append(budget_caveat(study_id, store, runs))
-    out.append(noise_caveat(kind, params))
-    out.append(truth_caveat(study_id, store))
-    out.append(confirmatory_caveat(primary_endpoint(study_id, store)))
-    return out
+    kind, params = study.dataset_kind, study.dataset_params
+    if study.imported_results is not None:
+        return imported_caveats(study, study.imported_results)
+    return [
+        data_caveat(kind, params),
+        budget_caveat(study),
+        noise_caveat(kind, params),
+        truth_caveat(study.against_truth),
+        confirmatory_caveat(primary_endpoint(study.paired)),
+    ]
 
 
-def imported_caveats(study_id: str, source: Mapping[str, Any], store: Path) -> list[str]:
+def imported_caveats(study: StudyReportInputs, source: Mapping[str, Any]) -> list[str]:
     """The caveats of results imported from another tool: no provenance, which intervals the
     file's columns allow, and which comparisons are confirmatory."""
     out = [
@@ -72,10 +65,9 @@ def imported_caveats(study_id: str, source: Mapping[str, Any], store: Path) -> l
             "probability metrics and the KL × CPPD table need per-film predictions, which "
             "the file did not give."
         )
-    unsized = study_analysis.unsized_tasks(study_id, path=store)
-    if unsized:
-        out.append(f"No split sizes for {', '.join(unsized)}: {study_analysis.UNSIZED_NOTE}.")
-    out.append(confirmatory_caveat(primary_endpoint(study_id, store)))
+    if unsized := study.unsized_tasks:
+        out.append(f"No split sizes for {', '.join(unsized)}: {UNSIZED_NOTE}.")
+    out.append(confirmatory_caveat(primary_endpoint(study.paired)))
     return out
 
 
@@ -94,10 +86,9 @@ def data_caveat(kind: str | None, params: Mapping[str, Any]) -> str:
     return f"Data: real films imported from a {kind} dataset."
 
 
-def budget_caveat(study_id: str, store: Path, runs: pd.DataFrame) -> str:
+def budget_caveat(study: StudyReportInputs) -> str:
     """The methods' unequal search budgets, and what the budget-matched check found."""
-    searched = runs[runs["val_amae"].notna()] if "val_amae" in runs else runs
-    configs = searched.groupby("method")["config_index"].nunique()
+    searched, configs = budget.searched_configurations(study.runs)
     if configs.empty:
         return "Search budgets: no run is stored yet."
     counts = ", ".join(
@@ -109,20 +100,18 @@ def budget_caveat(study_id: str, store: Path, runs: pd.DataFrame) -> str:
         "more candidates looks better on the validation films by chance alone, so part of a "
         "method's lead may come from its larger search."
     )
-    lacking = store_analysis.runs_lacking_test_predictions(study_id, path=store)
     if configs.nunique() == 1:
         return text.replace("Unequal search budgets", "Search budgets") + " Here they are equal."
-    if lacking:
+    if lacking := study.runs_lacking_test:
         return (
             f"{text} The budget-matched check (every method re-selected among one "
             "configuration per learning rate of Nominal's grid, Compare → Robustness) cannot "
             "run here: "
             f"{inference_tables.budget_unavailable_sentence(lacking, len(searched))}"
         )
-    try:
-        matched = study_analysis.budget_matched(study_id, n_draws=N_DRAWS, path=store)
-    except budget.BudgetUnavailable as exc:
-        return f"{text} The budget-matched check cannot run here: {exc}."
+    matched = study.budget_matched
+    if not isinstance(matched, budget.BudgetMatched):  # the reason it could not run
+        return f"{text} The budget-matched check cannot run here: {matched}."
     found = inference_tables.budget_draws_sentence(matched.draws, matched.budget, grid=matched.grid)
     return (
         f"{text} Re-selecting every method among one configuration per learning rate of "
@@ -145,9 +134,9 @@ def noise_caveat(kind: str | None, params: Mapping[str, Any]) -> str:
     )
 
 
-def truth_caveat(study_id: str, store: Path) -> str:
-    """What scoring against the phantom's true grades found (the Robustness tab)."""
-    table = study_analysis.against_truth(study_id, path=store)
+def truth_caveat(table: pd.DataFrame) -> str:
+    """What scoring against the phantom's true grades found (the Robustness tab; ``table``:
+    `jobs.services.study_analysis.against_truth`)."""
     if table.empty:
         return f"Robustness against the true grade: {inference_tables.NO_TRUTH_REASON}"
     rows = table[(table["metric"] == PRIMARY) & table["shift_vs_nominal"].notna()]

@@ -1,32 +1,27 @@
-"""The report's shared ground: its constants and sections, the error it raises, the check
-of its studies and the helpers every section uses.
+"""The report's shared ground: its constants and sections, the error it raises (the
+inputs' own, `jobs.services.report_record.ReportInputError`) and the helpers every section
+uses.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from engine.analysis import budget, paired
+from engine.analysis import paired
 from engine.phantom.spec import PhantomSpec
-from jobs.services import study_analysis
+from jobs.services.report_record import ReportInputError, ReportInputs, StudyReportInputs
 from pages.present import report_html as rh
-from store import analysis as store_analysis
-from store import datasets as store_datasets
-from store import studies as store_studies
+
+__all__ = ["ReportInputError"]
 
 BAD_INPUT = 2
 PRIMARY = paired.PRIMARY_METRIC
 ALPHA = paired.ALPHA
 #: The dataset kind of SoftGrade's synthetic knee phantom (`engine.config.DatasetSpec`).
 PHANTOM = "phantom"
-#: Hierarchical bootstrap replicates of the report's paired table (the CLI's default).
-N_BOOT = study_analysis.DEFAULT_BOOTSTRAP
-#: Random draws of the budget-matched check in the caveats (the Robustness tab's default).
-N_DRAWS = budget.N_DRAWS
 #: Every section of the report, in order: id -> heading (tests find each by its heading).
 SECTIONS: dict[str, str] = {
     "studies": "Studies",
@@ -58,36 +53,15 @@ TRAINING_CARD_FIELDS = (
     "bundle cuda",
     "bundle gpus",
 )
-ANALYSIS_PACKAGES = ("numpy", "scipy", "pandas", "scikit-posthocs", "altair")
 
 
-class ReportInputError(ValueError):
-    """Input the report cannot be written from (its message is the one line shown)."""
-
-
-def check_studies(study_ids: Sequence[str], store: Path) -> None:
-    """Raise `ReportInputError` unless every study is in the store."""
-    if not study_ids:
-        raise ReportInputError("name at least one study (`python -m jobs stats --list`)")
-    if not store.exists():
-        raise ReportInputError(f"no store at {store}")
-    for study_id in study_ids:
-        if not store_analysis.study_exists(study_id, path=store):
-            raise ReportInputError(
-                f"no study {study_id!r} in {store}; `python -m jobs stats --list` lists them"
-            )
-
-
-def per_study(
-    study_ids: Sequence[str], store: Path, part: Callable[[str, Path], list[str]]
-) -> list[str]:
+def per_study(inputs: ReportInputs, part: Callable[[StudyReportInputs], list[str]]) -> list[str]:
     """``part`` of each study, under the study's name when there are several."""
     out: list[str] = []
-    for study_id in study_ids:
-        if len(study_ids) > 1:
-            name = store_studies.get_study(study_id, path=store).name
-            out.append(rh.heading(f"{name} ({study_id})"))  # names need not be unique
-        out.extend(part(study_id, store))
+    for study in inputs.studies:
+        if len(inputs.studies) > 1:
+            out.append(rh.heading(f"{study.name} ({study.study_id})"))  # names need not be unique
+        out.extend(part(study))
     return out
 
 
@@ -109,13 +83,6 @@ def tasks_side_by_side(frame: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame
         part = part.rename(columns={c: f"{task} · {c}" for c in values})
         out = out.merge(part, on=list(keys), how="left")
     return out.fillna("")
-
-
-def dataset_of(study_id: str, store: Path) -> tuple[str | None, dict[str, Any]]:
-    """The study's dataset kind and parameters (``(None, {})`` when not recorded)."""
-    dataset_id = store_studies.get_study(study_id, path=store).dataset_id
-    found = store_datasets.dataset_params(dataset_id, path=store) if dataset_id else None
-    return found if found else (None, {})
 
 
 def annotation_noise(params: Mapping[str, Any]) -> float:

@@ -5,8 +5,6 @@ bootstrap.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -15,7 +13,7 @@ import pages.present.report.common as common
 from engine.analysis import paired
 from engine.analysis.metrics import METRIC_LABELS
 from engine.analysis.table_columns import ENDPOINT, PAIRED
-from jobs.services import study_analysis
+from jobs.services.report_record import ReportInputs, StudyReportInputs
 from pages.present import report_html as rh
 from pages.present import reviewer_tables, tables, variance_tables
 from pages.present.endpoint_text import endpoint_sentence
@@ -38,15 +36,13 @@ ENDPOINT_TESTS: tuple[str, ...] = ENDPOINT.view("tests")
 BOOTSTRAP_SHOWN: tuple[str, ...] = PAIRED.view("report_bootstrap")
 
 
-def paired_section(study_ids: Sequence[str], store: Path) -> list[str]:
+def paired_section(inputs: ReportInputs) -> list[str]:
     """The primary endpoint with its result in a sentence, then every pair of methods on the
     primary metric with its reading."""
     metric = METRIC_LABELS[PRIMARY]
 
-    def part(study_id: str, store: Path) -> list[str]:
-        table = study_analysis.paired_table(
-            study_id, metrics=(PRIMARY,), n_boot=common.N_BOOT, path=store
-        )
+    def part(study: StudyReportInputs) -> list[str]:
+        table = study.paired
         if table.empty:
             return [rh.paragraph("No two methods have selected runs yet.", note=True)]
         endpoint = paired.primary_endpoint(table)
@@ -63,7 +59,7 @@ def paired_section(study_ids: Sequence[str], store: Path) -> list[str]:
                 4,
             ),
             *bootstrap_part(body),
-            *variance_parts(study_id, store, PRIMARY, pairs=pair_keys(body)),
+            *variance_parts(study, pairs=pair_keys(body)),
         ]
 
     notes = (
@@ -81,7 +77,7 @@ def paired_section(study_ids: Sequence[str], store: Path) -> list[str]:
         f"correlation. Film-sampling bootstrap: {paired.BOOTSTRAP_CI_KIND}. The Compare page's "
         "Statistics tab and its exports give the same comparisons for every other metric."
     )
-    return [*per_study(study_ids, store, part), rh.paragraph(notes, note=True)]
+    return [*per_study(inputs, part), rh.paragraph(notes, note=True)]
 
 
 def reference_method(table: pd.DataFrame) -> str:
@@ -209,14 +205,12 @@ def merged_columns(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def pair_matrices_part(study_id: str, store: Path) -> list[str]:
+def pair_matrices_part(study: StudyReportInputs) -> list[str]:
     """The appendix's pairs: every pair not against the reference method, on the primary
     metric and on the KLD, as one square verdict table per metric and task (no sentence per
     pair), after the note that says how to read them; nothing when the body has them all."""
-    primary = study_analysis.paired_table(study_id, metrics=(PRIMARY,), n_boot=0, path=store)
-    kld = study_analysis.kld_paired_table(study_id, path=store)
     out = []
-    for label, table in ((METRIC_LABELS[PRIMARY], primary), ("KLD", kld)):
+    for label, table in ((METRIC_LABELS[PRIMARY], study.paired), ("KLD", study.kld_paired)):
         rest = appendix_rows(table)
         for task, part in rest.groupby("task", sort=False):
             out += [
@@ -269,18 +263,18 @@ def _mark(said: str, winner: str | None, row_method: str) -> str:
 
 
 def variance_parts(
-    study_id: str, store: Path, metric: str, *, pairs: set[tuple[str, str, str]] | None = None
+    study: StudyReportInputs, *, pairs: set[tuple[str, str, str]] | None = None
 ) -> list[str]:
-    """The report's variance-components part of one study (HTML pieces): the table (of
-    ``pairs``, ``(task, method_a, method_b)``, when given) and what each interval assumes
-    for a factorial study, else the one sentence why there is none."""
+    """The report's variance-components part of one study on the primary metric (HTML
+    pieces): the table (of ``pairs``, ``(task, method_a, method_b)``, when given) and what
+    each interval assumes for a factorial study, else the one sentence why there is none."""
     heading = rh.heading(variance_tables.SECTION_TITLE, 4)
-    if not study_analysis.is_factorial(study_id, path=store):
+    if not study.factorial:
         return [
             heading,
             rh.paragraph(variance_tables.plain(variance_tables.NOT_FACTORIAL_NOTE), note=True),
         ]
-    table = study_analysis.components_table(study_id, metrics=(metric,), path=store)
+    table = study.components
     if pairs is not None:  # the report's body shows each method against the reference only
         keys = zip(table["task"], table["method_a"], table["method_b"], strict=True)
         table = table[[key in pairs for key in keys]]
@@ -469,8 +463,7 @@ def _intervals(table: pd.DataFrame, low: str, high: str) -> list[str]:
     return [interval_text(lo, hi, 4) for lo, hi in zip(table[low], table[high], strict=True)]
 
 
-def primary_endpoint(study_id: str, store: Path) -> pd.DataFrame:
-    """The study's primary endpoint (`engine.analysis.paired.primary_endpoint`; no bootstrap:
-    its interval is not part of the endpoint)."""
-    table = study_analysis.paired_table(study_id, metrics=(PRIMARY,), n_boot=0, path=store)
+def primary_endpoint(table: pd.DataFrame) -> pd.DataFrame:
+    """The primary endpoint (`engine.analysis.paired.primary_endpoint`) of a study's paired
+    table on the primary metric (its bootstrap columns, if any, are not part of it)."""
     return paired.primary_endpoint(table) if not table.empty else pd.DataFrame()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -15,7 +14,7 @@ from engine.analysis import compare, explorer, kld_parts, relationship
 from engine.analysis import probability_metrics as pm
 from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS
 from engine.analysis.ranking import BLOCKING_SENTENCE, CriticalDifference, critical_difference
-from jobs.services import study_analysis
+from jobs.services.report_record import ReportInputs, StudyReportInputs
 from pages.present import (
     cd_diagram,
     charts,
@@ -40,17 +39,15 @@ from pages.present.report.comparisons import (
     reference_rows,
     split_tables,
 )
-from store import runs as store_runs
-from store import studies as store_studies
 
 
-def critical_difference_section(study_ids: Sequence[str], store: Path) -> list[str]:
+def critical_difference_section(inputs: ReportInputs) -> list[str]:
     """Mean ranks of the primary metric over seeds per task, with the Nemenyi critical
     difference, read as exploratory beside the primary endpoint."""
 
-    def part(study_id: str, store: Path) -> list[str]:
-        per_run = study_analysis.per_run(study_id, path=store)
-        endpoint = primary_endpoint(study_id, store)
+    def part(study: StudyReportInputs) -> list[str]:
+        per_run = study.per_run
+        endpoint = primary_endpoint(study.paired)
         out: list[str] = []
         said: set[str] = set()
         for task in compare.task_order(per_run["task"]):
@@ -66,7 +63,7 @@ def critical_difference_section(study_ids: Sequence[str], store: Path) -> list[s
                 out.append(rh.chart_svg(diagram))
         return out
 
-    return [*per_study(study_ids, store, part), rh.paragraph(BLOCKING_SENTENCE, note=True)]
+    return [*per_study(inputs, part), rh.paragraph(BLOCKING_SENTENCE, note=True)]
 
 
 def ranks_reading(cd: CriticalDifference, endpoint: pd.DataFrame) -> list[str]:
@@ -132,11 +129,11 @@ VIOLINS_PX = 940
 VIOLINS_HEIGHT_PX = 240
 
 
-def distributions_section(study_ids: Sequence[str], store: Path) -> list[str]:
+def distributions_section(inputs: ReportInputs) -> list[str]:
     """Fig. 5: AMAE over seeds per method, a violin and box per task."""
 
-    def part(study_id: str, store: Path) -> list[str]:
-        per_run = study_analysis.per_run(study_id, path=store)
+    def part(study: StudyReportInputs) -> list[str]:
+        per_run = study.per_run
         # The page is 1100 px wide: fourteen methods at the default 110 px a slot ran past it.
         slot = min(110, VIOLINS_PX // max(per_run["method"].nunique(), 1))
         return [
@@ -152,19 +149,19 @@ def distributions_section(study_ids: Sequence[str], store: Path) -> list[str]:
             for task in compare.task_order(per_run["task"])
         ]
 
-    return per_study(study_ids, store, part)
+    return per_study(inputs, part)
 
 
 #: One reliability panel's side in the report: five panels and the legends fit its page.
 RELIABILITY_PX = 120
 
 
-def reliability_section(study_ids: Sequence[str], store: Path) -> list[str]:
+def reliability_section(inputs: ReportInputs) -> list[str]:
     """Reliability diagrams of the selected runs' test probabilities, per task, each
     method's films pooled over its seeds (said in the legend and below)."""
 
-    def part(study_id: str, store: Path) -> list[str]:
-        frame = store_runs.selected_probabilities([study_id], path=store)
+    def part(study: StudyReportInputs) -> list[str]:
+        frame = study.probabilities
         if frame.empty:
             return [rh.paragraph("No stored test probabilities.", note=True)]
         out = []
@@ -183,7 +180,7 @@ def reliability_section(study_ids: Sequence[str], store: Path) -> list[str]:
         out.append(rh.paragraph(pooling_sentence(frame), note=True))
         return out
 
-    return per_study(study_ids, store, part)
+    return per_study(inputs, part)
 
 
 def pooling_sentence(frame: pd.DataFrame) -> str:
@@ -205,13 +202,13 @@ def pooling_sentence(frame: pd.DataFrame) -> str:
     )
 
 
-def kl_cppd_section(study_ids: Sequence[str], store: Path) -> list[str]:
+def kl_cppd_section(inputs: ReportInputs) -> list[str]:
     """The true KL × CPPD table, each method's residuals, its KLD and the KLD's parts."""
-    return per_study(study_ids, store, _kl_cppd_part)
+    return per_study(inputs, _kl_cppd_part)
 
 
-def _kl_cppd_part(study_id: str, store: Path) -> list[str]:
-    joint = store_runs.joint_predictions([study_id], path=store)
+def _kl_cppd_part(study: StudyReportInputs) -> list[str]:
+    joint = study.joint
     if joint.empty:
         return [rh.paragraph("No seed has selected runs of both tasks.", note=True)]
     truth, results = relationship.relationship_by_seed(joint)
@@ -261,7 +258,7 @@ def _kl_cppd_part(study_id: str, store: Path) -> list[str]:
         ),
         rh.bullets(readings),
     ]
-    kld_pairs = study_analysis.kld_paired_table(study_id, path=store)
+    kld_pairs = study.kld_paired
     if not kld_pairs.empty:
         body = reference_rows(kld_pairs)
         reference = tables.method_title(reference_method(kld_pairs))
@@ -285,13 +282,12 @@ def kld_table(summary: pd.DataFrame, parts: pd.DataFrame) -> pd.DataFrame:
     return shown.merge(chain, on="Method", how="left")
 
 
-def curves_section(study_ids: Sequence[str], store: Path) -> list[str]:
+def curves_section(inputs: ReportInputs) -> list[str]:
     """Every method's selected run on the first seed, per task, with how to read them (the
     declared early-stopping rule and the study's patience)."""
 
-    def part(study_id: str, store: Path) -> list[str]:
-        epochs = store_runs.study_epoch_metrics([study_id], selected_only=True, path=store)
-        curves = explorer.learning_curves(epochs)
+    def part(study: StudyReportInputs) -> list[str]:
+        curves = explorer.learning_curves(study.epochs)
         if curves.empty:
             return [rh.paragraph("No per-epoch curves are stored for this study.", note=True)]
         seed = int(curves["seed"].min())
@@ -304,12 +300,12 @@ def curves_section(study_ids: Sequence[str], store: Path) -> list[str]:
                 out.append(rh.chart_svg(chart))
                 if sentence := explorer_views.clipped_sentence(lines):
                     clipped.append(f"{task}: {sentence}")
-        spec = store_studies.get_study(study_id, path=store).spec
+        spec = study.spec
         seen = "Seed shown: the study's first; every seed is on the Search & learning curves page."
         notes = [explorer_views.curves_note(spec), *clipped, seen]
         return [*out, *(rh.paragraph(text, note=True) for text in notes)]
 
-    return per_study(study_ids, store, part)
+    return per_study(inputs, part)
 
 
 def _plain(markdown: str) -> str:

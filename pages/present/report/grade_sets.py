@@ -5,13 +5,8 @@ sets' shapes (single grade, one range, the worst grade's coverage) go to the app
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
-
-import pandas as pd
-
 from engine.analysis import conformal
-from jobs.services import grade_sets
+from jobs.services.report_record import ReportInputs, StudyReportInputs
 from pages.present import report_html as rh
 from pages.present import sets_tables
 from pages.present.report.common import per_study
@@ -20,13 +15,13 @@ from pages.present.report.common import per_study
 SHAPES_HEADING = "Grade sets: single-grade and range shares, worst grade's coverage"
 
 
-def grade_sets_section(study_ids: Sequence[str], store: Path) -> list[str]:
+def grade_sets_section(inputs: ReportInputs) -> list[str]:
     """Each study's grade sets at the default coverage, one threshold for all grades."""
 
-    def part(study_id: str, store: Path) -> list[str]:
-        summary = _summary(study_id, store)
+    def part(study: StudyReportInputs) -> list[str]:
+        summary = study.sets_summary
         if summary.empty:
-            return [rh.paragraph(f"No grade sets: {grade_sets.NO_VALIDATION_NOTE}.", note=True)]
+            return [rh.paragraph(f"No grade sets: {conformal.NO_VALIDATION_NOTE}.", note=True)]
         coverage = conformal.DEFAULT_COVERAGE
         return [
             rh.paragraph(sets_tables.coverage_sentence(summary, coverage)),
@@ -43,12 +38,12 @@ def grade_sets_section(study_ids: Sequence[str], store: Path) -> list[str]:
             rh.paragraph(sets_tables.SETS_NOTE, note=True),
         ]
 
-    return per_study(study_ids, store, part)
+    return per_study(inputs, part)
 
 
-def set_shapes_part(study_id: str, store: Path) -> list[str]:
+def set_shapes_part(study: StudyReportInputs) -> list[str]:
     """The appendix's table of the sets' shapes, or nothing when the study has no sets."""
-    summary = _summary(study_id, store)
+    summary = study.sets_summary
     if summary.empty:
         return []
     return [
@@ -61,10 +56,3 @@ def set_shapes_part(study_id: str, store: Path) -> list[str]:
             note=True,
         ),
     ]
-
-
-def _summary(study_id: str, store: Path) -> pd.DataFrame:
-    """The study's sets at the default coverage, averaged over seeds per task, method and
-    score (`engine.analysis.conformal.method_summary`)."""
-    per_run = grade_sets.study_sets(study_id, coverage=conformal.DEFAULT_COVERAGE, path=store)
-    return conformal.method_summary(per_run) if not per_run.empty else per_run

@@ -4,25 +4,22 @@ the values the metric can take.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
-
 import pandas as pd
 
 from engine.analysis import paired
-from engine.analysis.metrics import CALIBRATED_METRICS, METRIC_LABELS, STATS_METRICS, get_metric
-from jobs.services import study_analysis
+from engine.analysis.metrics import CALIBRATED_METRICS, METRIC_LABELS, get_metric
+from jobs.services.report_record import ReportInputs, StudyReportInputs
 from pages.present import report_html as rh
 from pages.present import tables
 from pages.present.report.common import MANY_ROWS, per_study
 
 
-def table4_section(study_ids: Sequence[str], store: Path) -> list[str]:
+def table4_section(inputs: ReportInputs) -> list[str]:
     """Table 4: mean and corrected 95 % interval per task, method and metric (the grade
     metrics, then the set size where the study has validation films)."""
 
-    def part(study_id: str, store: Path) -> list[str]:
-        intervals = study_analysis.mean_intervals(study_id, metrics=STATS_METRICS, path=store)
+    def part(study: StudyReportInputs) -> list[str]:
+        intervals = study.intervals
         out = table4_tables(table4_frame(intervals))
         if clipped := clipped_sentence(intervals):
             out.append(rh.paragraph(clipped, note=True))
@@ -35,7 +32,7 @@ def table4_section(study_ids: Sequence[str], store: Path) -> list[str]:
         "a set size not below 1). "
         + " ".join(f"{METRIC_LABELS[m]}: {get_metric(m).meaning}" for m in CALIBRATED_METRICS)
     )
-    return [*per_study(study_ids, store, part), rh.paragraph(note, note=True)]
+    return [*per_study(inputs, part), rh.paragraph(note, note=True)]
 
 
 def table4_tables(frame: pd.DataFrame) -> list[str]:

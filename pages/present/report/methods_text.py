@@ -4,10 +4,7 @@ the statistics paragraph and the software used.
 
 from __future__ import annotations
 
-import importlib.metadata
-import sys
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 
 import pandas as pd
 
@@ -16,42 +13,35 @@ from engine.analysis import paired
 from engine.config import MAX_BUDGET
 from engine.phantom.spec import PhantomSpec
 from engine.vocab import SPLIT_RULE, TEST_FRACTION, VAL_FRACTION
-from jobs.services import provenance
-from jobs.services.export_cards import export_cards
+from jobs.services.report_record import ReportInputs, StudyReportInputs
 from pages.present import imported_text
 from pages.present import protocol_text as protocol_text_of
 from pages.present import report_html as rh
-from pages.present.report.common import (
-    ANALYSIS_PACKAGES,
-    PHANTOM,
-    TRAINING_CARD_FIELDS,
-    annotation_noise,
-    dataset_of,
-)
-from store import analysis as store_analysis
-from store import studies as store_studies
+from pages.present.report.common import PHANTOM, TRAINING_CARD_FIELDS, annotation_noise
 
 
-def methods_section(study_ids: Sequence[str], store: Path) -> list[str]:
+def methods_section(inputs: ReportInputs) -> list[str]:
     """A paragraph per study a PI can paste into a paper, then the statistics and software."""
-    out = [rh.paragraph(protocol_text(s, store)) for s in study_ids]
-    stats = statistics_text(study_ids, store)
-    out += [rh.paragraph(stats), rh.paragraph(software_text(study_ids, store))]
+    out = [rh.paragraph(protocol_text(s)) for s in inputs.studies]
+    stats = statistics_text(inputs)
+    out += [rh.paragraph(stats), rh.paragraph(software_text(inputs))]
     return ['<div class="methods">', *out, "</div>"]
 
 
 # -- the methods paragraph -------------------------------------------------------------------
 
 
-def statistics_text(study_ids: Sequence[str] = (), store: Path | None = None) -> str:
+def statistics_text(inputs: ReportInputs | None = None) -> str:
     """The statistics paragraph: what each test the report shows does and assumes, with the
-    declared search-selection rule (`engine.protocol`); ``study_ids`` of imported results
-    say their metrics are the file's (`pages.present.imported_text`)."""
+    declared search-selection rule (`engine.protocol`); studies of imported results among
+    ``inputs`` say their metrics are the file's (`pages.present.imported_text`)."""
     selected = (
         "Test metrics are computed per seed from each (task, method, seed)'s selected run "
         f"({protocol_text_of.selection_sentence()})."
     )
-    opening = imported_text.metrics_source(selected, study_ids, store)
+    studies = inputs.studies if inputs is not None else ()
+    imported = [s.name for s in studies if s.imported_results is not None]
+    opening = imported_text.metrics_source(selected, imported, len(studies))
     return (
         f"Statistics. {opening} Means carry 95 % corrected "
         "resampled t intervals (Nadeau & Bengio 2003), which widen the ordinary interval by the "
@@ -87,13 +77,13 @@ def statistics_text(study_ids: Sequence[str] = (), store: Path | None = None) ->
     )
 
 
-def protocol_text(study_id: str, store: Path) -> str:
+def protocol_text(study: StudyReportInputs) -> str:
     """The study's data, protocol, search space, budget, splits and initial weights in prose;
     early stopping and selection as the trainer and the search declare them
     (`engine.protocol`, worded by `pages.present.protocol_text`)."""
-    spec = store_studies.get_study(study_id, path=store).spec
-    if isinstance(spec.get("imported_results"), Mapping):
-        return imported_text.protocol_paragraph(study_id, spec, store)
+    spec, study_id = study.spec, study.study_id
+    if study.imported_results is not None:
+        return imported_text.protocol_paragraph(study_id, spec, study.unsized_tasks)
     methods = list(spec.get("methods", []))
     budget = int(spec.get("budget", MAX_BUDGET))
     seeds = list(spec.get("seeds", []))
@@ -103,7 +93,7 @@ def protocol_text(study_id: str, store: Path) -> str:
         else "random initial weights"
     )
     return (
-        f"Protocol ({spec.get('name', study_id)}). Data: {dataset_text(study_id, store)}. A "
+        f"Protocol ({spec.get('name', study_id)}). Data: {dataset_text(study)}. A "
         f"ResNet-18 was trained for each of the tasks {', '.join(spec.get('tasks', []))} with "
         f"{len(methods)} label methods ({', '.join(methods)}), from {init}, on "
         f"{spec.get('image_size', '?')}-pixel crops in batches of "
@@ -113,15 +103,15 @@ def protocol_text(study_id: str, store: Path) -> str:
         f"in full; the selected run is {protocol_text_of.selection_sentence()}): "
         f"{search_space_text(methods, budget)}. Splits: {SPLIT_RULE}; "
         f"{TEST_FRACTION:.0%} of patients held out for testing and {VAL_FRACTION:.0%} of the "
-        f"rest for validation, drawn anew for every seed; {split_text(study_id, store)}."
+        f"rest for validation, drawn anew for every seed; {split_text(study.split_sizes)}."
         + (f" {pruned}" if (pruned := protocol_text_of.search_sentence(spec)) else "")
     )
 
 
-def dataset_text(study_id: str, store: Path) -> str:
+def dataset_text(study: StudyReportInputs) -> str:
     """The films in a phrase: synthetic phantom films (with their annotation noise) or
     imported films."""
-    kind, params = dataset_of(study_id, store)
+    kind, params = study.dataset_kind, study.dataset_params
     if kind == PHANTOM:
         n = params.get("n_images", PhantomSpec().n_images)
         return (
@@ -150,9 +140,9 @@ def search_space_text(methods: Sequence[str], budget: int) -> str:
     return "; ".join(parts)
 
 
-def split_text(study_id: str, store: Path) -> str:
-    """Films per split and task, over the seeds (mean, range)."""
-    sizes = store_analysis.split_sizes(study_id, path=store)
+def split_text(sizes: pd.DataFrame) -> str:
+    """Films per split and task, over the seeds (mean, range); ``sizes``:
+    `store.analysis.split_sizes`."""
     if sizes.empty:
         return "split sizes not recorded"
     parts = []
@@ -164,26 +154,20 @@ def split_text(study_id: str, store: Path) -> str:
     return "; ".join(parts)
 
 
-def software_text(study_ids: Sequence[str], store: Path) -> str:
-    """Training software from each study's card; analysis software from this process."""
+def software_text(inputs: ReportInputs) -> str:
+    """Training software from each study's card; analysis software as the inputs recorded
+    it (the process that gathered them)."""
     trained = []
-    for card in export_cards(str(store), study_ids):
+    for card in (s.card for s in inputs.studies):
         known = [f"{k} {card[k]}" for k in TRAINING_CARD_FIELDS if k in card]
         trained.append(f"{card.get('study', '?')}: {'; '.join(known) or 'not recorded'}")
-    code = provenance.code_version()
+    code = inputs.code
     commit = f" (commit {code['git_commit'][:10]})" if code.get("git_commit") else ""
-    analysis = ", ".join(f"{p} {_version(p)}" for p in ANALYSIS_PACKAGES)
+    analysis = ", ".join(f"{p} {version}" for p, version in inputs.analysis_software)
     return (
         f"Software. Training: {' | '.join(trained)}. Analysis and this report: SoftGrade "
-        f"{code.get('code_version')}{commit} with {analysis}, Python {sys.version.split()[0]}."
+        f"{code.get('code_version')}{commit} with {analysis}, Python {inputs.python}."
     )
-
-
-def _version(package: str) -> str:
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return "(not installed)"
 
 
 def _range(values: pd.Series) -> str:

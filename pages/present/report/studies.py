@@ -3,30 +3,26 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
 
-from jobs.services.export_cards import export_cards, field_label
+from jobs.services.card_lines import field_label
+from jobs.services.report_record import ReportInputs
 from pages.present import report_html as rh
-from pages.present.report.common import PHANTOM, dataset_of
-from store import bundle as store_bundle
-from store import runs as store_runs
-from store import studies as store_studies
+from pages.present.report.common import PHANTOM
 
 
-def studies_section(study_ids: Sequence[str], store: Path) -> list[str]:
+def studies_section(inputs: ReportInputs) -> list[str]:
     """Each study's card (where and how it ran) with what its run counts mean, and its
     notes."""
     out: list[str] = []
-    for study_id, card in zip(study_ids, export_cards(str(store), study_ids), strict=True):
-        notes = store_studies.get_study(study_id, path=store).notes
-        imported = store_bundle.imported_card(study_id, path=store)
-        runs = store_runs.list_runs([study_id], path=store)
-        shown = study_card(dict(card), imported is not None, runs, dataset_of(study_id, store))
-        out += [rh.heading(card.get("study", study_id)), rh.card_html(shown)]
+    for study in inputs.studies:
+        imported, runs, notes = study.imported_card, study.runs, study.notes
+        dataset = (study.dataset_kind, study.dataset_params)
+        shown = study_card(dict(study.card), imported is not None, runs, dataset)
+        out += [rh.heading(study.card.get("study", study.study_id)), rh.card_html(shown)]
         out += [rh.paragraph(text, note=True) for text in run_count_notes(imported, runs)]
         out.append(rh.paragraph(f"Notes: {notes}" if notes else "No notes.", note=not notes))
     return out

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from engine.analysis import variance_components as vc
+from jobs.services.report_inputs import gather_report_inputs
 from pages.present import variance_tables
 from pages.present.report import comparisons
 from store import analysis as store_analysis
@@ -86,7 +87,8 @@ def test_stats_components_give_each_pairs_variance_components(factorial_home):
 def test_report_and_statistics_tab_show_the_components(factorial_home, monkeypatch):
     home, study_id = factorial_home
     store = home / "softgrade.duckdb"
-    html = "".join(comparisons.variance_parts(study_id, store, "amae"))
+    (inputs,) = gather_report_inputs([study_id], path=store, n_boot=0).studies
+    html = "".join(comparisons.variance_parts(inputs))  # on the primary metric
     assert variance_tables.SECTION_TITLE in html and "3 splits × 2 inits" in html
     at = run_page(home, monkeypatch, tab="Statistics")
     assert f"**{variance_tables.SECTION_TITLE}**" in texts(at, "markdown")
