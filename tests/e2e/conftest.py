@@ -1,7 +1,15 @@
-"""Fixtures of the browser tests: the app served on a fresh store, a Chromium tab on it.
+"""Fixtures of the browser tests: the app served on a store, Chromium tabs on it.
 
 Every test here is marked ``e2e`` (tests/conftest.py); each skips, saying why, where
-Playwright or Chromium is missing."""
+Playwright or Chromium is missing.
+
+What a test only reads is paid for once: one Chromium per test module (each test gets a
+fresh browser context: no cookie, no session, no storage of another test), the bundled
+reference study imported once per test process and copied into each store that needs it,
+and one single-user `jobs up` on such a copy, shared by the tests that only read it
+(`reference_app_url`). A test that changes what a server holds (launches a study, adds an
+account) serves its own store. bench/RESULTS.md ("Browser tests") has what each saved.
+"""
 
 from __future__ import annotations
 
@@ -13,8 +21,11 @@ import pytest
 from tests.helpers.browser import (
     CHROMIUM,
     CHROMIUM_ARGS,
-    PAGE_TIMEOUT_MS,
     RECORD_NAV_LINKS,
+    ReferenceHome,
+    copy_store_home,
+    fresh_context,
+    reference_home,
     serve_app,
 )
 
@@ -26,15 +37,64 @@ def app_url(tmp_path: Path) -> Iterator[str]:
         yield url
 
 
-@pytest.fixture
-def page(app_url: str) -> Iterator[object]:
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    """One headless Chromium for the tests of a module.
+
+    Per module, not per session: while Playwright's sync API is started it marks its event
+    loop as running in the main thread, which would break a test of another module (run
+    next by the same pytest-xdist worker) that runs an event loop of its own. pytest ends a
+    module's fixtures before it runs a test of another module."""
     playwright_api = pytest.importorskip(
         "playwright.sync_api", reason="playwright is not installed (requirements-dev.txt)"
     )
+    if CHROMIUM is None:
+        pytest.skip("no Chromium here: apt-get install chromium (.ci/run does)")
     with playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        tab = browser.new_page(viewport={"width": 1400, "height": 1000})
-        tab.set_default_timeout(PAGE_TIMEOUT_MS)
-        tab.add_init_script(RECORD_NAV_LINKS)
-        yield tab
-        browser.close()
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def context(browser: object) -> Iterator[object]:
+    """A fresh browser context on the module's Chromium (a new person's browser: no cookie,
+    no session), closed after the test."""
+    fresh = fresh_context(browser)
+    yield fresh
+    fresh.close()
+
+
+@pytest.fixture
+def page(app_url: str, context: object) -> object:
+    """A tab on ``app_url`` that records every sidebar link it ever draws."""
+    tab = context.new_page()
+    tab.add_init_script(RECORD_NAV_LINKS)
+    return tab
+
+
+@pytest.fixture(scope="session")
+def reference_template(tmp_path_factory: pytest.TempPathFactory) -> ReferenceHome:
+    """A home whose store holds the bundled reference study and its finished job, imported
+    once per test process (~2 s of CPU), for `reference_copy` and `reference_app_url` to
+    copy."""
+    return reference_home(tmp_path_factory.mktemp("reference-template"))
+
+
+@pytest.fixture
+def reference_copy(reference_template: ReferenceHome, tmp_path: Path) -> Path:
+    """This test's own copy of `reference_template`'s home (a home it may change)."""
+    return copy_store_home(reference_template.home, tmp_path / "home")
+
+
+@pytest.fixture(scope="session")
+def reference_app_url(
+    reference_template: ReferenceHome, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """One single-user `jobs up` (no accounts, no sign-in) on a copy of the reference
+    study's home, for the tests that only read it: started once per test process rather
+    than once per test."""
+    served = tmp_path_factory.mktemp("reference-served") / "home"
+    home = copy_store_home(reference_template.home, served)
+    with serve_app(home) as url:
+        yield url

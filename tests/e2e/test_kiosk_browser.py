@@ -30,9 +30,11 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def app_url(finished_study) -> Iterator[str]:
-    """`python -m jobs up --kiosk` on the finished tiny study, its method fixed."""
+    """`python -m jobs up --kiosk` on the finished tiny study, its method fixed: one kiosk
+    for the module's tests, which only read it (a kiosk has no worker and grades uploads in
+    memory), each in a fresh browser context."""
     kiosk = ("--kiosk", "--study", finished_study.study_id, "--method", "nominal")
     with serve_app(finished_study.home, *kiosk) as url:
         yield url

@@ -1,7 +1,7 @@
 """End to end in a real browser: a link to a Compare → Statistics view opens that view for
 someone else, after they sign in, and their sign-in survives a reload until they sign out.
 
-A fresh SOFTGRADE_HOME gets the bundled reference study and a viewer account before
+A copy of a home holding the bundled reference study gets a viewer account before
 ``python -m jobs up`` serves it. Headless Chromium, driven by Playwright, signs in, opens
 Compare → Statistics, picks a task, metric and correction that are not the defaults and reads
 the "Copy link to this view" control. A fresh browser context (no cookie, no session) opens
@@ -13,9 +13,6 @@ sign-in form. Any Streamlit exception box or Python traceback fails the test.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,13 +20,12 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from store.bundle import REFERENCE_STUDY
+from store import users as store_users
 from tests.helpers.browser import (
     CHROMIUM,
-    CHROMIUM_ARGS,
     PAGE_TIMEOUT_MS,
-    ROOT,
     assert_no_error,
+    fresh_context,
     open_tab,
     serve_app,
     wait_until_idle,
@@ -55,22 +51,10 @@ def shows(locator: object, timeout_ms: int = PAGE_TIMEOUT_MS) -> None:
 
 
 @pytest.fixture
-def app_url(tmp_path: Path) -> Iterator[str]:
+def app_url(reference_copy: Path) -> Iterator[str]:
     """`python -m jobs up` on a store holding the reference study and a viewer account."""
-    password_file = tmp_path / "password.txt"
-    password_file.write_text(PASSWORD + "\n")
-    add = ["users", "add", VIEWER, "--role", "viewer", "--password-file", str(password_file)]
-    for command in (["import-study", str(REFERENCE_STUDY)], add):
-        done = subprocess.run(
-            [sys.executable, "-m", "jobs", *command],
-            cwd=ROOT,
-            env={**os.environ, "SOFTGRADE_HOME": str(tmp_path)},
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert done.returncode == 0, done.stderr
-    with serve_app(tmp_path) as url:
+    store_users.add_user(VIEWER, "viewer", PASSWORD, path=reference_copy / "softgrade.duckdb")
+    with serve_app(reference_copy) as url:
         yield url
 
 
@@ -152,63 +136,57 @@ def copied_link(tab: object, last_choice: str) -> str:
 
 
 def test_a_statistics_link_opens_that_view_after_sign_in_and_survives_a_reload(
-    app_url: str,
+    app_url: str, browser: object, context: object
 ) -> None:
-    with playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        viewport = {"width": 1400, "height": 1000}
-        author = browser.new_page(viewport=viewport)
-        author.set_default_timeout(PAGE_TIMEOUT_MS)
-        author.goto(f"{app_url}/compare")
-        sign_in(author)
-        shows(author.get_by_role("heading", name="Compare methods", exact=True, level=1))
-        shows(author.locator('[data-testid="stTable"]').first, IMPORT_TIMEOUT_MS)
-        open_tab(author, "Statistics")
-        choose(author, "Metric", METRIC)
-        open_paper_statistics(author)
-        choose(author, "Task for the per-task tests", TASK)
-        choose(author, "Correction for the pairwise tests", CORRECTION)
-        link = copied_link(author, "compare_correction=bonferroni")
-        query = parse_qs(urlsplit(link).query)
-        assert urlsplit(link).path == "/compare", link
-        assert query["compare_stats_task"] == [TASK], link
-        assert query["compare_stats_metric"] == ["qwk"], link
-        assert query["compare_correction"] == ["bonferroni"], link
-        assert query["compare_tab"] == ["Statistics"], link
-        assert len(query["compare_studies"]) == 1, link  # by id, no path
-        assert "/" not in query["compare_studies"][0], link
-        assert_no_error(author, "Compare → Statistics, author")
+    author = context.new_page()
+    author.goto(f"{app_url}/compare")
+    sign_in(author)
+    shows(author.get_by_role("heading", name="Compare methods", exact=True, level=1))
+    shows(author.locator('[data-testid="stTable"]').first, IMPORT_TIMEOUT_MS)
+    open_tab(author, "Statistics")
+    choose(author, "Metric", METRIC)
+    open_paper_statistics(author)
+    choose(author, "Task for the per-task tests", TASK)
+    choose(author, "Correction for the pairwise tests", CORRECTION)
+    link = copied_link(author, "compare_correction=bonferroni")
+    query = parse_qs(urlsplit(link).query)
+    assert urlsplit(link).path == "/compare", link
+    assert query["compare_stats_task"] == [TASK], link
+    assert query["compare_stats_metric"] == ["qwk"], link
+    assert query["compare_correction"] == ["bonferroni"], link
+    assert query["compare_tab"] == ["Statistics"], link
+    assert len(query["compare_studies"]) == 1, link  # by id, no path
+    assert "/" not in query["compare_studies"][0], link
+    assert_no_error(author, "Compare → Statistics, author")
 
-        # Someone else: a fresh context (no cookie), the sign-in form at the link, the view.
-        context = browser.new_context(viewport=viewport)
-        reader = context.new_page()
-        reader.set_default_timeout(PAGE_TIMEOUT_MS)
-        reader.goto(link)
-        sign_in(reader)
-        shows_the_view(reader)
-        assert_no_error(reader, "the link, after sign-in")
+    # Someone else: a fresh context (no cookie), the sign-in form at the link, the view.
+    someone_else = fresh_context(browser)
+    reader = someone_else.new_page()
+    reader.goto(link)
+    sign_in(reader)
+    shows_the_view(reader)
+    assert_no_error(reader, "the link, after sign-in")
 
-        # A reload keeps the viewer signed in and on the view.
-        reader.reload()
-        shows(reader.get_by_text(f"Signed in as {VIEWER} (viewer)"))
-        shows_the_view(reader)
-        assert reader.get_by_role("heading", name="Sign in to SoftGrade").count() == 0
+    # A reload keeps the viewer signed in and on the view.
+    reader.reload()
+    shows(reader.get_by_text(f"Signed in as {VIEWER} (viewer)"))
+    shows_the_view(reader)
+    assert reader.get_by_role("heading", name="Sign in to SoftGrade").count() == 0
 
-        # A new tab of the same browser opens the link straight on the view: timed.
-        second = context.new_page()
-        second.set_default_timeout(PAGE_TIMEOUT_MS)
-        started = time.perf_counter()
-        second.goto(link)
-        shows_the_view(second)
-        seconds = time.perf_counter() - started
-        print(f"permalink opened signed in: view shown in {seconds:.2f} s")
-        assert_no_error(second, "the link in a new tab")
-        second.close()
+    # A new tab of the same browser opens the link straight on the view: timed.
+    second = someone_else.new_page()
+    started = time.perf_counter()
+    second.goto(link)
+    shows_the_view(second)
+    seconds = time.perf_counter() - started
+    print(f"permalink opened signed in: view shown in {seconds:.2f} s")
+    assert_no_error(second, "the link in a new tab")
+    second.close()
 
-        # Sign-out ends it: a reload shows the sign-in form again.
-        reader.get_by_role("button", name="Sign out").click()
-        shows(reader.get_by_role("heading", name="Sign in to SoftGrade", level=1))
-        reader.reload()
-        shows(reader.get_by_role("heading", name="Sign in to SoftGrade", level=1))
-        assert reader.get_by_text(f"Signed in as {VIEWER}").count() == 0
-        browser.close()
+    # Sign-out ends it: a reload shows the sign-in form again.
+    reader.get_by_role("button", name="Sign out").click()
+    shows(reader.get_by_role("heading", name="Sign in to SoftGrade", level=1))
+    reader.reload()
+    shows(reader.get_by_role("heading", name="Sign in to SoftGrade", level=1))
+    assert reader.get_by_text(f"Signed in as {VIEWER}").count() == 0
+    someone_else.close()

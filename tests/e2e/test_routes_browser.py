@@ -1,10 +1,11 @@
 """End to end in a real browser: routes that hold (issue 24).
 
 A store holding the bundled reference study (its finished job is on the Jobs page) is served
-by ``python -m jobs up`` in single-user mode. With the CPU kept busy by a few bounded
-CPU-burning processes (as when a worker trains beside the app), every "Results:" button of
-the reference job's card opens its page and the page stays rendered. ``/launch`` typed in
-the address bar opens Launch without Streamlit's "Page not found" box.
+by ``python -m jobs up`` in single-user mode (the server the read-only browser tests share).
+With the CPU kept busy by a few bounded CPU-burning processes (as when a worker trains beside
+the app), every "Results:" button of the reference job's card opens its page and the page
+stays rendered. ``/launch`` typed in the address bar opens Launch without Streamlit's "Page
+not found" box.
 """
 
 from __future__ import annotations
@@ -14,20 +15,15 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
 
-from store.bundle import REFERENCE_STUDY, import_study
-from store.db import init_schema
 from tests.helpers.browser import (
     CHROMIUM,
-    CHROMIUM_ARGS,
     PAGE_TIMEOUT_MS,
     assert_no_error,
     open_page,
-    serve_app,
 )
 
 playwright_api = pytest.importorskip(
@@ -62,23 +58,9 @@ def busy_cpu(n: int = BURNERS, seconds: int = BURN_S) -> Iterator[None]:
 
 
 @pytest.fixture
-def reference_url(tmp_path: Path) -> Iterator[str]:
-    """`jobs up` on a store that already holds the bundled reference study and its job."""
-    store = tmp_path / "softgrade.duckdb"
-    init_schema(store)
-    import_study(REFERENCE_STUDY, path=store)
-    with serve_app(tmp_path) as url:
-        yield url
-
-
-@pytest.fixture
-def tab(reference_url: str) -> Iterator[object]:
-    with playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.set_default_timeout(PAGE_TIMEOUT_MS)
-        yield page
-        browser.close()
+def tab(context: object) -> object:
+    """A tab of a fresh browser context on the module's Chromium."""
+    return context.new_page()
 
 
 def stays_rendered(tab: object, heading: str, where: str) -> None:
@@ -93,19 +75,19 @@ def stays_rendered(tab: object, heading: str, where: str) -> None:
 
 
 def test_every_results_button_on_a_busy_machine_stays_on_a_rendered_page(
-    reference_url: str, tab: object
+    reference_app_url: str, tab: object
 ) -> None:
     with busy_cpu():
         for button, heading in RESULT_BUTTONS:
-            open_page(tab, f"{reference_url}/queue", "Jobs")
+            open_page(tab, f"{reference_app_url}/queue", "Jobs")
             tab.get_by_role("button", name=button).first.click()
             stays_rendered(tab, heading, f"Jobs → {button}, CPU busy")
 
 
 def test_launch_typed_in_single_user_mode_opens_launch_without_page_not_found(
-    reference_url: str, tab: object
+    reference_app_url: str, tab: object
 ) -> None:
-    open_page(tab, f"{reference_url}/launch", "Launch a study")
+    open_page(tab, f"{reference_app_url}/launch", "Launch a study")
     time.sleep(2.0)  # the "Page not found" box came after the page had drawn
     assert tab.get_by_text("Page not found").count() == 0
     assert urlparse(tab.url).path == "/launch"  # the page keeps its own URL

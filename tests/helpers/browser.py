@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -13,6 +14,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -29,6 +31,7 @@ CHROMIUM_ARGS = ["--no-sandbox", *CHROMIUM_OFFLINE_ARGS]
 STUDY_TIMEOUT_MS = 600_000  # 10 runs of 2 epochs at 32 px: ~1 min on 2 idle cores, 3-5 min shared
 PAGE_TIMEOUT_MS = 90_000  # a page's first load imports torch in the server
 FIRST_RESULTS_TIMEOUT_MS = 240_000  # Compare's first metrics table on a loaded 2-core machine
+VIEWPORT = {"width": 1400, "height": 1000}
 
 
 def _free_port() -> int:
@@ -76,14 +79,59 @@ def serve_app(home: Path, *up_options: str) -> Iterator[str]:
         log.close()
 
 
-def stop_process_group(proc: subprocess.Popen, wait_s: float = 30.0) -> None:
+def fresh_context(browser: object, viewport: dict[str, int] = VIEWPORT) -> object:
+    """A new browser context of ``browser``: another person's browser (no cookie, no
+    session, no storage), its pages waiting up to `PAGE_TIMEOUT_MS`."""
+    context = browser.new_context(viewport=viewport)
+    context.set_default_timeout(PAGE_TIMEOUT_MS)
+    return context
+
+
+class ReferenceHome(NamedTuple):
+    """A home whose store holds the bundled reference study, and that study's id."""
+
+    home: Path
+    study_id: str
+
+
+def reference_home(home: Path) -> ReferenceHome:
+    """``home`` with a store holding the bundled reference study (20 seeds) and its finished
+    job, imported through store/ in this process (what ``jobs import-study`` does, without
+    starting an interpreter for it)."""
+    from store.bundle import REFERENCE_STUDY, import_study
+    from store.db import init_schema
+
+    store = home / "softgrade.duckdb"
+    init_schema(store)
+    return ReferenceHome(home, import_study(REFERENCE_STUDY, path=store).study_id)
+
+
+def copy_store_home(template: Path, home: Path) -> Path:
+    """A copy of the home ``template`` (a closed store and nothing a server left there)
+    at ``home``, for one server or test of its own."""
+    shutil.copytree(template, home, ignore=shutil.ignore_patterns("up.log"))
+    return home
+
+
+#: How long a served app gets to end on SIGTERM before its whole process group is killed.
+#: No browser test checks a graceful stop (tests/jobs/worker/test_worker_process.py does);
+#: what remains after the servers' own stop is the teardown of interpreters holding torch
+#: and the statistics libraries (Streamlit's final garbage collection, the worker waiting
+#: 10 s on its slot process): 11-17 s per server on a loaded 2-core machine, of CPU the
+#: other tests need.
+STOP_GRACE_S = 2.0
+
+
+def stop_process_group(proc: subprocess.Popen, wait_s: float = STOP_GRACE_S) -> None:
     """SIGTERM to ``proc`` (started with ``start_new_session``), then SIGKILL to its whole
-    process group if it is still there after ``wait_s``."""
+    process group (its children too) if ``proc`` is still there after ``wait_s``."""
     proc.send_signal(signal.SIGTERM)
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=wait_s)
-    except subprocess.TimeoutExpired:
+    # Also once `up` has ended: a child it left behind dies with the group.
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
 
 
 # Records the label of every sidebar navigation link ever drawn (a link's last line; its
