@@ -26,6 +26,16 @@ def fresh_store_at(path: Path, template: Path) -> Path:
     return path
 
 
+def repoint_checkpoints(store: Path, old_home: Path, new_home: Path) -> None:
+    """Point the store's runs at the checkpoints of ``new_home``, a copy of ``old_home``
+    (the only absolute paths a trained study's store holds)."""
+    with connect(store) as con:
+        con.execute(
+            "UPDATE runs SET checkpoint_path = replace(checkpoint_path, ?, ?)",
+            [str(old_home), str(new_home)],
+        )
+
+
 def rows_of(store: Path, study_id: str) -> dict[str, int]:
     """How many rows each table holds for ``study_id`` (what a delete must clear)."""
     with connect(store, read_only=True) as con:
