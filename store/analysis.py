@@ -168,3 +168,26 @@ def runs_lacking_test_predictions(study_id: str, *, path: Path | str | None = No
             [study_id],
         )
     return int(count)
+
+
+def study_content_digest(
+    study_id: str, *, path: Path | str | None = None
+) -> tuple[int, int | None, int, int | None]:
+    """What a study's results are computed from, in four numbers that change when any of it
+    does: its runs (identity, status, selection, validation score) and its stored
+    predictions, each as a count and an order-free hash (None when there are none). The same
+    study in another store (imported from a bundle: same ids, same rows) has the same
+    digest, so an analysis of it can be reused there.
+    """
+    with connect(path, read_only=True) as con:
+        runs = con.execute(
+            "SELECT count(*), bit_xor(hash(run_id, task, method, seed, config_index, status, "
+            "selected, pruned, val_amae)) FROM runs WHERE study_id = ?",
+            [study_id],
+        ).fetchone()
+        predictions = con.execute(
+            "SELECT count(*), bit_xor(hash(p.run_id, p.image_id, p.split, p.y_true, p.y_pred, "
+            "p.probs)) FROM predictions p JOIN runs r USING (run_id) WHERE r.study_id = ?",
+            [study_id],
+        ).fetchone()
+    return int(runs[0]), runs[1], int(predictions[0]), predictions[1]
