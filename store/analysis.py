@@ -180,14 +180,19 @@ def study_content_digest(
     digest, so an analysis of it can be reused there.
     """
     with connect(path, read_only=True) as con:
-        runs = con.execute(
-            "SELECT count(*), bit_xor(hash(run_id, task, method, seed, config_index, status, "
-            "selected, pruned, val_amae)) FROM runs WHERE study_id = ?",
-            [study_id],
+        runs, runs_hash, predictions, predictions_hash = con.execute(
+            _DIGEST_SQL, [study_id]
         ).fetchone()
-        predictions = con.execute(
-            "SELECT count(*), bit_xor(hash(p.run_id, p.image_id, p.split, p.y_true, p.y_pred, "
-            "p.probs)) FROM predictions p JOIN runs r USING (run_id) WHERE r.study_id = ?",
-            [study_id],
-        ).fetchone()
-    return int(runs[0]), runs[1], int(predictions[0]), predictions[1]
+    return int(runs), runs_hash, int(predictions), predictions_hash
+
+
+_DIGEST_SQL = """
+    WITH r AS (SELECT * FROM runs WHERE study_id = ?)
+    SELECT
+        (SELECT count(*) FROM r),
+        (SELECT bit_xor(hash(run_id, task, method, seed, config_index, status, selected,
+            pruned, val_amae)) FROM r),
+        count(*),
+        bit_xor(hash(p.run_id, p.image_id, p.split, p.y_true, p.y_pred, p.probs))
+    FROM predictions p JOIN r USING (run_id)
+"""

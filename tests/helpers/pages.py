@@ -18,7 +18,7 @@ from store import runs as store_runs
 from store import sign_in as store_sign_in
 from store import users as store_users
 from store.db import StoreError, init_schema
-from tests.helpers.stores import repoint_checkpoints
+from tests.helpers.stores import config0_run, repoint_checkpoints
 
 COMPARE_PAGE = "../../pages/compare.py"  # from tests/helpers, as from tests/app
 TIMEOUT_S = 120  # the first run imports torch, scipy and statsmodels
@@ -72,26 +72,7 @@ def make_store(
                         "probs": [np.full(n_classes, 1 / n_classes, dtype=np.float32)] * truth.size,
                     }
                 )
-                runs.append(
-                    store_runs.RunRecord(
-                        run_id=f"{job.study_id}-{task}-{method}-s{seed}-c0",
-                        study_id=job.study_id,
-                        job_id=job_id,
-                        task=task,
-                        method=method,
-                        seed=seed,
-                        config_index=0,
-                        config={"lr": 0.001},
-                        best_epoch=1,
-                        epochs_run=1,
-                        val_amae=0.5,
-                        device="cpu",
-                        duration_s=1.0,
-                        weights_init="random",
-                        checkpoint_path=None,
-                        predictions=predictions,
-                    )
-                )
+                runs.append(config0_run(job.study_id, job_id, task, method, seed, predictions))
     store_runs.record_runs(runs, path=path)
     store_runs.select_best_runs(job.study_id, path=path)
     if finished_seeds is None:

@@ -11,39 +11,23 @@ import pytest
 from store import jobs as store_jobs
 from store import runs as store_runs
 from store.db import StoreError
-from tests.helpers.stores import rows_of
+from tests.helpers.stores import config0_run, rows_of
 
 
 def _run(
     study_id: str, seed: int, splits: tuple[str, ...] = ("val", "test")
 ) -> store_runs.RunRecord:
     images = [f"im{i}" for i in range(len(splits))]
-    return store_runs.RunRecord(
-        run_id=f"{study_id}-KL-beta-s{seed}-c0",
-        study_id=study_id,
-        job_id=None,
-        task="KL",
-        method="beta",
-        seed=seed,
-        config_index=0,
-        config={"lr": 0.001},
-        best_epoch=1,
-        epochs_run=1,
-        val_amae=0.5,
-        device="cpu",
-        duration_s=1.0,
-        weights_init="random",
-        checkpoint_path=None,
-        predictions=pd.DataFrame(
-            {
-                "image_id": images,
-                "split": list(splits),
-                "y_true": [0] * len(images),
-                "y_pred": [1] * len(images),
-                "probs": [np.full(5, 0.2, dtype=np.float32)] * len(images),
-            }
-        ),
+    predictions = pd.DataFrame(
+        {
+            "image_id": images,
+            "split": list(splits),
+            "y_true": [0] * len(images),
+            "y_pred": [1] * len(images),
+            "probs": [np.full(5, 0.2, dtype=np.float32)] * len(images),
+        }
     )
+    return config0_run(study_id, None, "KL", "beta", seed, predictions)
 
 
 def _study(store: Path) -> str:
