@@ -180,9 +180,8 @@ def study_content_digest(
     digest, so an analysis of it can be reused there.
     """
     with connect(path, read_only=True) as con:
-        runs, runs_hash, predictions, predictions_hash = con.execute(
-            _DIGEST_SQL, [study_id]
-        ).fetchone()
+        row = con.execute(_DIGEST_SQL, [study_id]).fetchone()
+    runs, runs_hash, predictions, predictions_hash = row or (0, None, 0, None)  # always a row
     return int(runs), runs_hash, int(predictions), predictions_hash
 
 
