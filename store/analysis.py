@@ -168,3 +168,30 @@ def runs_lacking_test_predictions(study_id: str, *, path: Path | str | None = No
             [study_id],
         )
     return int(count)
+
+
+def study_content_digest(
+    study_id: str, *, path: Path | str | None = None
+) -> tuple[int, int | None, int, int | None]:
+    """What a study's results are computed from, in four numbers that change when any of it
+    does: its runs (identity, status, selection, validation score) and its stored
+    predictions, each as a count and an order-free hash (None when there are none). The same
+    study in another store (imported from a bundle: same ids, same rows) has the same
+    digest, so an analysis of it can be reused there.
+    """
+    with connect(path, read_only=True) as con:
+        row = con.execute(_DIGEST_SQL, [study_id]).fetchone()
+    runs, runs_hash, predictions, predictions_hash = row or (0, None, 0, None)  # always a row
+    return int(runs), runs_hash, int(predictions), predictions_hash
+
+
+_DIGEST_SQL = """
+    WITH r AS (SELECT * FROM runs WHERE study_id = ?)
+    SELECT
+        (SELECT count(*) FROM r),
+        (SELECT bit_xor(hash(run_id, task, method, seed, config_index, status, selected,
+            pruned, val_amae)) FROM r),
+        count(*),
+        bit_xor(hash(p.run_id, p.image_id, p.split, p.y_true, p.y_pred, p.probs))
+    FROM predictions p JOIN r USING (run_id)
+"""

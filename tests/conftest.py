@@ -31,8 +31,9 @@ from argon2 import PasswordHasher
 from engine.config import DatasetSpec
 from store import users as store_users
 from store.db import init_schema
-from tests.helpers.stores import fresh_store_at
-from tests.helpers.studies import TINY_PHANTOM, FinishedStudy, tiny_study
+from tests.helpers.shared_build import built_once
+from tests.helpers.stores import fresh_store_at, repoint_checkpoints
+from tests.helpers.studies import TINY_PHANTOM, FinishedStudy, train_finished_study
 from tests.helpers.tier_guard import guard_fast_test
 
 # Under pytest-xdist (-n N) the workers share the machine's cores: one intra-op thread each,
@@ -201,20 +202,9 @@ def device(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture(scope="session")
 def finished_study(tmp_path_factory: pytest.TempPathFactory) -> FinishedStudy:
-    """Three seeds × two tasks × three methods, two epochs each, at 32 px on the CPU."""
-    from engine.config import StudySpec
-    from jobs.worker.executors import InlineExecutor
-    from jobs.worker.runner import Worker
-    from store import jobs as store_jobs
-
-    home = tmp_path_factory.mktemp("finished-study")
-    store = home / "softgrade.duckdb"
-    init_schema(store)
-    spec = StudySpec.from_dict(
-        tiny_study(seeds=[0, 1, 2], methods=["nominal", "beta", "triangular"])
-    )
-    job_id = store_jobs.enqueue_job(spec.to_dict(), path=store)
-    Worker(InlineExecutor("cpu"), store_path=store, home=home).serve(stop_when_idle=True)
-    job = store_jobs.get_job(job_id, path=store)
-    assert job.status == "succeeded", job
-    return FinishedStudy(home=home, store=store, study_id=job.study_id, job_id=job_id)
+    """Three seeds × two tasks × three methods, two epochs each, at 32 px on the CPU: trained
+    once per session, each xdist worker on its own copy (tests/helpers/shared_build.py)."""
+    built = built_once(tmp_path_factory, "finished-study", train_finished_study)
+    store = built.folder / "softgrade.duckdb"
+    repoint_checkpoints(store, built.built_in, built.folder)
+    return FinishedStudy(home=built.folder, store=store, **built.description)

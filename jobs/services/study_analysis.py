@@ -7,6 +7,7 @@ returns; none formats anything.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -40,6 +41,7 @@ from engine.analysis.table_columns import PAIRED
 from store import analysis as store_analysis
 from store import results as store_results
 from store import runs as store_runs
+from store.db import default_store_path
 
 DEFAULT_BOOTSTRAP = 1000
 JOINT_TASK = "KL × CPPD"
@@ -146,6 +148,21 @@ def ratios(study_id: str, *, path: StorePath = None) -> dict[str, float]:
     """``n_test / n_train`` per task from the study's own splits (or the sizes its imported
     file gave); NaN for a task without them."""
     return _Ratios(paired.test_train_ratios(store_analysis.split_sizes(study_id, path=path)))
+
+
+def content_key(study_id: str, *, path: StorePath = None) -> str:
+    """A key under which the study's analyses can be cached across stores: the digest of its
+    runs and predictions (`store.analysis.study_content_digest`) and its split sizes (the
+    corrected t's ratios). The reference study imported into a second store gets the same
+    key, so its bootstrap is not run again. A study with no stored predictions (per-seed
+    results imported from another tool) keeps its store in the key: its numbers live in
+    tables the digest does not read."""
+    digest = store_analysis.study_content_digest(study_id, path=path)
+    sizes = store_analysis.split_sizes(study_id, path=path).to_csv(index=False)
+    text = f"{study_id}\n{digest}\n{sizes}"
+    if digest[2] == 0:
+        text += f"\n{Path(path if path is not None else default_store_path()).resolve()}"
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def unsized_tasks(study_id: str, *, path: StorePath = None) -> list[str]:

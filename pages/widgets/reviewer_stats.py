@@ -1,9 +1,9 @@
 """The Statistics tab's default view: the careful reviewer's analysis (issue 21).
 
-The numbers are `jobs.services.study_analysis`'s (one call per statistic), cached per study, metric
-and
-the study's finished seeds (its change marker: a seed finishing changes it), so a rerun costs
-nothing and the hierarchical bootstrap (seconds) runs once per study and metric. The text is
+The numbers are `jobs.services.study_analysis`'s (one call per statistic), cached per study,
+metric and the study's change marker (`content_marker`: a seed finishing changes it; a
+finished study's is its content, so the same study in another store shares it), so a rerun
+costs nothing and the hierarchical bootstrap (seconds) runs once per study and metric. The text is
 ``pages.present.reviewer_tables``'s. Streamlit widgets: the Compare page's AppTests
 (tests/app/test_compare_reviewer.py) drive them.
 """
@@ -24,7 +24,7 @@ from pages.present.charts import HALF_PAGE_PX
 from pages.present.endpoint_text import endpoint_sentence
 from pages.present.formatting import table_height
 from pages.present.user_text import plain
-from pages.widgets import chart_cache
+from pages.widgets import chart_cache, reads
 from pages.widgets.tables import show_table
 from pages.widgets.variance_view import show_variance_components
 
@@ -32,9 +32,11 @@ BOOTSTRAP_REPLICATES = study_analysis.DEFAULT_BOOTSTRAP
 Marker = tuple[Any, ...]
 
 
+# The two below are keyed on the study's content (`content_marker`), not its store: ``_path``
+# (underscored) is left out of Streamlit's cache key.
 @st.cache_data(max_entries=64, show_spinner="Bootstrapping seeds and patients…")
 def cached_paired(
-    path: str, study_id: str, metric: str, rope: float, marker: Marker
+    _path: str, study_id: str, metric: str, rope: float, marker: Marker
 ) -> pd.DataFrame:
     """The study's paired table of one metric (Bayesian verdicts within ``rope``) with its
     film-sampling bootstrap interval."""
@@ -44,17 +46,17 @@ def cached_paired(
         metrics=(metric,),
         n_boot=BOOTSTRAP_REPLICATES,
         ropes={metric: rope},
-        path=path,
+        path=_path,
     )
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def cached_primary(path: str, study_id: str, rope: float, marker: Marker) -> pd.DataFrame:
+def cached_primary(_path: str, study_id: str, rope: float, marker: Marker) -> pd.DataFrame:
     """The declared primary endpoint's rows (AMAE, soft vs nominal, both tasks)."""
     del marker
     metric = paired.PRIMARY_METRIC
     table = study_analysis.paired_table(
-        study_id, metrics=(metric,), n_boot=0, ropes={metric: rope}, path=path
+        study_id, metrics=(metric,), n_boot=0, ropes={metric: rope}, path=_path
     )
     return paired.primary_endpoint(table) if not table.empty else pd.DataFrame()
 
@@ -122,6 +124,24 @@ def marker_of(progress: list[compare.StudyProgress], study_id: str) -> Marker:
     return ()
 
 
+@st.cache_data(ttl=reads.RESULTS_TTL_S, show_spinner=False)
+def cached_content_key(path: str, study_id: str, marker: Marker) -> str:
+    """The study's content key (`study_analysis.content_key`), read again when it changes."""
+    del marker
+    return study_analysis.content_key(study_id, path=path)
+
+
+def content_marker(path: str, progress: list[compare.StudyProgress], study_id: str) -> Marker:
+    """The cache key of a study's analyses. A finished study's is its content, so the same
+    study in another store (the reference study loaded again, a bundle imported) reuses
+    the bootstrap already run in this server; a running study's is its store, status and
+    finished seeds, so a run stored mid-seed does not start the bootstrap again."""
+    marker = marker_of(progress, study_id)
+    if marker[:1] == ("succeeded",):
+        return (*marker, cached_content_key(path, study_id, marker))
+    return (*marker, path)
+
+
 def pick_study(per_run: pd.DataFrame, progress: list[compare.StudyProgress]) -> str:
     """The study the reviewer's analysis is about (its tests are per study's splits)."""
     ids = list(dict.fromkeys(per_run["study_id"]))
@@ -157,7 +177,7 @@ def reviewer_view(
     study_id = pick_study(per_run, progress)
     rows = study_rows(per_run, study_id)
     methods = set(rows["method"])
-    marker = marker_of(progress, study_id)
+    marker = content_marker(path, progress, study_id)
     n_seeds = int(rows.groupby(["task", "method"])["seed"].nunique().min())
     st.subheader("The careful reviewer's analysis", divider="gray")
     count_line = st.empty()  # filled once every test of the view is counted

@@ -24,10 +24,11 @@ Marker = tuple[Any, ...]
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def cached_components(path: str, study_id: str, metric: str, marker: Marker) -> pd.DataFrame:
-    """The components of one metric's pairs (empty for a study that is not factorial)."""
+def cached_components(_path: str, study_id: str, metric: str, marker: Marker) -> pd.DataFrame:
+    """The components of one metric's pairs (empty for a study that is not factorial), keyed
+    on the study's content marker (`reviewer_stats.content_marker`), not its store."""
     del marker  # part of the cache key only
-    return study_analysis.components_table(study_id, metrics=(metric,), path=path)
+    return study_analysis.components_table(study_id, metrics=(metric,), path=_path)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)

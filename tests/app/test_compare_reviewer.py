@@ -4,14 +4,16 @@ shipped reference study and on tiny synthetic studies."""
 from __future__ import annotations
 
 import io
+import shutil
 
 import pandas as pd
 import pytest
 
 from jobs.services import study_analysis
+from pages.widgets import reviewer_stats
 from store import runs as store_runs
 from store.bundle import REFERENCE_STUDY, import_study
-from store.db import init_schema
+from store.db import connect, init_schema
 from tests.helpers.pages import download_reader, finished_synthetic_store, run_page, texts
 
 
@@ -229,3 +231,40 @@ def test_reference_statistics_say_its_seeds_cannot_separate_the_variance(
     captions = texts(at, "caption")
     assert "cannot separate the variance the data make" in captions
     assert "seeds: {splits: 10, inits: 2}" in captions and "Seeds: splits × inits" in captions
+
+
+@pytest.mark.slow  # three Compare runs of a study with a bootstrap: ~4 s of CPU
+def test_a_finished_study_in_a_second_store_reuses_its_statistics_until_it_changes(
+    tmp_path, monkeypatch
+):
+    """The reviewer's tables are cached on the study's content: the same study in another
+    store (the reference loaded again, a bundle imported) is not bootstrapped again, and a
+    study whose predictions differ is."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    study_id = finished_synthetic_store(first, n_seeds=3, n_patients=20)
+    shutil.copyfile(first / "softgrade.duckdb", second / "softgrade.duckdb")
+    computed: list[str] = []
+    real = study_analysis.paired_table
+
+    def counted(*args: object, **kwargs: object) -> pd.DataFrame:
+        computed.append(str(kwargs["path"]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(study_analysis, "paired_table", counted)
+    shown = [d.value for d in run_page(first, monkeypatch, tab="Statistics").dataframe]
+    assert computed and set(computed) == {str(first / "softgrade.duckdb")}
+    computed.clear()
+    again = [d.value for d in run_page(second, monkeypatch, tab="Statistics").dataframe]
+    assert computed == []  # the same study: its tables come from the cache
+    assert len(again) == len(shown) and all(a.equals(b) for a, b in zip(again, shown, strict=True))
+    with connect(second / "softgrade.duckdb") as con:
+        con.execute(
+            "UPDATE predictions SET y_pred = (y_pred + 1) % 4 WHERE run_id IN "
+            "(SELECT run_id FROM runs WHERE study_id = ? AND selected AND task = 'CPPD')",
+            [study_id],
+        )
+    reviewer_stats.cached_content_key.clear()  # as its few seconds' TTL runs out
+    run_page(second, monkeypatch, tab="Statistics")
+    assert set(computed) == {str(second / "softgrade.duckdb")}  # changed: computed afresh

@@ -20,17 +20,24 @@ from pages.present import cd_diagram, charts, report, tables
 from pages.present.palette import method_colours
 from tests.helpers.pages import TIMEOUT_S, finished_synthetic_store, texts
 from tests.helpers.reports import table_frame
+from tests.helpers.shared_build import built_once
 
 UNKNOWN = "imported_loss"  # a method no registry here knows (results imported from elsewhere)
 PAGES = Path(__file__).parents[2] / "pages"
 
 
+def _write_many(home: Path) -> dict[str, str]:
+    methods = (*method_names(), UNKNOWN)
+    study_id = finished_synthetic_store(home, n_seeds=6, n_patients=40, methods=methods)
+    return {"study_id": study_id}
+
+
 @pytest.fixture(scope="module")
 def many(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """Home and study id of a finished 15-method study (6 seeds: every test can run)."""
-    home = tmp_path_factory.mktemp("many-methods")
-    methods = (*method_names(), UNKNOWN)
-    return home, finished_synthetic_store(home, n_seeds=6, n_patients=40, methods=methods)
+    """Home and study id of a finished 15-method study (6 seeds: every test can run),
+    written once per session and copied for each xdist worker."""
+    built = built_once(tmp_path_factory, "many-methods", _write_many)
+    return built.folder, built.description["study_id"]
 
 
 @pytest.fixture(scope="module")

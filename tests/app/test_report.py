@@ -30,6 +30,13 @@ def inputs(synthetic):
     return gather_report_inputs([study], path=store, n_boot=20)  # its size is not under test
 
 
+#: A test that reads the whole report shares its one build (`html`, ~4.6 s of CPU: every
+#: section's analyses and charts drawn as SVG), which its first reader in a process pays: over
+#: the fast tier's ~2 s, so these are slow by the fixture's cost (CI runs them). The fast tier
+#: keeps the report's refusals and the sections built alone below.
+whole_report = pytest.mark.slow
+
+
 @pytest.fixture(scope="module")
 def html(inputs):
     with pytest.MonkeyPatch.context() as patch:
@@ -41,12 +48,14 @@ def _no_store(*args: object, **kwargs: object) -> None:
     raise AssertionError("the report opened the store while formatting its inputs")
 
 
+@whole_report
 def test_the_report_has_every_section_under_its_heading(html):
     headings = re.findall(r"<h2>(.*?)</h2>", html)
     escaped = [t.replace("&", "&amp;") for t in report.SECTIONS.values()]
     assert headings == escaped
 
 
+@whole_report
 def test_the_report_fetches_nothing_and_draws_charts_as_inline_svg(html):
     assert not re.search(r"https?://", html)
     assert not re.search(r"<(script|link|img|iframe|object)\b", html, re.IGNORECASE)
@@ -57,6 +66,7 @@ def test_the_report_fetches_nothing_and_draws_charts_as_inline_svg(html):
     assert html.count("<svg") >= 6  # CD, violins, reliability, KL × CPPD heatmaps
 
 
+@whole_report
 def test_the_report_reads_the_paired_comparisons_primary_endpoint_first(html):
     paired = html[html.index('id="paired"') : html.index('id="critical-difference"')]
     assert paired.index("Primary endpoint") < paired.index("Each method against Nominal")
@@ -72,6 +82,7 @@ def test_the_report_reads_the_paired_comparisons_primary_endpoint_first(html):
     assert boot > paired.index("Each method against") and "95 % CI (bootstrap)" not in paired
 
 
+@whole_report
 def test_the_primary_endpoint_table_opens_with_the_verdict_and_splits_the_rest_off(html):
     paired = html[html.index('id="paired"') : html.index('id="critical-difference"')]
     first = re.search(r"<table.*?</table>", paired[paired.index("Primary endpoint") :], re.DOTALL)
@@ -82,6 +93,7 @@ def test_the_primary_endpoint_table_opens_with_the_verdict_and_splits_the_rest_o
     assert "not estimable" not in first.group(0)
 
 
+@whole_report
 def test_pairs_not_against_the_reference_go_to_an_appendix_table_without_sentences(html):
     paired = unescape(html[html.index('id="paired"') : html.index('id="critical-difference"')])
     assert "The other 2 pairs of methods are in the appendix table" in paired
@@ -96,12 +108,14 @@ def test_pairs_not_against_the_reference_go_to_an_appendix_table_without_sentenc
     assert "Nominal" not in cells  # the reference method's pairs are in the body
 
 
+@whole_report
 def test_the_methods_paragraph_names_protocol_search_space_splits_and_software(html):
     methods = html[html.index('id="methods"') :]
     for words in ("3 seeds", "lr ∈ {0.0001, 0.001, 0.01}", "test and", "Wilcoxon", "scipy"):
         assert words in methods
 
 
+@whole_report
 def test_the_report_card_and_notes_of_the_study(synthetic, html):
     _, study = synthetic
     studies = html[html.index('id="studies"') : html.index('id="table4"')]
@@ -127,6 +141,7 @@ def test_an_unknown_study_or_none_is_refused_in_one_line(synthetic):
         gather_report_inputs([], path=store)
 
 
+@whole_report
 def test_the_kl_cppd_section_decomposes_the_kld_and_compares_it_between_methods(html):
     section = html[html.index('id="kl-cppd"') : html.index('id="curves"')]
     assert "chain-rule decomposition" in section and "KL marginal" in section
@@ -161,6 +176,7 @@ def test_two_studies_each_have_their_part_of_a_section_under_name_and_id(tmp_pat
     assert report.file_name([first, second]) == f"softgrade_report_{first}_and_1_more.html"
 
 
+@whole_report
 def test_no_report_table_shows_a_snake_case_identifier(html):
     cells = table_cells(html)
     assert len(cells) > 100  # the card, Table 4, the paired and KL × CPPD tables
@@ -168,23 +184,27 @@ def test_no_report_table_shows_a_snake_case_identifier(html):
     assert not {"True", "False"} & set(cells)  # booleans read yes / no
 
 
+@whole_report
 def test_the_report_spells_out_kld_and_drops_the_developers_command_line(html):
     assert "Kullback–Leibler divergence" in unescape(html)
     assert "python -m jobs stats" not in html and "STUDY_ID" not in html
 
 
+@whole_report
 def test_the_primary_endpoint_states_its_result_in_a_sentence(html):
     paired = unescape(html[html.index('id="paired"') : html.index('id="critical-difference"')])
     assert re.search(r"Result: (none|all \d+|\d+ of the \d+) .*significant after Holm", paired)
     assert "Significant after Holm" in paired
 
 
+@whole_report
 def test_the_critical_difference_ranks_read_as_exploratory_beside_the_endpoint(html):
     section = unescape(html[html.index('id="critical-difference"') : html.index('id="distri')])
     assert "Exploratory." in section and "independent blocks" in section
     assert "primary endpoint" in section
 
 
+@whole_report
 def test_the_caveats_say_the_films_are_synthetic_and_only_the_primary_is_confirmatory(html):
     caveats = unescape(html[html.index('id="caveats"') : html.index('id="table4"')])
     assert "Synthetic data" in caveats and "not radiographs of patients" in caveats
@@ -194,6 +214,7 @@ def test_the_caveats_say_the_films_are_synthetic_and_only_the_primary_is_confirm
     assert "Search budgets" in caveats and "Here they are equal" in caveats  # 1 config each
 
 
+@whole_report
 def test_the_methods_paragraph_states_the_declared_stopping_rule(html):
     methods = unescape(html[html.index('id="methods"') :])
     assert "validation loss had not improved for 40 epochs" in methods
@@ -201,12 +222,14 @@ def test_the_methods_paragraph_states_the_declared_stopping_rule(html):
     assert "lowest validation AMAE at its kept epoch" in methods  # the search's selection
 
 
+@whole_report
 def test_the_reliability_diagram_says_it_pools_the_seeds(html):
     section = unescape(html[html.index('id="reliability"') : html.index('id="kl-cppd"')])
     assert "Films, 3 seeds pooled" in section  # the size legend
     assert "a film counts once per seed that tested it" in section
 
 
+@whole_report
 def test_the_report_gives_grade_sets_per_method(html):
     sets = html[html.index('id="grade-sets"') : html.index('id="kl-cppd"')]
     assert "Mean set size" in sets and "Ordinal APS (Lu 2022)" in sets

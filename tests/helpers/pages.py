@@ -7,7 +7,6 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-import duckdb
 import numpy as np
 import pandas as pd
 import pytest
@@ -19,6 +18,7 @@ from store import runs as store_runs
 from store import sign_in as store_sign_in
 from store import users as store_users
 from store.db import StoreError, init_schema
+from tests.helpers.stores import config0_run, repoint_checkpoints
 
 COMPARE_PAGE = "../../pages/compare.py"  # from tests/helpers, as from tests/app
 TIMEOUT_S = 120  # the first run imports torch, scipy and statsmodels
@@ -48,6 +48,7 @@ def make_store(
     assert job is not None and job.job_id == job_id
     rng = np.random.default_rng(7)
     stored_seeds = seeds if finished_seeds is None else seeds[: finished_seeds + 1]
+    runs: list[store_runs.RunRecord] = []  # written in one transaction
     for position, seed in enumerate(stored_seeds):
         grades = np.random.default_rng(seed)
         kl = grades.integers(0, 5, 30)
@@ -71,27 +72,8 @@ def make_store(
                         "probs": [np.full(n_classes, 1 / n_classes, dtype=np.float32)] * truth.size,
                     }
                 )
-                store_runs.record_run(
-                    store_runs.RunRecord(
-                        run_id=f"{job.study_id}-{task}-{method}-s{seed}-c0",
-                        study_id=job.study_id,
-                        job_id=job_id,
-                        task=task,
-                        method=method,
-                        seed=seed,
-                        config_index=0,
-                        config={"lr": 0.001},
-                        best_epoch=1,
-                        epochs_run=1,
-                        val_amae=0.5,
-                        device="cpu",
-                        duration_s=1.0,
-                        weights_init="random",
-                        checkpoint_path=None,
-                        predictions=predictions,
-                    ),
-                    path=path,
-                )
+                runs.append(config0_run(job.study_id, job_id, task, method, seed, predictions))
+    store_runs.record_runs(runs, path=path)
     store_runs.select_best_runs(job.study_id, path=path)
     if finished_seeds is None:
         store_jobs.finish_job(job_id, store_jobs.JobStatus.SUCCEEDED, path=path)
@@ -136,11 +118,7 @@ def copy_home(finished_study, home: Path, *ignore: str) -> Path:
     """A copy of the study's home (leaving out ``ignore`` patterns) whose store points at the
     copy's own checkpoints, so removing a file there is what the page sees."""
     shutil.copytree(finished_study.home, home, ignore=shutil.ignore_patterns(*ignore))
-    with duckdb.connect(str(home / "softgrade.duckdb")) as con:
-        con.execute(
-            "UPDATE runs SET checkpoint_path = replace(checkpoint_path, ?, ?)",
-            [str(finished_study.home), str(home)],
-        )
+    repoint_checkpoints(home / "softgrade.duckdb", finished_study.home, home)
     return home
 
 

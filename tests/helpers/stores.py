@@ -26,6 +26,40 @@ def fresh_store_at(path: Path, template: Path) -> Path:
     return path
 
 
+def repoint_checkpoints(store: Path, old_home: Path, new_home: Path) -> None:
+    """Point the store's runs at the checkpoints of ``new_home``, a copy of ``old_home``
+    (the only absolute paths a trained study's store holds)."""
+    with connect(store) as con:
+        con.execute(
+            "UPDATE runs SET checkpoint_path = replace(checkpoint_path, ?, ?)",
+            [str(old_home), str(new_home)],
+        )
+
+
+def config0_run(
+    study_id: str,
+    job_id: str | None,
+    task: str,
+    method: str,
+    seed: int,
+    predictions: pd.DataFrame,
+) -> store_runs.RunRecord:
+    """A finished run of configuration 0 (lr 0.001, one epoch on the CPU, validation AMAE
+    0.5, no checkpoint) with ``predictions``."""
+    fixed = {"config": {"lr": 0.001}, "best_epoch": 1, "epochs_run": 1, "val_amae": 0.5}
+    fixed |= {"device": "cpu", "duration_s": 1.0, "weights_init": "random"}
+    identity = {"study_id": study_id, "job_id": job_id, "task": task, "method": method}
+    return store_runs.RunRecord(
+        run_id=f"{study_id}-{task}-{method}-s{seed}-c0",
+        seed=seed,
+        config_index=0,
+        checkpoint_path=None,
+        predictions=predictions,
+        **identity,
+        **fixed,
+    )
+
+
 def rows_of(store: Path, study_id: str) -> dict[str, int]:
     """How many rows each table holds for ``study_id`` (what a delete must clear)."""
     with connect(store, read_only=True) as con:

@@ -60,3 +60,24 @@ class FinishedStudy:
 def run_import(home: Path, *args: str) -> subprocess.CompletedProcess:
     """``python -m jobs import ARGS`` in its own process on ``home``."""
     return run_jobs_cli(home, "import", *args)
+
+
+def train_finished_study(home: Path) -> dict[str, str]:
+    """Train three seeds × two tasks × three methods, two epochs each, at 32 px on the CPU
+    into ``home``'s store; return the study's and job's ids (the session's `finished_study`)."""
+    from engine.config import StudySpec
+    from jobs.worker.executors import InlineExecutor
+    from jobs.worker.runner import Worker
+    from store import jobs as store_jobs
+    from store.db import init_schema
+
+    store = home / "softgrade.duckdb"
+    init_schema(store)
+    spec = StudySpec.from_dict(
+        tiny_study(seeds=[0, 1, 2], methods=["nominal", "beta", "triangular"])
+    )
+    job_id = store_jobs.enqueue_job(spec.to_dict(), path=store)
+    Worker(InlineExecutor("cpu"), store_path=store, home=home).serve(stop_when_idle=True)
+    job = store_jobs.get_job(job_id, path=store)
+    assert job.status == "succeeded", job
+    return {"study_id": job.study_id, "job_id": job_id}

@@ -79,6 +79,7 @@ def write_synthetic_study(
     study_id = store_jobs.get_job(job_id, path=store).study_id
     store_datasets.set_study_dataset(study_id, dataset_id, path=store)
     patients = meta["patient_id"].unique()
+    runs: list[store_runs.RunRecord] = []  # written in one transaction, as the store allows
     for s in range(n_seeds):
         order = rng.permutation(patients)
         n_test, n_val = len(order) * 3 // 10, len(order) * 2 // 10
@@ -105,7 +106,7 @@ def write_synthetic_study(
                         }
                     )
                     val = predictions[predictions["split"] == "val"]
-                    store_runs.record_run(
+                    runs.append(
                         store_runs.RunRecord(
                             run_id=f"{study_id}-{task}-{method}-s{s}-c{c}",
                             study_id=study_id,
@@ -123,9 +124,9 @@ def write_synthetic_study(
                             weights_init="random",
                             checkpoint_path=None,
                             predictions=predictions,
-                        ),
-                        path=store,
+                        )
                     )
+    store_runs.record_runs(runs, path=store)
     store_runs.select_best_runs(study_id, path=store)
     if not keep_unselected_test:
         _drop_unselected_test_predictions(store, study_id)

@@ -73,6 +73,11 @@ def test_the_demo_bundle_holds_the_best_seeds_models_films_and_card(finished_stu
         manifest = json.loads(zf.read("manifest.json"))
         card = json.loads(zf.read("card.json"))
         names = set(zf.namelist())
+        packed = {info.filename: info.compress_type for info in zf.infolist()}
+    # Weights and PNGs are stored as they are (deflate saves little and costs seconds a
+    # model); the text parts are deflated.
+    assert {packed[m["file"]] for m in manifest["models"]} == {zipfile.ZIP_STORED}
+    assert packed["manifest.json"] == packed["card.json"] == zipfile.ZIP_DEFLATED
     assert manifest["format"] == "softgrade-demo" and manifest["version"] == 2
     assert manifest["method"] == runs.groupby("method")["val_amae"].mean().idxmin()
     assert len(manifest["seeds"]) == 1

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from engine.analysis import paired
 from jobs.services import study_analysis
+from store.db import connect
 from tests.helpers.synthetic_study import write_synthetic_study
 
 
@@ -52,3 +55,31 @@ def test_probability_and_kld_pairs(study):
     kld = study_analysis.kld_paired_table(study_id, path=store)
     assert list(kld["task"].unique()) == [study_analysis.JOINT_TASK]
     assert len(kld) == 3 and kld["p_corrected"].notna().all()
+
+
+def test_the_content_key_follows_the_study_not_the_store(study, tmp_path):
+    """The same study copied into another store keys alike (its analyses can be shared);
+    one changed prediction, or a study of results without predictions, does not."""
+    store, study_id = study
+    key = study_analysis.content_key(study_id, path=store)
+    other = tmp_path / "other" / "softgrade.duckdb"
+    other.parent.mkdir()
+    shutil.copyfile(store, other)
+    assert study_analysis.content_key(study_id, path=other) == key
+    with connect(other) as con:
+        film = con.execute(
+            "SELECT p.run_id, p.image_id FROM predictions p JOIN runs r USING (run_id) "
+            "WHERE r.study_id = ? AND r.task = 'CPPD' AND r.selected AND p.split = 'test' "
+            "ORDER BY 1, 2 LIMIT 1",
+            [study_id],
+        ).fetchone()
+        con.execute(
+            "UPDATE predictions SET y_pred = (y_pred + 1) % 4 WHERE run_id = ? AND image_id = ?",
+            list(film),
+        )
+    assert study_analysis.content_key(study_id, path=other) != key
+    with connect(other) as con:  # as a study of imported per-seed results stores
+        con.execute("DELETE FROM predictions")
+    bare = study_analysis.content_key(study_id, path=other)
+    shutil.copyfile(other, tmp_path / "third.duckdb")
+    assert study_analysis.content_key(study_id, path=tmp_path / "third.duckdb") != bare
