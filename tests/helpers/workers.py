@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -13,6 +14,18 @@ from typing import Any
 from store import jobs as store_jobs
 from store.db import StoreError, connect
 from tests.helpers.studies import REPO_ROOT
+
+
+def seed_tiny_phantom(home: Path, tiny_phantom: Path) -> Path:
+    """Copy the session's rendered tiny phantom (the ``tiny_phantom`` fixture) to where a
+    worker on ``home`` looks for it, and return ``home``.
+
+    A tiny study's worker then finds its dataset ready instead of rendering the same 60
+    films again in every test (seconds each); what a test checks starts after the dataset
+    is prepared. A copy, not a link: the cache is only read, but a test may delete its home.
+    """
+    shutil.copytree(tiny_phantom, home / "cache" / tiny_phantom.name)
+    return home
 
 
 def start_worker(home: Path, *extra: str) -> subprocess.Popen:

@@ -85,6 +85,7 @@ def test_folders_unused_for_long_are_pruned_and_the_current_one_kept(tmp_path):
 
 
 @pytest.mark.slow  # starts a slot process and trains
+@pytest.mark.usefixtures("phantom_tmp")  # its worker finds the tiny phantom rendered
 def test_a_lane_process_compiles_into_the_cache_under_softgrade_home(tmp_path):
     store = tmp_path / "softgrade.duckdb"
     init_schema(store)
@@ -250,6 +251,7 @@ def _fit_failing_once(monkeypatch, error: Exception) -> list[int]:
 
 
 @pytest.mark.slow  # trains a tiny study inline
+@pytest.mark.usefixtures("phantom_tmp")  # its worker finds the tiny phantom rendered
 def test_a_run_whose_compile_meets_an_unreadable_cache_is_trained_again(
     tmp_path, fresh_process, monkeypatch, caplog
 ):
@@ -268,6 +270,7 @@ def test_a_run_whose_compile_meets_an_unreadable_cache_is_trained_again(
 
 
 @pytest.mark.slow  # trains a tiny study inline
+@pytest.mark.usefixtures("phantom_tmp")  # its worker finds the tiny phantom rendered
 def test_a_run_failing_for_its_own_reason_is_not_trained_again(
     tmp_path, fresh_process, monkeypatch
 ):

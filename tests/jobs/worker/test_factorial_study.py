@@ -21,6 +21,7 @@ from store import runs as store_runs
 from store import studies as store_studies
 from tests.helpers.pages import run_page, texts
 from tests.helpers.studies import run_jobs_cli, tiny_study
+from tests.helpers.workers import seed_tiny_phantom
 
 pytestmark = pytest.mark.slow  # trains a study
 
@@ -28,10 +29,13 @@ SPLITS, INITS = 3, 2
 
 
 @pytest.fixture(scope="module")
-def factorial_home(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+def factorial_home(
+    tmp_path_factory: pytest.TempPathFactory, tiny_phantom: Path
+) -> tuple[Path, str]:
     """A store holding a 3 splits × 2 inits study of nominal and beta on KL, trained by
-    `softgrade run` with the file's seeds replaced by ``--seeds 3x2``."""
-    home = tmp_path_factory.mktemp("factorial")
+    `softgrade run` with the file's seeds replaced by ``--seeds 3x2`` (on the tiny phantom
+    already rendered)."""
+    home = seed_tiny_phantom(tmp_path_factory.mktemp("factorial"), tiny_phantom)
     study = home / "study.yaml"
     study.write_text(yaml.safe_dump(tiny_study(tasks=["KL"], seeds=[0]), sort_keys=False))
     done = run_jobs_cli(

@@ -33,6 +33,7 @@ def _failing_beta(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(engine.train.Trainer, "fit", fit)
 
 
+@pytest.mark.usefixtures("phantom_tmp")  # its worker finds the tiny phantom rendered
 def test_a_failing_method_leaves_the_other_runs_stored_and_says_why(tmp_path, monkeypatch, capsys):
     _failing_beta(monkeypatch)
     store = tmp_path / "softgrade.duckdb"
@@ -63,6 +64,7 @@ def test_a_failing_method_leaves_the_other_runs_stored_and_says_why(tmp_path, mo
     assert "no job 'no-such-job'" in capsys.readouterr().err
 
 
+@pytest.mark.usefixtures("phantom_tmp")  # its worker finds the tiny phantom rendered
 def test_a_resumed_study_trains_its_failed_runs_again_and_forgets_the_failure(
     tmp_path, monkeypatch
 ):

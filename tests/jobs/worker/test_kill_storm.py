@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 import signal
 import time
 from pathlib import Path
@@ -22,6 +21,7 @@ from store.runs import PAUSE_IN_RECORD_ENV
 from tests.helpers.studies import tiny_study
 from tests.helpers.workers import (
     incomplete_runs,
+    seed_tiny_phantom,
     start_worker,
     wait_for,
     wait_while_the_job_progresses,
@@ -86,7 +86,7 @@ def test_five_kills_during_one_study_lose_nothing_and_store_every_run_once(home,
     store = home / "softgrade.duckdb"
     init_schema(store)
     # Each worker finds the phantom's cache ready (rendering it would cost every kill cycle).
-    shutil.copytree(tiny_phantom, home / "cache" / tiny_phantom.name)
+    seed_tiny_phantom(home, tiny_phantom)
     spec = StudySpec.from_dict(
         tiny_study(tasks=["CPPD"], methods=["nominal", "beta"], max_epochs=1, patience=1)
     )

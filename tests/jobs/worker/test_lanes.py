@@ -22,6 +22,7 @@ from store import jobs as store_jobs
 from store import runs as store_runs
 from store.db import init_schema
 from tests.helpers.studies import tiny_study
+from tests.helpers.workers import seed_tiny_phantom
 
 
 def test_a_gpus_slots_are_spread_evenly_over_its_processes_as_lanes():
@@ -57,10 +58,11 @@ def _train(executor: Executor, home: Path, device: str) -> tuple[str, list[tuple
 
 
 @pytest.mark.slow  # trains in two lanes
-def test_two_lanes_of_one_process_both_train_and_match_one_slot_run_by_run(tmp_path, device):
-    lanes_home, alone_home = tmp_path / "lanes", tmp_path / "alone"
-    lanes_home.mkdir()
-    alone_home.mkdir()
+def test_two_lanes_of_one_process_both_train_and_match_one_slot_run_by_run(
+    tmp_path, tiny_phantom, device
+):
+    lanes_home = seed_tiny_phantom(tmp_path / "lanes", tiny_phantom)
+    alone_home = seed_tiny_phantom(tmp_path / "alone", tiny_phantom)
     gpu = "0" if device == "cuda" else None
     executor = LocalExecutor([SlotPlan(device, gpu, lanes=2)])
     assert executor.slots == 2

@@ -23,7 +23,8 @@ from tests.helpers.method_plugins import (
 from tests.helpers.studies import run_jobs_cli, tiny_study
 from tests.helpers.workers import start_worker, wait_while_the_job_progresses
 
-pytestmark = pytest.mark.slow  # each test trains a study in worker processes
+# Each test trains a study in worker processes, on a home holding the tiny phantom rendered.
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("phantom_home")]
 
 
 def _study_file(folder: Path, **overrides: object) -> Path:

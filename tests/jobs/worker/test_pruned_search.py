@@ -15,6 +15,7 @@ from tests.helpers.studies import tiny_study
 
 
 @pytest.mark.slow  # trains six tiny runs on the CPU
+@pytest.mark.usefixtures("phantom_tmp")  # its worker finds the tiny phantom rendered
 def test_a_pruned_study_marks_its_stopped_runs_and_never_selects_them(tmp_path):
     store = tmp_path / "softgrade.duckdb"
     spec = StudySpec.from_dict(

@@ -25,7 +25,8 @@ from store.db import connect
 from tests.helpers.method_plugins import LAB_METHOD, LAB_METHOD_SOURCE, write_method_package
 from tests.helpers.studies import tiny_study
 
-pytestmark = pytest.mark.slow
+# Every worker here finds the tiny phantom already rendered in its home (tmp_path).
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("phantom_tmp")]
 
 
 @pytest.fixture(scope="module")

@@ -58,6 +58,7 @@ def test_the_line_gives_every_step_from_the_process_start():
 
 
 @pytest.mark.slow  # starts a slot process and trains
+@pytest.mark.usefixtures("phantom_tmp")  # its worker finds the tiny phantom rendered
 def test_a_workers_first_result_logs_its_start_up_once_in_order(tmp_path):
     store = tmp_path / "softgrade.duckdb"
     init_schema(store)
@@ -78,6 +79,7 @@ def test_a_workers_first_result_logs_its_start_up_once_in_order(tmp_path):
 
 
 @pytest.mark.slow  # trains
+@pytest.mark.usefixtures("phantom_tmp")  # its worker finds the tiny phantom rendered
 def test_a_worker_that_waited_for_work_logs_no_start_up(tmp_path):
     store = tmp_path / "softgrade.duckdb"
     init_schema(store)

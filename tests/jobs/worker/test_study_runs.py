@@ -31,6 +31,7 @@ def test_finished_study_stores_every_run_with_val_and_test_predictions(finished_
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("phantom_tmp")  # its worker finds the tiny phantom rendered
 def test_selection_keeps_lowest_validation_amae_and_its_checkpoint(tmp_path):
     store = tmp_path / "softgrade.duckdb"
     spec = StudySpec.from_dict(tiny_study(methods=["nominal"], tasks=["CPPD"], budget=3))
@@ -57,6 +58,7 @@ class _StopsAfterFirstRun(Worker):
 
 
 @pytest.mark.slow  # trains the study's runs
+@pytest.mark.usefixtures("phantom_tmp")  # its worker finds the tiny phantom rendered
 def test_an_interrupted_job_is_handed_back_and_resumes_without_redoing_runs(tmp_path):
     store = tmp_path / "softgrade.duckdb"
     spec = StudySpec.from_dict(tiny_study(methods=["nominal", "beta"], tasks=["CPPD"]))
@@ -90,6 +92,7 @@ def _spy(handle, seen):
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("phantom_tmp")  # its worker finds the tiny phantom rendered
 def test_a_raising_run_fails_the_job_with_its_traceback(tmp_path, monkeypatch):
     import engine.train
 
@@ -117,6 +120,7 @@ class _NotesInFlightAtRecord(Worker):
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("phantom_tmp")  # its worker finds the tiny phantom rendered
 def test_a_slot_gets_its_next_run_before_the_finished_one_is_stored(tmp_path):
     store = tmp_path / "softgrade.duckdb"
     spec = StudySpec.from_dict(tiny_study(methods=["nominal"], tasks=["CPPD"], budget=3))

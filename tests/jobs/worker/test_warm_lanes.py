@@ -65,6 +65,7 @@ def test_warming_on_cpu_builds_each_trainer_once_and_compiles_nothing():
 
 
 @pytest.mark.slow  # trains a model (tests/helpers/tier_guard.py)
+@pytest.mark.usefixtures("phantom_tmp")  # its worker finds the tiny phantom rendered
 def test_a_lane_warms_every_task_after_its_first_run_not_before(tmp_path: Path):
     store = tmp_path / "softgrade.duckdb"
     init_schema(store)
@@ -82,6 +83,7 @@ def test_a_lane_warms_every_task_after_its_first_run_not_before(tmp_path: Path):
 
 
 @pytest.mark.slow  # trains a model (tests/helpers/tier_guard.py)
+@pytest.mark.usefixtures("phantom_tmp")  # its worker finds the tiny phantom rendered
 def test_a_lanes_first_run_says_when_it_first_trained(tmp_path: Path):
     store = tmp_path / "softgrade.duckdb"
     init_schema(store)
