@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import special
 from scipy import stats as sps
 
 ALPHA: float = 0.05
@@ -63,6 +64,25 @@ class CorrectedT:
     p_naive: float
 
 
+def t_quantile(q: float, df: float) -> float:
+    """Student t's upper quantile at ``q`` (0.5 to 1, as an interval's half-width needs) on
+    ``df`` degrees of freedom: ``scipy.stats.t.ppf``.
+
+    The special function that ``t.ppf`` calls, called directly: the same number for every
+    such ``q`` and any ``df`` (NaN, zero and ``inf`` included), without the ~0.2 ms of
+    argument handling a call to the distribution costs. The referee computes intervals for
+    thousands of samples, where that handling was most of its time. (At ``q = 0`` the two
+    differ: the special function answers +inf, ``t.ppf`` the lower bound -inf.)
+    """
+    return float(special.stdtrit(df, q))
+
+
+def t_two_sided_p(t: float, df: float) -> float:
+    """The two-sided p of ``t`` on ``df`` degrees of freedom: ``2 * scipy.stats.t.sf(|t|, df)``
+    through the special function it calls (see :func:`t_quantile`)."""
+    return float(2 * special.stdtr(df, -abs(t)))
+
+
 def corrected_resampled_t(
     diffs: Sequence[float] | np.ndarray, ratio: float, *, level: float = LEVEL
 ) -> CorrectedT:
@@ -95,9 +115,9 @@ def corrected_resampled_t(
         p = 1.0 if mean == 0 else 0.0
         return CorrectedT(n, mean, sd, se, math.copysign(math.inf, mean), df, p, mean, mean, p)
     t = mean / se
-    p = float(2 * sps.t.sf(abs(t), df))
-    p_naive = float(2 * sps.t.sf(abs(mean / se_naive), df))
-    half = float(sps.t.ppf(0.5 + level / 2, df)) * se
+    p = t_two_sided_p(t, df)
+    p_naive = t_two_sided_p(mean / se_naive, df)
+    half = t_quantile(0.5 + level / 2, df) * se
     return CorrectedT(n, mean, sd, se, t, df, p, mean - half, mean + half, p_naive)
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from engine.analysis import paired
+from engine.analysis import paired, paired_tests
 from engine.analysis import variance_components as vc
 
 
@@ -164,7 +164,7 @@ def _t_interval(test: paired.CorrectedT, level: float) -> Interval:
     """The interval of a `paired.CorrectedT` at ``level`` (its own is at `paired.LEVEL`)."""
     if test.n < 2 or not math.isfinite(test.se):
         return math.nan, math.nan
-    half = float(sps.t.ppf(0.5 + level / 2, test.df)) * test.se
+    half = paired_tests.t_quantile(0.5 + level / 2, test.df) * test.se
     return test.mean - half, test.mean + half
 
 

@@ -53,11 +53,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 from engine.analysis import compare
 from engine.analysis.metrics import METRICS
-from engine.analysis.paired_tests import LEVEL, rho_of_ratio
+from engine.analysis.paired_tests import LEVEL, rho_of_ratio, t_quantile, t_two_sided_p
 from engine.analysis.table_columns import COMPONENTS
 
 ANOVA = "ANOVA (balanced)"
@@ -271,8 +270,8 @@ def _interval(mean: float, variance: float, df: float, kind: str, level: float) 
         exact = 1.0 if mean == 0 else 0.0
         return Interval(mean, mean, 0.0, df, exact, kind)
     se = math.sqrt(variance)
-    half = float(sps.t.ppf(0.5 + level / 2, df)) * se
-    p = float(2 * sps.t.sf(abs(mean) / se, df))
+    half = t_quantile(0.5 + level / 2, df) * se
+    p = t_two_sided_p(mean / se, df)
     return Interval(mean - half, mean + half, se, df, p, kind)
 
 
