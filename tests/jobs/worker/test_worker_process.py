@@ -31,13 +31,23 @@ def _stored_runs(store: Path, study_id: str):
     return store_runs.list_runs([study_id], path=store)
 
 
+# Four runs of 10 epochs: long enough that a run is seen mid-way through its epochs (the
+# waits poll every 0.3 s; an epoch takes longer) and that a cancel lands before the last run
+# ends, short enough not to train 120 epochs.
+EPOCHS = 10
+
+
 @pytest.fixture
-def queued_study(home: Path):
-    store = home / "softgrade.duckdb"
+def queued_study(phantom_home: Path):
+    store = phantom_home / "softgrade.duckdb"
     init_schema(store)
     spec = StudySpec.from_dict(
         tiny_study(
-            tasks=["CPPD"], methods=["nominal", "beta"], seeds=[0, 1], max_epochs=30, patience=30
+            tasks=["CPPD"],
+            methods=["nominal", "beta"],
+            seeds=[0, 1],
+            max_epochs=EPOCHS,
+            patience=EPOCHS,
         )
     )
     job_id = store_jobs.enqueue_job(spec.to_dict(), path=store)
