@@ -17,6 +17,7 @@ from store import users
 from store.audit import read_audit
 from store.sign_in import SignInLockedError
 from store.users import SignInError
+from tests.helpers.workers import wait_for
 
 PASSWORD = "correct horse battery"
 ROOT = Path(__file__).parents[2]
@@ -75,15 +76,18 @@ def test_the_right_password_in_a_burst_is_checked_only_within_the_limit(store):
         assert results[-1] == "locked", results
 
 
+# A child says it is ready (imports done) with a file of its own, then its threads wait for
+# the parent's "go" file: every try starts together, whatever the imports took.
 _PROCESS_BURST = """
-import sys, threading
+import os, sys, threading, time
+from pathlib import Path
 from store import sign_in as store_sign_in
 from store import users
 from store.db import StoreLockedError
-store, start = sys.argv[1], sys.argv[2]
+store, gate = sys.argv[1], Path(sys.argv[2])
+(gate / f"ready-{os.getpid()}").touch()
 def attempt():
-    import time
-    while time.time() < float(start):
+    while not (gate / "go").exists():
         time.sleep(0.005)
     try:
         limits = store_sign_in.SignInLimits(first_lock_s=3600.0, max_lock_s=3600.0)
@@ -101,21 +105,22 @@ threads = [threading.Thread(target=attempt) for _ in range(4)]
 
 
 @pytest.mark.slow  # starts a process (tests/helpers/tier_guard.py)
-def test_tries_from_several_processes_at_once_check_at_most_5_passwords(store):
-    import time
-
+def test_tries_from_several_processes_at_once_check_at_most_5_passwords(store, tmp_path):
     users.add_user("alice", "member", PASSWORD, path=store)
-    start = str(time.time() + 8.0)  # every process imported and waiting by then
+    gate = tmp_path / "gate"
+    gate.mkdir()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", _PROCESS_BURST, str(store), start],
+            [sys.executable, "-c", _PROCESS_BURST, str(store), str(gate)],
             env=env,
             stdout=subprocess.PIPE,
             text=True,
         )
         for _ in range(4)
     ]
+    wait_for(lambda: len(list(gate.glob("ready-*"))) == len(procs), 180, "every process ready")
+    (gate / "go").touch()
     outcomes = [line for p in procs for line in p.communicate(timeout=180)[0].split()]
     assert all(p.returncode == 0 for p in procs)
     assert len(outcomes) == 16, outcomes  # every try ended in a known way
