@@ -12,10 +12,10 @@ from engine.datasets.phantom_cache import build_phantom_cache
 from engine.phantom import PhantomSpec
 
 #: Films one rendering process should have before another is worth starting: a spawned
-#: renderer first imports the stack (seconds of CPU) while a film takes ~0.05-0.1 s, so a
-#: small phantom (a demo's or a test's 60 films) renders sooner in this process than in a
-#: pool (measured in bench/RESULTS.md, "Phantom rendering processes").
-FILMS_PER_RENDER_PROCESS = 100
+#: renderer first imports the stack (~1.3 s of CPU) while a film takes ~0.012 s, so a small
+#: phantom (a demo's or a test's 60 films) renders sooner in this process than in a pool
+#: (bench/RESULTS.md, "Phantom rendering processes"); two processes pay off from ~200 films.
+FILMS_PER_RENDER_PROCESS = 200
 
 
 def phantom_render_processes(n_images: int, cpus: int | None = None) -> int:
