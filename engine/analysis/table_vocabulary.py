@@ -13,6 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import TypeVar
+
+#: Whatever a surface puts under a header: a cell's text, or a column of values.
+V = TypeVar("V")
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,11 @@ class TableVocabulary:
     def view_headers(self, name: str) -> list[str]:
         """The headers of view ``name``, in order."""
         return [self.column(k).header for k in self.view(name)]
+
+    def headed(self, cells: Mapping[str, V], view: str = "shown") -> dict[str, V]:
+        """``cells`` (key -> a value, or a column's values) of view ``view``, in its order,
+        keyed by header: a row or a frame's columns as a reader reads them."""
+        return {self.column(k).header: cells[k] for k in self.view(view)}
 
     def views_of(self, key: str) -> tuple[str, ...]:
         """The views that show column ``key``."""

@@ -41,8 +41,6 @@ DRAWS_FILE, SUMMARY_FILE, MARKDOWN_FILE, CARD_FILE = (
     "sets.md",
     "sets.json",
 )
-SHOWN = ("task", "method", "score", "per_grade", "coverage", "mc_low", "mc_high")
-SHOWN_TOO = ("min_grade_coverage", "true_coverage", "mean_size", "holds")
 
 
 def cmd_calibrate_sets(args: argparse.Namespace) -> int:
@@ -120,9 +118,10 @@ def _tasks(card: dict[str, object]) -> dict[str, dict[str, object]]:
 
 def sets_markdown(summary: pd.DataFrame, card: dict[str, object]) -> str:
     """The referee's table as markdown, under one line saying what was run."""
+    from engine.analysis.referee_columns import SETS_REFEREE
     from pages.present.referee_tables import markdown_table
 
-    table = summary[[*SHOWN, *SHOWN_TOO]].round(3)
+    table = summary[list(SETS_REFEREE.view("printed"))].round(3)
     table["per_grade"] = table["per_grade"].map({True: "per grade", False: "one"})
     head = (
         f"Grade sets refereed on fresh phantom films ({card['created_at']}): target "

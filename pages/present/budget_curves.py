@@ -13,14 +13,20 @@ from collections.abc import Sequence
 import altair as alt
 import pandas as pd
 
-from engine.analysis.metrics import METRIC_LABELS, SELECTION_METRIC, lower_is_better
+from engine.analysis.inference_columns import (
+    COVERAGE_MATCHED,
+    EXPECTED_BEST,
+    SELECTION_SCORE,
+    one_per_rate_header,
+)
+from engine.analysis.metrics import SELECTION_METRIC, lower_is_better
 from engine.methods import order_methods
 from engine.vocab import TASKS
 from pages.present.charts import method_legend
 from pages.present.palette import method_dash_scale, method_scale
 from pages.present.tables import method_title
 
-SCORE = f"validation {METRIC_LABELS[SELECTION_METRIC]}"
+SCORE = SELECTION_SCORE
 DIRECTION = "lower" if lower_is_better(SELECTION_METRIC) else "higher"
 
 
@@ -57,13 +63,14 @@ def expected_best_chart(
     # Whole configurations: integer ticks even where a search tried only one or two.
     x = alt.X("n:Q", title="Configurations tried", axis=alt.Axis(tickMinStep=1, format="d"))
     y = alt.Y("expected:Q", title=f"Expected best {SCORE}", scale=alt.Scale(zero=False))
+    headers = EXPECTED_BEST.headers()
     tooltip = [
         alt.Tooltip("Method:N"),
-        alt.Tooltip("n:Q", title="Configurations"),
-        alt.Tooltip("expected:Q", title=f"Expected best {SCORE}", format=".4f"),
-        alt.Tooltip("seed_sd:Q", title="SD over seeds", format=".4f"),
-        alt.Tooltip("n_seeds:Q", title="Seeds"),
-        alt.Tooltip("configs:Q", title="Its search"),
+        alt.Tooltip("n:Q", title=headers["n"]),
+        alt.Tooltip("expected:Q", title=headers["expected"], format=".4f"),
+        alt.Tooltip("seed_sd:Q", title=headers["seed_sd"], format=".4f"),
+        alt.Tooltip("n_seeds:Q", title=headers["n_seeds"]),
+        alt.Tooltip("configs:Q", title=headers["configs"]),
     ]
     panels = []
     present = set(rows["task"])
@@ -152,14 +159,18 @@ def coverage_frame(table: pd.DataFrame, grid: Sequence[float]) -> pd.DataFrame:
         ["task", "method"], key=lambda c: c.map(order) if c.name == "method" else c
     )
     rates = ", ".join(f"{r:g}" for r in grid)
+    cells = {
+        "task": table["task"],
+        "method": table["method"].map(method_title),
+        "configs": table["configs"].astype(int),
+        "own_best": table["own_best"].round(4),
+        "uncovered": table["uncovered"].astype(int),
+    }
     return pd.DataFrame(
         {
-            "Task": table["task"],
-            "Method": table["method"].map(method_title),
-            "Its search": table["configs"].astype(int),
-            f"Best of its search ({SCORE})": table["own_best"].round(4),
-            f"One per learning rate ({rates})": table["matched"].round(4),
-            "Seeds lacking a rate": table["uncovered"].astype(int),
+            **COVERAGE_MATCHED.headed(cells, "before_matched"),
+            one_per_rate_header(rates): table["matched"].round(4),
+            **COVERAGE_MATCHED.headed(cells, "after_matched"),
         }
     )
 

@@ -28,6 +28,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from engine.analysis.inference_columns import KLD_PARTS
 from engine.methods import order_methods
 
 # Passed on: the pages, `chart_cache` and the tests name Fig. 5's chart among these.
@@ -465,7 +466,7 @@ def kld_parts_bars(data: pd.DataFrame, *, title: str = "KLD by the chain rule") 
             color=alt.Color(
                 "part:N",
                 title="Part",
-                sort=["KL marginal", "CPPD given KL"],
+                sort=KLD_PARTS.view_headers("parts"),
                 scale=alt.Scale(range=["#4c78a8", "#f58518"]),
             ),
             order=alt.Order("order:Q"),

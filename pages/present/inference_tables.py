@@ -19,11 +19,18 @@ import pandas as pd
 
 from engine.analysis import kld_parts, paired
 from engine.analysis.compare import PAIR_ORDER_RULE, task_order
+from engine.analysis.inference_columns import (
+    BUDGET_MATCHED,
+    CALIBRATION,
+    KLD_PARTS,
+    TEMPERATURE,
+    TRUTH,
+)
 from engine.analysis.metrics import ECE, LOWER_IS_BETTER, METRIC_LABELS
 from engine.analysis.table_columns import PAIRED
 from engine.methods import method_sort_key
 from pages.present import reviewer_tables as rt
-from pages.present.tables import is_missing_value, method_title, metric_header
+from pages.present.tables import headed_frame, is_missing_value, method_title, metric_header
 
 #: The paired tables' headers are `reviewer_tables.PAIRED_HEADERS`, one mapping for every page.
 CI_HEADER = rt.PAIRED_HEADERS["ci"]
@@ -58,22 +65,21 @@ KLD_PARTS_NOTE = (
     "CPPD-given-KL part is where the relationship enters, and the mutual information (MI) of "
     "a table measures the dependence of CPPD on KL itself (0 = independent)."
 )
-PART_LABELS = {"kl_marginal": "KL marginal", "cppd_given_kl": "CPPD given KL"}
+#: The two parts, key -> label, in the stacked bar's order.
+PART_LABELS: dict[str, str] = {k: KLD_PARTS.column(k).header for k in KLD_PARTS.view("parts")}
 
 
 def kld_parts_frame(parts: pd.DataFrame) -> pd.DataFrame:
     """`engine.analysis.kld_parts.summarise` as a table to read (nats, 4 decimals)."""
-    return pd.DataFrame(
+    cells = {k: parts[k].round(4) for k in KLD_PARTS.view("nats")}
+    return headed_frame(
+        KLD_PARTS,
         {
-            "Method": parts["method"].map(method_title),
-            "Seeds": parts["n_seeds"].astype(int),
-            "KLD": parts["kld"].round(4),
-            "KL marginal": parts["kl_marginal"].round(4),
-            "CPPD given KL": parts["cppd_given_kl"].round(4),
-            "KL-marginal share": [_share(v) for v in parts["marginal_share"]],
-            "MI true": parts["mi_true"].round(4),
-            "MI predicted": parts["mi_pred"].round(4),
-        }
+            **cells,
+            "method": parts["method"].map(method_title),
+            "n_seeds": parts["n_seeds"].astype(int),
+            "marginal_share": [_share(v) for v in parts["marginal_share"]],
+        },
     )
 
 
@@ -275,20 +281,17 @@ def calibration_frame(unc: pd.DataFrame) -> pd.DataFrame:
     """`engine.analysis.calibration.ece_uncertainty` as a table to read (tasks and methods in
     the paper's order)."""
     unc = _in_paper_order(unc)
-    return pd.DataFrame(
+    return headed_frame(
+        CALIBRATION,
         {
-            "Task": unc["task"],
-            "Method": unc["method"].map(method_title),
-            "Seeds": unc["n_seeds"].astype(int),
-            "ECE": unc[ECE].round(4),
-            "95 % CI": [
+            **{k: unc[k].round(4) for k in CALIBRATION.view("scores")},
+            **_task_method(unc),
+            "n_seeds": unc["n_seeds"].astype(int),
+            "ci": [
                 interval_text(lo, hi, 4)
                 for lo, hi in zip(unc["ci_low"], unc["ci_high"], strict=True)
             ],
-            "Floor (calibrated)": unc["floor"].round(4),
-            "Floor, 95th pct": unc["floor_high"].round(4),
-            "ECE − floor": unc["excess"].round(4),
-        }
+        },
     )
 
 
@@ -337,7 +340,7 @@ def calibration_reading(unc: pd.DataFrame) -> str:
 def temperature_frame(scaled: pd.DataFrame) -> pd.DataFrame:
     """`engine.analysis.calibration.temperature_scaling`'s runs averaged over seeds per task
     and method: mean temperature, test ECE and RPS before and after."""
-    columns = ["temperature", "ece_before", "ece_after", "rps_before", "rps_after"]
+    columns = list(TEMPERATURE.view("averaged"))
     grouped = scaled.groupby(["task", "method"], sort=False)
     means = grouped[columns].mean().reset_index()
     means["n"] = grouped.size().to_numpy()
@@ -345,17 +348,15 @@ def temperature_frame(scaled: pd.DataFrame) -> pd.DataFrame:
         range(len(means)), key=lambda i: (means["task"][i], method_sort_key(means["method"][i]))
     )
     means = means.iloc[order]
-    return pd.DataFrame(
+    return headed_frame(
+        TEMPERATURE,
         {
-            "Task": means["task"].to_numpy(),
-            "Method": means["method"].map(method_title).to_numpy(),
-            "Seeds": means["n"].astype(int).to_numpy(),
-            "Temperature": means["temperature"].round(3).to_numpy(),
-            "ECE before": means["ece_before"].round(4).to_numpy(),
-            "ECE after": means["ece_after"].round(4).to_numpy(),
-            "RPS before": means["rps_before"].round(4).to_numpy(),
-            "RPS after": means["rps_after"].round(4).to_numpy(),
-        }
+            **{k: means[k].round(4).to_numpy() for k in columns},
+            "temperature": means["temperature"].round(3).to_numpy(),
+            "task": means["task"].to_numpy(),
+            "method": means["method"].map(method_title).to_numpy(),
+            "n_seeds": means["n"].astype(int).to_numpy(),
+        },
     )
 
 
@@ -382,34 +383,35 @@ TRUTH_NOTE = (
 )
 
 
+def _task_method(table: pd.DataFrame) -> dict[str, pd.Series]:
+    """The task and the method of each row, as a person reads them, by key."""
+    return {"task": table["task"], "method": table["method"].map(method_title)}
+
+
 def _task_method_metric(table: pd.DataFrame) -> dict[str, pd.Series]:
-    """The first three columns of a per-(task, method, metric) table, as a person reads them."""
-    return {
-        "Task": table["task"],
-        "Method": table["method"].map(method_title),
-        "Metric": table["metric"].map(metric_header),
-    }
+    """The first three columns of a per-(task, method, metric) table, as a person reads
+    them, by key."""
+    return {**_task_method(table), "metric": table["metric"].map(metric_header)}
 
 
 def truth_frame(table: pd.DataFrame) -> pd.DataFrame:
     """`engine.analysis.truth.recorded_vs_true` as a table to read."""
     table = _in_paper_order(table)
-    return pd.DataFrame(
+    return headed_frame(
+        TRUTH,
         {
             **_task_method_metric(table),
-            "Seeds": table["n_seeds"].astype(int),
-            "Recorded": table["mean_recorded"].round(4),
-            "True": table["mean_true"].round(4),
-            "Shift": table["shift"].round(4),
-            "Shift vs Nominal": [
+            **{k: table[k].round(4) for k in TRUTH.view("scores")},
+            "n_seeds": table["n_seeds"].astype(int),
+            "shift_vs_nominal": [
                 "" if is_missing_value(v) else f"{float(v):.4f}" for v in table["shift_vs_nominal"]
             ],
-            CI_HEADER: [
+            "ci": [
                 interval_text(lo, hi, 4)
                 for lo, hi in zip(table["ci_low"], table["ci_high"], strict=True)
             ],
-            P_CORRECTED_HEADER: [p_text(v) for v in table["p_corrected"]],
-        }
+            "p_corrected": [p_text(v) for v in table["p_corrected"]],
+        },
     )
 
 
@@ -501,17 +503,18 @@ def budget_unavailable_sentence(n_lacking: int, n_runs: int) -> str:
 def budget_table_frame(table: pd.DataFrame) -> pd.DataFrame:
     """`BudgetMatched.table` as a table to read: the study's mean beside the matched one."""
     table = _in_paper_order(table)
-    return pd.DataFrame(
+    return headed_frame(
+        BUDGET_MATCHED,
         {
             **_task_method_metric(table),
-            "Configurations": table["configs"].astype(int),
-            "As selected": table["mean_study"].round(4),
-            "At matched budget": table["mean_matched"].round(4),
-            "Range over draws": [
+            "configs": table["configs"].astype(int),
+            "mean_study": table["mean_study"].round(4),
+            "mean_matched": table["mean_matched"].round(4),
+            "draws": [
                 interval_text(lo, hi, 4)
                 for lo, hi in zip(table["draw_low"], table["draw_high"], strict=True)
             ],
-        }
+        },
     )
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from engine.analysis import power
+from engine.analysis.inference_columns import POWER
 from engine.analysis.table_columns import PAIRED
 from pages.present.reviewer_tables import NOT_COMPUTED, number_text
 from pages.present.tables import is_missing_value, method_title
@@ -31,20 +32,20 @@ def power_view(plan: pd.DataFrame, target: float = 0.8) -> pd.DataFrame:
     """Seeds needed per pair over ρ (`power.power_table`) as text: a cell per ρ gives the
     seeds at the observed sd and at its upper bound, or the ceiling that ρ imposes."""
     if plan.empty:
-        return pd.DataFrame(columns=["Task", "A − B", "Seeds run", "sd (80 % upper bound)"])
+        return pd.DataFrame(columns=POWER.view_headers("shown"))
     assumed = _assumed_rho(plan)
     rows = []
     keys = list(PAIRED.view("pair_row"))
     for _, part in plan.groupby(keys, sort=False):
         first = part.iloc[0]
-        row = {
-            "Task": first["task"],
-            "A − B": f"{method_title(str(first['method_a']))} − "
+        cells = {
+            "task": first["task"],
+            "pair": f"{method_title(str(first['method_a']))} − "
             f"{method_title(str(first['method_b']))}",
-            "Seeds run": str(int(first["n_seeds"])),
-            "sd (80 % upper bound)": f"{number_text(first['sd_diff'])} "
-            f"({number_text(first['sd_upper'])})",
+            "n_seeds": str(int(first["n_seeds"])),
+            "sd": f"{number_text(first['sd_diff'])} ({number_text(first['sd_upper'])})",
         }
+        row = POWER.headed(cells)
         for r in part.to_dict("records"):
             row[rho_column(float(r["rho"]), str(r["rho_source"]), assumed)] = _plan_cell(r, target)
         rows.append(row)

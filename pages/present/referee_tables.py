@@ -15,6 +15,11 @@ from typing import Any
 import pandas as pd
 
 from engine.analysis import referee
+from engine.analysis.referee_columns import (
+    REFEREE_CORRELATION,
+    REFEREE_COVERAGE,
+    REFEREE_TESTS,
+)
 from engine.methods import method_label
 from engine.referee.design import INIT_DRAWS, TWIN_SUFFIX
 
@@ -23,7 +28,7 @@ NOT_COMPUTED = "n/a"
 #: intervals on independent seeds), or the result predates it.
 NOT_RUN = "not run"
 #: The column that says why a row was not run (only where one was not).
-NOT_RUN_COLUMN = "Not run because"
+NOT_RUN_COLUMN = REFEREE_COVERAGE.column("not_run").header
 #: Said of a procedure the result predates (no rule says what it needs).
 PREDATES = "this result predates it"
 
@@ -80,7 +85,7 @@ def _pairs(rows: pd.DataFrame) -> list[str]:
 
 
 #: The interval table's last number column: how wide an interval is, on the real pairs.
-MEAN_WIDTH = "Mean width (real pairs)"
+MEAN_WIDTH = REFEREE_COVERAGE.column("mean_width").header
 
 
 def coverage_frame(summary: pd.DataFrame) -> pd.DataFrame:
@@ -98,7 +103,8 @@ def coverage_frame(summary: pd.DataFrame) -> pd.DataFrame:
         + pair_title(pair)
         for pair in pairs
     }
-    out = _procedure_records(rows, referee.INTERVALS, "Interval", titles, _mean_width)
+    first = REFEREE_COVERAGE.view_headers("first")[0]
+    out = _procedure_records(rows, referee.INTERVALS, first, titles, _mean_width)
     return _with_reasons(pd.DataFrame(out), MEAN_WIDTH)
 
 
@@ -119,7 +125,7 @@ def tests_frame(summary: pd.DataFrame) -> pd.DataFrame:
     pairs = _pairs(rows)
     first = rows.drop_duplicates("pair").set_index("pair")
     titles = {pair: f"{first.loc[pair, 'measure']}, {pair_title(pair)}" for pair in pairs}
-    out = _procedure_records(rows, referee.TESTS, "Test", titles)
+    out = _procedure_records(rows, referee.TESTS, REFEREE_TESTS.view_headers("first")[0], titles)
     return _with_reasons(pd.DataFrame(out), None)
 
 
@@ -207,21 +213,20 @@ def correlation_frame(summary: pd.DataFrame) -> pd.DataFrame:
         by = part.set_index("procedure")
         realised = by.loc[referee.RHO_REALISED]
         rho = float(realised["value"])
-        out.append(
-            {
-                "Pair": ("null: " if bool(realised["null"]) else "") + pair_title(str(pair)),
-                "ρ realised [95% CI]": (
-                    f"{rho:.2f} [{float(realised['low']):.2f}, {float(realised['high']):.2f}]"
-                    if not _missing(rho)
-                    else NOT_COMPUTED
-                ),
-                "r = ρ/(1 − ρ) realised": _number(rho / (1 - rho) if rho < 1 else math.inf, 2),
-                "ρ assumed (n_test/n)": _number(float(by.loc[referee.RHO_ASSUMED]["value"]), 2),
-                "ρ from shared training films": _number(
-                    float(by.loc[referee.RHO_TRAINING]["value"]), 2
-                ),
-            }
-        )
+        cells = {
+            "pair": ("null: " if bool(realised["null"]) else "") + pair_title(str(pair)),
+            referee.RHO_REALISED: (
+                f"{rho:.2f} [{float(realised['low']):.2f}, {float(realised['high']):.2f}]"
+                if not _missing(rho)
+                else NOT_COMPUTED
+            ),
+            "r_realised": _number(rho / (1 - rho) if rho < 1 else math.inf, 2),
+            **{
+                key: _number(float(by.loc[key]["value"]), 2)
+                for key in (referee.RHO_ASSUMED, referee.RHO_TRAINING)
+            },
+        }
+        out.append(REFEREE_CORRELATION.headed(cells))
     return pd.DataFrame(out)
 
 

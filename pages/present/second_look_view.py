@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from engine.analysis.inference_columns import SECOND_LOOK
+from pages.present.tables import headed_frame
+
 #: What the page says above the list.
 LIST_NOTE = (
     "Test films most worth a second look: first those where the models' grade is two or more "
@@ -30,20 +33,21 @@ def range_text(lo: int, hi: int, task: str) -> str:
 
 def list_frame(ranked: pd.DataFrame, task: str) -> pd.DataFrame:
     """The ranked films with display headers."""
-    return pd.DataFrame(
+    return headed_frame(
+        SECOND_LOOK,
         {
-            "Rank": ranked["rank"],
-            "Film": ranked["image_id"].astype(str),
-            "Recorded": [f"{task} {g}" for g in ranked["label"]],
-            "Models' grade": [f"{task} {g}" for g in ranked["consensus"]],
-            "Each seed": [seed_grades_text(g, task) for g in ranked["seed_grades"]],
-            "Likely range": [
+            "rank": ranked["rank"],
+            "image_id": ranked["image_id"].astype(str),
+            "label": [f"{task} {g}" for g in ranked["label"]],
+            "consensus": [f"{task} {g}" for g in ranked["consensus"]],
+            "seed_grades": [seed_grades_text(g, task) for g in ranked["seed_grades"]],
+            "range": [
                 range_text(lo, hi, task)
                 for lo, hi in zip(ranked["range_lo"], ranked["range_hi"], strict=True)
             ],
-            "Seed spread": ranked["spread"],
-            "≥ 2 grades from label": ranked["far"].map({True: "yes", False: ""}),
-        }
+            "spread": ranked["spread"],
+            "far": ranked["far"].map({True: "yes", False: ""}),
+        },
     )
 
 

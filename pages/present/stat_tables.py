@@ -17,6 +17,12 @@ import numpy as np
 import pandas as pd
 
 from engine.analysis.compare import sort_by_method
+from engine.analysis.method_test_columns import (
+    KLD_SENSITIVITY,
+    KLD_TESTS,
+    METHOD_TESTS,
+    kld_at_eps_header,
+)
 from engine.analysis.metrics import MAE
 from engine.analysis.probability_metrics import PROBABILITY_LABELS, PROBABILITY_METRICS
 from engine.analysis.stats import CORRECTIONS
@@ -164,7 +170,7 @@ def kld_tests_frame(shapiro: Any, kruskal: Any, wilcoxon: Any) -> pd.DataFrame:
                 "p": r.p_adj,
             }
         )
-    return pd.DataFrame(rows, columns=["test", "models", "statistic", "p"])
+    return pd.DataFrame(rows, columns=list(KLD_TESTS.view("shown")))
 
 
 def relationship_latex(summary: pd.DataFrame, table7: pd.DataFrame, eps: float) -> str:
@@ -192,7 +198,7 @@ def relationship_latex(summary: pd.DataFrame, table7: pd.DataFrame, eps: float) 
             "ones obtained from the predictions.",
             label="tab:kld_stats",
             digits=3,
-            headers={"test": "Statistical test", "models": "Model(s)", "statistic": "Statistic"},
+            headers=KLD_TESTS.headers(),
         )
     )
 
@@ -219,33 +225,12 @@ def no_joint_reason(tasks_run: set[str], partial: bool) -> str:
     )
 
 
-# Column headers of the statistics tables as shown on the pages.
-TEST_HEADERS: dict[str, str] = {
-    "method": "Method",
-    "n": "n",
-    "normal": "Looks normal",
-    "test": "Test",
-    "methods": "Methods",
-    "method_a": "Method A",
-    "method_b": "Method B",
-    "n_seeds": "Paired seeds",
-    "median_diff": "Median A − B",
-    "statistic": "Statistic",
-    "p_adj": "Adjusted p",
-    "correction": "Correction",
-    "significant": "Differ (α = 0.05)",
-    "factor": "Factor",
-    "group1": "Method A",
-    "group2": "Method B",
-    "meandiff": "Mean B − A",
-    "lower": "95% CI low",
-    "upper": "95% CI high",
-    "reject": "Differ (α = 0.05)",
-    "mean": "Mean",
-}
+#: Column headers of the statistics tables as shown on the pages
+#: (`engine.analysis.method_test_columns.METHOD_TESTS`).
+TEST_HEADERS: dict[str, str] = METHOD_TESTS.headers()
 
 
-P_COLUMNS = frozenset({"p", "p_adj"})
+P_COLUMNS = frozenset(METHOD_TESTS.view("p_values"))
 
 
 def format_test_table(table: pd.DataFrame) -> pd.DataFrame:
@@ -394,13 +379,12 @@ def kld_sensitivity_frame(sensitivity: pd.DataFrame) -> pd.DataFrame:
     order = list(pd.unique(sensitivity["method"]))
     at_eps = sensitivity.pivot_table(index="method", columns="eps", values="kld", aggfunc="mean")
     at_eps = at_eps[sorted(at_eps.columns, reverse=True)]
-    at_eps.columns = [f"KLD at ε = {eps:g}" for eps in at_eps.columns]
+    at_eps.columns = [kld_at_eps_header(eps) for eps in at_eps.columns]
     per_seed = sensitivity.drop_duplicates(["method", "seed"]).groupby("method")
-    extra = per_seed[["missed_mass", "kld_smoothed"]].mean()
-    extra.columns = ["Missed share", "Smoothed KLD (Jeffreys)"]
+    extra = per_seed[list(KLD_SENSITIVITY.view("after_eps"))].mean()
     shown = at_eps.join(extra).loc[order].round(4).reset_index()
     return shown.assign(method=shown["method"].map(method_title)).rename(
-        columns={"method": "Method"}
+        columns=KLD_SENSITIVITY.headers()
     )
 
 

@@ -42,6 +42,7 @@ from engine.analysis.metrics import (
     get_metric,
 )
 from engine.analysis.table_columns import TABLE4
+from engine.analysis.table_vocabulary import TableVocabulary
 from engine.methods import hyperparameters, is_registered, method_label, order_methods
 from jobs.services.csv_safe import escape_csv_cells
 from pages.present.user_text import plain
@@ -355,6 +356,14 @@ def mean_std_text(mean: Any, std: Any, digits: int) -> str:
 ONE_SEED_NOTE = (
     "With one seed a cell is that seed's value alone: a standard deviation needs at least 2 seeds."
 )
+
+
+def headed_frame(
+    table: TableVocabulary, cells: Mapping[str, Any], view: str = "shown"
+) -> pd.DataFrame:
+    """A table to read: ``cells`` (key -> one column's values, already written as text or
+    rounded) in the order of ``table``'s ``view``, under the headers the engine declares."""
+    return pd.DataFrame(table.headed(cells, view))
 
 
 def is_missing_value(value: Any) -> bool:
