@@ -12,6 +12,7 @@ import pandas as pd
 
 from engine.analysis import compare, explorer, kld_parts, relationship
 from engine.analysis import probability_metrics as pm
+from engine.analysis.inference_columns import KLD_PARTS
 from engine.analysis.metrics import LOWER_IS_BETTER, METRIC_LABELS
 from engine.analysis.ranking import BLOCKING_SENTENCE, CriticalDifference, critical_difference
 from jobs.services.report_record import ReportInputs, StudyReportInputs
@@ -278,7 +279,8 @@ def kld_table(summary: pd.DataFrame, parts: pd.DataFrame) -> pd.DataFrame:
     method, where two tables of the same rows took twice the height. The parts' own KLD
     column is the summary's mean KLD again, so it is not repeated."""
     shown = stat_tables.relationship_summary_shown(summary)
-    chain = inference_tables.kld_parts_frame(parts).drop(columns=["Seeds", "KLD"])
+    repeated = [KLD_PARTS.column(key).header for key in ("n_seeds", "kld")]
+    chain = inference_tables.kld_parts_frame(parts).drop(columns=repeated)
     return shown.merge(chain, on="Method", how="left")
 
 
