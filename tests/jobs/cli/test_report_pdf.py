@@ -9,6 +9,7 @@ import subprocess
 
 import pytest
 
+from engine.analysis.table_columns import ENDPOINT, PAIRED
 from jobs.cli.report_command import find_chromium
 from store.bundle import REFERENCE_STUDY, import_study
 from store.db import init_schema
@@ -48,6 +49,15 @@ def test_the_reference_pdf_prints_inconclusive_in_a_table_row(pdf_text):
 
 def test_the_reference_pdf_keeps_every_tables_last_columns(pdf_text):
     # The last columns of the endpoint's two tables and of the KLD pairs print: nothing cut.
-    for header in ("Significant after Holm", "TOST", "p corrected (Holm)"):
+    # A long header wraps in print ("Significant after" over "Holm"), so its first words are
+    # looked for, and every endpoint row must end in that column's yes or no.
+    significant = ENDPOINT.column("significant").header
+    for header in (
+        " ".join(significant.split()[:2]),
+        PAIRED.column("p_tost").header,
+        PAIRED.column("p_corrected_holm").header,
+    ):
         assert header in pdf_text, header
+    row = re.compile(r"^\s*(KL|CPPD)\s+\w+\s+20\s+\S+\s+\[.*\]\s+\w+\s+\S+\s+(yes|no)\s*$", re.M)
+    assert len(row.findall(pdf_text)) == 8, pdf_text[:3000]  # 4 methods x 2 tasks
     assert "Appendix: every other pair of methods" in pdf_text
