@@ -39,16 +39,6 @@ KLD_PARTS: TableVocabulary = TableVocabulary(
         Column("mi_pred", "MI predicted", meaning="mutual information, predicted table"),
     ),
     {
-        "shown": (
-            "method",
-            "n_seeds",
-            "kld",
-            "kl_marginal",
-            "cppd_given_kl",
-            "marginal_share",
-            "mi_true",
-            "mi_pred",
-        ),
         # The two parts, in the stacked bar's order.
         "parts": kld_parts.PARTS,
         # The columns in nats (written to 4 decimals).
@@ -74,7 +64,6 @@ CALIBRATION: TableVocabulary = TableVocabulary(
         Column("excess", "ECE − floor", meaning="the ECE above the floor"),
     ),
     {
-        "shown": ("task", "method", "n_seeds", ECE, "ci", "floor", "floor_high", "excess"),
         # The ECEs, each a number to 4 decimals.
         "scores": (ECE, "floor", "floor_high", "excess"),
     },
@@ -93,16 +82,6 @@ TEMPERATURE: TableVocabulary = TableVocabulary(
         Column("rps_after", "RPS after", meaning="test RPS after scaling"),
     ),
     {
-        "shown": (
-            "task",
-            "method",
-            "n_seeds",
-            "temperature",
-            "ece_before",
-            "ece_after",
-            "rps_before",
-            "rps_after",
-        ),
         # What is averaged over a task's and method's runs.
         "averaged": ("temperature", "ece_before", "ece_after", "rps_before", "rps_after"),
     },
@@ -128,18 +107,6 @@ TRUTH: TableVocabulary = TableVocabulary(
         PAIRED.column("p_corrected"),
     ),
     {
-        "shown": (
-            "task",
-            "method",
-            "metric",
-            "n_seeds",
-            "mean_recorded",
-            "mean_true",
-            "shift",
-            "shift_vs_nominal",
-            "ci",
-            "p_corrected",
-        ),
         # The scores, each a number to 4 decimals.
         "scores": ("mean_recorded", "mean_true", "shift"),
     },
@@ -156,17 +123,6 @@ BUDGET_MATCHED: TableVocabulary = TableVocabulary(
         Column("mean_matched", "At matched budget", meaning="mean over draws at matched budget"),
         Column("draws", "Range over draws", meaning="the draws' range in one cell"),
     ),
-    {
-        "shown": (
-            "task",
-            "method",
-            "metric",
-            "configs",
-            "mean_study",
-            "mean_matched",
-            "draws",
-        )
-    },
 )
 
 #: What a search selects by, as the budget tables name it ("validation AMAE").
@@ -234,18 +190,6 @@ SECOND_LOOK: TableVocabulary = TableVocabulary(
         Column("spread", "Seed spread", meaning="how much the seeds' models disagree"),
         Column("far", "≥ 2 grades from label", meaning="the models' grade is 2+ from the label"),
     ),
-    {
-        "shown": (
-            "rank",
-            "image_id",
-            "label",
-            "consensus",
-            "seed_grades",
-            "range",
-            "spread",
-            "far",
-        )
-    },
 )
 
 # --------------------------------------------------------------------------------------------
@@ -261,7 +205,6 @@ POWER: TableVocabulary = TableVocabulary(
         Column("n_seeds", "Seeds run", meaning="seeds both methods ran"),
         Column("sd", "sd (80 % upper bound)", meaning="sd of the differences and its upper bound"),
     ),
-    {"shown": ("task", "pair", "n_seeds", "sd")},
 )
 
 #: Every table declared here.

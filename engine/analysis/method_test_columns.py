@@ -55,7 +55,6 @@ KLD_TESTS: TableVocabulary = TableVocabulary(
         Column("statistic", "Statistic", meaning="W, H or the signed-rank statistic"),
         Column("p", "p", meaning="its p (pairwise: the adjusted p)"),
     ),
-    {"shown": ("test", "models", "statistic", "p")},
 )
 
 

@@ -59,15 +59,6 @@ REFEREE_CORRELATION: TableVocabulary = TableVocabulary(
             meaning="the part of ρ shared training films alone give",
         ),
     ),
-    {
-        "shown": (
-            "pair",
-            referee.RHO_REALISED,
-            "r_realised",
-            referee.RHO_ASSUMED,
-            referee.RHO_TRAINING,
-        )
-    },
 )
 
 # `softgrade calibrate-sets` prints its summary under the keys (the CSV's columns).

@@ -529,7 +529,6 @@ FRIEDMAN: TableVocabulary = TableVocabulary(
         Column("p", "p", meaning="its p"),
         Column("kendall_w", "Kendall's W", meaning="χ² / (n (k − 1)): agreement of the ranks"),
     ),
-    {"shown": ("task", "n_methods", "n_blocks", "chi2", "p", "kendall_w")},
 )
 
 ANOVA: TableVocabulary = TableVocabulary(
@@ -579,18 +578,6 @@ CONFIGURATIONS: TableVocabulary = TableVocabulary(
         Column("duration_s", "Training time (s)", meaning="wall-clock seconds of the run"),
         Column("selected", "Selected", meaning="whether the run is the search's selected model"),
     ),
-    {
-        "shown": (
-            "config_index",
-            *explorer.SEARCH_PARAMS,
-            "val_amae",
-            "rank",
-            "epochs_run",
-            "best_epoch",
-            "duration_s",
-            "selected",
-        )
-    },
 )
 
 # --------------------------------------------------------------------------------------------
@@ -621,8 +608,6 @@ RELATIONSHIP: TableVocabulary = TableVocabulary(
         ),
         Column("mae_std", "Cell-count MAE sd", meaning="its sd over seeds", latex="MAE std"),
     ),
-    # The page's and the report's table, and the CSV export's columns.
-    {"shown": ("method", "n_seeds", "kld_mean", "kld_std", "mae_mean", "mae_std")},
 )
 
 GRADE_SETS: TableVocabulary = TableVocabulary(
@@ -639,16 +624,6 @@ GRADE_SETS: TableVocabulary = TableVocabulary(
     ),
     # The Grade sets tab's per-method table (per-grade coverage columns follow them).
     {
-        "shown": (
-            "task",
-            "method",
-            "score",
-            "n_seeds",
-            "coverage",
-            "mean_size",
-            "singleton_share",
-            "range_share",
-        ),
         # What `softgrade sets` prints (its CSV has every column).
         "printed": (
             "task",

@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TypeVar
 
+#: The view a surface shows when it names none: every column with a header, in declaration
+#: order, unless the table declares it otherwise.
+SHOWN = "shown"
 #: Whatever a surface puts under a header: a cell's text, or a column of values.
 V = TypeVar("V")
 
@@ -42,6 +45,8 @@ class Column:
 class TableVocabulary:
     """A table's columns and its views: view name -> the keys that view shows, in order.
 
+    A table without a ``shown`` view shows every column that has a header, in the order
+    declared (`SHOWN`), so only a view that leaves columns out or reorders them is written.
     Every key a view names must be a declared column, and no view names a key twice; a
     mistake raises `ValueError` when the module declaring the table is imported.
     """
@@ -65,7 +70,8 @@ class TableVocabulary:
             if len(set(shown)) != len(shown):
                 raise ValueError(f"table {self.name!r}, view {view!r} names a column twice")
         # Frozen all the way down: a view's order cannot be changed by a reader.
-        object.__setattr__(self, "views", MappingProxyType(dict(self.views)))
+        views = {SHOWN: tuple(c.key for c in self.columns if c.header), **self.views}
+        object.__setattr__(self, "views", MappingProxyType(views))
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -100,7 +106,7 @@ class TableVocabulary:
         """The headers of view ``name``, in order."""
         return [self.column(k).header for k in self.view(name)]
 
-    def headed(self, cells: Mapping[str, V], view: str = "shown") -> dict[str, V]:
+    def headed(self, cells: Mapping[str, V], view: str = SHOWN) -> dict[str, V]:
         """``cells`` (key -> a value, or a column's values) of view ``view``, in its order,
         keyed by header: a row or a frame's columns as a reader reads them."""
         return {self.column(k).header: cells[k] for k in self.view(view)}

@@ -91,3 +91,17 @@ def test_the_header_templates_name_their_value() -> None:
     assert inference_columns.one_per_rate_header("0.001, 0.01") == (
         "One per learning rate (0.001, 0.01)"
     )
+
+
+def test_a_table_without_a_shown_view_shows_its_headed_columns_in_order() -> None:
+    table = TableVocabulary(
+        "t",
+        (
+            Column("task", "Task", meaning="t"),
+            Column("raw", "", meaning="a CSV-only quantity"),
+            Column("p", "p value", meaning="p"),
+        ),
+        {"other": ("p",)},
+    )
+    assert table.view("shown") == ("task", "p")
+    assert TableVocabulary("u", table.columns, {"shown": ("p",)}).view("shown") == ("p",)
