@@ -48,7 +48,12 @@ from pages.widgets.reads import cached_jobs, cached_run_costs, store_path
 from pages.widgets.seed_planner import how_many_seeds
 from pages.widgets.shell import link_to_page, page_title, run_inside_shell
 from pages.widgets.sign_in import require_page
-from pages.widgets.workers import NO_WORKER_HOW, warn_if_no_worker, worker_has_gpu
+from pages.widgets.workers import (
+    queue_wait_text,
+    show_queue_wait,
+    warn_if_no_worker,
+    worker_has_gpu,
+)
 
 
 def study_inputs(path: Path) -> tuple[dict[str, Any], str, dict[str, int], str | None]:
@@ -158,7 +163,7 @@ def show_queue(
             "the settings above differ from it, so queuing them makes a new job."
         )
     if not worker_alive and spec is not None:
-        st.caption("No worker is running, so the study will wait in the queue until one starts.")
+        st.caption(queue_wait_text())
 
 
 def show_queued(last: dict[str, Any], name: str, path: Path, *, worker_alive: bool) -> None:
@@ -185,7 +190,7 @@ def show_queued(last: dict[str, Any], name: str, path: Path, *, worker_alive: bo
             "pages/queue.py", "Follow its progress on the Jobs page", ":material/list_alt:"
         )
         if not worker_alive:
-            st.warning(f"It will wait in the queue until a worker starts. {NO_WORKER_HOW}")
+            show_queue_wait()
         st.button(
             "Queue the same study again",
             key="launch_again",

@@ -33,7 +33,7 @@ from pages.widgets.reads import (
 )
 from pages.widgets.shell import link_to_page, page_title, run_inside_shell
 from pages.widgets.sign_in import require_page
-from pages.widgets.workers import NO_WORKER_HOW, NO_WORKER_TITLE, alive_workers
+from pages.widgets.workers import alive_workers, show_no_worker
 
 REFRESH_S = 2.0
 # Session key: the result page a Results button asked to open (see `ask_to_open`).
@@ -202,7 +202,7 @@ def render_jobs() -> None:
         link_to_page("pages/launch.py", "Launch a study", ":material/rocket_launch:")
         return
     if workers.empty and jobs["status"].isin(["queued", "running"]).any():
-        st.error(f"**{NO_WORKER_TITLE}** {NO_WORKER_HOW}", icon=":material/power_off:")
+        show_no_worker()
     st.caption(job_counts_caption(jobs["status"]))
     if st.session_state.get("queue_hide_finished"):
         jobs = jobs[jobs["status"].isin(["queued", "running"])]

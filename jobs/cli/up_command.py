@@ -17,6 +17,7 @@ from pathlib import Path
 from jobs.cli.arg_types import add_executor_args, add_whole_arg, whole_from
 from jobs.cli.cli_store import open_store
 from jobs.services.access import BEHIND_PROXY, SERVED_HOST_ENV, refuse_unprotected_host
+from jobs.services.up_worker import UP_LAUNCHED_ENV
 from store import jobs as store_jobs
 from store.db import STORE_ENV
 from store.users import has_accounts
@@ -68,7 +69,9 @@ def cmd_up(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     children: list[subprocess.Popen] = []
     try:
-        app_proc = subprocess.Popen(_app_command(args), env={**os.environ, SERVED_HOST_ENV: served})
+        # The pages say "a worker is starting" until the first worker beats (up_worker.py).
+        app_env = {**os.environ, SERVED_HOST_ENV: served, UP_LAUNCHED_ENV: str(time.time())}
+        app_proc = subprocess.Popen(_app_command(args), env=app_env)
         children.append(app_proc)
         gate = FirstWorkerGate(launched=time.monotonic())
         worker: subprocess.Popen | None = None

@@ -15,7 +15,7 @@ from jobs.services.describe import format_devices
 from jobs.services.page_store import Account, StoreError
 from pages.present.user_text import code, said
 from pages.widgets.reads import cached_jobs, store_path
-from pages.widgets.workers import NO_WORKER_HOW, NO_WORKER_TITLE, alive_workers
+from pages.widgets.workers import alive_workers, show_no_worker
 
 SIDEBAR_REFRESH_S = 5.0
 
@@ -104,7 +104,7 @@ def _sidebar_status(path: str) -> None:
         st.warning(f"The store cannot be read right now: {said(exc)}")
         return
     if workers.empty:
-        st.error(f"{NO_WORKER_TITLE} {NO_WORKER_HOW}", icon=":material/power_off:")
+        show_no_worker(bold=False)
     else:
         for _, w in workers.iterrows():
             devices = format_devices(json.loads(w.devices))

@@ -4,6 +4,7 @@ warning with how to start one."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -11,6 +12,7 @@ import streamlit as st
 
 from jobs.services.page_store import StoreError
 from jobs.services.page_store import alive_workers as store_alive_workers
+from jobs.services.up_worker import worker_starting
 from pages.present.user_text import said
 
 WORKER_ALIVE_WITHIN_S = 30.0
@@ -23,6 +25,34 @@ NO_WORKER_HOW = (
     "Start one in a terminal, in the SoftGrade folder: `python -m jobs worker` "
     "(or `python -m jobs up` starts the app and a worker together)."
 )
+
+WORKER_STARTING = (
+    "A worker is starting: `python -m jobs up` starts one a few seconds after the app. "
+    "Queued studies begin once it is up."
+)
+
+
+def queue_wait_text() -> str:
+    """Why a study queued now waits, while no worker beats (the Launch page says it)."""
+    if worker_starting(time.time()):
+        return "The worker is still starting; the study begins once it is up."
+    return f"The study will wait in the queue until a worker starts. {NO_WORKER_HOW}"
+
+
+def show_queue_wait() -> None:
+    """Under a study just queued while no worker beats: that it waits, and for what."""
+    starting = worker_starting(time.time())
+    (st.info if starting else st.warning)(queue_wait_text())
+
+
+def show_no_worker(*, bold: bool = True) -> None:
+    """What a page says while no worker beats: right after `python -m jobs up`, that its
+    worker is starting; otherwise that none runs, and how to start one."""
+    if worker_starting(time.time()):
+        st.info(WORKER_STARTING, icon=":material/hourglass_top:")
+        return
+    title = f"**{NO_WORKER_TITLE}**" if bold else NO_WORKER_TITLE
+    st.error(f"{title} {NO_WORKER_HOW}", icon=":material/power_off:")
 
 
 @st.cache_data(ttl=3, show_spinner=False)
@@ -70,4 +100,4 @@ def _no_worker_message(path: str) -> None:
     except StoreError:
         return  # a busy store: the page's first reading already said what it could
     if not alive:
-        st.error(f"**{NO_WORKER_TITLE}** {NO_WORKER_HOW}", icon=":material/power_off:")
+        show_no_worker()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from engine.methods import FAMILIES
 from engine.study_settings import PHANTOM_SIZE, SEED_COUNT, TRAINING_NUMBERS
+from jobs.services.up_worker import UP_LAUNCHED_ENV
 from pages.present.study_form import chosen_methods, family_key, method_widget_values
 from store import datasets as store_datasets
 from store import jobs as store_jobs
@@ -256,6 +258,15 @@ def test_without_a_worker_the_page_says_how_to_start_one(path):
     errors = _texts(at.error)
     assert "No worker is running" in errors and "python -m jobs worker" in errors
     assert "wait in the queue until a worker starts" in _texts(at.warning)
+
+
+def test_right_after_up_the_page_says_the_worker_is_starting_not_missing(path, monkeypatch):
+    monkeypatch.setenv(UP_LAUNCHED_ENV, str(time.time()))
+    at = _submit(_page().run())
+    assert "No worker is running" not in _texts(at.error)
+    assert "A worker is starting" in _texts(at.info)
+    assert "The worker is still starting" in _texts(at.info)
+    assert not _texts(at.warning)
 
 
 @pytest.mark.parametrize(("device", "warned"), [("auto", "would run on its CPU"), ("cpu", None)])

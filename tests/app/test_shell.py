@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from jobs.services import access
+from jobs.services.up_worker import STARTING_WITHIN_S, UP_LAUNCHED_ENV
+from pages.widgets.workers import WORKER_STARTING
 from store import jobs as store_jobs
 from store.db import default_store_path, init_schema
 
@@ -38,6 +41,17 @@ def test_shell_without_worker_warns_and_says_how_to_start_one(home):
     assert [m.value for m in at.sidebar.metric] == ["0 · 0"]
     assert any(str(home) in c.value for c in at.sidebar.caption)
     assert at.title[0].value == "Launch a study"  # the default page
+
+
+def test_right_after_up_the_sidebar_says_its_worker_is_starting(home, monkeypatch):
+    monkeypatch.setenv(UP_LAUNCHED_ENV, str(time.time()))
+    at = _app().run()
+    assert not at.exception
+    assert not [e.value for e in at.sidebar.error]
+    assert any(WORKER_STARTING in i.value for i in at.sidebar.info)
+    monkeypatch.setenv(UP_LAUNCHED_ENV, str(time.time() - STARTING_WITHIN_S - 1))
+    at.run()
+    assert any("No worker is running" in e.value for e in at.sidebar.error)
 
 
 def test_shell_with_alive_worker_shows_its_devices(home):
