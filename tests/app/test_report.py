@@ -9,9 +9,11 @@ from html import unescape
 import duckdb
 import pytest
 
+from engine.analysis.compare import PAIR_ORDER_RULE
 from jobs.cli.main import main as cli_main
 from jobs.services.report_inputs import gather_report_inputs
 from pages.present import report
+from pages.present.report.comparisons import favours_a_text
 from store.db import init_schema
 from tests.helpers.reports import SNAKE_CASE, table_cells
 from tests.helpers.synthetic_study import write_synthetic_study
@@ -80,6 +82,18 @@ def test_the_report_reads_the_paired_comparisons_primary_endpoint_first(html):
     # The bootstrap leaves the paired tables for its own, labelled one after them.
     boot = paired.index("Film-sampling bootstrap 95 % interval")
     assert boot > paired.index("Each method against") and "95 % CI (bootstrap)" not in paired
+
+
+@whole_report
+def test_the_paired_notes_say_which_sign_of_a_difference_favours_which_method(html):
+    paired = unescape(html[html.index('id="paired"') : html.index('id="critical-difference"')])
+    assert PAIR_ORDER_RULE in paired
+    assert "AMAE is lower when better, so a negative difference favours A" in paired
+
+
+def test_the_sign_of_a_difference_that_favours_a_follows_the_metrics_direction():
+    assert "negative difference favours A" in favours_a_text("amae", "AMAE")
+    assert "positive difference favours A" in favours_a_text("qwk", "QWK")
 
 
 @whole_report

@@ -11,6 +11,7 @@ import pandas as pd
 
 import pages.present.report.common as common
 from engine.analysis import paired
+from engine.analysis.compare import PAIR_ORDER_RULE
 from engine.analysis.metrics import METRIC_LABELS
 from engine.analysis.table_columns import ENDPOINT, PAIRED
 from jobs.services.report_record import ReportInputs, StudyReportInputs
@@ -63,6 +64,7 @@ def paired_section(inputs: ReportInputs) -> list[str]:
         ]
 
     notes = (
+        f"Differences: {PAIR_ORDER_RULE}; {favours_a_text(PRIMARY, metric)}. "
         f"Corrected CI: {paired.MEAN_CI_KIND}; it assumes the between-seed correlation ρ "
         "shown (ρ assumed), which one dataset cannot measure, so each p is also given at "
         "ρ = 0, 0.09 and 0.17 (the variance's r = ρ/(1 − ρ) = 0, 0.1, 0.2) with the "
@@ -78,6 +80,16 @@ def paired_section(inputs: ReportInputs) -> list[str]:
         "Statistics tab and its exports give the same comparisons for every other metric."
     )
     return [*per_study(inputs, part), rh.paragraph(notes, note=True)]
+
+
+def favours_a_text(metric: str, label: str) -> str:
+    """Which sign of an A − B difference on ``metric`` (shown as ``label``) favours A."""
+    lower = metric in paired.LOWER_BETTER
+    return (
+        f"{label} is {'lower' if lower else 'higher'} when better, so a "
+        f"{'negative' if lower else 'positive'} difference favours A (against Nominal: the "
+        "method)"
+    )
 
 
 def reference_method(table: pd.DataFrame) -> str:
