@@ -19,7 +19,7 @@ from jobs.services.access import AccessDenied, Action, can
 from jobs.services.page_store import Account, StoreError, Study, get_study
 from pages.present.user_text import plain, said
 from pages.widgets.pickers import cached_study_card, forget, picker_labels
-from pages.widgets.reads import cached_studies, clear_job_caches, store_path
+from pages.widgets.reads import cached_studies, clear_job_caches, forget_studies, store_path
 from pages.widgets.sign_in import current_account
 
 PICK_KEY = "manage_study"
@@ -32,7 +32,7 @@ def say(kind: str, text: str) -> None:
 
 
 def _forget_caches() -> None:
-    cached_studies.clear()
+    forget_studies()
     cached_study_card.clear()
     clear_job_caches()
 

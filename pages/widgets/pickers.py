@@ -36,6 +36,7 @@ from pages.widgets.reads import (
     cached_group_counts,
     cached_studies,
     cached_study_methods,
+    forget_studies,
 )
 
 
@@ -56,7 +57,7 @@ def _studies_with_selected_runs(path: str) -> pd.DataFrame:
     done = studies[studies["runs_selected"] > 0]
     request = st.session_state.get(REQUESTED_STUDY)
     if done.empty or (request is not None and request[0] not in set(done["study_id"])):
-        cached_studies.clear()
+        forget_studies()
         studies = cached_studies(path, include_archived=True)
         done = studies[studies["runs_selected"] > 0]
     return done.reset_index(drop=True)
@@ -276,7 +277,7 @@ def explain_vanished_studies(
     else:
         forget(key)  # the picker opens on its default
     try:
-        cached_studies.clear()  # the few-seconds cache may still hold a deleted study
+        forget_studies()  # the few-seconds cache may still hold a deleted study
         known = cached_studies(path, include_archived=True).set_index("study_id")
     except StoreError:
         known = pd.DataFrame(columns=["archived_at"])
@@ -529,7 +530,7 @@ def reference_offer(path: str, *, first: bool) -> None:
         except (StoreError, AccessDenied) as exc:
             st.error(f"The reference study could not be loaded: {said(exc)}")
             return
-        cached_studies.clear()
+        forget_studies()
         # Say it was loaded and show it (issue 39: no confirmation, and the picker kept the
         # study it had): the pickers take it as the Jobs page's links ask for a study.
         if (loaded := reference_study_id()) is not None:

@@ -125,9 +125,31 @@ def clear_job_caches() -> None:
 RESULTS_TTL_S = 10  # a running study adds seeds; result pages re-read at most this often
 
 
-@st.cache_data(ttl=RESULTS_TTL_S, show_spinner=False)
 def cached_studies(path: str, include_archived: bool = False) -> pd.DataFrame:
-    """Every study (archived ones only if asked) with its status and run counts."""
+    """Every study (archived ones only if asked) with its status and run counts.
+
+    Read again as soon as any job changes status (the jobs are re-read every 2 s), not only
+    every `RESULTS_TTL_S`: a study whose job just finished must not read as still running
+    on a result page opened a moment later, beside all its seeds finished."""
+    return _studies(path, include_archived, _job_statuses(path))
+
+
+def forget_studies() -> None:
+    """Forget the cached study list (after this session changed, or found gone, a study)."""
+    _studies.clear()
+
+
+def _job_statuses(path: str) -> tuple[tuple[str, str], ...]:
+    """Each job's id and status: what a study's status follows."""
+    jobs = cached_jobs(path)
+    return tuple(zip(jobs["job_id"].astype(str), jobs["status"].astype(str), strict=True))
+
+
+@st.cache_data(ttl=RESULTS_TTL_S, show_spinner=False)
+def _studies(
+    path: str, include_archived: bool, job_statuses: tuple[tuple[str, str], ...]
+) -> pd.DataFrame:
+    """`cached_studies`' read, keyed on the jobs' statuses too."""
     return list_studies(include_archived=include_archived, path=path)
 
 

@@ -7,7 +7,10 @@ from streamlit.testing.v1 import AppTest
 
 from engine.analysis import compare
 from pages.present import tables
+from pages.widgets.reads import cached_jobs
+from store import jobs as store_jobs
 from store import runs as store_runs
+from store.jobs import JobStatus
 from tests.helpers.pages import TIMEOUT_S, make_store, run_page, texts
 
 PAGE = "../../pages/compare.py"
@@ -107,6 +110,21 @@ def test_compare_page_running_study_shows_finished_seeds_as_partial(tmp_path, mo
     assert "still running" in warning and "2 of 4 seeds finished (seeds 0, 1)" in warning
     assert "partial" in warning
     assert set(at.table[0].value["Seeds"]) == {"2"}  # the half-done seed 2 is left out
+
+
+def test_a_study_whose_job_just_finished_no_longer_reads_as_running(tmp_path, monkeypatch):
+    # The study list is cached for seconds; a job that ends must not leave "still running"
+    # beside every seed finished on the next click (seen on a Compare opened after Jobs).
+    make_store(tmp_path, seeds=(0, 1), finished_seeds=2)
+    at = run_page(tmp_path, monkeypatch)
+    assert "still running" in texts(at, "warning")
+    store = tmp_path / "softgrade.duckdb"
+    (job_id,) = store_jobs.list_jobs(path=store)["job_id"]
+    store_jobs.finish_job(job_id, JobStatus.SUCCEEDED, path=store)
+    cached_jobs.clear()  # the jobs' 2 s have passed; the study list's 10 s have not
+    at.run()
+    assert not at.exception
+    assert "still running" not in texts(at, "warning")
 
 
 def test_compare_page_without_results_says_how_to_get_some(tmp_path, monkeypatch):

@@ -7,7 +7,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from pages.widgets.reads import cached_studies
+from pages.widgets.reads import forget_studies
 from store import studies as store_studies
 from tests.helpers.pages import COMPARE_PAGE, make_store, run_page, texts
 
@@ -203,7 +203,7 @@ def test_a_study_deleted_while_viewed_is_named_on_the_next_click(tmp_path, monke
     at = run_page(tmp_path, monkeypatch, query={"compare_studies": viewed})
     assert at.multiselect(key="compare_studies").value == [viewed]
     store_studies.delete_study(viewed, confirm_name="viewed", path=tmp_path / "softgrade.duckdb")
-    cached_studies.clear()  # the few seconds of the study list's cache have passed
+    forget_studies()  # the few seconds of the study list's cache have passed
     at.run()  # the member's next click
     assert not at.exception
     warning = texts(at, "warning")
@@ -218,7 +218,7 @@ def test_a_study_archived_while_viewed_says_how_to_show_it(tmp_path, monkeypatch
     make_store(tmp_path, name="other")
     at = run_page(tmp_path, monkeypatch, EXPLORER_PAGE, query={"explorer_study": viewed})
     store_studies.archive_study(viewed, path=tmp_path / "softgrade.duckdb")
-    cached_studies.clear()  # the few seconds of the study list's cache have passed
+    forget_studies()  # the few seconds of the study list's cache have passed
     at.run()
     assert not at.exception
     assert f"“viewed” ({viewed}), was archived" in texts(at, "info")
