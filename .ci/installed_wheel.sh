@@ -11,8 +11,7 @@ mkdir "$work/src"
 git -C "$repo" ls-files -z | (cd "$repo" && xargs -0 tar -cf -) | tar -xf - -C "$work/src"
 "$repo/.venv/bin/python" -m pip wheel -q --no-deps -w "$work/dist" "$work/src"
 python3 -m venv "$work/venv"
-# --no-compile: byte-compiling every dependency costs ~45 s of CPU; imports compile what they use.
-"$work/venv/bin/pip" install -q --no-compile "$work"/dist/softgrade-*.whl
+"$work/venv/bin/pip" install -q "$work"/dist/softgrade-*.whl
 cd "$work"  # nothing of the checkout on the path from here
 export SOFTGRADE_HOME="$work/home"
 sg="$work/venv/bin/softgrade"
