@@ -37,7 +37,7 @@ from tests.helpers.studies import TINY_PHANTOM, FinishedStudy, train_finished_st
 from tests.helpers.tier_guard import guard_fast_test
 
 # Bytecode caches on: where the environment turns them off (PYTHONDONTWRITEBYTECODE=1, as on
-# this project's dev machines and CI), every process the tests start (xdist workers, training
+# this project's dev machines), every process the tests start (xdist workers, training
 # workers and their slot processes, app servers, CLI runs: hundreds of them) compiles each
 # module of the checkout it imports from source, ~0.4 s of CPU a process. Let them cache it.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
