@@ -48,12 +48,7 @@ from pages.widgets.reads import cached_jobs, cached_run_costs, store_path
 from pages.widgets.seed_planner import how_many_seeds
 from pages.widgets.shell import link_to_page, page_title, run_inside_shell
 from pages.widgets.sign_in import require_page
-from pages.widgets.workers import (
-    queue_wait_text,
-    show_queue_wait,
-    warn_if_no_worker,
-    worker_has_gpu,
-)
+from pages.widgets.workers import show_queue_wait, warn_if_no_worker, worker_has_gpu
 
 
 def study_inputs(path: Path) -> tuple[dict[str, Any], str, dict[str, int], str | None]:
@@ -163,7 +158,7 @@ def show_queue(
             "the settings above differ from it, so queuing them makes a new job."
         )
     if not worker_alive and spec is not None:
-        st.caption(queue_wait_text())
+        show_queue_wait(caption=True)
 
 
 def show_queued(last: dict[str, Any], name: str, path: Path, *, worker_alive: bool) -> None:

@@ -32,17 +32,20 @@ WORKER_STARTING = (
 )
 
 
-def queue_wait_text() -> str:
-    """Why a study queued now waits, while no worker beats (the Launch page says it)."""
-    if worker_starting(time.time()):
+def queue_wait_text(starting: bool) -> str:
+    """Why a study queued now waits, while no worker beats: the worker ``up`` is starting,
+    or none runs (with how to start one)."""
+    if starting:
         return "The worker is still starting; the study begins once it is up."
     return f"The study will wait in the queue until a worker starts. {NO_WORKER_HOW}"
 
 
-def show_queue_wait() -> None:
-    """Under a study just queued while no worker beats: that it waits, and for what."""
+def show_queue_wait(*, caption: bool = False) -> None:
+    """While no worker beats: why a study queued now waits (a caption under the form, or
+    under a study just queued an info while `up` starts its worker, else a warning)."""
     starting = worker_starting(time.time())
-    (st.info if starting else st.warning)(queue_wait_text())
+    say = st.caption if caption else st.info if starting else st.warning
+    say(queue_wait_text(starting))
 
 
 def show_no_worker(*, bold: bool = True) -> None:
