@@ -11,7 +11,12 @@ mkdir "$work/src"
 git -C "$repo" ls-files -z | (cd "$repo" && xargs -0 tar -cf -) | tar -xf - -C "$work/src"
 "$repo/.venv/bin/python" -m pip wheel -q --no-deps -w "$work/dist" "$work/src"
 python3 -m venv "$work/venv"
-"$work/venv/bin/pip" install -q "$work"/dist/softgrade-*.whl
+# The wheel's declared dependencies (no extras), hard-linked from the CI venv rather than
+# installed again: a second torch would double CI's disk use. pip check then confirms that
+# every requirement among them is met, so nothing outside the declared set is needed.
+"$repo/.venv/bin/python" "$repo/.ci/linked_venv.py" "$work"/dist/softgrade-*.whl "$work/venv"
+"$work/venv/bin/pip" install -q --no-deps "$work"/dist/softgrade-*.whl
+"$work/venv/bin/pip" check
 cd "$work"  # nothing of the checkout on the path from here
 export SOFTGRADE_HOME="$work/home"
 sg="$work/venv/bin/softgrade"
