@@ -19,10 +19,11 @@ import pandas as pd
 
 from engine.analysis import designs, paired
 from engine.analysis.compare import PAIR_ORDER_RULE
+from engine.analysis.metrics import METRIC_LABELS
 from engine.analysis.table_columns import ANOVA, ENDPOINT, FRIEDMAN, PAIRED
 from engine.analysis.table_vocabulary import TableVocabulary
 from pages.present.stat_tables import frame_latex
-from pages.present.tables import is_missing_value, method_title, metric_header
+from pages.present.tables import is_missing_value, method_title, metric_bounds, metric_header
 
 ALPHA = 0.05
 NEEDS_TWO_SEEDS = "needs 2 seeds"
@@ -440,11 +441,23 @@ def anova_view(table: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
-def mean_ci_table(intervals: pd.DataFrame, metrics: Sequence[str], digits: int = 3) -> pd.DataFrame:
-    """Table 4 as "mean [95 % CI]" per task, method and metric (`paired.mean_intervals`);
-    a one-seed mean says its interval needs 2 seeds."""
+def clip_interval(metric: str, low: float, high: float) -> tuple[float, float]:
+    """``(low, high)`` clipped to the values ``metric`` can take (`tables.metric_bounds`)."""
+    bottom, top = metric_bounds(metric)
+    return max(low, bottom), min(high, top)
+
+
+def mean_ci_table(
+    intervals: pd.DataFrame, metrics: Sequence[str] | None = None, digits: int = 3
+) -> pd.DataFrame:
+    """Table 4 as "mean [95 % CI]" per task, method and metric (`paired.mean_intervals`),
+    each interval clipped to the values its metric can take (`clipped_sentence` says which);
+    a one-seed mean says its interval needs 2 seeds. ``metrics`` defaults to the table's own,
+    in order. The Statistics tab, the report and its LaTeX all show this one table."""
     if intervals.empty:
         return pd.DataFrame(columns=["Task", "Method", "Seeds"])
+    if metrics is None:
+        metrics = list(dict.fromkeys(intervals["metric"]))
     wide = []
     for (task, method), part in intervals.groupby(["task", "method"], sort=False):
         by_metric = part.set_index("metric")
@@ -455,12 +468,29 @@ def mean_ci_table(intervals: pd.DataFrame, metrics: Sequence[str], digits: int =
         }
         for metric in metrics:
             r = by_metric.loc[metric]
-            interval = interval_text(r["ci_low"], r["ci_high"], digits)
+            interval = interval_text(*clip_interval(metric, r["ci_low"], r["ci_high"]), digits)
             if interval == NOT_COMPUTED:
                 interval = NEEDS_TWO_SEEDS
             row[metric_header(metric)] = f"{number_text(r['mean'], digits)} {interval}"
         wide.append(row)
     return pd.DataFrame(wide)
+
+
+def clipped_sentence(intervals: pd.DataFrame) -> str | None:
+    """Which intervals reached beyond their metric's range (and are shown clipped), or None."""
+    parts = []
+    for r in intervals.itertuples():
+        shown = clip_interval(r.metric, r.ci_low, r.ci_high)
+        if not is_missing_value(r.ci_low) and shown != (r.ci_low, r.ci_high):
+            raw = f"[{r.ci_low:.3f}, {r.ci_high:.3f}]".replace("-", "−")
+            label = METRIC_LABELS[str(r.metric)]
+            parts.append(f"{r.task} {method_title(str(r.method))} {label}: {raw}")
+    if not parts:
+        return None
+    return (
+        f"Shown clipped at the metric's bound ({len(parts)} interval"
+        f"{'s' * (len(parts) != 1)}; as computed): {'; '.join(parts)}."
+    )
 
 
 def mean_ci_note(intervals: pd.DataFrame) -> str:

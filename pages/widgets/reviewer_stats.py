@@ -383,4 +383,6 @@ def table4_intervals(path: str, per_run: pd.DataFrame, metrics: list[str]) -> pd
     intervals = paired.mean_intervals(per_run, ratios, metrics=metrics)
     show_table(rt.mean_ci_table(intervals, metrics), hide_index=True, width="stretch")
     st.caption(rt.mean_ci_note(intervals))
+    if clipped := rt.clipped_sentence(intervals):
+        st.caption(clipped)
     return intervals

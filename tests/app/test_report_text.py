@@ -120,23 +120,16 @@ def test_the_rank_reading_is_exploratory_and_names_its_blocks_assumption():
     assert "1 of the 3 primary comparisons is significant" in caution
 
 
-def test_table4_intervals_are_clipped_to_what_the_metric_can_take_and_said():
-    intervals = pd.DataFrame(
-        {
-            "task": ["KL", "KL"],
-            "method": ["nominal", "nominal"],
-            "metric": ["ms", "qwk"],
-            "n_seeds": [20, 20],
-            "mean": [0.069, 0.75],
-            "ci_low": [-0.079, 0.7],
-            "ci_high": [0.217, 0.8],
-        }
-    )
-    frame = report.table4_frame(intervals)
-    assert frame.iloc[0]["MS ↑"] == "0.069 [0.000, 0.217]"
-    assert frame.iloc[0]["QWK ↑"] == "0.750 [0.700, 0.800]"
-    assert report.clipped_sentence(intervals).endswith("KL Nominal MS: [−0.079, 0.217].")
-    assert report.clipped_sentence(intervals.iloc[1:]) is None
+def test_a_one_seed_studys_table4_says_its_intervals_need_two_seeds(tmp_path):
+    """The report and the Statistics tab share one Table 4 (`reviewer_tables.mean_ci_table`):
+    one seed has a mean but no interval, and the report says so rather than "nan"."""
+    store = tmp_path / "softgrade.duckdb"
+    init_schema(store)
+    study = write_synthetic_study(store, n_seeds=1, n_patients=20)
+    inputs = gather_report_inputs([study], path=store, n_boot=0)
+    table4 = "".join(report.table4_section(inputs))
+    assert "needs 2 seeds" in table4
+    assert "nan" not in table4.lower()
 
 
 def test_the_reliability_legend_says_how_many_seeds_it_pools():

@@ -267,6 +267,30 @@ def test_mean_ci_table_writes_mean_and_interval_or_why_not():
     assert "corrected resampled t interval" in rt.mean_ci_note(intervals)
 
 
+def test_mean_ci_table_shows_an_interval_at_its_metrics_bound_and_says_so():
+    """One Table 4 for the Statistics tab, the report and its LaTeX: an interval reaching past
+    what its metric can take is shown at the bound, and `clipped_sentence` gives it as computed."""
+    intervals = pd.DataFrame(
+        {
+            "task": ["KL"] * 3,
+            "method": ["nominal"] * 3,
+            "metric": ["ms", "qwk", "amae"],
+            "n_seeds": [20] * 3,
+            "mean": [0.069, 0.75, 0.02],
+            "ci_low": [-0.079, 0.7, 0.01],
+            "ci_high": [0.217, 0.8, 0.05],
+        }
+    )
+    view = rt.mean_ci_table(intervals)
+    assert list(view.columns) == ["Task", "Method", "Seeds", "MS ↑", "QWK ↑", "AMAE ↓"]
+    assert view.iloc[0]["MS ↑"] == "0.069 [0.000, 0.217]"
+    assert view.iloc[0]["QWK ↑"] == "0.750 [0.700, 0.800]"
+    assert rt.clipped_sentence(intervals).endswith(
+        "(1 interval; as computed): KL Nominal MS: [−0.079, 0.217]."
+    )
+    assert rt.clipped_sentence(intervals.iloc[1:]) is None
+
+
 def test_paired_latex_is_a_table_with_the_corrected_p():
     latex = rt.paired_latex(paired.paired_table(_per_run(6), RATIOS, metrics=("amae",)), "AMAE")
     assert latex.startswith(r"\begin{table}") and "p corrected" in latex

@@ -68,12 +68,7 @@ from pages.present.report.figures import (
     reliability_section,
 )
 from pages.present.report.grade_sets import SHAPES_HEADING, grade_sets_section, set_shapes_part
-from pages.present.report.intervals import (
-    clip_interval,
-    clipped_sentence,
-    table4_frame,
-    table4_section,
-)
+from pages.present.report.intervals import table4_section
 from pages.present.report.latex import report_latex
 from pages.present.report.methods_text import (
     methods_section,
@@ -107,8 +102,6 @@ __all__ = [
     "caveats",
     "appendix_section",
     "caveats_section",
-    "clip_interval",
-    "clipped_sentence",
     "confirmatory_caveat",
     "critical_difference_section",
     "curves_section",
@@ -139,7 +132,6 @@ __all__ = [
     "statistics_text",
     "studies_section",
     "study_card",
-    "table4_frame",
     "table4_section",
     "tests_line",
     "truth_caveat",

@@ -10,7 +10,6 @@ from jobs.services.report_record import ReportInputs
 from pages.present import reviewer_tables, stat_tables, tables
 from pages.present.report.common import PRIMARY
 from pages.present.report.comparisons import bootstrap_frame, endpoint_frame
-from pages.present.report.intervals import table4_frame
 
 
 def report_latex(inputs: ReportInputs) -> dict[str, str]:
@@ -27,7 +26,10 @@ def report_latex(inputs: ReportInputs) -> dict[str, str]:
         table = study.paired
         endpoint = paired.primary_endpoint(table) if len(table) else table
         frames = {
-            "table4": (table4_frame(intervals), f"Test metrics, {paired.MEAN_CI_KIND}"),
+            "table4": (
+                reviewer_tables.mean_ci_table(intervals),
+                f"Test metrics, {paired.MEAN_CI_KIND}",
+            ),
             "primary-endpoint": (
                 endpoint_frame(endpoint) if len(endpoint) else endpoint,
                 f"Primary endpoint ({paired.PRIMARY_FAMILY})",
