@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import email.parser
 import os
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -76,7 +75,8 @@ def dependency_closure(
 
 
 def link_distribution(dist: metadata.Distribution, target: Path) -> int:
-    """Hard-link a distribution's site-packages files into target; copy across devices."""
+    """Hard-link a distribution's site-packages files into target; across filesystems (a
+    temp folder on tmpfs) symlink them, which costs no disk either."""
     linked = 0
     for record in dist.files or []:
         if record.parts and record.parts[0] == "..":  # scripts and data outside site-packages
@@ -91,7 +91,7 @@ def link_distribution(dist: metadata.Distribution, target: Path) -> int:
         try:
             os.link(source, destination)
         except OSError:
-            shutil.copy2(source, destination)
+            destination.symlink_to(source)
         linked += 1
     return linked
 
