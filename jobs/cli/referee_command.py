@@ -54,7 +54,7 @@ from engine.referee.design import FIXED, INIT_DRAWS, RefereeDesign
 from engine.seeds import SeedDesignError, seeds_from_text
 from engine.vocab import TASKS
 from jobs.cli.arg_types import whole_from
-from jobs.cli.referee_setup import prepare_referee_run
+from jobs.cli.referee_setup import add_parts_arguments, prepare_referee_run
 
 # The referee's statistics (`engine.analysis.referee`: scipy, statsmodels, baycomp; ~1 s) are
 # imported in the functions that use them: every command line, `up` and `worker` (and each
@@ -343,22 +343,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("-o", "--output", default=None, help="a new or empty folder for the tables")
     p.add_argument("--datasets", type=whole_from(2), default=3, help="K phantom datasets (>= 2)")
-    p.add_argument(
-        "--first-dataset",
-        type=whole_from(0),
-        default=0,
-        metavar="A",
-        help="train datasets A .. K-1 only: one part of the design, for several processes or "
-        "machines (join the parts with --combine)",
-    )
-    p.add_argument(
-        "--combine",
-        nargs="+",
-        default=None,
-        metavar="DIR",
-        help="only join the folders of one design's parts (made with --first-dataset) into "
-        "-o, without training",
-    )
+    add_parts_arguments(p)
     p.add_argument(
         "--seeds",
         type=referee_seeds,

@@ -7,7 +7,10 @@ no duckdb: both commands run alone as ``python -m`` where the store's libraries 
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
+
+from jobs.cli.arg_types import whole_from
 
 
 def prepare_referee_run(device: str, threads: int, out: Path, render_workers: int | None) -> int:
@@ -28,3 +31,23 @@ def prepare_referee_run(device: str, threads: int, out: Path, render_workers: in
         torch.set_num_threads(threads)
     out.mkdir(parents=True, exist_ok=True)
     return render_workers or default_render_workers()
+
+
+def add_parts_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--first-dataset`` and ``--combine``: one design trained in parts and joined."""
+    parser.add_argument(
+        "--first-dataset",
+        type=whole_from(0),
+        default=0,
+        metavar="A",
+        help="train datasets A .. K-1 only: one part of the design, for several processes or "
+        "machines (join the parts with --combine)",
+    )
+    parser.add_argument(
+        "--combine",
+        nargs="+",
+        default=None,
+        metavar="DIR",
+        help="only join the folders of one design's parts (made with --first-dataset) into "
+        "-o, without training",
+    )

@@ -12,6 +12,11 @@ method, score and kind; rewritten after each dataset, so an interrupted run keep
 finished), ``sets_summary.csv``, ``sets.md`` (the table) and ``sets.json`` (the card: sizes,
 device, wall time, date, command). Defaults are tiny, for a CPU; ``python -m
 jobs.cli.sets_referee_command ...`` runs it alone, without the store's duckdb.
+
+One design can be trained in parts, by several processes or machines: ``--first-dataset A
+--datasets B`` trains datasets ``A .. B-1`` only (the same data seed, so the same datasets and
+the same fresh test set as one whole run), and ``--combine DIR DIR ... -o OUT`` joins the
+parts' folders into one result, refusing parts of different designs or overlapping datasets.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import sys
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -32,24 +38,29 @@ from engine.methods import paper_methods
 from engine.referee.design import RefereeDesign
 from engine.vocab import TASKS
 from jobs.cli.arg_types import whole_from
-from jobs.cli.referee_setup import prepare_referee_run
+from jobs.cli.referee_setup import add_parts_arguments, prepare_referee_run
+from jobs.services.sets_referee_parts import (
+    CARD_FILE,
+    DRAWS_FILE,
+    MARKDOWN_FILE,
+    SUMMARY_FILE,
+    datasets_done,
+    read_sets_parts,
+    write_sets_design,
+)
 
 BAD_INPUT = 2
-DRAWS_FILE, SUMMARY_FILE, MARKDOWN_FILE, CARD_FILE = (
-    "sets_draws.csv",
-    "sets_summary.csv",
-    "sets.md",
-    "sets.json",
-)
 
 
 def cmd_calibrate_sets(args: argparse.Namespace) -> int:
-    """Run the sets referee for each task and write its tables."""
+    """Run the sets referee for each task (or join parts) and write its tables."""
     if not args.output:
         return _bad("name the output folder: -o DIR (a new or empty folder)")
     out = Path(args.output)
     if out.is_symlink() or (out.exists() and (not out.is_dir() or any(out.iterdir()))):
         return _bad(f"-o {out}: must be a new or empty folder, so no earlier result is lost")
+    if args.combine:
+        return _combine([Path(f) for f in args.combine], out)
     tasks = list(TASKS) if args.task == "both" else [args.task]
     try:
         conformal.check_coverage(args.coverage)
@@ -62,13 +73,15 @@ def cmd_calibrate_sets(args: argparse.Namespace) -> int:
         workers = prepare_referee_run(args.device, args.threads, out, args.render_workers)
     except ValueError as exc:
         return _bad(str(exc))
+    write_sets_design(out, designs, args.coverage)
     started = datetime.now(UTC)
     done: list[pd.DataFrame] = []
-    card: dict[str, object] = {"created_at": started.strftime("%Y-%m-%d %H:%M UTC"), "tasks": {}}
+    card: dict[str, Any] = {"created_at": started.strftime("%Y-%m-%d %H:%M UTC"), "tasks": {}}
     for design in designs:
         print(
-            f"sets referee: {design.task}: {design.datasets} datasets x {design.seeds} seeds x "
-            f"{len(design.methods)} methods on {design.device}",
+            f"sets referee: {design.task}: datasets {design.first_dataset}-"
+            f"{design.datasets - 1} x {design.seeds} seeds x {len(design.methods)} methods on "
+            f"{design.device}",
             flush=True,
         )
         with tempfile.TemporaryDirectory(prefix="softgrade-sets-", dir=args.cache_dir) as work:
@@ -80,31 +93,68 @@ def cmd_calibrate_sets(args: argparse.Namespace) -> int:
                 on_dataset=lambda r: _save(pd.concat([*done, r.draws]), out / DRAWS_FILE),
             )
         done.append(result.draws)
-        card["tasks"][design.task] = {  # type: ignore[index]
+        card["tasks"][design.task] = {
             "datasets_done": result.datasets_done,
             "fresh_films": result.fresh_films,
             "device": result.device,
             "wall_s": round(result.wall_s, 1),
         }
     draws = pd.concat(done, ignore_index=True)
-    if draws.empty or draws.groupby("task")["dataset"].nunique().min() < 2:
-        return _bad("fewer than 2 datasets finished for a task; raise --max-minutes")
     _save(draws, out / DRAWS_FILE)
-    summary = conformal.referee_summary(draws)
-    _save(summary, out / SUMMARY_FILE)
+    return _finish(out, draws, designs, args.coverage, card)
+
+
+def _combine(folders: list[Path], out: Path) -> int:
+    """Join the folders of one design's parts (``--first-dataset``) into one result in ``out``."""
+    try:
+        parts = read_sets_parts(folders)
+    except ValueError as exc:
+        return _bad(str(exc))
+    out.mkdir(parents=True, exist_ok=True)
+    designs = list(parts.designs.values())
+    write_sets_design(out, designs, parts.coverage)
+    _save(parts.draws, out / DRAWS_FILE)
+    card: dict[str, Any] = {
+        "created_at": parts.created_at or datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "tasks": {task: parts.task_card(task) for task in parts.designs},
+        "parts": parts.describe(),
+    }
+    return _finish(out, parts.draws, designs, parts.coverage, card)
+
+
+def _finish(
+    out: Path,
+    draws: pd.DataFrame,
+    designs: list[RefereeDesign],
+    coverage: float,
+    card: dict[str, Any],
+) -> int:
+    """Write the card, and the summary and table once every task has 2 or more datasets."""
+    design = designs[0]
     card |= {
-        "coverage": args.coverage,
-        "seeds": args.seeds,
-        "methods": designs[0].methods,
-        "n_images": args.n_images,
-        "fresh_test": args.fresh_test,
-        "epochs": args.epochs,
-        "image_size": args.image_size,
+        "coverage": coverage,
+        "seeds": design.seeds,
+        "methods": design.methods,
+        "n_images": design.n_images,
+        "fresh_test": design.fresh_test,
+        "epochs": design.epochs,
+        "image_size": design.image_size,
         "command": " ".join(sys.argv),
     }
+    (out / CARD_FILE).write_text(json.dumps(card, indent=2, default=str))
+    short = {d.task: datasets_done(draws, d.task) for d in designs}
+    short = {task: n for task, n in short.items() if n < 2}
+    if short:
+        counts = ", ".join(f"{task} {n}" for task, n in short.items())
+        return _bad(
+            f"datasets finished: {counts}; the referee needs 2 or more per task: raise "
+            f"--max-minutes, or train more parts and join them with --combine (the draws so "
+            f"far are kept in {out})"
+        )
+    summary = conformal.referee_summary(draws)
+    _save(summary, out / SUMMARY_FILE)
     text = sets_markdown(summary, card)
     (out / MARKDOWN_FILE).write_text(text)
-    (out / CARD_FILE).write_text(json.dumps(card, indent=2, default=str))
     print(text)
     print(f"written to {out}")
     return 0
@@ -147,6 +197,7 @@ def _design(args: argparse.Namespace, task: str) -> RefereeDesign:
         null_method=methods[0] if methods else "",
         task=task,
         datasets=args.datasets,
+        first_dataset=args.first_dataset,
         seeds=args.seeds,
         n_images=args.n_images,
         fresh_test=args.fresh_test,
@@ -183,6 +234,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("-o", "--output", default=None, help="a new or empty folder for the tables")
     p.add_argument("--datasets", type=whole_from(2), default=3, help="K phantom datasets (>= 2)")
+    add_parts_arguments(p)
     p.add_argument("--seeds", type=whole_from(2), default=2, help="seeds per dataset (>= 2)")
     p.add_argument(
         "--methods",

@@ -118,8 +118,8 @@ def read_parts(folders: list[Path]) -> RefereeParts:
         draws.append((folder, part_draws))
         boots.append(part_boot)
         parts.append(Part(folder, card, _datasets_in(part_draws)))
-    design = _one_design(designs)
-    _check_no_overlap(draws)
+    design = join_designs(designs)
+    refuse_overlap(draws)
     joined = pd.concat([d for _, d in draws], ignore_index=True)
     if len(joined):
         joined = joined.sort_values(["dataset", "seed"], kind="stable", ignore_index=True)
@@ -136,28 +136,42 @@ def _read_part(
     folder: Path,
 ) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame, dict[str, Any]]:
     """One part's design, draws, bootstrap intervals and card (empty when it has none)."""
-    if not folder.is_dir():
-        raise ValueError(f"--combine: {folder} is not a folder")
-    design_file = folder / DESIGN_FILE
-    if not design_file.is_file():
-        raise ValueError(
-            f"--combine: {folder} has no {DESIGN_FILE}; only folders written by "
-            "calibrate-inference (this version) can be joined"
-        )
-    try:
-        design = json.loads(design_file.read_text())
-        card_file = folder / CARD_FILE
-        card = json.loads(card_file.read_text()) if card_file.is_file() else {}
-        draws = _read_table(folder / DRAWS_FILE)
-        boot = _read_table(folder / BOOTSTRAP_FILE)
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"--combine: {folder} cannot be read: {str(exc)[:200]}") from None
+    design, card, (draws, boot) = read_part_folder(
+        folder, DESIGN_FILE, CARD_FILE, (DRAWS_FILE, BOOTSTRAP_FILE), "calibrate-inference"
+    )
     if not isinstance(design, dict):
-        raise ValueError(f"--combine: {design_file} does not hold a design")
+        raise ValueError(f"--combine: {folder / DESIGN_FILE} does not hold a design")
     return design, draws, boot, card
 
 
-def _read_table(path: Path) -> pd.DataFrame:
+def read_part_folder(
+    folder: Path, design_file: str, card_file: str, tables: tuple[str, ...], command: str
+) -> tuple[Any, dict[str, Any], list[pd.DataFrame]]:
+    """A part's design record (as its JSON holds it), its card (empty when it has none) and
+    its tables (each empty when absent), for either referee command's ``--combine``.
+
+    Raises:
+        ValueError: The folder is missing, has no design file, or cannot be read.
+    """
+    if not folder.is_dir():
+        raise ValueError(f"--combine: {folder} is not a folder")
+    if not (folder / design_file).is_file():
+        raise ValueError(
+            f"--combine: {folder} has no {design_file}; only folders written by "
+            f"{command} (this version) can be joined"
+        )
+    try:
+        design = json.loads((folder / design_file).read_text())
+        card = (
+            json.loads((folder / card_file).read_text()) if (folder / card_file).is_file() else {}
+        )
+        frames = [read_part_table(folder / name) for name in tables]
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"--combine: {folder} cannot be read: {str(exc)[:200]}") from None
+    return design, card if isinstance(card, dict) else {}, frames
+
+
+def read_part_table(path: Path) -> pd.DataFrame:
     """A part's CSV, empty when the part finished no dataset (or wrote an empty table)."""
     if not path.is_file() or path.stat().st_size == 0:
         return pd.DataFrame()
@@ -167,7 +181,7 @@ def _read_table(path: Path) -> pd.DataFrame:
         return pd.DataFrame()
 
 
-def _one_design(designs: list[tuple[Path, dict[str, Any]]]) -> RefereeDesign:
+def join_designs(designs: list[tuple[Path, dict[str, Any]]]) -> RefereeDesign:
     """The design the parts share, spanning every part's datasets."""
     first_folder, first = designs[0]
     for folder, design in designs[1:]:
@@ -189,7 +203,7 @@ def _one_design(designs: list[tuple[Path, dict[str, Any]]]) -> RefereeDesign:
         raise ValueError(f"--combine: the parts' design is not valid here: {exc}") from None
 
 
-def _check_no_overlap(draws: list[tuple[Path, pd.DataFrame]]) -> None:
+def refuse_overlap(draws: list[tuple[Path, pd.DataFrame]]) -> None:
     """Refuse a dataset trained in two parts (it would count twice)."""
     seen: dict[int, Path] = {}
     for folder, part in draws:
