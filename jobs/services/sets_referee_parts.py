@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from engine.analysis import conformal
 from engine.referee.design import RefereeDesign
 
 DRAWS_FILE = "sets_draws.csv"
@@ -27,6 +28,8 @@ CARD_FILE = "sets.json"
 DESIGN_FILE = "sets_design.json"
 #: What a part's design must name for its datasets to be placed.
 _RANGE = {"first_dataset", "datasets"}
+#: The columns that place a draw: the parts are checked and joined on them.
+DRAW_KEYS = frozenset({"task", "dataset", "seed"})
 
 
 def write_sets_design(out: Path, designs: list[RefereeDesign], coverage: float) -> None:
@@ -59,14 +62,14 @@ class SetsParts:
     def task_card(self, task: str) -> dict[str, Any]:
         """The joined card's entry for a task: datasets done over the parts, the fresh test
         set's size (the same in each), the devices, the longest part's wall time."""
-        entries = [p.card.get("tasks", {}).get(task, {}) for p in self.parts]
+        entries = [_card_entry(p.card, task) for p in self.parts]
         entries = [e for e in entries if e]
         devices = sorted({str(e["device"]) for e in entries if e.get("device")})
         return {
             "datasets_done": datasets_done(self.draws, task),
-            "fresh_films": max((int(e.get("fresh_films") or 0) for e in entries), default=0),
+            "fresh_films": int(max((_number(e.get("fresh_films")) for e in entries), default=0)),
             "device": ", ".join(devices) or "unknown (no part finished its card)",
-            "wall_s": max((float(e.get("wall_s") or 0.0) for e in entries), default=0.0),
+            "wall_s": max((_number(e.get("wall_s")) for e in entries), default=0.0),
         }
 
     def describe(self) -> list[dict[str, Any]]:
@@ -81,6 +84,21 @@ class SetsParts:
         """The first part's start, as its card wrote it; None when no part wrote one."""
         dates = sorted(str(p.card["created_at"]) for p in self.parts if p.card.get("created_at"))
         return dates[0] if dates else None
+
+
+def _card_entry(card: dict[str, Any], task: str) -> dict[str, Any]:
+    """A part card's entry for ``task``; empty when the card has none (or is not one)."""
+    tasks = card.get("tasks")
+    entry = tasks.get(task) if isinstance(tasks, dict) else None
+    return entry if isinstance(entry, dict) else {}
+
+
+def _number(value: Any) -> float:
+    """A card's number, or 0 when it holds none."""
+    try:
+        return float(value or 0)
+    except (TypeError, ValueError):
+        return 0.0
 
 
 def datasets_done(draws: pd.DataFrame, task: str) -> int:
@@ -160,4 +178,11 @@ def _read_part(folder: Path) -> tuple[dict[str, Any], pd.DataFrame, dict[str, An
         or not all(isinstance(d, dict) and set(d) >= _RANGE for d in designs.values())
     ):
         raise ValueError(f"--combine: {folder / DESIGN_FILE} does not hold calibrate-sets' designs")
+    try:
+        conformal.check_coverage(float(record["coverage"]))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"--combine: {folder / DESIGN_FILE}: coverage: {exc}") from None
+    if len(draws) and not set(draws.columns) >= DRAW_KEYS:
+        missing = ", ".join(sorted(DRAW_KEYS - set(draws.columns)))
+        raise ValueError(f"--combine: {folder / DRAWS_FILE} lacks the columns {missing}")
     return record, draws, card

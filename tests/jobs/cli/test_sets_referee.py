@@ -149,6 +149,21 @@ def test_combine_names_a_folder_that_is_not_a_part(tmp_path, capsys):
     assert "does not hold calibrate-sets' designs" in capsys.readouterr().err
 
 
+def test_a_damaged_part_is_named_in_one_line(tmp_path, capsys):
+    a = _part(tmp_path / "a", first=0, datasets=2)
+    b = _part(tmp_path / "b", first=2, datasets=4)
+    (b / "sets.json").write_text('{"tasks": ["not", "a", "mapping"], "created_at": 5}')
+    assert main(["--combine", str(a), str(b), "-o", str(tmp_path / "ok")]) == 0
+    pd.DataFrame({"dataset": [2], "coverage": [0.9]}).to_csv(b / "sets_draws.csv", index=False)
+    assert main(["--combine", str(a), str(b), "-o", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "sets_draws.csv lacks the columns seed, task" in err and err.count("\n") == 1
+    design = json.loads((a / "sets_design.json").read_text())
+    (a / "sets_design.json").write_text(json.dumps(design | {"coverage": "most"}))
+    assert main(["--combine", str(a), str(b), "-o", str(tmp_path / "o")]) == 2
+    assert "coverage:" in capsys.readouterr().err
+
+
 def test_combined_synthetic_parts_summarise_every_dataset(tmp_path):
     a = _part(tmp_path / "a", first=0, datasets=2)
     b = _part(tmp_path / "b", first=2, datasets=5)
