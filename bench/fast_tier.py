@@ -36,6 +36,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT_VARIABLE = "FAST_TIER_CPU_DIR"
 LIMIT_S = 2.0
@@ -69,6 +71,7 @@ def pytest_runtest_logreport(report: Any) -> None:
         _outcomes.setdefault(report.nodeid, "skipped")
 
 
+@pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: Any, nextitem: Any) -> Iterator[None]:
     """Time one test's setup, call and teardown in this process's CPU seconds."""
     start = _cpu_s()
@@ -82,9 +85,6 @@ def pytest_runtest_protocol(item: Any, nextitem: Any) -> Iterator[None]:
             out.write(line + "\n")
 
 
-pytest_runtest_protocol.hookwrapper = True  # type: ignore[attr-defined]
-
-
 # --------------------------------------------------------------------------------------------
 # The bench: run the tier in a child process, read the children's CPU time
 # --------------------------------------------------------------------------------------------
@@ -96,7 +96,6 @@ def _children_cpu_s() -> float:
 
 
 def _versions() -> dict[str, str]:
-    import pytest
     import torch
     import xdist
 
