@@ -78,9 +78,7 @@ def link_distribution(dist: metadata.Distribution, target: Path) -> int:
     """Hard-link a distribution's site-packages files into target; across filesystems (a
     temp folder on tmpfs) symlink them, which costs no disk either."""
     linked = 0
-    for record in dist.files or []:
-        if record.parts and record.parts[0] == "..":  # scripts and data outside site-packages
-            continue
+    for record in site_files(dist):
         source = Path(str(dist.locate_file(record)))
         if not source.is_file():
             continue
@@ -96,9 +94,15 @@ def link_distribution(dist: metadata.Distribution, target: Path) -> int:
     return linked
 
 
+def site_files(dist: metadata.Distribution) -> list[metadata.PackagePath]:
+    """The files a distribution's RECORD lists inside site-packages (not its scripts and data,
+    which RECORD names from ``..``)."""
+    return [f for f in dist.files or [] if f.parts and f.parts[0] != ".."]
+
+
 def files_of(dist: metadata.Distribution) -> set[str]:
-    """The site-packages paths a distribution's RECORD lists."""
-    return {str(f) for f in dist.files or [] if f.parts and f.parts[0] != ".."}
+    """The site-packages paths of `site_files`, as text to compare."""
+    return {str(f) for f in site_files(dist)}
 
 
 def overwritten(
@@ -112,7 +116,9 @@ def overwritten(
 def site_packages(venv: Path) -> Path:
     """The target venv's purelib folder, as its own python names it."""
     code = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
-    out = subprocess.run([venv / "bin" / "python", "-c", code], capture_output=True, text=True)
+    out = subprocess.run(
+        [venv / "bin" / "python", "-c", code], capture_output=True, text=True, check=True
+    )
     return Path(out.stdout.strip())
 
 
